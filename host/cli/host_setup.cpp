@@ -1,0 +1,68 @@
+#include "cli/host_setup.hpp"
+
+#include "cli/embedded_config.hpp"
+#include "config/config_loader.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+#ifndef GATEHOUSE_VERSION
+#define GATEHOUSE_VERSION "0.0.0"
+#endif
+
+namespace gatehouse::cli {
+
+namespace {
+
+std::filesystem::path executable_dir() {
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::filesystem::current_path() : exe.parent_path();
+}
+
+} // namespace
+
+config::Config load_config(const std::optional<std::string>& file) {
+    const auto install_root = executable_dir().parent_path();
+    config::Config cfg = file ? config::load_config_file(*file)
+                              : config::load_config_text(cli::kEmbeddedConfig, "<embedded gatehouse.yaml>",
+                                                         install_root);
+    if (cfg.plugin_dir.empty()) cfg.plugin_dir = install_root / "lib" / "gatehouse" / "plugins";
+    cfg.server.version = GATEHOUSE_VERSION;
+    return cfg;
+}
+
+void setup_logging(const std::string& configured_level) {
+    auto logger = spdlog::stderr_color_mt("gatehouse");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    spdlog::set_default_logger(logger);
+    std::string level = configured_level;
+    if (const char* env = std::getenv("GATEHOUSE_LOG"); env && *env) level = env;
+    spdlog::set_level(spdlog::level::from_str(level));
+}
+
+std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, plugins::LoadReport& report) {
+    auto registry = plugins::PluginLoader::load(cfg, report);
+    for (const auto& f : registry->families())
+        spdlog::info("family '{}' loaded: {} {} from {} ({} tools{})", f.family, f.plugin_name, f.version, f.path,
+                     f.tools.size(), f.prefix.empty() ? "" : ", prefix '" + f.prefix + "'");
+    for (const auto& d : report.disabled)
+        spdlog::info("family '{}' from {} is disabled by domains.{}.enabled", d.family, d.path, d.family);
+    for (const auto& failure : report.failures)
+        spdlog::error("plugin {} not loaded: {}", failure.path, failure.reason);
+    for (const auto& [family, domain] : cfg.domains) {
+        bool present = false;
+        for (const auto& f : registry->families()) present |= f.family == family;
+        for (const auto& d : report.disabled) present |= d.family == family;
+        if (!present && domain.enabled)
+            spdlog::warn("{}: domains.{} is enabled but no loaded plugin serves that family", domain.where.str(),
+                         family);
+    }
+    return registry;
+}
+
+} // namespace gatehouse::cli

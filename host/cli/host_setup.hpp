@@ -1,0 +1,22 @@
+#pragma once
+
+#include "config/config.hpp"
+#include "plugins/plugin_loader.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace gatehouse::cli {
+
+// The config a command runs on: the named file, or the embedded default.
+// Fills what the YAML left to the host (plugin_dir, server version).
+config::Config load_config(const std::optional<std::string>& file);
+
+// Sets up spdlog on stderr. GATEHOUSE_LOG overrides the configured level.
+void setup_logging(const std::string& configured_level);
+
+// Loads the plugins and writes the start-up report to the log.
+std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& config, plugins::LoadReport& report);
+
+} // namespace gatehouse::cli

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gatehouse::config {
+
+// Where a value came from, so every complaint can name file:line:column.
+struct SourceLocation {
+    std::string file;
+    int line = 0;   // 1-based; 0 when unknown
+    int column = 0; // 1-based; 0 when unknown
+
+    std::string str() const;
+};
+
+struct PluginEntry {
+    std::filesystem::path path; // resolved: absolute, or a bare file name found in plugin_dir
+    std::string as_written;
+    SourceLocation where;
+};
+
+struct DomainSettings {
+    bool enabled = true;
+    std::string prefix;                              // prepended to every tool name of the family
+    nlohmann::json settings = nlohmann::json::object(); // handed to the plugin's init
+    SourceLocation where;
+};
+
+struct Limits {
+    std::size_t max_message_bytes = 4 * 1024 * 1024;
+    std::size_t max_json_depth = 64;
+    unsigned workers = 8;
+    unsigned max_in_flight = 256;
+    unsigned page_size = 100;
+    std::uint64_t tools_list_ttl_ms = 300000;
+};
+
+struct ServerIdentity {
+    std::string name = "gatehouse";
+    std::string title = "Gatehouse";
+    std::string version;
+    std::string instructions;
+};
+
+struct Config {
+    std::string source;               // file path, or "<embedded>"
+    std::filesystem::path base_dir;   // relative paths resolve against this
+    ServerIdentity server;
+    bool strict = false;              // exit non-zero when any plugin fails to load
+    std::string log_level = "info";
+    std::filesystem::path plugin_dir; // where bare plugin file names are looked up
+    std::filesystem::path data_dir;   // where families keep their files
+    std::vector<PluginEntry> plugins;
+    std::map<std::string, DomainSettings> domains;
+    Limits limits;
+    std::vector<std::string> transports{"stdio"};
+};
+
+} // namespace gatehouse::config

@@ -1,0 +1,287 @@
+#include "config/config_loader.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace gatehouse::config {
+
+std::string SourceLocation::str() const {
+    std::string s = file.empty() ? "<config>" : file;
+    if (line > 0) s += ":" + std::to_string(line) + ":" + std::to_string(column);
+    return s;
+}
+
+namespace {
+
+class YamlReader {
+public:
+    YamlReader(std::string source, std::filesystem::path base_dir)
+        : source_(std::move(source)), base_dir_(std::move(base_dir)) {}
+
+    SourceLocation at(const YAML::Node& node) const {
+        const YAML::Mark mark = node.Mark();
+        if (mark.is_null()) return {source_, 0, 0};
+        return {source_, mark.line + 1, mark.column + 1};
+    }
+
+    [[noreturn]] void fail(const YAML::Node& node, const std::string& message) const {
+        throw ConfigError(at(node), message);
+    }
+
+    void expect_map(const YAML::Node& node, const std::string& what) const {
+        if (!node.IsMap()) fail(node, what + " must be a mapping");
+    }
+
+    // Unknown keys are mistakes (a typo would otherwise silently do nothing).
+    void only_keys(const YAML::Node& map, const std::set<std::string>& allowed,
+                   const std::string& what) const {
+        for (const auto& kv : map) {
+            const auto key = kv.first.as<std::string>();
+            if (!allowed.count(key)) {
+                std::string list;
+                for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+                fail(kv.first, "unknown key '" + key + "' in " + what + " (allowed: " + list + ")");
+            }
+        }
+    }
+
+    std::string string(const YAML::Node& node, const std::string& what) const {
+        if (!node.IsScalar()) fail(node, what + " must be a string");
+        return node.as<std::string>();
+    }
+
+    bool boolean(const YAML::Node& node, const std::string& what) const {
+        bool value = false;
+        if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value))
+            fail(node, what + " must be true or false");
+        return value;
+    }
+
+    std::uint64_t count(const YAML::Node& node, const std::string& what, std::uint64_t min,
+                        std::uint64_t max) const {
+        if (!node.IsScalar()) fail(node, what + " must be a whole number");
+        const std::string text = node.Scalar();
+        std::uint64_t value = 0;
+        std::size_t used = 0;
+        try {
+            if (!text.empty() && text[0] == '-') throw std::invalid_argument("negative");
+            value = std::stoull(text, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != text.size() || text.empty()) fail(node, what + " must be a whole number, not '" + text + "'");
+        if (value < min || value > max)
+            fail(node, what + " must be between " + std::to_string(min) + " and " + std::to_string(max));
+        return value;
+    }
+
+    std::filesystem::path path(const YAML::Node& node, const std::string& what) const {
+        std::filesystem::path p = string(node, what);
+        if (p.empty()) fail(node, what + " must not be empty");
+        return p.is_absolute() ? p : (base_dir_ / p).lexically_normal();
+    }
+
+    nlohmann::json to_json(const YAML::Node& node) const {
+        switch (node.Type()) {
+        case YAML::NodeType::Map: {
+            nlohmann::json out = nlohmann::json::object();
+            for (const auto& kv : node) out[kv.first.as<std::string>()] = to_json(kv.second);
+            return out;
+        }
+        case YAML::NodeType::Sequence: {
+            nlohmann::json out = nlohmann::json::array();
+            for (const auto& item : node) out.push_back(to_json(item));
+            return out;
+        }
+        case YAML::NodeType::Scalar: {
+            // Quoted scalars stay strings; plain ones become the type they read as.
+            if (node.Tag() == "!") return node.Scalar();
+            bool b;
+            if (YAML::convert<bool>::decode(node, b)) return b;
+            long long i;
+            if (YAML::convert<long long>::decode(node, i)) return i;
+            double d;
+            if (YAML::convert<double>::decode(node, d)) return d;
+            return node.Scalar();
+        }
+        default:
+            return nullptr;
+        }
+    }
+
+    const std::string& source() const { return source_; }
+    const std::filesystem::path& base_dir() const { return base_dir_; }
+
+private:
+    std::string source_;
+    std::filesystem::path base_dir_;
+};
+
+const std::set<std::string> kLogLevels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+
+void read_server(const YamlReader& r, const YAML::Node& node, ServerIdentity& out) {
+    r.expect_map(node, "server");
+    r.only_keys(node, {"name", "title", "instructions"}, "server");
+    if (node["name"]) out.name = r.string(node["name"], "server.name");
+    if (node["title"]) out.title = r.string(node["title"], "server.title");
+    if (node["instructions"]) out.instructions = r.string(node["instructions"], "server.instructions");
+    if (out.name.empty()) r.fail(node, "server.name must not be empty");
+}
+
+void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
+    r.expect_map(node, "limits");
+    r.only_keys(node,
+                {"max_message_bytes", "max_json_depth", "workers", "max_in_flight", "page_size",
+                 "tools_list_ttl_ms"},
+                "limits");
+    if (node["max_message_bytes"])
+        out.max_message_bytes = r.count(node["max_message_bytes"], "limits.max_message_bytes", 1024,
+                                        std::uint64_t{1} << 32);
+    if (node["max_json_depth"])
+        out.max_json_depth = r.count(node["max_json_depth"], "limits.max_json_depth", 4, 10000);
+    if (node["workers"]) out.workers = r.count(node["workers"], "limits.workers", 1, 1024);
+    if (node["max_in_flight"])
+        out.max_in_flight = r.count(node["max_in_flight"], "limits.max_in_flight", 1, 1u << 20);
+    if (node["page_size"]) out.page_size = r.count(node["page_size"], "limits.page_size", 1, 10000);
+    if (node["tools_list_ttl_ms"])
+        out.tools_list_ttl_ms =
+            r.count(node["tools_list_ttl_ms"], "limits.tools_list_ttl_ms", 0, 86400000ull * 365);
+}
+
+void read_plugins(const YamlReader& r, const YAML::Node& node, std::vector<PluginEntry>& out) {
+    if (!node.IsSequence()) r.fail(node, "plugins must be a list of plugin files");
+    for (const auto& item : node) {
+        YAML::Node path_node = item;
+        if (item.IsMap()) {
+            r.only_keys(item, {"path"}, "a plugins entry");
+            if (!item["path"]) r.fail(item, "a plugins entry needs a path");
+            path_node = item["path"];
+        }
+        PluginEntry entry;
+        entry.as_written = r.string(path_node, "a plugin path");
+        entry.where = r.at(path_node);
+        if (entry.as_written.empty()) r.fail(path_node, "a plugin path must not be empty");
+        // A bare file name is looked up in plugin_dir; anything with a slash is a
+        // path relative to the config file (or absolute).
+        if (entry.as_written.find('/') == std::string::npos)
+            entry.path = entry.as_written;
+        else
+            entry.path = r.path(path_node, "a plugin path");
+        out.push_back(std::move(entry));
+    }
+}
+
+void read_domains(const YamlReader& r, const YAML::Node& node,
+                  std::map<std::string, DomainSettings>& out) {
+    r.expect_map(node, "domains");
+    for (const auto& kv : node) {
+        const std::string family = kv.first.as<std::string>();
+        DomainSettings d;
+        d.where = r.at(kv.first);
+        const YAML::Node& v = kv.second;
+        if (v.IsScalar()) {
+            d.enabled = r.boolean(v, "domains." + family);
+        } else if (v.IsNull()) {
+            d.enabled = true;
+        } else {
+            r.expect_map(v, "domains." + family);
+            r.only_keys(v, {"enabled", "prefix", "settings"}, "domains." + family);
+            if (v["enabled"]) d.enabled = r.boolean(v["enabled"], "domains." + family + ".enabled");
+            if (v["prefix"]) {
+                d.prefix = r.string(v["prefix"], "domains." + family + ".prefix");
+                for (char c : d.prefix)
+                    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+                        r.fail(v["prefix"], "domains." + family +
+                                                ".prefix may hold only letters, digits, '_', '-' and '.'");
+            }
+            if (v["settings"]) {
+                r.expect_map(v["settings"], "domains." + family + ".settings");
+                d.settings = r.to_json(v["settings"]);
+            }
+        }
+        out[family] = std::move(d);
+    }
+}
+
+Config read_root(const YamlReader& r, const YAML::Node& root) {
+    Config cfg;
+    cfg.source = r.source();
+    cfg.base_dir = r.base_dir();
+    cfg.data_dir = default_data_dir();
+    if (root.IsNull()) return cfg;
+    r.expect_map(root, "the configuration");
+    r.only_keys(root,
+                {"server", "strict", "log_level", "plugin_dir", "data_dir", "plugins", "domains",
+                 "limits", "transports"},
+                "the configuration");
+    if (root["server"]) read_server(r, root["server"], cfg.server);
+    if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
+    if (root["log_level"]) {
+        cfg.log_level = r.string(root["log_level"], "log_level");
+        if (!kLogLevels.count(cfg.log_level))
+            r.fail(root["log_level"], "log_level must be one of trace, debug, info, warn, error, critical, off");
+    }
+    if (root["plugin_dir"]) cfg.plugin_dir = r.path(root["plugin_dir"], "plugin_dir");
+    if (root["data_dir"]) cfg.data_dir = r.path(root["data_dir"], "data_dir");
+    if (root["plugins"]) read_plugins(r, root["plugins"], cfg.plugins);
+    if (root["domains"]) read_domains(r, root["domains"], cfg.domains);
+    if (root["limits"]) read_limits(r, root["limits"], cfg.limits);
+    if (root["transports"]) {
+        const auto& t = root["transports"];
+        if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio)");
+        cfg.transports.clear();
+        for (const auto& item : t) {
+            auto name = r.string(item, "a transport");
+            if (name != "stdio") r.fail(item, "unknown transport '" + name + "' (allowed: stdio)");
+            cfg.transports.push_back(name);
+        }
+    }
+    return cfg;
+}
+
+Config parse(std::string_view yaml, const std::string& source, const std::filesystem::path& base_dir) {
+    YamlReader reader(source, base_dir);
+    YAML::Node root;
+    try {
+        root = YAML::Load(std::string(yaml));
+    } catch (const YAML::ParserException& e) {
+        throw ConfigError({source, e.mark.line + 1, e.mark.column + 1}, e.msg);
+    }
+    try {
+        return read_root(reader, root);
+    } catch (const YAML::Exception& e) {
+        throw ConfigError({source, e.mark.is_null() ? 0 : e.mark.line + 1,
+                           e.mark.is_null() ? 0 : e.mark.column + 1},
+                          e.msg);
+    }
+}
+
+} // namespace
+
+std::filesystem::path default_data_dir() {
+    if (const char* d = std::getenv("GATEHOUSE_DATA_DIR"); d && *d) return d;
+    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::filesystem::path(x) / "gatehouse";
+    if (const char* h = std::getenv("HOME"); h && *h)
+        return std::filesystem::path(h) / ".local" / "share" / "gatehouse";
+    return std::filesystem::temp_directory_path() / "gatehouse";
+}
+
+Config load_config_file(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw ConfigError({file.string(), 0, 0}, "cannot read the config file");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto absolute = std::filesystem::absolute(file);
+    return parse(text.str(), file.string(), absolute.parent_path());
+}
+
+Config load_config_text(std::string_view yaml, const std::string& source_name,
+                        const std::filesystem::path& base_dir) {
+    return parse(yaml, source_name, base_dir);
+}
+
+} // namespace gatehouse::config

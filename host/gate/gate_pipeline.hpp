@@ -1,0 +1,44 @@
+#pragma once
+
+#include "auth/principal.hpp"
+#include "gate/refusal.hpp"
+#include "plugins/tool.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace gatehouse::gate {
+
+// What one check may look at.
+struct GateContext {
+    const plugins::Tool& tool;
+    const auth::Principal& principal;
+    const nlohmann::json& arguments;
+};
+
+// One check of the gate. Decides only; a check that cannot decide (a file
+// unreadable, a backend down) refuses with its own code and logs why.
+class GateCheck {
+public:
+    virtual ~GateCheck() = default;
+    virtual std::optional<Refusal> check(const GateContext& context) = 0;
+};
+
+// The ordered checks every gated tools/call passes before its plugin runs.
+// The first refusal wins. Gate-exempt tools (the session family) skip it.
+class GatePipeline {
+public:
+    void add(std::unique_ptr<GateCheck> check) { checks_.push_back(std::move(check)); }
+
+    std::optional<Refusal> check(const GateContext& context) const;
+
+    std::size_t size() const { return checks_.size(); }
+
+private:
+    std::vector<std::unique_ptr<GateCheck>> checks_;
+};
+
+} // namespace gatehouse::gate

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace gatehouse::gate {
+
+// The stable machine codes of the gate's refusals. Shipped codes are never
+// renamed or reused; new ones are only appended.
+namespace refusal_code {
+inline constexpr std::string_view not_connected = "NOT_CONNECTED";
+inline constexpr std::string_view store_switched = "STORE_SWITCHED";
+inline constexpr std::string_view not_granted = "NOT_GRANTED";
+inline constexpr std::string_view critical_notes_unread = "CRITICAL_NOTES_UNREAD";
+inline constexpr std::string_view rules_not_accepted = "RULES_NOT_ACCEPTED";
+inline constexpr std::string_view license_missing = "LICENSE_MISSING";
+inline constexpr std::string_view license_expired = "LICENSE_EXPIRED";
+inline constexpr std::string_view license_invalid = "LICENSE_INVALID";
+inline constexpr std::string_view license_not_covered = "LICENSE_NOT_COVERED";
+inline constexpr std::string_view active_bot_changed = "ACTIVE_BOT_CHANGED";
+} // namespace refusal_code
+
+// The gate said no: nothing in the plugin ran. Becomes a tool result with
+// isError and structuredContent {code, message, next}.
+struct Refusal {
+    std::string code;
+    std::string message; // a sentence the agent can act on
+    nlohmann::json next = nlohmann::json::object(); // what the agent needs for its next step
+
+    nlohmann::json to_tool_result() const;
+};
+
+} // namespace gatehouse::gate

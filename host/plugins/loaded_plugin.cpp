@@ -1,0 +1,46 @@
+#include "plugins/loaded_plugin.hpp"
+
+#include "plugins/call_environment.hpp"
+#include "plugins/host_api.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace gatehouse::plugins {
+
+namespace {
+std::string copy(gh_str s) { return s.ptr ? std::string(s.ptr, s.len) : std::string(); }
+} // namespace
+
+LoadedPlugin::LoadedPlugin(boost::dll::shared_library library, std::filesystem::path path,
+                           gh_plugin_desc desc)
+    : library_(std::move(library)), path_(std::move(path)), desc_(desc), name_(copy(desc.name)),
+      version_(copy(desc.version)), family_(copy(desc.family)), rules_(copy(desc.rules)) {}
+
+LoadedPlugin::~LoadedPlugin() {
+    if (initialized_ && desc_.shutdown) desc_.shutdown(state_);
+}
+
+bool LoadedPlugin::init(const std::string& config_json, std::string& error) {
+    if (!desc_.init) {
+        initialized_ = true;
+        return true;
+    }
+    gh_sink sink;
+    const int32_t status = desc_.init(host_api(), gh_str{config_json.data(), config_json.size()}, &state_, &sink);
+    if (status != GH_STATUS_OK) {
+        error = sink.bytes.empty() ? "init returned status " + std::to_string(status) : sink.bytes;
+        return false;
+    }
+    initialized_ = true;
+    return true;
+}
+
+int32_t LoadedPlugin::call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments,
+                           gh_sink* out) {
+    const gh_str args{arguments.data(), arguments.size()};
+    if (reentrant()) return fn(state_, tool_data, call, args, out);
+    std::lock_guard lock(serial_);
+    return fn(state_, tool_data, call, args, out);
+}
+
+} // namespace gatehouse::plugins

@@ -1,0 +1,57 @@
+#pragma once
+
+#include "auth/principal.hpp"
+#include "protocol/json_rpc.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace gatehouse::protocol {
+
+// Where a connection's messages go. Implementations are thread-safe: many
+// requests of one connection answer concurrently.
+class Outbound {
+public:
+    virtual ~Outbound() = default;
+    virtual void send(const Json& message) = 0;
+};
+
+// One request still running, as far as cancellation is concerned.
+struct InFlight {
+    std::atomic<bool> cancelled{false};
+};
+
+// What a connection remembers. For 2026-07-28 nothing of the protocol lives
+// here; only the 2025-11-25 handshake does, scoped to this connection as the
+// spec asks.
+class Connection {
+public:
+    Connection(std::shared_ptr<Outbound> outbound, auth::Principal principal)
+        : outbound_(std::move(outbound)), principal_(std::move(principal)) {}
+
+    Outbound& outbound() { return *outbound_; }
+    const auth::Principal& principal() const { return principal_; }
+
+    // The 2025-11-25 handshake.
+    std::atomic<bool> legacy_initialized{false};
+    std::atomic<int> legacy_log_level{-1}; // -1: logging/setLevel never called
+    std::mutex legacy_mutex;               // guards the fields below
+    Json legacy_client_capabilities = Json::object();
+
+    // Requests in flight, by their id's JSON text, for notifications/cancelled.
+    std::shared_ptr<InFlight> begin(const Json& id);
+    void end(const Json& id);
+    void cancel(const Json& id);
+    void cancel_all();
+
+private:
+    std::shared_ptr<Outbound> outbound_;
+    auth::Principal principal_;
+    std::mutex in_flight_mutex_;
+    std::unordered_map<std::string, std::shared_ptr<InFlight>> in_flight_;
+};
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,33 @@
+#include "protocol/json_rpc.hpp"
+
+namespace gatehouse::protocol {
+
+Json make_result(const Json& id, Json result) {
+    Json out = Json::object();
+    out["jsonrpc"] = "2.0";
+    out["id"] = id;
+    out["result"] = std::move(result);
+    return out;
+}
+
+Json make_error(const Json& id, int code, const std::string& message, const Json& data) {
+    Json error = {{"code", code}, {"message", message}};
+    if (!data.is_null()) error["data"] = data;
+    Json out = Json::object();
+    out["jsonrpc"] = "2.0";
+    if (!id.is_null()) out["id"] = id;
+    out["error"] = std::move(error);
+    return out;
+}
+
+Json make_notification(const char* method, Json params) {
+    Json out = Json::object();
+    out["jsonrpc"] = "2.0";
+    out["method"] = method;
+    out["params"] = std::move(params);
+    return out;
+}
+
+std::string encode(const Json& message) { return message.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace gatehouse::protocol {
+
+using Json = nlohmann::json;
+
+// JSON-RPC 2.0 and MCP error codes. Raised by the host only.
+namespace error_code {
+inline constexpr int parse_error = -32700;
+inline constexpr int invalid_request = -32600;
+inline constexpr int method_not_found = -32601;
+inline constexpr int invalid_params = -32602;
+inline constexpr int internal_error = -32603;
+inline constexpr int header_mismatch = -32020;                    // 2026-07-28
+inline constexpr int missing_required_client_capability = -32021; // 2026-07-28
+inline constexpr int unsupported_protocol_version = -32022;       // 2026-07-28
+} // namespace error_code
+
+// A failure that becomes a JSON-RPC error response (the first of the three
+// tiers). Thrown inside the protocol layer, caught at its boundary.
+class ProtocolError : public std::runtime_error {
+public:
+    ProtocolError(int code, const std::string& message, Json data = nullptr)
+        : std::runtime_error(message), code_(code), data_(std::move(data)) {}
+    int code() const { return code_; }
+    const Json& data() const { return data_; }
+
+private:
+    int code_;
+    Json data_;
+};
+
+Json make_result(const Json& id, Json result);
+Json make_error(const Json& id, int code, const std::string& message, const Json& data = nullptr);
+Json make_notification(const char* method, Json params);
+
+// One line of output; invalid UTF-8 from anywhere is replaced, never thrown.
+std::string encode(const Json& message);
+
+} // namespace gatehouse::protocol

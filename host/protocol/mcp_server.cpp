@@ -1,0 +1,355 @@
+#include "protocol/mcp_server.hpp"
+
+#include "protocol/list_cursor.hpp"
+#include "protocol/log_level.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace gatehouse::protocol {
+
+bool nests_deeper_than(std::string_view text, std::size_t limit) {
+    std::size_t depth = 0;
+    bool in_string = false;
+    bool escaped = false;
+    for (char c : text) {
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        switch (c) {
+        case '"': in_string = true; break;
+        case '[':
+        case '{':
+            if (++depth > limit) return true;
+            break;
+        case ']':
+        case '}':
+            if (depth > 0) --depth;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
+namespace {
+
+bool valid_id(const Json& id) { return id.is_string() || id.is_number_integer(); }
+
+std::string supported_list() {
+    std::string out;
+    for (auto v : kSupportedVersions) out += (out.empty() ? "" : ", ") + std::string(v);
+    return out;
+}
+
+Json supported_versions() {
+    Json out = Json::array();
+    for (auto v : kSupportedVersions) out.push_back(std::string(v));
+    return out;
+}
+
+// Methods cheap enough to answer on the reader's thread, in arrival order.
+bool answered_inline(const std::string& method) { return method != "tools/call"; }
+
+} // namespace
+
+McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate,
+                     config::ServerIdentity identity, config::Limits limits, RequestPool& pool)
+    : registry_(registry), tool_call_(registry, gate), identity_(std::move(identity)), limits_(limits),
+      pool_(pool) {
+    server_info_ = {{"name", identity_.name}, {"version", identity_.version}};
+    if (!identity_.title.empty()) server_info_["title"] = identity_.title;
+}
+
+void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::string_view text) {
+    auto& out = connection->outbound();
+    if (nests_deeper_than(text, limits_.max_json_depth)) {
+        out.send(make_error(nullptr, error_code::invalid_request,
+                            "The message nests deeper than " + std::to_string(limits_.max_json_depth) +
+                                " levels; flatten it."));
+        return;
+    }
+    Json message;
+    try {
+        message = Json::parse(text);
+    } catch (const Json::parse_error& e) {
+        out.send(make_error(nullptr, error_code::parse_error, std::string("Parse error: ") + e.what()));
+        return;
+    }
+    if (message.is_array()) {
+        out.send(make_error(nullptr, error_code::invalid_request,
+                            "JSON-RPC batches are not supported by MCP; send one message per line."));
+        return;
+    }
+    if (!message.is_object()) {
+        out.send(make_error(nullptr, error_code::invalid_request, "A JSON-RPC message must be a JSON object."));
+        return;
+    }
+    auto jsonrpc = message.find("jsonrpc");
+    const bool has_method = message.contains("method");
+    const bool has_id = message.contains("id");
+    if (jsonrpc == message.end() || *jsonrpc != "2.0") {
+        const Json id = has_id && valid_id(message["id"]) ? message["id"] : Json();
+        out.send(make_error(id, error_code::invalid_request, "The message must carry \"jsonrpc\": \"2.0\"."));
+        return;
+    }
+    if (!has_method) {
+        if (message.contains("result") || message.contains("error")) {
+            // A response: this server sends no requests over this transport yet,
+            // so there is nothing it answers; the spec says not to reply.
+            spdlog::debug("ignoring a response sent to the server (id {})", has_id ? message["id"].dump() : "none");
+            return;
+        }
+        const Json id = has_id && valid_id(message["id"]) ? message["id"] : Json();
+        out.send(make_error(id, error_code::invalid_request, "The message has no \"method\"."));
+        return;
+    }
+    if (!message["method"].is_string()) {
+        const Json id = has_id && valid_id(message["id"]) ? message["id"] : Json();
+        out.send(make_error(id, error_code::invalid_request, "\"method\" must be a string."));
+        return;
+    }
+    if (!has_id) {
+        on_notification(*connection, message);
+        return;
+    }
+    if (!valid_id(message["id"])) {
+        out.send(make_error(nullptr, error_code::invalid_request,
+                            "A request id must be a string or an integer (and never null)."));
+        return;
+    }
+    on_request(connection, std::move(message));
+}
+
+void McpServer::on_notification(Connection& connection, const Json& message) {
+    const auto& method = message["method"].get_ref<const std::string&>();
+    if (method == "notifications/cancelled") {
+        auto params = message.find("params");
+        if (params != message.end() && params->is_object()) {
+            auto id = params->find("requestId");
+            if (id != params->end() && valid_id(*id)) connection.cancel(*id);
+        }
+    } else if (method == "notifications/initialized") {
+        // The handshake is already complete once initialize was answered.
+    } else {
+        spdlog::debug("ignoring notification {}", method);
+    }
+}
+
+void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&& message) {
+    const Json id = message["id"];
+    Request request;
+    try {
+        request = decode_request(*connection, std::move(message));
+    } catch (const ProtocolError& e) {
+        connection->outbound().send(make_error(id, e.code(), e.what(), e.data()));
+        return;
+    }
+    if (answered_inline(request.method)) {
+        connection->outbound().send(dispatch(request));
+        return;
+    }
+    if (in_flight_.load() >= limits_.max_in_flight) {
+        connection->outbound().send(make_error(
+            id, error_code::internal_error,
+            "The server has " + std::to_string(limits_.max_in_flight) +
+                " requests in flight, its limit; retry when one of yours has been answered."));
+        return;
+    }
+    ++in_flight_;
+    request.in_flight = connection->begin(id);
+    pool_.submit([this, connection, request = std::move(request)]() mutable {
+        Json response = dispatch(request);
+        connection->end(request.id);
+        // A cancelled request gets no answer at all, as the spec asks.
+        if (!request.cancelled()) connection->outbound().send(response);
+        --in_flight_;
+    });
+}
+
+Request McpServer::decode_request(Connection& connection, Json&& message) const {
+    Request r;
+    r.id = std::move(message["id"]);
+    r.method = std::move(message["method"].get_ref<std::string&>());
+    r.connection = &connection;
+    if (auto p = message.find("params"); p != message.end() && !p->is_null()) {
+        if (!p->is_object()) throw ProtocolError(error_code::invalid_params, "params must be a JSON object.");
+        r.params = std::move(*p);
+    }
+    const Json* meta = nullptr;
+    if (auto m = r.params.find("_meta"); m != r.params.end()) {
+        if (!m->is_object()) throw ProtocolError(error_code::invalid_params, "params._meta must be a JSON object.");
+        meta = &*m;
+    }
+    const Json* version = nullptr;
+    if (meta)
+        if (auto v = meta->find(meta_key::protocol_version); v != meta->end()) version = &*v;
+
+    if (version) {
+        if (!version->is_string())
+            throw ProtocolError(error_code::invalid_params,
+                                std::string("_meta[\"") + meta_key::protocol_version + "\"] must be a string.");
+        const auto& requested = version->get_ref<const std::string&>();
+        if (requested == kModernVersion) {
+            r.revision = Revision::modern_2026_07_28;
+        } else if (requested == kLegacyVersion && connection.legacy_initialized) {
+            r.revision = Revision::legacy_2025_11_25;
+        } else {
+            throw ProtocolError(error_code::unsupported_protocol_version,
+                                "Unsupported protocol version '" + requested + "' (supported: " + supported_list() +
+                                    "; " + std::string(kLegacyVersion) + " starts with initialize)",
+                                {{"supported", supported_versions()}, {"requested", requested}});
+        }
+    } else if (r.method == "initialize" || connection.legacy_initialized || r.method == "ping") {
+        r.revision = Revision::legacy_2025_11_25;
+    } else {
+        throw ProtocolError(error_code::invalid_params,
+                            std::string("The request has no _meta[\"") + meta_key::protocol_version +
+                                "\"]: send it on every request (" + std::string(kModernVersion) +
+                                "), or call initialize first (" + std::string(kLegacyVersion) + ").");
+    }
+
+    if (r.revision == Revision::modern_2026_07_28) {
+        auto caps = meta->find(meta_key::client_capabilities);
+        if (caps == meta->end() || !caps->is_object())
+            throw ProtocolError(error_code::invalid_params,
+                                std::string("The request has no _meta[\"") + meta_key::client_capabilities +
+                                    "\"] object; send {} when the client declares no capabilities.");
+        r.client_capabilities = *caps;
+        if (auto level = meta->find(meta_key::log_level); level != meta->end()) {
+            std::optional<int> parsed = level->is_string() ? parse_log_level(level->get<std::string>()) : std::nullopt;
+            if (!parsed)
+                throw ProtocolError(error_code::invalid_params,
+                                    std::string("_meta[\"") + meta_key::log_level +
+                                        "\"] must be one of debug, info, notice, warning, error, critical, alert, "
+                                        "emergency.");
+            r.log_level = parsed;
+        }
+    } else {
+        const int level = connection.legacy_log_level.load();
+        if (level >= 0) r.log_level = level;
+        std::lock_guard lock(connection.legacy_mutex);
+        r.client_capabilities = connection.legacy_client_capabilities;
+    }
+    if (meta)
+        if (auto token = meta->find("progressToken"); token != meta->end()) {
+            if (!token->is_string() && !token->is_number_integer())
+                throw ProtocolError(error_code::invalid_params,
+                                    "_meta.progressToken must be a string or an integer.");
+            r.progress_token = *token;
+        }
+    return r;
+}
+
+Json McpServer::dispatch(Request& request) const {
+    try {
+        const std::string& m = request.method;
+        const bool modern = request.revision == Revision::modern_2026_07_28;
+        if (m == "tools/call") return finish(request, tool_call_.run(request));
+        if (m == "tools/list") return finish(request, list_tools(request));
+        if (modern && m == "server/discover") return finish(request, discover(request));
+        if (!modern) {
+            if (m == "initialize") return finish(request, initialize(request));
+            if (m == "ping") return finish(request, Json::object());
+            if (m == "logging/setLevel") return finish(request, set_log_level(request));
+        }
+        throw ProtocolError(error_code::method_not_found,
+                            "Method not found: '" + m + "' (protocol revision " +
+                                std::string(revision_name(request.revision)) + ")");
+    } catch (const ProtocolError& e) {
+        return make_error(request.id, e.code(), e.what(), e.data());
+    } catch (const std::exception& e) {
+        spdlog::error("{} failed: {}", request.method, e.what());
+        return make_error(request.id, error_code::internal_error, "Internal error while handling " + request.method);
+    }
+}
+
+Json McpServer::finish(const Request& request, Json result) const {
+    if (request.revision == Revision::modern_2026_07_28) {
+        if (!result.contains("resultType")) result["resultType"] = "complete";
+        result["_meta"][meta_key::server_info] = server_info_;
+    }
+    return make_result(request.id, std::move(result));
+}
+
+Json McpServer::capabilities(Revision revision) const {
+    Json caps = {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}};
+    (void)revision;
+    return caps;
+}
+
+Json McpServer::initialize(Request& request) const {
+    auto& connection = *request.connection;
+    if (connection.legacy_initialized)
+        throw ProtocolError(error_code::invalid_request, "This connection is already initialized.");
+    const Json& p = request.params;
+    auto version = p.find("protocolVersion");
+    if (version == p.end() || !version->is_string())
+        throw ProtocolError(error_code::invalid_params, "initialize needs params.protocolVersion as a string.");
+    auto caps = p.find("capabilities");
+    if (caps != p.end() && !caps->is_object())
+        throw ProtocolError(error_code::invalid_params, "initialize params.capabilities must be an object.");
+    {
+        std::lock_guard lock(connection.legacy_mutex);
+        connection.legacy_client_capabilities = caps != p.end() ? *caps : Json::object();
+    }
+    // Negotiation: answer the client's version when this host speaks it,
+    // else the newest legacy version it does; the client decides whether to stay.
+    connection.legacy_initialized = true;
+    Json result = {{"protocolVersion", std::string(kLegacyVersion)},
+                   {"capabilities", capabilities(Revision::legacy_2025_11_25)},
+                   {"serverInfo", server_info_}};
+    if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;
+    return result;
+}
+
+Json McpServer::discover(const Request&) const {
+    Json result = {{"supportedVersions", supported_versions()},
+                   {"capabilities", capabilities(Revision::modern_2026_07_28)},
+                   {"ttlMs", limits_.tools_list_ttl_ms},
+                   {"cacheScope", "public"}};
+    if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;
+    return result;
+}
+
+Json McpServer::list_tools(const Request& request) const {
+    const auto& tools = registry_.ordered();
+    std::size_t offset = 0;
+    if (auto c = request.params.find("cursor"); c != request.params.end() && !c->is_null()) {
+        std::optional<std::size_t> decoded;
+        if (c->is_string()) decoded = decode_cursor(c->get<std::string>(), registry_.fingerprint());
+        if (!decoded || *decoded > tools.size())
+            throw ProtocolError(error_code::invalid_params,
+                                "Invalid cursor; list again without a cursor to start from the beginning.");
+        offset = *decoded;
+    }
+    const std::size_t end = std::min(tools.size(), offset + limits_.page_size);
+    Json list = Json::array();
+    for (std::size_t i = offset; i < end; ++i) list.push_back(tools[i]->listing);
+    Json result = {{"tools", std::move(list)}};
+    if (end < tools.size()) result["nextCursor"] = encode_cursor(registry_.fingerprint(), end);
+    if (request.revision == Revision::modern_2026_07_28) {
+        result["ttlMs"] = limits_.tools_list_ttl_ms;
+        result["cacheScope"] = "public";
+    }
+    return result;
+}
+
+Json McpServer::set_log_level(Request& request) const {
+    auto level = request.params.find("level");
+    std::optional<int> parsed;
+    if (level != request.params.end() && level->is_string()) parsed = parse_log_level(level->get<std::string>());
+    if (!parsed)
+        throw ProtocolError(error_code::invalid_params,
+                            "logging/setLevel needs params.level, one of debug, info, notice, warning, error, "
+                            "critical, alert, emergency.");
+    request.connection->legacy_log_level = *parsed;
+    return Json::object();
+}
+
+} // namespace gatehouse::protocol

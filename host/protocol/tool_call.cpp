@@ -1,0 +1,153 @@
+#include "protocol/tool_call.hpp"
+
+#include "plugins/call_environment.hpp"
+#include "protocol/log_level.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace gatehouse::protocol {
+
+Json tool_error(const std::string& text) {
+    return {{"content", Json::array({{{"type", "text"}, {"text", text}}})}, {"isError", true}};
+}
+
+namespace {
+
+// What the plugin reaches of this request through the host function table.
+class ToolCallEnvironment final : public plugins::CallEnvironment {
+public:
+    ToolCallEnvironment(Request& request, const plugins::Tool& tool) : request_(request), tool_(tool) {}
+
+    bool cancelled() const override { return request_.cancelled(); }
+
+    void log(int32_t level, std::string_view logger, std::string_view message) override {
+        if (!request_.log_level || level < *request_.log_level || request_.cancelled()) return;
+        request_.connection->outbound().send(make_notification(
+            "notifications/message",
+            {{"level", log_level_name(level)}, {"logger", std::string(logger)}, {"data", std::string(message)}}));
+    }
+
+    void progress(double done, double total, std::string_view message) override {
+        if (request_.progress_token.is_null() || request_.cancelled()) return;
+        Json params = {{"progressToken", request_.progress_token}, {"progress", done}};
+        if (total > 0) params["total"] = total;
+        if (!message.empty()) params["message"] = std::string(message);
+        request_.connection->outbound().send(make_notification("notifications/progress", std::move(params)));
+    }
+
+    std::string_view context_json() override {
+        if (context_.empty()) {
+            Json ctx = {{"principal", request_.connection->principal().to_json()},
+                        {"revision", std::string(revision_name(request_.revision))},
+                        {"tool", tool_.name},
+                        {"family", tool_.family}};
+            context_ = ctx.dump();
+        }
+        return context_;
+    }
+
+private:
+    Request& request_;
+    const plugins::Tool& tool_;
+    std::string context_;
+};
+
+std::string status_name(int32_t status) {
+    switch (status) {
+    case GH_STATUS_INTERNAL: return "internal";
+    case GH_STATUS_CANCELLED: return "cancelled";
+    default: return "status " + std::to_string(status);
+    }
+}
+
+} // namespace
+
+Json ToolCall::run(Request& request) const {
+    const Json& params = request.params;
+    auto name_it = params.find("name");
+    if (name_it == params.end() || !name_it->is_string())
+        throw ProtocolError(error_code::invalid_params, "tools/call needs params.name, the tool's name as a string");
+    const std::string& name = name_it->get_ref<const std::string&>();
+    const plugins::Tool* tool = registry_.find(name);
+    if (!tool) throw ProtocolError(error_code::invalid_params, "Unknown tool: '" + name + "'; tools/list names the tools",
+                                   {{"tool", name}});
+
+    static const Json kNoArguments = Json::object();
+    const Json* arguments = &kNoArguments;
+    if (auto a = params.find("arguments"); a != params.end() && !a->is_null()) {
+        if (!a->is_object())
+            throw ProtocolError(error_code::invalid_params, "tools/call params.arguments must be a JSON object");
+        arguments = &*a;
+    }
+
+    if (auto refusal = gate_.check({*tool, request.connection->principal(), *arguments}))
+        return refusal->to_tool_result();
+
+    if (auto violation = tool->input_schema->validate(*arguments))
+        return tool_error("Invalid arguments for tool '" + tool->name + "' " + violation->sentence() +
+                          ". Fix that value and call the tool again.");
+
+    return invoke(*tool, *arguments, request);
+}
+
+Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request) const {
+    ToolCallEnvironment environment(request, tool);
+    gh_call call{&environment, tool.family};
+    gh_sink out;
+    const std::string argument_text = arguments.dump();
+    const int32_t status = tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
+
+    switch (status) {
+    case GH_STATUS_OK: break;
+    case GH_STATUS_TOOL_ERROR:
+    case GH_STATUS_INVALID_ARGS:
+        return tool_error(out.bytes.empty() ? "Tool '" + tool.name + "' failed without saying why." : out.bytes);
+    case GH_STATUS_CANCELLED:
+        return tool_error("Tool '" + tool.name + "' stopped: the call was cancelled.");
+    default:
+        spdlog::error("tool '{}' ({}): {}: {}", tool.name, tool.family, status_name(status), out.bytes);
+        return tool_error("Tool '" + tool.name +
+                          "' failed inside its plugin; the host logged the details. Try again later, or tell the "
+                          "operator if it keeps failing.");
+    }
+
+    Json result;
+    try {
+        result = Json::parse(out.bytes);
+    } catch (const Json::parse_error& e) {
+        spdlog::error("tool '{}' ({}) returned malformed JSON: {}", tool.name, tool.family, e.what());
+        return tool_error("Tool '" + tool.name +
+                          "' returned a malformed result (not JSON); the host logged the details. This is a fault "
+                          "in the tool, not in your call.");
+    }
+    if (!result.is_object() || (result.contains("content") && !result["content"].is_array())) {
+        spdlog::error("tool '{}' ({}) returned a result that is not a CallToolResult object", tool.name, tool.family);
+        return tool_error("Tool '" + tool.name +
+                          "' returned a malformed result; the host logged the details. This is a fault in the "
+                          "tool, not in your call.");
+    }
+    result.erase("isError"); // errors travel by status, never by a flag the plugin sets
+    auto structured = result.find("structuredContent");
+    if (tool.output_schema) {
+        if (structured == result.end()) {
+            spdlog::error("tool '{}' ({}) declares an outputSchema but returned no structuredContent", tool.name,
+                          tool.family);
+            return tool_error("Tool '" + tool.name +
+                              "' returned no structured result although it declares an outputSchema. This is a "
+                              "fault in the tool, not in your call.");
+        }
+        if (auto violation = tool.output_schema->validate(*structured)) {
+            spdlog::error("tool '{}' ({}) broke its outputSchema {}", tool.name, tool.family, violation->sentence());
+            return tool_error("Tool '" + tool.name + "' returned a result that breaks its own outputSchema (" +
+                              violation->sentence() + "). This is a fault in the tool, not in your call.");
+        }
+    }
+    if (!result.contains("content")) {
+        result["content"] = Json::array();
+        if (structured != result.end())
+            result["content"].push_back({{"type", "text"}, {"text", structured->dump()}});
+    }
+    return result;
+}
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,111 @@
+#include "schema/json_schema.hpp"
+
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
+
+#include <stdexcept>
+
+namespace gatehouse::schema {
+
+std::string SchemaViolation::sentence() const {
+    std::string why = reason;
+    while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+    return "at " + (pointer.empty() ? std::string("/ (the arguments object)") : pointer) + ": " + why;
+}
+
+std::string json_pointer_token(const std::string& key) {
+    std::string out;
+    out.reserve(key.size());
+    for (char c : key) {
+        if (c == '~')
+            out += "~0";
+        else if (c == '/')
+            out += "~1";
+        else
+            out += c;
+    }
+    return out;
+}
+
+namespace {
+
+const char* const kDialects[] = {
+    "http://json-schema.org/draft-07/schema#",
+    "http://json-schema.org/draft-07/schema",
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2020-12/schema#",
+};
+
+void check_dialect(const nlohmann::json& doc) {
+    auto it = doc.find("$schema");
+    if (it == doc.end()) return;
+    if (!it->is_string()) throw std::invalid_argument("$schema must be a string");
+    for (const char* d : kDialects)
+        if (*it == d) return;
+    throw std::invalid_argument("unsupported JSON Schema dialect '" + it->get<std::string>() +
+                                "' (supported: draft-07 and 2020-12)");
+}
+
+std::string pointer_from_context(const std::vector<std::string>& context) {
+    std::string pointer;
+    for (const auto& part : context) {
+        if (part == "<root>") continue;
+        if (part.size() >= 2 && part.front() == '[' && part.back() == ']')
+            pointer += "/" + json_pointer_token(part.substr(1, part.size() - 2));
+        else
+            pointer += "/" + json_pointer_token(part);
+    }
+    return pointer;
+}
+
+} // namespace
+
+JsonSchema::~JsonSchema() = default;
+
+std::shared_ptr<const JsonSchema> JsonSchema::compile(const nlohmann::json& document) {
+    if (!document.is_object()) throw std::invalid_argument("a schema must be a JSON object");
+    check_dialect(document);
+    std::shared_ptr<JsonSchema> out(new JsonSchema());
+    out->document_ = document;
+    out->compiled_ = std::make_unique<valijson::Schema>();
+    valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
+    valijson::adapters::NlohmannJsonAdapter adapter(out->document_);
+    try {
+        // No fetch callback: a remote $ref fails here instead of reaching the network.
+        parser.populateSchema(adapter, *out->compiled_);
+    } catch (const std::exception& e) {
+        throw std::invalid_argument(std::string("not a valid JSON Schema: ") + e.what());
+    }
+    return out;
+}
+
+std::optional<SchemaViolation> JsonSchema::validate(const nlohmann::json& value) const {
+    valijson::adapters::NlohmannJsonAdapter target(value);
+    {
+        // Fast path: stop at the first failure without collecting messages.
+        valijson::Validator fast;
+        if (fast.validate(*compiled_, target, nullptr)) return std::nullopt;
+    }
+    valijson::Validator validator;
+    valijson::ValidationResults results;
+    validator.validate(*compiled_, target, &results);
+    // The deepest error names the value to fix; the outer ones only repeat
+    // that a parent failed because of it.
+    SchemaViolation best{"", "the value does not match the schema"};
+    std::size_t best_depth = 0;
+    bool found = false;
+    valijson::ValidationResults::Error error;
+    while (results.popError(error)) {
+        if (!found || error.context.size() > best_depth) {
+            best = {pointer_from_context(error.context), error.description};
+            best_depth = error.context.size();
+            found = true;
+        }
+    }
+    return best;
+}
+
+} // namespace gatehouse::schema

@@ -1,0 +1,134 @@
+#include "transport/stdio_transport.hpp"
+
+#include "auth/principal.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <chrono>
+#include <thread>
+#include <csignal>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unistd.h>
+
+namespace gatehouse::transport {
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_requested = 0;
+
+void on_stop_signal(int) { g_stop_requested = 1; }
+
+void install_signal_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; // no SA_RESTART: a blocked read() returns EINTR so the loop sees the flag
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+}
+
+class StdoutOutbound final : public protocol::Outbound {
+public:
+    explicit StdoutOutbound(int fd) : fd_(fd) {}
+
+    void send(const protocol::Json& message) override {
+        std::string line = protocol::encode(message);
+        line += '\n';
+        std::lock_guard lock(mutex_);
+        if (broken_) return;
+        const char* p = line.data();
+        std::size_t left = line.size();
+        while (left > 0) {
+            const ssize_t n = ::write(fd_, p, left);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                // The client went away; nobody is left to read answers.
+                broken_ = true;
+                return;
+            }
+            p += n;
+            left -= static_cast<std::size_t>(n);
+        }
+    }
+
+private:
+    int fd_;
+    std::mutex mutex_;
+    bool broken_ = false;
+};
+
+} // namespace
+
+StdioTransport::StdioTransport(protocol::McpServer& server, std::size_t max_message_bytes)
+    : server_(server), max_message_bytes_(max_message_bytes) {}
+
+int StdioTransport::run(protocol::RequestPool& pool) {
+    install_signal_handlers();
+    const int protocol_fd = ::dup(STDOUT_FILENO);
+    if (protocol_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        spdlog::critical("cannot take over stdout: {}", std::strerror(errno));
+        return 1;
+    }
+    auto outbound = std::make_shared<StdoutOutbound>(protocol_fd);
+    auto connection = std::make_shared<protocol::Connection>(outbound, auth::local_principal());
+    spdlog::info("serving MCP over stdio as principal '{}'", connection->principal().subject);
+
+    std::string line;
+    std::string buffer(64 * 1024, '\0');
+    bool discarding = false; // inside a line that already broke the size limit
+    for (;;) {
+        if (g_stop_requested) break;
+        const ssize_t n = ::read(STDIN_FILENO, buffer.data(), buffer.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            spdlog::error("reading stdin failed: {}", std::strerror(errno));
+            break;
+        }
+        if (n == 0) break;
+        const char* p = buffer.data();
+        const char* end = p + n;
+        while (p < end) {
+            const char* newline = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+            const char* stop = newline ? newline : end;
+            if (!discarding) {
+                if (line.size() + static_cast<std::size_t>(stop - p) > max_message_bytes_) {
+                    // Refuse once, then skip the rest of this line without keeping it.
+                    outbound->send(protocol::make_error(
+                        nullptr, protocol::error_code::invalid_request,
+                        "The message is larger than " + std::to_string(max_message_bytes_) +
+                            " bytes, this server's limit; it was discarded."));
+                    line.clear();
+                    line.shrink_to_fit();
+                    discarding = true;
+                } else {
+                    line.append(p, stop);
+                }
+            }
+            if (!newline) break;
+            if (!discarding) {
+                if (!line.empty() && line.back() == '\r') line.pop_back();
+                if (!line.empty()) server_.on_message(connection, line);
+            }
+            line.clear();
+            discarding = false;
+            p = newline + 1;
+        }
+    }
+    if (!g_stop_requested && !discarding && !line.empty()) server_.on_message(connection, line);
+    // End of input is the client's way to shut down: calls already running get
+    // a short grace to answer (a piped batch of requests still gets its
+    // answers), then whatever is left is cancelled. A stop signal cancels at once.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!g_stop_requested && server_.in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    connection->cancel_all();
+    pool.stop();
+    ::close(protocol_fd);
+    return 0;
+}
+
+} // namespace gatehouse::transport

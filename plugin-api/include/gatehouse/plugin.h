@@ -1,0 +1,229 @@
+/*
+ * Gatehouse plugin ABI — the stable C boundary between the host and a tool family.
+ *
+ * A plugin is a shared library exporting exactly one symbol, gh_plugin_entry.
+ * The host calls it once after loading, hands it the host function table, and
+ * receives a descriptor that lists the family's tools. Everything that crosses
+ * this boundary is plain C: fixed-width integers, pointers and gh_str views.
+ *
+ * Growth rules (see STYLE.md): every struct begins with struct_size; fields are
+ * only ever appended; zero in a new field means the old behaviour; a changed
+ * function signature becomes a new "...2" slot and the old slot stays.
+ *
+ * Ownership: everything the host passes in is borrowed until the call returns.
+ * Everything a plugin hands out (descriptor, tool table, strings in them) stays
+ * valid until the plugin's shutdown returns. Output text crosses through a
+ * gh_sink: the host copies the bytes before sink_write returns. Neither side
+ * frees the other's memory.
+ */
+#ifndef GATEHOUSE_PLUGIN_H
+#define GATEHOUSE_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ABI version: major in the high 16 bits, minor in the low 16. A host refuses
+ * a plugin whose major differs from its own; minor growth is backward
+ * compatible in both directions (struct_size tells what each side knows). */
+#define GH_ABI_VERSION_MAJOR 1
+#define GH_ABI_VERSION_MINOR 0
+#define GH_ABI_VERSION ((uint32_t)((GH_ABI_VERSION_MAJOR << 16) | GH_ABI_VERSION_MINOR))
+#define GH_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
+
+#if defined(_WIN32)
+#define GH_EXPORT __declspec(dllexport)
+#else
+#define GH_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* The one exported entry symbol, as a string for loaders. */
+#define GH_ENTRY_SYMBOL "gh_plugin_entry"
+
+/* ---- Status codes returned by plugin functions ------------------------- */
+
+#define GH_STATUS_OK 0
+/* The tool ran and failed; the sink holds a sentence for the agent. */
+#define GH_STATUS_TOOL_ERROR 1
+/* The arguments were wrong in a way the schema could not express; the sink
+ * holds a sentence saying what to fix. */
+#define GH_STATUS_INVALID_ARGS 2
+/* A fault inside the plugin; the sink text goes to the log, not the agent. */
+#define GH_STATUS_INTERNAL 3
+/* The call noticed is_cancelled() and stopped. */
+#define GH_STATUS_CANCELLED 4
+
+/* ---- Risk of a tool (what calling it can do) --------------------------- */
+
+#define GH_RISK_READ 1
+#define GH_RISK_WRITE 2
+#define GH_RISK_MONEY 3
+#define GH_RISK_DESTRUCTIVE 4
+
+/* ---- Flags ------------------------------------------------------------- */
+
+/* gh_plugin_desc.flags: call() may run concurrently on several threads.
+ * Without it the host serializes calls into this plugin. */
+#define GH_PLUGIN_REENTRANT 0x1u
+#define GH_PLUGIN_KNOWN_FLAGS (GH_PLUGIN_REENTRANT)
+
+/* gh_tool_desc.flags: the gate does not check this tool (session tools). */
+#define GH_TOOL_GATE_EXEMPT 0x1u
+#define GH_TOOL_KNOWN_FLAGS (GH_TOOL_GATE_EXEMPT)
+
+/* ---- Log levels (the MCP logging levels, in order) --------------------- */
+
+#define GH_LOG_DEBUG 0
+#define GH_LOG_INFO 1
+#define GH_LOG_NOTICE 2
+#define GH_LOG_WARNING 3
+#define GH_LOG_ERROR 4
+#define GH_LOG_CRITICAL 5
+#define GH_LOG_ALERT 6
+#define GH_LOG_EMERGENCY 7
+
+/* ---- Basic types ------------------------------------------------------- */
+
+/* A borrowed byte view; not NUL-terminated unless said otherwise. */
+typedef struct gh_str {
+    const char* ptr;
+    size_t len;
+} gh_str;
+
+/* Opaque, host-owned: where a plugin writes its output. */
+typedef struct gh_sink gh_sink;
+
+/* Opaque, host-owned: one tool call in progress. Valid only on the thread the
+ * call runs on and only until the call returns; storing it is a bug. */
+typedef struct gh_call gh_call;
+
+/* ---- Host functions handed to the plugin ------------------------------- */
+
+/* All functions are thread-safe. ABI 1.0+ unless marked otherwise; test a
+ * later slot with GH_HAS(api, field) before calling it. */
+typedef struct gh_host_api {
+    uint32_t struct_size;
+    uint32_t abi_version;
+
+    /* Append bytes to a sink. The host copies them before returning. */
+    void (*sink_write)(gh_sink* sink, gh_str bytes);
+
+    /* Log a message. `call` may be NULL outside a call. Inside a call the
+     * message also reaches the client as notifications/message when the
+     * request asked for that level. Always written to the host's log. */
+    void (*log)(gh_call* call, int32_t level, gh_str message);
+
+    /* Report progress of a call. Sent to the client only when the request
+     * carried a progress token. total <= 0 means unknown. message may be
+     * empty. */
+    void (*progress)(gh_call* call, double progress, double total, gh_str message);
+
+    /* Non-zero once the client cancelled the call or the host is stopping.
+     * Long calls poll this and return GH_STATUS_CANCELLED. */
+    int32_t (*is_cancelled)(gh_call* call);
+
+    /* The call's context as a JSON object, borrowed until the call returns:
+     * {"principal": {"subject": ..., "kind": ...}, "revision": ...,
+     *  "tool": ..., "family": ...}. Later host versions add keys. */
+    gh_str (*call_context)(gh_call* call);
+} gh_host_api;
+
+#define GH_HOST_API_SIZE_V1 (offsetof(gh_host_api, call_context) + sizeof(void*))
+
+/* True when the host's table is large enough to hold `field`. */
+#define GH_HAS(api, field)                                                                         \
+    ((api) != NULL &&                                                                              \
+     (api)->struct_size >= offsetof(gh_host_api, field) + sizeof((api)->field) &&                   \
+     (api)->field != NULL)
+
+/* ---- Tools ------------------------------------------------------------- */
+
+/* Run one tool call.
+ *   plugin_state: what init returned.
+ *   tool_data:    gh_tool_desc.tool_data of the tool being called.
+ *   arguments:    the call's arguments as a JSON object, already validated
+ *                 against input_schema; borrowed until return.
+ *   out:          on GH_STATUS_OK, a JSON object shaped like an MCP
+ *                 CallToolResult without isError ({"content": [...],
+ *                 "structuredContent": {...}}); on TOOL_ERROR or INVALID_ARGS,
+ *                 a plain-text sentence for the agent; on INTERNAL, text for
+ *                 the log. */
+typedef int32_t (*gh_tool_fn)(void* plugin_state, void* tool_data, gh_call* call, gh_str arguments,
+                              gh_sink* out);
+
+typedef struct gh_tool_desc {
+    uint32_t struct_size;
+    uint32_t flags;          /* GH_TOOL_* */
+    gh_str name;             /* [a-zA-Z0-9_.-]{1,64}; unique in the family */
+    gh_str title;            /* optional human title */
+    gh_str description;      /* what the tool does, for the model */
+    gh_str input_schema;     /* JSON Schema object, "type": "object" at the root */
+    gh_str output_schema;    /* optional JSON Schema for structuredContent */
+    gh_str scope;            /* the scope a token must carry to call it (HTTP) */
+    gh_str required_scopes;  /* JSON array of grant names, all required; may be empty */
+    uint32_t risk;           /* GH_RISK_* */
+    uint32_t reserved0;      /* zero */
+    gh_str rules;            /* optional text the agent must accept before first use */
+    gh_str annotations;      /* optional JSON object (MCP ToolAnnotations) */
+    gh_tool_fn call;
+    void* tool_data;         /* passed back to call() unchanged */
+} gh_tool_desc;
+
+#define GH_TOOL_DESC_SIZE_V1 (offsetof(gh_tool_desc, tool_data) + sizeof(void*))
+
+/* ---- The plugin descriptor --------------------------------------------- */
+
+/* Called once, before any tool call, on one thread.
+ *   config: JSON object {"data_dir": ..., "settings": {...from YAML...}};
+ *           borrowed until return.
+ *   state_out: set to the plugin's opaque state, passed to every call.
+ *   error: on a non-OK status, a sentence saying why init failed. */
+typedef int32_t (*gh_init_fn)(const gh_host_api* api, gh_str config, void** state_out,
+                              gh_sink* error);
+
+/* Called once after the last call returned, on one thread. */
+typedef void (*gh_shutdown_fn)(void* plugin_state);
+
+typedef struct gh_plugin_desc {
+    uint32_t struct_size;
+    uint32_t abi_version;    /* GH_ABI_VERSION the plugin was built against */
+    uint32_t flags;          /* GH_PLUGIN_* */
+    uint32_t tool_count;
+    gh_str name;             /* the plugin's own name, e.g. "gatehouse-memory" */
+    gh_str version;          /* the plugin's version, e.g. "1.2.0" */
+    gh_str family;           /* the domain it serves, e.g. "memory" */
+    gh_str rules;            /* optional general rules of the family */
+    const gh_tool_desc* const* tools; /* tool_count pointers */
+    gh_init_fn init;         /* optional */
+    gh_shutdown_fn shutdown; /* optional */
+} gh_plugin_desc;
+
+#define GH_PLUGIN_DESC_SIZE_V1 (offsetof(gh_plugin_desc, shutdown) + sizeof(void*))
+
+/* The entry symbol every plugin exports. Called once, right after loading.
+ * Returns a descriptor valid until shutdown returns, or NULL to refuse to
+ * load (after logging why through api->log). */
+typedef const gh_plugin_desc* (*gh_plugin_entry_fn)(const gh_host_api* api);
+
+GH_EXPORT const gh_plugin_desc* gh_plugin_entry(const gh_host_api* api);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* The published sizes are the sizes of the structs as they stand; a field
+ * appended later adds a _V2 constant and leaves these unchanged. */
+#ifdef __cplusplus
+static_assert(GH_HOST_API_SIZE_V1 == sizeof(gh_host_api), "gh_host_api v1 size");
+static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
+static_assert(GH_PLUGIN_DESC_SIZE_V1 == sizeof(gh_plugin_desc), "gh_plugin_desc v1 size");
+#else
+_Static_assert(GH_HOST_API_SIZE_V1 == sizeof(gh_host_api), "gh_host_api v1 size");
+_Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V1 == sizeof(gh_plugin_desc), "gh_plugin_desc v1 size");
+#endif
+
+#endif /* GATEHOUSE_PLUGIN_H */

@@ -1,0 +1,334 @@
+// Gatehouse plugin authoring layer: header-only C++ on top of plugin.h.
+//
+// A family is one gh::Plugin object with its tools; GH_EXPORT_PLUGIN emits the
+// single C entry symbol. No C++ type crosses the ABI: this header turns
+// handlers into gh_tool_fn callbacks that catch every exception, and keeps
+// all descriptor memory in static storage that lives until unload.
+//
+//   #include <gatehouse/plugin.hpp>
+//
+//   static gh::Plugin plugin{{.name = "example", .version = "1.0.0", .family = "example"}};
+//
+//   static auto& echo = plugin.tool({
+//       .name = "echo",
+//       .description = "Repeats the text it is given.",
+//       .input_schema = R"({"type":"object","properties":{"text":{"type":"string"}},
+//                           "required":["text"]})",
+//       .risk = gh::Risk::read,
+//       .handler = [](gh::Call& call) { return gh::Result::text(call.arg<std::string>("text")); },
+//   });
+//
+//   GH_EXPORT_PLUGIN(plugin)
+#pragma once
+
+#include <gatehouse/plugin.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gh {
+
+using Json = nlohmann::json;
+
+enum class Risk : uint32_t {
+    read = GH_RISK_READ,
+    write = GH_RISK_WRITE,
+    money = GH_RISK_MONEY,
+    destructive = GH_RISK_DESTRUCTIVE,
+};
+
+enum class LogLevel : int32_t {
+    debug = GH_LOG_DEBUG,
+    info = GH_LOG_INFO,
+    notice = GH_LOG_NOTICE,
+    warning = GH_LOG_WARNING,
+    error = GH_LOG_ERROR,
+};
+
+// Throw from a handler to answer with a tool error: the message reaches the
+// agent as `isError: true` text, so write it as the next step to take.
+class ToolError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Throw from a handler when the arguments are wrong in a way the inputSchema
+// cannot say (a note id that does not exist, a date in the past, ...).
+class InvalidArguments : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+inline gh_str view(std::string_view s) { return gh_str{s.data(), s.size()}; }
+inline std::string_view view(gh_str s) { return s.ptr ? std::string_view{s.ptr, s.len} : std::string_view{}; }
+
+// What a successful handler returns: MCP content blocks and optional
+// structured content (which must match the tool's outputSchema, if any).
+class Result {
+public:
+    static Result text(std::string text) {
+        Result r;
+        r.content_.push_back(Json{{"type", "text"}, {"text", std::move(text)}});
+        return r;
+    }
+
+    // Structured content plus its readable text; without text the JSON itself
+    // is the text, as the spec recommends for clients that ignore structure.
+    static Result structured(Json structured_content, std::string readable = {}) {
+        Result r;
+        if (readable.empty()) readable = structured_content.dump();
+        r.content_.push_back(Json{{"type", "text"}, {"text", std::move(readable)}});
+        r.structured_ = std::move(structured_content);
+        return r;
+    }
+
+    Result& add(Json content_block) {
+        content_.push_back(std::move(content_block));
+        return *this;
+    }
+
+    std::string serialize() const {
+        Json out{{"content", content_}};
+        if (!structured_.is_null()) out["structuredContent"] = structured_;
+        return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
+
+private:
+    Json content_ = Json::array();
+    Json structured_;
+};
+
+// One tool call as the handler sees it. Valid only during the handler.
+class Call {
+public:
+    Call(const gh_host_api* api, gh_call* raw, Json arguments)
+        : api_(api), raw_(raw), arguments_(std::move(arguments)) {}
+
+    const Json& arguments() const { return arguments_; }
+
+    // A required argument (the host has already checked it against the
+    // inputSchema, so a missing required one cannot happen here).
+    template <class T> T arg(const char* name) const { return arguments_.at(name).template get<T>(); }
+
+    template <class T> T arg_or(const char* name, T fallback) const {
+        auto it = arguments_.find(name);
+        if (it == arguments_.end() || it->is_null()) return fallback;
+        return it->template get<T>();
+    }
+
+    bool cancelled() const { return api_->is_cancelled(raw_) != 0; }
+
+    void log(LogLevel level, std::string_view message) const {
+        api_->log(raw_, static_cast<int32_t>(level), view(message));
+    }
+
+    void progress(double done, double total = 0, std::string_view message = {}) const {
+        api_->progress(raw_, done, total, view(message));
+    }
+
+    // {"principal": {...}, "revision": ..., "tool": ..., "family": ...}
+    Json context() const { return Json::parse(view(api_->call_context(raw_))); }
+
+    const gh_host_api* api() const { return api_; }
+    gh_call* raw() const { return raw_; }
+
+private:
+    const gh_host_api* api_;
+    gh_call* raw_;
+    Json arguments_;
+};
+
+using Handler = std::function<Result(Call&)>;
+
+struct ToolSpec {
+    std::string name;
+    std::string title;
+    std::string description;
+    std::string input_schema = R"({"type":"object","properties":{}})";
+    std::string output_schema;
+    std::string scope;
+    std::vector<std::string> required_scopes;
+    Risk risk = Risk::read;
+    std::string rules;
+    bool gate_exempt = false;
+    std::string annotations;
+    Handler handler;
+};
+
+struct PluginSpec {
+    std::string name;
+    std::string version;
+    std::string family;
+    std::string rules;
+    bool reentrant = true;
+};
+
+// init receives {"data_dir": ..., "settings": {...}}; throw to refuse loading.
+using InitHandler = std::function<void(const Json& config)>;
+using ShutdownHandler = std::function<void()>;
+
+class Plugin {
+public:
+    explicit Plugin(PluginSpec spec) : spec_(std::move(spec)) {}
+    Plugin(const Plugin&) = delete;
+    Plugin& operator=(const Plugin&) = delete;
+
+    // Declares a tool; only valid before the host loads the plugin (i.e. in
+    // static initialisation), which is when the registry is built.
+    const ToolSpec& tool(ToolSpec spec) {
+        auto& slot = tools_.emplace_back();
+        slot.spec = std::move(spec);
+        slot.required_scopes_json = Json(slot.spec.required_scopes).dump();
+        slot.owner = this;
+        return slot.spec;
+    }
+
+    void on_init(InitHandler handler) { init_ = std::move(handler); }
+    void on_shutdown(ShutdownHandler handler) { shutdown_ = std::move(handler); }
+
+    const gh_host_api* api() const { return api_; }
+
+    void log(LogLevel level, std::string_view message) const {
+        if (api_) api_->log(nullptr, static_cast<int32_t>(level), view(message));
+    }
+
+    // Builds the C descriptor. `init` is a function that knows this object
+    // (GH_EXPORT_PLUGIN makes one), so no registry shared between libraries
+    // is needed.
+    const gh_plugin_desc* descriptor(const gh_host_api* api, gh_init_fn init) noexcept {
+        api_ = api;
+        tool_descs_.clear();
+        tool_ptrs_.clear();
+        tool_descs_.reserve(tools_.size());
+        for (auto& t : tools_) {
+            gh_tool_desc d{};
+            d.struct_size = sizeof(gh_tool_desc);
+            d.flags = t.spec.gate_exempt ? GH_TOOL_GATE_EXEMPT : 0u;
+            d.name = view(t.spec.name);
+            d.title = view(t.spec.title);
+            d.description = view(t.spec.description);
+            d.input_schema = view(t.spec.input_schema);
+            d.output_schema = view(t.spec.output_schema);
+            d.scope = view(t.spec.scope);
+            d.required_scopes = view(t.required_scopes_json);
+            d.risk = static_cast<uint32_t>(t.spec.risk);
+            d.rules = view(t.spec.rules);
+            d.annotations = view(t.spec.annotations);
+            d.call = &Plugin::call_trampoline;
+            d.tool_data = &t;
+            tool_descs_.push_back(d);
+        }
+        for (auto& d : tool_descs_) tool_ptrs_.push_back(&d);
+
+        desc_ = gh_plugin_desc{};
+        desc_.struct_size = sizeof(gh_plugin_desc);
+        desc_.abi_version = GH_ABI_VERSION;
+        desc_.flags = spec_.reentrant ? GH_PLUGIN_REENTRANT : 0u;
+        desc_.tool_count = static_cast<uint32_t>(tool_ptrs_.size());
+        desc_.name = view(spec_.name);
+        desc_.version = view(spec_.version);
+        desc_.family = view(spec_.family);
+        desc_.rules = view(spec_.rules);
+        desc_.tools = tool_ptrs_.data();
+        desc_.init = init;
+        desc_.shutdown = &Plugin::shutdown_trampoline;
+        return &desc_;
+    }
+
+private:
+    struct ToolSlot {
+        ToolSpec spec;
+        std::string required_scopes_json;
+        Plugin* owner = nullptr;
+    };
+
+    static void write(const gh_host_api* api, gh_sink* sink, std::string_view text) noexcept {
+        if (api && sink) api->sink_write(sink, view(text));
+    }
+
+public:
+    static int32_t init(Plugin& self, const gh_host_api* api, gh_str config, void** state_out,
+                        gh_sink* error) noexcept {
+        *state_out = &self;
+        if (!self.init_) return GH_STATUS_OK;
+        try {
+            self.init_(Json::parse(view(config)));
+            return GH_STATUS_OK;
+        } catch (const std::exception& e) {
+            write(api, error, e.what());
+        } catch (...) {
+            write(api, error, "init failed with an unknown exception");
+        }
+        return GH_STATUS_INTERNAL;
+    }
+
+private:
+    static void shutdown_trampoline(void* state) noexcept {
+        auto* self = static_cast<Plugin*>(state);
+        if (!self || !self->shutdown_) return;
+        try {
+            self->shutdown_();
+        } catch (const std::exception& e) {
+            self->log(LogLevel::error, std::string("shutdown: ") + e.what());
+        } catch (...) {
+            self->log(LogLevel::error, "shutdown failed with an unknown exception");
+        }
+    }
+
+    static int32_t call_trampoline(void* state, void* tool_data, gh_call* call, gh_str arguments,
+                                   gh_sink* out) noexcept {
+        auto* slot = static_cast<ToolSlot*>(tool_data);
+        (void)state;
+        const gh_host_api* api = slot->owner->api_;
+        try {
+            Call c(api, call, Json::parse(view(arguments)));
+            Result r = slot->spec.handler(c);
+            if (c.cancelled()) return GH_STATUS_CANCELLED;
+            write(api, out, r.serialize());
+            return GH_STATUS_OK;
+        } catch (const ToolError& e) {
+            write(api, out, e.what());
+            return GH_STATUS_TOOL_ERROR;
+        } catch (const InvalidArguments& e) {
+            write(api, out, e.what());
+            return GH_STATUS_INVALID_ARGS;
+        } catch (const std::exception& e) {
+            write(api, out, e.what());
+        } catch (...) {
+            write(api, out, "unknown exception");
+        }
+        return GH_STATUS_INTERNAL;
+    }
+
+private:
+    PluginSpec spec_;
+    std::deque<ToolSlot> tools_; // deque: slots never move, tool_data stays valid
+    std::vector<gh_tool_desc> tool_descs_;
+    std::vector<const gh_tool_desc*> tool_ptrs_;
+    gh_plugin_desc desc_{};
+    const gh_host_api* api_ = nullptr;
+    InitHandler init_;
+    ShutdownHandler shutdown_;
+};
+
+} // namespace gh
+
+// Emits the plugin's one C entry symbol for the given gh::Plugin object.
+#define GH_EXPORT_PLUGIN(plugin_object)                                                            \
+    extern "C" GH_EXPORT const gh_plugin_desc* gh_plugin_entry(const gh_host_api* api) {           \
+        return (plugin_object)                                                                     \
+            .descriptor(api, [](const gh_host_api* a, gh_str config, void** state,                 \
+                                gh_sink* error) noexcept -> int32_t {                              \
+                return ::gh::Plugin::init(plugin_object, a, config, state, error);                 \
+            });                                                                                    \
+    }
