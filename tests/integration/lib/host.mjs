@@ -86,8 +86,10 @@ export class Host {
     });
     this.child.stdin.on('error', () => {}); // EPIPE after the host exits shows up as its exit
     this.child.stderr.setEncoding('utf8');
+    this.stderrWaiters = [];
     this.child.stderr.on('data', (chunk) => {
       this.stderr += chunk;
+      this.stderrWaiters = this.stderrWaiters.filter((w) => !(w.pattern.test(this.stderr) && (w.resolve(), true)));
     });
     let pending = Buffer.alloc(0);
     this.child.stdout.on('data', (chunk) => {
@@ -221,6 +223,22 @@ export class Host {
       clearTimeout(timer);
       cleanup();
     });
+  }
+
+  // Resolves once stderr matches `pattern`. stderr and stdout are separate
+  // pipes, so a log line written before an answer may still arrive after it.
+  stderrMatching(pattern, timeoutMs = DEFAULT_TIMEOUT_MS) {
+    if (pattern.test(this.stderr)) return Promise.resolve();
+    let waiter;
+    return this.#withTimeout(
+      new Promise((resolve) => {
+        waiter = { pattern, resolve };
+        this.stderrWaiters.push(waiter);
+      }),
+      timeoutMs,
+      `stderr to match ${pattern}`,
+      () => (this.stderrWaiters = this.stderrWaiters.filter((w) => w !== waiter)),
+    );
   }
 
   // Sends a request and resolves with its JSON-RPC answer (the message).
