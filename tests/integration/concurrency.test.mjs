@@ -55,6 +55,22 @@ test('notifications/cancelled stops the plugin and the call gets no answer (2026
     assert.equal(host.messages.some((m) => m.message.id === 'long'), false, 'the cancelled call got no answer');
   }));
 
+test('a call cancelled while it waits for a worker never reaches the plugin', () =>
+  // One worker, held by a slow call; `progress` queues behind it and is
+  // cancelled there. Had it run, its plugin log ("[echo] step 1") would be on
+  // stderr before the crash detail the later `crash` call logs.
+  withHost({ limits: { workers: 1 } }, async (host) => {
+    host.send(toolCall('holder', 'slow', { ms: 60000 }, modernMeta()));
+    host.send(toolCall('queued', 'progress', { steps: 1 }, modernMeta()));
+    host.notify('notifications/cancelled', { requestId: 'queued' });
+    host.notify('notifications/cancelled', { requestId: 'holder' });
+    const crash = await host.modern('tools/call', { name: 'crash', arguments: {} });
+    assert.equal(crash.result.isError, true);
+    await host.stderrMatching(/\/secret\/path/);
+    assert.doesNotMatch(host.stderr, /\[echo\] step 1/, 'the cancelled call ran in the plugin');
+    assert.equal(host.messages.some((m) => ['holder', 'queued'].includes(m.message.id)), false);
+  }));
+
 test('cancelling an unknown or finished request changes nothing', () =>
   withHost(async (host) => {
     const done = await host.modern('tools/call', { name: 'echo', arguments: { text: 'x' } });
