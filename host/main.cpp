@@ -121,7 +121,8 @@ int list_plugins(const Arguments& args) {
     plugins::LoadReport report;
     auto registry = cli::load_plugins(cfg, report);
     if (args.json) {
-        nlohmann::json out = {{"families", nlohmann::json::array()}, {"failures", nlohmann::json::array()},
+        nlohmann::json out = {{"families", nlohmann::json::array()},
+                              {"failures", nlohmann::json::array()},
                               {"disabled", nlohmann::json::array()}};
         for (const auto& f : registry->families()) {
             nlohmann::json tools = nlohmann::json::array();
@@ -132,12 +133,19 @@ int list_plugins(const Arguments& args) {
                                  {"risk", plugins::risk_name(t->risk)},
                                  {"rules", !t->rules.empty()},
                                  {"gate_exempt", t->gate_exempt}});
-            out["families"].push_back({{"family", f.family}, {"plugin", f.plugin_name}, {"version", f.version},
-                                       {"path", f.path}, {"prefix", f.prefix}, {"reentrant", f.reentrant},
-                                       {"rules", !f.rules.empty()}, {"tools", tools}});
+            out["families"].push_back({{"family", f.family},
+                                       {"plugin", f.plugin_name},
+                                       {"version", f.version},
+                                       {"path", f.path},
+                                       {"prefix", f.prefix},
+                                       {"reentrant", f.reentrant},
+                                       {"rules", !f.rules.empty()},
+                                       {"tools", tools}});
         }
-        for (const auto& x : report.failures) out["failures"].push_back({{"path", x.path}, {"reason", x.reason}});
-        for (const auto& d : report.disabled) out["disabled"].push_back({{"family", d.family}, {"path", d.path}});
+        for (const auto& x : report.failures)
+            out["failures"].push_back({{"path", x.path}, {"reason", x.reason}, {"listed_at", x.where.str()}});
+        for (const auto& d : report.disabled)
+            out["disabled"].push_back({{"family", d.family}, {"path", d.path}});
         std::cout << out.dump(2) << "\n";
     } else {
         for (const auto& f : registry->families()) {
@@ -146,15 +154,18 @@ int list_plugins(const Arguments& args) {
                       << ")\n";
             for (const auto* t : f.tools) {
                 std::string scopes;
-                for (const auto& s : t->required_scopes) scopes += (scopes.empty() ? "" : ",") + s;
+                for (const auto& s : t->required_scopes)
+                    scopes += (scopes.empty() ? "" : ",") + s;
                 std::printf("  %-32s risk=%-11s scope=%-12s grants=%-16s%s%s\n", t->name.c_str(),
                             plugins::risk_name(t->risk), t->scope.empty() ? "-" : t->scope.c_str(),
                             scopes.empty() ? "-" : scopes.c_str(), t->rules.empty() ? "" : " rules",
                             t->gate_exempt ? " gate-exempt" : "");
             }
         }
-        for (const auto& d : report.disabled) std::cout << "disabled " << d.family << "  (" << d.path << ")\n";
-        for (const auto& x : report.failures) std::cout << "FAILED  " << x.path << ": " << x.reason << "\n";
+        for (const auto& d : report.disabled)
+            std::cout << "disabled " << d.family << "  (" << d.path << ")\n";
+        for (const auto& x : report.failures)
+            std::cout << "FAILED  " << x.path << ": " << x.reason << "\n";
     }
     return report.failures.empty() ? 0 : 1;
 }
