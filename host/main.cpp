@@ -1,6 +1,7 @@
 // gatehouse — an MCP server host that loads tool families from shared
 // libraries and gates every call. See `gatehouse --help`.
 #include "cli/host_setup.hpp"
+#include "cli/stdout_diversion.hpp"
 #include "config/config_loader.hpp"
 #include "gate/gate_pipeline.hpp"
 #include "protocol/mcp_server.hpp"
@@ -90,7 +91,11 @@ int serve(const Arguments& args) {
         return 2;
     }
     plugins::LoadReport report;
-    auto registry = cli::load_plugins(cfg, report);
+    std::unique_ptr<plugins::ToolRegistry> registry;
+    {
+        cli::StdoutDiversion plugins_print_to_stderr;
+        registry = cli::load_plugins(cfg, report);
+    }
     if (cfg.strict && !report.failures.empty()) {
         spdlog::critical("{} plugin(s) failed to load and the configuration is strict; not serving",
                          report.failures.size());
@@ -119,7 +124,11 @@ int list_plugins(const Arguments& args) {
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(args.json ? "off" : "warn");
     plugins::LoadReport report;
-    auto registry = cli::load_plugins(cfg, report);
+    std::unique_ptr<plugins::ToolRegistry> registry;
+    {
+        cli::StdoutDiversion plugins_print_to_stderr;
+        registry = cli::load_plugins(cfg, report);
+    }
     if (args.json) {
         nlohmann::json out = {{"families", nlohmann::json::array()},
                               {"failures", nlohmann::json::array()},
@@ -166,6 +175,11 @@ int list_plugins(const Arguments& args) {
             std::cout << "disabled " << d.family << "  (" << d.path << ")\n";
         for (const auto& x : report.failures)
             std::cout << "FAILED  " << x.path << ": " << x.reason << "\n";
+    }
+    {
+        // Plugins' shutdown runs here, and may print too.
+        cli::StdoutDiversion plugins_print_to_stderr;
+        registry.reset();
     }
     return report.failures.empty() ? 0 : 1;
 }
