@@ -1,6 +1,7 @@
 // gatehouse — an MCP server host that loads tool families from shared
 // libraries and gates every call. See `gatehouse --help`.
 #include "cli/host_setup.hpp"
+#include "cli/stdout_diversion.hpp"
 #include "config/config_loader.hpp"
 #include "gate/gate_pipeline.hpp"
 #include "protocol/mcp_server.hpp"
@@ -90,7 +91,11 @@ int serve(const Arguments& args) {
         return 2;
     }
     plugins::LoadReport report;
-    auto registry = cli::load_plugins(cfg, report);
+    std::unique_ptr<plugins::ToolRegistry> registry;
+    {
+        cli::StdoutDiversion plugins_print_to_stderr;
+        registry = cli::load_plugins(cfg, report);
+    }
     if (cfg.strict && !report.failures.empty()) {
         spdlog::critical("{} plugin(s) failed to load and the configuration is strict; not serving",
                          report.failures.size());
@@ -119,9 +124,14 @@ int list_plugins(const Arguments& args) {
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(args.json ? "off" : "warn");
     plugins::LoadReport report;
-    auto registry = cli::load_plugins(cfg, report);
+    std::unique_ptr<plugins::ToolRegistry> registry;
+    {
+        cli::StdoutDiversion plugins_print_to_stderr;
+        registry = cli::load_plugins(cfg, report);
+    }
     if (args.json) {
-        nlohmann::json out = {{"families", nlohmann::json::array()}, {"failures", nlohmann::json::array()},
+        nlohmann::json out = {{"families", nlohmann::json::array()},
+                              {"failures", nlohmann::json::array()},
                               {"disabled", nlohmann::json::array()}};
         for (const auto& f : registry->families()) {
             nlohmann::json tools = nlohmann::json::array();
@@ -132,12 +142,19 @@ int list_plugins(const Arguments& args) {
                                  {"risk", plugins::risk_name(t->risk)},
                                  {"rules", !t->rules.empty()},
                                  {"gate_exempt", t->gate_exempt}});
-            out["families"].push_back({{"family", f.family}, {"plugin", f.plugin_name}, {"version", f.version},
-                                       {"path", f.path}, {"prefix", f.prefix}, {"reentrant", f.reentrant},
-                                       {"rules", !f.rules.empty()}, {"tools", tools}});
+            out["families"].push_back({{"family", f.family},
+                                       {"plugin", f.plugin_name},
+                                       {"version", f.version},
+                                       {"path", f.path},
+                                       {"prefix", f.prefix},
+                                       {"reentrant", f.reentrant},
+                                       {"rules", !f.rules.empty()},
+                                       {"tools", tools}});
         }
-        for (const auto& x : report.failures) out["failures"].push_back({{"path", x.path}, {"reason", x.reason}});
-        for (const auto& d : report.disabled) out["disabled"].push_back({{"family", d.family}, {"path", d.path}});
+        for (const auto& x : report.failures)
+            out["failures"].push_back({{"path", x.path}, {"reason", x.reason}, {"listed_at", x.where.str()}});
+        for (const auto& d : report.disabled)
+            out["disabled"].push_back({{"family", d.family}, {"path", d.path}});
         std::cout << out.dump(2) << "\n";
     } else {
         for (const auto& f : registry->families()) {
@@ -146,15 +163,23 @@ int list_plugins(const Arguments& args) {
                       << ")\n";
             for (const auto* t : f.tools) {
                 std::string scopes;
-                for (const auto& s : t->required_scopes) scopes += (scopes.empty() ? "" : ",") + s;
+                for (const auto& s : t->required_scopes)
+                    scopes += (scopes.empty() ? "" : ",") + s;
                 std::printf("  %-32s risk=%-11s scope=%-12s grants=%-16s%s%s\n", t->name.c_str(),
                             plugins::risk_name(t->risk), t->scope.empty() ? "-" : t->scope.c_str(),
                             scopes.empty() ? "-" : scopes.c_str(), t->rules.empty() ? "" : " rules",
                             t->gate_exempt ? " gate-exempt" : "");
             }
         }
-        for (const auto& d : report.disabled) std::cout << "disabled " << d.family << "  (" << d.path << ")\n";
-        for (const auto& x : report.failures) std::cout << "FAILED  " << x.path << ": " << x.reason << "\n";
+        for (const auto& d : report.disabled)
+            std::cout << "disabled " << d.family << "  (" << d.path << ")\n";
+        for (const auto& x : report.failures)
+            std::cout << "FAILED  " << x.path << ": " << x.reason << "\n";
+    }
+    {
+        // Plugins' shutdown runs here, and may print too.
+        cli::StdoutDiversion plugins_print_to_stderr;
+        registry.reset();
     }
     return report.failures.empty() ? 0 : 1;
 }

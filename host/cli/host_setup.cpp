@@ -28,9 +28,9 @@ std::filesystem::path executable_dir() {
 
 config::Config load_config(const std::optional<std::string>& file) {
     const auto install_root = executable_dir().parent_path();
-    config::Config cfg = file ? config::load_config_file(*file)
-                              : config::load_config_text(cli::kEmbeddedConfig, "<embedded gatehouse.yaml>",
-                                                         install_root);
+    config::Config cfg =
+        file ? config::load_config_file(*file)
+             : config::load_config_text(cli::kEmbeddedConfig, "<embedded gatehouse.yaml>", install_root);
     if (cfg.plugin_dir.empty()) cfg.plugin_dir = install_root / "lib" / "gatehouse" / "plugins";
     cfg.server.version = GATEHOUSE_VERSION;
     return cfg;
@@ -53,11 +53,13 @@ std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, p
     for (const auto& d : report.disabled)
         spdlog::info("family '{}' from {} is disabled by domains.{}.enabled", d.family, d.path, d.family);
     for (const auto& failure : report.failures)
-        spdlog::error("plugin {} not loaded: {}", failure.path, failure.reason);
+        spdlog::error("plugin {} not loaded: {} (listed at {})", failure.path, failure.reason, failure.where.str());
     for (const auto& [family, domain] : cfg.domains) {
         bool present = false;
-        for (const auto& f : registry->families()) present |= f.family == family;
-        for (const auto& d : report.disabled) present |= d.family == family;
+        for (const auto& f : registry->families())
+            present |= f.family == family;
+        for (const auto& d : report.disabled)
+            present |= d.family == family;
         if (!present && domain.enabled)
             spdlog::warn("{}: domains.{} is enabled but no loaded plugin serves that family", domain.where.str(),
                          family);

@@ -32,19 +32,36 @@ public:
         throw ConfigError(at(node), message);
     }
 
+    // A key is a plain name; YAML also allows lists and maps as keys.
+    std::string key(const YAML::Node& node, const std::string& what) const {
+        if (!node.IsScalar()) fail(node, "a key in " + what + " must be a plain name");
+        return node.Scalar();
+    }
+
+    // yaml-cpp keeps both pairs of a repeated key and lookups see only the
+    // first, so the second would be silently ignored: refuse it instead.
     void expect_map(const YAML::Node& node, const std::string& what) const {
         if (!node.IsMap()) fail(node, what + " must be a mapping");
+        std::map<std::string, SourceLocation> seen;
+        for (const auto& kv : node) {
+            const auto name = key(kv.first, what);
+            auto [first, inserted] = seen.emplace(name, at(kv.first));
+            if (!inserted)
+                fail(kv.first, "'" + name + "' is set twice in " + what + " (first at line " +
+                                   std::to_string(first->second.line) + ", column " +
+                                   std::to_string(first->second.column) + ")");
+        }
     }
 
     // Unknown keys are mistakes (a typo would otherwise silently do nothing).
-    void only_keys(const YAML::Node& map, const std::set<std::string>& allowed,
-                   const std::string& what) const {
+    void only_keys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& what) const {
         for (const auto& kv : map) {
-            const auto key = kv.first.as<std::string>();
-            if (!allowed.count(key)) {
+            const auto name = key(kv.first, what);
+            if (!allowed.count(name)) {
                 std::string list;
-                for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-                fail(kv.first, "unknown key '" + key + "' in " + what + " (allowed: " + list + ")");
+                for (const auto& a : allowed)
+                    list += (list.empty() ? "" : ", ") + a;
+                fail(kv.first, "unknown key '" + name + "' in " + what + " (allowed: " + list + ")");
             }
         }
     }
@@ -56,13 +73,11 @@ public:
 
     bool boolean(const YAML::Node& node, const std::string& what) const {
         bool value = false;
-        if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value))
-            fail(node, what + " must be true or false");
+        if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) fail(node, what + " must be true or false");
         return value;
     }
 
-    std::uint64_t count(const YAML::Node& node, const std::string& what, std::uint64_t min,
-                        std::uint64_t max) const {
+    std::uint64_t count(const YAML::Node& node, const std::string& what, std::uint64_t min, std::uint64_t max) const {
         if (!node.IsScalar()) fail(node, what + " must be a whole number");
         const std::string text = node.Scalar();
         std::uint64_t value = 0;
@@ -89,12 +104,14 @@ public:
         switch (node.Type()) {
         case YAML::NodeType::Map: {
             nlohmann::json out = nlohmann::json::object();
-            for (const auto& kv : node) out[kv.first.as<std::string>()] = to_json(kv.second);
+            for (const auto& kv : node)
+                out[key(kv.first, "settings")] = to_json(kv.second);
             return out;
         }
         case YAML::NodeType::Sequence: {
             nlohmann::json out = nlohmann::json::array();
-            for (const auto& item : node) out.push_back(to_json(item));
+            for (const auto& item : node)
+                out.push_back(to_json(item));
             return out;
         }
         case YAML::NodeType::Scalar: {
@@ -108,8 +125,7 @@ public:
             if (YAML::convert<double>::decode(node, d)) return d;
             return node.Scalar();
         }
-        default:
-            return nullptr;
+        default: return nullptr;
         }
     }
 
@@ -135,21 +151,17 @@ void read_server(const YamlReader& r, const YAML::Node& node, ServerIdentity& ou
 void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
     r.expect_map(node, "limits");
     r.only_keys(node,
-                {"max_message_bytes", "max_json_depth", "workers", "max_in_flight", "page_size",
-                 "tools_list_ttl_ms"},
+                {"max_message_bytes", "max_json_depth", "workers", "max_in_flight", "page_size", "tools_list_ttl_ms"},
                 "limits");
     if (node["max_message_bytes"])
-        out.max_message_bytes = r.count(node["max_message_bytes"], "limits.max_message_bytes", 1024,
-                                        std::uint64_t{1} << 32);
-    if (node["max_json_depth"])
-        out.max_json_depth = r.count(node["max_json_depth"], "limits.max_json_depth", 4, 10000);
+        out.max_message_bytes =
+            r.count(node["max_message_bytes"], "limits.max_message_bytes", 1024, std::uint64_t{1} << 32);
+    if (node["max_json_depth"]) out.max_json_depth = r.count(node["max_json_depth"], "limits.max_json_depth", 4, 10000);
     if (node["workers"]) out.workers = r.count(node["workers"], "limits.workers", 1, 1024);
-    if (node["max_in_flight"])
-        out.max_in_flight = r.count(node["max_in_flight"], "limits.max_in_flight", 1, 1u << 20);
+    if (node["max_in_flight"]) out.max_in_flight = r.count(node["max_in_flight"], "limits.max_in_flight", 1, 1u << 20);
     if (node["page_size"]) out.page_size = r.count(node["page_size"], "limits.page_size", 1, 10000);
     if (node["tools_list_ttl_ms"])
-        out.tools_list_ttl_ms =
-            r.count(node["tools_list_ttl_ms"], "limits.tools_list_ttl_ms", 0, 86400000ull * 365);
+        out.tools_list_ttl_ms = r.count(node["tools_list_ttl_ms"], "limits.tools_list_ttl_ms", 0, 86400000ull * 365);
 }
 
 void read_plugins(const YamlReader& r, const YAML::Node& node, std::vector<PluginEntry>& out) {
@@ -157,6 +169,7 @@ void read_plugins(const YamlReader& r, const YAML::Node& node, std::vector<Plugi
     for (const auto& item : node) {
         YAML::Node path_node = item;
         if (item.IsMap()) {
+            r.expect_map(item, "a plugins entry");
             r.only_keys(item, {"path"}, "a plugins entry");
             if (!item["path"]) r.fail(item, "a plugins entry needs a path");
             path_node = item["path"];
@@ -175,11 +188,10 @@ void read_plugins(const YamlReader& r, const YAML::Node& node, std::vector<Plugi
     }
 }
 
-void read_domains(const YamlReader& r, const YAML::Node& node,
-                  std::map<std::string, DomainSettings>& out) {
+void read_domains(const YamlReader& r, const YAML::Node& node, std::map<std::string, DomainSettings>& out) {
     r.expect_map(node, "domains");
     for (const auto& kv : node) {
-        const std::string family = kv.first.as<std::string>();
+        const std::string family = r.key(kv.first, "domains");
         DomainSettings d;
         d.where = r.at(kv.first);
         const YAML::Node& v = kv.second;
@@ -195,8 +207,8 @@ void read_domains(const YamlReader& r, const YAML::Node& node,
                 d.prefix = r.string(v["prefix"], "domains." + family + ".prefix");
                 for (char c : d.prefix)
                     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
-                        r.fail(v["prefix"], "domains." + family +
-                                                ".prefix may hold only letters, digits, '_', '-' and '.'");
+                        r.fail(v["prefix"],
+                               "domains." + family + ".prefix may hold only letters, digits, '_', '-' and '.'");
             }
             if (v["settings"]) {
                 r.expect_map(v["settings"], "domains." + family + ".settings");
@@ -214,10 +226,9 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     cfg.data_dir = default_data_dir();
     if (root.IsNull()) return cfg;
     r.expect_map(root, "the configuration");
-    r.only_keys(root,
-                {"server", "strict", "log_level", "plugin_dir", "data_dir", "plugins", "domains",
-                 "limits", "transports"},
-                "the configuration");
+    r.only_keys(
+        root, {"server", "strict", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits", "transports"},
+        "the configuration");
     if (root["server"]) read_server(r, root["server"], cfg.server);
     if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
     if (root["log_level"]) {
@@ -254,8 +265,7 @@ Config parse(std::string_view yaml, const std::string& source, const std::filesy
     try {
         return read_root(reader, root);
     } catch (const YAML::Exception& e) {
-        throw ConfigError({source, e.mark.is_null() ? 0 : e.mark.line + 1,
-                           e.mark.is_null() ? 0 : e.mark.column + 1},
+        throw ConfigError({source, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1},
                           e.msg);
     }
 }
@@ -279,8 +289,7 @@ Config load_config_file(const std::filesystem::path& file) {
     return parse(text.str(), file.string(), absolute.parent_path());
 }
 
-Config load_config_text(std::string_view yaml, const std::string& source_name,
-                        const std::filesystem::path& base_dir) {
+Config load_config_text(std::string_view yaml, const std::string& source_name, const std::filesystem::path& base_dir) {
     return parse(yaml, source_name, base_dir);
 }
 

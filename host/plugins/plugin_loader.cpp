@@ -6,6 +6,7 @@
 #include <boost/dll/shared_library.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -20,7 +21,9 @@ struct Refused : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-std::string copy(gh_str s) { return s.ptr ? std::string(s.ptr, s.len) : std::string(); }
+std::string copy(gh_str s) {
+    return s.ptr ? std::string(s.ptr, s.len) : std::string();
+}
 
 bool valid_tool_name(const std::string& name) {
     if (name.empty() || name.size() > 64) return false;
@@ -32,10 +35,16 @@ bool valid_tool_name(const std::string& name) {
 bool valid_family_name(const std::string& name) {
     if (name.empty() || name.size() > 64) return false;
     for (char c : name)
-        if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-              c == '_' || c == '-'))
+        if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' ||
+              c == '-'))
             return false;
     return true;
+}
+
+std::string hex(uint32_t bits) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%x", bits);
+    return text;
 }
 
 bool looks_like_elf(const std::filesystem::path& path) {
@@ -91,17 +100,19 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     std::string why;
     auto desc = read_abi_struct<gh_tool_desc>(raw, GH_TOOL_DESC_SIZE_V1, why);
     if (!desc) throw Refused("tool #" + std::to_string(index) + ": " + why);
-    if (desc->flags & ~GH_TOOL_KNOWN_FLAGS)
-        throw Refused("tool #" + std::to_string(index) + " sets unknown flag bits");
     auto tool = std::make_unique<Tool>();
     tool->plugin_name = copy(desc->name);
     if (!valid_tool_name(tool->plugin_name))
         throw Refused("tool #" + std::to_string(index) + " has an invalid name '" + tool->plugin_name +
                       "' (1-64 of letters, digits, '_', '-', '.')");
     const std::string& n = tool->plugin_name;
+    if (desc->flags & ~GH_TOOL_KNOWN_FLAGS)
+        throw Refused("tool '" + n + "' sets unknown flag bits " + hex(desc->flags & ~GH_TOOL_KNOWN_FLAGS) +
+                      " (this host knows " + hex(GH_TOOL_KNOWN_FLAGS) + ")");
     if (!desc->call) throw Refused("tool '" + n + "' has no call function");
     tool->name = prefix + n;
-    if (!valid_tool_name(tool->name)) throw Refused("tool '" + tool->name + "' is longer than 64 characters with its prefix");
+    if (!valid_tool_name(tool->name))
+        throw Refused("tool '" + tool->name + "' is longer than 64 characters with its prefix");
     tool->title = copy(desc->title);
     tool->description = copy(desc->description);
     tool->scope = copy(desc->scope);
@@ -189,7 +200,9 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
     std::string why;
     auto desc = read_abi_struct<gh_plugin_desc>(raw, GH_PLUGIN_DESC_SIZE_V1, why);
     if (!desc) throw Refused("descriptor: " + why);
-    if (desc->flags & ~GH_PLUGIN_KNOWN_FLAGS) throw Refused("descriptor sets unknown flag bits");
+    if (desc->flags & ~GH_PLUGIN_KNOWN_FLAGS)
+        throw Refused("descriptor sets unknown flag bits " + hex(desc->flags & ~GH_PLUGIN_KNOWN_FLAGS) +
+                      " (this host knows " + hex(GH_PLUGIN_KNOWN_FLAGS) + ")");
     const std::string family = copy(desc->family);
     if (!valid_family_name(family))
         throw Refused("invalid family name '" + family + "' (1-64 of lowercase letters, digits, '_', '-')");
@@ -212,8 +225,7 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
     std::set<std::string> seen;
     for (uint32_t i = 0; i < desc->tool_count; ++i) {
         auto tool = read_tool(desc->tools[i], i, c.prefix);
-        if (!seen.insert(tool->plugin_name).second)
-            throw Refused("tool '" + tool->plugin_name + "' is declared twice");
+        if (!seen.insert(tool->plugin_name).second) throw Refused("tool '" + tool->plugin_name + "' is declared twice");
         tool->family = family;
         c.tools.push_back(std::move(tool));
     }
@@ -225,12 +237,19 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
 
 std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, LoadReport& report) {
     auto registry = std::make_unique<ToolRegistry>();
-    std::unordered_map<std::string, std::string> tool_owner; // published name -> family
-    std::set<std::string> families;
+    std::unordered_map<std::string, std::string> tool_owner;  // published name -> family
+    std::unordered_map<std::string, std::string> family_path; // served family -> its file
+    std::set<std::filesystem::path> opened;
 
     for (const auto& entry : cfg.plugins) {
         const auto path = resolve(entry, cfg);
         try {
+            // The same library opened twice is one dlopen handle with one
+            // static descriptor; say what happened instead of a family clash.
+            std::error_code ec;
+            const auto canonical = std::filesystem::weakly_canonical(path, ec);
+            if (!ec && !opened.insert(canonical).second)
+                throw Refused("this file is listed more than once under plugins");
             std::string disabled_family;
             Candidate c = open_plugin(path, cfg, disabled_family);
             if (!disabled_family.empty()) {
@@ -238,8 +257,8 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
                 continue;
             }
             const std::string family = c.plugin->family();
-            if (!families.insert(family).second)
-                throw Refused("family '" + family + "' is already served by another plugin");
+            if (auto other = family_path.find(family); other != family_path.end())
+                throw Refused("family '" + family + "' is already served by " + other->second);
             for (const auto& t : c.tools) {
                 auto clash = tool_owner.find(t->name);
                 if (clash != tool_owner.end())
@@ -249,16 +268,15 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
             const nlohmann::json init_config = {{"data_dir", (cfg.data_dir / family).string()},
                                                 {"settings", c.settings}};
             std::string init_error;
-            if (!c.plugin->init(init_config.dump(), init_error)) {
-                families.erase(family);
-                throw Refused("init failed: " + init_error);
-            }
-            for (const auto& t : c.tools) tool_owner.emplace(t->name, family);
+            if (!c.plugin->init(init_config.dump(), init_error)) throw Refused("init failed: " + init_error);
+            for (const auto& t : c.tools)
+                tool_owner.emplace(t->name, family);
+            family_path.emplace(family, path.string());
             registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix);
         } catch (const Refused& e) {
-            report.failures.push_back({path.string(), e.what()});
+            report.failures.push_back({path.string(), e.what(), entry.where});
         } catch (const std::exception& e) {
-            report.failures.push_back({path.string(), std::string("unexpected error: ") + e.what()});
+            report.failures.push_back({path.string(), std::string("unexpected error: ") + e.what(), entry.where});
         }
     }
     registry->freeze();

@@ -14,6 +14,7 @@ namespace gatehouse::plugins {
 struct LoadFailure {
     std::string path;
     std::string reason;
+    config::SourceLocation where; // the plugins entry in the config that named it
 };
 
 struct DisabledFamily {

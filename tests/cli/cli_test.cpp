@@ -1,0 +1,255 @@
+#include "child_process.hpp"
+#include "test_files.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+using gatehouse::test::ChildResult;
+using gatehouse::test::plugin_dir;
+using gatehouse::test::run_child;
+using gatehouse::test::TempDir;
+using nlohmann::json;
+
+namespace {
+
+// Runs gatehouse with a predictable log level (unless the test sets one).
+ChildResult run_gatehouse(const std::vector<std::string>& args, const std::string& input = "",
+                          std::map<std::string, std::string> env = {}) {
+    env.emplace("GATEHOUSE_LOG", "");
+    env.emplace("GATEHOUSE_DATA_DIR", "/tmp/gatehouse-cli-test-data");
+    return run_child(GATEHOUSE_BINARY, args, input, env);
+}
+
+// A config over the fixtures: plugin_dir is set, `rest` adds the rest.
+std::string config(const TempDir& dir, const std::string& rest) {
+    return dir.write("gatehouse.yaml", "plugin_dir: " + plugin_dir().string() + "\n" + rest).string();
+}
+
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        out.push_back(line);
+    return out;
+}
+
+// Every stdout line of a serve run, parsed; fails the test on anything that
+// is not a JSON-RPC 2.0 message.
+std::vector<json> protocol_lines(const ChildResult& r) {
+    std::vector<json> out;
+    for (const auto& line : lines(r.out)) {
+        INFO("stdout line: " << line);
+        json message;
+        REQUIRE_NOTHROW(message = json::parse(line));
+        REQUIRE(message.is_object());
+        CHECK(message["jsonrpc"] == "2.0");
+        out.push_back(std::move(message));
+    }
+    return out;
+}
+
+const std::string kPing = R"({"jsonrpc":"2.0","id":1,"method":"ping"})"
+                          "\n";
+
+} // namespace
+
+TEST_CASE("option --version names the host and its plugin ABI", "[cli]") {
+    auto r = run_gatehouse({"--version"});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::StartsWith(std::string("gatehouse ") + GATEHOUSE_EXPECTED_VERSION));
+    CHECK_THAT(r.out, Catch::Contains("plugin ABI 1."));
+}
+
+TEST_CASE("option --help prints the usage on stdout; no command prints it and fails", "[cli]") {
+    auto help = run_gatehouse({"--help"});
+    CHECK(help.exit_code == 0);
+    for (const char* word : {"Usage:", "serve", "check-config", "plugins", "GATEHOUSE_LOG"})
+        CHECK_THAT(help.out, Catch::Contains(word));
+    auto none = run_gatehouse({});
+    CHECK(none.exit_code == 2);
+    CHECK_THAT(none.out, Catch::Contains("Usage:"));
+}
+
+TEST_CASE("an unknown command or option fails with exit code 2", "[cli]") {
+    auto command = run_gatehouse({"frobnicate"});
+    CHECK(command.exit_code == 2);
+    CHECK_THAT(command.err, Catch::Contains("unknown command 'frobnicate'"));
+    auto option = run_gatehouse({"serve", "--frob"});
+    CHECK(option.exit_code == 2);
+    CHECK_THAT(option.err, Catch::Contains("unknown option --frob"));
+    auto missing = run_gatehouse({"plugins", "--config"});
+    CHECK(missing.exit_code == 2);
+    CHECK_THAT(missing.err, Catch::Contains("--config needs a value"));
+}
+
+TEST_CASE("check-config accepts a good file and names FILE:LINE:COLUMN of a bad one", "[cli]") {
+    TempDir dir;
+    const auto good = dir.write("good.yaml", "strict: true\nplugins: [echo.so]\ndomains: {echo: {prefix: e_}}\n");
+    auto ok = run_gatehouse({"check-config", good.string()});
+    CHECK(ok.exit_code == 0);
+    CHECK_THAT(ok.out, Catch::Contains("OK"));
+    CHECK(ok.err.empty());
+
+    const auto bad = dir.write("bad.yaml", "strict: true\nlimits:\n  workers: lots\n");
+    auto refused = run_gatehouse({"check-config", bad.string()});
+    CHECK(refused.exit_code != 0);
+    CHECK(refused.out.empty());
+    CHECK_THAT(refused.err, Catch::StartsWith(bad.string() + ":3:12: "));
+    CHECK_THAT(refused.err, Catch::Contains("limits.workers must be a whole number"));
+
+    const auto broken = dir.write("broken.yaml", "server: {name: x\n");
+    auto syntax = run_gatehouse({"check-config", broken.string()});
+    CHECK(syntax.exit_code != 0);
+    CHECK_THAT(syntax.err, Catch::StartsWith(broken.string() + ":2:1: "));
+
+    auto absent = run_gatehouse({"check-config", (dir.path() / "absent.yaml").string()});
+    CHECK(absent.exit_code != 0);
+    CHECK_THAT(absent.err, Catch::Contains("absent.yaml"));
+
+    CHECK(run_gatehouse({"check-config"}).exit_code == 2);
+}
+
+TEST_CASE("plugins lists families, tools, scopes, risk, rules and every load failure", "[cli]") {
+    TempDir dir;
+    const auto file = config(dir, "plugins: [ledger.so, echo.so, missing.so, broken_abi_major_two.so]\n"
+                                  "domains: {echo: {prefix: e_}}\n");
+    const std::string missing = (plugin_dir() / "missing.so").string();
+    const std::string abi = (plugin_dir() / "broken_abi_major_two.so").string();
+
+    SECTION("human form") {
+        auto r = run_gatehouse({"plugins", "--config", file});
+        CHECK(r.exit_code == 1); // failures make it fail, so scripts notice
+        CHECK_THAT(r.out, Catch::Contains("family ledger"));
+        CHECK_THAT(r.out, Catch::Contains("gatehouse-test-ledger 0.3.0"));
+        CHECK_THAT(r.out, Catch::Contains("has rules"));
+        CHECK_THAT(r.out, Catch::Contains("family echo"));
+        CHECK_THAT(r.out, Catch::Contains("e_echo"));
+        bool saw_refund = false;
+        for (const auto& line : lines(r.out)) {
+            if (line.find("ledger_refund") == std::string::npos) continue;
+            saw_refund = true;
+            CHECK_THAT(line, Catch::Contains("risk=money"));
+            CHECK_THAT(line, Catch::Contains("scope=ledger:write"));
+            CHECK_THAT(line, Catch::Contains("grants=books,refunds"));
+            CHECK_THAT(line, Catch::Contains("rules"));
+        }
+        CHECK(saw_refund);
+        CHECK_THAT(r.out, Catch::Contains("gate-exempt"));
+        CHECK_THAT(r.out, Catch::Contains("FAILED  " + missing + ": file not found"));
+        CHECK_THAT(r.out, Catch::Contains("FAILED  " + abi + ": ABI version mismatch"));
+    }
+    SECTION("--json") {
+        auto r = run_gatehouse({"plugins", "--json", "--config", file});
+        CHECK(r.exit_code == 1);
+        json listing;
+        REQUIRE_NOTHROW(listing = json::parse(r.out));
+        REQUIRE(listing["families"].size() == 2);
+        const auto& ledger = listing["families"][0];
+        CHECK(ledger["family"] == "ledger");
+        CHECK(ledger["rules"] == true);
+        REQUIRE(ledger["tools"].size() == 3);
+        json refund;
+        for (const auto& t : ledger["tools"])
+            if (t["name"] == "ledger_refund") refund = t;
+        CHECK(refund["risk"] == "money");
+        CHECK(refund["scope"] == "ledger:write");
+        CHECK(refund["required_scopes"] == json::array({"books", "refunds"}));
+        CHECK(refund["rules"] == true);
+        CHECK(listing["families"][1]["prefix"] == "e_");
+        REQUIRE(listing["failures"].size() == 2);
+        CHECK(listing["failures"][0]["path"] == missing);
+        CHECK(listing["failures"][0]["reason"] == "file not found");
+        CHECK(listing["failures"][0]["listed_at"] == file + ":2:31");
+        CHECK(listing["failures"][1]["path"] == abi);
+        CHECK_THAT(listing["failures"][1]["reason"].get<std::string>(), Catch::Contains("ABI 2.3"));
+    }
+}
+
+TEST_CASE("plugins exits 0 when everything loads and lists disabled families", "[cli]") {
+    TempDir dir;
+    auto r = run_gatehouse({"plugins", "--json", "--config",
+                            config(dir, "plugins: [echo.so, serial.so]\n"
+                                        "domains: {echo: false}\n")});
+    CHECK(r.exit_code == 0);
+    auto listing = json::parse(r.out);
+    CHECK(listing["families"].size() == 1);
+    CHECK(listing["disabled"] == json::array({{{"family", "echo"}, {"path", (plugin_dir() / "echo.so").string()}}}));
+}
+
+TEST_CASE("serve with strict: true refuses to start when a plugin fails", "[cli]") {
+    TempDir dir;
+    auto r = run_gatehouse(
+        {"serve", "--config", config(dir, "strict: true\nplugins: [echo.so, broken_init_fails.so]\n")}, kPing);
+    CHECK(r.exit_code != 0);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::Contains((plugin_dir() / "broken_init_fails.so").string()));
+    CHECK_THAT(r.err, Catch::Contains("settings.api_key is missing"));
+    CHECK_THAT(r.err, Catch::Contains("strict"));
+}
+
+TEST_CASE("serve with strict: false reports the failure and serves the rest", "[cli]") {
+    TempDir dir;
+    const std::string input =
+        kPing + R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},)"
+                R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                R"("io.modelcontextprotocol/clientCapabilities":{}}}})"
+                "\n";
+    auto r = run_gatehouse(
+        {"serve", "--config", config(dir, "strict: false\nplugins: [broken_no_entry_symbol.so, echo.so]\n")}, input);
+    CHECK(r.exit_code == 0);
+    auto answers = protocol_lines(r);
+    REQUIRE(answers.size() == 2);
+    CHECK(answers[0] == json::parse(R"({"jsonrpc":"2.0","id":1,"result":{}})"));
+    CHECK(answers[1]["id"] == 2);
+    CHECK(answers[1]["result"]["structuredContent"]["text"] == "hi");
+    CHECK_THAT(r.err, Catch::Contains((plugin_dir() / "broken_no_entry_symbol.so").string()));
+    CHECK_THAT(r.err, Catch::Contains("missing entry symbol gh_plugin_entry"));
+}
+
+TEST_CASE("GATEHOUSE_LOG sets the level of the stderr log", "[cli]") {
+    TempDir dir;
+    const auto file = config(dir, "log_level: info\nplugins: [echo.so]\n");
+    const std::string input = kPing + R"({"jsonrpc":"2.0","method":"notifications/unheard_of"})"
+                                      "\n";
+    auto info = run_gatehouse({"serve", "--config", file}, input);
+    auto debug = run_gatehouse({"serve", "--config", file}, input, {{"GATEHOUSE_LOG", "debug"}});
+    auto quiet = run_gatehouse({"serve", "--config", file}, input, {{"GATEHOUSE_LOG", "error"}});
+    for (const auto* r : {&info, &debug, &quiet}) {
+        CHECK(r->exit_code == 0);
+        CHECK(protocol_lines(*r).size() == 1);
+    }
+    CHECK_THAT(info.err, Catch::Contains("family 'echo' loaded"));
+    CHECK_THAT(info.err, !Catch::Contains("ignoring notification notifications/unheard_of"));
+    CHECK_THAT(debug.err, Catch::Contains("ignoring notification notifications/unheard_of"));
+    CHECK_THAT(debug.err, Catch::Contains("family 'echo' loaded"));
+    CHECK_THAT(quiet.err, !Catch::Contains("family 'echo' loaded"));
+}
+
+TEST_CASE("nothing but JSON-RPC reaches stdout during serve, even from a plugin that prints", "[cli]") {
+    TempDir dir;
+    const std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                             R"("io.modelcontextprotocol/clientCapabilities":{}})";
+    const std::string input = R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{)" + meta + "}}\n" +
+                              R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"noisy_shout",)" +
+                              meta + "}}\n" + "this line is not JSON\n" +
+                              R"({"jsonrpc":"2.0","id":3,"method":"no/such/method","params":{)" + meta + "}}\n" + kPing;
+    auto r = run_gatehouse({"serve", "--config", config(dir, "plugins: [noisy.so, missing.so]\n")}, input,
+                           {{"GATEHOUSE_LOG", "debug"}});
+    CHECK(r.exit_code == 0);
+    auto answers = protocol_lines(r);
+    CHECK(answers.size() == 5);
+    std::map<std::string, json> by_id;
+    // MCP's schema has no null RequestId: an answer to an unreadable line has no id.
+    for (const auto& a : answers)
+        by_id[a.contains("id") ? a["id"].dump() : "none"] = a;
+    CHECK(by_id["2"]["result"]["content"][0]["text"] == "shouted");
+    CHECK(by_id["none"]["error"]["code"] == -32700);
+    CHECK(by_id["3"]["error"]["code"] == -32601);
+    // What the plugin printed went to stderr instead, from load, init and call.
+    for (const char* when : {"at load", "in init", "in a call"}) {
+        CHECK_THAT(r.err, Catch::Contains(std::string("noisy printf ") + when));
+        CHECK_THAT(r.err, Catch::Contains(std::string("noisy write ") + when));
+    }
+}

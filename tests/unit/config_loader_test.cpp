@@ -1,0 +1,193 @@
+#include "config/config_loader.hpp"
+#include "test_files.hpp"
+
+#include <catch2/catch.hpp>
+
+using gatehouse::config::ConfigError;
+using gatehouse::config::load_config_file;
+using gatehouse::test::TempDir;
+
+namespace {
+
+// Loads `yaml` from a file and returns the error it raises ("" when none).
+std::string error_of(const TempDir& dir, const std::string& yaml) {
+    const auto file = dir.write("gatehouse.yaml", yaml);
+    try {
+        load_config_file(file);
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("a complete config file is read into its typed fields", "[config]") {
+    TempDir dir;
+    const auto file = dir.write("etc/gatehouse.yaml", R"(
+server:
+  name: shop-host
+  title: Shop Host
+  instructions: Connect first.
+strict: true
+log_level: debug
+plugin_dir: ../plugins
+data_dir: /var/lib/gh
+plugins:
+  - memory.so
+  - ./local/session.so
+  - path: /opt/gh/sessions-bot.so
+domains:
+  memory: false
+  session:
+    prefix: s_
+    settings:
+      store: main
+      retries: 3
+      quoted: "42"
+      ratio: 0.5
+      enabled: yes
+      tags: [a, 1]
+      nested: {deep: null}
+  sessions-bot:
+limits:
+  max_message_bytes: 2048
+  max_json_depth: 16
+  workers: 2
+  max_in_flight: 10
+  page_size: 5
+  tools_list_ttl_ms: 0
+transports: [stdio]
+)");
+    const auto cfg = load_config_file(file);
+    const auto etc = std::filesystem::absolute(dir.path() / "etc");
+
+    CHECK(cfg.source == file.string());
+    CHECK(cfg.server.name == "shop-host");
+    CHECK(cfg.server.title == "Shop Host");
+    CHECK(cfg.server.instructions == "Connect first.");
+    CHECK(cfg.strict);
+    CHECK(cfg.log_level == "debug");
+    // Relative paths resolve against the config file's folder, not the cwd.
+    CHECK(cfg.plugin_dir == (etc / "../plugins").lexically_normal());
+    CHECK(cfg.data_dir == "/var/lib/gh");
+
+    REQUIRE(cfg.plugins.size() == 3);
+    // A bare name stays bare: the loader looks it up in plugin_dir.
+    CHECK(cfg.plugins[0].path == "memory.so");
+    CHECK(cfg.plugins[1].path == (etc / "local/session.so").lexically_normal());
+    CHECK(cfg.plugins[2].path == "/opt/gh/sessions-bot.so");
+    CHECK(cfg.plugins[0].where.line == 11); // the raw string starts with a newline
+    CHECK(cfg.plugins[0].where.column == 5);
+
+    REQUIRE(cfg.domains.size() == 3);
+    CHECK_FALSE(cfg.domains.at("memory").enabled);
+    CHECK(cfg.domains.at("sessions-bot").enabled);
+    const auto& session = cfg.domains.at("session");
+    CHECK(session.enabled);
+    CHECK(session.prefix == "s_");
+    CHECK(session.settings == nlohmann::json::parse(R"({"store": "main", "retries": 3, "quoted": "42",
+        "ratio": 0.5, "enabled": true, "tags": ["a", 1], "nested": {"deep": null}})"));
+
+    CHECK(cfg.limits.max_message_bytes == 2048);
+    CHECK(cfg.limits.max_json_depth == 16);
+    CHECK(cfg.limits.workers == 2);
+    CHECK(cfg.limits.max_in_flight == 10);
+    CHECK(cfg.limits.page_size == 5);
+    CHECK(cfg.limits.tools_list_ttl_ms == 0);
+    CHECK(cfg.transports == std::vector<std::string>{"stdio"});
+}
+
+TEST_CASE("an empty config file means every default", "[config]") {
+    TempDir dir;
+    const auto cfg = load_config_file(dir.write("empty.yaml", "# nothing here\n"));
+    CHECK_FALSE(cfg.strict);
+    CHECK(cfg.log_level == "info");
+    CHECK(cfg.plugins.empty());
+    CHECK(cfg.domains.empty());
+    CHECK(cfg.limits.page_size == 100);
+    CHECK(cfg.server.name == "gatehouse");
+}
+
+TEST_CASE("every config error names file:line:column and the mistake", "[config]") {
+    TempDir dir;
+    const std::string file = (dir.path() / "gatehouse.yaml").string();
+    struct Case {
+        const char* yaml;
+        const char* where;
+        const char* words;
+    };
+    const Case cases[] = {
+        {"server:\n  name: x\nplugn_dir: lib\n", ":3:1: ", "unknown key 'plugn_dir' in the configuration"},
+        {"server:\n  nmae: x\n", ":2:3: ", "unknown key 'nmae' in server"},
+        {"limits:\n  worker: 2\n", ":2:3: ", "unknown key 'worker' in limits"},
+        {"domains:\n  echo:\n    prefx: e_\n", ":3:5: ", "unknown key 'prefx' in domains.echo"},
+        {"strict: maybe\n", ":1:9: ", "strict must be true or false"},
+        {"server: [a, b]\n", ":1:9: ", "server must be a mapping"},
+        {"plugins: echo.so\n", ":1:10: ", "plugins must be a list"},
+        {"plugins:\n  - [a]\n", ":2:5: ", "a plugin path must be a string"},
+        {"domains:\n  echo: 5\n", ":2:9: ", "domains.echo must be true or false"},
+        {"domains:\n  echo:\n    settings: [1]\n", ":3:15: ", "domains.echo.settings must be a mapping"},
+        {"domains:\n  echo:\n    prefix: \"a b\"\n", ":3:13: ", "prefix may hold only"},
+        {"log_level: loud\n", ":1:12: ", "log_level must be one of trace, debug, info"},
+        {"limits:\n  workers: 0\n", ":2:12: ", "limits.workers must be between 1 and 1024"},
+        {"limits:\n  workers: -1\n", ":2:12: ", "limits.workers must be a whole number"},
+        {"limits:\n  page_size: ten\n", ":2:14: ", "limits.page_size must be a whole number, not 'ten'"},
+        {"limits:\n  max_message_bytes: 10\n", ":2:22: ", "limits.max_message_bytes must be between 1024"},
+        {"limits:\n  max_json_depth: [4]\n", ":2:19: ", "limits.max_json_depth must be a whole number"},
+        {"transports: [http]\n", ":1:14: ", "unknown transport 'http'"},
+        {"strict: true\nstrict: false\n", ":2:1: ", "'strict' is set twice in the configuration"},
+        {"domains:\n  echo: false\n  echo: true\n", ":3:3: ", "'echo' is set twice in domains"},
+        {"domains:\n  [a]: true\n", ":2:3: ", "a key in domains must be a plain name"},
+        {"- a\n- b\n", ":1:1: ", "the configuration must be a mapping"},
+        // YAML syntax errors come from the parser, with its position.
+        {"server: {name: x\n", ":2:1: ", "end of map flow not found"},
+        {"plugins:\n  - a.so\n - b.so\n", ":3:2: ", "end of map not found"},
+    };
+    for (const auto& c : cases) {
+        INFO("yaml:\n" << c.yaml);
+        const std::string error = error_of(dir, c.yaml);
+        CHECK_THAT(error, Catch::StartsWith(file + c.where));
+        CHECK_THAT(error, Catch::Contains(c.words));
+    }
+}
+
+TEST_CASE("ConfigError carries the location as data", "[config]") {
+    TempDir dir;
+    const auto file = dir.write("c.yaml", "strict: true\nlog_level: 3x\n");
+    try {
+        load_config_file(file);
+        FAIL("no error raised");
+    } catch (const ConfigError& e) {
+        CHECK(e.where().file == file.string());
+        CHECK(e.where().line == 2);
+        CHECK(e.where().column == 12);
+    }
+}
+
+TEST_CASE("an unreadable config file is named in the error", "[config]") {
+    TempDir dir;
+    const auto missing = dir.path() / "absent.yaml";
+    try {
+        load_config_file(missing);
+        FAIL("no error raised");
+    } catch (const ConfigError& e) {
+        CHECK_THAT(e.what(), Catch::StartsWith(missing.string() + ": "));
+        CHECK_THAT(e.what(), Catch::Contains("cannot read"));
+    }
+}
+
+TEST_CASE("config text without a file resolves paths against the given folder", "[config]") {
+    const auto cfg = gatehouse::config::load_config_text("plugin_dir: lib/plugins\nplugins: [sub/a.so, b.so]\n",
+                                                         "<embedded>", "/opt/gatehouse");
+    CHECK(cfg.source == "<embedded>");
+    CHECK(cfg.plugin_dir == "/opt/gatehouse/lib/plugins");
+    CHECK(cfg.plugins[0].path == "/opt/gatehouse/sub/a.so");
+    CHECK(cfg.plugins[1].path == "b.so");
+    try {
+        gatehouse::config::load_config_text("strict: 7\n", "<embedded>", "/");
+        FAIL("no error raised");
+    } catch (const ConfigError& e) {
+        CHECK_THAT(e.what(), Catch::StartsWith("<embedded>:1:9: "));
+    }
+}

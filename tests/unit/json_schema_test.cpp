@@ -1,0 +1,95 @@
+#include "schema/json_schema.hpp"
+
+#include <catch2/catch.hpp>
+
+using gatehouse::schema::json_pointer_token;
+using gatehouse::schema::JsonSchema;
+using nlohmann::json;
+
+namespace {
+
+std::string compile_error(const std::string& schema_text) {
+    try {
+        JsonSchema::compile(json::parse(schema_text));
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("schemas that are not JSON Schemas do not compile", "[schema]") {
+    CHECK_THAT(compile_error(R"([1, 2])"), Catch::Contains("must be a JSON object"));
+    CHECK_THAT(compile_error(R"({"type":"object","properties":5})"), Catch::Contains("not a valid JSON Schema"));
+    CHECK_THAT(compile_error(R"({"type":"object","required":"name"})"), Catch::Contains("not a valid JSON Schema"));
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"n":{"minimum":"zero"}}})"),
+               Catch::Contains("not a valid JSON Schema"));
+    CHECK(compile_error(R"({"type":"object","properties":{"n":{"type":"integer"}}})").empty());
+}
+
+TEST_CASE("only the draft-07 and 2020-12 dialects are accepted", "[schema]") {
+    CHECK(compile_error(R"({"$schema":"http://json-schema.org/draft-07/schema#","type":"object"})").empty());
+    CHECK(compile_error(R"({"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"})").empty());
+    const auto error = compile_error(R"({"$schema":"http://json-schema.org/draft-04/schema#","type":"object"})");
+    CHECK_THAT(error, Catch::Contains("unsupported JSON Schema dialect"));
+    CHECK_THAT(error, Catch::Contains("draft-04"));
+    CHECK_THAT(compile_error(R"({"$schema":4,"type":"object"})"), Catch::Contains("$schema must be a string"));
+}
+
+TEST_CASE("a remote $ref is refused, never fetched", "[schema]") {
+    CHECK_FALSE(compile_error(R"({"$ref":"https://schemas.example.com/person.json"})").empty());
+    CHECK_FALSE(
+        compile_error(R"({"type":"object","properties":{"p":{"$ref":"http://127.0.0.1:9/x.json#/defs/p"}}})").empty());
+    // A local $ref is fine.
+    CHECK(compile_error(R"({"type":"object","definitions":{"n":{"type":"integer"}},
+                            "properties":{"p":{"$ref":"#/definitions/n"}}})")
+              .empty());
+}
+
+TEST_CASE("a valid value passes and an invalid one names its JSON pointer", "[schema]") {
+    auto schema = JsonSchema::compile(json::parse(R"({
+        "type": "object",
+        "properties": {
+            "items": {"type": "array", "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "integer"}}}
+            }},
+            "a/b": {"type": "integer"},
+            "c~d": {"type": "object", "properties": {"e/~f": {"type": "boolean"}}},
+            "count": {"type": "integer", "minimum": 1}
+        },
+        "required": ["count"]
+    })"));
+
+    CHECK_FALSE(schema->validate(json::parse(R"({"count": 1, "items": [{"name": "x", "tags": [1, 2]}]})")));
+
+    auto pointer_of = [&](const char* value) {
+        auto violation = schema->validate(json::parse(value));
+        REQUIRE(violation);
+        CHECK_FALSE(violation->reason.empty());
+        return violation->pointer;
+    };
+    CHECK(pointer_of(R"({"count": 0})") == "/count");
+    CHECK(pointer_of(R"({"count": 1, "items": [{"name": "a"}, {"name": 5}]})") == "/items/1/name");
+    CHECK(pointer_of(R"({"count": 1, "items": [{"tags": [1]}, {"tags": [2, "x"]}]})") == "/items/1/tags/1");
+    CHECK(pointer_of(R"({"count": 1, "a/b": "no"})") == "/a~1b");
+    CHECK(pointer_of(R"({"count": 1, "c~d": {"e/~f": 1}})") == "/c~0d/e~1~0f");
+    CHECK(pointer_of(R"({})") == "");
+    CHECK(pointer_of(R"([])") == "");
+}
+
+TEST_CASE("a violation reads as a sentence naming where", "[schema]") {
+    gatehouse::schema::SchemaViolation v{"/items/0", "Value type not permitted by 'type' constraint."};
+    CHECK(v.sentence() == "at /items/0: Value type not permitted by 'type' constraint");
+    gatehouse::schema::SchemaViolation root{"", "Missing required property 'count'."};
+    CHECK_THAT(root.sentence(), Catch::StartsWith("at / (the arguments object): Missing required property"));
+}
+
+TEST_CASE("JSON pointer tokens escape ~ before /", "[schema]") {
+    CHECK(json_pointer_token("plain") == "plain");
+    CHECK(json_pointer_token("a/b") == "a~1b");
+    CHECK(json_pointer_token("a~b") == "a~0b");
+    CHECK(json_pointer_token("~/") == "~0~1");
+    CHECK(json_pointer_token("~1") == "~01");
+}

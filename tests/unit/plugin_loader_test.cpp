@@ -1,0 +1,210 @@
+#include "config/config_loader.hpp"
+#include "plugins/plugin_loader.hpp"
+#include "test_files.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using gatehouse::config::Config;
+using gatehouse::plugins::LoadFailure;
+using gatehouse::plugins::LoadReport;
+using gatehouse::plugins::PluginLoader;
+using gatehouse::plugins::ToolRegistry;
+using gatehouse::test::plugin_dir;
+using gatehouse::test::TempDir;
+
+namespace {
+
+// Config text with plugin_dir pointing at the fixtures; `rest` adds plugins:
+// and domains:.
+Config fixture_config(const std::string& rest) {
+    return gatehouse::config::load_config_text("plugin_dir: " + plugin_dir().string() + "\n" + rest, "test.yaml",
+                                               plugin_dir());
+}
+
+struct Loaded {
+    std::unique_ptr<ToolRegistry> registry;
+    LoadReport report;
+
+    bool serves_family(const std::string& family) const {
+        const auto& f = registry->families();
+        return std::any_of(f.begin(), f.end(), [&](const auto& info) { return info.family == family; });
+    }
+
+    const LoadFailure* failure_of(const std::string& file) const {
+        for (const auto& x : report.failures)
+            if (x.path == (plugin_dir() / file).string()) return &x;
+        return nullptr;
+    }
+};
+
+Loaded load(const std::string& rest) {
+    Loaded out;
+    out.registry = PluginLoader::load(fixture_config(rest), out.report);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("each broken plugin is refused with its path and reason while the good ones load", "[loader]") {
+    struct Case {
+        const char* file;
+        std::vector<const char*> words; // all must appear in the reason
+    };
+    const std::vector<Case> cases = {
+        {"missing.so", {"file not found"}},
+        {"broken_not_a_library.so", {"not a shared library"}},
+        {"broken_no_entry_symbol.so", {"missing entry symbol", "gh_plugin_entry"}},
+        {"broken_abi_major_two.so", {"ABI version mismatch", "ABI 2.3", "ABI 1."}},
+        {"broken_unknown_plugin_flags.so", {"descriptor sets unknown flag bits 0x100"}},
+        {"broken_unknown_tool_flags.so", {"tool 'toolflags_ping' sets unknown flag bits 0x80000000"}},
+        {"broken_wide_tail_nonzero.so", {"descriptor", "struct_size", "does not know"}},
+        {"broken_narrow_struct.so", {"descriptor", "smaller than the smallest published size"}},
+        {"broken_malformed_schema_json.so", {"malformed descriptor JSON", "inputSchema", "badjson_ping"}},
+        {"broken_invalid_input_schema.so", {"invalid inputSchema", "badinput_ping", "not a valid JSON Schema"}},
+        {"broken_input_schema_not_object.so", {"invalid inputSchema", "notobject_ping", "\"type\": \"object\""}},
+        {"broken_invalid_output_schema.so", {"invalid outputSchema", "badoutput_ping", "not a valid JSON Schema"}},
+        {"broken_init_fails.so", {"init failed", "settings.api_key is missing"}},
+    };
+    std::string plugins = "plugins:\n  - echo.so\n";
+    for (const auto& c : cases)
+        plugins += std::string("  - ") + c.file + "\n";
+    plugins += "  - serial.so\n";
+    auto loaded = load(plugins);
+
+    CHECK(loaded.serves_family("echo"));
+    CHECK(loaded.serves_family("serial"));
+    CHECK(loaded.registry->families().size() == 2);
+    CHECK(loaded.registry->has_tool("echo"));
+    CHECK(loaded.registry->has_tool("overlap"));
+    CHECK(loaded.report.failures.size() == cases.size());
+    CHECK(loaded.report.disabled.empty());
+
+    int line = 3; // plugin_dir, "plugins:", echo.so come first
+    for (const auto& c : cases) {
+        ++line;
+        INFO(c.file);
+        const LoadFailure* failure = loaded.failure_of(c.file);
+        REQUIRE(failure);
+        for (const char* w : c.words)
+            CHECK_THAT(failure->reason, Catch::Contains(w));
+        CHECK(failure->where.file == "test.yaml");
+        CHECK(failure->where.line == line);
+    }
+}
+
+TEST_CASE("a larger descriptor with a zero tail is served", "[loader]") {
+    auto loaded = load("plugins: [broken_wide_tail_zero.so]\n");
+    CHECK(loaded.report.failures.empty());
+    CHECK(loaded.serves_family("widezero"));
+    const auto* tool = loaded.registry->find("widezero_ping");
+    REQUIRE(tool);
+    CHECK(tool->family == "widezero");
+    CHECK(tool->description == "Does nothing.");
+}
+
+TEST_CASE("init receives the domain's settings", "[loader]") {
+    auto loaded = load("plugins: [broken_init_fails.so]\n"
+                       "domains:\n  initfail:\n    settings: {api_key: k-1}\n");
+    CHECK(loaded.report.failures.empty());
+    CHECK(loaded.registry->has_tool("initfail_ping"));
+}
+
+TEST_CASE("a tool name clash refuses the later family until a prefix resolves it", "[loader]") {
+    SECTION("without a prefix") {
+        auto loaded = load("plugins: [echo.so, broken_tool_name_clash.so]\n");
+        CHECK(loaded.serves_family("echo"));
+        CHECK_FALSE(loaded.serves_family("clashfamily"));
+        const auto* failure = loaded.failure_of("broken_tool_name_clash.so");
+        REQUIRE(failure);
+        CHECK_THAT(failure->reason, Catch::Contains("tool name 'echo' clashes with family 'echo'"));
+        CHECK_THAT(failure->reason, Catch::Contains("domains.clashfamily.prefix"));
+        REQUIRE(loaded.registry->find("echo"));
+        CHECK(loaded.registry->find("echo")->family == "echo");
+    }
+    SECTION("with domains.clashfamily.prefix") {
+        auto loaded = load("plugins: [echo.so, broken_tool_name_clash.so]\n"
+                           "domains: {clashfamily: {prefix: \"x_\"}}\n");
+        CHECK(loaded.report.failures.empty());
+        CHECK(loaded.serves_family("echo"));
+        CHECK(loaded.serves_family("clashfamily"));
+        const auto* prefixed = loaded.registry->find("x_echo");
+        REQUIRE(prefixed);
+        CHECK(prefixed->family == "clashfamily");
+        CHECK(prefixed->plugin_name == "echo");
+        CHECK(prefixed->listing["name"] == "x_echo");
+        CHECK(loaded.registry->find("echo")->family == "echo");
+    }
+}
+
+TEST_CASE("a refused family is not counted as served", "[loader]") {
+    // A copy of the clash fixture under another name is a second plugin of
+    // clashfamily. The first was refused, so the copy must be refused for the
+    // same clash, not as a duplicate of a family nobody serves.
+    TempDir dir;
+    const auto copy = dir.path() / "clash_copy.so";
+    std::filesystem::copy_file(plugin_dir() / "broken_tool_name_clash.so", copy);
+    auto loaded = load("plugins: [echo.so, broken_tool_name_clash.so, " + copy.string() + "]\n");
+    REQUIRE(loaded.report.failures.size() == 2);
+    CHECK(loaded.report.failures[1].path == copy.string());
+    CHECK_THAT(loaded.report.failures[1].reason, Catch::Contains("clashes with family 'echo'"));
+}
+
+TEST_CASE("a second plugin of a served family is refused, naming the first", "[loader]") {
+    auto loaded = load("plugins: [echo.so, broken_duplicate_family.so]\n");
+    CHECK_FALSE(loaded.registry->has_tool("echo_twin"));
+    const auto* failure = loaded.failure_of("broken_duplicate_family.so");
+    REQUIRE(failure);
+    CHECK_THAT(failure->reason,
+               Catch::Contains("family 'echo' is already served by " + (plugin_dir() / "echo.so").string()));
+}
+
+TEST_CASE("a file listed twice is refused once as such", "[loader]") {
+    auto loaded = load("plugins: [echo.so, " + (plugin_dir() / "echo.so").string() + "]\n");
+    CHECK(loaded.serves_family("echo"));
+    REQUIRE(loaded.report.failures.size() == 1);
+    CHECK_THAT(loaded.report.failures[0].reason, Catch::Contains("listed more than once"));
+}
+
+TEST_CASE("domains: {echo: false} disables the family and keeps the others", "[loader]") {
+    auto loaded = load("plugins: [echo.so, serial.so]\ndomains: {echo: false}\n");
+    CHECK(loaded.report.failures.empty());
+    CHECK_FALSE(loaded.serves_family("echo"));
+    CHECK_FALSE(loaded.registry->has_tool("echo"));
+    CHECK(loaded.serves_family("serial"));
+    REQUIRE(loaded.report.disabled.size() == 1);
+    CHECK(loaded.report.disabled[0].family == "echo");
+    CHECK(loaded.report.disabled[0].path == (plugin_dir() / "echo.so").string());
+}
+
+TEST_CASE("a plugin path with a slash resolves against the config file", "[loader]") {
+    TempDir dir;
+    const auto relative = std::filesystem::relative(plugin_dir() / "echo.so", dir.path() / "conf");
+    REQUIRE(relative.has_parent_path());
+    const auto file = dir.write("conf/gatehouse.yaml", "plugins: [" + relative.string() + ", ./serial.so]\n");
+    auto cfg = gatehouse::config::load_config_file(file);
+    LoadReport report;
+    auto registry = PluginLoader::load(cfg, report);
+    CHECK(registry->has_tool("echo"));
+    // ./serial.so has a slash, so it is looked up beside the config, not in plugin_dir.
+    REQUIRE(report.failures.size() == 1);
+    CHECK(report.failures[0].path == (dir.path() / "conf/serial.so").string());
+    CHECK(report.failures[0].reason == "file not found");
+}
+
+TEST_CASE("a loaded tool carries what its plugin declared", "[loader]") {
+    auto loaded = load("plugins: [echo.so]\n");
+    const auto* echo = loaded.registry->find("echo");
+    REQUIRE(echo);
+    CHECK(echo->title == "Echo");
+    CHECK(echo->risk == gatehouse::plugins::Risk::read);
+    REQUIRE(echo->output_schema);
+    CHECK(echo->listing["inputSchema"]["required"] == nlohmann::json::array({"text"}));
+    CHECK(echo->listing["annotations"]["readOnlyHint"] == true);
+    CHECK(echo->listing["_meta"]["dev.gatehouse/risk"] == "read");
+    const auto& family = loaded.registry->families().at(0);
+    CHECK(family.plugin_name == "gatehouse-test-echo");
+    CHECK(family.version == "1.0.0");
+    CHECK(family.reentrant);
+}
