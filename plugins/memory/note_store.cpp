@@ -319,8 +319,8 @@ std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const 
             match += c == '"' ? std::string("\"\"") : std::string(1, c);
         match += '"';
     }
-    std::string sql = "SELECT n.id, n.number, note_term_counts(notes_fts) FROM notes_fts "
-                      "JOIN notes n ON n.id = notes_fts.rowid WHERE notes_fts MATCH ?1 AND n.owner_id = ?2";
+    std::string sql = "SELECT n.id, n.number, note_term_counts(notes_fts) FROM notes_fts CROSS JOIN notes n "
+                      "ON n.id = notes_fts.rowid WHERE notes_fts MATCH ?1 AND n.owner_id = ?2";
     for (std::size_t i = 0; i < tags.size(); ++i)
         sql += " AND EXISTS (SELECT 1 FROM note_tags o WHERE o.owner_id = ?2 AND o.tag_key = ?" +
                std::to_string(i + 3) + " AND o.note_id = n.id)";
