@@ -1,0 +1,221 @@
+// Family "memory": notes an agent keeps for a person, across conversations.
+//   remember     write        keeps a note (text, tags, critical flag); refuses card numbers
+//   recall       read         finds notes by words and tags, or the latest; marks critical ones read
+//   forget       destructive  deletes one note by its id
+//   forget_all   destructive  deletes every note of the caller (needs confirm: true)
+//
+// Every call works on the caller's own notes only: the owner is the
+// principal's subject plus, inside a session, the store (see NoteStore).
+// Settings (domains.memory.settings): database (file path; relative to the
+// family's data_dir; default <data_dir>/memory.db), max_text_bytes (default
+// 65536), synchronous (normal | full; default normal).
+#include "note_store.hpp"
+
+#include <gatehouse/plugin.hpp>
+
+#include <ctime>
+#include <filesystem>
+#include <memory>
+
+namespace {
+
+using memory::NoteStore;
+using memory::Owner;
+
+static gh::Plugin plugin{{.name = "gatehouse-memory", .version = "1.0.0", .family = "memory", .reentrant = true}};
+
+// Process state: the store and its connections, made by init.
+std::unique_ptr<NoteStore> g_store;
+
+NoteStore& store() {
+    if (!g_store) throw std::runtime_error("memory: called before init");
+    return *g_store;
+}
+
+Owner owner_of(const gh::Call& call) {
+    const auto context = call.context();
+    Owner owner;
+    owner.subject = context.value(gh::Json::json_pointer("/principal/subject"), std::string());
+    // Inside a session (a later host) the store joins the owner key, so one
+    // person's notes for two shops never mix.
+    owner.store = context.value(gh::Json::json_pointer("/session/store"), std::string());
+    if (owner.subject.empty())
+        throw gh::ToolError("The host did not say who is calling, so there is no one to keep notes for. Tell the "
+                            "operator: the memory family needs a principal.");
+    return owner;
+}
+
+std::string iso_time(int64_t ms) {
+    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+    std::tm utc{};
+    gmtime_r(&seconds, &utc);
+    char buffer[40];
+    std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &utc);
+    char out[48];
+    std::snprintf(out, sizeof out, "%s.%03dZ", buffer, static_cast<int>(ms % 1000));
+    return out;
+}
+
+// The one place a store exception becomes what the agent reads.
+template <class F> auto guarded(F&& body) {
+    try {
+        return body();
+    } catch (const memory::NoteRejected& e) {
+        throw gh::InvalidArguments(e.what());
+    }
+}
+
+const auto& remember = plugin.tool({
+    .name = "remember",
+    .title = "Remember a note",
+    .description = "Keeps a note for the person you work for, to find later with recall. Give short factual text, "
+                   "optional tags (at most 32, each at most 64 characters) and critical: true for something that must "
+                   "be read before other work. Never put secrets in a note: text holding a payment card number is "
+                   "refused. Returns the note's id.",
+    .input_schema = R"({"type":"object","properties":{
+        "text":{"type":"string","description":"The note."},
+        "tags":{"type":"array","items":{"type":"string"},"description":"Words to file the note under."},
+        "critical":{"type":"boolean","description":"Must be read before other work."}},
+        "required":["text"],"additionalProperties":false})",
+    .output_schema = R"({"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]})",
+    .risk = gh::Risk::write,
+    .handler =
+        [](gh::Call& call) {
+            return guarded([&] {
+                memory::NewNote note;
+                note.text = call.arg<std::string>("text");
+                note.tags = call.arg_or("tags", std::vector<std::string>{});
+                note.critical = call.arg_or("critical", false);
+                const int64_t id = store().remember(owner_of(call), note);
+                return gh::Result::structured({{"id", id}}, "Remembered as note " + std::to_string(id) + ".");
+            });
+        },
+});
+
+const auto& recall = plugin.tool({
+    .name = "recall",
+    .title = "Recall notes",
+    .description = "Finds the person's notes. With a query, notes whose text or tags hold any of its words, best "
+                   "matches first (then newest); without one, the newest notes. Tags narrow the result to notes "
+                   "carrying all of them. Case and accents do not matter. limit defaults to 10, at most 50.",
+    .input_schema = R"({"type":"object","properties":{
+        "query":{"type":"string","description":"Words to look for; empty for the latest notes."},
+        "tags":{"type":"array","items":{"type":"string"},"description":"Only notes with all of these tags."},
+        "limit":{"type":"integer","minimum":1,"description":"How many notes at most (default 10, capped at 50)."}},
+        "additionalProperties":false})",
+    .output_schema = R"({"type":"object","properties":{"notes":{"type":"array","items":{"type":"object",
+        "properties":{"id":{"type":"integer"},"text":{"type":"string"},
+                      "tags":{"type":"array","items":{"type":"string"}},
+                      "critical":{"type":"boolean"},"created":{"type":"string"}},
+        "required":["id","text","tags","critical","created"]}}},"required":["notes"]})",
+    .risk = gh::Risk::read,
+    .handler =
+        [](gh::Call& call) {
+            return guarded([&] {
+                memory::RecallQuery query;
+                query.query = call.arg_or("query", std::string());
+                query.tags = call.arg_or("tags", std::vector<std::string>{});
+                query.limit = static_cast<int>(std::min<int64_t>(call.arg_or<int64_t>("limit", 0), 1000));
+                const auto found = store().recall(owner_of(call), query);
+                gh::Json notes = gh::Json::array();
+                std::string text = found.empty() ? "No notes found." : "";
+                for (const auto& n : found) {
+                    notes.push_back({{"id", n.id},
+                                     {"text", n.text},
+                                     {"tags", n.tags},
+                                     {"critical", n.critical},
+                                     {"created", iso_time(n.created_ms)}});
+                    text += "Note " + std::to_string(n.id) + (n.critical ? " (critical)" : "") + ", " +
+                            iso_time(n.created_ms);
+                    if (!n.tags.empty()) text += ", tags: " + gh::Json(n.tags).dump();
+                    text += "\n" + n.text + "\n\n";
+                }
+                return gh::Result::structured({{"notes", std::move(notes)}}, std::move(text));
+            });
+        },
+});
+
+const auto& forget = plugin.tool({
+    .name = "forget",
+    .title = "Forget a note",
+    .description = "Deletes one of the person's notes by its id (from remember or recall). This cannot be undone.",
+    .input_schema = R"({"type":"object","properties":{"note_id":{"type":"integer","description":"The note's id."}},
+        "required":["note_id"],"additionalProperties":false})",
+    .output_schema = R"({"type":"object","properties":{"id":{"type":"integer"},"deleted":{"type":"boolean"}},
+        "required":["id","deleted"]})",
+    .risk = gh::Risk::destructive,
+    .handler =
+        [](gh::Call& call) {
+            const auto id = call.arg<int64_t>("note_id");
+            if (!store().forget(owner_of(call), id))
+                throw gh::ToolError("No note " + std::to_string(id) +
+                                    ": nothing was deleted. recall lists the notes and their ids.");
+            return gh::Result::structured({{"id", id}, {"deleted", true}}, "Forgot note " + std::to_string(id) + ".");
+        },
+});
+
+const auto& forget_all = plugin.tool({
+    .name = "forget_all",
+    .title = "Forget all notes",
+    .description = "Deletes every note of the person you work for. Only when the person asked for it; pass "
+                   "confirm: true. This cannot be undone.",
+    .input_schema = R"({"type":"object","properties":{"confirm":{"const":true,
+        "description":"Must be true: the person asked to delete all of their notes."}},
+        "required":["confirm"],"additionalProperties":false})",
+    .output_schema = R"({"type":"object","properties":{"deleted":{"type":"integer"}},"required":["deleted"]})",
+    .risk = gh::Risk::destructive,
+    .handler =
+        [](gh::Call& call) {
+            const int64_t deleted = store().forget_all(owner_of(call));
+            return gh::Result::structured({{"deleted", deleted}},
+                                          "Forgot all notes (" + std::to_string(deleted) + ").");
+        },
+});
+
+memory::StoreSettings read_settings(const gh::Json& config) {
+    const std::filesystem::path data_dir = config.value("data_dir", std::string());
+    const gh::Json settings = config.value("settings", gh::Json::object());
+    if (!settings.is_object()) throw std::runtime_error("domains.memory.settings must be a mapping");
+    for (const auto& [key, value] : settings.items())
+        if (key != "database" && key != "max_text_bytes" && key != "synchronous")
+            throw std::runtime_error("unknown setting domains.memory.settings." + key +
+                                     " (allowed: database, max_text_bytes, synchronous)");
+    memory::StoreSettings out;
+    std::filesystem::path database = data_dir / "memory.db";
+    if (auto it = settings.find("database"); it != settings.end()) {
+        if (!it->is_string() || it->get<std::string>().empty())
+            throw std::runtime_error("domains.memory.settings.database must be a file path");
+        database = it->get<std::string>();
+        if (database.is_relative()) database = data_dir / database;
+    }
+    if (auto it = settings.find("max_text_bytes"); it != settings.end()) {
+        if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 16 * 1024 * 1024)
+            throw std::runtime_error("domains.memory.settings.max_text_bytes must be an integer from 1 to 16777216");
+        out.limits.max_text_bytes = it->get<std::size_t>();
+    }
+    if (auto it = settings.find("synchronous"); it != settings.end()) {
+        const std::string mode = it->is_string() ? it->get<std::string>() : "";
+        if (mode == "full")
+            out.synchronous = memory::Synchronous::full;
+        else if (mode != "normal")
+            throw std::runtime_error("domains.memory.settings.synchronous must be normal or full");
+    }
+    if (database.has_parent_path()) std::filesystem::create_directories(database.parent_path());
+    out.database_path = database.string();
+    return out;
+}
+
+} // namespace
+
+static const bool initialised = [] {
+    plugin.on_init([](const gh::Json& config) {
+        auto settings = read_settings(config);
+        const std::string where = settings.database_path;
+        g_store = std::make_unique<NoteStore>(std::move(settings));
+        plugin.log(gh::LogLevel::info, "memory: notes in " + where);
+    });
+    plugin.on_shutdown([] { g_store.reset(); });
+    return true;
+}();
+
+GH_EXPORT_PLUGIN(plugin)

@@ -1,0 +1,167 @@
+#include "sqlite_database.hpp"
+
+#include <cstring>
+
+namespace memory {
+
+namespace {
+
+[[noreturn]] void fail(sqlite3* db, int code, const std::string& doing) {
+    throw SqliteError(code, doing + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(code)));
+}
+
+// note_term_counts(notes_fts) -> blob of uint32: [row length in tokens, hits of
+// phrase 0, hits of phrase 1, ...]. Recall scores rows itself from these,
+// with the owner's own statistics, instead of FTS5's bm25(), whose IDF counts
+// every owner's notes.
+void note_term_counts(const Fts5ExtensionApi* x, Fts5Context* fts, sqlite3_context* out, int, sqlite3_value**) {
+    const int phrases = x->xPhraseCount(fts);
+    std::vector<uint32_t> counts(static_cast<std::size_t>(phrases) + 1, 0);
+    int length = 0;
+    if (x->xColumnSize(fts, -1, &length) != SQLITE_OK) {
+        sqlite3_result_error(out, "note_term_counts: no row size", -1);
+        return;
+    }
+    counts[0] = static_cast<uint32_t>(length);
+    int instances = 0;
+    if (x->xInstCount(fts, &instances) != SQLITE_OK) {
+        sqlite3_result_error(out, "note_term_counts: no instances", -1);
+        return;
+    }
+    for (int i = 0; i < instances; ++i) {
+        int phrase = 0, column = 0, offset = 0;
+        if (x->xInst(fts, i, &phrase, &column, &offset) == SQLITE_OK && phrase >= 0 && phrase < phrases)
+            ++counts[static_cast<std::size_t>(phrase) + 1];
+    }
+    sqlite3_result_blob(out, counts.data(), static_cast<int>(counts.size() * sizeof(uint32_t)), SQLITE_TRANSIENT);
+}
+
+} // namespace
+
+Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
+    const int rc =
+        sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
+    if (rc != SQLITE_OK) fail(db, rc, "prepare");
+}
+
+Statement::~Statement() {
+    sqlite3_finalize(stmt_);
+}
+
+Statement& Statement::bind(int index, int64_t value) {
+    const int rc = sqlite3_bind_int64(stmt_, index, value);
+    if (rc != SQLITE_OK) fail(db_, rc, "bind");
+    return *this;
+}
+
+Statement& Statement::bind(int index, std::string_view text) {
+    const int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+    if (rc != SQLITE_OK) fail(db_, rc, "bind");
+    return *this;
+}
+
+bool Statement::step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(db_, rc, "step");
+}
+
+void Statement::reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+}
+
+int64_t Statement::integer(int column) const {
+    return sqlite3_column_int64(stmt_, column);
+}
+
+std::string Statement::text(int column) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+    const int n = sqlite3_column_bytes(stmt_, column);
+    return p ? std::string(p, static_cast<std::size_t>(n)) : std::string();
+}
+
+std::vector<uint32_t> Statement::uint32_blob(int column) const {
+    const void* p = sqlite3_column_blob(stmt_, column);
+    const int n = sqlite3_column_bytes(stmt_, column);
+    std::vector<uint32_t> out(static_cast<std::size_t>(n) / sizeof(uint32_t));
+    if (p && !out.empty()) std::memcpy(out.data(), p, out.size() * sizeof(uint32_t));
+    return out;
+}
+
+SqliteDatabase::SqliteDatabase(const std::string& path, Synchronous synchronous) {
+    const int rc =
+        sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+        std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw SqliteError(rc, "cannot open " + path + ": " + why);
+    }
+    try {
+        // Another process on the same file (a second host) waits instead of
+        // failing; inside this process writers queue on NoteStore's mutex.
+        sqlite3_busy_timeout(db_, 5000);
+        exec("PRAGMA journal_mode = WAL");
+        exec(synchronous == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+        exec("PRAGMA foreign_keys = ON");
+        fts5_api* api = fts5_api_of(db_);
+        tokenizer_ = std::make_unique<FoldingTokenizer>(api);
+        if (api->xCreateFunction(api, "note_term_counts", nullptr, &note_term_counts, nullptr) != SQLITE_OK)
+            throw SqliteError(SQLITE_ERROR, "cannot register note_term_counts");
+    } catch (...) {
+        statements_.clear();
+        tokenizer_.reset();
+        sqlite3_close(db_);
+        throw;
+    }
+}
+
+SqliteDatabase::~SqliteDatabase() {
+    statements_.clear();
+    tokenizer_.reset();
+    sqlite3_close(db_);
+}
+
+void SqliteDatabase::exec(const char* sql) {
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &message);
+    if (rc != SQLITE_OK) {
+        std::string why = message ? message : sqlite3_errstr(rc);
+        sqlite3_free(message);
+        throw SqliteError(rc, std::string(sql).substr(0, 60) + ": " + why);
+    }
+}
+
+Statement& SqliteDatabase::statement(const std::string& sql) {
+    auto& slot = statements_[sql];
+    if (!slot) slot = std::make_unique<Statement>(db_, sql);
+    slot->reset();
+    return *slot;
+}
+
+void SqliteDatabase::reset_statements() {
+    for (auto& [sql, statement] : statements_)
+        statement->reset();
+}
+
+Transaction::Transaction(SqliteDatabase& db, Kind kind) : db_(db) {
+    // IMMEDIATE takes the write lock up front: a deferred transaction that
+    // upgrades later gets SQLITE_BUSY in WAL without waiting.
+    db_.exec(kind == Kind::write ? "BEGIN IMMEDIATE" : "BEGIN");
+}
+
+Transaction::~Transaction() {
+    if (!open_) return;
+    db_.reset_statements();
+    sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Transaction::commit() {
+    db_.reset_statements();
+    db_.exec("COMMIT");
+    open_ = false;
+}
+
+} // namespace memory

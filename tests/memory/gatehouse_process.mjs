@@ -1,0 +1,110 @@
+// Drives a real `gatehouse serve` over stdio with newline-delimited JSON-RPC
+// (revision 2026-07-28): one process per instance, answers matched by id.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export const binary = process.env.GATEHOUSE_BIN;
+export const pluginDir = process.env.GATEHOUSE_PLUGIN_DIR;
+const REVISION = '2026-07-28';
+
+// A folder with a configuration that serves only the memory family.
+export function makeHome(settings = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-memory-it-'));
+  const lines = [
+    `plugin_dir: ${JSON.stringify(pluginDir)}`,
+    `data_dir: ${JSON.stringify(path.join(dir, 'data'))}`,
+    'log_level: warn',
+    'strict: true',
+    'plugins: [memory.so]',
+    'domains:',
+    '  memory:',
+    '    settings:',
+    ...Object.entries(settings).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`),
+  ];
+  if (Object.keys(settings).length === 0) lines.splice(lines.length - 3, 3);
+  const config = path.join(dir, 'gatehouse.yaml');
+  fs.writeFileSync(config, lines.join('\n') + '\n');
+  return { dir, config, database: path.join(dir, 'data', 'memory', 'memory.db') };
+}
+
+export class Gatehouse {
+  constructor(home, principal) {
+    this.child = spawn(binary, ['serve', '--config', home.config], {
+      env: { ...process.env, GATEHOUSE_PRINCIPAL: principal, GATEHOUSE_LOG: 'warn' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.nextId = 1;
+    this.waiting = new Map();
+    this.untagged = []; // answers without an id (parse errors)
+    this.stderr = '';
+    this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => resolve({ code, signal })));
+    this.child.stderr.on('data', (d) => (this.stderr += d));
+    this.child.stdin.on('error', () => {}); // EPIPE after a deliberate kill
+    let buffer = '';
+    this.child.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      let nl;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (!line.trim()) continue;
+        const msg = JSON.parse(line);
+        // Answers to lines the host could not read carry no usable id (JSON-RPC
+        // asks for id: null; this host currently leaves it out).
+        if ((msg.id === undefined || msg.id === null) && msg.error) {
+          this.untagged.push(msg);
+          continue;
+        }
+        if (msg.id === undefined) continue; // notifications
+        const w = this.waiting.get(msg.id);
+        if (w) {
+          this.waiting.delete(msg.id);
+          w(msg);
+        }
+      }
+    });
+    this.child.on('exit', () => {
+      for (const [, w] of this.waiting) w({ error: { code: 'exited', message: this.stderr } });
+      this.waiting.clear();
+    });
+  }
+
+  request(method, params = {}) {
+    const id = this.nextId++;
+    const message = {
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: {
+        ...params,
+        _meta: { 'io.modelcontextprotocol/protocolVersion': REVISION, 'io.modelcontextprotocol/clientCapabilities': {} },
+      },
+    };
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.child.stdin.write(JSON.stringify(message) + '\n');
+    });
+  }
+
+  writeRaw(bytes) {
+    this.child.stdin.write(bytes);
+  }
+
+  // The CallToolResult of one tool call (a protocol error throws).
+  async call(name, args) {
+    const msg = await this.request('tools/call', { name, arguments: args });
+    if (msg.error) throw new Error(`${name}: JSON-RPC error ${JSON.stringify(msg.error)}`);
+    return msg.result;
+  }
+
+  async stop() {
+    this.child.stdin.end();
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 10000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+export const text = (result) => result.content.map((c) => c.text).join('\n');

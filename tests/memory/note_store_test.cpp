@@ -1,0 +1,413 @@
+// Unit tests of the memory family's store: owners, ranking, limits, hostile
+// input, critical read marks, schema versions, concurrent calls.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include "card_number_guard.hpp"
+#include "note_store.hpp"
+#include "schema_migrations.hpp"
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <thread>
+
+using namespace memory;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh database file per test, removed afterwards.
+struct TempDatabase {
+    fs::path dir;
+    TempDatabase() {
+        std::random_device rd;
+        dir = fs::temp_directory_path() / ("gatehouse-memory-test-" + std::to_string(rd()));
+        fs::create_directories(dir);
+    }
+    ~TempDatabase() { fs::remove_all(dir); }
+    StoreSettings settings() const {
+        StoreSettings s;
+        s.database_path = (dir / "memory.db").string();
+        return s;
+    }
+};
+
+const Owner alice{"alice", ""};
+const Owner bob{"bob", ""};
+
+std::vector<int64_t> ids(const std::vector<Note>& notes) {
+    std::vector<int64_t> out;
+    for (const auto& n : notes)
+        out.push_back(n.id);
+    return out;
+}
+
+std::vector<Note> find(NoteStore& store, const Owner& owner, std::string query, std::vector<std::string> tags = {},
+                       int limit = 0) {
+    return store.recall(owner, RecallQuery{std::move(query), std::move(tags), limit});
+}
+
+int64_t keep(NoteStore& store, const Owner& owner, std::string text, std::vector<std::string> tags = {},
+             bool critical = false) {
+    return store.remember(owner, NewNote{std::move(text), std::move(tags), critical});
+}
+
+} // namespace
+
+TEST_CASE("remembered notes are found by their words, in any case, Cyrillic and Latin") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto contract = keep(store, alice, "Договор с ООО Ромашка до 31.12", {"договор"});
+    const auto call = keep(store, alice, "Позвонить Иванову в пятницу");
+    const auto cafe = keep(store, alice, "Meeting at the Café Müller");
+
+    CHECK(ids(find(store, alice, "ДОГОВОР")) == std::vector<int64_t>{contract});
+    CHECK(ids(find(store, alice, "ромашка")) == std::vector<int64_t>{contract});
+    CHECK(ids(find(store, alice, "иванову")) == std::vector<int64_t>{call});
+    CHECK(ids(find(store, alice, "cafe muller")) == std::vector<int64_t>{cafe});
+    CHECK(find(store, alice, "отсутствует").empty());
+    // An empty query gives the latest first.
+    CHECK(ids(find(store, alice, "")) == std::vector<int64_t>{cafe, call, contract});
+    const auto latest = find(store, alice, "", {}, 1);
+    REQUIRE(latest.size() == 1);
+    CHECK(latest[0].text == "Meeting at the Café Müller");
+    CHECK(latest[0].created_ms > 0);
+}
+
+TEST_CASE("a word matches a tag as well as the text") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto tagged = keep(store, alice, "Срок до 31.12", {"Поставщики"});
+    keep(store, alice, "Something else");
+    CHECK(ids(find(store, alice, "поставщики")) == std::vector<int64_t>{tagged});
+}
+
+TEST_CASE("tags narrow recall: all of them must be on the note, compared case-folded") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto both = keep(store, alice, "first", {"Договор", "срочно"});
+    const auto one = keep(store, alice, "second", {"договор"});
+    keep(store, alice, "third", {"другое"});
+    CHECK(ids(find(store, alice, "", {"ДОГОВОР"})) == std::vector<int64_t>{one, both});
+    CHECK(ids(find(store, alice, "", {"договор", "Срочно"})) == std::vector<int64_t>{both});
+    CHECK(ids(find(store, alice, "second", {"договор"})) == std::vector<int64_t>{one});
+    CHECK(find(store, alice, "third", {"договор"}).empty());
+    const auto got = find(store, alice, "first");
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].tags == std::vector<std::string>{"Договор", "срочно"});
+}
+
+TEST_CASE("ranked by relevance, then by recency") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto old_match = keep(store, alice, "invoice for the lamp");
+    const auto strong = keep(store, alice, "invoice invoice paid invoice lamp");
+    const auto new_match = keep(store, alice, "invoice for the chair");
+    keep(store, alice, "unrelated words here");
+    const auto got = ids(find(store, alice, "invoice lamp"));
+    REQUIRE(got.size() == 3);
+    CHECK(got[0] == strong);    // both words, "invoice" three times
+    CHECK(got[1] == old_match); // both words
+    CHECK(got[2] == new_match); // one word
+    // Equal scores: the newer note first.
+    const auto a = keep(store, alice, "teapot one");
+    const auto b = keep(store, alice, "teapot two");
+    CHECK(ids(find(store, alice, "teapot")) == std::vector<int64_t>{b, a});
+}
+
+TEST_CASE("note ids are per owner and never reused") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    CHECK(keep(store, alice, "a1") == 1);
+    CHECK(keep(store, alice, "a2") == 2);
+    CHECK(keep(store, bob, "b1") == 1);
+    CHECK(store.forget(alice, 2));
+    CHECK(keep(store, alice, "a3") == 3);
+    CHECK(store.forget_all(alice) == 2);
+    CHECK(keep(store, alice, "a4") == 4);
+}
+
+TEST_CASE("one owner never reads, counts or deletes another's notes") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto secret = keep(store, alice, "alice secret plan", {"private"}, true);
+    keep(store, alice, "alice second note");
+
+    SECTION("recall by words, tags and latest") {
+        CHECK(find(store, bob, "secret").empty());
+        CHECK(find(store, bob, "", {"private"}).empty());
+        CHECK(find(store, bob, "").empty());
+        keep(store, bob, "bob has a secret too", {"private"});
+        const auto got = find(store, bob, "secret");
+        REQUIRE(got.size() == 1);
+        CHECK(got[0].text == "bob has a secret too");
+        CHECK(find(store, bob, "", {"private"}).size() == 1);
+    }
+    SECTION("forget by guessing ids") {
+        for (int64_t id = 0; id < 20; ++id)
+            CHECK_FALSE(store.forget(bob, id));
+        CHECK(find(store, alice, "").size() == 2);
+    }
+    SECTION("forget of a shared number deletes only the caller's note") {
+        const auto mine = keep(store, bob, "bob first");
+        REQUIRE(mine == secret);
+        CHECK(store.forget(bob, mine));
+        CHECK(ids(find(store, alice, "secret")) == std::vector<int64_t>{secret});
+    }
+    SECTION("forget_all") {
+        keep(store, bob, "bob note");
+        CHECK(store.forget_all(bob) == 1);
+        CHECK(find(store, alice, "").size() == 2);
+        CHECK(store.forget_all(bob) == 0);
+    }
+    SECTION("critical notes") {
+        CHECK(store.critical_notes(bob).empty());
+        CHECK(store.unread_critical(bob).empty());
+        CHECK(store.unread_critical(alice) == std::vector<int64_t>{secret});
+    }
+    SECTION("the store joins the owner key") {
+        const Owner alice_in_shop{"alice", "shop-1"};
+        CHECK(find(store, alice_in_shop, "secret").empty());
+        CHECK(keep(store, alice_in_shop, "shop note") == 1);
+        CHECK(find(store, alice, "").size() == 2);
+        CHECK_FALSE(store.forget(alice_in_shop, 2));
+    }
+}
+
+TEST_CASE("ranking uses only the owner's own statistics") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto cherry = keep(store, alice, "cherry jam");
+    const auto banana = keep(store, alice, "banana jam");
+    // Within Alice's notes both words are equally rare, so the newer note wins.
+    REQUIRE(ids(find(store, alice, "banana cherry")) == std::vector<int64_t>{banana, cherry});
+    for (int i = 0; i < 300; ++i)
+        keep(store, bob, "banana number " + std::to_string(i));
+    // Bob's bananas must not move Alice's results...
+    CHECK(ids(find(store, alice, "banana cherry")) == std::vector<int64_t>{banana, cherry});
+
+    // ...although FTS5's own bm25() over the shared table would: this is the
+    // leak the store's ranking avoids.
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(tmp.settings().database_path.c_str(), &db) == SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db,
+                               "SELECT n.number FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid "
+                               "JOIN owners o ON o.id = n.owner_id WHERE notes_fts MATCH '\"banana\" OR \"cherry\"' "
+                               "AND o.subject = 'alice' ORDER BY bm25(notes_fts), n.number DESC",
+                               -1, &s, nullptr) == SQLITE_OK);
+    std::vector<int64_t> global_order;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        global_order.push_back(sqlite3_column_int64(s, 0));
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    CHECK(global_order == std::vector<int64_t>{cherry, banana});
+}
+
+TEST_CASE("hostile queries are words, never FTS5 or SQL syntax") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto odd = keep(store, alice, R"(Robert'); DROP TABLE notes;-- said "NEAR" OR * and col:umn ^start)");
+    const auto plain = keep(store, alice, "a plain note about near things");
+    const char* queries[] = {"\"",
+                             "\"unbalanced",
+                             "*",
+                             "NEAR(a b)",
+                             "a OR",
+                             "OR",
+                             "AND NOT",
+                             "text: x",
+                             "tags:private",
+                             "^start",
+                             "'; DROP TABLE notes; --",
+                             "x\" OR \"y",
+                             "(((",
+                             "-minus",
+                             "+plus",
+                             "{text tags}:a",
+                             "NEAR/3",
+                             "\\",
+                             "\xF0\x9F\x98\x80"};
+    for (const char* q : queries) {
+        INFO(q);
+        CHECK_NOTHROW(find(store, alice, q));
+    }
+    CHECK(ids(find(store, alice, "DROP TABLE")) == std::vector<int64_t>{odd});
+    const auto near = ids(find(store, alice, "NEAR"));
+    CHECK(std::set<int64_t>(near.begin(), near.end()) == std::set<int64_t>{odd, plain});
+    CHECK(ids(find(store, alice, "*")) == std::vector<int64_t>{plain, odd}); // no words: the latest
+    CHECK(find(store, alice, "").size() == 2);                               // the table is still there
+}
+
+TEST_CASE("text limits: empty, whitespace-only, oversized") {
+    TempDatabase tmp;
+    auto settings = tmp.settings();
+    settings.limits.max_text_bytes = 1000;
+    NoteStore store(settings);
+    CHECK_THROWS_WITH(keep(store, alice, ""), Catch::Contains("empty"));
+    CHECK_THROWS_WITH(keep(store, alice, " \t\n  "), Catch::Contains("empty"));
+    CHECK_THROWS_WITH(keep(store, alice, "\xC2\xA0\xE3\x80\x80"), Catch::Contains("empty"));
+    CHECK(keep(store, alice, std::string(1000, 'x')) == 1);
+    CHECK_THROWS_WITH(keep(store, alice, std::string(1001, 'x')),
+                      Catch::Contains("1001 bytes") && Catch::Contains("1000") && Catch::Contains("max_text_bytes"));
+    CHECK_THROWS_AS(keep(store, alice, std::string(1 << 20, 'y')), NoteRejected);
+    CHECK(find(store, alice, "").size() == 1);
+}
+
+TEST_CASE("tag limits: count, length, emptiness, control characters") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    std::vector<std::string> many(10000, "t");
+    CHECK_THROWS_WITH(keep(store, alice, "x", many), Catch::Contains("10000 tags") && Catch::Contains("32"));
+    CHECK_THROWS_WITH(find(store, alice, "", many), Catch::Contains("10000 tags"));
+    std::vector<std::string> distinct;
+    for (int i = 0; i < 32; ++i)
+        distinct.push_back("tag" + std::to_string(i));
+    CHECK(keep(store, alice, "x", distinct) == 1);
+    std::string cyrillic64;
+    for (int i = 0; i < 64; ++i)
+        cyrillic64 += "ж";
+    CHECK(keep(store, alice, "y", {cyrillic64}) == 2);
+    CHECK_THROWS_WITH(keep(store, alice, "z", {cyrillic64 + "ж"}), Catch::Contains("65 characters"));
+    CHECK_THROWS_WITH(keep(store, alice, "z", {"ok", "  "}), Catch::Contains("Tag #2 is empty"));
+    CHECK_THROWS_WITH(keep(store, alice, "z", {"line\nbreak"}), Catch::Contains("control character"));
+    // Repeated tags (after folding) are kept once.
+    const auto dup = keep(store, alice, "dup", {"Same", "same", "SAME "});
+    CHECK(find(store, alice, "dup")[0].tags == std::vector<std::string>{"Same"});
+    (void)dup;
+}
+
+TEST_CASE("a query has at most 32 different words") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    keep(store, alice, "w1");
+    std::string q;
+    for (int i = 0; i < 33; ++i)
+        q += "w" + std::to_string(i) + " ";
+    CHECK_THROWS_WITH(find(store, alice, q), Catch::Contains("33 different words"));
+    std::string repeated;
+    for (int i = 0; i < 100; ++i)
+        repeated += "w1 ";
+    CHECK(find(store, alice, repeated).size() == 1);
+}
+
+TEST_CASE("recall limit defaults to 10 and is capped at 50") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    for (int i = 0; i < 60; ++i)
+        keep(store, alice, "note number " + std::to_string(i));
+    CHECK(find(store, alice, "").size() == 10);
+    CHECK(find(store, alice, "note").size() == 10);
+    CHECK(find(store, alice, "", {}, 100).size() == 50);
+    CHECK(find(store, alice, "note", {}, 100).size() == 50);
+    CHECK(find(store, alice, "", {}, 3).size() == 3);
+}
+
+TEST_CASE("card numbers are refused, other numbers are kept") {
+    CHECK(passes_luhn("4111111111111111"));
+    CHECK_FALSE(passes_luhn("4111111111111112"));
+    CHECK(find_card_number("pay with 4111 1111 1111 1111 today") == std::optional<std::string>("1111"));
+    CHECK(find_card_number("5500-0000-0000-0004") == std::optional<std::string>("0004"));
+    CHECK(find_card_number("amex 378282246310005.") == std::optional<std::string>("0005"));
+    CHECK_FALSE(find_card_number("4111 1111 1111 1112"));     // fails Luhn
+    CHECK_FALSE(find_card_number("+7 999 123-45-67"));        // a phone: too few digits
+    CHECK_FALSE(find_card_number("до 31.12.2025, счёт 42"));  // dates and small numbers
+    CHECK_FALSE(find_card_number("41111111111111111111111")); // 23 digits: not a card
+
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    CHECK_THROWS_WITH(keep(store, alice, "карта 4111 1111 1111 1111"), Catch::Contains("card number") &&
+                                                                           Catch::Contains("1111") &&
+                                                                           !Catch::Contains("4111 1111 1111 1111"));
+    CHECK(find(store, alice, "").empty());
+    CHECK(keep(store, alice, "order 4111 1111 1111 1112") == 1);
+}
+
+TEST_CASE("critical notes: flagged, returned, marked read per owner") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto plain = keep(store, alice, "ordinary");
+    const auto critical = keep(store, alice, "never ship on Friday", {"rules"}, true);
+    CHECK(store.critical_notes(alice) == std::vector<int64_t>{critical});
+    CHECK(store.unread_critical(alice) == std::vector<int64_t>{critical});
+
+    find(store, alice, "ordinary"); // does not return it: still unread
+    CHECK(store.unread_critical(alice) == std::vector<int64_t>{critical});
+
+    const auto got = find(store, alice, "friday");
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].critical);
+    CHECK(store.unread_critical(alice).empty());
+    CHECK(store.critical_notes(alice) == std::vector<int64_t>{critical});
+    (void)plain;
+
+    const auto second = keep(store, alice, "second rule", {}, true);
+    CHECK(store.unread_critical(alice) == std::vector<int64_t>{second});
+    CHECK(store.forget(alice, second));
+    CHECK(store.unread_critical(alice).empty());
+    CHECK(store.critical_notes(alice) == std::vector<int64_t>{critical});
+}
+
+TEST_CASE("schema is versioned; notes survive reopening; a newer file is refused") {
+    TempDatabase tmp;
+    {
+        NoteStore store(tmp.settings());
+        CHECK(store.schema_version() == kSchemaVersion);
+        keep(store, alice, "persisted note");
+    }
+    {
+        NoteStore store(tmp.settings());
+        CHECK(ids(find(store, alice, "persisted")) == std::vector<int64_t>{1});
+    }
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(tmp.settings().database_path.c_str(), &db) == SQLITE_OK);
+    char* journal = nullptr;
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+    CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0))) == "wal");
+    sqlite3_finalize(s);
+    REQUIRE(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, &journal) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_THROWS_WITH(NoteStore(tmp.settings()), Catch::Contains("schema version 99"));
+}
+
+TEST_CASE("many threads remember and recall at once") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    constexpr int kThreads = 8;
+    constexpr int kEach = 100;
+    std::vector<std::vector<int64_t>> got(kThreads);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            const Owner owner{t % 2 ? "alice" : "bob", ""};
+            try {
+                for (int i = 0; i < kEach; ++i) {
+                    got[t].push_back(keep(store, owner, "thread " + std::to_string(t) + " note " + std::to_string(i),
+                                          {"t" + std::to_string(t)}));
+                    if (i % 10 == 0) find(store, owner, "note thread");
+                }
+            } catch (...) {
+                ++failures;
+            }
+        });
+    for (auto& th : threads)
+        th.join();
+    CHECK(failures == 0);
+    for (const char* who : {"alice", "bob"}) {
+        std::set<int64_t> all;
+        for (int t = 0; t < kThreads; ++t)
+            if ((t % 2 ? "alice" : "bob") == std::string(who)) all.insert(got[t].begin(), got[t].end());
+        CHECK(all.size() == kThreads / 2 * kEach); // no number handed out twice
+        CHECK(*all.begin() == 1);
+        CHECK(*all.rbegin() == kThreads / 2 * kEach);
+    }
+    CHECK(find(store, alice, "", {"t1"}, 50).size() == 50);
+    CHECK(find(store, bob, "", {"t1"}, 50).empty());
+}
