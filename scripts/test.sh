@@ -11,5 +11,5 @@ for dir in tests/integration tests/memory; do
     (cd "$dir" && npm ci --silent --no-audit --no-fund)
   fi
 done
-scripts/build.sh -DGATEHOUSE_BUILD_TESTS=ON -DGATEHOUSE_BUILD_BENCH=OFF
+scripts/build.sh -DGATEHOUSE_BUILD_TESTS=ON -DGATEHOUSE_BUILD_BENCH=OFF -DGATEHOUSE_REQUIRE_INTEGRATION=ON
 ctest --test-dir build --output-on-failure -j 2 --timeout 300

@@ -164,7 +164,9 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
     ++in_flight_;
     request.in_flight = connection->begin(id);
     pool_.submit([this, connection, request = std::move(request)]() mutable {
-        Json response = dispatch(request);
+        // A call cancelled while it waited for a worker must not reach its
+        // plugin at all: the tool may write, spend or destroy.
+        Json response = request.cancelled() ? Json() : dispatch(request);
         connection->end(request.id);
         // A cancelled request gets no answer at all, as the spec asks.
         if (!request.cancelled()) connection->outbound().send(response);

@@ -31,6 +31,9 @@ void install_signal_handlers() {
     std::signal(SIGPIPE, SIG_IGN);
 }
 
+// Answers from many workers share one pipe. Whoever finds the pipe free
+// writes everything queued so far in one write(2); the others only append
+// and return, so under load a syscall carries many answers.
 class StdoutOutbound final : public protocol::Outbound {
 public:
     explicit StdoutOutbound(int fd) : fd_(fd) {}
@@ -38,26 +41,43 @@ public:
     void send(const protocol::Json& message) override {
         std::string line = protocol::encode(message);
         line += '\n';
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         if (broken_) return;
-        const char* p = line.data();
-        std::size_t left = line.size();
+        pending_ += line;
+        if (writing_) return;
+        writing_ = true;
+        std::string batch;
+        while (!pending_.empty() && !broken_) {
+            batch.swap(pending_);
+            pending_.clear();
+            lock.unlock();
+            const bool ok = write_all(batch);
+            lock.lock();
+            if (!ok) broken_ = true; // the client went away; nobody is left to read answers
+        }
+        writing_ = false;
+    }
+
+private:
+    bool write_all(const std::string& bytes) const {
+        const char* p = bytes.data();
+        std::size_t left = bytes.size();
         while (left > 0) {
             const ssize_t n = ::write(fd_, p, left);
             if (n < 0) {
                 if (errno == EINTR) continue;
-                // The client went away; nobody is left to read answers.
-                broken_ = true;
-                return;
+                return false;
             }
             p += n;
             left -= static_cast<std::size_t>(n);
         }
+        return true;
     }
 
-private:
     int fd_;
     std::mutex mutex_;
+    std::string pending_;
+    bool writing_ = false;
     bool broken_ = false;
 };
 

