@@ -225,6 +225,20 @@ TEST_CASE("a credentials file open to others is refused", "[gate][stdio]") {
     CHECK(host.stderr_text().find(kPassword) == std::string::npos);
 }
 
+TEST_CASE("a family that cannot list its critical notes keeps sessions from opening", "[gate][stdio]") {
+    Scene scene("critical-fails");
+    std::ifstream in(scene.config);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    yaml.replace(yaml.find("    settings:\n"), 14, "    settings:\n      critical_fails: true\n");
+    std::ofstream(scene.config) << yaml;
+    auto host = scene.start();
+    CHECK(code_of(host.call("session_connect", {{"topic", "orders"}})).rfind("CRITICAL_NOTES_UNAVAILABLE", 0) == 0);
+    host.stop();
+    CHECK(host.stderr_text().find("the notes database is locked") != std::string::npos);
+}
+
 TEST_CASE("restart on the sqlite backend keeps the session", "[gate][stdio]") {
     Scene scene("restart-sqlite", "sqlite");
     std::string handle;
