@@ -4,6 +4,7 @@
 #include "cli/stdout_diversion.hpp"
 #include "config/config_loader.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "gate/session_gate.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/stdio_transport.hpp"
 
@@ -102,6 +103,17 @@ int serve(const Arguments& args) {
         return 1;
     }
     gate::GatePipeline gate;
+    std::unique_ptr<session::SessionService> sessions;
+    if (cfg.session.configured) {
+        auto backend = cfg.session.backend == "memory" ? state::make_memory_backend()
+                                                       : state::make_sqlite_backend(cfg.session.state_file.string());
+        sessions = std::make_unique<session::SessionService>(cfg.session, std::move(backend), *registry);
+        gate::add_session_checks(gate, *sessions);
+        spdlog::info("sessions: {} backend, {} store", sessions->table().backend_name(),
+                     cfg.session.pinned() ? "pinned" : "program-chosen");
+    } else {
+        spdlog::warn("the configuration has no session section: gated tools run without the gate's checks");
+    }
     protocol::RequestPool pool(cfg.limits.workers);
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool);
     transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);

@@ -49,6 +49,26 @@ struct ServerIdentity {
     std::string instructions;
 };
 
+// The session story (YAML `session:`). Without the section the host runs no
+// gate checks and says so in the log at start-up.
+struct SessionSettings {
+    bool configured = false;
+    std::string backend = "sqlite";          // memory | sqlite
+    std::filesystem::path state_file;        // sqlite file; default <data_dir>/state.sqlite3
+    std::filesystem::path conversations_dir; // default <data_dir>/conversations
+    std::uint64_t idle_expiry_s = 8 * 3600;  // a session unused this long is gone
+    std::string pinned_store;                // pinned mode: both set
+    std::string pinned_user;
+    std::filesystem::path program_state_file;         // program mode: the file the desktop program writes
+    std::filesystem::path credentials_file;           // the store password; must not be group/other-readable
+    std::filesystem::path grants_file;                // grants: {<store>: {<user>: [scopes]}}, read at connect
+    nlohmann::json grants = nlohmann::json::object(); // the same shape, inline in the YAML
+    std::string rules;                                // general rules, answered by session_connect
+    SourceLocation where;
+
+    bool pinned() const { return !pinned_store.empty(); }
+};
+
 struct Config {
     std::string source;               // file path, or "<embedded>"
     std::filesystem::path base_dir;   // relative paths resolve against this
@@ -61,6 +81,7 @@ struct Config {
     std::map<std::string, DomainSettings> domains;
     Limits limits;
     std::vector<std::string> transports{"stdio"};
+    SessionSettings session;
 };
 
 } // namespace gatehouse::config

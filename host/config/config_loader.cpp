@@ -219,6 +219,64 @@ void read_domains(const YamlReader& r, const YAML::Node& node, std::map<std::str
     }
 }
 
+// grants: {<store>: {<user>: [scope, ...]}}
+nlohmann::json read_grants(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+    r.expect_map(node, what);
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& store : node) {
+        const auto store_name = store.first.as<std::string>();
+        r.expect_map(store.second, what + "." + store_name);
+        for (const auto& user : store.second) {
+            const auto user_name = user.first.as<std::string>();
+            const auto where = what + "." + store_name + "." + user_name;
+            if (!user.second.IsSequence()) r.fail(user.second, where + " must be a list of scopes");
+            auto& scopes = out[store_name][user_name] = nlohmann::json::array();
+            for (const auto& scope : user.second)
+                scopes.push_back(r.string(scope, "a scope in " + where));
+        }
+    }
+    return out;
+}
+
+void read_session(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,
+                  SessionSettings& out) {
+    r.expect_map(node, "session");
+    r.only_keys(node,
+                {"backend", "state_file", "conversations_dir", "idle_expiry_s", "pinned", "program_state_file",
+                 "credentials_file", "grants_file", "grants", "rules"},
+                "session");
+    out.configured = true;
+    out.where = r.at(node);
+    if (node["backend"]) {
+        out.backend = r.string(node["backend"], "session.backend");
+        if (out.backend != "memory" && out.backend != "sqlite")
+            r.fail(node["backend"], "session.backend must be memory or sqlite");
+    }
+    out.state_file = node["state_file"] ? r.path(node["state_file"], "session.state_file") : data_dir / "state.sqlite3";
+    out.conversations_dir = node["conversations_dir"] ? r.path(node["conversations_dir"], "session.conversations_dir")
+                                                      : data_dir / "conversations";
+    if (node["idle_expiry_s"])
+        out.idle_expiry_s = r.count(node["idle_expiry_s"], "session.idle_expiry_s", 1, 86400ull * 365);
+    if (node["pinned"]) {
+        const auto& p = node["pinned"];
+        r.expect_map(p, "session.pinned");
+        r.only_keys(p, {"store", "user"}, "session.pinned");
+        if (!p["store"] || !p["user"]) r.fail(p, "session.pinned needs both store and user");
+        out.pinned_store = r.string(p["store"], "session.pinned.store");
+        out.pinned_user = r.string(p["user"], "session.pinned.user");
+        if (out.pinned_store.empty() || out.pinned_user.empty())
+            r.fail(p, "session.pinned.store and session.pinned.user must not be empty");
+    }
+    if (node["program_state_file"])
+        out.program_state_file = r.path(node["program_state_file"], "session.program_state_file");
+    if (out.pinned() == !out.program_state_file.empty())
+        r.fail(node, "session needs exactly one of pinned: {store, user} or program_state_file");
+    if (node["credentials_file"]) out.credentials_file = r.path(node["credentials_file"], "session.credentials_file");
+    if (node["grants_file"]) out.grants_file = r.path(node["grants_file"], "session.grants_file");
+    if (node["grants"]) out.grants = read_grants(r, node["grants"], "session.grants");
+    if (node["rules"]) out.rules = r.string(node["rules"], "session.rules");
+}
+
 Config read_root(const YamlReader& r, const YAML::Node& root) {
     Config cfg;
     cfg.source = r.source();
@@ -226,9 +284,10 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     cfg.data_dir = default_data_dir();
     if (root.IsNull()) return cfg;
     r.expect_map(root, "the configuration");
-    r.only_keys(
-        root, {"server", "strict", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits", "transports"},
-        "the configuration");
+    r.only_keys(root,
+                {"server", "strict", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
+                 "transports", "session"},
+                "the configuration");
     if (root["server"]) read_server(r, root["server"], cfg.server);
     if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
     if (root["log_level"]) {
@@ -241,6 +300,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     if (root["plugins"]) read_plugins(r, root["plugins"], cfg.plugins);
     if (root["domains"]) read_domains(r, root["domains"], cfg.domains);
     if (root["limits"]) read_limits(r, root["limits"], cfg.limits);
+    if (root["session"]) read_session(r, root["session"], cfg.data_dir, cfg.session);
     if (root["transports"]) {
         const auto& t = root["transports"];
         if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio)");

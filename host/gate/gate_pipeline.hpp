@@ -3,6 +3,7 @@
 #include "auth/principal.hpp"
 #include "gate/refusal.hpp"
 #include "plugins/tool.hpp"
+#include "session/session.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -10,13 +11,25 @@
 #include <optional>
 #include <vector>
 
+namespace gatehouse::session {
+class SessionService;
+}
+
 namespace gatehouse::gate {
+
+// What the checks learned on the way, for the later checks and the call:
+// the session check fills `session`, and the plugin's call context carries
+// its view of it.
+struct GateFindings {
+    std::optional<session::Session> session;
+};
 
 // What one check may look at.
 struct GateContext {
     const plugins::Tool& tool;
     const auth::Principal& principal;
     const nlohmann::json& arguments;
+    GateFindings* findings = nullptr; // null: the caller wants no findings (a check then refuses)
 };
 
 // One check of the gate. Decides only; a check that cannot decide (a file
@@ -37,8 +50,14 @@ public:
 
     std::size_t size() const { return checks_.size(); }
 
+    // The session services behind the ABI 1.1 host functions; null when the
+    // configuration has no session story.
+    void set_session_service(session::SessionService* service) { session_service_ = service; }
+    session::SessionService* session_service() const { return session_service_; }
+
 private:
     std::vector<std::unique_ptr<GateCheck>> checks_;
+    session::SessionService* session_service_ = nullptr;
 };
 
 } // namespace gatehouse::gate

@@ -20,13 +20,24 @@ inline constexpr std::string_view license_expired = "LICENSE_EXPIRED";
 inline constexpr std::string_view license_invalid = "LICENSE_INVALID";
 inline constexpr std::string_view license_not_covered = "LICENSE_NOT_COVERED";
 inline constexpr std::string_view active_bot_changed = "ACTIVE_BOT_CHANGED";
+// A check or session service that could not decide (never a silent pass).
+inline constexpr std::string_view state_unavailable = "STATE_UNAVAILABLE";
+inline constexpr std::string_view program_state_unreadable = "PROGRAM_STATE_UNREADABLE";
+inline constexpr std::string_view grants_unreadable = "GRANTS_UNREADABLE";
+inline constexpr std::string_view credentials_refused = "CREDENTIALS_REFUSED";
+inline constexpr std::string_view critical_notes_unavailable = "CRITICAL_NOTES_UNAVAILABLE";
+inline constexpr std::string_view conversation_folder_unsafe = "CONVERSATION_FOLDER_UNSAFE";
+// Session services refusing what the agent asked.
+inline constexpr std::string_view topic_invalid = "TOPIC_INVALID";
+inline constexpr std::string_view store_not_open = "STORE_NOT_OPEN";
+inline constexpr std::string_view rules_code_invalid = "RULES_CODE_INVALID";
 } // namespace refusal_code
 
 // The gate said no: nothing in the plugin ran. Becomes a tool result with
 // isError and structuredContent {code, message, next}.
 struct Refusal {
     std::string code;
-    std::string message; // a sentence the agent can act on
+    std::string message;                            // a sentence the agent can act on
     nlohmann::json next = nlohmann::json::object(); // what the agent needs for its next step
 
     nlohmann::json to_tool_result() const;

@@ -2,6 +2,7 @@
 
 #include <gatehouse/plugin.h>
 
+#include <deque>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,15 @@ public:
     virtual void log(int32_t level, std::string_view logger, std::string_view message) = 0;
     virtual void progress(double done, double total, std::string_view message) = 0;
     virtual std::string_view context_json() = 0;
+
+    // ABI 1.1 session services ("describe", "open", "rules_accept",
+    // "critical_read"): returns a GH_STATUS_* and writes the JSON answer.
+    virtual int32_t session_request(std::string_view operation, std::string_view first, std::string_view second,
+                                    std::string& reply) {
+        (void)operation, (void)first, (void)second;
+        reply = R"({"code":"STATE_UNAVAILABLE","message":"This host serves no sessions here."})";
+        return GH_STATUS_TOOL_ERROR;
+    }
 };
 
 } // namespace gatehouse::plugins
@@ -28,4 +38,5 @@ struct gh_sink {
 struct gh_call {
     gatehouse::plugins::CallEnvironment* environment;
     std::string_view family;
+    std::deque<gh_sink> answer_sinks; // api->sink_new; a deque keeps each sink where it is
 };

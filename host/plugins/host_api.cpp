@@ -66,8 +66,51 @@ gh_str call_context(gh_call* call) noexcept {
     return gh_str{empty.data(), empty.size()};
 }
 
+gh_sink* sink_new(gh_call* call) noexcept {
+    try {
+        return call ? &call->answer_sinks.emplace_back() : nullptr;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+gh_str sink_bytes(gh_sink* sink) noexcept {
+    return sink ? gh_str{sink->bytes.data(), sink->bytes.size()} : gh_str{nullptr, 0};
+}
+
+int32_t session_request(gh_call* call, std::string_view operation, gh_str first, gh_str second, gh_sink* out) noexcept {
+    try {
+        if (!call || !call->environment || !out) return GH_STATUS_INTERNAL;
+        std::string reply;
+        const int32_t status = call->environment->session_request(operation, as_view(first), as_view(second), reply);
+        out->bytes.append(reply);
+        return status;
+    } catch (const std::exception& e) {
+        spdlog::error("session service '{}': {}", operation, e.what());
+    } catch (...) {
+    }
+    return GH_STATUS_INTERNAL;
+}
+
+int32_t session_describe(gh_call* call, gh_str handle, gh_sink* out) noexcept {
+    return session_request(call, "describe", handle, {}, out);
+}
+
+int32_t session_open(gh_call* call, gh_str topic, gh_sink* out) noexcept {
+    return session_request(call, "open", topic, {}, out);
+}
+
+int32_t rules_accept(gh_call* call, gh_str handle, gh_str code, gh_sink* out) noexcept {
+    return session_request(call, "rules_accept", handle, code, out);
+}
+
+int32_t critical_read(gh_call* call, gh_str item_ids, gh_sink* out) noexcept {
+    return session_request(call, "critical_read", item_ids, {}, out);
+}
+
 const gh_host_api kHostApi = {
-    sizeof(gh_host_api), GH_ABI_VERSION, &sink_write, &log, &progress, &is_cancelled, &call_context,
+    sizeof(gh_host_api), GH_ABI_VERSION, &sink_write,       &log,          &progress,     &is_cancelled,  &call_context,
+    &sink_new,           &sink_bytes,    &session_describe, &session_open, &rules_accept, &critical_read,
 };
 
 } // namespace

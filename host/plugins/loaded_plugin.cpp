@@ -43,4 +43,19 @@ int32_t LoadedPlugin::call(gh_tool_fn fn, void* tool_data, gh_call* call, std::s
     return fn(state_, tool_data, call, args, out);
 }
 
+bool LoadedPlugin::critical_items(std::string_view owner_json, std::string& out) {
+    if (!desc_.critical_items) return false;
+    gh_sink sink;
+    const gh_str owner{owner_json.data(), owner_json.size()};
+    int32_t status;
+    if (reentrant()) {
+        status = desc_.critical_items(state_, owner, &sink);
+    } else {
+        std::lock_guard lock(serial_);
+        status = desc_.critical_items(state_, owner, &sink);
+    }
+    out = std::move(sink.bytes);
+    return status == GH_STATUS_OK;
+}
+
 } // namespace gatehouse::plugins

@@ -29,6 +29,10 @@ public:
     int32_t call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments,
                  gh_sink* out);
 
+    // ABI 1.1: the family's critical notes for an owner {"store","user","principal"}.
+    bool has_critical_items() const { return desc_.critical_items != nullptr; }
+    bool critical_items(std::string_view owner_json, std::string& out);
+
     const std::filesystem::path& path() const { return path_; }
     const std::string& name() const { return name_; }
     const std::string& version() const { return version_; }

@@ -96,7 +96,18 @@ void default_annotations(nlohmann::json& annotations, Risk risk) {
         annotations["destructiveHint"] = risk == Risk::destructive;
 }
 
-std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, const std::string& prefix) {
+// A gated tool carries the session handle as an ordinary argument; the host
+// checks and strips it, so only the published schema shows it.
+void publish_session_argument(nlohmann::json& input_schema) {
+    input_schema["properties"]["session"] = {{"type", "string"},
+                                             {"description", "The session handle session_connect returned."}};
+    auto& required = input_schema["required"];
+    if (!required.is_array()) required = nlohmann::json::array();
+    required.push_back("session");
+}
+
+std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, const std::string& prefix,
+                                bool sessions = false) {
     std::string why;
     auto desc = read_abi_struct<gh_tool_desc>(raw, GH_TOOL_DESC_SIZE_V1, why);
     if (!desc) throw Refused("tool #" + std::to_string(index) + ": " + why);
@@ -118,6 +129,7 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     tool->scope = copy(desc->scope);
     tool->rules = copy(desc->rules);
     tool->gate_exempt = (desc->flags & GH_TOOL_GATE_EXEMPT) != 0;
+    tool->reads_critical = (desc->flags & GH_TOOL_READS_CRITICAL) != 0;
     tool->risk = read_risk(desc->risk, n);
     tool->call = desc->call;
     tool->tool_data = desc->tool_data;
@@ -149,6 +161,7 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     if (!tool->title.empty()) l["title"] = tool->title;
     if (!tool->description.empty()) l["description"] = tool->description;
     l["inputSchema"] = tool->input_schema->document();
+    if (sessions && !tool->gate_exempt) publish_session_argument(l["inputSchema"]);
     if (tool->output_schema) l["outputSchema"] = tool->output_schema->document();
     l["annotations"] = tool->annotations;
     l["_meta"] = {{"dev.gatehouse/risk", risk_name(tool->risk)},
@@ -224,8 +237,9 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
 
     std::set<std::string> seen;
     for (uint32_t i = 0; i < desc->tool_count; ++i) {
-        auto tool = read_tool(desc->tools[i], i, c.prefix);
-        if (!seen.insert(tool->plugin_name).second) throw Refused("tool '" + tool->plugin_name + "' is declared twice");
+        auto tool = read_tool(desc->tools[i], i, c.prefix, cfg.session.configured);
+        if (!seen.insert(tool->plugin_name).second)
+            throw Refused("tool '" + tool->plugin_name + "' is declared twice");
         tool->family = family;
         c.tools.push_back(std::move(tool));
     }

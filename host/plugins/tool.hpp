@@ -33,6 +33,7 @@ struct Tool {
     Risk risk = Risk::read;
     std::string rules;
     bool gate_exempt = false;
+    bool reads_critical = false; // runs while critical notes are unread (GH_TOOL_READS_CRITICAL)
 
     gh_tool_fn call = nullptr;
     void* tool_data = nullptr;

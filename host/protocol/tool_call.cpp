@@ -2,6 +2,7 @@
 
 #include "plugins/call_environment.hpp"
 #include "protocol/log_level.hpp"
+#include "session/session_service.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -16,7 +17,9 @@ namespace {
 // What the plugin reaches of this request through the host function table.
 class ToolCallEnvironment final : public plugins::CallEnvironment {
 public:
-    ToolCallEnvironment(Request& request, const plugins::Tool& tool) : request_(request), tool_(tool) {}
+    ToolCallEnvironment(Request& request, const plugins::Tool& tool, session::SessionService* sessions = nullptr,
+                        const std::optional<session::Session>* session = nullptr)
+        : request_(request), tool_(tool), sessions_(sessions), session_(session) {}
 
     bool cancelled() const override { return request_.cancelled(); }
 
@@ -41,14 +44,43 @@ public:
                         {"revision", std::string(revision_name(request_.revision))},
                         {"tool", tool_.name},
                         {"family", tool_.family}};
+            if (session_ && *session_) ctx["session"] = (*session_)->context_view();
             context_ = ctx.dump();
         }
         return context_;
     }
 
+    int32_t session_request(std::string_view operation, std::string_view first, std::string_view second,
+                            std::string& reply) override {
+        if (!sessions_) return CallEnvironment::session_request(operation, first, second, reply);
+        const auto& principal = request_.connection->principal();
+        try {
+            Json answer;
+            if (operation == "describe")
+                answer = sessions_->describe(principal, first);
+            else if (operation == "open")
+                answer = sessions_->open(principal, first);
+            else if (operation == "rules_accept")
+                answer = sessions_->accept_rules(principal, first, second);
+            else if (operation == "critical_read") {
+                if (!session_ || !*session_) throw session::SessionRefused(session::not_connected_refusal());
+                answer = sessions_->critical_read(principal, (*session_)->handle, tool_.family, first);
+            } else
+                return GH_STATUS_INTERNAL;
+            reply = answer.dump();
+            return GH_STATUS_OK;
+        } catch (const session::SessionRefused& e) {
+            const auto& r = e.refusal();
+            reply = Json{{"code", r.code}, {"message", r.message}, {"next", r.next}}.dump();
+            return GH_STATUS_TOOL_ERROR;
+        }
+    }
+
 private:
     Request& request_;
     const plugins::Tool& tool_;
+    session::SessionService* sessions_;
+    const std::optional<session::Session>* session_;
     std::string context_;
 };
 
@@ -80,18 +112,26 @@ Json ToolCall::run(Request& request) const {
         arguments = &*a;
     }
 
-    if (auto refusal = gate_.check({*tool, request.connection->principal(), *arguments}))
+    gate::GateFindings findings;
+    if (auto refusal = gate_.check({*tool, request.connection->principal(), *arguments, &findings}))
         return refusal->to_tool_result();
+    Json without_session; // the handle is the host's business: the plugin sees the session in its context
+    if (findings.session) {
+        without_session = *arguments;
+        without_session.erase("session");
+        arguments = &without_session;
+    }
 
     if (auto violation = tool->input_schema->validate(*arguments))
         return tool_error("Invalid arguments for tool '" + tool->name + "' " + violation->sentence() +
                           ". Fix that value and call the tool again.");
 
-    return invoke(*tool, *arguments, request);
+    return invoke(*tool, *arguments, request, findings);
 }
 
-Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request) const {
-    ToolCallEnvironment environment(request, tool);
+Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
+                      const gate::GateFindings& findings) const {
+    ToolCallEnvironment environment(request, tool, gate_.session_service(), &findings.session);
     gh_call call{&environment, tool.family};
     gh_sink out;
     const std::string argument_text = arguments.dump();

@@ -18,7 +18,8 @@ public:
     Json run(Request& request) const;
 
 private:
-    Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request) const;
+    Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
+                const gate::GateFindings& findings) const;
 
     const plugins::ToolRegistry& registry_;
     const gate::GatePipeline& gate_;

@@ -30,7 +30,7 @@ extern "C" {
  * a plugin whose major differs from its own; minor growth is backward
  * compatible in both directions (struct_size tells what each side knows). */
 #define GH_ABI_VERSION_MAJOR 1
-#define GH_ABI_VERSION_MINOR 0
+#define GH_ABI_VERSION_MINOR 1
 #define GH_ABI_VERSION ((uint32_t)((GH_ABI_VERSION_MAJOR << 16) | GH_ABI_VERSION_MINOR))
 #define GH_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 
@@ -72,7 +72,11 @@ extern "C" {
 
 /* gh_tool_desc.flags: the gate does not check this tool (session tools). */
 #define GH_TOOL_GATE_EXEMPT 0x1u
-#define GH_TOOL_KNOWN_FLAGS (GH_TOOL_GATE_EXEMPT)
+/* gh_tool_desc.flags (ABI 1.1+): the tool reads its family's critical notes,
+ * so the gate lets it run while critical notes are still unread. It reports
+ * what it showed through api->critical_read. */
+#define GH_TOOL_READS_CRITICAL 0x2u
+#define GH_TOOL_KNOWN_FLAGS (GH_TOOL_GATE_EXEMPT | GH_TOOL_READS_CRITICAL)
 
 /* ---- Log levels (the MCP logging levels, in order) --------------------- */
 
@@ -129,9 +133,47 @@ typedef struct gh_host_api {
      * {"principal": {"subject": ..., "kind": ...}, "revision": ...,
      *  "tool": ..., "family": ...}. Later host versions add keys. */
     gh_str (*call_context)(gh_call* call);
+
+    /* ABI 1.1+: a new empty sink for answers of the host functions below.
+     * Owned by the host and freed when the call returns; NULL when `call` is
+     * NULL. */
+    gh_sink* (*sink_new)(gh_call* call);
+
+    /* ABI 1.1+: the bytes written to a sink so far. Borrowed until the next
+     * write to that sink or the end of the call. */
+    gh_str (*sink_bytes)(gh_sink* sink);
+
+    /* ---- Session services (ABI 1.1+) ----
+     * Each writes one JSON object to `out` and returns GH_STATUS_OK, or
+     * GH_STATUS_TOOL_ERROR with {"code": ..., "message": ..., "next": {...}}
+     * (a refusal the plugin passes on to the agent). The caller's principal
+     * is the call's; a handle of another principal behaves as unknown. No
+     * answer ever carries the store password. */
+
+    /* Looks around without changing anything. With an empty handle:
+     * {"store", "user", "program_running", "pinned", "password_available"}.
+     * With a handle of the caller's live session, also "session":
+     * {"topic", "folder", "conversations_root", "scopes", "expires"}. */
+    int32_t (*session_describe)(gh_call* call, gh_str handle, gh_sink* out);
+
+    /* Opens the session of the caller for `topic` anew (a new handle and
+     * nonce; the previous handle of that topic stops working) and answers
+     * {"session", "store", "user", "scopes", "unread_critical_notes",
+     *  "folder", "expires", "rules"}. */
+    int32_t (*session_open)(gh_call* call, gh_str topic, gh_sink* out);
+
+    /* Accepts the rules the code was issued for, in the session `handle`.
+     * Answers {"accepted": <tool name>}. */
+    int32_t (*rules_accept)(gh_call* call, gh_str handle, gh_str code, gh_sink* out);
+
+    /* Marks critical items of the calling family as read in the session of
+     * the current (gated) call. item_ids: a JSON array of id strings.
+     * Answers {"unread": <count of unread items left, all families>}. */
+    int32_t (*critical_read)(gh_call* call, gh_str item_ids, gh_sink* out);
 } gh_host_api;
 
 #define GH_HOST_API_SIZE_V1 (offsetof(gh_host_api, call_context) + sizeof(void*))
+#define GH_HOST_API_SIZE_V2 (offsetof(gh_host_api, critical_read) + sizeof(void*))
 
 /* True when the host's table is large enough to hold `field`. */
 #define GH_HAS(api, field)                                                                         \
@@ -187,6 +229,14 @@ typedef int32_t (*gh_init_fn)(const gh_host_api* api, gh_str config, void** stat
 /* Called once after the last call returned, on one thread. */
 typedef void (*gh_shutdown_fn)(void* plugin_state);
 
+/* ABI 1.1+, optional. Lists the critical notes of this family that the owner
+ * must read before other gated tools run. Called at session_connect, never
+ * alongside a call when the plugin is not reentrant.
+ *   owner: JSON object {"store", "user", "principal"}; borrowed until return.
+ *   out:   on GH_STATUS_OK a JSON array of {"id": string, "title": string};
+ *          otherwise text for the log (the connect then fails closed). */
+typedef int32_t (*gh_critical_items_fn)(void* plugin_state, gh_str owner, gh_sink* out);
+
 typedef struct gh_plugin_desc {
     uint32_t struct_size;
     uint32_t abi_version;    /* GH_ABI_VERSION the plugin was built against */
@@ -199,9 +249,11 @@ typedef struct gh_plugin_desc {
     const gh_tool_desc* const* tools; /* tool_count pointers */
     gh_init_fn init;         /* optional */
     gh_shutdown_fn shutdown; /* optional */
+    gh_critical_items_fn critical_items; /* ABI 1.1+, optional */
 } gh_plugin_desc;
 
 #define GH_PLUGIN_DESC_SIZE_V1 (offsetof(gh_plugin_desc, shutdown) + sizeof(void*))
+#define GH_PLUGIN_DESC_SIZE_V2 (offsetof(gh_plugin_desc, critical_items) + sizeof(void*))
 
 /* The entry symbol every plugin exports. Called once, right after loading.
  * Returns a descriptor valid until shutdown returns, or NULL to refuse to
@@ -214,16 +266,20 @@ GH_EXPORT const gh_plugin_desc* gh_plugin_entry(const gh_host_api* api);
 }
 #endif
 
-/* The published sizes are the sizes of the structs as they stand; a field
- * appended later adds a _V2 constant and leaves these unchanged. */
+/* The newest published size of each struct is the size as it stands; older
+ * sizes stay valid minimums (a V1 struct is zero-filled by the reader). */
 #ifdef __cplusplus
-static_assert(GH_HOST_API_SIZE_V1 == sizeof(gh_host_api), "gh_host_api v1 size");
+static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
+static_assert(GH_HOST_API_SIZE_V2 == sizeof(gh_host_api), "gh_host_api v2 size");
 static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
-static_assert(GH_PLUGIN_DESC_SIZE_V1 == sizeof(gh_plugin_desc), "gh_plugin_desc v1 size");
+static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
+static_assert(GH_PLUGIN_DESC_SIZE_V2 == sizeof(gh_plugin_desc), "gh_plugin_desc v2 size");
 #else
-_Static_assert(GH_HOST_API_SIZE_V1 == sizeof(gh_host_api), "gh_host_api v1 size");
+_Static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
+_Static_assert(GH_HOST_API_SIZE_V2 == sizeof(gh_host_api), "gh_host_api v2 size");
 _Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
-_Static_assert(GH_PLUGIN_DESC_SIZE_V1 == sizeof(gh_plugin_desc), "gh_plugin_desc v1 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V2 == sizeof(gh_plugin_desc), "gh_plugin_desc v2 size");
 #endif
 
 #endif /* GATEHOUSE_PLUGIN_H */

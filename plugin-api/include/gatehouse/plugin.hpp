@@ -136,13 +136,58 @@ public:
         api_->progress(raw_, done, total, view(message));
     }
 
-    // {"principal": {...}, "revision": ..., "tool": ..., "family": ...}
+    // {"principal": {...}, "revision": ..., "tool": ..., "family": ...}, and for
+    // a gated tool "session": {"store", "user", "topic", "folder", "principal"}.
     Json context() const { return Json::parse(view(api_->call_context(raw_))); }
+
+    // Session services of the host (ABI 1.1+). Each returns the host's JSON
+    // answer; when the host refuses (unknown session, a code that does not
+    // fit, ...) it throws ToolError with the host's code and sentence, which
+    // the agent sees as the tool's error.
+    Json session_describe(std::string_view handle = {}) const {
+        if (!GH_HAS(api_, session_describe)) throw ToolError(no_session_services());
+        return host_answer([&](gh_sink* out) { return api_->session_describe(raw_, view(handle), out); });
+    }
+    Json session_open(std::string_view topic) const {
+        if (!GH_HAS(api_, session_open)) throw ToolError(no_session_services());
+        return host_answer([&](gh_sink* out) { return api_->session_open(raw_, view(topic), out); });
+    }
+    Json rules_accept(std::string_view handle, std::string_view code) const {
+        if (!GH_HAS(api_, rules_accept)) throw ToolError(no_session_services());
+        return host_answer([&](gh_sink* out) { return api_->rules_accept(raw_, view(handle), view(code), out); });
+    }
+    // Reports that the agent has now been shown these critical items.
+    Json critical_read(const std::vector<std::string>& item_ids) const {
+        if (!GH_HAS(api_, critical_read)) throw ToolError(no_session_services());
+        const std::string ids = Json(item_ids).dump();
+        return host_answer([&](gh_sink* out) { return api_->critical_read(raw_, view(ids), out); });
+    }
 
     const gh_host_api* api() const { return api_; }
     gh_call* raw() const { return raw_; }
 
 private:
+    static const char* no_session_services() {
+        return "This host has no session services (it predates plugin ABI 1.1); update the host.";
+    }
+
+    // A host service answers into a sink the host made for this call.
+    template <class Fn> Json host_answer(Fn&& fn) const {
+        if (!GH_HAS(api_, sink_new) || !GH_HAS(api_, sink_bytes)) throw ToolError(no_session_services());
+        gh_sink* sink = api_->sink_new(raw_);
+        if (!sink) throw std::runtime_error("the host gave no sink for its answer");
+        const int32_t status = fn(sink);
+        const std::string_view bytes = view(api_->sink_bytes(sink));
+        Json answer = bytes.empty() ? Json::object() : Json::parse(bytes);
+        if (status == GH_STATUS_OK) return answer;
+        if (status == GH_STATUS_TOOL_ERROR || status == GH_STATUS_INVALID_ARGS) {
+            std::string text = answer.value("message", std::string("The host refused."));
+            if (answer.contains("code")) text = answer["code"].get<std::string>() + ": " + text;
+            throw ToolError(text);
+        }
+        throw std::runtime_error("host session service failed: " + answer.value("message", std::string()));
+    }
+
     const gh_host_api* api_;
     gh_call* raw_;
     Json arguments_;
@@ -163,6 +208,7 @@ struct ToolSpec {
     bool gate_exempt = false;
     std::string annotations;
     Handler handler;
+    bool reads_critical = false; // ABI 1.1+: runs while critical notes are unread, to show them
 };
 
 struct PluginSpec {
@@ -175,6 +221,8 @@ struct PluginSpec {
 
 // init receives {"data_dir": ..., "settings": {...}}; throw to refuse loading.
 using InitHandler = std::function<void(const Json& config)>;
+// Given {"store", "user", "principal"}, returns [{"id", "title"}, ...] (ABI 1.1+).
+using CriticalItemsHandler = std::function<Json(const Json& owner)>;
 using ShutdownHandler = std::function<void()>;
 
 class Plugin {
@@ -195,6 +243,7 @@ public:
 
     void on_init(InitHandler handler) { init_ = std::move(handler); }
     void on_shutdown(ShutdownHandler handler) { shutdown_ = std::move(handler); }
+    void on_critical_items(CriticalItemsHandler handler) { critical_items_ = std::move(handler); }
 
     const gh_host_api* api() const { return api_; }
 
@@ -213,7 +262,8 @@ public:
         for (auto& t : tools_) {
             gh_tool_desc d{};
             d.struct_size = sizeof(gh_tool_desc);
-            d.flags = t.spec.gate_exempt ? GH_TOOL_GATE_EXEMPT : 0u;
+            d.flags =
+                (t.spec.gate_exempt ? GH_TOOL_GATE_EXEMPT : 0u) | (t.spec.reads_critical ? GH_TOOL_READS_CRITICAL : 0u);
             d.name = view(t.spec.name);
             d.title = view(t.spec.title);
             d.description = view(t.spec.description);
@@ -242,6 +292,7 @@ public:
         desc_.tools = tool_ptrs_.data();
         desc_.init = init;
         desc_.shutdown = &Plugin::shutdown_trampoline;
+        desc_.critical_items = critical_items_ ? &Plugin::critical_items_trampoline : nullptr;
         return &desc_;
     }
 
@@ -285,6 +336,20 @@ private:
         }
     }
 
+    static int32_t critical_items_trampoline(void* state, gh_str owner, gh_sink* out) noexcept {
+        auto* self = static_cast<Plugin*>(state);
+        try {
+            Json items = self->critical_items_(Json::parse(view(owner)));
+            write(self->api_, out, items.dump());
+            return GH_STATUS_OK;
+        } catch (const std::exception& e) {
+            write(self->api_, out, e.what());
+        } catch (...) {
+            write(self->api_, out, "unknown exception");
+        }
+        return GH_STATUS_INTERNAL;
+    }
+
     static int32_t call_trampoline(void* state, void* tool_data, gh_call* call, gh_str arguments,
                                    gh_sink* out) noexcept {
         auto* slot = static_cast<ToolSlot*>(tool_data);
@@ -319,6 +384,7 @@ private:
     const gh_host_api* api_ = nullptr;
     InitHandler init_;
     ShutdownHandler shutdown_;
+    CriticalItemsHandler critical_items_;
 };
 
 } // namespace gh

@@ -1,0 +1,56 @@
+#include "session/grant_table.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+namespace gatehouse::session {
+
+namespace {
+
+void add_scopes(const nlohmann::json& grants, const std::string& store, const std::string& user,
+                std::vector<std::string>& out) {
+    auto s = grants.find(store);
+    if (s == grants.end() || !s->is_object()) return;
+    auto u = s->find(user);
+    if (u == s->end() || !u->is_array()) return;
+    for (const auto& scope : *u)
+        if (scope.is_string() && std::find(out.begin(), out.end(), scope.get<std::string>()) == out.end())
+            out.push_back(scope.get<std::string>());
+}
+
+} // namespace
+
+GrantTable::GrantTable(const config::SessionSettings& settings)
+    : inline_grants_(settings.grants), grants_file_(settings.grants_file) {}
+
+std::vector<std::string> GrantTable::scopes(const std::string& store, const std::string& user) const {
+    std::vector<std::string> out;
+    add_scopes(inline_grants_, store, user, out);
+    if (grants_file_.empty()) return out;
+    YAML::Node root;
+    try {
+        root = YAML::LoadFile(grants_file_.string());
+    } catch (const YAML::Exception& e) {
+        throw GrantsUnavailable("cannot read the grants file " + grants_file_.string() + ": " + e.what());
+    }
+    if (!root.IsMap() || (root["grants"] && !root["grants"].IsMap()))
+        throw GrantsUnavailable("the grants file " + grants_file_.string() +
+                                " must hold grants: {<store>: {<user>: [scopes]}}");
+    const YAML::Node grants = root["grants"] ? root["grants"] : root;
+    const YAML::Node for_store = grants[store];
+    if (!for_store || !for_store.IsMap()) return out;
+    const YAML::Node for_user = for_store[user];
+    if (!for_user) return out;
+    if (!for_user.IsSequence())
+        throw GrantsUnavailable("the grants file " + grants_file_.string() + " lists no scope list for " + store + "/" +
+                                user);
+    for (const auto& scope : for_user) {
+        const auto name = scope.as<std::string>();
+        if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+} // namespace gatehouse::session

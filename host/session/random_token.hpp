@@ -1,0 +1,12 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace gatehouse::session {
+
+// `bytes` bytes from OpenSSL's CSPRNG, as lowercase hex. Throws when the
+// generator cannot deliver (a handle must never be guessable).
+std::string random_token(std::size_t bytes);
+
+} // namespace gatehouse::session

@@ -1,0 +1,65 @@
+#include "state/state_backend.hpp"
+
+#include <map>
+#include <mutex>
+
+namespace gatehouse::state {
+
+namespace {
+
+// Everything in the process: lost on restart, which is the point of it.
+class MemoryBackend final : public StateBackend {
+public:
+    std::optional<std::string> get(std::string_view key) override {
+        std::lock_guard lock(mutex_);
+        auto it = entries_.find(key);
+        if (it == entries_.end()) return std::nullopt;
+        if (expired(it->second)) {
+            entries_.erase(it);
+            return std::nullopt;
+        }
+        return it->second.value;
+    }
+
+    void put(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) override {
+        std::lock_guard lock(mutex_);
+        Entry e{std::string(value), ttl.count() > 0 ? Clock::now() + ttl : Clock::time_point::max()};
+        entries_.insert_or_assign(std::string(key), std::move(e));
+    }
+
+    bool erase(std::string_view key) override {
+        std::lock_guard lock(mutex_);
+        auto it = entries_.find(key);
+        if (it == entries_.end()) return false;
+        entries_.erase(it);
+        return true;
+    }
+
+    std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) override {
+        std::lock_guard lock(mutex_);
+        std::vector<std::pair<std::string, std::string>> out;
+        for (auto it = entries_.lower_bound(prefix); it != entries_.end(); ++it) {
+            if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+            if (!expired(it->second)) out.emplace_back(it->first, it->second.value);
+        }
+        return out;
+    }
+
+    const char* name() const override { return "memory"; }
+
+private:
+    struct Entry {
+        std::string value;
+        Clock::time_point expires;
+    };
+    static bool expired(const Entry& e) { return Clock::now() >= e.expires; }
+
+    std::mutex mutex_;
+    std::map<std::string, Entry, std::less<>> entries_;
+};
+
+} // namespace
+
+std::unique_ptr<StateBackend> make_memory_backend() { return std::make_unique<MemoryBackend>(); }
+
+} // namespace gatehouse::state

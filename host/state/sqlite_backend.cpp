@@ -1,0 +1,143 @@
+#include "state/state_backend.hpp"
+
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <mutex>
+
+namespace gatehouse::state {
+
+namespace {
+
+// One SQLite file, WAL, one connection guarded by a mutex: the values are
+// small and every statement is a single indexed row, so contention is brief.
+// synchronous=NORMAL in WAL mode loses nothing when the process dies; only a
+// power cut can drop the last commits.
+class SqliteBackend final : public StateBackend {
+public:
+    explicit SqliteBackend(const std::string& path) {
+        std::error_code ec;
+        const auto parent = std::filesystem::path(path).parent_path();
+        if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+        if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                            nullptr) != SQLITE_OK) {
+            std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+            sqlite3_close(db_);
+            db_ = nullptr;
+            throw BackendError("cannot open state database " + path + ": " + why);
+        }
+        sqlite3_busy_timeout(db_, 5000);
+        exec("PRAGMA journal_mode=WAL");
+        exec("PRAGMA synchronous=NORMAL");
+        exec("CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
+             "expires_ms INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID");
+        exec("PRAGMA user_version=1");
+        const auto now = now_ms();
+        std::lock_guard lock(mutex_);
+        Statement purge(db_, "DELETE FROM state WHERE expires_ms > 0 AND expires_ms <= ?");
+        sqlite3_bind_int64(purge.get(), 1, now);
+        purge.step_done();
+    }
+
+    ~SqliteBackend() override { sqlite3_close(db_); }
+
+    std::optional<std::string> get(std::string_view key) override {
+        std::lock_guard lock(mutex_);
+        Statement s(db_, "SELECT value FROM state WHERE key = ? AND (expires_ms = 0 OR expires_ms > ?)");
+        bind_text(s, 1, key);
+        sqlite3_bind_int64(s.get(), 2, now_ms());
+        const int rc = sqlite3_step(s.get());
+        if (rc == SQLITE_ROW) return column_text(s, 0);
+        if (rc != SQLITE_DONE) fail("read");
+        return std::nullopt;
+    }
+
+    void put(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) override {
+        std::lock_guard lock(mutex_);
+        Statement s(db_, "INSERT INTO state(key, value, expires_ms) VALUES(?, ?, ?) "
+                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms");
+        bind_text(s, 1, key);
+        bind_text(s, 2, value);
+        sqlite3_bind_int64(s.get(), 3, ttl.count() > 0 ? now_ms() + ttl.count() : 0);
+        s.step_done();
+    }
+
+    bool erase(std::string_view key) override {
+        std::lock_guard lock(mutex_);
+        Statement s(db_, "DELETE FROM state WHERE key = ?");
+        bind_text(s, 1, key);
+        s.step_done();
+        return sqlite3_changes(db_) > 0;
+    }
+
+    std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) override {
+        std::lock_guard lock(mutex_);
+        // Range scan on the primary key: [prefix, prefix + 0xFF) covers every
+        // key that starts with prefix, with no LIKE escaping to get wrong.
+        Statement s(db_, "SELECT key, value FROM state WHERE key >= ? AND key < ? AND (expires_ms = 0 OR "
+                         "expires_ms > ?) ORDER BY key");
+        std::string upper(prefix);
+        upper.push_back(static_cast<char>(0xff));
+        bind_text(s, 1, prefix);
+        bind_text(s, 2, upper);
+        sqlite3_bind_int64(s.get(), 3, now_ms());
+        std::vector<std::pair<std::string, std::string>> out;
+        int rc;
+        while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.emplace_back(column_text(s, 0), column_text(s, 1));
+        if (rc != SQLITE_DONE) fail("scan");
+        return out;
+    }
+
+    const char* name() const override { return "sqlite"; }
+
+private:
+    class Statement {
+    public:
+        Statement(sqlite3* db, const char* sql) : db_(db) {
+            if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+                throw BackendError(std::string("state database: ") + sqlite3_errmsg(db));
+        }
+        ~Statement() { sqlite3_finalize(stmt_); }
+        sqlite3_stmt* get() const { return stmt_; }
+        void step_done() {
+            if (sqlite3_step(stmt_) != SQLITE_DONE) throw BackendError(std::string("state database: ") + sqlite3_errmsg(db_));
+        }
+
+    private:
+        sqlite3* db_;
+        sqlite3_stmt* stmt_ = nullptr;
+    };
+
+    static std::int64_t now_ms() {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+    }
+    static void bind_text(Statement& s, int index, std::string_view text) {
+        sqlite3_bind_text(s.get(), index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+    }
+    static std::string column_text(Statement& s, int column) {
+        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), column));
+        return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s.get(), column))) : std::string();
+    }
+    void exec(const char* sql) {
+        char* error = nullptr;
+        if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+            std::string why = error ? error : "unknown error";
+            sqlite3_free(error);
+            throw BackendError(std::string("state database: ") + why);
+        }
+    }
+    [[noreturn]] void fail(const char* what) {
+        throw BackendError(std::string("state database ") + what + ": " + sqlite3_errmsg(db_));
+    }
+
+    sqlite3* db_ = nullptr;
+    std::mutex mutex_;
+};
+
+} // namespace
+
+std::unique_ptr<StateBackend> make_sqlite_backend(const std::string& path) {
+    return std::make_unique<SqliteBackend>(path);
+}
+
+} // namespace gatehouse::state

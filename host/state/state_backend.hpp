@@ -1,0 +1,49 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gatehouse::state {
+
+// The backend itself failed (disk full, database locked too long, ...). The
+// caller logs it and refuses with its own code; it never passes silently.
+class BackendError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Where the host keeps what outlives a request: small values under keys, each
+// with an optional expiry. Deliberately as small as a Redis subset (GET, SET PX,
+// DEL, SCAN MATCH prefix*) so other backends fit behind it. Thread-safe.
+class StateBackend {
+public:
+    using Clock = std::chrono::system_clock;
+
+    virtual ~StateBackend() = default;
+
+    virtual std::optional<std::string> get(std::string_view key) = 0;
+
+    // ttl of zero: kept until erased.
+    virtual void put(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) = 0;
+
+    // True when something was erased.
+    virtual bool erase(std::string_view key) = 0;
+
+    // Every live key starting with prefix, with its value, in key order.
+    virtual std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) = 0;
+
+    virtual const char* name() const = 0;
+};
+
+std::unique_ptr<StateBackend> make_memory_backend();
+
+// Opens (creating when missing) a SQLite database file in WAL mode.
+std::unique_ptr<StateBackend> make_sqlite_backend(const std::string& path);
+
+} // namespace gatehouse::state

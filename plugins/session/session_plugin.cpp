@@ -1,0 +1,109 @@
+// Family "session": opens the session every gated tool needs. All tools are
+// gate-exempt (a session must open before anything can be forbidden) and
+// need no scopes. The work is the host's (ABI 1.1 session services); this
+// family gives it tool names, schemas and readable answers.
+//   session_init          read         look around: store, user, program running; changes nothing
+//   session_connect       read         open the session of a topic anew; answers the handle and general rules
+//   session_rules_accept  read         accept a tool's rules with the code its refusal carried
+//   session_clear         destructive  list conversation folders; delete only those named
+#include "conversation_folders.hpp"
+
+#include <gatehouse/plugin.hpp>
+
+static gh::Plugin plugin{{.name = "gatehouse-session", .version = "1.0.0", .family = "session"}};
+
+static const auto& session_init = plugin.tool({
+    .name = "session_init",
+    .title = "Look around",
+    .description = "Tells which store the program has open, who is logged in and whether the program runs. Changes "
+                   "nothing. Call session_connect next.",
+    .input_schema = R"({"type":"object","properties":{},"additionalProperties":false})",
+    .risk = gh::Risk::read,
+    .gate_exempt = true,
+    .handler =
+        [](gh::Call& call) {
+            gh::Json d = call.session_describe();
+            std::string text =
+                d["program_running"].get<bool>()
+                    ? (d["store"].is_string() ? "Store '" + d["store"].get<std::string>() + "' is open, user '" +
+                                                    d["user"].get<std::string>() + "'."
+                                              : std::string("The program runs but has no store open."))
+                    : std::string("The program is not running.");
+            text += " Call session_connect with a one-word topic to start working.";
+            return gh::Result::structured(d, text);
+        },
+});
+
+static const auto& session_connect = plugin.tool({
+    .name = "session_connect",
+    .title = "Open a session",
+    .description = "Opens the session for a topic (one word: letters, digits, '-', '_'; 1-64 characters) anew: a new "
+                   "handle, nothing remembered. Pass the returned `session` to every other tool. Reconnecting with "
+                   "the same topic finds the same conversation folder.",
+    .input_schema = R"({"type":"object","properties":{"topic":{"type":"string",
+                        "description":"One word naming the conversation."}},"required":["topic"],
+                        "additionalProperties":false})",
+    .risk = gh::Risk::read,
+    .gate_exempt = true,
+    .handler =
+        [](gh::Call& call) {
+            gh::Json s = call.session_open(call.arg<std::string>("topic"));
+            std::string text = "Session open for store '" + s["store"].get<std::string>() + "', user '" +
+                               s["user"].get<std::string>() + "'. Pass session \"" + s["session"].get<std::string>() +
+                               "\" to every tool.";
+            if (s["unread_critical_notes"].get<std::size_t>() > 0)
+                text += " " + std::to_string(s["unread_critical_notes"].get<std::size_t>()) +
+                        " critical note(s) must be read first.";
+            if (!s["rules"].get<std::string>().empty()) text += "\nRules:\n" + s["rules"].get<std::string>();
+            return gh::Result::structured(s, text);
+        },
+});
+
+static const auto& session_rules_accept = plugin.tool({
+    .name = "session_rules_accept",
+    .title = "Accept rules",
+    .description = "Accepts the rules a tool's RULES_NOT_ACCEPTED refusal showed, with the code it carried. Then "
+                   "repeat the refused call.",
+    .input_schema = R"({"type":"object","properties":{"session":{"type":"string"},"code":{"type":"string"}},
+                        "required":["session","code"],"additionalProperties":false})",
+    .risk = gh::Risk::read,
+    .gate_exempt = true,
+    .handler =
+        [](gh::Call& call) {
+            gh::Json a = call.rules_accept(call.arg<std::string>("session"), call.arg<std::string>("code"));
+            return gh::Result::structured(a, "Rules of '" + a["accepted"].get<std::string>() +
+                                                 "' accepted for this session; repeat the call.");
+        },
+});
+
+static const auto& session_clear = plugin.tool({
+    .name = "session_clear",
+    .title = "Clear conversations",
+    .description = "Lists the conversation folders of this store and user (name, size, last change). Deletes only "
+                   "the folders named in `delete` — name only what the person asked to delete.",
+    .input_schema = R"({"type":"object","properties":{"session":{"type":"string"},
+                        "delete":{"type":"array","items":{"type":"string"},"maxItems":1000}},
+                        "required":["session"],"additionalProperties":false})",
+    .risk = gh::Risk::destructive,
+    .gate_exempt = true,
+    .handler =
+        [](gh::Call& call) {
+            gh::Json d = call.session_describe(call.arg<std::string>("session"));
+            ConversationFolders folders(d["session"]["conversations_root"].get<std::string>());
+            gh::Json out = gh::Json::object();
+            auto names = call.arg_or("delete", std::vector<std::string>{});
+            std::string text;
+            if (!names.empty()) {
+                out = folders.remove(names);
+                text = "Deleted " + std::to_string(out["deleted"].size()) + " folder(s)";
+                if (!out["refused"].empty()) text += ", left " + std::to_string(out["refused"].size()) + " alone";
+                text += ". ";
+            }
+            out["folders"] = folders.list();
+            out["open_topic"] = d["session"]["topic"];
+            text += std::to_string(out["folders"].size()) + " conversation folder(s) remain.";
+            return gh::Result::structured(out, text);
+        },
+});
+
+GH_EXPORT_PLUGIN(plugin)

@@ -1,0 +1,41 @@
+// ABI 1.1 grew gh_host_api and gh_plugin_desc by appending: V1-sized structs
+// must still read, with the new fields as "absent".
+#include "plugins/abi_struct.hpp"
+#include "plugins/host_api.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+using gatehouse::plugins::read_abi_struct;
+
+TEST_CASE("a V1 plugin descriptor reads with no critical_items", "[abi]") {
+    std::vector<unsigned char> v1(GH_PLUGIN_DESC_SIZE_V1, 0);
+    const uint32_t size = GH_PLUGIN_DESC_SIZE_V1, abi = (1u << 16);
+    std::memcpy(v1.data(), &size, 4);
+    std::memcpy(v1.data() + 4, &abi, 4);
+    std::string why;
+    auto desc = read_abi_struct<gh_plugin_desc>(v1.data(), GH_PLUGIN_DESC_SIZE_V1, why);
+    REQUIRE(desc);
+    CHECK(desc->critical_items == nullptr);
+    CHECK(GH_PLUGIN_DESC_SIZE_V2 > GH_PLUGIN_DESC_SIZE_V1);
+}
+
+TEST_CASE("GH_HAS sees the session functions only in a V2 host table", "[abi]") {
+    const gh_host_api* api = gatehouse::plugins::host_api();
+    CHECK(api->struct_size == GH_HOST_API_SIZE_V2);
+    CHECK(GH_HAS(api, session_open));
+    CHECK(GH_HAS(api, critical_read));
+    gh_host_api old = *api;
+    old.struct_size = GH_HOST_API_SIZE_V1; // what a 1.0 host hands out
+    CHECK(GH_HAS(&old, call_context));
+    CHECK_FALSE(GH_HAS(&old, sink_new));
+    CHECK_FALSE(GH_HAS(&old, session_open));
+    CHECK_FALSE(GH_HAS(&old, critical_read));
+}
+
+TEST_CASE("GH_TOOL_READS_CRITICAL is a known tool flag", "[abi]") {
+    CHECK((GH_TOOL_KNOWN_FLAGS & GH_TOOL_READS_CRITICAL) != 0);
+    CHECK((GH_TOOL_GATE_EXEMPT & GH_TOOL_READS_CRITICAL) == 0);
+}

@@ -1,0 +1,106 @@
+#include "session/session_table.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <unistd.h>
+
+using namespace gatehouse;
+using session::SessionDraft;
+using session::SessionTable;
+
+namespace {
+
+SessionDraft draft(std::string principal, std::string topic) {
+    SessionDraft d;
+    d.principal = std::move(principal);
+    d.store = "shop";
+    d.user = "ann";
+    d.topic = std::move(topic);
+    d.folder = "/tmp/x/" + d.topic;
+    d.scopes = {"orders.read"};
+    d.critical = {{"memory", "n1", "Close at six", false}};
+    return d;
+}
+
+std::filesystem::path temp_db() {
+    return std::filesystem::temp_directory_path() /
+           ("gatehouse-session-table-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()) + ".sqlite3");
+}
+
+} // namespace
+
+TEMPLATE_TEST_CASE("SessionTable on both backends", "[session]", std::true_type, std::false_type) {
+    const bool memory = TestType::value;
+    const auto db = temp_db();
+    auto make = [&] { return memory ? state::make_memory_backend() : state::make_sqlite_backend(db.string()); };
+    std::int64_t now = 1'000'000;
+    SessionTable table(make(), std::chrono::seconds(60), [&] { return now; });
+
+    const auto s = table.open(draft("alice", "orders"));
+    REQUIRE(s.handle.size() == 32);
+    REQUIRE(s.nonce.size() == 64);
+
+    SECTION("the owner finds it, with everything remembered") {
+        auto found = table.find(s.handle, "alice");
+        REQUIRE(found);
+        CHECK(found->store == "shop");
+        CHECK(found->scopes == std::vector<std::string>{"orders.read"});
+        CHECK(found->unread_critical() == 1);
+        CHECK(found->nonce == s.nonce);
+    }
+    SECTION("another principal's handle behaves like an unknown one") {
+        CHECK_FALSE(table.find(s.handle, "mallory"));
+        CHECK_FALSE(table.find("00000000000000000000000000000000", "alice"));
+        CHECK_FALSE(table.find("session/../x", "alice"));
+        CHECK(table.find(s.handle, "alice")); // the failed attempts changed nothing
+    }
+    SECTION("idle expiry, and use restarts it") {
+        now += 59'000;
+        REQUIRE(table.find(s.handle, "alice"));
+        now += 59'000;
+        REQUIRE(table.find(s.handle, "alice"));
+        now += 60'000;
+        CHECK_FALSE(table.find(s.handle, "alice"));
+    }
+    SECTION("reconnecting the same topic resets it and retires the old handle") {
+        table.update(s.handle, "alice", [](session::Session& x) {
+            x.accepted_rules.push_back("ruled");
+            x.critical[0].read = true;
+        });
+        const auto again = table.open(draft("alice", "orders"));
+        CHECK(again.handle != s.handle);
+        CHECK(again.nonce != s.nonce);
+        CHECK_FALSE(table.find(s.handle, "alice"));
+        auto fresh = table.find(again.handle, "alice");
+        REQUIRE(fresh);
+        CHECK(fresh->accepted_rules.empty());
+        CHECK(fresh->unread_critical() == 1);
+    }
+    SECTION("another topic or principal keeps its own session") {
+        const auto other = table.open(draft("alice", "returns"));
+        const auto bob = table.open(draft("bob", "orders"));
+        CHECK(table.find(s.handle, "alice"));
+        CHECK(table.find(other.handle, "alice"));
+        CHECK(table.find(bob.handle, "bob"));
+    }
+    if (!memory) {
+        SECTION("SQLite: a session survives a new table on the same file (a restart)") {
+            SessionTable restarted(make(), std::chrono::seconds(60), [&] { return now; });
+            CHECK(restarted.find(s.handle, "alice"));
+        }
+    }
+    std::filesystem::remove(db);
+    std::filesystem::remove(db.string() + "-wal");
+    std::filesystem::remove(db.string() + "-shm");
+}
+
+TEST_CASE("a memory backend forgets everything on restart", "[session]") {
+    std::string handle;
+    {
+        SessionTable table(state::make_memory_backend(), std::chrono::seconds(60));
+        handle = table.open(draft("alice", "orders")).handle;
+    }
+    SessionTable restarted(state::make_memory_backend(), std::chrono::seconds(60));
+    CHECK_FALSE(restarted.find(handle, "alice"));
+}
