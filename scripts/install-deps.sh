@@ -11,12 +11,15 @@ packages=(
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libssl-dev libvalijson-dev
   catch2 libbenchmark-dev
-  clang-format npm
+  clang-format
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm may come with a nodejs package from elsewhere; only a machine without the
+# command needs Debian's.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}" >&2
   SUDO=""
