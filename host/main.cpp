@@ -4,6 +4,7 @@
 #include "cli/stdout_diversion.hpp"
 #include "config/config_loader.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "gate/no_sessions_check.hpp"
 #include "gate/session_gate.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/stdio_transport.hpp"
@@ -111,8 +112,14 @@ int serve(const Arguments& args) {
         gate::add_session_checks(gate, *sessions);
         spdlog::info("sessions: {} backend, {} store", sessions->table().backend_name(),
                      cfg.session.pinned() ? "pinned" : "program-chosen");
+    } else if (cfg.gate) {
+        // No session can ever open here, so every gated tool is refused rather
+        // than served unchecked; session-exempt tools still run.
+        gate.add(std::make_unique<gate::NoSessionsCheck>());
+        spdlog::warn("the configuration has no session section: no session can open, so gated tools are refused "
+                     "with NOT_CONNECTED (gate: false serves them unchecked, for testing a plugin)");
     } else {
-        spdlog::warn("the configuration has no session section: gated tools run without the gate's checks");
+        spdlog::warn("gate: false — gated tools run WITHOUT the gate's checks; never use this in production");
     }
     protocol::RequestPool pool(cfg.limits.workers);
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool);

@@ -101,6 +101,7 @@ function startGatehouse(dir) {
       `data_dir: ${JSON.stringify(path.join(dir, 'data'))}`,
       'log_level: warn',
       'strict: true',
+      'gate: false',
       'plugins: [memory.so]',
     ].join('\n') + '\n',
   );

@@ -74,6 +74,7 @@ struct Config {
     std::filesystem::path base_dir;   // relative paths resolve against this
     ServerIdentity server;
     bool strict = false;              // exit non-zero when any plugin fails to load
+    bool gate = true;                 // false: gated tools run unchecked (testing a plugin only)
     std::string log_level = "info";
     std::filesystem::path plugin_dir; // where bare plugin file names are looked up
     std::filesystem::path data_dir;   // where families keep their files

@@ -285,11 +285,12 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     if (root.IsNull()) return cfg;
     r.expect_map(root, "the configuration");
     r.only_keys(root,
-                {"server", "strict", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
+                {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
                  "transports", "session"},
                 "the configuration");
     if (root["server"]) read_server(r, root["server"], cfg.server);
     if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
+    if (root["gate"]) cfg.gate = r.boolean(root["gate"], "gate");
     if (root["log_level"]) {
         cfg.log_level = r.string(root["log_level"], "log_level");
         if (!kLogLevels.count(cfg.log_level))

@@ -80,6 +80,7 @@ call_tool() {
 step "serve the plugin named by its path in the YAML"
 cat >"$tmp/by-path.yaml" <<YAML
 log_level: warn
+gate: false
 plugins:
   - $plugin
 YAML
@@ -90,6 +91,7 @@ step "install the plugin into the host's plugin folder and name it bare"
 test -f "$prefix/lib/gatehouse/plugins/vendor_echo.so" || fail "cmake --install did not put vendor_echo.so into $prefix/lib/gatehouse/plugins"
 cat >"$tmp/bare.yaml" <<YAML
 log_level: warn
+gate: false
 plugins:
   - vendor_echo.so
 YAML

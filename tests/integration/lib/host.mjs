@@ -40,14 +40,17 @@ export function modernMeta(extra = {}) {
 const yamlValue = (value) => JSON.stringify(value);
 
 // Writes a config into its own temporary folder; returns { dir, file }.
-export function writeConfig({ plugins = ['echo.so', 'serial.so'], limits = {}, logLevel = 'info' } = {}) {
+export function writeConfig({ plugins = ['echo.so', 'serial.so'], limits = {}, logLevel = 'info', gate = false } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-itest-'));
   const lines = [
     `plugin_dir: ${yamlValue(pluginDir())}`,
     `data_dir: ${yamlValue(path.join(dir, 'data'))}`,
     `log_level: ${logLevel}`,
-    `plugins: ${yamlValue(plugins)}`,
   ];
+  // Most tests exercise the protocol and the plugins, not the gate; those
+  // that want the host's default (gate on, no sessions) pass gate: true.
+  if (!gate) lines.push('gate: false');
+  lines.push(`plugins: ${yamlValue(plugins)}`);
   const limitEntries = Object.entries(limits);
   if (limitEntries.length) {
     lines.push('limits:');
