@@ -322,8 +322,8 @@ std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const 
             match += c == '"' ? std::string("\"\"") : std::string(1, c);
         match += '"';
     }
-    std::string sql = "SELECT n.id, n.number, note_term_counts(notes_fts) FROM notes_fts CROSS JOIN notes n "
-                      "ON n.id = notes_fts.rowid WHERE notes_fts MATCH ?1 AND n.owner_id = ?2";
+    std::string sql = "SELECT n.id, n.number, n.token_count, note_term_counts(notes_fts) FROM notes_fts CROSS "
+                      "JOIN notes n ON n.id = notes_fts.rowid WHERE notes_fts MATCH ?1 AND n.owner_id = ?2";
     if (critical_only) sql += " AND n.critical = 1";
     for (std::size_t i = 0; i < tags.size(); ++i)
         sql += " AND EXISTS (SELECT 1 FROM note_tags o WHERE o.owner_id = ?2 AND o.tag_key = ?" +
@@ -332,7 +332,8 @@ std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const 
     struct Candidate {
         int64_t id;
         int64_t number;
-        std::vector<uint32_t> counts; // [length, hits of word 0, ...]
+        int64_t length;
+        std::vector<uint32_t> counts; // hits of word 0, word 1, ...
         double score = 0;
     };
     std::vector<Candidate> candidates;
@@ -341,7 +342,7 @@ std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const 
     for (std::size_t i = 0; i < tags.size(); ++i)
         s.bind(static_cast<int>(i + 3), tags[i]);
     while (s.step())
-        candidates.push_back({s.integer(0), s.integer(1), s.uint32_blob(2)});
+        candidates.push_back({s.integer(0), s.integer(1), s.integer(2), s.uint32_blob(3)});
     s.reset();
     if (candidates.empty()) return {};
 
@@ -354,14 +355,14 @@ std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const 
     std::vector<double> idf(words.size());
     for (std::size_t w = 0; w < words.size(); ++w) {
         const double df = static_cast<double>(std::count_if(candidates.begin(), candidates.end(), [&](const auto& c) {
-            return c.counts.size() > w + 1 && c.counts[w + 1] > 0;
+            return c.counts.size() > w && c.counts[w] > 0;
         }));
         idf[w] = std::log(1.0 + (note_count - df + 0.5) / (df + 0.5));
     }
     for (auto& c : candidates) {
-        const double length = c.counts.empty() ? average_length : c.counts[0];
-        for (std::size_t w = 0; w < words.size() && w + 1 < c.counts.size(); ++w) {
-            const double tf = c.counts[w + 1];
+        const double length = c.length > 0 ? static_cast<double>(c.length) : average_length;
+        for (std::size_t w = 0; w < words.size() && w < c.counts.size(); ++w) {
+            const double tf = c.counts[w];
             if (tf > 0) c.score += idf[w] * tf * (kK1 + 1) / (tf + kK1 * (1 - kB + kB * length / average_length));
         }
     }
