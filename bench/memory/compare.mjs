@@ -3,7 +3,10 @@
 // (what an agent does), on the same generated notes.
 //
 //   node compare.mjs --gatehouse <build>/bin/gatehouse --plugins <build>/lib/gatehouse/plugins
-//                    [--notes 10000] [--big 100000] [--queries 300]
+//                    [--notes 10000] [--big 100000] [--queries 300] [--peer none]
+//
+// --peer none measures Gatehouse alone (server-memory's side takes most of
+// an hour at the default sizes).
 //
 // Measured: time to store N notes one call each; p50/p99 of a one-word
 // recall (search_nodes) at N and at BIG notes. server-memory rewrites its
@@ -26,6 +29,7 @@ const pluginDir = args.plugins && path.resolve(args.plugins);
 const N = Number(args.notes ?? 10000);
 const BIG = Number(args.big ?? 100000);
 const QUERIES = Number(args.queries ?? 300);
+const PEER = args.peer !== 'none';
 if (!gatehouseBin || !pluginDir) {
   console.error('usage: node compare.mjs --gatehouse BIN --plugins DIR [--notes N] [--big N] [--queries Q]');
   process.exit(2);
@@ -186,7 +190,7 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-memory-bench-'));
   const dbBytes = fs.statSync(path.join(work, 'gatehouse/data/memory/memory.db')).size;
   results.gatehouse = { storeMs, small, big, dbBytes };
 }
-{
+if (PEER) {
   // server-memory
   const file = path.join(work, 'server-memory.jsonl');
   let s = startServerMemory(file);
@@ -206,7 +210,7 @@ fs.rmSync(work, { recursive: true });
 
 const f = (x) => x.toFixed(2);
 const g = results.gatehouse;
-const m = results.serverMemory;
+const m = results.serverMemory ?? { storeMs: NaN, small: {}, big: {}, fileBytes: NaN };
 console.log(`notes stored: ${N}; recall queries: ${QUERIES} one-word queries; big set: ${BIG} notes`);
 console.log('| measure | gatehouse memory | server-memory | ratio |');
 console.log('|---|---:|---:|---:|');

@@ -1,11 +1,15 @@
 // Family "memory": notes an agent keeps for a person, across conversations.
 //   remember     write        keeps a note (text, tags, critical flag); refuses card numbers
 //   recall       read         finds notes by words and tags, or the latest; marks critical ones read
+//                             (reads_critical: runs while a session still has critical notes unread)
 //   forget       destructive  deletes one note by its id
 //   forget_all   destructive  deletes every note of the caller (needs confirm: true)
 //
 // Every call works on the caller's own notes only: the owner is the
 // principal's subject plus, inside a session, the store (see NoteStore).
+// For the gate, the family lists the owner's critical notes at
+// session_connect (id = the note number in decimal, title = the start of the
+// text), and recall reports every critical note it shows back to the host.
 // Settings (domains.memory.settings): database (file path; relative to the
 // family's data_dir; default <data_dir>/memory.db), max_text_bytes (default
 // 65536), synchronous (normal | full; default normal).
@@ -43,6 +47,21 @@ Owner owner_of(const gh::Call& call) {
         throw gh::ToolError("The host did not say who is calling, so there is no one to keep notes for. Tell the "
                             "operator: the memory family needs a principal.");
     return owner;
+}
+
+// The start of a note's text, for the gate's list of unread critical notes:
+// whole words up to about 60 bytes, never cut inside a UTF-8 character.
+std::string critical_title(const std::string& text) {
+    constexpr std::size_t kMax = 60;
+    std::string flat;
+    for (char c : text)
+        flat += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+    if (flat.size() <= kMax) return flat;
+    std::size_t cut = kMax;
+    while (cut > 0 && (static_cast<unsigned char>(flat[cut]) & 0xC0) == 0x80)
+        --cut;
+    if (const auto space = flat.rfind(' ', cut); space != std::string::npos && space > kMax / 2) cut = space;
+    return flat.substr(0, cut) + "\u2026";
 }
 
 std::string iso_time(int64_t ms) {
@@ -97,17 +116,23 @@ const auto& recall = plugin.tool({
     .title = "Recall notes",
     .description = "Finds the person's notes. With a query, notes whose text or tags hold any of its words, best "
                    "matches first (then newest); without one, the newest notes. Tags narrow the result to notes "
-                   "carrying all of them. Case and accents do not matter. limit defaults to 10, at most 50.",
+                   "carrying all of them. Case and accents do not matter. limit defaults to 10, at most 50. "
+                   "critical: true returns only the critical notes: call it so when a session asks you to read "
+                   "critical notes (CRITICAL_NOTES_UNREAD) - reading them here is what lets other tools run.",
     .input_schema = R"({"type":"object","properties":{
         "query":{"type":"string","description":"Words to look for; empty for the latest notes."},
         "tags":{"type":"array","items":{"type":"string"},"description":"Only notes with all of these tags."},
+        "critical":{"type":"boolean","description":"Only the critical notes."},
         "limit":{"type":"integer","minimum":1,"description":"How many notes at most (default 10, capped at 50)."}},
         "additionalProperties":false})",
     .output_schema = R"({"type":"object","properties":{"notes":{"type":"array","items":{"type":"object",
         "properties":{"id":{"type":"integer"},"text":{"type":"string"},
                       "tags":{"type":"array","items":{"type":"string"}},
                       "critical":{"type":"boolean"},"created":{"type":"string"}},
-        "required":["id","text","tags","critical","created"]}}},"required":["notes"]})",
+        "required":["id","text","tags","critical","created"]}},
+        "unread_critical_notes":{"type":"integer",
+            "description":"Inside a session, when critical notes were shown: how many are still unread."}},
+        "required":["notes"]})",
     .risk = gh::Risk::read,
     .handler =
         [](gh::Call& call) {
@@ -116,6 +141,7 @@ const auto& recall = plugin.tool({
                 query.query = call.arg_or("query", std::string());
                 query.tags = call.arg_or("tags", std::vector<std::string>{});
                 query.limit = static_cast<int>(std::min<int64_t>(call.arg_or<int64_t>("limit", 0), 1000));
+                query.critical_only = call.arg_or("critical", false);
                 const auto found = store().recall(owner_of(call), query);
                 gh::Json notes = gh::Json::array();
                 std::string text = found.empty() ? "No notes found." : "";
@@ -130,9 +156,24 @@ const auto& recall = plugin.tool({
                     if (!n.tags.empty()) text += ", tags: " + gh::Json(n.tags).dump();
                     text += "\n" + n.text + "\n\n";
                 }
-                return gh::Result::structured({{"notes", std::move(notes)}}, std::move(text));
+                gh::Json answer = {{"notes", std::move(notes)}};
+                // Inside a session every critical note shown is reported (by
+                // the ids critical_items gave), so the gate lets the other
+                // tools run once all were shown. Outside one there is no gate.
+                std::vector<std::string> shown;
+                for (const auto& n : found)
+                    if (n.critical) shown.push_back(std::to_string(n.id));
+                if (!shown.empty() && call.context().contains("session")) {
+                    const auto unread = call.critical_read(shown).value("unread", int64_t{0});
+                    answer["unread_critical_notes"] = unread;
+                    if (unread > 0)
+                        text += std::to_string(unread) +
+                                " critical note(s) of this session are still unread: recall with critical: true.\n";
+                }
+                return gh::Result::structured(std::move(answer), std::move(text));
             });
         },
+    .reads_critical = true,
 });
 
 const auto& forget = plugin.tool({
@@ -213,6 +254,21 @@ static const bool initialised = [] {
         const std::string where = settings.database_path;
         g_store = std::make_unique<NoteStore>(std::move(settings));
         plugin.log(gh::LogLevel::info, "memory: notes in " + where);
+    });
+    // The gate asks at session_connect: {"store", "user", "principal"}. The
+    // owner key is the same as a call's inside that session (principal and
+    // store), so the list and recall always talk about the same notes. Every
+    // critical note is listed, read in an earlier session or not: a new
+    // session is a new conversation that has not seen them.
+    plugin.on_critical_items([](const gh::Json& asked) {
+        Owner owner;
+        owner.subject = asked.value("principal", std::string());
+        owner.store = asked.value("store", std::string());
+        gh::Json items = gh::Json::array();
+        if (owner.subject.empty()) return items;
+        for (const auto& n : store().critical_notes(owner))
+            items.push_back({{"id", std::to_string(n.id)}, {"title", critical_title(n.text)}});
+        return items;
     });
     plugin.on_shutdown([] { g_store.reset(); });
     return true;

@@ -269,7 +269,8 @@ std::vector<Note> NoteStore::recall(const Owner& owner, const RecallQuery& query
         Transaction tx(*db, Transaction::Kind::read);
         owner_id = find_owner(*db, owner);
         if (owner_id == 0) return {};
-        notes = words.empty() ? latest(*db, owner_id, tag_keys, limit) : search(*db, owner_id, words, tag_keys, limit);
+        notes = words.empty() ? latest(*db, owner_id, tag_keys, query.critical_only, limit)
+                              : search(*db, owner_id, words, tag_keys, query.critical_only, limit);
         tx.commit();
     }
     if (std::any_of(notes.begin(), notes.end(), [](const Note& n) { return n.critical; }))
@@ -278,11 +279,12 @@ std::vector<Note> NoteStore::recall(const Owner& owner, const RecallQuery& query
 }
 
 std::vector<Note> NoteStore::latest(SqliteDatabase& db, int64_t owner_id, const std::vector<std::string>& tags,
-                                    int limit) {
+                                    bool critical_only, int limit) {
     std::vector<Note> notes;
+    const std::string only_critical = critical_only ? " AND n.critical = 1" : "";
     if (tags.empty()) {
-        auto& s = db.statement(std::string("SELECT ") + kNoteColumns +
-                               " FROM notes n WHERE n.owner_id = ?1 ORDER BY n.number DESC LIMIT ?2");
+        auto& s = db.statement(std::string("SELECT ") + kNoteColumns + " FROM notes n WHERE n.owner_id = ?1" +
+                               only_critical + " ORDER BY n.number DESC LIMIT ?2");
         s.bind(1, owner_id).bind(2, int64_t{limit});
         while (s.step())
             notes.push_back(read_note(s));
@@ -290,7 +292,8 @@ std::vector<Note> NoteStore::latest(SqliteDatabase& db, int64_t owner_id, const 
     }
     // Walk the first tag's notes newest first; the other tags must be there too.
     std::string sql = std::string("SELECT ") + kNoteColumns +
-                      " FROM note_tags t JOIN notes n ON n.id = t.note_id WHERE t.owner_id = ?1 AND t.tag_key = ?3";
+                      " FROM note_tags t JOIN notes n ON n.id = t.note_id WHERE t.owner_id = ?1 AND t.tag_key = ?3" +
+                      only_critical;
     for (std::size_t i = 1; i < tags.size(); ++i)
         sql += " AND EXISTS (SELECT 1 FROM note_tags o WHERE o.owner_id = ?1 AND o.tag_key = ?" +
                std::to_string(i + 3) + " AND o.note_id = n.id)";
@@ -310,7 +313,7 @@ std::vector<Note> NoteStore::latest(SqliteDatabase& db, int64_t owner_id, const 
 // writes, and Alice could learn how common a word is in other people's notes.
 // Here document frequency, note count and average length are the owner's own.
 std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const std::vector<std::string>& words,
-                                    const std::vector<std::string>& tags, int limit) {
+                                    const std::vector<std::string>& tags, bool critical_only, int limit) {
     std::string match;
     for (const auto& w : words) {
         if (!match.empty()) match += " OR ";
@@ -319,8 +322,9 @@ std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const 
             match += c == '"' ? std::string("\"\"") : std::string(1, c);
         match += '"';
     }
-    std::string sql = "SELECT n.id, n.number, note_term_counts(notes_fts) FROM notes_fts CROSS JOIN notes n "
-                      "ON n.id = notes_fts.rowid WHERE notes_fts MATCH ?1 AND n.owner_id = ?2";
+    std::string sql = "SELECT n.id, n.number, n.token_count, note_term_counts(notes_fts) FROM notes_fts CROSS "
+                      "JOIN notes n ON n.id = notes_fts.rowid WHERE notes_fts MATCH ?1 AND n.owner_id = ?2";
+    if (critical_only) sql += " AND n.critical = 1";
     for (std::size_t i = 0; i < tags.size(); ++i)
         sql += " AND EXISTS (SELECT 1 FROM note_tags o WHERE o.owner_id = ?2 AND o.tag_key = ?" +
                std::to_string(i + 3) + " AND o.note_id = n.id)";
@@ -328,7 +332,8 @@ std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const 
     struct Candidate {
         int64_t id;
         int64_t number;
-        std::vector<uint32_t> counts; // [length, hits of word 0, ...]
+        int64_t length;
+        std::vector<uint32_t> counts; // hits of word 0, word 1, ...
         double score = 0;
     };
     std::vector<Candidate> candidates;
@@ -337,7 +342,7 @@ std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const 
     for (std::size_t i = 0; i < tags.size(); ++i)
         s.bind(static_cast<int>(i + 3), tags[i]);
     while (s.step())
-        candidates.push_back({s.integer(0), s.integer(1), s.uint32_blob(2)});
+        candidates.push_back({s.integer(0), s.integer(1), s.integer(2), s.uint32_blob(3)});
     s.reset();
     if (candidates.empty()) return {};
 
@@ -350,14 +355,14 @@ std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const 
     std::vector<double> idf(words.size());
     for (std::size_t w = 0; w < words.size(); ++w) {
         const double df = static_cast<double>(std::count_if(candidates.begin(), candidates.end(), [&](const auto& c) {
-            return c.counts.size() > w + 1 && c.counts[w + 1] > 0;
+            return c.counts.size() > w && c.counts[w] > 0;
         }));
         idf[w] = std::log(1.0 + (note_count - df + 0.5) / (df + 0.5));
     }
     for (auto& c : candidates) {
-        const double length = c.counts.empty() ? average_length : c.counts[0];
-        for (std::size_t w = 0; w < words.size() && w + 1 < c.counts.size(); ++w) {
-            const double tf = c.counts[w + 1];
+        const double length = c.length > 0 ? static_cast<double>(c.length) : average_length;
+        for (std::size_t w = 0; w < words.size() && w < c.counts.size(); ++w) {
+            const double tf = c.counts[w];
             if (tf > 0) c.score += idf[w] * tf * (kK1 + 1) / (tf + kK1 * (1 - kB + kB * length / average_length));
         }
     }
@@ -432,15 +437,16 @@ int64_t NoteStore::forget_all(const Owner& owner) {
     return deleted;
 }
 
-std::vector<int64_t> NoteStore::critical_notes(const Owner& owner) {
+std::vector<Note> NoteStore::critical_notes(const Owner& owner) {
     auto db = pool_->acquire();
     Transaction tx(*db, Transaction::Kind::read);
-    std::vector<int64_t> out;
-    auto& s = (*db).statement("SELECT n.number FROM notes n JOIN owners o ON o.id = n.owner_id "
+    std::vector<Note> out;
+    auto& s = (*db).statement(std::string("SELECT ") + kNoteColumns +
+                              " FROM notes n JOIN owners o ON o.id = n.owner_id "
                               "WHERE o.subject = ?1 AND o.store = ?2 AND n.critical = 1 ORDER BY n.number");
     s.bind(1, owner.subject).bind(2, owner.store);
     while (s.step())
-        out.push_back(s.integer(0));
+        out.push_back(read_note(s));
     tx.commit();
     return out;
 }

@@ -62,6 +62,7 @@ struct RecallQuery {
     std::string query;             // empty: the latest notes
     std::vector<std::string> tags; // every one must be on the note
     int limit = 0;                 // 0: the default; capped at NoteLimits::max_recall
+    bool critical_only = false;    // only notes flagged critical
 };
 
 // The caller's arguments are not acceptable; what() is the sentence for the agent.
@@ -95,17 +96,18 @@ public:
     // For the gate: the owner's critical note numbers that recall has not yet
     // returned to this owner.
     std::vector<int64_t> unread_critical(const Owner& owner);
-    // All of the owner's critical note numbers, read or not.
-    std::vector<int64_t> critical_notes(const Owner& owner);
+    // All of the owner's critical notes, read or not, oldest first.
+    std::vector<Note> critical_notes(const Owner& owner);
 
     const NoteLimits& limits() const { return settings_.limits; }
     int schema_version();
 
 private:
     class ConnectionPool;
-    std::vector<Note> latest(SqliteDatabase& db, int64_t owner_id, const std::vector<std::string>& tag_keys, int limit);
+    std::vector<Note> latest(SqliteDatabase& db, int64_t owner_id, const std::vector<std::string>& tag_keys,
+                             bool critical_only, int limit);
     std::vector<Note> search(SqliteDatabase& db, int64_t owner_id, const std::vector<std::string>& words,
-                             const std::vector<std::string>& tag_keys, int limit);
+                             const std::vector<std::string>& tag_keys, bool critical_only, int limit);
     void mark_critical_read(SqliteDatabase& db, int64_t owner_id, const std::vector<Note>& notes);
 
     StoreSettings settings_;

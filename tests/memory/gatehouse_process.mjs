@@ -30,6 +30,50 @@ export function makeHome(settings = {}) {
   return { dir, config, database: path.join(dir, 'data', 'memory', 'memory.db') };
 }
 
+// A folder with the session family and the memory family behind the gate.
+// The store comes from a program state file, so a test can switch it
+// (setProgram); grants and the store password are set up as for a real shop.
+export function makeSessionHome({ store = 'shop-a', user = 'ann' } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-memory-gate-'));
+  const program = path.join(dir, 'program.json');
+  const credentials = path.join(dir, 'credentials');
+  fs.writeFileSync(credentials, 'not-a-real-password\n', { mode: 0o600 });
+  const lines = [
+    `plugin_dir: ${JSON.stringify(pluginDir)}`,
+    `data_dir: ${JSON.stringify(path.join(dir, 'data'))}`,
+    'log_level: warn',
+    'strict: true',
+    'plugins: [session.so, memory.so]',
+    'session:',
+    '  backend: memory',
+    `  program_state_file: ${JSON.stringify(program)}`,
+    `  credentials_file: ${JSON.stringify(credentials)}`,
+    '  grants:',
+    '    shop-a: {ann: [memory.read, memory.write]}',
+    '    shop-b: {ann: [memory.read, memory.write]}',
+    '  rules: Work only on what the person asked for.',
+  ];
+  const config = path.join(dir, 'gatehouse.yaml');
+  fs.writeFileSync(config, lines.join('\n') + '\n');
+  const home = {
+    dir,
+    config,
+    database: path.join(dir, 'data', 'memory', 'memory.db'),
+    setProgram(store, user) {
+      fs.writeFileSync(program, JSON.stringify({ running: true, store, user, updated: new Date().toISOString() }));
+    },
+  };
+  home.setProgram(store, user);
+  return home;
+}
+
+const running = new Set();
+
+// Kills every host still running (after a failed test).
+export function stopAll() {
+  for (const host of running) host.child.kill('SIGKILL');
+}
+
 export class Gatehouse {
   constructor(home, principal) {
     this.child = spawn(binary, ['serve', '--config', home.config], {
@@ -40,7 +84,13 @@ export class Gatehouse {
     this.waiting = new Map();
     this.untagged = []; // answers without an id (parse errors)
     this.stderr = '';
-    this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => resolve({ code, signal })));
+    running.add(this);
+    this.exited = new Promise((resolve) =>
+      this.child.on('exit', (code, signal) => {
+        running.delete(this);
+        resolve({ code, signal });
+      }),
+    );
     this.child.stderr.on('data', (d) => (this.stderr += d));
     this.child.stdin.on('error', () => {}); // EPIPE after a deliberate kill
     let buffer = '';
@@ -109,3 +159,13 @@ export class Gatehouse {
 }
 
 export const text = (result) => result.content.map((c) => c.text).join('\n');
+
+// The refusal code of a gate refusal, or undefined for any other result.
+export const refusalCode = (result) => (result.isError ? result.structuredContent?.code : undefined);
+
+// Opens a session and returns session_connect's answer.
+export async function connect(host, topic) {
+  const r = await host.call('session_connect', { topic });
+  if (r.isError) throw new Error(`session_connect: ${text(r)}`);
+  return r.structuredContent;
+}

@@ -332,7 +332,7 @@ TEST_CASE("critical notes: flagged, returned, marked read per owner") {
     NoteStore store(tmp.settings());
     const auto plain = keep(store, alice, "ordinary");
     const auto critical = keep(store, alice, "never ship on Friday", {"rules"}, true);
-    CHECK(store.critical_notes(alice) == std::vector<int64_t>{critical});
+    CHECK(ids(store.critical_notes(alice)) == std::vector<int64_t>{critical});
     CHECK(store.unread_critical(alice) == std::vector<int64_t>{critical});
 
     find(store, alice, "ordinary"); // does not return it: still unread
@@ -342,14 +342,49 @@ TEST_CASE("critical notes: flagged, returned, marked read per owner") {
     REQUIRE(got.size() == 1);
     CHECK(got[0].critical);
     CHECK(store.unread_critical(alice).empty());
-    CHECK(store.critical_notes(alice) == std::vector<int64_t>{critical});
+    CHECK(ids(store.critical_notes(alice)) == std::vector<int64_t>{critical});
     (void)plain;
 
     const auto second = keep(store, alice, "second rule", {}, true);
     CHECK(store.unread_critical(alice) == std::vector<int64_t>{second});
     CHECK(store.forget(alice, second));
     CHECK(store.unread_critical(alice).empty());
-    CHECK(store.critical_notes(alice) == std::vector<int64_t>{critical});
+    CHECK(ids(store.critical_notes(alice)) == std::vector<int64_t>{critical});
+}
+
+TEST_CASE("recall can ask for the critical notes only, with or without words and tags") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto first = keep(store, alice, "close the till at six", {"rules"}, true);
+    keep(store, alice, "the till sticks", {"rules"});
+    const auto second = keep(store, alice, "never refund cash", {}, true);
+    keep(store, bob, "bob's own rule", {}, true);
+
+    RecallQuery all{"", {}, 0, true};
+    CHECK(ids(store.recall(alice, all)) == std::vector<int64_t>{second, first});
+    RecallQuery words{"till", {}, 0, true};
+    CHECK(ids(store.recall(alice, words)) == std::vector<int64_t>{first});
+    RecallQuery tagged{"", {"rules"}, 0, true};
+    CHECK(ids(store.recall(alice, tagged)) == std::vector<int64_t>{first});
+    CHECK(store.unread_critical(alice).empty());
+    CHECK(store.unread_critical(bob).size() == 1);
+}
+
+TEST_CASE("one principal's notes for two stores never mix") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const Owner shop_a{"alice", "shop-a"};
+    const Owner shop_b{"alice", "shop-b"};
+    CHECK(keep(store, shop_a, "supplier in shop a", {}, true) == 1);
+    CHECK(find(store, shop_b, "supplier").empty());
+    CHECK(find(store, alice, "supplier").empty());
+    CHECK(store.critical_notes(shop_b).empty());
+    CHECK(keep(store, shop_b, "supplier in shop b") == 1);
+    REQUIRE(find(store, shop_a, "supplier").size() == 1);
+    CHECK(find(store, shop_a, "supplier")[0].text == "supplier in shop a");
+    CHECK_FALSE(store.forget(shop_b, 2));
+    CHECK(store.forget_all(shop_b) == 1);
+    CHECK(ids(store.critical_notes(shop_a)) == std::vector<int64_t>{1});
 }
 
 TEST_CASE("schema is versioned; notes survive reopening; a newer file is refused") {
