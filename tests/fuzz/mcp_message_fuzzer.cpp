@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     // Tool calls run on the pool: give them a moment, then cancel the rest (the
     // echo family's slow tool stops when cancelled), so no input outlives itself.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
     while (h.server->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::yield();
     connection->cancel_all();
