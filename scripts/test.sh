@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything, and runs every test: unit
 # tests, integration tests against the real binary (with real MCP clients
-# from npm), and the out-of-tree plugin build.
+# from npm), the out-of-tree plugin build, and the fuzz corpus replay.
+#
+# The tests run on a build with AddressSanitizer and UndefinedBehaviorSanitizer
+# (build-asan/); any report aborts the process that made it, so the test that
+# started it fails. Then each fuzz target runs for GATEHOUSE_FUZZ_SECONDS
+# (default 20; 0 skips fuzzing), and with GATEHOUSE_PLAIN_BUILD=1 the plain
+# build of scripts/run.sh is compiled too (build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-node
@@ -11,5 +17,22 @@ for dir in tests/integration tests/memory; do
     (cd "$dir" && npm ci --silent --no-audit --no-fund)
   fi
 done
-scripts/build.sh -DGATEHOUSE_BUILD_TESTS=ON -DGATEHOUSE_BUILD_BENCH=OFF -DGATEHOUSE_REQUIRE_INTEGRATION=ON
-ctest --test-dir build --output-on-failure -j 2 --timeout 300
+
+# Exported, so every gatehouse the Node tests spawn inherits them.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+GATEHOUSE_BUILD_DIR=build-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DGATEHOUSE_SANITIZE=ON \
+  -DGATEHOUSE_BUILD_TESTS=ON -DGATEHOUSE_BUILD_BENCH=OFF -DGATEHOUSE_REQUIRE_INTEGRATION=ON
+ctest --test-dir build-asan --output-on-failure -j 2 --timeout 300
+
+# The plain build scripts/run.sh serves compiles the same sources with the same
+# compiler, without the sanitizers; on a 2-core machine it would add a third
+# full compile to every run, so it is on request (docs/security.md says why).
+if [[ ${GATEHOUSE_PLAIN_BUILD:-0} == 1 ]]; then
+  scripts/build.sh -DGATEHOUSE_BUILD_TESTS=OFF -DGATEHOUSE_BUILD_BENCH=OFF
+fi
+
+fuzz_seconds=${GATEHOUSE_FUZZ_SECONDS:-20}
+if ((fuzz_seconds > 0)); then
+  scripts/fuzz.sh "$fuzz_seconds"
+fi

@@ -249,6 +249,11 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
 
 } // namespace
 
+std::unique_ptr<Tool> read_tool_descriptor(const gh_tool_desc* raw, std::size_t index, const std::string& prefix,
+                                           bool sessions) {
+    return read_tool(raw, index, prefix, sessions);
+}
+
 std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, LoadReport& report) {
     auto registry = std::make_unique<ToolRegistry>();
     std::unordered_map<std::string, std::string> tool_owner;  // published name -> family

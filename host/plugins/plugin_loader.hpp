@@ -35,4 +35,12 @@ public:
     static std::unique_ptr<ToolRegistry> load(const config::Config& config, LoadReport& report);
 };
 
+// Reads one tool descriptor through read_abi_struct and checks everything in
+// it that needs no loaded library: name, flags, risk, the JSON fields and the
+// schemas (compiled). `raw` must span its own struct_size bytes, and its gh_str
+// fields must point at readable memory. Throws std::runtime_error with the
+// sentence the load report shows. Exposed for tests and the descriptor fuzzer.
+std::unique_ptr<Tool> read_tool_descriptor(const gh_tool_desc* raw, std::size_t index, const std::string& prefix,
+                                           bool sessions);
+
 } // namespace gatehouse::plugins

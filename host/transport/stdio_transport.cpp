@@ -1,6 +1,7 @@
 #include "transport/stdio_transport.hpp"
 
 #include "auth/principal.hpp"
+#include "transport/line_framer.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -97,9 +98,14 @@ int StdioTransport::run(protocol::RequestPool& pool) {
     auto connection = std::make_shared<protocol::Connection>(outbound, auth::local_principal());
     spdlog::info("serving MCP over stdio as principal '{}'", connection->principal().subject);
 
-    std::string line;
+    LineFramer framer(max_message_bytes_);
+    const LineFramer::LineHandler on_line = [&](std::string_view line) { server_.on_message(connection, line); };
+    const LineFramer::OversizeHandler on_oversized = [&] {
+        outbound->send(protocol::make_error(nullptr, protocol::error_code::invalid_request,
+                                            "The message is larger than " + std::to_string(max_message_bytes_) +
+                                                " bytes, this server's limit; it was discarded."));
+    };
     std::string buffer(64 * 1024, '\0');
-    bool discarding = false; // inside a line that already broke the size limit
     for (;;) {
         if (g_stop_requested) break;
         const ssize_t n = ::read(STDIN_FILENO, buffer.data(), buffer.size());
@@ -109,36 +115,10 @@ int StdioTransport::run(protocol::RequestPool& pool) {
             break;
         }
         if (n == 0) break;
-        const char* p = buffer.data();
-        const char* end = p + n;
-        while (p < end) {
-            const char* newline = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
-            const char* stop = newline ? newline : end;
-            if (!discarding) {
-                if (line.size() + static_cast<std::size_t>(stop - p) > max_message_bytes_) {
-                    // Refuse once, then skip the rest of this line without keeping it.
-                    outbound->send(protocol::make_error(
-                        nullptr, protocol::error_code::invalid_request,
-                        "The message is larger than " + std::to_string(max_message_bytes_) +
-                            " bytes, this server's limit; it was discarded."));
-                    line.clear();
-                    line.shrink_to_fit();
-                    discarding = true;
-                } else {
-                    line.append(p, stop);
-                }
-            }
-            if (!newline) break;
-            if (!discarding) {
-                if (!line.empty() && line.back() == '\r') line.pop_back();
-                if (!line.empty()) server_.on_message(connection, line);
-            }
-            line.clear();
-            discarding = false;
-            p = newline + 1;
-        }
+        framer.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)), on_line, on_oversized);
     }
-    if (!g_stop_requested && !discarding && !line.empty()) server_.on_message(connection, line);
+    if (const std::string last = framer.finish(); !g_stop_requested && !last.empty())
+        server_.on_message(connection, last);
     // End of input is the client's way to shut down: calls already running get
     // a short grace to answer (a piped batch of requests still gets its
     // answers), then whatever is left is cancelled. A stop signal cancels at once.
