@@ -208,7 +208,7 @@ if (PEER) {
 }
 fs.rmSync(work, { recursive: true });
 
-const f = (x) => x.toFixed(2);
+const f = (x) => (Number.isFinite(x) ? x.toFixed(2) : '-');
 const g = results.gatehouse;
 const m = results.serverMemory ?? { storeMs: NaN, small: {}, big: {}, fileBytes: NaN };
 console.log(`notes stored: ${N}; recall queries: ${QUERIES} one-word queries; big set: ${BIG} notes`);
@@ -219,5 +219,5 @@ console.log(`| recall p50 at ${N} | ${f(g.small.p50)} ms | ${f(m.small.p50)} ms 
 console.log(`| recall p99 at ${N} | ${f(g.small.p99)} ms | ${f(m.small.p99)} ms | ${f(m.small.p99 / g.small.p99)}x |`);
 console.log(`| recall p50 at ${BIG} | ${f(g.big.p50)} ms | ${f(m.big.p50)} ms | ${f(m.big.p50 / g.big.p50)}x |`);
 console.log(`| recall p99 at ${BIG} | ${f(g.big.p99)} ms | ${f(m.big.p99)} ms | ${f(m.big.p99 / g.big.p99)}x |`);
-console.log(`| notes returned over all queries at ${BIG} | ${g.big.hits} (limit 10 each) | ${m.big.hits} (all matches) | |`);
+console.log(`| notes returned over all queries at ${BIG} | ${g.big.hits} (limit 10 each) | ${m.big.hits ?? '-'} (all matches) | |`);
 console.log(`| file size at ${BIG} | ${(g.dbBytes / 1048576).toFixed(1)} MiB | ${(m.fileBytes / 1048576).toFixed(1)} MiB | |`);
