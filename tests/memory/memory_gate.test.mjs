@@ -131,11 +131,13 @@ test("inside a session the owner key is the session's store", async () => {
   fs.rmSync(home.dir, { recursive: true });
 });
 
-// The same data folder served without a session section: no gate, no store.
+// The same data folder served without a session section and with gate: false:
+// no gate, no store.
 function writePlainConfig(home) {
   const gated = fs.readFileSync(home.config, 'utf8').split('\n');
   const plain = gated.slice(0, gated.indexOf('session:')).map((l) => (l.startsWith('plugins:') ? 'plugins: [memory.so]' : l));
   const file = home.config.replace(/\.yaml$/, '-plain.yaml');
+  plain.push('gate: false');
   fs.writeFileSync(file, plain.join('\n') + '\n');
   return file;
 }
