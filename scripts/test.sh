@@ -5,9 +5,10 @@
 #
 # The tests run on a build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (build-asan/); any report aborts the process that made it, so the test that
-# started it fails. Then each fuzz target runs for GATEHOUSE_FUZZ_SECONDS
-# (default 20; 0 skips fuzzing), and with GATEHOUSE_PLAIN_BUILD=1 the plain
-# build of scripts/run.sh is compiled too (build/).
+# started it fails. Before the tests, each fuzz target runs for
+# GATEHOUSE_FUZZ_SECONDS (default 20; 0 skips fuzzing), and with
+# GATEHOUSE_PLAIN_BUILD=1 the plain build of scripts/run.sh is compiled too
+# (build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-node
@@ -23,7 +24,6 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 GATEHOUSE_BUILD_DIR=build-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DGATEHOUSE_SANITIZE=ON \
   -DGATEHOUSE_BUILD_TESTS=ON -DGATEHOUSE_BUILD_BENCH=OFF -DGATEHOUSE_REQUIRE_INTEGRATION=ON
-ctest --test-dir build-asan --output-on-failure -j 2 --timeout 300
 
 # The plain build scripts/run.sh serves compiles the same sources with the same
 # compiler, without the sanitizers; on a 2-core machine it would add a third
@@ -36,3 +36,6 @@ fuzz_seconds=${GATEHOUSE_FUZZ_SECONDS:-20}
 if ((fuzz_seconds > 0)); then
   scripts/fuzz.sh "$fuzz_seconds"
 fi
+
+# Last, so the run closes on the test summary.
+ctest --test-dir build-asan --output-on-failure -j 2 --timeout 300
