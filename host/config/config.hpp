@@ -28,7 +28,7 @@ struct PluginEntry {
 
 struct DomainSettings {
     bool enabled = true;
-    std::string prefix;                              // prepended to every tool name of the family
+    std::string prefix;                                 // prepended to every tool name of the family
     nlohmann::json settings = nlohmann::json::object(); // handed to the plugin's init
     SourceLocation where;
 };
@@ -70,11 +70,11 @@ struct SessionSettings {
 };
 
 struct Config {
-    std::string source;               // file path, or "<embedded>"
-    std::filesystem::path base_dir;   // relative paths resolve against this
+    std::string source;             // file path, or "<embedded>"
+    std::filesystem::path base_dir; // relative paths resolve against this
     ServerIdentity server;
-    bool strict = false;              // exit non-zero when any plugin fails to load
-    bool gate = true;                 // false: gated tools run unchecked (testing a plugin only)
+    bool strict = false; // exit non-zero when any plugin fails to load
+    bool gate = true;    // false: gated tools run unchecked (testing a plugin only)
     std::string log_level = "info";
     std::filesystem::path plugin_dir; // where bare plugin file names are looked up
     std::filesystem::path data_dir;   // where families keep their files

@@ -14,8 +14,7 @@ Config load_config_file(const std::filesystem::path& file);
 
 // Reads YAML text that has no file of its own (the embedded default).
 // Relative paths resolve against base_dir.
-Config load_config_text(std::string_view yaml, const std::string& source_name,
-                        const std::filesystem::path& base_dir);
+Config load_config_text(std::string_view yaml, const std::string& source_name, const std::filesystem::path& base_dir);
 
 // The default folder for families' files when the YAML names none.
 std::filesystem::path default_data_dir();

@@ -13,8 +13,7 @@ namespace gatehouse::plugins {
 // behaviour". Larger (newer) structs are accepted only when the tail this host
 // does not know is all zero; otherwise the plugin asks for something this host
 // cannot do, and it is refused with `why` set.
-template <class T>
-std::optional<T> read_abi_struct(const void* source, std::size_t minimum_size, std::string& why) {
+template <class T> std::optional<T> read_abi_struct(const void* source, std::size_t minimum_size, std::string& why) {
     if (!source) {
         why = "null struct pointer";
         return std::nullopt;
@@ -34,8 +33,8 @@ std::optional<T> read_abi_struct(const void* source, std::size_t minimum_size, s
         const auto* bytes = static_cast<const unsigned char*>(source);
         for (std::size_t i = known; i < size; ++i) {
             if (bytes[i] != 0) {
-                why = "struct_size " + std::to_string(size) + " sets fields this host (size " +
-                      std::to_string(known) + ") does not know";
+                why = "struct_size " + std::to_string(size) + " sets fields this host (size " + std::to_string(known) +
+                      ") does not know";
                 return std::nullopt;
             }
         }

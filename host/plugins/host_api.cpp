@@ -10,7 +10,9 @@ namespace gatehouse::plugins {
 
 namespace {
 
-std::string_view as_view(gh_str s) { return s.ptr ? std::string_view(s.ptr, s.len) : std::string_view(); }
+std::string_view as_view(gh_str s) {
+    return s.ptr ? std::string_view(s.ptr, s.len) : std::string_view();
+}
 
 spdlog::level::level_enum spd_level(int32_t level) {
     switch (level) {
@@ -115,6 +117,8 @@ const gh_host_api kHostApi = {
 
 } // namespace
 
-const gh_host_api* host_api() { return &kHostApi; }
+const gh_host_api* host_api() {
+    return &kHostApi;
+}
 
 } // namespace gatehouse::plugins

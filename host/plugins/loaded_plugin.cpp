@@ -8,11 +8,12 @@
 namespace gatehouse::plugins {
 
 namespace {
-std::string copy(gh_str s) { return s.ptr ? std::string(s.ptr, s.len) : std::string(); }
+std::string copy(gh_str s) {
+    return s.ptr ? std::string(s.ptr, s.len) : std::string();
+}
 } // namespace
 
-LoadedPlugin::LoadedPlugin(boost::dll::shared_library library, std::filesystem::path path,
-                           gh_plugin_desc desc)
+LoadedPlugin::LoadedPlugin(boost::dll::shared_library library, std::filesystem::path path, gh_plugin_desc desc)
     : library_(std::move(library)), path_(std::move(path)), desc_(desc), name_(copy(desc.name)),
       version_(copy(desc.version)), family_(copy(desc.family)), rules_(copy(desc.rules)) {}
 
@@ -35,8 +36,7 @@ bool LoadedPlugin::init(const std::string& config_json, std::string& error) {
     return true;
 }
 
-int32_t LoadedPlugin::call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments,
-                           gh_sink* out) {
+int32_t LoadedPlugin::call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments, gh_sink* out) {
     const gh_str args{arguments.data(), arguments.size()};
     if (reentrant()) return fn(state_, tool_data, call, args, out);
     std::lock_guard lock(serial_);

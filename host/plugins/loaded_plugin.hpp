@@ -26,8 +26,7 @@ public:
 
     // Calls one tool. Serialized with a per-plugin mutex unless the plugin is
     // reentrant. The host holds no other lock while inside the plugin.
-    int32_t call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments,
-                 gh_sink* out);
+    int32_t call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments, gh_sink* out);
 
     // ABI 1.1: the family's critical notes for an owner {"store","user","principal"}.
     bool has_critical_items() const { return desc_.critical_items != nullptr; }

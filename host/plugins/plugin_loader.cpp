@@ -238,8 +238,7 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
     std::set<std::string> seen;
     for (uint32_t i = 0; i < desc->tool_count; ++i) {
         auto tool = read_tool(desc->tools[i], i, c.prefix, cfg.session.configured);
-        if (!seen.insert(tool->plugin_name).second)
-            throw Refused("tool '" + tool->plugin_name + "' is declared twice");
+        if (!seen.insert(tool->plugin_name).second) throw Refused("tool '" + tool->plugin_name + "' is declared twice");
         tool->family = family;
         c.tools.push_back(std::move(tool));
     }

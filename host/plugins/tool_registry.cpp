@@ -21,7 +21,8 @@ ToolRegistry::~ToolRegistry() {
     ordered_.clear();
     tools_.clear();
     // Unload in reverse order of loading.
-    while (!plugins_.empty()) plugins_.pop_back();
+    while (!plugins_.empty())
+        plugins_.pop_back();
 }
 
 const Tool* ToolRegistry::find(std::string_view name) const {
@@ -31,7 +32,7 @@ const Tool* ToolRegistry::find(std::string_view name) const {
 
 void ToolRegistry::add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<std::unique_ptr<Tool>> tools,
                               std::string prefix) {
-    FamilyInfo info{plugin->family(), plugin->name(),  plugin->version(),   plugin->path().string(),
+    FamilyInfo info{plugin->family(),  plugin->name(),  plugin->version(),   plugin->path().string(),
                     std::move(prefix), plugin->rules(), plugin->reentrant(), {}};
     for (auto& t : tools) {
         t->plugin = plugin.get();
@@ -45,7 +46,8 @@ void ToolRegistry::add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<
 void ToolRegistry::freeze() {
     ordered_.clear();
     by_name_.clear();
-    for (const auto& t : tools_) ordered_.push_back(t.get());
+    for (const auto& t : tools_)
+        ordered_.push_back(t.get());
     std::sort(ordered_.begin(), ordered_.end(), [](const Tool* a, const Tool* b) { return a->name < b->name; });
     std::string all;
     for (const Tool* t : ordered_) {
@@ -53,7 +55,7 @@ void ToolRegistry::freeze() {
         all += t->listing.dump();
         all += '\n';
     }
-    fingerprint_ = std::to_string(std::hash<std::string>{}(all) & 0xffffffffu);
+    fingerprint_ = std::to_string(std::hash<std::string>{}(all)&0xffffffffu);
 }
 
 } // namespace gatehouse::plugins

@@ -45,8 +45,7 @@ public:
 
 private:
     friend class PluginLoader;
-    void add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<std::unique_ptr<Tool>> tools,
-                    std::string prefix);
+    void add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<std::unique_ptr<Tool>> tools, std::string prefix);
     void freeze();
 
     std::vector<std::unique_ptr<LoadedPlugin>> plugins_;

@@ -21,7 +21,8 @@ void Connection::cancel(const Json& id) {
 
 void Connection::cancel_all() {
     std::lock_guard lock(in_flight_mutex_);
-    for (auto& [_, state] : in_flight_) state->cancelled = true;
+    for (auto& [_, state] : in_flight_)
+        state->cancelled = true;
 }
 
 } // namespace gatehouse::protocol

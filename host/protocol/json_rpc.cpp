@@ -28,6 +28,8 @@ Json make_notification(const char* method, Json params) {
     return out;
 }
 
-std::string encode(const Json& message) { return message.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string encode(const Json& message) {
+    return message.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 } // namespace gatehouse::protocol

@@ -39,29 +39,34 @@ bool nests_deeper_than(std::string_view text, std::size_t limit) {
 
 namespace {
 
-bool valid_id(const Json& id) { return id.is_string() || id.is_number_integer(); }
+bool valid_id(const Json& id) {
+    return id.is_string() || id.is_number_integer();
+}
 
 std::string supported_list() {
     std::string out;
-    for (auto v : kSupportedVersions) out += (out.empty() ? "" : ", ") + std::string(v);
+    for (auto v : kSupportedVersions)
+        out += (out.empty() ? "" : ", ") + std::string(v);
     return out;
 }
 
 Json supported_versions() {
     Json out = Json::array();
-    for (auto v : kSupportedVersions) out.push_back(std::string(v));
+    for (auto v : kSupportedVersions)
+        out.push_back(std::string(v));
     return out;
 }
 
 // Methods cheap enough to answer on the reader's thread, in arrival order.
-bool answered_inline(const std::string& method) { return method != "tools/call"; }
+bool answered_inline(const std::string& method) {
+    return method != "tools/call";
+}
 
 } // namespace
 
 McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate,
                      config::ServerIdentity identity, config::Limits limits, RequestPool& pool)
-    : registry_(registry), tool_call_(registry, gate), identity_(std::move(identity)), limits_(limits),
-      pool_(pool) {
+    : registry_(registry), tool_call_(registry, gate), identity_(std::move(identity)), limits_(limits), pool_(pool) {
     server_info_ = {{"name", identity_.name}, {"version", identity_.version}};
     if (!identity_.title.empty()) server_info_["title"] = identity_.title;
 }
@@ -155,10 +160,10 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
         return;
     }
     if (in_flight_.load() >= limits_.max_in_flight) {
-        connection->outbound().send(make_error(
-            id, error_code::internal_error,
-            "The server has " + std::to_string(limits_.max_in_flight) +
-                " requests in flight, its limit; retry when one of yours has been answered."));
+        connection->outbound().send(
+            make_error(id, error_code::internal_error,
+                       "The server has " + std::to_string(limits_.max_in_flight) +
+                           " requests in flight, its limit; retry when one of yours has been answered."));
         return;
     }
     ++in_flight_;
@@ -241,8 +246,7 @@ Request McpServer::decode_request(Connection& connection, Json&& message) const 
     if (meta)
         if (auto token = meta->find("progressToken"); token != meta->end()) {
             if (!token->is_string() && !token->is_number_integer())
-                throw ProtocolError(error_code::invalid_params,
-                                    "_meta.progressToken must be a string or an integer.");
+                throw ProtocolError(error_code::invalid_params, "_meta.progressToken must be a string or an integer.");
             r.progress_token = *token;
         }
     return r;
@@ -260,9 +264,8 @@ Json McpServer::dispatch(Request& request) const {
             if (m == "ping") return finish(request, Json::object());
             if (m == "logging/setLevel") return finish(request, set_log_level(request));
         }
-        throw ProtocolError(error_code::method_not_found,
-                            "Method not found: '" + m + "' (protocol revision " +
-                                std::string(revision_name(request.revision)) + ")");
+        throw ProtocolError(error_code::method_not_found, "Method not found: '" + m + "' (protocol revision " +
+                                                              std::string(revision_name(request.revision)) + ")");
     } catch (const ProtocolError& e) {
         return make_error(request.id, e.code(), e.what(), e.data());
     } catch (const std::exception& e) {
@@ -332,7 +335,8 @@ Json McpServer::list_tools(const Request& request) const {
     }
     const std::size_t end = std::min(tools.size(), offset + limits_.page_size);
     Json list = Json::array();
-    for (std::size_t i = offset; i < end; ++i) list.push_back(tools[i]->listing);
+    for (std::size_t i = offset; i < end; ++i)
+        list.push_back(tools[i]->listing);
     Json result = {{"tools", std::move(list)}};
     if (end < tools.size()) result["nextCursor"] = encode_cursor(registry_.fingerprint(), end);
     if (request.revision == Revision::modern_2026_07_28) {

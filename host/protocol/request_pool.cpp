@@ -5,10 +5,13 @@ namespace gatehouse::protocol {
 RequestPool::RequestPool(unsigned workers) {
     if (workers == 0) workers = 1;
     threads_.reserve(workers);
-    for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { run(); });
+    for (unsigned i = 0; i < workers; ++i)
+        threads_.emplace_back([this] { run(); });
 }
 
-RequestPool::~RequestPool() { stop(); }
+RequestPool::~RequestPool() {
+    stop();
+}
 
 void RequestPool::submit(std::function<void()> job) {
     {

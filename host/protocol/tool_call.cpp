@@ -101,8 +101,9 @@ Json ToolCall::run(Request& request) const {
         throw ProtocolError(error_code::invalid_params, "tools/call needs params.name, the tool's name as a string");
     const std::string& name = name_it->get_ref<const std::string&>();
     const plugins::Tool* tool = registry_.find(name);
-    if (!tool) throw ProtocolError(error_code::invalid_params, "Unknown tool: '" + name + "'; tools/list names the tools",
-                                   {{"tool", name}});
+    if (!tool)
+        throw ProtocolError(error_code::invalid_params, "Unknown tool: '" + name + "'; tools/list names the tools",
+                            {{"tool", name}});
 
     static const Json kNoArguments = Json::object();
     const Json* arguments = &kNoArguments;
@@ -142,8 +143,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
     case GH_STATUS_TOOL_ERROR:
     case GH_STATUS_INVALID_ARGS:
         return tool_error(out.bytes.empty() ? "Tool '" + tool.name + "' failed without saying why." : out.bytes);
-    case GH_STATUS_CANCELLED:
-        return tool_error("Tool '" + tool.name + "' stopped: the call was cancelled.");
+    case GH_STATUS_CANCELLED: return tool_error("Tool '" + tool.name + "' stopped: the call was cancelled.");
     default:
         spdlog::error("tool '{}' ({}): {}: {}", tool.name, tool.family, status_name(status), out.bytes);
         return tool_error("Tool '" + tool.name +
@@ -184,8 +184,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
     }
     if (!result.contains("content")) {
         result["content"] = Json::array();
-        if (structured != result.end())
-            result["content"].push_back({{"type", "text"}, {"text", structured->dump()}});
+        if (structured != result.end()) result["content"].push_back({{"type", "text"}, {"text", structured->dump()}});
     }
     return result;
 }

@@ -12,7 +12,8 @@ namespace gatehouse::schema {
 
 std::string SchemaViolation::sentence() const {
     std::string why = reason;
-    while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+    while (!why.empty() && (why.back() == '.' || why.back() == ' '))
+        why.pop_back();
     return "at " + (pointer.empty() ? std::string("/ (the arguments object)") : pointer) + ": " + why;
 }
 

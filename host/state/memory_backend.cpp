@@ -60,6 +60,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<StateBackend> make_memory_backend() { return std::make_unique<MemoryBackend>(); }
+std::unique_ptr<StateBackend> make_memory_backend() {
+    return std::make_unique<MemoryBackend>();
+}
 
 } // namespace gatehouse::state

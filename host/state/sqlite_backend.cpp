@@ -83,7 +83,8 @@ public:
         sqlite3_bind_int64(s.get(), 3, now_ms());
         std::vector<std::pair<std::string, std::string>> out;
         int rc;
-        while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.emplace_back(column_text(s, 0), column_text(s, 1));
+        while ((rc = sqlite3_step(s.get())) == SQLITE_ROW)
+            out.emplace_back(column_text(s, 0), column_text(s, 1));
         if (rc != SQLITE_DONE) fail("scan");
         return out;
     }
@@ -100,7 +101,8 @@ private:
         ~Statement() { sqlite3_finalize(stmt_); }
         sqlite3_stmt* get() const { return stmt_; }
         void step_done() {
-            if (sqlite3_step(stmt_) != SQLITE_DONE) throw BackendError(std::string("state database: ") + sqlite3_errmsg(db_));
+            if (sqlite3_step(stmt_) != SQLITE_DONE)
+                throw BackendError(std::string("state database: ") + sqlite3_errmsg(db_));
         }
 
     private:

@@ -20,7 +20,9 @@ namespace {
 
 volatile std::sig_atomic_t g_stop_requested = 0;
 
-void on_stop_signal(int) { g_stop_requested = 1; }
+void on_stop_signal(int) {
+    g_stop_requested = 1;
+}
 
 void install_signal_handlers() {
     struct sigaction sa {};

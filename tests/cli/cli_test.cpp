@@ -25,7 +25,8 @@ ChildResult run_gatehouse(const std::vector<std::string>& args, const std::strin
 // A config over the fixtures: plugin_dir is set, `rest` adds the rest. The
 // CLI is under test here, not the gate, so fixture tools run unchecked.
 std::string config(const TempDir& dir, const std::string& rest) {
-    return dir.write("gatehouse.yaml", "plugin_dir: " + plugin_dir().string() + "\n" + rest + "\ngate: false\n").string();
+    return dir.write("gatehouse.yaml", "plugin_dir: " + plugin_dir().string() + "\n" + rest + "\ngate: false\n")
+        .string();
 }
 
 std::vector<std::string> lines(const std::string& text) {

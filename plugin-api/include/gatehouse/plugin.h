@@ -176,10 +176,8 @@ typedef struct gh_host_api {
 #define GH_HOST_API_SIZE_V2 (offsetof(gh_host_api, critical_read) + sizeof(void*))
 
 /* True when the host's table is large enough to hold `field`. */
-#define GH_HAS(api, field)                                                                         \
-    ((api) != NULL &&                                                                              \
-     (api)->struct_size >= offsetof(gh_host_api, field) + sizeof((api)->field) &&                   \
-     (api)->field != NULL)
+#define GH_HAS(api, field)                                                                                             \
+    ((api) != NULL && (api)->struct_size >= offsetof(gh_host_api, field) + sizeof((api)->field) && (api)->field != NULL)
 
 /* ---- Tools ------------------------------------------------------------- */
 
@@ -193,25 +191,24 @@ typedef struct gh_host_api {
  *                 "structuredContent": {...}}); on TOOL_ERROR or INVALID_ARGS,
  *                 a plain-text sentence for the agent; on INTERNAL, text for
  *                 the log. */
-typedef int32_t (*gh_tool_fn)(void* plugin_state, void* tool_data, gh_call* call, gh_str arguments,
-                              gh_sink* out);
+typedef int32_t (*gh_tool_fn)(void* plugin_state, void* tool_data, gh_call* call, gh_str arguments, gh_sink* out);
 
 typedef struct gh_tool_desc {
     uint32_t struct_size;
-    uint32_t flags;          /* GH_TOOL_* */
-    gh_str name;             /* [a-zA-Z0-9_.-]{1,64}; unique in the family */
-    gh_str title;            /* optional human title */
-    gh_str description;      /* what the tool does, for the model */
-    gh_str input_schema;     /* JSON Schema object, "type": "object" at the root */
-    gh_str output_schema;    /* optional JSON Schema for structuredContent */
-    gh_str scope;            /* the scope a token must carry to call it (HTTP) */
-    gh_str required_scopes;  /* JSON array of grant names, all required; may be empty */
-    uint32_t risk;           /* GH_RISK_* */
-    uint32_t reserved0;      /* zero */
-    gh_str rules;            /* optional text the agent must accept before first use */
-    gh_str annotations;      /* optional JSON object (MCP ToolAnnotations) */
+    uint32_t flags;         /* GH_TOOL_* */
+    gh_str name;            /* [a-zA-Z0-9_.-]{1,64}; unique in the family */
+    gh_str title;           /* optional human title */
+    gh_str description;     /* what the tool does, for the model */
+    gh_str input_schema;    /* JSON Schema object, "type": "object" at the root */
+    gh_str output_schema;   /* optional JSON Schema for structuredContent */
+    gh_str scope;           /* the scope a token must carry to call it (HTTP) */
+    gh_str required_scopes; /* JSON array of grant names, all required; may be empty */
+    uint32_t risk;          /* GH_RISK_* */
+    uint32_t reserved0;     /* zero */
+    gh_str rules;           /* optional text the agent must accept before first use */
+    gh_str annotations;     /* optional JSON object (MCP ToolAnnotations) */
     gh_tool_fn call;
-    void* tool_data;         /* passed back to call() unchanged */
+    void* tool_data; /* passed back to call() unchanged */
 } gh_tool_desc;
 
 #define GH_TOOL_DESC_SIZE_V1 (offsetof(gh_tool_desc, tool_data) + sizeof(void*))
@@ -223,8 +220,7 @@ typedef struct gh_tool_desc {
  *           borrowed until return.
  *   state_out: set to the plugin's opaque state, passed to every call.
  *   error: on a non-OK status, a sentence saying why init failed. */
-typedef int32_t (*gh_init_fn)(const gh_host_api* api, gh_str config, void** state_out,
-                              gh_sink* error);
+typedef int32_t (*gh_init_fn)(const gh_host_api* api, gh_str config, void** state_out, gh_sink* error);
 
 /* Called once after the last call returned, on one thread. */
 typedef void (*gh_shutdown_fn)(void* plugin_state);
@@ -239,16 +235,16 @@ typedef int32_t (*gh_critical_items_fn)(void* plugin_state, gh_str owner, gh_sin
 
 typedef struct gh_plugin_desc {
     uint32_t struct_size;
-    uint32_t abi_version;    /* GH_ABI_VERSION the plugin was built against */
-    uint32_t flags;          /* GH_PLUGIN_* */
+    uint32_t abi_version; /* GH_ABI_VERSION the plugin was built against */
+    uint32_t flags;       /* GH_PLUGIN_* */
     uint32_t tool_count;
-    gh_str name;             /* the plugin's own name, e.g. "gatehouse-memory" */
-    gh_str version;          /* the plugin's version, e.g. "1.2.0" */
-    gh_str family;           /* the domain it serves, e.g. "memory" */
-    gh_str rules;            /* optional general rules of the family */
-    const gh_tool_desc* const* tools; /* tool_count pointers */
-    gh_init_fn init;         /* optional */
-    gh_shutdown_fn shutdown; /* optional */
+    gh_str name;                         /* the plugin's own name, e.g. "gatehouse-memory" */
+    gh_str version;                      /* the plugin's version, e.g. "1.2.0" */
+    gh_str family;                       /* the domain it serves, e.g. "memory" */
+    gh_str rules;                        /* optional general rules of the family */
+    const gh_tool_desc* const* tools;    /* tool_count pointers */
+    gh_init_fn init;                     /* optional */
+    gh_shutdown_fn shutdown;             /* optional */
     gh_critical_items_fn critical_items; /* ABI 1.1+, optional */
 } gh_plugin_desc;
 

@@ -69,8 +69,12 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-inline gh_str view(std::string_view s) { return gh_str{s.data(), s.size()}; }
-inline std::string_view view(gh_str s) { return s.ptr ? std::string_view{s.ptr, s.len} : std::string_view{}; }
+inline gh_str view(std::string_view s) {
+    return gh_str{s.data(), s.size()};
+}
+inline std::string_view view(gh_str s) {
+    return s.ptr ? std::string_view{s.ptr, s.len} : std::string_view{};
+}
 
 // What a successful handler returns: MCP content blocks and optional
 // structured content (which must match the tool's outputSchema, if any).
@@ -278,7 +282,8 @@ public:
             d.tool_data = &t;
             tool_descs_.push_back(d);
         }
-        for (auto& d : tool_descs_) tool_ptrs_.push_back(&d);
+        for (auto& d : tool_descs_)
+            tool_ptrs_.push_back(&d);
 
         desc_ = gh_plugin_desc{};
         desc_.struct_size = sizeof(gh_plugin_desc);
@@ -390,11 +395,11 @@ private:
 } // namespace gh
 
 // Emits the plugin's one C entry symbol for the given gh::Plugin object.
-#define GH_EXPORT_PLUGIN(plugin_object)                                                            \
-    extern "C" GH_EXPORT const gh_plugin_desc* gh_plugin_entry(const gh_host_api* api) {           \
-        return (plugin_object)                                                                     \
-            .descriptor(api, [](const gh_host_api* a, gh_str config, void** state,                 \
-                                gh_sink* error) noexcept -> int32_t {                              \
-                return ::gh::Plugin::init(plugin_object, a, config, state, error);                 \
-            });                                                                                    \
+#define GH_EXPORT_PLUGIN(plugin_object)                                                                                \
+    extern "C" GH_EXPORT const gh_plugin_desc* gh_plugin_entry(const gh_host_api* api) {                               \
+        return (plugin_object)                                                                                         \
+            .descriptor(api,                                                                                           \
+                        [](const gh_host_api* a, gh_str config, void** state, gh_sink* error) noexcept -> int32_t {    \
+                            return ::gh::Plugin::init(plugin_object, a, config, state, error);                         \
+                        });                                                                                            \
     }
