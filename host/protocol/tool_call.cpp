@@ -133,7 +133,7 @@ Json ToolCall::run(Request& request) const {
 Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
                       const gate::GateFindings& findings) const {
     ToolCallEnvironment environment(request, tool, gate_.session_service(), &findings.session);
-    gh_call call{&environment, tool.family};
+    gh_call call{&environment, tool.family, {}};
     gh_sink out;
     const std::string argument_text = arguments.dump();
     const int32_t status = tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
