@@ -26,7 +26,9 @@ for target in "${targets[@]}"; do
   echo "fuzzing $target for ${seconds}s" >&2
   # -timeout: one input running 10 s is a hang worth a report; the MCP target
   # needs inputs larger than its 4 KiB message limit to reach the refusal.
-  if "$build/bin/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  # GATEHOUSE_FUZZ_SEED fixes the random sequence (CI sets it, so a red run
+  # can be replayed); unset, every run explores anew.
+  if "$build/bin/fuzz_$target" -max_total_time="$seconds" -seed="${GATEHOUSE_FUZZ_SEED:-0}" -timeout=10 -rss_limit_mb=2048 \
     -max_len=16384 -print_final_stats=1 -artifact_prefix="$work/$target-" \
     "$work/$target" "tests/fuzz/corpus/$target" >"$log" 2>&1; then
     grep -E '^stat::(number_of_executed_units|new_units_added)|^Done ' "$log" | sed "s/^/  $target: /" >&2 || true

@@ -34,7 +34,7 @@ fi
 
 fuzz_seconds=${GATEHOUSE_FUZZ_SECONDS:-20}
 if ((fuzz_seconds > 0)); then
-  scripts/fuzz.sh "$fuzz_seconds"
+  GATEHOUSE_FUZZ_SEED=${GATEHOUSE_FUZZ_SEED:-1} scripts/fuzz.sh "$fuzz_seconds"
 fi
 
 # Last, so the run closes on the test summary.

@@ -6,6 +6,7 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include <regex>
 #include <stdexcept>
 
 namespace gatehouse::schema {
@@ -62,6 +63,31 @@ std::string pointer_from_context(const std::vector<std::string>& context) {
     return pointer;
 }
 
+// valijson compiles `pattern` and `patternProperties` regexes only when it
+// validates, and throws std::regex_error then: every call of the tool would
+// fail. Compiling each once here refuses such a schema at load instead.
+// Values that are data, not schemas (enum, const, default, examples), are
+// not searched.
+void check_patterns(const nlohmann::json& node, const std::string& pointer) {
+    if (node.is_array()) {
+        for (std::size_t i = 0; i < node.size(); ++i) check_patterns(node[i], pointer + "/" + std::to_string(i));
+        return;
+    }
+    if (!node.is_object()) return;
+    for (const auto& [key, value] : node.items()) {
+        const std::string here = pointer + "/" + json_pointer_token(key);
+        if (key == "enum" || key == "const" || key == "default" || key == "examples") continue;
+        try {
+            if (key == "pattern" && value.is_string()) std::regex(value.get<std::string>(), std::regex::ECMAScript);
+            if (key == "patternProperties" && value.is_object())
+                for (const auto& [regex, _] : value.items()) std::regex(regex, std::regex::ECMAScript);
+        } catch (const std::regex_error& e) {
+            throw std::invalid_argument("the regular expression at " + here + " does not compile: " + e.what());
+        }
+        check_patterns(value, here);
+    }
+}
+
 } // namespace
 
 JsonSchema::~JsonSchema() = default;
@@ -69,6 +95,7 @@ JsonSchema::~JsonSchema() = default;
 std::shared_ptr<const JsonSchema> JsonSchema::compile(const nlohmann::json& document) {
     if (!document.is_object()) throw std::invalid_argument("a schema must be a JSON object");
     check_dialect(document);
+    check_patterns(document, "");
     std::shared_ptr<JsonSchema> out(new JsonSchema());
     out->document_ = document;
     out->compiled_ = std::make_unique<valijson::Schema>();

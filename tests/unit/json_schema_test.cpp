@@ -28,6 +28,18 @@ TEST_CASE("schemas that are not JSON Schemas do not compile", "[schema]") {
     CHECK(compile_error(R"({"type":"object","properties":{"n":{"type":"integer"}}})").empty());
 }
 
+TEST_CASE("a regular expression that does not compile is refused at compile time, not at validation",
+          "[schema]") {
+    const auto error = compile_error(R"({"type":"object","properties":{"code":{"type":"string","pattern":"[a-"}}})");
+    CHECK_THAT(error, Catch::Contains("/properties/code/pattern"));
+    CHECK_THAT(error, Catch::Contains("does not compile"));
+    CHECK_THAT(compile_error(R"({"type":"object","patternProperties":{"(":{"type":"string"}}})"),
+               Catch::Contains("/patternProperties"));
+    // Data that only looks like a schema keyword is not a regex.
+    CHECK(compile_error(R"({"type":"object","properties":{"k":{"enum":[{"pattern":"[a-"}]}}})").empty());
+    CHECK(compile_error(R"({"type":"object","properties":{"code":{"type":"string","pattern":"^[a-z]+$"}}})").empty());
+}
+
 TEST_CASE("only the draft-07 and 2020-12 dialects are accepted", "[schema]") {
     CHECK(compile_error(R"({"$schema":"http://json-schema.org/draft-07/schema#","type":"object"})").empty());
     CHECK(compile_error(R"({"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"})").empty());
