@@ -70,7 +70,8 @@ std::string pointer_from_context(const std::vector<std::string>& context) {
 // not searched.
 void check_patterns(const nlohmann::json& node, const std::string& pointer) {
     if (node.is_array()) {
-        for (std::size_t i = 0; i < node.size(); ++i) check_patterns(node[i], pointer + "/" + std::to_string(i));
+        for (std::size_t i = 0; i < node.size(); ++i)
+            check_patterns(node[i], pointer + "/" + std::to_string(i));
         return;
     }
     if (!node.is_object()) return;
@@ -80,7 +81,8 @@ void check_patterns(const nlohmann::json& node, const std::string& pointer) {
         try {
             if (key == "pattern" && value.is_string()) std::regex(value.get<std::string>(), std::regex::ECMAScript);
             if (key == "patternProperties" && value.is_object())
-                for (const auto& [regex, _] : value.items()) std::regex(regex, std::regex::ECMAScript);
+                for (const auto& [regex, _] : value.items())
+                    std::regex(regex, std::regex::ECMAScript);
         } catch (const std::regex_error& e) {
             throw std::invalid_argument("the regular expression at " + here + " does not compile: " + e.what());
         }

@@ -28,8 +28,7 @@ TEST_CASE("schemas that are not JSON Schemas do not compile", "[schema]") {
     CHECK(compile_error(R"({"type":"object","properties":{"n":{"type":"integer"}}})").empty());
 }
 
-TEST_CASE("a regular expression that does not compile is refused at compile time, not at validation",
-          "[schema]") {
+TEST_CASE("a regular expression that does not compile is refused at compile time, not at validation", "[schema]") {
     const auto error = compile_error(R"({"type":"object","properties":{"code":{"type":"string","pattern":"[a-"}}})");
     CHECK_THAT(error, Catch::Contains("/properties/code/pattern"));
     CHECK_THAT(error, Catch::Contains("does not compile"));
