@@ -57,7 +57,7 @@ bool looks_like_elf(const std::filesystem::path& path) {
 nlohmann::json parse_json_field(gh_str text, const std::string& what) {
     try {
         return nlohmann::json::parse(std::string_view(text.ptr ? text.ptr : "", text.len));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
         throw Refused("malformed descriptor JSON in " + what + ": " + e.what());
     }
 }

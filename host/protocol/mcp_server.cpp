@@ -82,7 +82,7 @@ void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::s
     Json message;
     try {
         message = Json::parse(text);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {
         out.send(make_error(nullptr, error_code::parse_error, std::string("Parse error: ") + e.what()));
         return;
     }

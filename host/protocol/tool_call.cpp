@@ -154,7 +154,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
     Json result;
     try {
         result = Json::parse(out.bytes);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {
         spdlog::error("tool '{}' ({}) returned malformed JSON: {}", tool.name, tool.family, e.what());
         return tool_error("Tool '" + tool.name +
                           "' returned a malformed result (not JSON); the host logged the details. This is a fault "

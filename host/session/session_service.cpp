@@ -220,7 +220,7 @@ std::vector<CriticalItem> SessionService::critical_items(const std::string& stor
                 ok = list.is_array();
                 for (const auto& item : list)
                     if (!item.is_object() || !item.contains("id") || !item["id"].is_string()) ok = false;
-            } catch (const json::parse_error&) {
+            } catch (const json::exception&) {
                 ok = false;
             }
         if (!ok) {

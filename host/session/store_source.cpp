@@ -27,7 +27,7 @@ StoreView StoreSource::current() const {
     nlohmann::json state;
     try {
         state = nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
         throw StoreSourceError("the program state file " + program_state_file_.string() + " is not JSON: " + e.what());
     }
     if (!state.is_object() || !state.contains("running") || !state["running"].is_boolean())

@@ -27,6 +27,19 @@ test('invalid UTF-8 inside a JSON string is a parse error', () =>
     assert.equal(answers[0].error.code, -32700);
   }));
 
+test('a number too large for a double is a parse error, not the end of the host', () =>
+  withHost(async (host) => {
+    for (const line of [
+      '{"jsonrpc":"2.0","id":"big-number","method":"ping","params":{"x":1e400}}',
+      '{"jsonrpc":"2.0","id":1e999,"method":"ping"}',
+    ]) {
+      const answers = await answersTo(host, line);
+      assert.equal(answers.length, 1);
+      assert.equal(answers[0].error.code, -32700);
+      assert.match(answers[0].error.message, /number overflow/);
+    }
+  }));
+
 test('a 64 MiB line is refused naming the limit, without holding it in memory', () =>
   withHost(async (host) => {
     await host.ping(); // the host is up and has loaded its plugins
