@@ -7,7 +7,9 @@
 #include "gate/no_sessions_check.hpp"
 #include "gate/session_gate.hpp"
 #include "protocol/mcp_server.hpp"
+#include "transport/http_transport.hpp"
 #include "transport/stdio_transport.hpp"
+#include "transport/stop_signal.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -24,8 +26,10 @@ namespace {
 constexpr const char* kUsage = R"(gatehouse — an MCP server host with a gate in front of every tool
 
 Usage:
-  gatehouse serve [--config FILE] [--transport stdio]
-      Serve MCP. Without --config the embedded default configuration is used.
+  gatehouse serve [--config FILE] [--transport stdio|http] [--listen HOST:PORT]
+      Serve MCP. Without --config the embedded default configuration is used;
+      without --transport, the transports the configuration lists (both may
+      run at once). --listen sets the HTTP address (default 127.0.0.1:8765).
   gatehouse check-config FILE
       Check a configuration file; errors name FILE:LINE:COLUMN.
   gatehouse plugins [--config FILE] [--json]
@@ -44,6 +48,7 @@ struct Arguments {
     std::string command;
     std::optional<std::string> config;
     std::optional<std::string> transport;
+    std::optional<std::string> listen;
     std::vector<std::string> positional;
     bool json = false;
 };
@@ -68,6 +73,10 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
             if (!(a.transport = value("--transport"))) return std::nullopt;
         } else if (arg.rfind("--transport=", 0) == 0) {
             a.transport = arg.substr(12);
+        } else if (arg == "--listen") {
+            if (!(a.listen = value("--listen"))) return std::nullopt;
+        } else if (arg.rfind("--listen=", 0) == 0) {
+            a.listen = arg.substr(9);
         } else if (arg == "--json") {
             a.json = true;
         } else if (arg == "--help" || arg == "-h" || arg == "--version") {
@@ -85,12 +94,28 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
 }
 
 int serve(const Arguments& args) {
+    // First, before any thread starts (plugins may start their own): every
+    // thread inherits the blocked stop signals, and one waits for them.
+    transport::StopSignal stop;
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(cfg.log_level);
-    const std::string transport = args.transport.value_or(cfg.transports.empty() ? "stdio" : cfg.transports[0]);
-    if (transport != "stdio") {
-        spdlog::critical("unknown transport '{}' (available: stdio)", transport);
-        return 2;
+    std::vector<std::string> transports = cfg.transports;
+    if (args.transport) {
+        if (*args.transport != "stdio" && *args.transport != "http") {
+            spdlog::critical("unknown transport '{}' (available: stdio, http)", *args.transport);
+            return 2;
+        }
+        transports = {*args.transport};
+    }
+    const bool serve_stdio = std::find(transports.begin(), transports.end(), "stdio") != transports.end();
+    const bool serve_http = std::find(transports.begin(), transports.end(), "http") != transports.end();
+    if (args.listen) {
+        try {
+            config::apply_listen(cfg.http, *args.listen);
+        } catch (const std::invalid_argument& e) {
+            spdlog::critical("--listen: {}", e.what());
+            return 2;
+        }
     }
     plugins::LoadReport report;
     std::unique_ptr<plugins::ToolRegistry> registry;
@@ -123,8 +148,35 @@ int serve(const Arguments& args) {
     }
     protocol::RequestPool pool(cfg.limits.workers);
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool);
-    transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);
-    return stdio.run(pool);
+    int status = 0;
+    std::unique_ptr<transport::HttpTransport> http;
+    if (serve_http) {
+        http = std::make_unique<transport::HttpTransport>(server, *registry, cfg.http, cfg.limits);
+        try {
+            http->listen();
+        } catch (const std::exception& e) {
+            spdlog::critical("{}", e.what());
+            return 1;
+        }
+    }
+    if (serve_stdio && http) {
+        // Both: HTTP serves on its own thread; stdin closing ends both, as
+        // a stop signal does.
+        std::thread http_thread([&] { http->run(stop); });
+        transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);
+        status = stdio.run(stop);
+        stop.request();
+        http_thread.join();
+    } else if (http) {
+        http->run(stop);
+    } else {
+        transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);
+        status = stdio.run(stop);
+    }
+    // Workers finish (or notice their cancellation) before any transport
+    // state they answer through goes away.
+    pool.stop();
+    return status;
 }
 
 int check_config(const Arguments& args) {

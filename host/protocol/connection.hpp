@@ -17,6 +17,10 @@ class Outbound {
 public:
     virtual ~Outbound() = default;
     virtual void send(const Json& message) = 0;
+    // A request that was answered through this outbound ended without an
+    // answer (it was cancelled). Stdio has nothing to do; an HTTP response
+    // stream waiting for the answer is closed.
+    virtual void ended_without_answer() {}
 };
 
 // One request still running, as far as cancellation is concerned.
@@ -33,6 +37,7 @@ public:
         : outbound_(std::move(outbound)), principal_(std::move(principal)) {}
 
     Outbound& outbound() { return *outbound_; }
+    const std::shared_ptr<Outbound>& outbound_ptr() const { return outbound_; }
     const auth::Principal& principal() const { return principal_; }
 
     // The 2025-11-25 handshake.

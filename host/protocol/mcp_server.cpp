@@ -71,8 +71,9 @@ McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipe
     if (!identity_.title.empty()) server_info_["title"] = identity_.title;
 }
 
-void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::string_view text) {
-    auto& out = connection->outbound();
+void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::string_view text,
+                           std::shared_ptr<Outbound> reply) {
+    auto& out = reply ? *reply : connection->outbound();
     if (nests_deeper_than(text, limits_.max_json_depth)) {
         out.send(make_error(nullptr, error_code::invalid_request,
                             "The message nests deeper than " + std::to_string(limits_.max_json_depth) +
@@ -86,6 +87,12 @@ void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::s
         out.send(make_error(nullptr, error_code::parse_error, std::string("Parse error: ") + e.what()));
         return;
     }
+    handle(connection, std::move(message), std::move(reply));
+}
+
+void McpServer::handle(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply) {
+    if (!reply) reply = connection->outbound_ptr();
+    auto& out = *reply;
     if (message.is_array()) {
         out.send(make_error(nullptr, error_code::invalid_request,
                             "JSON-RPC batches are not supported by MCP; send one message per line."));
@@ -128,7 +135,7 @@ void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::s
                             "A request id must be a string or an integer (and never null)."));
         return;
     }
-    on_request(connection, std::move(message));
+    on_request(connection, std::move(message), std::move(reply));
 }
 
 void McpServer::on_notification(Connection& connection, const Json& message) {
@@ -146,21 +153,23 @@ void McpServer::on_notification(Connection& connection, const Json& message) {
     }
 }
 
-void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&& message) {
+void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&& message,
+                           std::shared_ptr<Outbound> reply) {
     const Json id = message["id"];
     Request request;
     try {
         request = decode_request(*connection, std::move(message));
     } catch (const ProtocolError& e) {
-        connection->outbound().send(make_error(id, e.code(), e.what(), e.data()));
+        reply->send(make_error(id, e.code(), e.what(), e.data()));
         return;
     }
+    request.reply = std::move(reply);
     if (answered_inline(request.method)) {
-        connection->outbound().send(dispatch(request));
+        request.reply->send(dispatch(request));
         return;
     }
     if (in_flight_.load() >= limits_.max_in_flight) {
-        connection->outbound().send(
+        request.reply->send(
             make_error(id, error_code::internal_error,
                        "The server has " + std::to_string(limits_.max_in_flight) +
                            " requests in flight, its limit; retry when one of yours has been answered."));
@@ -174,7 +183,10 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
         Json response = request.cancelled() ? Json() : dispatch(request);
         connection->end(request.id);
         // A cancelled request gets no answer at all, as the spec asks.
-        if (!request.cancelled()) connection->outbound().send(response);
+        if (!request.cancelled())
+            request.reply->send(response);
+        else
+            request.reply->ended_without_answer();
         --in_flight_;
     });
 }

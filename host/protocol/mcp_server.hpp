@@ -22,13 +22,20 @@ public:
     McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, config::ServerIdentity identity,
               config::Limits limits, RequestPool& pool);
 
-    void on_message(const std::shared_ptr<Connection>& connection, std::string_view text);
+    // One framed message. Its answers go to `reply` when given (an HTTP
+    // request's response stream), else to the connection's outbound.
+    void on_message(const std::shared_ptr<Connection>& connection, std::string_view text,
+                    std::shared_ptr<Outbound> reply = nullptr);
+
+    // The same for a message its transport has already parsed (HTTP reads
+    // the method to check headers before the body reaches the protocol).
+    void handle(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply);
 
     // Requests accepted and not yet answered, across all connections.
     unsigned in_flight() const { return in_flight_.load(); }
 
 private:
-    void on_request(const std::shared_ptr<Connection>& connection, Json&& message);
+    void on_request(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply);
     void on_notification(Connection& connection, const Json& message);
     Request decode_request(Connection& connection, Json&& message) const;
     Json dispatch(Request& request) const;
