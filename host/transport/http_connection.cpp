@@ -23,6 +23,13 @@ namespace {
 // A queue this large means the peer stopped reading; it is dropped.
 constexpr std::size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
+bool names_modern_revision(const Json& message) {
+    const auto params = message.find("params");
+    if (params == message.end() || !params->is_object()) return false;
+    const auto meta = params->find("_meta");
+    return meta != params->end() && meta->is_object() && meta->contains(protocol::meta_key::protocol_version);
+}
+
 std::optional<std::string_view> header_value(const HttpConnection::Request& request, std::string_view name) {
     const auto it = request.find(boost::beast::string_view(name.data(), name.size()));
     if (it == request.end()) return std::nullopt;
@@ -345,7 +352,7 @@ void HttpConnection::on_post(const Request& request) {
         session_header = *sid;
         legacy = true;
     } else if (const auto version = header_value(request, "MCP-Protocol-Version");
-               version && *version < protocol::kModernVersion && is_request) {
+               version && *version < protocol::kModernVersion && is_request && !names_modern_revision(message)) {
         // An older revision's request with no session: its client skipped initialize.
         respond_error(400, id, protocol::error_code::invalid_request,
                       "Protocol version " + std::string(*version) +
@@ -353,7 +360,8 @@ void HttpConnection::on_post(const Request& request) {
         return;
     }
 
-    if (!legacy && method_it != message.end()) {
+    // Only requests: the revision defines no headers for notification POSTs.
+    if (!legacy && is_request) {
         const HeaderLookup lookup = [&request](std::string_view name) { return header_value(request, name); };
         std::string tool;
         if (method == "tools/call")
@@ -564,7 +572,11 @@ void HttpConnection::respond_error(int status, const Json& id, int code, const s
 
 void HttpConnection::respond_status(int status, const std::string& text, const std::string& extra_headers) {
     std::string out = status_line(status);
-    if (status == 204 || status == 202) {
+    if (status == 204) {
+        out += extra_headers;
+    } else if (status == 202) {
+        // No body, but a client reads one until told its length.
+        out += "Content-Length: 0\r\n";
         out += extra_headers;
     } else {
         out += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(text.size()) + "\r\n";
