@@ -26,10 +26,12 @@ bool plain_header_text(std::string_view text) {
 
 std::optional<std::string> base64_decode(std::string_view text) {
     if (text.size() % 4 != 0) return std::nullopt;
-    for (std::size_t i = 0; i < text.size(); ++i) {
+    // At most two '=', and only at the very end.
+    const std::size_t data = text.find_last_not_of('=') + 1;
+    if (text.size() - data > 2) return std::nullopt;
+    for (std::size_t i = 0; i < data; ++i) {
         const unsigned char c = static_cast<unsigned char>(text[i]);
-        const bool padding_ok = c == '=' && i + 2 >= text.size();
-        if (!std::isalnum(c) && c != '+' && c != '/' && !padding_ok) return std::nullopt;
+        if (!std::isalnum(c) && c != '+' && c != '/') return std::nullopt;
     }
     std::string out(text.size() / 4 * 3, '\0');
     const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
