@@ -4,6 +4,7 @@
 #include "protocol/json_rpc.hpp"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +27,17 @@ public:
 // One request still running, as far as cancellation is concerned.
 struct InFlight {
     std::atomic<bool> cancelled{false};
+
+    // Sets the flag and runs the cancel action, once. A request with a thread
+    // of its own polls the flag; a long-lived one without (a subscription)
+    // registers an action.
+    void cancel();
+    // Runs `action` on cancel (at once when already cancelled).
+    void on_cancel(std::function<void()> action);
+
+private:
+    std::mutex mutex_;
+    std::function<void()> action_;
 };
 
 // What a connection remembers. For 2026-07-28 nothing of the protocol lives

@@ -5,6 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+#include <vector>
+
 namespace gatehouse::protocol {
 
 bool nests_deeper_than(std::string_view text, std::size_t limit) {
@@ -164,6 +167,15 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
         return;
     }
     request.reply = std::move(reply);
+    if (request.method == "subscriptions/listen" && request.revision == Revision::modern_2026_07_28) {
+        // Long-lived and threadless: it waits for changes, not for a worker.
+        try {
+            open_subscription(connection, request);
+        } catch (const ProtocolError& e) {
+            request.reply->send(make_error(request.id, e.code(), e.what(), e.data()));
+        }
+        return;
+    }
     if (answered_inline(request.method)) {
         request.reply->send(dispatch(request));
         return;
@@ -295,9 +307,163 @@ Json McpServer::finish(const Request& request, Json result) const {
 }
 
 Json McpServer::capabilities(Revision revision) const {
-    Json caps = {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}};
-    (void)revision;
+    // List changes reach 2026-07-28 clients on subscriptions/listen; the
+    // 2025-11-25 handshake has no stream this host sends them on.
+    const bool list_changed = revision == Revision::modern_2026_07_28;
+    Json caps = {{"tools", {{"listChanged", list_changed}}}, {"logging", Json::object()}};
     return caps;
+}
+
+// ---------------------------------------------------------------- subscriptions/listen
+
+struct McpServer::Subscription {
+    Json id;
+    std::shared_ptr<Outbound> reply;
+    std::weak_ptr<Connection> connection;
+    bool tools_list = false;
+    bool prompts_list = false;
+    bool resources_list = false;
+    std::set<std::string> resources;
+};
+
+namespace {
+
+constexpr std::size_t kMaxResourceSubscriptions = 1000;
+constexpr std::size_t kMaxUriBytes = 4096;
+
+Json tagged(const Json& subscription_id, const char* method, Json params = Json::object()) {
+    params["_meta"][meta_key::subscription_id] = subscription_id;
+    return make_notification(method, std::move(params));
+}
+
+} // namespace
+
+void McpServer::open_subscription(const std::shared_ptr<Connection>& connection, Request& request) {
+    auto filter = request.params.find("notifications");
+    if (filter == request.params.end() || !filter->is_object())
+        throw ProtocolError(error_code::invalid_params,
+                            "subscriptions/listen needs params.notifications: an object naming what to receive "
+                            "(toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions).");
+    auto sub = std::make_shared<Subscription>();
+    sub->id = request.id;
+    sub->reply = request.reply;
+    sub->connection = connection;
+    Json honored = Json::object();
+    const auto flag = [&](const char* key, bool supported, bool& field) {
+        auto it = filter->find(key);
+        if (it == filter->end()) return;
+        if (!it->is_boolean())
+            throw ProtocolError(error_code::invalid_params,
+                                std::string("params.notifications.") + key + " must be true or false.");
+        if (it->get<bool>() && supported) {
+            field = true;
+            honored[key] = true;
+        }
+    };
+    const Json caps = capabilities(Revision::modern_2026_07_28);
+    const auto supports = [&](const char* capability, const char* feature) {
+        auto c = caps.find(capability);
+        return c != caps.end() && c->value(feature, false);
+    };
+    flag("toolsListChanged", supports("tools", "listChanged"), sub->tools_list);
+    flag("promptsListChanged", supports("prompts", "listChanged"), sub->prompts_list);
+    flag("resourcesListChanged", supports("resources", "listChanged"), sub->resources_list);
+    if (auto uris = filter->find("resourceSubscriptions"); uris != filter->end()) {
+        if (!uris->is_array() || uris->size() > kMaxResourceSubscriptions)
+            throw ProtocolError(error_code::invalid_params,
+                                "params.notifications.resourceSubscriptions must be an array of at most " +
+                                    std::to_string(kMaxResourceSubscriptions) + " resource URIs.");
+        for (const auto& uri : *uris)
+            if (!uri.is_string() || uri.get_ref<const std::string&>().empty() ||
+                uri.get_ref<const std::string&>().size() > kMaxUriBytes)
+                throw ProtocolError(error_code::invalid_params,
+                                    "params.notifications.resourceSubscriptions holds something that is not a "
+                                    "resource URI (a non-empty string of at most " +
+                                        std::to_string(kMaxUriBytes) + " bytes).");
+        if (supports("resources", "subscribe")) {
+            for (const auto& uri : *uris)
+                sub->resources.insert(uri.get<std::string>());
+            honored["resourceSubscriptions"] = *uris;
+        }
+    }
+    {
+        std::lock_guard lock(subscriptions_mutex_);
+        if (subscriptions_.size() >= limits_.max_in_flight)
+            throw ProtocolError(error_code::internal_error,
+                                "The server has " + std::to_string(limits_.max_in_flight) +
+                                    " subscriptions open, its limit; close one or retry later.");
+    }
+    request.in_flight = connection->begin(request.id);
+    // The acknowledgement goes first; nothing is delivered before it.
+    sub->reply->send(tagged(sub->id, "notifications/subscriptions/acknowledged", {{"notifications", honored}}));
+    const std::uint64_t token = bus_->subscribe([weak = std::weak_ptr<Subscription>(sub)](const Change& change) {
+        auto s = weak.lock();
+        if (!s) return;
+        switch (change.kind) {
+        case Change::Kind::tools_list:
+            if (s->tools_list) s->reply->send(tagged(s->id, "notifications/tools/list_changed"));
+            break;
+        case Change::Kind::prompts_list:
+            if (s->prompts_list) s->reply->send(tagged(s->id, "notifications/prompts/list_changed"));
+            break;
+        case Change::Kind::resources_list:
+            if (s->resources_list) s->reply->send(tagged(s->id, "notifications/resources/list_changed"));
+            break;
+        case Change::Kind::resource_updated:
+            if (s->resources.count(change.uri))
+                s->reply->send(tagged(s->id, "notifications/resources/updated", {{"uri", change.uri}}));
+            break;
+        }
+    });
+    {
+        std::lock_guard lock(subscriptions_mutex_);
+        subscriptions_.emplace(token, sub);
+    }
+    // Closing the stream (HTTP) or notifications/cancelled (stdio) ends it.
+    request.in_flight->on_cancel([this, token] { end_subscription(token, false); });
+}
+
+void McpServer::end_subscription(std::uint64_t token, bool graceful) {
+    std::shared_ptr<Subscription> sub;
+    {
+        std::lock_guard lock(subscriptions_mutex_);
+        auto it = subscriptions_.find(token);
+        if (it == subscriptions_.end()) return;
+        sub = std::move(it->second);
+        subscriptions_.erase(it);
+    }
+    bus_->unsubscribe(token);
+    if (auto connection = sub->connection.lock()) connection->end(sub->id);
+    if (graceful) {
+        Json result = {{"resultType", "complete"}};
+        result["_meta"][meta_key::subscription_id] = sub->id;
+        result["_meta"][meta_key::server_info] = server_info_;
+        sub->reply->send(make_result(sub->id, std::move(result)));
+    } else {
+        sub->reply->ended_without_answer();
+    }
+}
+
+void McpServer::close_subscriptions() {
+    std::vector<std::uint64_t> tokens;
+    {
+        std::lock_guard lock(subscriptions_mutex_);
+        for (const auto& [token, _] : subscriptions_)
+            tokens.push_back(token);
+    }
+    for (auto token : tokens)
+        end_subscription(token, true);
+}
+
+std::size_t McpServer::open_subscriptions() {
+    std::lock_guard lock(subscriptions_mutex_);
+    return subscriptions_.size();
+}
+
+McpServer::~McpServer() {
+    std::lock_guard lock(subscriptions_mutex_);
+    for (const auto& [token, _] : subscriptions_)
+        bus_->unsubscribe(token);
 }
 
 Json McpServer::initialize(Request& request) const {

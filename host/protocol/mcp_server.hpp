@@ -4,11 +4,14 @@
 #include "gate/gate_pipeline.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/connection.hpp"
+#include "protocol/notification_bus.hpp"
 #include "protocol/request.hpp"
 #include "protocol/request_pool.hpp"
 #include "protocol/tool_call.hpp"
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string_view>
 
@@ -31,8 +34,20 @@ public:
     // the method to check headers before the body reaches the protocol).
     void handle(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply);
 
-    // Requests accepted and not yet answered, across all connections.
+    // Requests accepted and not yet answered, across all connections
+    // (subscriptions aside: they stay open until cancelled).
     unsigned in_flight() const { return in_flight_.load(); }
+
+    // Where list changes and resource updates are published for the open
+    // subscriptions/listen streams.
+    NotificationBus& bus() { return *bus_; }
+
+    // Ends every open subscription gracefully (its final result), as on
+    // shutdown.
+    void close_subscriptions();
+    std::size_t open_subscriptions();
+
+    ~McpServer();
 
 private:
     void on_request(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply);
@@ -47,6 +62,10 @@ private:
     Json set_log_level(Request& request) const;
     Json capabilities(Revision revision) const;
 
+    struct Subscription;
+    void open_subscription(const std::shared_ptr<Connection>& connection, Request& request);
+    void end_subscription(std::uint64_t token, bool graceful);
+
     const plugins::ToolRegistry& registry_;
     ToolCall tool_call_;
     config::ServerIdentity identity_;
@@ -54,6 +73,9 @@ private:
     RequestPool& pool_;
     Json server_info_;
     std::atomic<unsigned> in_flight_{0};
+    std::shared_ptr<NotificationBus> bus_ = std::make_shared<NotificationBus>();
+    std::mutex subscriptions_mutex_;
+    std::map<std::uint64_t, std::shared_ptr<Subscription>> subscriptions_;
 };
 
 // True when `text` nests arrays/objects deeper than `limit` (strings skipped).

@@ -381,6 +381,18 @@ void HttpConnection::on_post(const Request& request) {
         respond_status(202);
         return;
     }
+    if (method == "subscriptions/listen" && !legacy) {
+        // A subscription is nothing but its stream: without a slot, refuse it
+        // now rather than acknowledge it and drop everything after.
+        if (!service_.claim_stream()) {
+            respond_error(503, id, protocol::error_code::internal_error,
+                          "The server has " + std::to_string(service_.settings.max_streams) +
+                              " streams open, its limit; retry later.",
+                          "Retry-After: 5\r\n");
+            return;
+        }
+        stream_slot_ = true;
+    }
     begin_exchange(mcp, id, std::move(message), session_header, legacy);
 }
 
@@ -477,12 +489,14 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
         if (phase_ == Phase::answering) {
             // Without a free stream slot the notifications are dropped and the
             // answer still arrives, as plain JSON.
-            if (!may_stream_) return;
-            if (!service_.claim_stream()) {
-                may_stream_ = false;
-                return;
+            if (!stream_slot_) {
+                if (!may_stream_) return;
+                if (!service_.claim_stream()) {
+                    may_stream_ = false;
+                    return;
+                }
+                stream_slot_ = true;
             }
-            stream_slot_ = true;
             start_stream();
         }
         write(sse_event(encoded));

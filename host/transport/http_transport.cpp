@@ -104,6 +104,8 @@ void HttpTransport::begin_drain() {
     spdlog::info("http: draining {} connection(s), {} request(s) in flight", live.size(), service_.exchanges.load());
     for (auto& c : live)
         c->drain();
+    // Subscriptions never end by themselves: they get their final result now.
+    service_.server.close_subscriptions();
     drain_timer_ = std::make_unique<net::steady_timer>(service_.io);
     check_drained(std::chrono::steady_clock::now() + std::chrono::milliseconds(service_.settings.drain_timeout_ms));
 }
