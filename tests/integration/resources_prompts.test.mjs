@@ -4,7 +4,9 @@
 // the loaded families offer, and that an ABI 1.1 plugin still loads.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withHost, LEGACY, MODERN } from './lib/host.mjs';
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { withHost, binaryPath, writeConfig, LEGACY, MODERN } from './lib/host.mjs';
 
 const FIXTURE = { plugins: ['conformance.so', 'echo.so'] };
 
@@ -305,3 +307,23 @@ test('an ABI 1.1 plugin loads beside an ABI 1.2 one and serves its tool', () =>
     assert.equal(resources.length, 3);
     assert.doesNotMatch(host.stderr, /abi11.*(refused|failed)/i);
   }));
+
+test('gatehouse plugins lists what each family offers besides tools', () => {
+  const config = writeConfig(FIXTURE);
+  try {
+    const out = JSON.parse(
+      execFileSync(binaryPath(), ['plugins', '--config', config.file, '--json'], { encoding: 'utf8' }),
+    );
+    const conformance = out.families.find((f) => f.family === 'conformance');
+    assert.deepEqual(conformance.resources, ['test://static-binary', 'test://static-text', 'test://watched-resource']);
+    assert.deepEqual(conformance.resource_templates, ['test://template/{id}/data']);
+    assert.equal(conformance.prompts.length, 4);
+    const echo = out.families.find((f) => f.family === 'echo');
+    assert.deepEqual([echo.resources, echo.resource_templates, echo.prompts], [[], [], []]);
+    const text = execFileSync(binaryPath(), ['plugins', '--config', config.file], { encoding: 'utf8' });
+    assert.match(text, /^  resource template test:\/\/template\/\{id\}\/data$/m);
+    assert.match(text, /^  prompt test_simple_prompt$/m);
+  } finally {
+    rmSync(config.dir, { recursive: true, force: true });
+  }
+});
