@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <stdexcept>
 
 namespace gatehouse::plugins {
@@ -23,6 +24,26 @@ int hex_value(char c) {
     return -1;
 }
 
+// Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF):
+// a decoded value travels on as a JSON string.
+bool valid_utf8(std::string_view s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+        if (n == 0 || i + n > s.size()) return false;
+        std::uint32_t cp = n == 1 ? c : c & (0x7f >> n);
+        for (std::size_t k = 1; k < n; ++k) {
+            const auto cc = static_cast<unsigned char>(s[i + k]);
+            if ((cc >> 6) != 0x2) return false;
+            cp = (cp << 6) | (cc & 0x3f);
+        }
+        static constexpr std::uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < kSmallest[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+        i += n;
+    }
+    return true;
+}
+
 std::optional<std::string> percent_decode(std::string_view in) {
     std::string out;
     out.reserve(in.size());
@@ -37,6 +58,7 @@ std::optional<std::string> percent_decode(std::string_view in) {
         out += static_cast<char>(hi * 16 + lo);
         i += 2;
     }
+    if (!valid_utf8(out)) return std::nullopt;
     return out;
 }
 

@@ -127,6 +127,7 @@ for (const revision of [LEGACY, MODERN]) {
         'test://nonexistent-resource-for-conformance-testing',
         'test://template/abc/data', // fits the template; the plugin says no such id
         'test://template/1/2/data', // {id} is one path segment
+        'test://template/%FF/data', // not UTF-8 once decoded
       ]) {
         const answer = await call(host, revision, 'resources/read', { uri });
         assert.equal(answer.error?.code, code, uri);

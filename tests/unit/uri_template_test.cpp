@@ -16,6 +16,10 @@ TEST_CASE("a {name} variable matches one path segment, percent-decoded", "[uri_t
     CHECK_FALSE(t.match("test://template//data"));
     CHECK_FALSE(t.match("test://template/123/data/"));
     CHECK_FALSE(t.match("test://template/%zz/data"));
+    CHECK(t.match("test://template/%C3%A9/data") == Vars{{"id", "\xC3\xA9"}});
+    CHECK_FALSE(t.match("test://template/%FF/data"));       // not UTF-8 once decoded
+    CHECK_FALSE(t.match("test://template/%C0%AF/data"));    // an overlong '/'
+    CHECK_FALSE(t.match("test://template/%ED%A0%80/data")); // a surrogate
     CHECK_FALSE(t.match("other://template/123/data"));
 }
 
