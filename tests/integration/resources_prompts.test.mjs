@@ -309,6 +309,39 @@ test('an ABI 1.1 plugin loads beside an ABI 1.2 one and serves its tool', () =>
     assert.doesNotMatch(host.stderr, /abi11.*(refused|failed)/i);
   }));
 
+for (const revision of [LEGACY, MODERN]) {
+  test(`a plugin's failures and malformed answers become protocol errors (${revision})`, () =>
+    withHost({ plugins: ['broken_bad_answers.so'] }, async (host) => {
+      await start(host, revision);
+      const read = (uri) => call(host, revision, 'resources/read', { uri });
+      const both = await read('bad://both');
+      assert.equal(both.error?.code, -32603);
+      assert.match(both.error.message, /failed; the host logged the details/);
+      await host.stderrMatching(/contents\[0\] must carry exactly one of "text" and "blob"/);
+
+      const offline = await read('bad://offline');
+      assert.deepEqual([offline.error?.code, offline.error?.message], [-32603, 'The archive is offline; try again in an hour.']);
+      const refused = await read('bad://refused');
+      assert.deepEqual([refused.error?.code, refused.error?.message], [-32602, 'Ask for a year after 1999.']);
+      const crash = await read('bad://crash');
+      assert.equal(crash.error?.code, -32603);
+      assert.doesNotMatch(crash.error.message, /secret/);
+      await host.stderrMatching(/secret\/path/);
+
+      const role = await call(host, revision, 'prompts/get', { name: 'bad_role' });
+      assert.equal(role.error?.code, -32603);
+      await host.stderrMatching(/messages\[0\]\.role is neither/);
+
+      const many = await call(host, revision, 'completion/complete', {
+        ref: { type: 'ref/prompt', name: 'many_suggestions' },
+        argument: { name: 'n', value: '' },
+      });
+      assert.equal(many.result.completion.values.length, 100);
+      assert.equal(many.result.completion.total, 150);
+      assert.equal(many.result.completion.hasMore, true);
+    }));
+}
+
 test('gatehouse plugins lists what each family offers besides tools', () => {
   const config = writeConfig(FIXTURE);
   try {
