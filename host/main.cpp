@@ -191,6 +191,18 @@ int check_config(const Arguments& args) {
     return 0;
 }
 
+// What one family offers of a list (resources, templates, prompts), by the
+// key a client uses for it: URI, URI template or name.
+template <class Item> nlohmann::json offered_by(const std::string& family, const std::vector<const Item*>& items) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Item* item : items) {
+        if (item->family != family) continue;
+        const auto& l = item->listing;
+        out.push_back(l.contains("uri") ? l["uri"] : l.contains("uriTemplate") ? l["uriTemplate"] : l["name"]);
+    }
+    return out;
+}
+
 int list_plugins(const Arguments& args) {
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(args.json ? "off" : "warn");
@@ -220,7 +232,10 @@ int list_plugins(const Arguments& args) {
                                        {"prefix", f.prefix},
                                        {"reentrant", f.reentrant},
                                        {"rules", !f.rules.empty()},
-                                       {"tools", tools}});
+                                       {"tools", tools},
+                                       {"resources", offered_by(f.family, registry->resources())},
+                                       {"resource_templates", offered_by(f.family, registry->resource_templates())},
+                                       {"prompts", offered_by(f.family, registry->prompts())}});
         }
         for (const auto& x : report.failures)
             out["failures"].push_back({{"path", x.path}, {"reason", x.reason}, {"listed_at", x.where.str()}});
@@ -241,6 +256,12 @@ int list_plugins(const Arguments& args) {
                             scopes.empty() ? "-" : scopes.c_str(), t->rules.empty() ? "" : " rules",
                             t->gate_exempt ? " gate-exempt" : "");
             }
+            for (const auto& uri : offered_by(f.family, registry->resources()))
+                std::cout << "  resource " << uri.get<std::string>() << "\n";
+            for (const auto& uri_template : offered_by(f.family, registry->resource_templates()))
+                std::cout << "  resource template " << uri_template.get<std::string>() << "\n";
+            for (const auto& name : offered_by(f.family, registry->prompts()))
+                std::cout << "  prompt " << name.get<std::string>() << "\n";
         }
         for (const auto& d : report.disabled)
             std::cout << "disabled " << d.family << "  (" << d.path << ")\n";

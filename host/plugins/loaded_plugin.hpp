@@ -28,6 +28,15 @@ public:
     // reentrant. The host holds no other lock while inside the plugin.
     int32_t call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments, gh_sink* out);
 
+    // ABI 1.2: runs fn(plugin_state) — a resource read, a prompt get, a
+    // completion — under the same contract as a tool call: serialized unless
+    // the plugin is reentrant.
+    template <class Fn> int32_t run(Fn&& fn) {
+        if (reentrant()) return fn(state_);
+        std::lock_guard lock(serial_);
+        return fn(state_);
+    }
+
     // ABI 1.1: the family's critical notes for an owner {"store","user","principal"}.
     bool has_critical_items() const { return desc_.critical_items != nullptr; }
     bool critical_items(std::string_view owner_json, std::string& out);

@@ -6,6 +6,8 @@
 #include <boost/dll/shared_library.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -171,9 +173,191 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     return tool;
 }
 
+// ---- ABI 1.2: resources, resource templates, prompts ----
+
+// An absolute URI as RFC 3986 starts one: a scheme, then ':'. No spaces or
+// control characters anywhere, since a URI travels inside JSON and logs.
+std::string uri_problem(std::string_view uri) {
+    if (uri.empty()) return "is empty";
+    if (uri.size() > 2048) return "is longer than 2048 characters";
+    const auto colon = uri.find(':');
+    if (colon == std::string_view::npos || colon == 0 || !std::isalpha(static_cast<unsigned char>(uri[0])))
+        return "has no scheme (an absolute URI starts with one, e.g. \"test://...\" or \"file:///...\")";
+    for (std::size_t i = 1; i < colon; ++i) {
+        const char c = uri[i];
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.'))
+            return "has a scheme with the character '" + std::string(1, c) +
+                   "' (allowed: letters, digits, '+', '-', '.')";
+    }
+    for (std::size_t i = 0; i < uri.size(); ++i) {
+        const auto c = static_cast<unsigned char>(uri[i]);
+        if (c <= 0x20 || c == 0x7f) return "has a space or control character at character " + std::to_string(i + 1);
+    }
+    return {};
+}
+
+bool valid_mime_type(const std::string& type) {
+    const auto slash = type.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == type.size() || type.size() > 255) return false;
+    for (char c : type)
+        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return false;
+    return true;
+}
+
+// MCP Annotations: the keys the spec names must have the spec's types; other
+// keys pass through, as the spec's schema allows.
+nlohmann::json read_annotations(gh_str text, const std::string& what) {
+    if (text.len == 0) return nullptr;
+    auto a = parse_json_field(text, "the annotations of " + what);
+    if (!a.is_object()) throw Refused("annotations of " + what + " must be a JSON object");
+    if (auto audience = a.find("audience"); audience != a.end()) {
+        bool ok = audience->is_array();
+        if (ok)
+            for (const auto& role : *audience)
+                ok = ok && (role == "user" || role == "assistant");
+        if (!ok) throw Refused("annotations.audience of " + what + " must be an array of \"user\" and \"assistant\"");
+    }
+    if (auto priority = a.find("priority"); priority != a.end())
+        if (!priority->is_number() || *priority < 0 || *priority > 1)
+            throw Refused("annotations.priority of " + what + " must be a number from 0 to 1");
+    if (auto modified = a.find("lastModified"); modified != a.end() && !modified->is_string())
+        throw Refused("annotations.lastModified of " + what + " must be an ISO 8601 string");
+    return a;
+}
+
+// The fields a resource and a resource template share, into their listing.
+void describe(nlohmann::json& listing, const std::string& what, gh_str name, gh_str title, gh_str description,
+              gh_str mime_type, gh_str annotations) {
+    const std::string n = copy(name);
+    if (n.empty()) throw Refused(what + " has no name (a short name for programs is required)");
+    listing["name"] = n;
+    if (title.len > 0) listing["title"] = copy(title);
+    if (description.len > 0) listing["description"] = copy(description);
+    if (mime_type.len > 0) {
+        const std::string type = copy(mime_type);
+        if (!valid_mime_type(type)) throw Refused(what + " has an invalid MIME type '" + type + "' (type/subtype)");
+        listing["mimeType"] = type;
+    }
+    auto a = read_annotations(annotations, what);
+    if (!a.is_null()) listing["annotations"] = std::move(a);
+}
+
+std::unique_ptr<Resource> read_resource(const gh_resource_desc* raw, std::size_t index) {
+    std::string why;
+    auto desc = read_abi_struct<gh_resource_desc>(raw, GH_RESOURCE_DESC_SIZE_V1, why);
+    if (!desc) throw Refused("resource #" + std::to_string(index) + ": " + why);
+    auto resource = std::make_unique<Resource>();
+    resource->uri = copy(desc->uri);
+    if (auto problem = uri_problem(resource->uri); !problem.empty())
+        throw Refused("resource #" + std::to_string(index) + " has a URI that " + problem);
+    const std::string what = "resource '" + resource->uri + "'";
+    if (desc->flags & ~GH_RESOURCE_KNOWN_FLAGS)
+        throw Refused(what + " sets unknown flag bits " + hex(desc->flags & ~GH_RESOURCE_KNOWN_FLAGS) +
+                      " (this host knows " + hex(GH_RESOURCE_KNOWN_FLAGS) + ")");
+    if (!desc->read) throw Refused(what + " has no read function");
+    resource->read = desc->read;
+    resource->data = desc->resource_data;
+    auto& l = resource->listing;
+    l["uri"] = resource->uri;
+    describe(l, what, desc->name, desc->title, desc->description, desc->mime_type, desc->annotations);
+    if (desc->flags & GH_RESOURCE_HAS_SIZE) {
+        if (desc->size > static_cast<uint64_t>(INT64_MAX)) throw Refused(what + " declares a size beyond 2^63 bytes");
+        l["size"] = static_cast<int64_t>(desc->size);
+    }
+    return resource;
+}
+
+std::unique_ptr<ResourceTemplate> read_resource_template(const gh_resource_template_desc* raw, std::size_t index) {
+    std::string why;
+    auto desc = read_abi_struct<gh_resource_template_desc>(raw, GH_RESOURCE_TEMPLATE_DESC_SIZE_V1, why);
+    if (!desc) throw Refused("resource template #" + std::to_string(index) + ": " + why);
+    const std::string text = copy(desc->uri_template);
+    const std::string what = "resource template '" + text + "'";
+    UriTemplate compiled;
+    try {
+        compiled = UriTemplate::parse(text);
+    } catch (const std::invalid_argument& e) {
+        throw Refused("resource template #" + std::to_string(index) + " '" + text + "' is not usable: " + e.what());
+    }
+    // Its literal start must already look like an absolute URI.
+    if (auto problem = uri_problem(text.substr(0, text.find('{')) + "x"); !problem.empty())
+        throw Refused(what + " does not start like an absolute URI: it " + problem);
+    if (desc->flags & ~GH_RESOURCE_TEMPLATE_KNOWN_FLAGS)
+        throw Refused(what + " sets unknown flag bits " + hex(desc->flags & ~GH_RESOURCE_TEMPLATE_KNOWN_FLAGS) +
+                      " (this host knows none)");
+    if (!desc->read) throw Refused(what + " has no read function");
+    auto t = std::make_unique<ResourceTemplate>(
+        ResourceTemplate{std::move(compiled), {}, desc->read, desc->complete, desc->template_data, nullptr, {}});
+    auto& l = t->listing;
+    l["uriTemplate"] = text;
+    describe(l, what, desc->name, desc->title, desc->description, desc->mime_type, desc->annotations);
+    return t;
+}
+
+std::vector<PromptArgument> read_prompt_arguments(gh_str text, const std::string& what, nlohmann::json& listing) {
+    std::vector<PromptArgument> out;
+    if (text.len == 0) return out;
+    auto args = parse_json_field(text, "the arguments of " + what);
+    if (!args.is_array()) throw Refused("arguments of " + what + " must be a JSON array of {\"name\", ...} objects");
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const auto& a = args[i];
+        const std::string where = "argument #" + std::to_string(i) + " of " + what;
+        if (!a.is_object()) throw Refused(where + " must be a JSON object");
+        for (const auto& [key, value] : a.items()) {
+            if (key == "name" || key == "title" || key == "description") {
+                if (!value.is_string()) throw Refused(where + " has a non-string \"" + key + "\"");
+            } else if (key == "required") {
+                if (!value.is_boolean()) throw Refused(where + " has a non-boolean \"required\"");
+            } else {
+                throw Refused(where + " has the unknown key \"" + key +
+                              "\" (allowed: name, title, description, required)");
+            }
+        }
+        auto name = a.find("name");
+        if (name == a.end() || name->get_ref<const std::string&>().empty() ||
+            name->get_ref<const std::string&>().size() > 64)
+            throw Refused(where + " needs a \"name\" of 1-64 characters");
+        if (!seen.insert(name->get<std::string>()).second)
+            throw Refused(what + " declares the argument '" + name->get<std::string>() + "' twice");
+        out.push_back({name->get<std::string>(), a.value("required", false)});
+    }
+    listing["arguments"] = std::move(args);
+    return out;
+}
+
+std::unique_ptr<Prompt> read_prompt(const gh_prompt_desc* raw, std::size_t index, const std::string& prefix) {
+    std::string why;
+    auto desc = read_abi_struct<gh_prompt_desc>(raw, GH_PROMPT_DESC_SIZE_V1, why);
+    if (!desc) throw Refused("prompt #" + std::to_string(index) + ": " + why);
+    auto prompt = std::make_unique<Prompt>();
+    prompt->plugin_name = copy(desc->name);
+    if (!valid_tool_name(prompt->plugin_name))
+        throw Refused("prompt #" + std::to_string(index) + " has an invalid name '" + prompt->plugin_name +
+                      "' (1-64 of letters, digits, '_', '-', '.')");
+    const std::string what = "prompt '" + prompt->plugin_name + "'";
+    if (desc->flags & ~GH_PROMPT_KNOWN_FLAGS)
+        throw Refused(what + " sets unknown flag bits " + hex(desc->flags & ~GH_PROMPT_KNOWN_FLAGS) +
+                      " (this host knows none)");
+    if (!desc->get) throw Refused(what + " has no get function");
+    prompt->name = prefix + prompt->plugin_name;
+    if (!valid_tool_name(prompt->name))
+        throw Refused("prompt '" + prompt->name + "' is longer than 64 characters with its prefix");
+    prompt->get = desc->get;
+    prompt->complete = desc->complete;
+    prompt->data = desc->prompt_data;
+    auto& l = prompt->listing;
+    l["name"] = prompt->name;
+    if (desc->title.len > 0) l["title"] = copy(desc->title);
+    if (desc->description.len > 0) l["description"] = copy(desc->description);
+    prompt->arguments = read_prompt_arguments(desc->arguments, what, l);
+    return prompt;
+}
+
 struct Candidate {
     std::unique_ptr<LoadedPlugin> plugin;
     std::vector<std::unique_ptr<Tool>> tools;
+    FamilyOffer offer;
     std::string prefix;
     nlohmann::json settings;
 };
@@ -181,6 +365,40 @@ struct Candidate {
 std::filesystem::path resolve(const config::PluginEntry& entry, const config::Config& cfg) {
     if (entry.path.has_parent_path() || entry.path.is_absolute()) return entry.path;
     return cfg.plugin_dir / entry.path;
+}
+
+// ABI 1.2: the family's resources, resource templates and prompts, each
+// checked and unique within the family (across families, load() checks).
+void read_offer(const gh_plugin_desc& desc, Candidate& c) {
+    if (desc.reserved1 != 0) throw Refused("descriptor sets reserved1, which must be zero");
+    constexpr uint32_t kMaxEach = 10000;
+    if (desc.resource_count > kMaxEach || desc.resource_template_count > kMaxEach || desc.prompt_count > kMaxEach)
+        throw Refused("descriptor declares more than 10000 resources, resource templates or prompts");
+    if (desc.resource_count > 0 && !desc.resources)
+        throw Refused("descriptor lists resources but has no resource table");
+    if (desc.resource_template_count > 0 && !desc.resource_templates)
+        throw Refused("descriptor lists resource templates but has no resource template table");
+    if (desc.prompt_count > 0 && !desc.prompts) throw Refused("descriptor lists prompts but has no prompt table");
+
+    std::set<std::string> seen;
+    for (uint32_t i = 0; i < desc.resource_count; ++i) {
+        auto r = read_resource(desc.resources[i], i);
+        if (!seen.insert(r->uri).second) throw Refused("resource '" + r->uri + "' is declared twice");
+        c.offer.resources.push_back(std::move(r));
+    }
+    seen.clear();
+    for (uint32_t i = 0; i < desc.resource_template_count; ++i) {
+        auto t = read_resource_template(desc.resource_templates[i], i);
+        if (!seen.insert(t->uri_template.text()).second)
+            throw Refused("resource template '" + t->uri_template.text() + "' is declared twice");
+        c.offer.resource_templates.push_back(std::move(t));
+    }
+    seen.clear();
+    for (uint32_t i = 0; i < desc.prompt_count; ++i) {
+        auto p = read_prompt(desc.prompts[i], i, c.prefix);
+        if (!seen.insert(p->plugin_name).second) throw Refused("prompt '" + p->plugin_name + "' is declared twice");
+        c.offer.prompts.push_back(std::move(p));
+    }
 }
 
 // Steps up to (not including) init: open, find the entry, read and check the
@@ -242,6 +460,7 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
         tool->family = family;
         c.tools.push_back(std::move(tool));
     }
+    read_offer(*desc, c);
     c.plugin = std::make_unique<LoadedPlugin>(std::move(library), path, *desc);
     return c;
 }
@@ -253,10 +472,26 @@ std::unique_ptr<Tool> read_tool_descriptor(const gh_tool_desc* raw, std::size_t 
     return read_tool(raw, index, prefix, sessions);
 }
 
+std::unique_ptr<Resource> read_resource_descriptor(const gh_resource_desc* raw, std::size_t index) {
+    return read_resource(raw, index);
+}
+
+std::unique_ptr<ResourceTemplate> read_resource_template_descriptor(const gh_resource_template_desc* raw,
+                                                                    std::size_t index) {
+    return read_resource_template(raw, index);
+}
+
+std::unique_ptr<Prompt> read_prompt_descriptor(const gh_prompt_desc* raw, std::size_t index,
+                                               const std::string& prefix) {
+    return read_prompt(raw, index, prefix);
+}
+
 std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, LoadReport& report) {
     auto registry = std::make_unique<ToolRegistry>();
     std::unordered_map<std::string, std::string> tool_owner;  // published name -> family
     std::unordered_map<std::string, std::string> family_path; // served family -> its file
+    // URIs, URI templates and prompt names are one namespace each across families.
+    std::unordered_map<std::string, std::string> resource_owner, template_owner, prompt_owner;
     std::set<std::filesystem::path> opened;
 
     for (const auto& entry : cfg.plugins) {
@@ -283,14 +518,38 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
                     throw Refused("tool name '" + t->name + "' clashes with family '" + clash->second +
                                   "'; give one family a prefix under domains." + family + ".prefix");
             }
+            for (const auto& r : c.offer.resources)
+                if (auto clash = resource_owner.find(r->uri); clash != resource_owner.end())
+                    throw Refused("resource URI '" + r->uri + "' is already served by family '" + clash->second +
+                                  "'; a URI names one resource");
+            for (const auto& t : c.offer.resource_templates)
+                if (auto clash = template_owner.find(t->uri_template.text()); clash != template_owner.end())
+                    throw Refused("resource template '" + t->uri_template.text() + "' is already served by family '" +
+                                  clash->second + "'");
+            for (const auto& p : c.offer.prompts)
+                if (auto clash = prompt_owner.find(p->name); clash != prompt_owner.end())
+                    throw Refused("prompt name '" + p->name + "' clashes with family '" + clash->second +
+                                  "'; give one family a prefix under domains." + family + ".prefix");
             const nlohmann::json init_config = {{"data_dir", (cfg.data_dir / family).string()},
                                                 {"settings", c.settings}};
             std::string init_error;
             if (!c.plugin->init(init_config.dump(), init_error)) throw Refused("init failed: " + init_error);
             for (const auto& t : c.tools)
                 tool_owner.emplace(t->name, family);
+            for (const auto& r : c.offer.resources)
+                resource_owner.emplace(r->uri, family);
+            for (const auto& t : c.offer.resource_templates)
+                template_owner.emplace(t->uri_template.text(), family);
+            for (const auto& p : c.offer.prompts)
+                prompt_owner.emplace(p->name, family);
             family_path.emplace(family, path.string());
-            registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix);
+            for (auto& r : c.offer.resources)
+                r->family = family;
+            for (auto& t : c.offer.resource_templates)
+                t->family = family;
+            for (auto& p : c.offer.prompts)
+                p->family = family;
+            registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix, std::move(c.offer));
         } catch (const Refused& e) {
             report.failures.push_back({path.string(), e.what(), entry.where});
         } catch (const std::exception& e) {

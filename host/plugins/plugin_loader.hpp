@@ -43,4 +43,12 @@ public:
 std::unique_ptr<Tool> read_tool_descriptor(const gh_tool_desc* raw, std::size_t index, const std::string& prefix,
                                            bool sessions);
 
+// The same for what ABI 1.2 added: a resource (its URI, name, MIME type,
+// annotations), a resource template (the template compiled) and a prompt (its
+// name, with the domain prefix, and its arguments). Same contract as above.
+std::unique_ptr<Resource> read_resource_descriptor(const gh_resource_desc* raw, std::size_t index);
+std::unique_ptr<ResourceTemplate> read_resource_template_descriptor(const gh_resource_template_desc* raw,
+                                                                    std::size_t index);
+std::unique_ptr<Prompt> read_prompt_descriptor(const gh_prompt_desc* raw, std::size_t index, const std::string& prefix);
+
 } // namespace gatehouse::plugins

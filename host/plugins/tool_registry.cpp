@@ -15,11 +15,28 @@ const char* risk_name(Risk risk) {
     return "read";
 }
 
+namespace {
+
+template <class Item> std::string fingerprint_of(const std::vector<const Item*>& items) {
+    std::string all;
+    for (const Item* item : items) {
+        all += item->listing.dump();
+        all += '\n';
+    }
+    return std::to_string(std::hash<std::string>{}(all)&0xffffffffu);
+}
+
+} // namespace
+
 ToolRegistry::~ToolRegistry() {
     // Tools point into their plugins' memory: drop them before unloading.
     by_name_.clear();
     ordered_.clear();
     tools_.clear();
+    resources_.clear();
+    resource_templates_.clear();
+    prompts_.clear();
+    offered_ = {};
     // Unload in reverse order of loading.
     while (!plugins_.empty())
         plugins_.pop_back();
@@ -30,14 +47,53 @@ const Tool* ToolRegistry::find(std::string_view name) const {
     return it == by_name_.end() ? nullptr : it->second;
 }
 
+const Resource* ToolRegistry::find_resource(std::string_view uri) const {
+    auto it = std::lower_bound(resources_.begin(), resources_.end(), uri,
+                               [](const Resource* r, std::string_view u) { return r->uri < u; });
+    return it != resources_.end() && (*it)->uri == uri ? *it : nullptr;
+}
+
+const ResourceTemplate* ToolRegistry::find_resource_template(std::string_view uri_template) const {
+    for (const auto* t : resource_templates_)
+        if (t->uri_template.text() == uri_template) return t;
+    return nullptr;
+}
+
+const Prompt* ToolRegistry::find_prompt(std::string_view name) const {
+    auto it = std::lower_bound(prompts_.begin(), prompts_.end(), name,
+                               [](const Prompt* p, std::string_view n) { return p->name < n; });
+    return it != prompts_.end() && (*it)->name == name ? *it : nullptr;
+}
+
+bool ToolRegistry::offers_completions() const {
+    return std::any_of(prompts_.begin(), prompts_.end(), [](const Prompt* p) { return p->complete != nullptr; }) ||
+           std::any_of(resource_templates_.begin(), resource_templates_.end(),
+                       [](const ResourceTemplate* t) { return t->complete != nullptr; });
+}
+
 void ToolRegistry::add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<std::unique_ptr<Tool>> tools,
-                              std::string prefix) {
+                              std::string prefix, FamilyOffer offer) {
     FamilyInfo info{plugin->family(),  plugin->name(),  plugin->version(),   plugin->path().string(),
                     std::move(prefix), plugin->rules(), plugin->reentrant(), {}};
     for (auto& t : tools) {
         t->plugin = plugin.get();
         info.tools.push_back(t.get());
         tools_.push_back(std::move(t));
+    }
+    info.resources = offer.resources.size();
+    info.resource_templates = offer.resource_templates.size();
+    info.prompts = offer.prompts.size();
+    for (auto& r : offer.resources) {
+        r->plugin = plugin.get();
+        offered_.resources.push_back(std::move(r));
+    }
+    for (auto& t : offer.resource_templates) {
+        t->plugin = plugin.get();
+        offered_.resource_templates.push_back(std::move(t));
+    }
+    for (auto& p : offer.prompts) {
+        p->plugin = plugin.get();
+        offered_.prompts.push_back(std::move(p));
     }
     families_.push_back(std::move(info));
     plugins_.push_back(std::move(plugin));
@@ -56,6 +112,22 @@ void ToolRegistry::freeze() {
         all += '\n';
     }
     fingerprint_ = std::to_string(std::hash<std::string>{}(all)&0xffffffffu);
+
+    resources_.clear();
+    resource_templates_.clear();
+    prompts_.clear();
+    for (const auto& r : offered_.resources)
+        resources_.push_back(r.get());
+    std::sort(resources_.begin(), resources_.end(),
+              [](const Resource* a, const Resource* b) { return a->uri < b->uri; });
+    for (const auto& t : offered_.resource_templates)
+        resource_templates_.push_back(t.get());
+    for (const auto& p : offered_.prompts)
+        prompts_.push_back(p.get());
+    std::sort(prompts_.begin(), prompts_.end(), [](const Prompt* a, const Prompt* b) { return a->name < b->name; });
+    resources_fingerprint_ = fingerprint_of(resources_);
+    resource_templates_fingerprint_ = fingerprint_of(resource_templates_);
+    prompts_fingerprint_ = fingerprint_of(prompts_);
 }
 
 } // namespace gatehouse::plugins

@@ -1,6 +1,8 @@
 #pragma once
 
 #include "plugins/loaded_plugin.hpp"
+#include "plugins/prompt.hpp"
+#include "plugins/resource.hpp"
 #include "plugins/tool.hpp"
 
 #include <memory>
@@ -20,10 +22,19 @@ struct FamilyInfo {
     std::string rules;
     bool reentrant = false;
     std::vector<const Tool*> tools;
+    std::size_t resources = 0, resource_templates = 0, prompts = 0;
 };
 
-// The frozen set of families and tools the host serves. Built once by the
-// plugin loader, then only read (from many threads, without locks).
+// What a family offers besides tools (ABI 1.2), checked by the loader.
+struct FamilyOffer {
+    std::vector<std::unique_ptr<Resource>> resources;
+    std::vector<std::unique_ptr<ResourceTemplate>> resource_templates;
+    std::vector<std::unique_ptr<Prompt>> prompts;
+};
+
+// The frozen set of families the host serves, with everything they declared:
+// tools, and since ABI 1.2 resources, resource templates and prompts. Built
+// once by the plugin loader, then only read (from many threads, without locks).
 class ToolRegistry {
 public:
     ToolRegistry() = default;
@@ -43,9 +54,30 @@ public:
 
     bool has_tool(std::string_view name) const { return find(name) != nullptr; }
 
+    // Resources by URI; templates in load order (families as configured, each
+    // family's in its own order), which is also the order URIs are matched in;
+    // prompts by published name.
+    const std::vector<const Resource*>& resources() const { return resources_; }
+    const std::vector<const ResourceTemplate*>& resource_templates() const { return resource_templates_; }
+    const std::vector<const Prompt*>& prompts() const { return prompts_; }
+    const Resource* find_resource(std::string_view uri) const;
+    const ResourceTemplate* find_resource_template(std::string_view uri_template) const;
+    const Prompt* find_prompt(std::string_view name) const;
+
+    // Like fingerprint(), one per list, for the cursors of that list.
+    const std::string& resources_fingerprint() const { return resources_fingerprint_; }
+    const std::string& resource_templates_fingerprint() const { return resource_templates_fingerprint_; }
+    const std::string& prompts_fingerprint() const { return prompts_fingerprint_; }
+
+    // What the capabilities advertise: only what some loaded family offers.
+    bool offers_resources() const { return !resources_.empty() || !resource_templates_.empty(); }
+    bool offers_prompts() const { return !prompts_.empty(); }
+    bool offers_completions() const;
+
 private:
     friend class PluginLoader;
-    void add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<std::unique_ptr<Tool>> tools, std::string prefix);
+    void add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<std::unique_ptr<Tool>> tools, std::string prefix,
+                    FamilyOffer offer = {});
     void freeze();
 
     std::vector<std::unique_ptr<LoadedPlugin>> plugins_;
@@ -54,6 +86,12 @@ private:
     std::unordered_map<std::string_view, const Tool*> by_name_;
     std::vector<FamilyInfo> families_;
     std::string fingerprint_;
+
+    FamilyOffer offered_; // owns what the views below point at
+    std::vector<const Resource*> resources_;
+    std::vector<const ResourceTemplate*> resource_templates_;
+    std::vector<const Prompt*> prompts_;
+    std::string resources_fingerprint_, resource_templates_fingerprint_, prompts_fingerprint_;
 };
 
 } // namespace gatehouse::plugins

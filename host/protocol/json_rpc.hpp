@@ -16,6 +16,7 @@ inline constexpr int invalid_request = -32600;
 inline constexpr int method_not_found = -32601;
 inline constexpr int invalid_params = -32602;
 inline constexpr int internal_error = -32603;
+inline constexpr int resource_not_found_2025 = -32002;            // 2025-11-25 only; 2026-07-28 uses invalid_params
 inline constexpr int header_mismatch = -32020;                    // 2026-07-28
 inline constexpr int missing_required_client_capability = -32021; // 2026-07-28
 inline constexpr int unsupported_protocol_version = -32022;       // 2026-07-28

@@ -1,6 +1,6 @@
 #include "protocol/mcp_server.hpp"
 
-#include "protocol/list_cursor.hpp"
+#include "protocol/list_page.hpp"
 #include "protocol/log_level.hpp"
 
 #include <spdlog/spdlog.h>
@@ -61,15 +61,18 @@ Json supported_versions() {
 }
 
 // Methods cheap enough to answer on the reader's thread, in arrival order.
+// Everything that runs plugin code goes to the pool instead.
 bool answered_inline(const std::string& method) {
-    return method != "tools/call";
+    return method != "tools/call" && method != "resources/read" && method != "prompts/get" &&
+           method != "completion/complete";
 }
 
 } // namespace
 
 McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate,
                      config::ServerIdentity identity, config::Limits limits, RequestPool& pool)
-    : registry_(registry), tool_call_(registry, gate), identity_(std::move(identity)), limits_(limits), pool_(pool) {
+    : registry_(registry), tool_call_(registry, gate), resource_read_(registry), prompt_get_(registry),
+      completion_(registry), identity_(std::move(identity)), limits_(limits), pool_(pool) {
     server_info_ = {{"name", identity_.name}, {"version", identity_.version}};
     if (!identity_.title.empty()) server_info_["title"] = identity_.title;
 }
@@ -282,6 +285,18 @@ Json McpServer::dispatch(Request& request) const {
         const bool modern = request.revision == Revision::modern_2026_07_28;
         if (m == "tools/call") return finish(request, tool_call_.run(request));
         if (m == "tools/list") return finish(request, list_tools(request));
+        // Offered only when some loaded family declares them, like the capabilities say.
+        if (registry_.offers_resources()) {
+            if (m == "resources/list") return finish(request, list_resources(request));
+            if (m == "resources/templates/list") return finish(request, list_resource_templates(request));
+            if (m == "resources/read") return finish(request, resource_read_.run(request));
+        }
+        if (registry_.offers_prompts()) {
+            if (m == "prompts/list") return finish(request, list_prompts(request));
+            if (m == "prompts/get") return finish(request, prompt_get_.run(request));
+        }
+        if (registry_.offers_completions() && m == "completion/complete")
+            return finish(request, completion_.run(request));
         if (modern && m == "server/discover") return finish(request, discover(request));
         if (!modern) {
             if (m == "initialize") return finish(request, initialize(request));
@@ -307,10 +322,14 @@ Json McpServer::finish(const Request& request, Json result) const {
 }
 
 Json McpServer::capabilities(Revision revision) const {
-    // List changes reach 2026-07-28 clients on subscriptions/listen; the
-    // 2025-11-25 handshake has no stream this host sends them on.
-    const bool list_changed = revision == Revision::modern_2026_07_28;
-    Json caps = {{"tools", {{"listChanged", list_changed}}}, {"logging", Json::object()}};
+    // List changes and resource updates reach 2026-07-28 clients on
+    // subscriptions/listen; the 2025-11-25 handshake has no stream this host
+    // sends them on (nor resources/subscribe).
+    const bool modern = revision == Revision::modern_2026_07_28;
+    Json caps = {{"tools", {{"listChanged", modern}}}, {"logging", Json::object()}};
+    if (registry_.offers_resources()) caps["resources"] = {{"listChanged", modern}, {"subscribe", modern}};
+    if (registry_.offers_prompts()) caps["prompts"] = {{"listChanged", modern}};
+    if (registry_.offers_completions()) caps["completions"] = Json::object();
     return caps;
 }
 
@@ -500,28 +519,34 @@ Json McpServer::discover(const Request&) const {
     return result;
 }
 
-Json McpServer::list_tools(const Request& request) const {
-    const auto& tools = registry_.ordered();
-    std::size_t offset = 0;
-    if (auto c = request.params.find("cursor"); c != request.params.end() && !c->is_null()) {
-        std::optional<std::size_t> decoded;
-        if (c->is_string()) decoded = decode_cursor(c->get<std::string>(), registry_.fingerprint());
-        if (!decoded || *decoded > tools.size())
-            throw ProtocolError(error_code::invalid_params,
-                                "Invalid cursor; list again without a cursor to start from the beginning.");
-        offset = *decoded;
-    }
-    const std::size_t end = std::min(tools.size(), offset + limits_.page_size);
-    Json list = Json::array();
-    for (std::size_t i = offset; i < end; ++i)
-        list.push_back(tools[i]->listing);
-    Json result = {{"tools", std::move(list)}};
-    if (end < tools.size()) result["nextCursor"] = encode_cursor(registry_.fingerprint(), end);
+// 2026-07-28 lists carry caching hints. They are the same for every caller:
+// the registry is frozen at start and nothing in a listing is per user.
+Json McpServer::cacheable(const Request& request, Json result) const {
     if (request.revision == Revision::modern_2026_07_28) {
         result["ttlMs"] = limits_.tools_list_ttl_ms;
         result["cacheScope"] = "public";
     }
     return result;
+}
+
+Json McpServer::list_tools(const Request& request) const {
+    return cacheable(request,
+                     list_page(request, registry_.ordered(), "tools", registry_.fingerprint(), limits_.page_size));
+}
+
+Json McpServer::list_resources(const Request& request) const {
+    return cacheable(request, list_page(request, registry_.resources(), "resources", registry_.resources_fingerprint(),
+                                        limits_.page_size));
+}
+
+Json McpServer::list_resource_templates(const Request& request) const {
+    return cacheable(request, list_page(request, registry_.resource_templates(), "resourceTemplates",
+                                        registry_.resource_templates_fingerprint(), limits_.page_size));
+}
+
+Json McpServer::list_prompts(const Request& request) const {
+    return cacheable(request, list_page(request, registry_.prompts(), "prompts", registry_.prompts_fingerprint(),
+                                        limits_.page_size));
 }
 
 Json McpServer::set_log_level(Request& request) const {

@@ -3,10 +3,13 @@
 #include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
 #include "plugins/tool_registry.hpp"
+#include "protocol/completion.hpp"
 #include "protocol/connection.hpp"
 #include "protocol/notification_bus.hpp"
+#include "protocol/prompt_get.hpp"
 #include "protocol/request.hpp"
 #include "protocol/request_pool.hpp"
+#include "protocol/resource_read.hpp"
 #include "protocol/tool_call.hpp"
 
 #include <atomic>
@@ -19,7 +22,8 @@ namespace gatehouse::protocol {
 
 // The MCP method table for both revisions. Takes one framed message from a
 // transport, decides its era, and answers on the connection's outbound —
-// cheap methods at once on the caller's thread, tool calls on the pool.
+// cheap methods at once on the caller's thread; whatever runs plugin code
+// (tools/call, resources/read, prompts/get, completion/complete) on the pool.
 class McpServer {
 public:
     McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, config::ServerIdentity identity,
@@ -59,6 +63,10 @@ private:
     Json initialize(Request& request) const;
     Json discover(const Request& request) const;
     Json list_tools(const Request& request) const;
+    Json list_resources(const Request& request) const;
+    Json list_resource_templates(const Request& request) const;
+    Json list_prompts(const Request& request) const;
+    Json cacheable(const Request& request, Json result) const;
     Json set_log_level(Request& request) const;
     Json capabilities(Revision revision) const;
 
@@ -68,6 +76,9 @@ private:
 
     const plugins::ToolRegistry& registry_;
     ToolCall tool_call_;
+    ResourceRead resource_read_;
+    PromptGet prompt_get_;
+    Completion completion_;
     config::ServerIdentity identity_;
     config::Limits limits_;
     RequestPool& pool_;

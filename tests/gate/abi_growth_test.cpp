@@ -39,3 +39,22 @@ TEST_CASE("GH_TOOL_READS_CRITICAL is a known tool flag", "[abi]") {
     CHECK((GH_TOOL_KNOWN_FLAGS & GH_TOOL_READS_CRITICAL) != 0);
     CHECK((GH_TOOL_GATE_EXEMPT & GH_TOOL_READS_CRITICAL) == 0);
 }
+
+TEST_CASE("a V2 (ABI 1.1) descriptor reads with no resources, templates or prompts", "[abi]") {
+    // Non-zero bytes after struct_size stand for whatever memory follows an
+    // older plugin's descriptor: none of it may be read.
+    std::vector<unsigned char> v2(sizeof(gh_plugin_desc), 0xA5);
+    std::memset(v2.data(), 0, GH_PLUGIN_DESC_SIZE_V2);
+    const uint32_t size = GH_PLUGIN_DESC_SIZE_V2, abi = (1u << 16) | 1u;
+    std::memcpy(v2.data(), &size, 4);
+    std::memcpy(v2.data() + 4, &abi, 4);
+    std::string why;
+    auto desc = read_abi_struct<gh_plugin_desc>(v2.data(), GH_PLUGIN_DESC_SIZE_V1, why);
+    REQUIRE(desc);
+    CHECK(desc->resource_count == 0);
+    CHECK(desc->resource_template_count == 0);
+    CHECK(desc->prompt_count == 0);
+    CHECK(desc->resources == nullptr);
+    CHECK(desc->prompts == nullptr);
+    CHECK(GH_PLUGIN_DESC_SIZE_V3 > GH_PLUGIN_DESC_SIZE_V2);
+}

@@ -22,8 +22,8 @@ function serverParameters(configFile) {
 
 // Runs `body` with a connected client, then closes it and checks every
 // message the host sent.
-async function withClient(makeClient, makeTransport, body) {
-  const config = writeConfig();
+async function withClient(makeClient, makeTransport, body, configOptions = {}) {
+  const config = writeConfig(configOptions);
   const transport = new CheckedTransport(makeTransport(serverParameters(config.file)));
   let stderr = '';
   transport.stderr?.on('data', (chunk) => {
@@ -105,4 +105,59 @@ test('@modelcontextprotocol/client 2.x in auto mode detects the modern era', () 
       const result = await client.callTool({ name: 'echo', arguments: { text: 'auto' } });
       assert.equal(result.structuredContent.text, 'auto');
     },
+  ));
+
+// Resources, templates, prompts and completion through both official
+// clients, against the conformance fixture family.
+const CONFORMANCE = { plugins: ['conformance.so', 'echo.so'] };
+
+async function readListAndGet(client) {
+  const { resources } = await client.listResources();
+  assert.ok(resources.some((r) => r.uri === 'test://static-text'));
+  const { resourceTemplates } = await client.listResourceTemplates();
+  assert.equal(resourceTemplates[0].uriTemplate, 'test://template/{id}/data');
+
+  const text = await client.readResource({ uri: 'test://static-text' });
+  assert.equal(text.contents[0].text, 'This is the content of the static text resource.');
+  const templated = await client.readResource({ uri: 'test://template/42/data' });
+  assert.equal(JSON.parse(templated.contents[0].text).id, '42');
+  await assert.rejects(client.readResource({ uri: 'test://missing' }), /not found/i);
+
+  const { prompts } = await client.listPrompts();
+  assert.ok(prompts.some((p) => p.name === 'test_prompt_with_arguments'));
+  const prompt = await client.getPrompt({
+    name: 'test_prompt_with_arguments',
+    arguments: { arg1: 'one', arg2: 'two' },
+  });
+  assert.equal(prompt.messages[0].content.text, "Prompt with arguments: arg1='one', arg2='two'");
+
+  const completion = await client.complete({
+    ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' },
+    argument: { name: 'arg1', value: 'pa' },
+  });
+  assert.deepEqual(completion.completion.values, ['paris', 'park', 'party']);
+}
+
+test('@modelcontextprotocol/sdk 1.x: resources, prompts and completion (2025-11-25)', () =>
+  withClient(
+    () => new ClientV1({ name: 'itest-sdk-v1', version: '1.0.0' }),
+    (params) => new StdioV1(params),
+    async (client) => {
+      const caps = client.getServerCapabilities();
+      assert.ok(caps.resources && caps.prompts && caps.completions);
+      await readListAndGet(client);
+    },
+    CONFORMANCE,
+  ));
+
+test('@modelcontextprotocol/client 2.x pinned to 2026-07-28: resources, prompts and completion', () =>
+  withClient(
+    () => new ClientV2({ name: 'itest-client-v2', version: '2.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } }),
+    (params) => new StdioV2(params),
+    async (client, transport) => {
+      await readListAndGet(client);
+      const read = transport.received.find((m) => m.result?.contents?.[0]?.uri === 'test://static-text');
+      assert.deepEqual([read.result.ttlMs, read.result.cacheScope], [0, 'private']);
+    },
+    CONFORMANCE,
   ));

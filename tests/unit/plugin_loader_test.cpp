@@ -208,3 +208,68 @@ TEST_CASE("a loaded tool carries what its plugin declared", "[loader]") {
     CHECK(family.version == "1.0.0");
     CHECK(family.reentrant);
 }
+
+TEST_CASE("an ABI 1.1 plugin loads unchanged: nothing past its struct_size is read", "[loader][abi]") {
+    auto loaded = load("plugins: [abi11.so, conformance.so]\n");
+    CHECK(loaded.report.failures.empty());
+    CHECK(loaded.serves_family("abi11"));
+    CHECK(loaded.registry->has_tool("abi11_ping"));
+    const auto& families = loaded.registry->families();
+    REQUIRE(families.size() == 2);
+    CHECK(families[0].resources + families[0].resource_templates + families[0].prompts == 0);
+    // Only the conformance family's offer is served.
+    CHECK(loaded.registry->resources().size() == 3);
+    CHECK(loaded.registry->resource_templates().size() == 1);
+    CHECK(loaded.registry->prompts().size() == 4);
+    CHECK(loaded.registry->offers_completions());
+}
+
+TEST_CASE("a families' resources and prompts are found by URI and name", "[loader][resources]") {
+    auto loaded = load("plugins: [conformance.so]\n");
+    const auto& r = *loaded.registry;
+    REQUIRE(r.find_resource("test://static-text"));
+    CHECK(r.find_resource("test://static-text")->family == "conformance");
+    CHECK_FALSE(r.find_resource("test://static"));
+    REQUIRE(r.find_resource_template("test://template/{id}/data"));
+    CHECK(r.find_resource_template("test://template/{id}/data")->complete != nullptr);
+    REQUIRE(r.find_prompt("test_prompt_with_arguments"));
+    CHECK(r.find_prompt("test_prompt_with_arguments")->arguments.size() == 2);
+    CHECK(r.find_prompt("test_simple_prompt")->complete == nullptr);
+    CHECK_FALSE(r.find_prompt("nope"));
+    CHECK_FALSE(r.resources_fingerprint().empty());
+    CHECK(r.resources_fingerprint() != r.prompts_fingerprint());
+}
+
+TEST_CASE("a resource URI or prompt name served by another family refuses the later family", "[loader][resources]") {
+    SECTION("the same URI, even with a prefix") {
+        auto loaded = load("plugins: [conformance.so, broken_resource_clash.so]\n"
+                           "domains: {resourceclash: {prefix: \"r_\"}}\n");
+        CHECK(loaded.serves_family("conformance"));
+        CHECK_FALSE(loaded.serves_family("resourceclash"));
+        const auto* failure = loaded.failure_of("broken_resource_clash.so");
+        REQUIRE(failure);
+        CHECK_THAT(failure->reason, Catch::Contains("resource URI 'test://static-text' is already served by family "
+                                                    "'conformance'"));
+    }
+    SECTION("alone it is served") {
+        auto loaded = load("plugins: [broken_resource_clash.so]\n");
+        CHECK(loaded.report.failures.empty());
+        CHECK(loaded.registry->find_resource("test://static-text")->family == "resourceclash");
+    }
+    SECTION("the same prompt name without a prefix") {
+        auto loaded = load("plugins: [conformance.so, broken_prompt_clash.so]\n");
+        const auto* failure = loaded.failure_of("broken_prompt_clash.so");
+        REQUIRE(failure);
+        CHECK_THAT(failure->reason, Catch::Contains("prompt name 'test_simple_prompt' clashes with family "
+                                                    "'conformance'") &&
+                                        Catch::Contains("domains.promptclash.prefix"));
+    }
+    SECTION("the same prompt name with a prefix") {
+        auto loaded = load("plugins: [conformance.so, broken_prompt_clash.so]\n"
+                           "domains: {promptclash: {prefix: \"p_\"}}\n");
+        CHECK(loaded.report.failures.empty());
+        REQUIRE(loaded.registry->find_prompt("p_test_simple_prompt"));
+        CHECK(loaded.registry->find_prompt("p_test_simple_prompt")->family == "promptclash");
+        CHECK(loaded.registry->find_prompt("test_simple_prompt")->family == "conformance");
+    }
+}

@@ -30,7 +30,7 @@ extern "C" {
  * a plugin whose major differs from its own; minor growth is backward
  * compatible in both directions (struct_size tells what each side knows). */
 #define GH_ABI_VERSION_MAJOR 1
-#define GH_ABI_VERSION_MINOR 1
+#define GH_ABI_VERSION_MINOR 2
 #define GH_ABI_VERSION ((uint32_t)((GH_ABI_VERSION_MAJOR << 16) | GH_ABI_VERSION_MINOR))
 #define GH_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 
@@ -55,6 +55,10 @@ extern "C" {
 #define GH_STATUS_INTERNAL 3
 /* The call noticed is_cancelled() and stopped. */
 #define GH_STATUS_CANCELLED 4
+/* ABI 1.2+, from a resource read only: the URI matched a template but names
+ * nothing that exists (the client gets the protocol's resource-not-found
+ * error). */
+#define GH_STATUS_NOT_FOUND 5
 
 /* ---- Risk of a tool (what calling it can do) --------------------------- */
 
@@ -77,6 +81,14 @@ extern "C" {
  * what it showed through api->critical_read. */
 #define GH_TOOL_READS_CRITICAL 0x2u
 #define GH_TOOL_KNOWN_FLAGS (GH_TOOL_GATE_EXEMPT | GH_TOOL_READS_CRITICAL)
+
+/* gh_resource_desc.flags (ABI 1.2+): gh_resource_desc.size holds the size of
+ * the raw content in bytes (without it the size is unknown, and not 0). */
+#define GH_RESOURCE_HAS_SIZE 0x1u
+#define GH_RESOURCE_KNOWN_FLAGS (GH_RESOURCE_HAS_SIZE)
+/* gh_resource_template_desc.flags and gh_prompt_desc.flags: none yet. */
+#define GH_RESOURCE_TEMPLATE_KNOWN_FLAGS 0x0u
+#define GH_PROMPT_KNOWN_FLAGS 0x0u
 
 /* ---- Log levels (the MCP logging levels, in order) --------------------- */
 
@@ -213,6 +225,95 @@ typedef struct gh_tool_desc {
 
 #define GH_TOOL_DESC_SIZE_V1 (offsetof(gh_tool_desc, tool_data) + sizeof(void*))
 
+/* ---- Resources, resource templates, prompts (ABI 1.2+) ----------------- */
+
+/* Read one resource. Runs on a request thread like a tool call (serialized
+ * unless the plugin is reentrant); `call` gives log, progress, is_cancelled
+ * and call_context.
+ *   data:      gh_resource_desc.resource_data or
+ *              gh_resource_template_desc.template_data.
+ *   uri:       the URI the client asked for; borrowed until return.
+ *   variables: JSON object of the template's variables as matched in `uri`
+ *              (percent-decoded strings); "{}" for a static resource.
+ *   out:       on GH_STATUS_OK a JSON object {"contents": [{"uri", "mimeType"?,
+ *              "text" | "blob" (base64)}, ...]}, optionally with "ttlMs"
+ *              (integer >= 0, default 0) and "cacheScope" ("public" or
+ *              "private", the default) for 2026-07-28 clients;
+ *              on GH_STATUS_NOT_FOUND nothing; on TOOL_ERROR or INVALID_ARGS
+ *              a sentence for the client; on INTERNAL text for the log. */
+typedef int32_t (*gh_resource_read_fn)(void* plugin_state, void* data, gh_call* call, gh_str uri, gh_str variables,
+                                       gh_sink* out);
+
+/* Produce one prompt.
+ *   arguments: JSON object of string values, already checked by the host:
+ *              every required argument is present and no unknown one is.
+ *   out:       on GH_STATUS_OK a JSON object {"description"?, "messages":
+ *              [{"role": "user" | "assistant", "content": {ContentBlock}}]};
+ *              otherwise as for gh_resource_read_fn. */
+typedef int32_t (*gh_prompt_get_fn)(void* plugin_state, void* data, gh_call* call, gh_str arguments, gh_sink* out);
+
+/* Suggest values for one argument of a prompt or one variable of a resource
+ * template (completion/complete). Optional.
+ *   argument: the argument's (variable's) name; value: what the user typed
+ *   so far; context: JSON object of arguments already resolved ("{}" if none).
+ *   out: on GH_STATUS_OK a JSON object {"values": [string, ...], "total"?:
+ *        integer, "hasMore"?: boolean}; the host keeps the first 100 values. */
+typedef int32_t (*gh_complete_fn)(void* plugin_state, void* data, gh_call* call, gh_str argument, gh_str value,
+                                  gh_str context, gh_sink* out);
+
+/* A resource with a fixed URI. The URI is unique across all loaded families. */
+typedef struct gh_resource_desc {
+    uint32_t struct_size;
+    uint32_t flags;     /* GH_RESOURCE_* */
+    gh_str uri;         /* absolute URI with a scheme, e.g. "test://static-text" */
+    gh_str name;        /* required, for programs */
+    gh_str title;       /* optional human title */
+    gh_str description; /* optional, for the model */
+    gh_str mime_type;   /* optional, "type/subtype" */
+    gh_str annotations; /* optional JSON object (MCP Annotations) */
+    uint64_t size;      /* bytes of raw content, when flags has GH_RESOURCE_HAS_SIZE */
+    gh_resource_read_fn read;
+    void* resource_data; /* passed back to read() unchanged */
+} gh_resource_desc;
+
+#define GH_RESOURCE_DESC_SIZE_V1 (offsetof(gh_resource_desc, resource_data) + sizeof(void*))
+
+/* A family of resources whose URIs fit an RFC 6570 template. The host
+ * matches a URI against it and hands read() the variables. This host
+ * matches literal text, {name} (one path segment: no '/', '?' or '#') and
+ * {+name} (anything); two expressions need literal text between them. */
+typedef struct gh_resource_template_desc {
+    uint32_t struct_size;
+    uint32_t flags;      /* zero */
+    gh_str uri_template; /* e.g. "test://template/{id}/data"; unique across families */
+    gh_str name;         /* required */
+    gh_str title;        /* optional */
+    gh_str description;  /* optional */
+    gh_str mime_type;    /* optional: the type of every resource it names */
+    gh_str annotations;  /* optional JSON object (MCP Annotations) */
+    gh_resource_read_fn read;
+    gh_complete_fn complete; /* optional: suggests values for the variables */
+    void* template_data;     /* passed back to read() and complete() unchanged */
+} gh_resource_template_desc;
+
+#define GH_RESOURCE_TEMPLATE_DESC_SIZE_V1 (offsetof(gh_resource_template_desc, template_data) + sizeof(void*))
+
+/* A prompt. Its published name carries the domain's prefix, like a tool's,
+ * and is unique across families. */
+typedef struct gh_prompt_desc {
+    uint32_t struct_size;
+    uint32_t flags;     /* zero */
+    gh_str name;        /* [a-zA-Z0-9_.-]{1,64}; unique in the family */
+    gh_str title;       /* optional */
+    gh_str description; /* optional */
+    gh_str arguments;   /* optional JSON array of {"name", "title"?, "description"?, "required"?: boolean} */
+    gh_prompt_get_fn get;
+    gh_complete_fn complete; /* optional: suggests values for the arguments */
+    void* prompt_data;       /* passed back to get() and complete() unchanged */
+} gh_prompt_desc;
+
+#define GH_PROMPT_DESC_SIZE_V1 (offsetof(gh_prompt_desc, prompt_data) + sizeof(void*))
+
 /* ---- The plugin descriptor --------------------------------------------- */
 
 /* Called once, before any tool call, on one thread.
@@ -246,10 +347,19 @@ typedef struct gh_plugin_desc {
     gh_init_fn init;                     /* optional */
     gh_shutdown_fn shutdown;             /* optional */
     gh_critical_items_fn critical_items; /* ABI 1.1+, optional */
+    /* ABI 1.2+: what the family offers besides tools. Zero counts mean none. */
+    uint32_t resource_count;
+    uint32_t resource_template_count;
+    const gh_resource_desc* const* resources;                   /* resource_count pointers */
+    const gh_resource_template_desc* const* resource_templates; /* resource_template_count pointers */
+    uint32_t prompt_count;
+    uint32_t reserved1;                   /* zero */
+    const gh_prompt_desc* const* prompts; /* prompt_count pointers */
 } gh_plugin_desc;
 
 #define GH_PLUGIN_DESC_SIZE_V1 (offsetof(gh_plugin_desc, shutdown) + sizeof(void*))
 #define GH_PLUGIN_DESC_SIZE_V2 (offsetof(gh_plugin_desc, critical_items) + sizeof(void*))
+#define GH_PLUGIN_DESC_SIZE_V3 (offsetof(gh_plugin_desc, prompts) + sizeof(void*))
 
 /* The entry symbol every plugin exports. Called once, right after loading.
  * Returns a descriptor valid until shutdown returns, or NULL to refuse to
@@ -269,13 +379,23 @@ static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_a
 static_assert(GH_HOST_API_SIZE_V2 == sizeof(gh_host_api), "gh_host_api v2 size");
 static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
-static_assert(GH_PLUGIN_DESC_SIZE_V2 == sizeof(gh_plugin_desc), "gh_plugin_desc v2 size");
+static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
+static_assert(GH_PLUGIN_DESC_SIZE_V3 == sizeof(gh_plugin_desc), "gh_plugin_desc v3 size");
+static_assert(GH_RESOURCE_DESC_SIZE_V1 == sizeof(gh_resource_desc), "gh_resource_desc v1 size");
+static_assert(GH_RESOURCE_TEMPLATE_DESC_SIZE_V1 == sizeof(gh_resource_template_desc),
+              "gh_resource_template_desc v1 size");
+static_assert(GH_PROMPT_DESC_SIZE_V1 == sizeof(gh_prompt_desc), "gh_prompt_desc v1 size");
 #else
 _Static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
 _Static_assert(GH_HOST_API_SIZE_V2 == sizeof(gh_host_api), "gh_host_api v2 size");
 _Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
-_Static_assert(GH_PLUGIN_DESC_SIZE_V2 == sizeof(gh_plugin_desc), "gh_plugin_desc v2 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V3 == sizeof(gh_plugin_desc), "gh_plugin_desc v3 size");
+_Static_assert(GH_RESOURCE_DESC_SIZE_V1 == sizeof(gh_resource_desc), "gh_resource_desc v1 size");
+_Static_assert(GH_RESOURCE_TEMPLATE_DESC_SIZE_V1 == sizeof(gh_resource_template_desc),
+               "gh_resource_template_desc v1 size");
+_Static_assert(GH_PROMPT_DESC_SIZE_V1 == sizeof(gh_prompt_desc), "gh_prompt_desc v1 size");
 #endif
 
 #endif /* GATEHOUSE_PLUGIN_H */

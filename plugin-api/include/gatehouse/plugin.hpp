@@ -19,17 +19,34 @@
 //   });
 //
 //   GH_EXPORT_PLUGIN(plugin)
+//
+// Resources, resource templates and prompts (ABI 1.2) are declared the same way:
+//
+//   static auto& readme = plugin.resource({
+//       .uri = "docs://readme", .name = "readme", .mime_type = "text/markdown",
+//       .read = [](gh::Read&) { return gh::ReadResult::text("# Hello"); },
+//   });
+//   static auto& note = plugin.resource_template({
+//       .uri_template = "notes://{id}", .name = "note",
+//       .read = [](gh::Read& read) { return gh::ReadResult::text("note " + read.variable("id")); },
+//   });
+//   static auto& greet = plugin.prompt({
+//       .name = "greet", .arguments = {{.name = "who", .required = true}},
+//       .get = [](gh::Call& call) { return gh::PromptResult::text("Greet " + call.arg<std::string>("who")); },
+//   });
 #pragma once
 
 #include <gatehouse/plugin.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -67,6 +84,14 @@ public:
 class InvalidArguments : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+};
+
+// Throw from a resource read when the URI fits a template but names nothing
+// that exists: the client gets the protocol's resource-not-found error.
+class NotFound : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+    NotFound() : std::runtime_error("not found") {}
 };
 
 inline gh_str view(std::string_view s) {
@@ -199,6 +224,186 @@ private:
 
 using Handler = std::function<Result(Call&)>;
 
+// Standard base64 (RFC 4648, with padding), for blob contents and images.
+inline std::string base64(std::string_view bytes) {
+    static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    for (; i + 2 < bytes.size(); i += 3) {
+        const unsigned v = (static_cast<unsigned char>(bytes[i]) << 16) |
+                           (static_cast<unsigned char>(bytes[i + 1]) << 8) | static_cast<unsigned char>(bytes[i + 2]);
+        out += alphabet[v >> 18];
+        out += alphabet[(v >> 12) & 63];
+        out += alphabet[(v >> 6) & 63];
+        out += alphabet[v & 63];
+    }
+    if (i < bytes.size()) {
+        const bool two = i + 1 < bytes.size();
+        const unsigned v =
+            (static_cast<unsigned char>(bytes[i]) << 16) | (two ? static_cast<unsigned char>(bytes[i + 1]) << 8 : 0);
+        out += alphabet[v >> 18];
+        out += alphabet[(v >> 12) & 63];
+        out += two ? alphabet[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+// One resource read as the handler sees it (ABI 1.2): the URI asked for and,
+// for a template, its variables (also reachable as arguments()). Valid only
+// during the handler.
+class Read : public Call {
+public:
+    Read(const gh_host_api* api, gh_call* raw, std::string uri, Json variables)
+        : Call(api, raw, std::move(variables)), uri_(std::move(uri)) {}
+
+    const std::string& uri() const { return uri_; }
+    std::string variable(const char* name) const { return arg<std::string>(name); }
+
+private:
+    std::string uri_;
+};
+
+// What a read returns: one or more contents. A content without a URI gets the
+// URI that was read.
+class ReadResult {
+public:
+    static ReadResult text(std::string text, std::string mime_type = {}) {
+        return ReadResult().add_text(std::move(text), std::move(mime_type));
+    }
+    // Raw bytes; the layer encodes them as base64.
+    static ReadResult blob(std::string_view bytes, std::string mime_type = {}) {
+        return ReadResult().add_blob(bytes, std::move(mime_type));
+    }
+
+    ReadResult& add_text(std::string text, std::string mime_type = {}, std::string uri = {}) {
+        return add(item("text", std::move(text), std::move(mime_type), std::move(uri)));
+    }
+    ReadResult& add_blob(std::string_view bytes, std::string mime_type = {}, std::string uri = {}) {
+        return add(item("blob", base64(bytes), std::move(mime_type), std::move(uri)));
+    }
+    ReadResult& add(Json contents) {
+        contents_.push_back(std::move(contents));
+        return *this;
+    }
+
+    // Caching hints for 2026-07-28 clients. Without them the answer is
+    // private and stale at once; say public only when no caller's identity
+    // shapes the content.
+    ReadResult& cache(std::uint64_t ttl_ms, bool same_for_everyone = false) {
+        ttl_ms_ = ttl_ms;
+        public_ = same_for_everyone;
+        return *this;
+    }
+
+    std::string serialize(const std::string& read_uri) const {
+        Json contents = contents_;
+        for (auto& c : contents)
+            if (!c.contains("uri")) c["uri"] = read_uri;
+        Json out{{"contents", std::move(contents)}};
+        if (ttl_ms_) {
+            out["ttlMs"] = *ttl_ms_;
+            out["cacheScope"] = public_ ? "public" : "private";
+        }
+        return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
+
+private:
+    static Json item(const char* kind, std::string value, std::string mime_type, std::string uri) {
+        Json c{{kind, std::move(value)}};
+        if (!mime_type.empty()) c["mimeType"] = std::move(mime_type);
+        if (!uri.empty()) c["uri"] = std::move(uri);
+        return c;
+    }
+
+    Json contents_ = Json::array();
+    std::optional<std::uint64_t> ttl_ms_;
+    bool public_ = false;
+};
+
+// What a prompt returns: messages, each a role and one MCP content block.
+class PromptResult {
+public:
+    static PromptResult text(std::string text, std::string role = "user") {
+        return PromptResult().add_text(std::move(text), std::move(role));
+    }
+
+    PromptResult& add_text(std::string text, std::string role = "user") {
+        return add(Json{{"type", "text"}, {"text", std::move(text)}}, std::move(role));
+    }
+    // Any content block: {"type": "image", "data", "mimeType"}, {"type": "resource", "resource": {...}}, ...
+    PromptResult& add(Json content, std::string role = "user") {
+        messages_.push_back(Json{{"role", std::move(role)}, {"content", std::move(content)}});
+        return *this;
+    }
+    PromptResult& describe(std::string description) {
+        description_ = std::move(description);
+        return *this;
+    }
+
+    std::string serialize() const {
+        Json out{{"messages", messages_}};
+        if (!description_.empty()) out["description"] = description_;
+        return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
+
+private:
+    Json messages_ = Json::array();
+    std::string description_;
+};
+
+// What completion/complete asks: the argument (or template variable), what
+// the user typed so far, and the arguments already chosen.
+struct CompletionRequest {
+    std::string argument;
+    std::string value;
+    Json context; // object
+};
+
+using ReadHandler = std::function<ReadResult(Read&)>;
+using PromptHandler = std::function<PromptResult(Call&)>;
+// Returns the suggestions, best first; the host passes on at most 100.
+using CompleteHandler = std::function<std::vector<std::string>(const CompletionRequest&)>;
+
+struct ResourceSpec {
+    std::string uri;
+    std::string name;
+    std::string title;
+    std::string description;
+    std::string mime_type;
+    std::string annotations; // JSON object (MCP Annotations), optional
+    std::optional<std::uint64_t> size;
+    ReadHandler read;
+};
+
+struct ResourceTemplateSpec {
+    std::string uri_template; // literal text, {name} and {+name}
+    std::string name;
+    std::string title;
+    std::string description;
+    std::string mime_type;
+    std::string annotations;
+    ReadHandler read;
+    CompleteHandler complete; // optional
+};
+
+struct PromptArgumentSpec {
+    std::string name;
+    std::string title;
+    std::string description;
+    bool required = false;
+};
+
+struct PromptSpec {
+    std::string name;
+    std::string title;
+    std::string description;
+    std::vector<PromptArgumentSpec> arguments;
+    PromptHandler get;
+    CompleteHandler complete; // optional
+};
+
 struct ToolSpec {
     std::string name;
     std::string title;
@@ -242,6 +447,35 @@ public:
         slot.spec = std::move(spec);
         slot.required_scopes_json = Json(slot.spec.required_scopes).dump();
         slot.owner = this;
+        return slot.spec;
+    }
+
+    // ABI 1.2: a resource, a resource template, a prompt. Same rule as tool().
+    const ResourceSpec& resource(ResourceSpec spec) {
+        auto& slot = resources_.emplace_back();
+        slot.spec = std::move(spec);
+        slot.owner = this;
+        return slot.spec;
+    }
+    const ResourceTemplateSpec& resource_template(ResourceTemplateSpec spec) {
+        auto& slot = templates_.emplace_back();
+        slot.spec = std::move(spec);
+        slot.owner = this;
+        return slot.spec;
+    }
+    const PromptSpec& prompt(PromptSpec spec) {
+        auto& slot = prompts_.emplace_back();
+        slot.spec = std::move(spec);
+        slot.owner = this;
+        Json arguments = Json::array();
+        for (const auto& a : slot.spec.arguments) {
+            Json arg{{"name", a.name}};
+            if (!a.title.empty()) arg["title"] = a.title;
+            if (!a.description.empty()) arg["description"] = a.description;
+            if (a.required) arg["required"] = true;
+            arguments.push_back(std::move(arg));
+        }
+        slot.arguments_json = slot.spec.arguments.empty() ? std::string() : arguments.dump();
         return slot.spec;
     }
 
@@ -298,6 +532,7 @@ public:
         desc_.init = init;
         desc_.shutdown = &Plugin::shutdown_trampoline;
         desc_.critical_items = critical_items_ ? &Plugin::critical_items_trampoline : nullptr;
+        describe_offer();
         return &desc_;
     }
 
@@ -307,6 +542,142 @@ private:
         std::string required_scopes_json;
         Plugin* owner = nullptr;
     };
+    struct ResourceSlot {
+        ResourceSpec spec;
+        Plugin* owner = nullptr;
+    };
+    struct TemplateSlot {
+        ResourceTemplateSpec spec;
+        Plugin* owner = nullptr;
+    };
+    struct PromptSlot {
+        PromptSpec spec;
+        std::string arguments_json;
+        Plugin* owner = nullptr;
+    };
+
+    void describe_offer() {
+        resource_descs_.clear();
+        resource_ptrs_.clear();
+        template_descs_.clear();
+        template_ptrs_.clear();
+        prompt_descs_.clear();
+        prompt_ptrs_.clear();
+        resource_descs_.reserve(resources_.size());
+        for (auto& r : resources_) {
+            gh_resource_desc d{};
+            d.struct_size = sizeof(gh_resource_desc);
+            d.flags = r.spec.size ? GH_RESOURCE_HAS_SIZE : 0u;
+            d.uri = view(r.spec.uri);
+            d.name = view(r.spec.name);
+            d.title = view(r.spec.title);
+            d.description = view(r.spec.description);
+            d.mime_type = view(r.spec.mime_type);
+            d.annotations = view(r.spec.annotations);
+            d.size = r.spec.size.value_or(0);
+            d.read = &Plugin::read_trampoline<ResourceSlot>;
+            d.resource_data = &r;
+            resource_descs_.push_back(d);
+        }
+        for (auto& d : resource_descs_)
+            resource_ptrs_.push_back(&d);
+        template_descs_.reserve(templates_.size());
+        for (auto& t : templates_) {
+            gh_resource_template_desc d{};
+            d.struct_size = sizeof(gh_resource_template_desc);
+            d.uri_template = view(t.spec.uri_template);
+            d.name = view(t.spec.name);
+            d.title = view(t.spec.title);
+            d.description = view(t.spec.description);
+            d.mime_type = view(t.spec.mime_type);
+            d.annotations = view(t.spec.annotations);
+            d.read = &Plugin::read_trampoline<TemplateSlot>;
+            d.complete = t.spec.complete ? &Plugin::complete_trampoline<TemplateSlot> : nullptr;
+            d.template_data = &t;
+            template_descs_.push_back(d);
+        }
+        for (auto& d : template_descs_)
+            template_ptrs_.push_back(&d);
+        prompt_descs_.reserve(prompts_.size());
+        for (auto& p : prompts_) {
+            gh_prompt_desc d{};
+            d.struct_size = sizeof(gh_prompt_desc);
+            d.name = view(p.spec.name);
+            d.title = view(p.spec.title);
+            d.description = view(p.spec.description);
+            d.arguments = view(p.arguments_json);
+            d.get = &Plugin::prompt_trampoline;
+            d.complete = p.spec.complete ? &Plugin::complete_trampoline<PromptSlot> : nullptr;
+            d.prompt_data = &p;
+            prompt_descs_.push_back(d);
+        }
+        for (auto& d : prompt_descs_)
+            prompt_ptrs_.push_back(&d);
+        desc_.resource_count = static_cast<uint32_t>(resource_ptrs_.size());
+        desc_.resources = resource_ptrs_.data();
+        desc_.resource_template_count = static_cast<uint32_t>(template_ptrs_.size());
+        desc_.resource_templates = template_ptrs_.data();
+        desc_.prompt_count = static_cast<uint32_t>(prompt_ptrs_.size());
+        desc_.prompts = prompt_ptrs_.data();
+    }
+
+    // Every ABI 1.2 callback ends the same way: an exception becomes a status.
+    template <class Body> static int32_t guarded(const gh_host_api* api, gh_sink* out, Body&& body) noexcept {
+        try {
+            return body();
+        } catch (const NotFound&) {
+            return GH_STATUS_NOT_FOUND;
+        } catch (const ToolError& e) {
+            write(api, out, e.what());
+            return GH_STATUS_TOOL_ERROR;
+        } catch (const InvalidArguments& e) {
+            write(api, out, e.what());
+            return GH_STATUS_INVALID_ARGS;
+        } catch (const std::exception& e) {
+            write(api, out, e.what());
+        } catch (...) {
+            write(api, out, "unknown exception");
+        }
+        return GH_STATUS_INTERNAL;
+    }
+
+    template <class Slot>
+    static int32_t read_trampoline(void*, void* data, gh_call* call, gh_str uri, gh_str variables,
+                                   gh_sink* out) noexcept {
+        auto* slot = static_cast<Slot*>(data);
+        const gh_host_api* api = slot->owner->api_;
+        return guarded(api, out, [&] {
+            Read read(api, call, std::string(view(uri)), Json::parse(view(variables)));
+            const ReadResult result = slot->spec.read(read);
+            if (read.cancelled()) return GH_STATUS_CANCELLED;
+            write(api, out, result.serialize(read.uri()));
+            return GH_STATUS_OK;
+        });
+    }
+
+    static int32_t prompt_trampoline(void*, void* data, gh_call* call, gh_str arguments, gh_sink* out) noexcept {
+        auto* slot = static_cast<PromptSlot*>(data);
+        const gh_host_api* api = slot->owner->api_;
+        return guarded(api, out, [&] {
+            Call c(api, call, Json::parse(view(arguments)));
+            write(api, out, slot->spec.get(c).serialize());
+            return GH_STATUS_OK;
+        });
+    }
+
+    template <class Slot>
+    static int32_t complete_trampoline(void*, void* data, gh_call*, gh_str argument, gh_str value, gh_str context,
+                                       gh_sink* out) noexcept {
+        auto* slot = static_cast<Slot*>(data);
+        const gh_host_api* api = slot->owner->api_;
+        return guarded(api, out, [&] {
+            const CompletionRequest request{std::string(view(argument)), std::string(view(value)),
+                                            Json::parse(view(context))};
+            write(api, out,
+                  Json{{"values", slot->spec.complete(request)}}.dump(-1, ' ', false, Json::error_handler_t::replace));
+            return GH_STATUS_OK;
+        });
+    }
 
     static void write(const gh_host_api* api, gh_sink* sink, std::string_view text) noexcept {
         if (api && sink) api->sink_write(sink, view(text));
@@ -385,6 +756,15 @@ private:
     std::deque<ToolSlot> tools_; // deque: slots never move, tool_data stays valid
     std::vector<gh_tool_desc> tool_descs_;
     std::vector<const gh_tool_desc*> tool_ptrs_;
+    std::deque<ResourceSlot> resources_; // deques for the same reason as tools_
+    std::deque<TemplateSlot> templates_;
+    std::deque<PromptSlot> prompts_;
+    std::vector<gh_resource_desc> resource_descs_;
+    std::vector<const gh_resource_desc*> resource_ptrs_;
+    std::vector<gh_resource_template_desc> template_descs_;
+    std::vector<const gh_resource_template_desc*> template_ptrs_;
+    std::vector<gh_prompt_desc> prompt_descs_;
+    std::vector<const gh_prompt_desc*> prompt_ptrs_;
     gh_plugin_desc desc_{};
     const gh_host_api* api_ = nullptr;
     InitHandler init_;

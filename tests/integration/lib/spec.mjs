@@ -18,6 +18,16 @@ export function specDir() {
   return process.env.GATEHOUSE_SPEC_DIR ?? path.resolve(here, '../../../../shared/spec');
 }
 
+// Methods both revisions define under the same result type.
+const SHARED_RESULT_TYPES = {
+  'resources/list': 'ListResourcesResult',
+  'resources/templates/list': 'ListResourceTemplatesResult',
+  'resources/read': 'ReadResourceResult',
+  'prompts/list': 'ListPromptsResult',
+  'prompts/get': 'GetPromptResult',
+  'completion/complete': 'CompleteResult',
+};
+
 // method -> result definition, per revision. A method missing here is one the
 // revision does not have, so a result for it is itself a problem.
 const RESULT_TYPES = {
@@ -27,11 +37,13 @@ const RESULT_TYPES = {
     'logging/setLevel': 'EmptyResult',
     'tools/list': 'ListToolsResult',
     'tools/call': 'CallToolResult',
+    ...SHARED_RESULT_TYPES,
   },
   [MODERN]: {
     'server/discover': 'DiscoverResult',
     'tools/list': 'ListToolsResult',
     'tools/call': 'CallToolResult',
+    ...SHARED_RESULT_TYPES,
   },
 };
 

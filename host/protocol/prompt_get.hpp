@@ -1,0 +1,22 @@
+#pragma once
+
+#include "plugins/tool_registry.hpp"
+#include "protocol/request.hpp"
+
+namespace gatehouse::protocol {
+
+// prompts/get: the prompt by name, its arguments checked against what it
+// declared (strings only, every required one present, no unknown one), the
+// plugin's get, and its answer checked into a GetPromptResult. An unknown
+// prompt or a wrong argument is -32602 naming what to fix.
+class PromptGet {
+public:
+    explicit PromptGet(const plugins::ToolRegistry& registry) : registry_(registry) {}
+
+    Json run(Request& request) const;
+
+private:
+    const plugins::ToolRegistry& registry_;
+};
+
+} // namespace gatehouse::protocol

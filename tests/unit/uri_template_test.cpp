@@ -1,0 +1,67 @@
+#include "plugins/uri_template.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using gatehouse::plugins::UriTemplate;
+using Vars = std::map<std::string, std::string>;
+
+TEST_CASE("a {name} variable matches one path segment, percent-decoded", "[uri_template]") {
+    const auto t = UriTemplate::parse("test://template/{id}/data");
+    CHECK(t.variables() == std::vector<std::string>{"id"});
+    CHECK(t.match("test://template/123/data") == Vars{{"id", "123"}});
+    CHECK(t.match("test://template/a%20b/data") == Vars{{"id", "a b"}});
+    CHECK_FALSE(t.match("test://template/1/2/data"));
+    CHECK_FALSE(t.match("test://template//data"));
+    CHECK_FALSE(t.match("test://template/123/data/"));
+    CHECK_FALSE(t.match("test://template/%zz/data"));
+    CHECK(t.match("test://template/%C3%A9/data") == Vars{{"id", "\xC3\xA9"}});
+    CHECK_FALSE(t.match("test://template/%FF/data"));       // not UTF-8 once decoded
+    CHECK_FALSE(t.match("test://template/%C0%AF/data"));    // an overlong '/'
+    CHECK_FALSE(t.match("test://template/%ED%A0%80/data")); // a surrogate
+    CHECK_FALSE(t.match("other://template/123/data"));
+}
+
+TEST_CASE("{+name} spans segments and literals split values one way", "[uri_template]") {
+    const auto path = UriTemplate::parse("file:///{+path}");
+    CHECK(path.match("file:///a/b/c.txt") == Vars{{"path", "a/b/c.txt"}});
+    const auto pair = UriTemplate::parse("db://{table}-{row}");
+    // The shortest first value that still lets the rest fit.
+    CHECK(pair.match("db://a-b-c") == Vars{{"table", "a"}, {"row", "b-c"}});
+    CHECK_FALSE(pair.match("db://ab"));
+}
+
+TEST_CASE("matching stays fast on hostile URIs", "[uri_template]") {
+    const auto t = UriTemplate::parse("x://{+a}b{+c}b{+d}b{+e}!");
+    const std::string uri = "x://" + std::string(8000, 'b');
+    CHECK_FALSE(t.match(uri)); // O(parts * n): returns at once instead of trying every split
+    CHECK_FALSE(t.match("x://" + std::string(9000, 'b') + "!")); // longer than any URI matched
+}
+
+TEST_CASE("templates this host cannot match are refused with the reason", "[uri_template]") {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"", "empty"},
+        {"test://fixed", "has no {variable}"},
+        {"test://{?query}", "operator '?'"},
+        {"test://{#frag}", "operator '#'"},
+        {"test://{a,b}", "not a single variable name"},
+        {"test://{id:3}", "not a single variable name"},
+        {"test://{list*}", "not a single variable name"},
+        {"test://{a}{b}", "two expressions follow each other"},
+        {"test://{id", "never closed"},
+        {"test://id}", "without its '{'"},
+        {"test://{}", "without a variable name"},
+        {"test://{id}/{id}", "appears twice"},
+        {"test://a b/{id}", "space or control character"},
+    };
+    for (const auto& [text, why] : cases) {
+        INFO(text);
+        try {
+            (void)UriTemplate::parse(text);
+            FAIL("accepted");
+        } catch (const std::invalid_argument& e) {
+            CHECK_THAT(e.what(), Catch::Contains(why));
+        }
+    }
+}
