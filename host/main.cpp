@@ -6,6 +6,7 @@
 #include "gate/gate_pipeline.hpp"
 #include "gate/no_sessions_check.hpp"
 #include "gate/session_gate.hpp"
+#include "plugins/host_api.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/stdio_transport.hpp"
@@ -148,6 +149,15 @@ int serve(const Arguments& args) {
     }
     protocol::RequestPool pool(cfg.limits.workers);
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool);
+    // What families report as changed reaches the open subscriptions.
+    plugins::set_change_sink([&server](int32_t kind, std::string_view uri) {
+        using Kind = protocol::Change::Kind;
+        const Kind k = kind == GH_CHANGE_TOOLS_LIST       ? Kind::tools_list
+                       : kind == GH_CHANGE_PROMPTS_LIST   ? Kind::prompts_list
+                       : kind == GH_CHANGE_RESOURCES_LIST ? Kind::resources_list
+                                                          : Kind::resource_updated;
+        server.bus().publish({k, std::string(uri)});
+    });
     int status = 0;
     std::unique_ptr<transport::HttpTransport> http;
     if (serve_http) {
@@ -176,6 +186,7 @@ int serve(const Arguments& args) {
     // Workers finish (or notice their cancellation) before any transport
     // state they answer through goes away.
     pool.stop();
+    plugins::set_change_sink(nullptr);
     return status;
 }
 

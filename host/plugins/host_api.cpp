@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <mutex>
 #include <string_view>
 
 namespace gatehouse::plugins {
@@ -110,15 +111,41 @@ int32_t critical_read(gh_call* call, gh_str item_ids, gh_sink* out) noexcept {
     return session_request(call, "critical_read", item_ids, {}, out);
 }
 
+std::mutex g_change_mutex;
+ChangeSink g_change_sink;
+
+void notify_changed(gh_call*, int32_t kind, gh_str uri) noexcept {
+    try {
+        if (kind < GH_CHANGE_TOOLS_LIST || kind > GH_CHANGE_RESOURCE_UPDATED) {
+            spdlog::warn("a plugin reported a change of unknown kind {}; ignored", kind);
+            return;
+        }
+        ChangeSink sink;
+        {
+            std::lock_guard lock(g_change_mutex);
+            sink = g_change_sink;
+        }
+        if (sink) sink(kind, kind == GH_CHANGE_RESOURCE_UPDATED ? as_view(uri) : std::string_view());
+    } catch (...) {
+    }
+}
+
 const gh_host_api kHostApi = {
-    sizeof(gh_host_api), GH_ABI_VERSION, &sink_write,       &log,          &progress,     &is_cancelled,  &call_context,
-    &sink_new,           &sink_bytes,    &session_describe, &session_open, &rules_accept, &critical_read,
+    sizeof(gh_host_api), GH_ABI_VERSION,    &sink_write,   &log,
+    &progress,           &is_cancelled,     &call_context, &sink_new,
+    &sink_bytes,         &session_describe, &session_open, &rules_accept,
+    &critical_read,      &notify_changed,
 };
 
 } // namespace
 
 const gh_host_api* host_api() {
     return &kHostApi;
+}
+
+void set_change_sink(ChangeSink sink) {
+    std::lock_guard lock(g_change_mutex);
+    g_change_sink = std::move(sink);
 }
 
 } // namespace gatehouse::plugins

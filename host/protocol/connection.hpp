@@ -18,6 +18,9 @@ class Outbound {
 public:
     virtual ~Outbound() = default;
     virtual void send(const Json& message) = 0;
+    // An error answer that refuses the request as malformed before any method
+    // ran (its params, _meta or revision): HTTP answers it with 400.
+    virtual void reject(const Json& message) { send(message); }
     // A request that was answered through this outbound ended without an
     // answer (it was cancelled). Stdio has nothing to do; an HTTP response
     // stream waiting for the answer is closed.

@@ -166,7 +166,7 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
     try {
         request = decode_request(*connection, std::move(message));
     } catch (const ProtocolError& e) {
-        reply->send(make_error(id, e.code(), e.what(), e.data()));
+        reply->reject(make_error(id, e.code(), e.what(), e.data()));
         return;
     }
     request.reply = std::move(reply);

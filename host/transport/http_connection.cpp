@@ -77,6 +77,17 @@ public:
         connection->deliver(exchange_, protocol::encode(message), final, status);
     }
 
+    void reject(const Json& message) override {
+        auto connection = connection_.lock();
+        if (!connection) return;
+        // Malformed for 2026-07-28 (its _meta, params or revision) is 400;
+        // the 2025-11-25 transport keeps 200 for what is not a broken message.
+        int status = modern_ ? 400 : 200;
+        if (auto error = message.find("error"); error != message.end() && error->is_object())
+            status = std::max(status, status_for_error(error->value("code", 0), modern_));
+        connection->deliver(exchange_, protocol::encode(message), true, status);
+    }
+
     void ended_without_answer() override {
         if (auto connection = connection_.lock()) connection->deliver_end(exchange_);
     }
@@ -335,7 +346,8 @@ void HttpConnection::on_post(const Request& request) {
             return;
         }
         legacy = true;
-    } else if (method == "initialize") {
+    } else if (method == "initialize" && !names_modern_revision(message) &&
+               header_value(request, "MCP-Protocol-Version") != protocol::kModernVersion) {
         if (!is_request) {
             respond_error(400, nullptr, protocol::error_code::invalid_request, "initialize must be a request.");
             return;

@@ -170,7 +170,9 @@ std::optional<std::string> check_request_headers(const HeaderLookup& headers, co
     if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object())
         if (auto v = meta->find(protocol::meta_key::protocol_version); v != meta->end() && v->is_string())
             body_version = v->get<std::string>();
-    if (*version != body_version)
+    // A body naming no revision is malformed, not mismatched: the protocol
+    // layer answers it with -32602, as the revision asks.
+    if (!body_version.empty() && *version != body_version)
         return "MCP-Protocol-Version header value '" + std::string(*version) + "' does not match body value '" +
                body_version + "'";
 

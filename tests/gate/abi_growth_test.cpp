@@ -24,9 +24,14 @@ TEST_CASE("a V1 plugin descriptor reads with no critical_items", "[abi]") {
 
 TEST_CASE("GH_HAS sees the session functions only in a V2 host table", "[abi]") {
     const gh_host_api* api = gatehouse::plugins::host_api();
-    CHECK(api->struct_size == GH_HOST_API_SIZE_V2);
+    CHECK(api->struct_size == GH_HOST_API_SIZE_V3);
     CHECK(GH_HAS(api, session_open));
     CHECK(GH_HAS(api, critical_read));
+    CHECK(GH_HAS(api, notify_changed));
+    gh_host_api v2 = *api;
+    v2.struct_size = GH_HOST_API_SIZE_V2; // what a 1.1 host hands out
+    CHECK(GH_HAS(&v2, critical_read));
+    CHECK_FALSE(GH_HAS(&v2, notify_changed));
     gh_host_api old = *api;
     old.struct_size = GH_HOST_API_SIZE_V1; // what a 1.0 host hands out
     CHECK(GH_HAS(&old, call_context));

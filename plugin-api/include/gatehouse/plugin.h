@@ -182,10 +182,24 @@ typedef struct gh_host_api {
      * the current (gated) call. item_ids: a JSON array of id strings.
      * Answers {"unread": <count of unread items left, all families>}. */
     int32_t (*critical_read)(gh_call* call, gh_str item_ids, gh_sink* out);
+
+    /* ABI 1.2+: tells the host what this family offers changed, so open
+     * subscriptions (subscriptions/listen) get notifications/<kind>. From any
+     * thread, inside a call or not (`call` may be NULL); never blocks.
+     * kind: GH_CHANGE_*; uri: the resource, for GH_CHANGE_RESOURCE_UPDATED
+     * only (empty otherwise). */
+    void (*notify_changed)(gh_call* call, int32_t kind, gh_str uri);
 } gh_host_api;
 
 #define GH_HOST_API_SIZE_V1 (offsetof(gh_host_api, call_context) + sizeof(void*))
 #define GH_HOST_API_SIZE_V2 (offsetof(gh_host_api, critical_read) + sizeof(void*))
+#define GH_HOST_API_SIZE_V3 (offsetof(gh_host_api, notify_changed) + sizeof(void*))
+
+/* gh_host_api.notify_changed kinds. */
+#define GH_CHANGE_TOOLS_LIST 1
+#define GH_CHANGE_PROMPTS_LIST 2
+#define GH_CHANGE_RESOURCES_LIST 3
+#define GH_CHANGE_RESOURCE_UPDATED 4
 
 /* True when the host's table is large enough to hold `field`. */
 #define GH_HAS(api, field)                                                                                             \
@@ -376,7 +390,8 @@ GH_EXPORT const gh_plugin_desc* gh_plugin_entry(const gh_host_api* api);
  * sizes stay valid minimums (a V1 struct is zero-filled by the reader). */
 #ifdef __cplusplus
 static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
-static_assert(GH_HOST_API_SIZE_V2 == sizeof(gh_host_api), "gh_host_api v2 size");
+static_assert(GH_HOST_API_SIZE_V2 == offsetof(gh_host_api, notify_changed), "gh_host_api v2 size");
+static_assert(GH_HOST_API_SIZE_V3 == sizeof(gh_host_api), "gh_host_api v3 size");
 static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
@@ -387,7 +402,8 @@ static_assert(GH_RESOURCE_TEMPLATE_DESC_SIZE_V1 == sizeof(gh_resource_template_d
 static_assert(GH_PROMPT_DESC_SIZE_V1 == sizeof(gh_prompt_desc), "gh_prompt_desc v1 size");
 #else
 _Static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
-_Static_assert(GH_HOST_API_SIZE_V2 == sizeof(gh_host_api), "gh_host_api v2 size");
+_Static_assert(GH_HOST_API_SIZE_V2 == offsetof(gh_host_api, notify_changed), "gh_host_api v2 size");
+_Static_assert(GH_HOST_API_SIZE_V3 == sizeof(gh_host_api), "gh_host_api v3 size");
 _Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");

@@ -489,6 +489,13 @@ public:
         if (api_) api_->log(nullptr, static_cast<int32_t>(level), view(message));
     }
 
+    // Tell open subscriptions what this family offers changed (from any
+    // thread; nothing happens on a host older than ABI 1.2).
+    void tools_changed() const { notify(GH_CHANGE_TOOLS_LIST, {}); }
+    void prompts_changed() const { notify(GH_CHANGE_PROMPTS_LIST, {}); }
+    void resources_changed() const { notify(GH_CHANGE_RESOURCES_LIST, {}); }
+    void resource_updated(std::string_view uri) const { notify(GH_CHANGE_RESOURCE_UPDATED, uri); }
+
     // Builds the C descriptor. `init` is a function that knows this object
     // (GH_EXPORT_PLUGIN makes one), so no registry shared between libraries
     // is needed.
@@ -537,6 +544,10 @@ public:
     }
 
 private:
+    void notify(int32_t kind, std::string_view uri) const {
+        if (GH_HAS(api_, notify_changed)) api_->notify_changed(nullptr, kind, view(uri));
+    }
+
     struct ToolSlot {
         ToolSpec spec;
         std::string required_scopes_json;
