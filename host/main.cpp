@@ -6,12 +6,14 @@
 #include "gate/gate_pipeline.hpp"
 #include "gate/no_sessions_check.hpp"
 #include "gate/session_gate.hpp"
+#include "limits/argument_bounds.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/stdio_transport.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -121,10 +123,25 @@ int serve(const Arguments& args) {
     } else {
         spdlog::warn("gate: false — gated tools run WITHOUT the gate's checks; never use this in production");
     }
-    protocol::RequestPool pool(cfg.limits.workers);
-    protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool);
+    if (cfg.limits.max_in_flight_per_plugin >= cfg.limits.workers)
+        spdlog::warn("limits.max_in_flight_per_plugin ({}) is not below limits.workers ({}): one plugin that never "
+                     "returns can hold every worker",
+                     cfg.limits.max_in_flight_per_plugin, cfg.limits.workers);
+    protocol::RequestPool pool(cfg.limits.workers, limits::worker_stack_bytes(cfg.limits.max_string_bytes));
+    protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits);
     transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);
-    return stdio.run(pool);
+    const int status = stdio.run(pool);
+    if (!pool.stopped()) {
+        // A worker is still inside a plugin that ignores cancellation. Every
+        // answer has been written; unloading the plugin (or running static
+        // destructors) under that thread would crash, so leave at once.
+        spdlog::error("a tool call is still running inside its plugin after cancellation; exiting without unloading "
+                      "the plugins (their shutdown does not run)");
+        spdlog::default_logger()->flush();
+        std::fflush(stderr);
+        std::_Exit(status);
+    }
+    return status;
 }
 
 int check_config(const Arguments& args) {

@@ -290,6 +290,12 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
             for (const auto& t : c.tools)
                 tool_owner.emplace(t->name, family);
             family_path.emplace(family, path.string());
+            plugins::PluginCallLimits limits;
+            limits.max_in_flight = entry.max_in_flight.value_or(cfg.limits.max_in_flight_per_plugin);
+            limits.tool_timeout_ms = entry.tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms);
+            limits.max_in_flight_overridden = entry.max_in_flight.has_value();
+            limits.tool_timeout_overridden = entry.tool_timeout_ms.has_value();
+            c.plugin->set_call_limits(limits);
             registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix);
         } catch (const Refused& e) {
             report.failures.push_back({path.string(), e.what(), entry.where});

@@ -9,9 +9,9 @@ std::shared_ptr<InFlight> Connection::begin(const Json& id) {
     return state;
 }
 
-void Connection::end(const Json& id) {
+void Connection::end(const Json& id, const std::shared_ptr<InFlight>& state) {
     std::lock_guard lock(in_flight_mutex_);
-    in_flight_.erase(id.dump());
+    if (auto it = in_flight_.find(id.dump()); it != in_flight_.end() && it->second == state) in_flight_.erase(it);
 }
 
 void Connection::cancel(const Json& id) {

@@ -2,6 +2,9 @@
 
 #include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "limits/call_deadlines.hpp"
+#include "limits/in_flight_limits.hpp"
+#include "limits/rate_limiter.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/connection.hpp"
 #include "protocol/request.hpp"
@@ -20,12 +23,12 @@ namespace gatehouse::protocol {
 class McpServer {
 public:
     McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, config::ServerIdentity identity,
-              config::Limits limits, RequestPool& pool);
+              config::Limits limits, RequestPool& pool, config::RateLimits rate_limits = {});
 
     void on_message(const std::shared_ptr<Connection>& connection, std::string_view text);
 
     // Requests accepted and not yet answered, across all connections.
-    unsigned in_flight() const { return in_flight_.load(); }
+    unsigned in_flight() const { return in_flight_.total(); }
 
 private:
     void on_request(const std::shared_ptr<Connection>& connection, Json&& message);
@@ -33,6 +36,8 @@ private:
     Request decode_request(Connection& connection, Json&& message) const;
     Json dispatch(Request& request) const;
     Json finish(const Request& request, Json result) const;
+    Json finish(const Json& id, Revision revision, Json result) const;
+    Json timeout_result(const std::string& tool, const plugins::Tool* known, std::uint64_t timeout_ms) const;
 
     Json initialize(Request& request) const;
     Json discover(const Request& request) const;
@@ -41,12 +46,14 @@ private:
     Json capabilities(Revision revision) const;
 
     const plugins::ToolRegistry& registry_;
-    ToolCall tool_call_;
     config::ServerIdentity identity_;
     config::Limits limits_;
+    limits::RateLimiter rate_limiter_;
+    ToolCall tool_call_;
     RequestPool& pool_;
     Json server_info_;
-    std::atomic<unsigned> in_flight_{0};
+    limits::InFlightLimits in_flight_;
+    limits::CallDeadlines deadlines_; // last: its thread stops before the rest its actions use
 };
 
 // True when `text` nests arrays/objects deeper than `limit` (strings skipped).

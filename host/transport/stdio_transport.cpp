@@ -128,7 +128,10 @@ int StdioTransport::run(protocol::RequestPool& pool) {
     while (!g_stop_requested && server_.in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     connection->cancel_all();
-    pool.stop();
+    // Cancelled calls return quickly from a plugin that polls is_cancelled;
+    // one that ignores it is left behind (the caller sees pool.stopped()).
+    if (!pool.stop(std::chrono::seconds(5)))
+        spdlog::error("a worker did not return within 5 s of cancellation: a plugin ignores is_cancelled");
     ::close(protocol_fd);
     return 0;
 }
