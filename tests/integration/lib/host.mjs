@@ -40,7 +40,13 @@ export function modernMeta(extra = {}) {
 const yamlValue = (value) => JSON.stringify(value);
 
 // Writes a config into its own temporary folder; returns { dir, file }.
-export function writeConfig({ plugins = ['echo.so', 'serial.so'], limits = {}, logLevel = 'info', gate = false } = {}) {
+export function writeConfig({
+  plugins = ['echo.so', 'serial.so'],
+  limits = {},
+  rateLimits,
+  logLevel = 'info',
+  gate = false,
+} = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-itest-'));
   const lines = [
     `plugin_dir: ${yamlValue(pluginDir())}`,
@@ -56,6 +62,7 @@ export function writeConfig({ plugins = ['echo.so', 'serial.so'], limits = {}, l
     lines.push('limits:');
     for (const [k, v] of limitEntries) lines.push(`  ${k}: ${yamlValue(v)}`);
   }
+  if (rateLimits) lines.push(`rate_limits: ${JSON.stringify(rateLimits)}`);
   const file = path.join(dir, 'gatehouse.yaml');
   writeFileSync(file, lines.join('\n') + '\n');
   return { dir, file };
