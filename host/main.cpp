@@ -8,10 +8,13 @@
 #include "gate/session_gate.hpp"
 #include "limits/argument_bounds.hpp"
 #include "protocol/mcp_server.hpp"
+#include "transport/http_transport.hpp"
 #include "transport/stdio_transport.hpp"
+#include "transport/stop_signal.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -26,8 +29,10 @@ namespace {
 constexpr const char* kUsage = R"(gatehouse — an MCP server host with a gate in front of every tool
 
 Usage:
-  gatehouse serve [--config FILE] [--transport stdio]
-      Serve MCP. Without --config the embedded default configuration is used.
+  gatehouse serve [--config FILE] [--transport stdio|http] [--listen HOST:PORT]
+      Serve MCP. Without --config the embedded default configuration is used;
+      without --transport, the transports the configuration lists (both may
+      run at once). --listen sets the HTTP address (default 127.0.0.1:8765).
   gatehouse check-config FILE
       Check a configuration file; errors name FILE:LINE:COLUMN.
   gatehouse plugins [--config FILE] [--json]
@@ -46,6 +51,7 @@ struct Arguments {
     std::string command;
     std::optional<std::string> config;
     std::optional<std::string> transport;
+    std::optional<std::string> listen;
     std::vector<std::string> positional;
     bool json = false;
 };
@@ -70,6 +76,10 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
             if (!(a.transport = value("--transport"))) return std::nullopt;
         } else if (arg.rfind("--transport=", 0) == 0) {
             a.transport = arg.substr(12);
+        } else if (arg == "--listen") {
+            if (!(a.listen = value("--listen"))) return std::nullopt;
+        } else if (arg.rfind("--listen=", 0) == 0) {
+            a.listen = arg.substr(9);
         } else if (arg == "--json") {
             a.json = true;
         } else if (arg == "--help" || arg == "-h" || arg == "--version") {
@@ -87,12 +97,28 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
 }
 
 int serve(const Arguments& args) {
+    // First, before any thread starts (plugins may start their own): every
+    // thread inherits the blocked stop signals, and one waits for them.
+    transport::StopSignal stop;
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(cfg.log_level);
-    const std::string transport = args.transport.value_or(cfg.transports.empty() ? "stdio" : cfg.transports[0]);
-    if (transport != "stdio") {
-        spdlog::critical("unknown transport '{}' (available: stdio)", transport);
-        return 2;
+    std::vector<std::string> transports = cfg.transports;
+    if (args.transport) {
+        if (*args.transport != "stdio" && *args.transport != "http") {
+            spdlog::critical("unknown transport '{}' (available: stdio, http)", *args.transport);
+            return 2;
+        }
+        transports = {*args.transport};
+    }
+    const bool serve_stdio = std::find(transports.begin(), transports.end(), "stdio") != transports.end();
+    const bool serve_http = std::find(transports.begin(), transports.end(), "http") != transports.end();
+    if (args.listen) {
+        try {
+            config::apply_listen(cfg.http, *args.listen);
+        } catch (const std::invalid_argument& e) {
+            spdlog::critical("--listen: {}", e.what());
+            return 2;
+        }
     }
     plugins::LoadReport report;
     std::unique_ptr<plugins::ToolRegistry> registry;
@@ -129,14 +155,39 @@ int serve(const Arguments& args) {
                      cfg.limits.max_in_flight_per_plugin, cfg.limits.workers);
     protocol::RequestPool pool(cfg.limits.workers, limits::worker_stack_bytes(cfg.limits.max_string_bytes));
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits);
-    transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);
-    const int status = stdio.run(pool);
-    if (!pool.stopped()) {
-        // A worker is still inside a plugin that ignores cancellation. Every
-        // answer has been written; unloading the plugin (or running static
-        // destructors) under that thread would crash, so leave at once.
-        spdlog::error("a tool call is still running inside its plugin after cancellation; exiting without unloading "
-                      "the plugins (their shutdown does not run)");
+    int status = 0;
+    std::unique_ptr<transport::HttpTransport> http;
+    if (serve_http) {
+        http = std::make_unique<transport::HttpTransport>(server, *registry, cfg.http, cfg.limits);
+        try {
+            http->listen();
+        } catch (const std::exception& e) {
+            spdlog::critical("{}", e.what());
+            return 1;
+        }
+    }
+    if (serve_stdio && http) {
+        // Both: HTTP serves on its own thread; stdin closing ends both, as
+        // a stop signal does.
+        std::thread http_thread([&] { http->run(stop); });
+        transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);
+        status = stdio.run(stop);
+        stop.request();
+        http_thread.join();
+    } else if (http) {
+        http->run(stop);
+    } else {
+        transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);
+        status = stdio.run(stop);
+    }
+    // Workers finish (or notice their cancellation) before any transport
+    // state they answer through goes away. Cancelled calls return quickly
+    // from a plugin that polls is_cancelled; one that ignores it cannot be
+    // joined, and unloading the plugin (or running static destructors) under
+    // that thread would crash: every answer has been written, so leave at once.
+    if (!pool.stop(std::chrono::seconds(5))) {
+        spdlog::error("a tool call is still running inside its plugin 5 s after cancellation (it ignores "
+                      "is_cancelled); exiting without unloading the plugins (their shutdown does not run)");
         spdlog::default_logger()->flush();
         std::fflush(stderr);
         std::_Exit(status);

@@ -98,6 +98,31 @@ struct SessionSettings {
     bool pinned() const { return !pinned_store.empty(); }
 };
 
+// The Streamable HTTP transport (YAML `http:`). Loopback by default: a host
+// reachable from elsewhere is an operator's explicit choice.
+struct HttpSettings {
+    std::string listen_host = "127.0.0.1";
+    std::uint16_t listen_port = 8765;
+    std::string path = "/mcp";
+    // Origins (scheme://host[:port]) a browser page may call from; requests
+    // with any other Origin get 403. Loopback origins are always allowed
+    // while the host listens on loopback.
+    std::vector<std::string> allowed_origins;
+    // Host header names accepted, against DNS rebinding. Empty: the loopback
+    // names when listening on loopback, else the listen address itself.
+    std::vector<std::string> allowed_hosts;
+    std::uint64_t request_timeout_ms = 10000; // headers and body of one request
+    std::uint64_t idle_timeout_ms = 120000;   // a keep-alive connection with no request
+    std::uint64_t keepalive_ms = 15000;       // SSE comment on a quiet long-lived stream
+    std::uint64_t drain_timeout_ms = 10000;   // SIGTERM: in-flight requests get this long
+    unsigned max_connections = 1024;
+    unsigned max_streams = 256;          // SSE streams open at once
+    unsigned max_legacy_sessions = 1024; // 2025-11-25 Mcp-Session-Id records
+    std::uint64_t legacy_session_idle_s = 3600;
+    unsigned threads = 1; // I/O threads; tool calls run on the worker pool
+    SourceLocation where;
+};
+
 struct Config {
     std::string source;             // file path, or "<embedded>"
     std::filesystem::path base_dir; // relative paths resolve against this
@@ -112,6 +137,7 @@ struct Config {
     Limits limits;
     RateLimits rate_limits;
     std::vector<std::string> transports{"stdio"};
+    HttpSettings http;
     SessionSettings session;
 };
 

@@ -337,6 +337,56 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
     if (node["rules"]) out.rules = r.string(node["rules"], "session.rules");
 }
 
+std::vector<std::string> string_list(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+    if (!node.IsSequence()) r.fail(node, what + " must be a list");
+    std::vector<std::string> out;
+    for (const auto& item : node)
+        out.push_back(r.string(item, "an item of " + what));
+    return out;
+}
+
+void read_listen(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
+    try {
+        apply_listen(out, r.string(node, "http.listen"));
+    } catch (const std::invalid_argument& e) {
+        r.fail(node, std::string("http.listen: ") + e.what());
+    }
+}
+
+void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
+    r.expect_map(node, "http");
+    r.only_keys(node,
+                {"listen", "path", "allowed_origins", "allowed_hosts", "request_timeout_ms", "idle_timeout_ms",
+                 "keepalive_ms", "drain_timeout_ms", "max_connections", "max_streams", "max_legacy_sessions",
+                 "legacy_session_idle_s", "threads"},
+                "http");
+    out.where = r.at(node);
+    if (node["listen"]) read_listen(r, node["listen"], out);
+    if (node["path"]) {
+        out.path = r.string(node["path"], "http.path");
+        if (out.path.empty() || out.path[0] != '/' || out.path.find_first_of("?# ") != std::string::npos)
+            r.fail(node["path"], "http.path must start with '/' and hold no '?', '#' or space");
+    }
+    if (node["allowed_origins"]) out.allowed_origins = string_list(r, node["allowed_origins"], "http.allowed_origins");
+    if (node["allowed_hosts"]) out.allowed_hosts = string_list(r, node["allowed_hosts"], "http.allowed_hosts");
+    const auto ms = [&](const char* key, std::uint64_t& field, std::uint64_t min) {
+        if (node[key]) field = r.count(node[key], std::string("http.") + key, min, 86400000ull);
+    };
+    ms("request_timeout_ms", out.request_timeout_ms, 100);
+    ms("idle_timeout_ms", out.idle_timeout_ms, 100);
+    ms("keepalive_ms", out.keepalive_ms, 100);
+    ms("drain_timeout_ms", out.drain_timeout_ms, 0);
+    if (node["max_connections"])
+        out.max_connections = r.count(node["max_connections"], "http.max_connections", 1, 1u << 20);
+    if (node["max_streams"]) out.max_streams = r.count(node["max_streams"], "http.max_streams", 1, 1u << 20);
+    if (node["max_legacy_sessions"])
+        out.max_legacy_sessions = r.count(node["max_legacy_sessions"], "http.max_legacy_sessions", 1, 1u << 20);
+    if (node["legacy_session_idle_s"])
+        out.legacy_session_idle_s =
+            r.count(node["legacy_session_idle_s"], "http.legacy_session_idle_s", 1, 86400ull * 30);
+    if (node["threads"]) out.threads = r.count(node["threads"], "http.threads", 1, 64);
+}
+
 Config read_root(const YamlReader& r, const YAML::Node& root) {
     Config cfg;
     cfg.source = r.source();
@@ -346,7 +396,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     r.expect_map(root, "the configuration");
     r.only_keys(root,
                 {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
-                 "rate_limits", "transports", "session"},
+                 "rate_limits", "transports", "http", "session"},
                 "the configuration");
     if (root["server"]) read_server(r, root["server"], cfg.server);
     if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
@@ -365,14 +415,19 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     if (root["session"]) read_session(r, root["session"], cfg.data_dir, cfg.session);
     if (root["transports"]) {
         const auto& t = root["transports"];
-        if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio)");
+        if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio, http)");
         cfg.transports.clear();
         for (const auto& item : t) {
             auto name = r.string(item, "a transport");
-            if (name != "stdio") r.fail(item, "unknown transport '" + name + "' (allowed: stdio)");
+            if (name != "stdio" && name != "http")
+                r.fail(item, "unknown transport '" + name + "' (allowed: stdio, http)");
+            if (std::find(cfg.transports.begin(), cfg.transports.end(), name) != cfg.transports.end())
+                r.fail(item, "transport '" + name + "' is listed twice");
             cfg.transports.push_back(name);
         }
+        if (cfg.transports.empty()) r.fail(t, "transports must name at least one of stdio, http");
     }
+    if (root["http"]) read_http(r, root["http"], cfg.http);
     return cfg;
 }
 
@@ -393,6 +448,20 @@ Config parse(std::string_view yaml, const std::string& source, const std::filesy
 }
 
 } // namespace
+
+void apply_listen(HttpSettings& http, std::string_view text) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos)
+        throw std::invalid_argument("'" + std::string(text) + "' is not host:port (e.g. 127.0.0.1:8765)");
+    std::string host(text.substr(0, colon));
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    const std::string port(text.substr(colon + 1));
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(port) > 65535)
+        throw std::invalid_argument("needs a port between 0 and 65535 after the last ':', not '" + port + "'");
+    http.listen_host = host.empty() ? "127.0.0.1" : host;
+    http.listen_port = static_cast<std::uint16_t>(std::stoul(port));
+}
 
 std::filesystem::path default_data_dir() {
     if (const char* d = std::getenv("GATEHOUSE_DATA_DIR"); d && *d) return d;

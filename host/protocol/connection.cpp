@@ -1,6 +1,29 @@
 #include "protocol/connection.hpp"
 
+#include <vector>
+
 namespace gatehouse::protocol {
+
+void InFlight::cancel() {
+    std::function<void()> action;
+    {
+        std::lock_guard lock(mutex_);
+        if (cancelled.exchange(true)) return;
+        action.swap(action_);
+    }
+    if (action) action();
+}
+
+void InFlight::on_cancel(std::function<void()> action) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!cancelled) {
+            action_ = std::move(action);
+            return;
+        }
+    }
+    action();
+}
 
 std::shared_ptr<InFlight> Connection::begin(const Json& id) {
     auto state = std::make_shared<InFlight>();
@@ -9,20 +32,35 @@ std::shared_ptr<InFlight> Connection::begin(const Json& id) {
     return state;
 }
 
+void Connection::end(const Json& id) {
+    std::lock_guard lock(in_flight_mutex_);
+    in_flight_.erase(id.dump());
+}
+
 void Connection::end(const Json& id, const std::shared_ptr<InFlight>& state) {
     std::lock_guard lock(in_flight_mutex_);
     if (auto it = in_flight_.find(id.dump()); it != in_flight_.end() && it->second == state) in_flight_.erase(it);
 }
 
+// Cancel actions run outside the lock: they may end their own request.
 void Connection::cancel(const Json& id) {
-    std::lock_guard lock(in_flight_mutex_);
-    if (auto it = in_flight_.find(id.dump()); it != in_flight_.end()) it->second->cancelled = true;
+    std::shared_ptr<InFlight> state;
+    {
+        std::lock_guard lock(in_flight_mutex_);
+        if (auto it = in_flight_.find(id.dump()); it != in_flight_.end()) state = it->second;
+    }
+    if (state) state->cancel();
 }
 
 void Connection::cancel_all() {
-    std::lock_guard lock(in_flight_mutex_);
-    for (auto& [_, state] : in_flight_)
-        state->cancelled = true;
+    std::vector<std::shared_ptr<InFlight>> states;
+    {
+        std::lock_guard lock(in_flight_mutex_);
+        for (auto& [_, state] : in_flight_)
+            states.push_back(state);
+    }
+    for (auto& state : states)
+        state->cancel();
 }
 
 } // namespace gatehouse::protocol

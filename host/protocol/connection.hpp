@@ -4,6 +4,7 @@
 #include "protocol/json_rpc.hpp"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,6 +18,10 @@ class Outbound {
 public:
     virtual ~Outbound() = default;
     virtual void send(const Json& message) = 0;
+    // A request that was answered through this outbound ended without an
+    // answer (it was cancelled). Stdio has nothing to do; an HTTP response
+    // stream waiting for the answer is closed.
+    virtual void ended_without_answer() {}
 };
 
 // One request still running, as far as cancellation and its answer are concerned.
@@ -24,11 +29,20 @@ struct InFlight {
     // The plugin should stop: the client cancelled, or the call's deadline passed.
     std::atomic<bool> cancelled{false};
 
+    // Sets the flag and runs the cancel action, once. A request with a thread
+    // of its own polls the flag; a long-lived one without (a subscription)
+    // registers an action.
+    void cancel();
+    // Runs `action` on cancel (at once when already cancelled).
+    void on_cancel(std::function<void()> action);
+
     // Exactly one of the worker and the deadline answers (or, after a
     // cancellation, gives up the answer); whoever this returns true for.
     bool claim_answer() { return !answered_.exchange(true); }
 
 private:
+    std::mutex mutex_;
+    std::function<void()> action_;
     std::atomic<bool> answered_{false};
 };
 
@@ -41,6 +55,7 @@ public:
         : outbound_(std::move(outbound)), principal_(std::move(principal)) {}
 
     Outbound& outbound() { return *outbound_; }
+    const std::shared_ptr<Outbound>& outbound_ptr() const { return outbound_; }
     const auth::Principal& principal() const { return principal_; }
 
     // The 2025-11-25 handshake.
@@ -51,6 +66,7 @@ public:
 
     // Requests in flight, by their id's JSON text, for notifications/cancelled.
     std::shared_ptr<InFlight> begin(const Json& id);
+    void end(const Json& id);
     // Forgets `state` under `id`; a newer request that reused the id stays.
     void end(const Json& id, const std::shared_ptr<InFlight>& state);
     void cancel(const Json& id);

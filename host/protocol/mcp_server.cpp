@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <set>
+#include <vector>
 
 namespace gatehouse::protocol {
 
@@ -77,8 +79,9 @@ McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipe
     if (!identity_.title.empty()) server_info_["title"] = identity_.title;
 }
 
-void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::string_view text) {
-    auto& out = connection->outbound();
+void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::string_view text,
+                           std::shared_ptr<Outbound> reply) {
+    auto& out = reply ? *reply : connection->outbound();
     if (nests_deeper_than(text, limits_.max_json_depth)) {
         out.send(make_error(nullptr, error_code::invalid_request,
                             "The message nests deeper than " + std::to_string(limits_.max_json_depth) +
@@ -92,6 +95,12 @@ void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::s
         out.send(make_error(nullptr, error_code::parse_error, std::string("Parse error: ") + e.what()));
         return;
     }
+    handle(connection, std::move(message), std::move(reply));
+}
+
+void McpServer::handle(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply) {
+    if (!reply) reply = connection->outbound_ptr();
+    auto& out = *reply;
     if (message.is_array()) {
         out.send(make_error(nullptr, error_code::invalid_request,
                             "JSON-RPC batches are not supported by MCP; send one message per line."));
@@ -134,7 +143,7 @@ void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::s
                             "A request id must be a string or an integer (and never null)."));
         return;
     }
-    on_request(connection, std::move(message));
+    on_request(connection, std::move(message), std::move(reply));
 }
 
 void McpServer::on_notification(Connection& connection, const Json& message) {
@@ -152,22 +161,33 @@ void McpServer::on_notification(Connection& connection, const Json& message) {
     }
 }
 
-void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&& message) {
+void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&& message,
+                           std::shared_ptr<Outbound> reply) {
     const Json id = message["id"];
     Request request;
     try {
         request = decode_request(*connection, std::move(message));
     } catch (const ProtocolError& e) {
-        connection->outbound().send(make_error(id, e.code(), e.what(), e.data()));
+        reply->send(make_error(id, e.code(), e.what(), e.data()));
+        return;
+    }
+    request.reply = std::move(reply);
+    if (request.method == "subscriptions/listen" && request.revision == Revision::modern_2026_07_28) {
+        // Long-lived and threadless: it waits for changes, not for a worker.
+        try {
+            open_subscription(connection, request);
+        } catch (const ProtocolError& e) {
+            request.reply->send(make_error(request.id, e.code(), e.what(), e.data()));
+        }
         return;
     }
     if (answered_inline(request.method)) {
-        connection->outbound().send(dispatch(request));
+        request.reply->send(dispatch(request));
         return;
     }
     const std::string principal = principal_key(connection->principal());
     if (auto full = in_flight_.acquire(principal)) {
-        connection->outbound().send(make_error(
+        request.reply->send(make_error(
             id, error_code::internal_error, full->message,
             {{"code", gate::refusal_code::too_many_in_flight}, {"limit", full->limit}, {"maxInFlight", full->value}}));
         return;
@@ -190,17 +210,17 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
     };
     const auto ticket = deadlines_.schedule(
         limits::CallDeadlines::Clock::now() + std::chrono::milliseconds(timeout_ms),
-        [this, connection, state, give_back, id, revision = request.revision, tool, timeout_ms,
+        [this, reply = request.reply, state, give_back, id, revision = request.revision, tool, timeout_ms,
          name = tool ? tool->name : std::string()] {
             // A call the client cancelled gets no answer; its worker gives the place back.
             if (state->cancelled.load() || !state->claim_answer()) return;
-            state->cancelled = true; // what the plugin polls through is_cancelled
+            state->cancel(); // sets what the plugin polls through is_cancelled
             spdlog::warn("tool '{}' did not finish within {} ms; cancelled, and its late result will be discarded",
                          name, timeout_ms);
             give_back(); // before the answer: a client that saw it may send the next call at once
-            connection->outbound().send(finish(id, revision, timeout_result(name, tool, timeout_ms)));
+            reply->send(finish(id, revision, timeout_result(name, tool, timeout_ms)));
         });
-    pool_.submit([this, connection, request = std::move(request), ticket, give_back]() mutable {
+    pool_.submit([this, request = std::move(request), ticket, give_back]() mutable {
         // A call cancelled while it waited for a worker must not reach its
         // plugin at all: the tool may write, spend or destroy.
         Json response = request.cancelled() ? Json() : dispatch(request);
@@ -211,7 +231,10 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
         }
         give_back();
         // A cancelled request gets no answer at all, as the spec asks.
-        if (!request.cancelled()) connection->outbound().send(response);
+        if (!request.cancelled())
+            request.reply->send(response);
+        else
+            request.reply->ended_without_answer();
     });
 }
 
@@ -336,9 +359,163 @@ Json McpServer::timeout_result(const std::string& tool, const plugins::Tool* kno
 }
 
 Json McpServer::capabilities(Revision revision) const {
-    Json caps = {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}};
-    (void)revision;
+    // List changes reach 2026-07-28 clients on subscriptions/listen; the
+    // 2025-11-25 handshake has no stream this host sends them on.
+    const bool list_changed = revision == Revision::modern_2026_07_28;
+    Json caps = {{"tools", {{"listChanged", list_changed}}}, {"logging", Json::object()}};
     return caps;
+}
+
+// ---------------------------------------------------------------- subscriptions/listen
+
+struct McpServer::Subscription {
+    Json id;
+    std::shared_ptr<Outbound> reply;
+    std::weak_ptr<Connection> connection;
+    bool tools_list = false;
+    bool prompts_list = false;
+    bool resources_list = false;
+    std::set<std::string> resources;
+};
+
+namespace {
+
+constexpr std::size_t kMaxResourceSubscriptions = 1000;
+constexpr std::size_t kMaxUriBytes = 4096;
+
+Json tagged(const Json& subscription_id, const char* method, Json params = Json::object()) {
+    params["_meta"][meta_key::subscription_id] = subscription_id;
+    return make_notification(method, std::move(params));
+}
+
+} // namespace
+
+void McpServer::open_subscription(const std::shared_ptr<Connection>& connection, Request& request) {
+    auto filter = request.params.find("notifications");
+    if (filter == request.params.end() || !filter->is_object())
+        throw ProtocolError(error_code::invalid_params,
+                            "subscriptions/listen needs params.notifications: an object naming what to receive "
+                            "(toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions).");
+    auto sub = std::make_shared<Subscription>();
+    sub->id = request.id;
+    sub->reply = request.reply;
+    sub->connection = connection;
+    Json honored = Json::object();
+    const auto flag = [&](const char* key, bool supported, bool& field) {
+        auto it = filter->find(key);
+        if (it == filter->end()) return;
+        if (!it->is_boolean())
+            throw ProtocolError(error_code::invalid_params,
+                                std::string("params.notifications.") + key + " must be true or false.");
+        if (it->get<bool>() && supported) {
+            field = true;
+            honored[key] = true;
+        }
+    };
+    const Json caps = capabilities(Revision::modern_2026_07_28);
+    const auto supports = [&](const char* capability, const char* feature) {
+        auto c = caps.find(capability);
+        return c != caps.end() && c->value(feature, false);
+    };
+    flag("toolsListChanged", supports("tools", "listChanged"), sub->tools_list);
+    flag("promptsListChanged", supports("prompts", "listChanged"), sub->prompts_list);
+    flag("resourcesListChanged", supports("resources", "listChanged"), sub->resources_list);
+    if (auto uris = filter->find("resourceSubscriptions"); uris != filter->end()) {
+        if (!uris->is_array() || uris->size() > kMaxResourceSubscriptions)
+            throw ProtocolError(error_code::invalid_params,
+                                "params.notifications.resourceSubscriptions must be an array of at most " +
+                                    std::to_string(kMaxResourceSubscriptions) + " resource URIs.");
+        for (const auto& uri : *uris)
+            if (!uri.is_string() || uri.get_ref<const std::string&>().empty() ||
+                uri.get_ref<const std::string&>().size() > kMaxUriBytes)
+                throw ProtocolError(error_code::invalid_params,
+                                    "params.notifications.resourceSubscriptions holds something that is not a "
+                                    "resource URI (a non-empty string of at most " +
+                                        std::to_string(kMaxUriBytes) + " bytes).");
+        if (supports("resources", "subscribe")) {
+            for (const auto& uri : *uris)
+                sub->resources.insert(uri.get<std::string>());
+            honored["resourceSubscriptions"] = *uris;
+        }
+    }
+    {
+        std::lock_guard lock(subscriptions_mutex_);
+        if (subscriptions_.size() >= limits_.max_in_flight)
+            throw ProtocolError(error_code::internal_error,
+                                "The server has " + std::to_string(limits_.max_in_flight) +
+                                    " subscriptions open, its limit; close one or retry later.");
+    }
+    request.in_flight = connection->begin(request.id);
+    // The acknowledgement goes first; nothing is delivered before it.
+    sub->reply->send(tagged(sub->id, "notifications/subscriptions/acknowledged", {{"notifications", honored}}));
+    const std::uint64_t token = bus_->subscribe([weak = std::weak_ptr<Subscription>(sub)](const Change& change) {
+        auto s = weak.lock();
+        if (!s) return;
+        switch (change.kind) {
+        case Change::Kind::tools_list:
+            if (s->tools_list) s->reply->send(tagged(s->id, "notifications/tools/list_changed"));
+            break;
+        case Change::Kind::prompts_list:
+            if (s->prompts_list) s->reply->send(tagged(s->id, "notifications/prompts/list_changed"));
+            break;
+        case Change::Kind::resources_list:
+            if (s->resources_list) s->reply->send(tagged(s->id, "notifications/resources/list_changed"));
+            break;
+        case Change::Kind::resource_updated:
+            if (s->resources.count(change.uri))
+                s->reply->send(tagged(s->id, "notifications/resources/updated", {{"uri", change.uri}}));
+            break;
+        }
+    });
+    {
+        std::lock_guard lock(subscriptions_mutex_);
+        subscriptions_.emplace(token, sub);
+    }
+    // Closing the stream (HTTP) or notifications/cancelled (stdio) ends it.
+    request.in_flight->on_cancel([this, token] { end_subscription(token, false); });
+}
+
+void McpServer::end_subscription(std::uint64_t token, bool graceful) {
+    std::shared_ptr<Subscription> sub;
+    {
+        std::lock_guard lock(subscriptions_mutex_);
+        auto it = subscriptions_.find(token);
+        if (it == subscriptions_.end()) return;
+        sub = std::move(it->second);
+        subscriptions_.erase(it);
+    }
+    bus_->unsubscribe(token);
+    if (auto connection = sub->connection.lock()) connection->end(sub->id);
+    if (graceful) {
+        Json result = {{"resultType", "complete"}};
+        result["_meta"][meta_key::subscription_id] = sub->id;
+        result["_meta"][meta_key::server_info] = server_info_;
+        sub->reply->send(make_result(sub->id, std::move(result)));
+    } else {
+        sub->reply->ended_without_answer();
+    }
+}
+
+void McpServer::close_subscriptions() {
+    std::vector<std::uint64_t> tokens;
+    {
+        std::lock_guard lock(subscriptions_mutex_);
+        for (const auto& [token, _] : subscriptions_)
+            tokens.push_back(token);
+    }
+    for (auto token : tokens)
+        end_subscription(token, true);
+}
+
+std::size_t McpServer::open_subscriptions() {
+    std::lock_guard lock(subscriptions_mutex_);
+    return subscriptions_.size();
+}
+
+McpServer::~McpServer() {
+    std::lock_guard lock(subscriptions_mutex_);
+    for (const auto& [token, _] : subscriptions_)
+        bus_->unsubscribe(token);
 }
 
 Json McpServer::initialize(Request& request) const {

@@ -7,11 +7,14 @@
 #include "limits/rate_limiter.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/connection.hpp"
+#include "protocol/notification_bus.hpp"
 #include "protocol/request.hpp"
 #include "protocol/request_pool.hpp"
 #include "protocol/tool_call.hpp"
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string_view>
 
@@ -25,13 +28,32 @@ public:
     McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, config::ServerIdentity identity,
               config::Limits limits, RequestPool& pool, config::RateLimits rate_limits = {});
 
-    void on_message(const std::shared_ptr<Connection>& connection, std::string_view text);
+    // One framed message. Its answers go to `reply` when given (an HTTP
+    // request's response stream), else to the connection's outbound.
+    void on_message(const std::shared_ptr<Connection>& connection, std::string_view text,
+                    std::shared_ptr<Outbound> reply = nullptr);
 
-    // Requests accepted and not yet answered, across all connections.
+    // The same for a message its transport has already parsed (HTTP reads
+    // the method to check headers before the body reaches the protocol).
+    void handle(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply);
+
+    // Requests accepted and not yet answered, across all connections
+    // (subscriptions aside: they stay open until cancelled).
     unsigned in_flight() const { return in_flight_.total(); }
 
+    // Where list changes and resource updates are published for the open
+    // subscriptions/listen streams.
+    NotificationBus& bus() { return *bus_; }
+
+    // Ends every open subscription gracefully (its final result), as on
+    // shutdown.
+    void close_subscriptions();
+    std::size_t open_subscriptions();
+
+    ~McpServer();
+
 private:
-    void on_request(const std::shared_ptr<Connection>& connection, Json&& message);
+    void on_request(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply);
     void on_notification(Connection& connection, const Json& message);
     Request decode_request(Connection& connection, Json&& message) const;
     Json dispatch(Request& request) const;
@@ -45,6 +67,10 @@ private:
     Json set_log_level(Request& request) const;
     Json capabilities(Revision revision) const;
 
+    struct Subscription;
+    void open_subscription(const std::shared_ptr<Connection>& connection, Request& request);
+    void end_subscription(std::uint64_t token, bool graceful);
+
     const plugins::ToolRegistry& registry_;
     config::ServerIdentity identity_;
     config::Limits limits_;
@@ -53,6 +79,9 @@ private:
     RequestPool& pool_;
     Json server_info_;
     limits::InFlightLimits in_flight_;
+    std::shared_ptr<NotificationBus> bus_ = std::make_shared<NotificationBus>();
+    std::mutex subscriptions_mutex_;
+    std::map<std::uint64_t, std::shared_ptr<Subscription>> subscriptions_;
     limits::CallDeadlines deadlines_; // last: its thread stops before the rest its actions use
 };
 

@@ -21,6 +21,9 @@ struct Request {
     Json progress_token;          // null: no progress notifications
     Json client_capabilities = Json::object();
     Connection* connection = nullptr;
+    // Where this request's notifications and answer go: the connection's own
+    // outbound on stdio, the POST's response stream over HTTP.
+    std::shared_ptr<Outbound> reply;
     std::shared_ptr<InFlight> in_flight;
 
     bool cancelled() const { return in_flight && in_flight->cancelled.load(std::memory_order_relaxed); }

@@ -25,6 +25,7 @@ inline constexpr const char* client_capabilities = "io.modelcontextprotocol/clie
 inline constexpr const char* client_info = "io.modelcontextprotocol/clientInfo";
 inline constexpr const char* log_level = "io.modelcontextprotocol/logLevel";
 inline constexpr const char* server_info = "io.modelcontextprotocol/serverInfo";
+inline constexpr const char* subscription_id = "io.modelcontextprotocol/subscriptionId";
 } // namespace meta_key
 
 } // namespace gatehouse::protocol

@@ -29,7 +29,7 @@ public:
 
     void log(int32_t level, std::string_view logger, std::string_view message) override {
         if (!request_.log_level || level < *request_.log_level || request_.cancelled()) return;
-        request_.connection->outbound().send(make_notification(
+        request_.reply->send(make_notification(
             "notifications/message",
             {{"level", log_level_name(level)}, {"logger", std::string(logger)}, {"data", std::string(message)}}));
     }
@@ -39,7 +39,7 @@ public:
         Json params = {{"progressToken", request_.progress_token}, {"progress", done}};
         if (total > 0) params["total"] = total;
         if (!message.empty()) params["message"] = std::string(message);
-        request_.connection->outbound().send(make_notification("notifications/progress", std::move(params)));
+        request_.reply->send(make_notification("notifications/progress", std::move(params)));
     }
 
     std::string_view context_json() override {

@@ -8,7 +8,8 @@
 #include <cerrno>
 #include <chrono>
 #include <thread>
-#include <csignal>
+#include <fcntl.h>
+#include <poll.h>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -17,22 +18,6 @@
 namespace gatehouse::transport {
 
 namespace {
-
-volatile std::sig_atomic_t g_stop_requested = 0;
-
-void on_stop_signal(int) {
-    g_stop_requested = 1;
-}
-
-void install_signal_handlers() {
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; // no SA_RESTART: a blocked read() returns EINTR so the loop sees the flag
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);
-}
 
 // Answers from many workers share one pipe. Whoever finds the pipe free
 // writes everything queued so far in one write(2); the others only append
@@ -89,8 +74,15 @@ private:
 StdioTransport::StdioTransport(protocol::McpServer& server, std::size_t max_message_bytes)
     : server_(server), max_message_bytes_(max_message_bytes) {}
 
-int StdioTransport::run(protocol::RequestPool& pool) {
-    install_signal_handlers();
+int StdioTransport::run(StopSignal& stop) {
+    // A stop request wakes the reader through this pipe (poll() watches it
+    // beside stdin), so a blocked read never keeps the host from stopping.
+    int wake[2];
+    if (::pipe2(wake, O_CLOEXEC) != 0) {
+        spdlog::critical("cannot create the stop pipe: {}", std::strerror(errno));
+        return 1;
+    }
+    stop.on_stop([fd = wake[1]] { [[maybe_unused]] auto n = ::write(fd, "x", 1); });
     const int protocol_fd = ::dup(STDOUT_FILENO);
     if (protocol_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
         spdlog::critical("cannot take over stdout: {}", std::strerror(errno));
@@ -109,7 +101,13 @@ int StdioTransport::run(protocol::RequestPool& pool) {
     };
     std::string buffer(64 * 1024, '\0');
     for (;;) {
-        if (g_stop_requested) break;
+        pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake[0], POLLIN, 0}};
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            spdlog::error("waiting for stdin failed: {}", std::strerror(errno));
+            break;
+        }
+        if (stop.requested()) break;
         const ssize_t n = ::read(STDIN_FILENO, buffer.data(), buffer.size());
         if (n < 0) {
             if (errno == EINTR) continue;
@@ -119,20 +117,19 @@ int StdioTransport::run(protocol::RequestPool& pool) {
         if (n == 0) break;
         framer.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)), on_line, on_oversized);
     }
-    if (const std::string last = framer.finish(); !g_stop_requested && !last.empty())
+    if (const std::string last = framer.finish(); !stop.requested() && !last.empty())
         server_.on_message(connection, last);
     // End of input is the client's way to shut down: calls already running get
     // a short grace to answer (a piped batch of requests still gets its
     // answers), then whatever is left is cancelled. A stop signal cancels at once.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!g_stop_requested && server_.in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+    while (!stop.requested() && server_.in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     connection->cancel_all();
-    // Cancelled calls return quickly from a plugin that polls is_cancelled;
-    // one that ignores it is left behind (the caller sees pool.stopped()).
-    if (!pool.stop(std::chrono::seconds(5)))
-        spdlog::error("a worker did not return within 5 s of cancellation: a plugin ignores is_cancelled");
     ::close(protocol_fd);
+    // The stop callback may still fire later (a signal during shutdown); the
+    // write end stays open for it and goes with the process.
+    ::close(wake[0]);
     return 0;
 }
 

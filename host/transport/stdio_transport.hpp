@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/mcp_server.hpp"
+#include "transport/stop_signal.hpp"
 
 #include <cstddef>
 
@@ -14,9 +15,10 @@ class StdioTransport {
 public:
     StdioTransport(protocol::McpServer& server, std::size_t max_message_bytes);
 
-    // Reads until end of input or a stop signal, then cancels what is still
-    // running and returns once every answer has been written.
-    int run(protocol::RequestPool& pool);
+    // Reads until end of input or a stop request, then gives calls still
+    // running a short grace (none after a stop request), cancels the rest and
+    // returns. The caller stops the worker pool.
+    int run(StopSignal& stop);
 
 private:
     protocol::McpServer& server_;

@@ -135,7 +135,7 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
         {"limits:\n  page_size: ten\n", ":2:14: ", "limits.page_size must be a whole number, not 'ten'"},
         {"limits:\n  max_message_bytes: 10\n", ":2:22: ", "limits.max_message_bytes must be between 1024"},
         {"limits:\n  max_json_depth: [4]\n", ":2:19: ", "limits.max_json_depth must be a whole number"},
-        {"transports: [http]\n", ":1:14: ", "unknown transport 'http'"},
+        {"transports: [smtp]\n", ":1:14: ", "unknown transport 'smtp'"},
         {"strict: true\nstrict: false\n", ":2:1: ", "'strict' is set twice in the configuration"},
         {"domains:\n  echo: false\n  echo: true\n", ":3:3: ", "'echo' is set twice in domains"},
         {"domains:\n  [a]: true\n", ":2:3: ", "a key in domains must be a plain name"},
@@ -190,4 +190,32 @@ TEST_CASE("config text without a file resolves paths against the given folder", 
     } catch (const ConfigError& e) {
         CHECK_THAT(e.what(), Catch::StartsWith("<embedded>:1:9: "));
     }
+}
+
+TEST_CASE("the http section is read, and its mistakes name their place", "[config]") {
+    TempDir dir;
+    const auto file = dir.write("gatehouse.yaml", R"(
+transports: [stdio, http]
+http:
+  listen: "[::1]:9000"
+  path: /agents/mcp
+  allowed_origins: [https://app.example.com]
+  max_streams: 8
+  drain_timeout_ms: 2500
+)");
+    const auto cfg = load_config_file(file);
+    CHECK(cfg.transports == std::vector<std::string>{"stdio", "http"});
+    CHECK(cfg.http.listen_host == "::1");
+    CHECK(cfg.http.listen_port == 9000);
+    CHECK(cfg.http.path == "/agents/mcp");
+    CHECK(cfg.http.allowed_origins == std::vector<std::string>{"https://app.example.com"});
+    CHECK(cfg.http.max_streams == 8);
+    CHECK(cfg.http.drain_timeout_ms == 2500);
+
+    CHECK(error_of(dir, "http:\n  listen: localhost\n").find("gatehouse.yaml:2:11: http.listen") != std::string::npos);
+    CHECK(error_of(dir, "http:\n  listen: 127.0.0.1:99999\n").find("port between 0 and 65535") != std::string::npos);
+    CHECK(error_of(dir, "http:\n  path: mcp\n").find("http.path must start with '/'") != std::string::npos);
+    CHECK(error_of(dir, "http:\n  max_stream: 3\n").find("unknown key 'max_stream' in http") != std::string::npos);
+    CHECK(error_of(dir, "transports: [http, http]\n").find("listed twice") != std::string::npos);
+    CHECK(error_of(dir, "transports: [smoke]\n").find("allowed: stdio, http") != std::string::npos);
 }

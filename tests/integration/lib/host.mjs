@@ -46,6 +46,7 @@ export function writeConfig({
   rateLimits,
   logLevel = 'info',
   gate = false,
+  http = undefined,
 } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-itest-'));
   const lines = [
@@ -63,6 +64,7 @@ export function writeConfig({
     for (const [k, v] of limitEntries) lines.push(`  ${k}: ${yamlValue(v)}`);
   }
   if (rateLimits) lines.push(`rate_limits: ${JSON.stringify(rateLimits)}`);
+  if (http) lines.push(`http: ${yamlValue(http)}`);
   const file = path.join(dir, 'gatehouse.yaml');
   writeFileSync(file, lines.join('\n') + '\n');
   return { dir, file };

@@ -1,0 +1,665 @@
+#include "transport/http_connection.hpp"
+
+#include "protocol/revision.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/status.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace gatehouse::transport {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+using protocol::Json;
+
+namespace {
+
+// A queue this large means the peer stopped reading; it is dropped.
+constexpr std::size_t kMaxQueuedBytes = 16 * 1024 * 1024;
+
+bool names_modern_revision(const Json& message) {
+    const auto params = message.find("params");
+    if (params == message.end() || !params->is_object()) return false;
+    const auto meta = params->find("_meta");
+    return meta != params->end() && meta->is_object() && meta->contains(protocol::meta_key::protocol_version);
+}
+
+std::optional<std::string_view> header_value(const HttpConnection::Request& request, std::string_view name) {
+    const auto it = request.find(boost::beast::string_view(name.data(), name.size()));
+    if (it == request.end()) return std::nullopt;
+    return std::string_view(it->value().data(), it->value().size());
+}
+
+bool contains_ignoring_case(std::string_view haystack, std::string_view needle) {
+    return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
+                       [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); }) !=
+           haystack.end();
+}
+
+// The HTTP status a JSON-RPC error travels with. 2026-07-28 names 400 for
+// header, version and capability errors and 404 for an unknown method; the
+// 2025-11-25 transport keeps 200 for everything but malformed messages (a 404
+// there would tell the client its session is gone).
+int status_for_error(int code, bool modern) {
+    namespace ec = protocol::error_code;
+    switch (code) {
+    case ec::parse_error:
+    case ec::invalid_request: return 400;
+    case ec::header_mismatch:
+    case ec::missing_required_client_capability:
+    case ec::unsupported_protocol_version: return modern ? 400 : 200;
+    case ec::method_not_found: return modern ? 404 : 200;
+    default: return 200;
+    }
+}
+
+// One POST's answers: notifications first (turning the answer into an SSE
+// stream), then the response. Called from any thread.
+class HttpReply final : public protocol::Outbound {
+public:
+    HttpReply(std::weak_ptr<HttpConnection> connection, std::uint64_t exchange, bool modern)
+        : connection_(std::move(connection)), exchange_(exchange), modern_(modern) {}
+
+    void send(const Json& message) override {
+        auto connection = connection_.lock();
+        if (!connection) return;
+        const bool final = !message.contains("method");
+        int status = 200;
+        if (final)
+            if (auto error = message.find("error"); error != message.end() && error->is_object())
+                status = status_for_error(error->value("code", 0), modern_);
+        connection->deliver(exchange_, protocol::encode(message), final, status);
+    }
+
+    void ended_without_answer() override {
+        if (auto connection = connection_.lock()) connection->deliver_end(exchange_);
+    }
+
+private:
+    std::weak_ptr<HttpConnection> connection_;
+    std::uint64_t exchange_;
+    bool modern_;
+};
+
+// Where a notification POST's answers go: nowhere (the client gets 202).
+class DiscardingOutbound final : public protocol::Outbound {
+public:
+    void send(const Json&) override {}
+};
+
+std::string chunk(std::string_view payload) {
+    char size[32];
+    const int n = std::snprintf(size, sizeof size, "%zx\r\n", payload.size());
+    std::string out;
+    out.reserve(payload.size() + static_cast<std::size_t>(n) + 2);
+    out.append(size, static_cast<std::size_t>(n));
+    out.append(payload);
+    out.append("\r\n");
+    return out;
+}
+
+std::string sse_event(std::string_view json) {
+    std::string event;
+    event.reserve(json.size() + 24);
+    event.append("event: message\ndata: ");
+    event.append(json);
+    event.append("\n\n");
+    return chunk(event);
+}
+
+std::string status_line(int status) {
+    const auto reason = http::obsolete_reason(static_cast<http::status>(status));
+    return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) + "\r\n";
+}
+
+} // namespace
+
+HttpConnection::HttpConnection(Socket socket, HttpService& service)
+    : socket_(std::move(socket)), service_(service), timer_(socket_.get_executor()) {
+    ++service_.connections;
+}
+
+HttpConnection::~HttpConnection() {
+    if (counted_) --service_.exchanges;
+    if (stream_slot_) service_.release_stream();
+    --service_.connections;
+}
+
+void HttpConnection::start() {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->wait_for_bytes(); });
+}
+
+void HttpConnection::drain() {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
+        self->drained_ = true;
+        // Idle connections and long-lived streams (which count as no request)
+        // close now; a request being answered finishes first.
+        if (self->phase_ == Phase::waiting_for_request || (self->phase_ == Phase::streaming && !self->counted_))
+            self->close();
+    });
+}
+
+void HttpConnection::abort() {
+    net::post(socket_.get_executor(), [self = shared_from_this()] { self->peer_gone(); });
+}
+
+// ---------------------------------------------------------------- reading
+
+void HttpConnection::wait_for_bytes() {
+    if (phase_ == Phase::closed || reading_) return;
+    if (phase_ == Phase::waiting_for_request) arm_timer(service_.settings.idle_timeout_ms);
+    reading_ = true;
+    socket_.async_read_some(buffer_.prepare(16 * 1024),
+                            [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+                                self->reading_ = false;
+                                if (self->phase_ == Phase::closed) return;
+                                if (ec || n == 0) {
+                                    // While a request is answered, the peer closing is its cancellation.
+                                    if (self->phase_ == Phase::answering || self->phase_ == Phase::streaming)
+                                        self->peer_gone();
+                                    else
+                                        self->close();
+                                    return;
+                                }
+                                self->buffer_.commit(n);
+                                // Bytes that arrive while an answer is pending are the next
+                                // (pipelined) request; they wait in the buffer until it is done.
+                                if (self->phase_ == Phase::waiting_for_request) self->read_request();
+                            });
+}
+
+void HttpConnection::read_request() {
+    phase_ = Phase::reading_request;
+    parser_.emplace();
+    parser_->body_limit(service_.limits.max_message_bytes);
+    parser_->header_limit(16 * 1024);
+    arm_timer(service_.settings.request_timeout_ms);
+    reading_ = true;
+    http::async_read(
+        socket_, buffer_, *parser_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+            self->reading_ = false;
+            if (self->phase_ == Phase::closed) return;
+            self->timer_.cancel();
+            if (ec == http::error::body_limit) {
+                self->keep_alive_ = false;
+                self->respond_error(413, nullptr, protocol::error_code::invalid_request,
+                                    "The request body is larger than " +
+                                        std::to_string(self->service_.limits.max_message_bytes) +
+                                        " bytes, this server's limit.");
+                return;
+            }
+            if (ec == http::error::header_limit) {
+                self->keep_alive_ = false;
+                self->respond_status(431, "The request headers are larger than 16384 bytes.");
+                return;
+            }
+            if (ec) {
+                // The peer closed, the timer closed the socket, or the bytes are not HTTP.
+                if (ec != http::error::end_of_stream && ec != net::error::operation_aborted && ec != net::error::eof &&
+                    ec != net::error::connection_reset && self->socket_.is_open()) {
+                    self->keep_alive_ = false;
+                    self->respond_status(400, "Malformed HTTP request: " + ec.message());
+                    return;
+                }
+                self->close();
+                return;
+            }
+            self->on_request(self->parser_->release());
+        });
+}
+
+void HttpConnection::arm_timer(std::uint64_t ms) {
+    timer_.expires_after(std::chrono::milliseconds(ms));
+    timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->phase_ == Phase::closed) return;
+        switch (self->phase_) {
+        case Phase::waiting_for_request:
+        case Phase::reading_request: self->close(); break;
+        case Phase::streaming:
+            // A comment line keeps proxies and clients from timing out a quiet stream.
+            self->write(chunk(":\n\n"));
+            self->arm_timer(self->service_.settings.keepalive_ms);
+            break;
+        default: break;
+        }
+    });
+}
+
+// ---------------------------------------------------------------- routing
+
+void HttpConnection::on_request(Request request) {
+    keep_alive_ = request.keep_alive();
+    const std::string_view target(request.target().data(), request.target().size());
+    const std::string_view path = target.substr(0, target.find('?'));
+
+    if (path == "/health" && request.method() == http::verb::get) {
+        const bool draining = service_.draining.load();
+        respond_json(draining ? 503 : 200, draining ? R"({"status":"draining"})" : R"({"status":"ok"})");
+        return;
+    }
+    const auto host = request[http::field::host];
+    if (!service_.access.host_allowed(std::string_view(host.data(), host.size()))) {
+        respond_error(403, nullptr, protocol::error_code::invalid_request,
+                      "Host header '" + std::string(host) +
+                          "' is not one this server answers to (http.allowed_hosts in its configuration).");
+        return;
+    }
+    if (const auto origin = request.find(http::field::origin); origin != request.end()) {
+        const std::string_view value(origin->value().data(), origin->value().size());
+        if (!service_.access.origin_allowed(value)) {
+            respond_error(403, nullptr, protocol::error_code::invalid_request,
+                          "Origin '" + std::string(value) +
+                              "' may not call this server (http.allowed_origins in its configuration).");
+            return;
+        }
+    }
+    if (path != service_.settings.path) {
+        respond_status(404, "No MCP endpoint here; it is at " + service_.settings.path + ".");
+        return;
+    }
+    if (service_.draining || drained_) {
+        keep_alive_ = false;
+        respond_error(503, nullptr, protocol::error_code::internal_error,
+                      "The server is shutting down; retry against another instance.", "Retry-After: 1\r\n");
+        return;
+    }
+    switch (request.method()) {
+    case http::verb::post: on_post(request); return;
+    case http::verb::get: on_get(request); return;
+    case http::verb::delete_: on_delete(request); return;
+    default:
+        respond_status(405, "The MCP endpoint takes POST (and GET, DELETE for 2025-11-25 sessions).",
+                       "Allow: POST, GET, DELETE\r\n");
+    }
+}
+
+void HttpConnection::on_post(const Request& request) {
+    const auto content_type = request[http::field::content_type];
+    if (!contains_ignoring_case(std::string_view(content_type.data(), content_type.size()), "application/json")) {
+        respond_error(415, nullptr, protocol::error_code::invalid_request,
+                      "Content-Type must be application/json, not '" + std::string(content_type) + "'.");
+        return;
+    }
+    if (const auto accept = request.find(http::field::accept); accept != request.end()) {
+        const std::string_view a(accept->value().data(), accept->value().size());
+        if (!contains_ignoring_case(a, "application/json") && !contains_ignoring_case(a, "text/event-stream") &&
+            !contains_ignoring_case(a, "*/*") && !contains_ignoring_case(a, "application/*")) {
+            respond_error(406, nullptr, protocol::error_code::invalid_request,
+                          "Accept must allow application/json and text/event-stream, not '" + std::string(a) + "'.");
+            return;
+        }
+    }
+    const std::string& body = request.body();
+    if (protocol::nests_deeper_than(body, service_.limits.max_json_depth)) {
+        respond_error(400, nullptr, protocol::error_code::invalid_request,
+                      "The message nests deeper than " + std::to_string(service_.limits.max_json_depth) +
+                          " levels; flatten it.");
+        return;
+    }
+    Json message;
+    try {
+        message = Json::parse(body);
+    } catch (const Json::exception& e) {
+        respond_error(400, nullptr, protocol::error_code::parse_error, std::string("Parse error: ") + e.what());
+        return;
+    }
+    if (!message.is_object()) {
+        respond_error(400, nullptr, protocol::error_code::invalid_request,
+                      message.is_array() ? "JSON-RPC batches are not supported by MCP; send one message per POST."
+                                         : "A JSON-RPC message must be a JSON object.");
+        return;
+    }
+    const auto method_it = message.find("method");
+    const std::string method =
+        method_it != message.end() && method_it->is_string() ? method_it->get<std::string>() : "";
+    const auto id_it = message.find("id");
+    const bool is_request = method_it != message.end() && id_it != message.end();
+    const Json id = is_request && (id_it->is_string() || id_it->is_number_integer()) ? *id_it : Json();
+
+    std::shared_ptr<protocol::Connection> mcp;
+    bool legacy = false;
+    std::string session_header;
+    const auto session_id = request.find("Mcp-Session-Id");
+    if (session_id != request.end()) {
+        const std::string sid(session_id->value());
+        mcp = service_.legacy_sessions.find(sid, service_.principal.subject);
+        if (!mcp) {
+            respond_error(404, nullptr, protocol::error_code::invalid_request,
+                          "Session not found: it ended, expired or never existed; initialize again.");
+            return;
+        }
+        legacy = true;
+    } else if (method == "initialize") {
+        if (!is_request) {
+            respond_error(400, nullptr, protocol::error_code::invalid_request, "initialize must be a request.");
+            return;
+        }
+        mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), service_.principal);
+        const auto sid = service_.legacy_sessions.open(mcp);
+        if (!sid) {
+            respond_error(503, id, protocol::error_code::internal_error,
+                          "The server holds " + std::to_string(service_.settings.max_legacy_sessions) +
+                              " sessions, its limit; retry later.",
+                          "Retry-After: 5\r\n");
+            return;
+        }
+        session_header = *sid;
+        legacy = true;
+    } else if (const auto version = header_value(request, "MCP-Protocol-Version");
+               version && *version < protocol::kModernVersion && is_request && !names_modern_revision(message)) {
+        // An older revision's request with no session: its client skipped initialize.
+        respond_error(400, id, protocol::error_code::invalid_request,
+                      "Protocol version " + std::string(*version) +
+                          " needs an Mcp-Session-Id header: call initialize first.");
+        return;
+    }
+
+    // Only requests: the revision defines no headers for notification POSTs.
+    if (!legacy && is_request) {
+        const HeaderLookup lookup = [&request](std::string_view name) { return header_value(request, name); };
+        std::string tool;
+        if (method == "tools/call")
+            if (auto p = message.find("params"); p != message.end() && p->is_object())
+                if (auto n = p->find("name"); n != p->end() && n->is_string()) tool = n->get<std::string>();
+        if (const auto mismatch = check_request_headers(lookup, message, service_.param_headers(tool))) {
+            respond_error(400, id, protocol::error_code::header_mismatch, "Header mismatch: " + *mismatch);
+            return;
+        }
+    }
+
+    if (!is_request) {
+        // Notifications and responses: accepted (202) once handled.
+        if (!mcp)
+            mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), service_.principal);
+        service_.server.handle(mcp, std::move(message), std::make_shared<DiscardingOutbound>());
+        respond_status(202);
+        return;
+    }
+    if (method == "subscriptions/listen" && !legacy) {
+        // A subscription is nothing but its stream: without a slot, refuse it
+        // now rather than acknowledge it and drop everything after.
+        if (!service_.claim_stream()) {
+            respond_error(503, id, protocol::error_code::internal_error,
+                          "The server has " + std::to_string(service_.settings.max_streams) +
+                              " streams open, its limit; retry later.",
+                          "Retry-After: 5\r\n");
+            return;
+        }
+        stream_slot_ = true;
+    }
+    begin_exchange(mcp, id, std::move(message), session_header, legacy);
+}
+
+void HttpConnection::on_get(const Request& request) {
+    const auto session_id = request.find("Mcp-Session-Id");
+    if (session_id == request.end()) {
+        respond_status(405, "GET opens the stream of a 2025-11-25 session; send its Mcp-Session-Id.",
+                       "Allow: POST, DELETE\r\n");
+        return;
+    }
+    if (!service_.legacy_sessions.find(std::string(session_id->value()), service_.principal.subject)) {
+        respond_error(404, nullptr, protocol::error_code::invalid_request,
+                      "Session not found: it ended, expired or never existed; initialize again.");
+        return;
+    }
+    if (!service_.claim_stream()) {
+        respond_error(503, nullptr, protocol::error_code::internal_error,
+                      "The server has " + std::to_string(service_.settings.max_streams) +
+                          " streams open, its limit; retry later.",
+                      "Retry-After: 5\r\n");
+        return;
+    }
+    // This server starts no requests of its own toward a 2025-11-25 client,
+    // so the stream carries keep-alive comments until either side closes it.
+    ++exchange_;
+    counted_ = false;
+    stream_slot_ = true;
+    legacy_ = true;
+    mcp_connection_.reset();
+    phase_ = Phase::answering;
+    start_stream();
+    wait_for_bytes();
+}
+
+void HttpConnection::on_delete(const Request& request) {
+    const auto session_id = request.find("Mcp-Session-Id");
+    if (session_id == request.end()) {
+        respond_status(405, "DELETE ends a 2025-11-25 session; send its Mcp-Session-Id.", "Allow: POST\r\n");
+        return;
+    }
+    if (!service_.legacy_sessions.close(std::string(session_id->value()), service_.principal.subject)) {
+        respond_error(404, nullptr, protocol::error_code::invalid_request,
+                      "Session not found: it ended, expired or never existed.");
+        return;
+    }
+    respond_status(204);
+}
+
+// ---------------------------------------------------------------- answering
+
+void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, const Json& id, Json&& message,
+                                    const std::string& session_header, bool legacy) {
+    ++exchange_;
+    phase_ = Phase::answering;
+    request_id_ = id;
+    legacy_ = legacy;
+    may_stream_ = true;
+    counted_ = true;
+    ++service_.exchanges;
+    session_header_ = session_header.empty() ? "" : "Mcp-Session-Id: " + session_header + "\r\n";
+    timer_.cancel();
+    auto reply = std::make_shared<HttpReply>(weak_from_this(), exchange_, !legacy);
+    // A 2026-07-28 request is its own connection: nothing outlives it.
+    mcp_connection_ = mcp ? mcp : std::make_shared<protocol::Connection>(reply, service_.principal);
+    service_.server.handle(mcp_connection_, std::move(message), reply);
+    // Watch the socket while the answer is pending: the peer closing it
+    // cancels the request.
+    if (phase_ == Phase::answering || phase_ == Phase::streaming) wait_for_bytes();
+}
+
+void HttpConnection::deliver(std::uint64_t exchange, std::string encoded, bool final, int status) {
+    net::dispatch(socket_.get_executor(),
+                  [self = shared_from_this(), exchange, encoded = std::move(encoded), final, status]() mutable {
+                      self->on_message(exchange, std::move(encoded), final, status);
+                  });
+}
+
+void HttpConnection::deliver_end(std::uint64_t exchange) {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this(), exchange] {
+        if (exchange != self->exchange_) return;
+        if (self->phase_ == Phase::streaming) {
+            self->write("0\r\n\r\n");
+            self->finish_exchange();
+        } else if (self->phase_ == Phase::answering) {
+            // Cancelled with notifications/cancelled: nothing to answer.
+            self->respond_status(204);
+        }
+    });
+}
+
+void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, bool final, int status) {
+    if (exchange != exchange_ || (phase_ != Phase::answering && phase_ != Phase::streaming)) return;
+    if (!final) {
+        if (phase_ == Phase::answering) {
+            // Without a free stream slot the notifications are dropped and the
+            // answer still arrives, as plain JSON.
+            if (!stream_slot_) {
+                if (!may_stream_) return;
+                if (!service_.claim_stream()) {
+                    may_stream_ = false;
+                    return;
+                }
+                stream_slot_ = true;
+            }
+            start_stream();
+        }
+        write(sse_event(encoded));
+        return;
+    }
+    if (!session_header_.empty() && encoded.find("\"error\"") != std::string::npos &&
+        encoded.find("\"result\"") == std::string::npos) {
+        // initialize failed: the session it opened is closed again.
+        const std::string sid = session_header_.substr(16, session_header_.size() - 18);
+        service_.legacy_sessions.close(sid, service_.principal.subject);
+        session_header_.clear();
+    }
+    if (phase_ == Phase::answering) {
+        respond_json(status, encoded, session_header_);
+        return;
+    }
+    write(sse_event(encoded));
+    write("0\r\n\r\n");
+    finish_exchange();
+}
+
+void HttpConnection::start_stream() {
+    std::string head = status_line(200);
+    head += "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
+            "Transfer-Encoding: chunked\r\n";
+    head += session_header_;
+    if (!keep_alive_) head += "Connection: close\r\n";
+    head += "\r\n";
+    write(std::move(head));
+    phase_ = Phase::streaming;
+    arm_timer(service_.settings.keepalive_ms);
+}
+
+void HttpConnection::finish_exchange() {
+    if (counted_) {
+        counted_ = false;
+        --service_.exchanges;
+    }
+    if (stream_slot_) {
+        stream_slot_ = false;
+        service_.release_stream();
+    }
+    mcp_connection_.reset();
+    session_header_.clear();
+    timer_.cancel();
+    phase_ = Phase::waiting_for_request;
+    if (!keep_alive_ || drained_ || service_.draining) {
+        close_after_writes_ = true;
+        if (!writing_) close();
+        return;
+    }
+    if (buffer_.size() > 0 && !reading_)
+        read_request();
+    else if (reading_)
+        arm_timer(service_.settings.idle_timeout_ms); // the pending read waits for the next request
+    else
+        wait_for_bytes();
+}
+
+void HttpConnection::peer_gone() {
+    if (mcp_connection_) {
+        if (legacy_)
+            mcp_connection_->cancel(request_id_);
+        else
+            mcp_connection_->cancel_all();
+    }
+    close();
+}
+
+// ---------------------------------------------------------------- writing
+
+void HttpConnection::respond_json(int status, const std::string& body, const std::string& extra_headers) {
+    std::string out = status_line(status);
+    out += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    out += extra_headers;
+    if (!keep_alive_) out += "Connection: close\r\n";
+    out += "\r\n";
+    out += body;
+    write(std::move(out));
+    finish_exchange();
+}
+
+void HttpConnection::respond_error(int status, const Json& id, int code, const std::string& message,
+                                   const std::string& extra_headers) {
+    respond_json(status, protocol::encode(protocol::make_error(id, code, message)), extra_headers);
+}
+
+void HttpConnection::respond_status(int status, const std::string& text, const std::string& extra_headers) {
+    std::string out = status_line(status);
+    if (status == 204) {
+        out += extra_headers;
+    } else if (status == 202) {
+        // No body, but a client reads one until told its length.
+        out += "Content-Length: 0\r\n";
+        out += extra_headers;
+    } else {
+        out += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(text.size()) + "\r\n";
+        out += extra_headers;
+    }
+    if (!keep_alive_) out += "Connection: close\r\n";
+    out += "\r\n";
+    if (status != 204 && status != 202) out += text;
+    write(std::move(out));
+    finish_exchange();
+}
+
+void HttpConnection::write(std::string bytes) {
+    if (phase_ == Phase::closed) return;
+    queued_bytes_ += bytes.size();
+    writes_.push_back(std::move(bytes));
+    if (queued_bytes_ > kMaxQueuedBytes) {
+        spdlog::warn("http: a client stopped reading its stream; dropping the connection");
+        peer_gone();
+        return;
+    }
+    if (!writing_) do_write();
+}
+
+void HttpConnection::do_write() {
+    writing_ = true;
+    // Everything queued goes out in one gather write.
+    std::vector<net::const_buffer> buffers;
+    buffers.reserve(writes_.size());
+    for (const auto& w : writes_)
+        buffers.emplace_back(net::buffer(w));
+    const std::size_t count = writes_.size();
+    net::async_write(socket_, buffers, [self = shared_from_this(), count](boost::system::error_code ec, std::size_t) {
+        self->writing_ = false;
+        if (self->phase_ == Phase::closed) return;
+        if (ec) {
+            if (self->phase_ == Phase::answering || self->phase_ == Phase::streaming)
+                self->peer_gone();
+            else
+                self->close();
+            return;
+        }
+        for (std::size_t i = 0; i < count; ++i) {
+            self->queued_bytes_ -= self->writes_.front().size();
+            self->writes_.pop_front();
+        }
+        if (!self->writes_.empty())
+            self->do_write();
+        else if (self->close_after_writes_)
+            self->close();
+    });
+}
+
+void HttpConnection::close() {
+    if (phase_ == Phase::closed) return;
+    phase_ = Phase::closed;
+    if (counted_) {
+        counted_ = false;
+        --service_.exchanges;
+    }
+    if (stream_slot_) {
+        stream_slot_ = false;
+        service_.release_stream();
+    }
+    mcp_connection_.reset();
+    timer_.cancel();
+    boost::system::error_code ignored;
+    socket_.shutdown(Socket::shutdown_both, ignored);
+    socket_.close(ignored);
+}
+
+} // namespace gatehouse::transport

@@ -1,0 +1,101 @@
+#pragma once
+
+#include "protocol/connection.hpp"
+#include "transport/http_service.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace gatehouse::transport {
+
+// One TCP connection of the HTTP transport, HTTP/1.1 with keep-alive: reads
+// a request, answers it (JSON, an SSE stream, or a status), then reads the
+// next. Everything runs on the connection's strand; answers produced on
+// worker threads are posted to it.
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+public:
+    using Socket = boost::asio::ip::tcp::socket;
+    using Request = boost::beast::http::request<boost::beast::http::string_body>;
+
+    HttpConnection(Socket socket, HttpService& service);
+    ~HttpConnection();
+
+    void start();
+
+    // From any thread: one message of exchange `exchange` (the final answer
+    // when `final`). Messages of an exchange that already ended are dropped.
+    void deliver(std::uint64_t exchange, std::string encoded, bool final, int status);
+    void deliver_end(std::uint64_t exchange);
+
+    // From any thread: the transport is draining; close once idle.
+    void drain();
+
+    // From any thread: cancel what runs and close now.
+    void abort();
+
+private:
+    enum class Phase { waiting_for_request, reading_request, answering, streaming, closed };
+
+    void wait_for_bytes();
+    void read_request();
+    void on_request(Request request);
+    void on_post(const Request& request);
+    void on_get(const Request& request);
+    void on_delete(const Request& request);
+    void begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, const protocol::Json& id,
+                        protocol::Json&& message, const std::string& session_header, bool legacy);
+
+    void on_message(std::uint64_t exchange, std::string encoded, bool final, int status);
+    void start_stream();
+    void finish_exchange();
+    void peer_gone();
+
+    // Whole responses with no body of their own kind: a status and a JSON-RPC
+    // error (no id unless given), or an empty body.
+    void respond_status(int status, const std::string& text = "", const std::string& extra_headers = "");
+    void respond_error(int status, const protocol::Json& id, int code, const std::string& message,
+                       const std::string& extra_headers = "");
+    void respond_json(int status, const std::string& body, const std::string& extra_headers = "");
+
+    void write(std::string bytes);
+    void do_write();
+    void arm_timer(std::uint64_t ms);
+    void close();
+
+    Socket socket_;
+    HttpService& service_;
+    boost::asio::steady_timer timer_;
+    boost::beast::flat_buffer buffer_;
+    std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+    Phase phase_ = Phase::waiting_for_request;
+    bool keep_alive_ = true;
+    bool reading_ = false; // a read is pending on the socket
+    bool drained_ = false; // drain(): no request after the current one
+
+    // The exchange in progress: the MCP request being answered.
+    std::uint64_t exchange_ = 0;
+    std::shared_ptr<protocol::Connection> mcp_connection_;
+    protocol::Json request_id_;
+    bool legacy_ = false;
+    bool counted_ = false;       // holds one of the service's exchanges
+    bool stream_slot_ = false;   // holds one of the service's SSE slots
+    bool may_stream_ = true;     // false: no SSE slot was free, notifications are dropped
+    std::string session_header_; // "Mcp-Session-Id: …\r\n" on the answer to initialize
+
+    std::deque<std::string> writes_;
+    std::size_t queued_bytes_ = 0;
+    bool writing_ = false;
+    bool close_after_writes_ = false;
+};
+
+} // namespace gatehouse::transport

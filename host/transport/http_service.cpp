@@ -1,0 +1,40 @@
+#include "transport/http_service.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace gatehouse::transport {
+
+HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegistry& registry_,
+                         config::HttpSettings settings_, config::Limits limits_)
+    : server(server_), registry(registry_), settings(std::move(settings_)), limits(limits_), access(settings),
+      principal(auth::local_principal()),
+      legacy_sessions(settings.max_legacy_sessions, std::chrono::seconds(settings.legacy_session_idle_s)),
+      io(static_cast<int>(settings.threads)) {
+    for (const plugins::Tool* tool : registry.ordered()) {
+        try {
+            auto headers = find_param_headers(tool->listing.value("inputSchema", protocol::Json::object()));
+            if (!headers.empty()) param_headers_.emplace(tool->name, std::move(headers));
+        } catch (const std::invalid_argument& e) {
+            spdlog::warn("tool '{}': {}; HTTP clients will skip this tool", tool->name, e.what());
+        }
+    }
+}
+
+const std::vector<ParamHeader>& HttpService::param_headers(const std::string& tool) const {
+    static const std::vector<ParamHeader> none;
+    auto it = param_headers_.find(tool);
+    return it == param_headers_.end() ? none : it->second;
+}
+
+bool HttpService::claim_stream() {
+    unsigned now = streams.load();
+    while (now < settings.max_streams)
+        if (streams.compare_exchange_weak(now, now + 1)) return true;
+    return false;
+}
+
+void HttpService::release_stream() {
+    --streams;
+}
+
+} // namespace gatehouse::transport

@@ -1,0 +1,56 @@
+#pragma once
+
+#include "auth/principal.hpp"
+#include "config/config.hpp"
+#include "plugins/tool_registry.hpp"
+#include "protocol/mcp_server.hpp"
+#include "transport/http_access.hpp"
+#include "transport/legacy_http_sessions.hpp"
+#include "transport/mcp_http_headers.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace gatehouse::transport {
+
+// What every HTTP connection of one transport shares.
+struct HttpService {
+    HttpService(protocol::McpServer& server, const plugins::ToolRegistry& registry, config::HttpSettings settings,
+                config::Limits limits);
+
+    protocol::McpServer& server;
+    const plugins::ToolRegistry& registry;
+    const config::HttpSettings settings;
+    const config::Limits limits;
+    const HttpAccess access;
+    const auth::Principal principal; // until token verification: the local user, on a loopback host
+    LegacyHttpSessions legacy_sessions;
+
+    std::atomic<bool> draining{false};
+    std::atomic<unsigned> connections{0};
+    std::atomic<unsigned> streams{0};   // SSE responses open now
+    std::atomic<unsigned> exchanges{0}; // requests accepted and not yet answered
+
+    // The x-mcp-header annotations of a tool, by published name (computed at
+    // start: the registry does not change while serving).
+    const std::vector<ParamHeader>& param_headers(const std::string& tool) const;
+
+    // Claims one of the max_streams SSE slots; false when all are taken.
+    bool claim_stream();
+    void release_stream();
+
+private:
+    std::map<std::string, std::vector<ParamHeader>> param_headers_;
+
+public:
+    // Last, so it goes first: handlers it still holds release connections
+    // while everything they count on is alive.
+    boost::asio::io_context io;
+};
+
+} // namespace gatehouse::transport

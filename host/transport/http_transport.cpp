@@ -1,0 +1,138 @@
+#include "transport/http_transport.hpp"
+
+#include "transport/http_connection.hpp"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/asio/strand.hpp>
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+#include <thread>
+
+namespace gatehouse::transport {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+HttpTransport::HttpTransport(protocol::McpServer& server, const plugins::ToolRegistry& registry,
+                             const config::HttpSettings& settings, const config::Limits& limits)
+    : service_(server, registry, settings, limits), acceptor_(service_.io) {}
+
+HttpTransport::~HttpTransport() = default;
+
+void HttpTransport::listen() {
+    const auto& s = service_.settings;
+    boost::system::error_code ec;
+    const std::string host = s.listen_host == "localhost" ? "127.0.0.1" : s.listen_host;
+    const auto address = net::ip::make_address(host, ec);
+    if (ec)
+        throw std::runtime_error("http.listen: '" + s.listen_host + "' is not an IP address (" + ec.message() + ")");
+    const tcp::endpoint endpoint(address, s.listen_port);
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec)
+        throw std::runtime_error("cannot listen on " + s.listen_host + ":" + std::to_string(s.listen_port) + ": " +
+                                 ec.message());
+    if (!service_.access.loopback())
+        spdlog::warn("http: listening on {}, beyond this machine; every caller is served as the local principal "
+                     "until token verification is configured",
+                     s.listen_host);
+}
+
+std::uint16_t HttpTransport::port() const {
+    boost::system::error_code ec;
+    return acceptor_.local_endpoint(ec).port();
+}
+
+void HttpTransport::accept() {
+    acceptor_.async_accept(net::make_strand(service_.io), [this](boost::system::error_code ec, tcp::socket socket) {
+        if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+        if (!ec) {
+            if (service_.connections.load() >= service_.settings.max_connections) {
+                // Refused at once: a client queued behind a full server would only time out.
+                static constexpr char kBusy[] = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
+                                                "Content-Length: 0\r\nConnection: close\r\n\r\n";
+                boost::system::error_code ignored;
+                net::write(socket, net::buffer(kBusy, sizeof kBusy - 1), ignored);
+                socket.close(ignored);
+            } else {
+                socket.set_option(tcp::no_delay(true), ec);
+                auto connection = std::make_shared<HttpConnection>(std::move(socket), service_);
+                {
+                    std::lock_guard lock(connections_mutex_);
+                    std::erase_if(connections_, [](const auto& weak) { return weak.expired(); });
+                    connections_.push_back(connection);
+                }
+                connection->start();
+            }
+        } else {
+            spdlog::warn("http: accept failed: {}", ec.message());
+        }
+        accept();
+    });
+}
+
+void HttpTransport::run(StopSignal& stop) {
+    const auto& s = service_.settings;
+    spdlog::info("serving MCP over HTTP at http://{}{}:{}{}", s.listen_host.find(':') != std::string::npos ? "[" : "",
+                 s.listen_host + (s.listen_host.find(':') != std::string::npos ? "]" : ""), port(), s.path);
+    accept();
+    stop.on_stop([this] { net::post(service_.io, [this] { begin_drain(); }); });
+    std::vector<std::thread> extra;
+    for (unsigned i = 1; i < s.threads; ++i)
+        extra.emplace_back([this] { service_.io.run(); });
+    service_.io.run();
+    for (auto& t : extra)
+        t.join();
+}
+
+void HttpTransport::begin_drain() {
+    if (service_.draining.exchange(true)) return;
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    std::vector<std::shared_ptr<HttpConnection>> live;
+    {
+        std::lock_guard lock(connections_mutex_);
+        for (auto& weak : connections_)
+            if (auto c = weak.lock()) live.push_back(std::move(c));
+    }
+    spdlog::info("http: draining {} connection(s), {} request(s) in flight", live.size(), service_.exchanges.load());
+    for (auto& c : live)
+        c->drain();
+    // Subscriptions never end by themselves: they get their final result now.
+    service_.server.close_subscriptions();
+    drain_timer_ = std::make_unique<net::steady_timer>(service_.io);
+    check_drained(std::chrono::steady_clock::now() + std::chrono::milliseconds(service_.settings.drain_timeout_ms));
+}
+
+void HttpTransport::check_drained(std::chrono::steady_clock::time_point deadline) {
+    const bool idle = service_.exchanges.load() == 0;
+    if (idle || std::chrono::steady_clock::now() >= deadline) {
+        if (!idle)
+            spdlog::warn("http: {} request(s) still running after the drain timeout; cancelling them",
+                         service_.exchanges.load());
+        std::vector<std::shared_ptr<HttpConnection>> live;
+        {
+            std::lock_guard lock(connections_mutex_);
+            for (auto& weak : connections_)
+                if (auto c = weak.lock()) live.push_back(std::move(c));
+        }
+        for (auto& c : live)
+            c->abort();
+        service_.legacy_sessions.close_all();
+        // Let the closes run, then stop.
+        net::post(service_.io, [this] { service_.io.stop(); });
+        return;
+    }
+    drain_timer_->expires_after(std::chrono::milliseconds(20));
+    drain_timer_->async_wait([this, deadline](boost::system::error_code ec) {
+        if (!ec) check_drained(deadline);
+    });
+}
+
+} // namespace gatehouse::transport

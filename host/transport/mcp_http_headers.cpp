@@ -1,0 +1,221 @@
+#include "transport/mcp_http_headers.hpp"
+
+#include "protocol/revision.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace gatehouse::transport {
+
+using protocol::Json;
+
+namespace {
+
+constexpr std::string_view kBase64Prefix = "=?base64?";
+constexpr std::string_view kBase64Suffix = "?=";
+
+// RFC 9110 field values: visible ASCII, space and tab.
+bool plain_header_text(std::string_view text) {
+    return std::all_of(text.begin(), text.end(), [](unsigned char c) { return c == '\t' || (c >= 0x20 && c <= 0x7e); });
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+    if (text.size() % 4 != 0) return std::nullopt;
+    // At most two '=', and only at the very end.
+    const std::size_t data = text.find_last_not_of('=') + 1;
+    if (text.size() - data > 2) return std::nullopt;
+    for (std::size_t i = 0; i < data; ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (!std::isalnum(c) && c != '+' && c != '/') return std::nullopt;
+    }
+    std::string out(text.size() / 4 * 3, '\0');
+    const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                  reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+    if (n < 0) return std::nullopt;
+    // EVP_DecodeBlock counts padding as zero bytes; drop them.
+    std::size_t size = static_cast<std::size_t>(n);
+    if (text.size() >= 1 && text.back() == '=') --size;
+    if (text.size() >= 2 && text[text.size() - 2] == '=') --size;
+    out.resize(size);
+    return out;
+}
+
+// RFC 9110 token characters, for the name part of Mcp-Param-{name}.
+bool token_text(std::string_view text) {
+    static constexpr std::string_view extra = "!#$%&'*+-.^_`|~";
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+        return std::isalnum(c) || extra.find(static_cast<char>(c)) != std::string_view::npos;
+    });
+}
+
+std::string lower(std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+void collect(const Json& schema, std::vector<std::string>& path, std::vector<ParamHeader>& out) {
+    auto props = schema.find("properties");
+    if (props == schema.end() || !props->is_object()) return;
+    for (const auto& [name, sub] : props->items()) {
+        if (!sub.is_object()) continue;
+        path.push_back(name);
+        if (auto h = sub.find("x-mcp-header"); h != sub.end()) {
+            std::string where = "/properties/" + name;
+            if (!h->is_string() || !token_text(h->get_ref<const std::string&>()))
+                throw std::invalid_argument("x-mcp-header at " + where +
+                                            " must be a non-empty HTTP token (letters, digits, !#$%&'*+-.^_`|~)");
+            const auto type = sub.find("type");
+            const bool primitive = type != sub.end() && type->is_string() &&
+                                   (*type == "string" || *type == "integer" || *type == "boolean");
+            if (!primitive)
+                throw std::invalid_argument("x-mcp-header at " + where +
+                                            " annotates a property whose type is not string, integer or boolean");
+            const std::string key = lower(h->get_ref<const std::string&>());
+            for (const auto& seen : out)
+                if (lower(seen.name) == key)
+                    throw std::invalid_argument("x-mcp-header '" + h->get<std::string>() + "' is used twice");
+            out.push_back({h->get<std::string>(), path});
+        }
+        collect(sub, path, out);
+        path.pop_back();
+    }
+}
+
+// Anywhere but on a property reached through `properties` keys alone (from
+// the root) the annotation is invalid, and with it the tool definition.
+void refuse_misplaced(const Json& node, bool on_chain, bool is_property, const std::string& where) {
+    if (node.is_array()) {
+        for (std::size_t i = 0; i < node.size(); ++i)
+            refuse_misplaced(node[i], false, false, where + "/" + std::to_string(i));
+        return;
+    }
+    if (!node.is_object()) return;
+    if (node.contains("x-mcp-header") && !(on_chain && is_property))
+        throw std::invalid_argument("x-mcp-header at " + (where.empty() ? "/" : where) +
+                                    " is not reachable through properties alone; the spec allows it only there");
+    for (const auto& [key, value] : node.items()) {
+        if (key == "x-mcp-header") continue;
+        if (key == "properties" && on_chain && value.is_object()) {
+            for (const auto& [name, sub] : value.items())
+                refuse_misplaced(sub, true, true, where + "/properties/" + name);
+        } else {
+            refuse_misplaced(value, false, false, where + "/" + key);
+        }
+    }
+}
+
+// Whether a decoded header carries the argument: strings as they are,
+// integers in decimal, booleans as true/false.
+bool header_matches(const std::string& header, const Json& value) {
+    if (value.is_string()) return header == value.get_ref<const std::string&>();
+    if (value.is_boolean()) return header == (value.get<bool>() ? "true" : "false");
+    if (value.is_number()) {
+        // Compared as numbers, so "42.0" matches 42 as the spec suggests.
+        char* end = nullptr;
+        const double parsed = std::strtod(header.c_str(), &end);
+        if (header.empty() || end != header.c_str() + header.size() || !std::isfinite(parsed)) return false;
+        return parsed == value.get<double>();
+    }
+    return false;
+}
+
+const Json* value_at(const Json& arguments, const std::vector<std::string>& path) {
+    const Json* node = &arguments;
+    for (const auto& step : path) {
+        if (!node->is_object()) return nullptr;
+        auto it = node->find(step);
+        if (it == node->end()) return nullptr;
+        node = &*it;
+    }
+    return node;
+}
+
+} // namespace
+
+std::optional<std::string> decode_mcp_header_value(std::string_view raw) {
+    if (raw.size() >= kBase64Prefix.size() + kBase64Suffix.size() &&
+        raw.substr(0, kBase64Prefix.size()) == kBase64Prefix &&
+        raw.substr(raw.size() - kBase64Suffix.size()) == kBase64Suffix)
+        return base64_decode(
+            raw.substr(kBase64Prefix.size(), raw.size() - kBase64Prefix.size() - kBase64Suffix.size()));
+    if (!plain_header_text(raw)) return std::nullopt;
+    return std::string(raw);
+}
+
+std::vector<ParamHeader> find_param_headers(const Json& input_schema) {
+    std::vector<ParamHeader> out;
+    if (!input_schema.is_object()) return out;
+    refuse_misplaced(input_schema, true, false, "");
+    std::vector<std::string> path;
+    collect(input_schema, path, out);
+    return out;
+}
+
+std::optional<std::string> check_request_headers(const HeaderLookup& headers, const Json& message,
+                                                 const std::vector<ParamHeader>& param_headers) {
+    const Json empty = Json::object();
+    const auto params_it = message.find("params");
+    const Json& params = params_it != message.end() && params_it->is_object() ? *params_it : empty;
+
+    // MCP-Protocol-Version against _meta.
+    const auto version = headers("MCP-Protocol-Version");
+    if (!version) return "the MCP-Protocol-Version header is missing";
+    std::string body_version;
+    if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object())
+        if (auto v = meta->find(protocol::meta_key::protocol_version); v != meta->end() && v->is_string())
+            body_version = v->get<std::string>();
+    if (*version != body_version)
+        return "MCP-Protocol-Version header value '" + std::string(*version) + "' does not match body value '" +
+               body_version + "'";
+
+    // Mcp-Method against method.
+    const auto method_header = headers("Mcp-Method");
+    if (!method_header) return "the Mcp-Method header is missing";
+    const std::string method = message.value("method", "");
+    if (*method_header != method)
+        return "Mcp-Method header value '" + std::string(*method_header) + "' does not match body value '" + method +
+               "'";
+
+    // Mcp-Name against params.name or params.uri.
+    const char* name_field = method == "tools/call" || method == "prompts/get" ? "name"
+                             : method == "resources/read"                      ? "uri"
+                                                                               : nullptr;
+    if (name_field) {
+        const auto name_header = headers("Mcp-Name");
+        if (!name_header) return std::string("the Mcp-Name header is missing (it carries params.") + name_field + ")";
+        const auto decoded = decode_mcp_header_value(*name_header);
+        if (!decoded) return "the Mcp-Name header holds characters a header may not, or broken Base64";
+        const auto body = params.find(name_field);
+        const std::string body_name = body != params.end() && body->is_string() ? body->get<std::string>() : "";
+        if (*decoded != body_name)
+            return "Mcp-Name header value '" + *decoded + "' does not match body value '" + body_name + "'";
+    }
+
+    // Mcp-Param-{name} for the tool's annotated arguments.
+    const auto args_it = params.find("arguments");
+    const Json& arguments = args_it != params.end() ? *args_it : empty;
+    for (const auto& p : param_headers) {
+        const std::string header_name = "Mcp-Param-" + p.name;
+        const auto raw = headers(header_name);
+        const Json* value = value_at(arguments, p.path);
+        const bool present = value && !value->is_null();
+        if (!raw) {
+            if (present) return "the " + header_name + " header is missing while the argument it mirrors is set";
+            continue;
+        }
+        const auto decoded = decode_mcp_header_value(*raw);
+        if (!decoded) return "the " + header_name + " header holds characters a header may not, or broken Base64";
+        if (!present) return "the " + header_name + " header is set but the argument it mirrors is not";
+        if (!header_matches(*decoded, *value))
+            return header_name + " header value '" + *decoded + "' does not match body value " + value->dump();
+    }
+    return std::nullopt;
+}
+
+} // namespace gatehouse::transport

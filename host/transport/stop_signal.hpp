@@ -1,0 +1,41 @@
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gatehouse::transport {
+
+// SIGTERM and SIGINT turned into callbacks, so every transport shuts down the
+// same way however many run at once. Construct it before any other thread
+// starts: it blocks both signals in the constructing thread, every thread
+// started afterwards inherits that, and one thread of its own waits for them.
+class StopSignal {
+public:
+    StopSignal();
+    ~StopSignal();
+    StopSignal(const StopSignal&) = delete;
+    StopSignal& operator=(const StopSignal&) = delete;
+
+    // Runs `callback` on the waiting thread when a stop is requested (at once
+    // if one already was). Callbacks must be quick and thread-safe.
+    void on_stop(std::function<void()> callback);
+
+    bool requested() const { return requested_.load(); }
+
+    // As if a signal had arrived; used when the last transport ends by itself.
+    void request();
+
+private:
+    void wait_loop();
+
+    std::atomic<bool> requested_{false};
+    std::atomic<bool> exiting_{false};
+    std::mutex mutex_;
+    std::vector<std::function<void()>> callbacks_;
+    std::thread waiter_;
+};
+
+} // namespace gatehouse::transport

@@ -1,0 +1,321 @@
+// Streamable HTTP: one endpoint, both revisions, every refusal with its
+// status code, SSE ordering, cancellation by closing, and the drain on SIGTERM.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { HttpHost, withHttpHost, modernMeta, MODERN, LEGACY } from './lib/http_host.mjs';
+
+const ECHO = ['echo.so', 'headers.so'];
+
+function modernMessage(method, params = {}, id = 1) {
+  return { jsonrpc: '2.0', id, method, params: { ...params, _meta: modernMeta() } };
+}
+
+test('2026-07-28: tools/list and tools/call answer as JSON, schema-valid', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const list = await host.modern('tools/list');
+    assert.equal(list.status, 200);
+    assert.match(list.contentType, /^application\/json/);
+    assert.ok(list.answer.result.tools.some((t) => t.name === 'echo'));
+    assert.equal(list.headers.get('mcp-session-id'), null, 'no session ids in the stateless revision');
+
+    const call = await host.modern('tools/call', { name: 'echo', arguments: { text: 'over http' } });
+    assert.equal(call.status, 200);
+    assert.deepEqual(call.answer.result.structuredContent, { text: 'over http' });
+    assert.equal(call.answer.result.resultType, 'complete');
+  }));
+
+test('2026-07-28: missing or mismatched metadata headers are HeaderMismatch (-32020) with 400', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const message = modernMessage('tools/call', { name: 'echo', arguments: { text: 'x' } });
+    const good = HttpHost.modernHeaders(message);
+    const cases = [
+      [{ ...good, 'MCP-Protocol-Version': undefined }, /MCP-Protocol-Version header is missing/],
+      [{ ...good, 'MCP-Protocol-Version': LEGACY }, /MCP-Protocol-Version header value '2025-11-25' does not match/],
+      [{ ...good, 'Mcp-Method': undefined }, /Mcp-Method header is missing/],
+      [{ ...good, 'Mcp-Method': 'tools/list' }, /Mcp-Method header value 'tools\/list' does not match body value 'tools\/call'/],
+      [{ ...good, 'Mcp-Name': undefined }, /Mcp-Name header is missing/],
+      [{ ...good, 'Mcp-Name': 'noop' }, /Mcp-Name header value 'noop' does not match body value 'echo'/],
+      [{ ...good, 'Mcp-Name': '=?base64?not base64?=' }, /broken Base64/],
+    ];
+    for (const [headers, pattern] of cases) {
+      for (const k of Object.keys(headers)) if (headers[k] === undefined) delete headers[k];
+      const reply = await host.post(message, { headers });
+      assert.equal(reply.status, 400, JSON.stringify(headers));
+      assert.equal(reply.messages[0].error.code, -32020);
+      assert.equal(reply.messages[0].id, 1, 'the error answers the request id');
+      assert.match(reply.messages[0].error.message, pattern);
+    }
+    // The Base64 form of the right name passes.
+    const encoded = `=?base64?${Buffer.from('echo').toString('base64')}?=`;
+    const ok = await host.post(message, { headers: { ...good, 'Mcp-Name': encoded } });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.messages[0].result.structuredContent.text, 'x');
+  }));
+
+test('2026-07-28: x-mcp-header arguments must travel as Mcp-Param-* headers, decoded and compared', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const args = { region: 'Hello, 世界', count: 42, dry_run: true, target: { zone: 'b' }, query: 'q' };
+    const message = modernMessage('tools/call', { name: 'route', arguments: args });
+    const good = {
+      ...HttpHost.modernHeaders(message),
+      'Mcp-Param-Region': `=?base64?${Buffer.from('Hello, 世界').toString('base64')}?=`,
+      'Mcp-Param-Count': '42.0',
+      'Mcp-Param-Dry-Run': 'true',
+      'Mcp-Param-Zone': 'b',
+    };
+    const ok = await host.post(message, { headers: good });
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(ok.messages[0].result.structuredContent, args);
+
+    const cases = [
+      [{ 'Mcp-Param-Region': undefined }, /Mcp-Param-Region header is missing/],
+      [{ 'Mcp-Param-Count': '41' }, /Mcp-Param-Count header value '41' does not match body value 42/],
+      [{ 'Mcp-Param-Dry-Run': 'false' }, /Mcp-Param-Dry-Run header value 'false'/],
+      [{ 'Mcp-Param-Zone': 'a' }, /Mcp-Param-Zone header value 'a'/],
+    ];
+    for (const [change, pattern] of cases) {
+      const headers = { ...good, ...change };
+      for (const k of Object.keys(headers)) if (headers[k] === undefined) delete headers[k];
+      const reply = await host.post(message, { headers });
+      assert.equal(reply.status, 400);
+      assert.equal(reply.messages[0].error.code, -32020);
+      assert.match(reply.messages[0].error.message, pattern);
+    }
+    // An argument left out needs no header, and a header without its argument is refused.
+    const partial = modernMessage('tools/call', { name: 'route', arguments: { query: 'q' } });
+    assert.equal((await host.post(partial, { headers: HttpHost.modernHeaders(partial) })).status, 200);
+    const stray = await host.post(partial, { headers: { ...HttpHost.modernHeaders(partial), 'Mcp-Param-Zone': 'b' } });
+    assert.equal(stray.status, 400);
+    assert.match(stray.messages[0].error.message, /Mcp-Param-Zone header is set but the argument it mirrors is not/);
+  }));
+
+test('2026-07-28: unknown method is 404 -32601, unsupported version 400 -32022', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const unknown = await host.modern('no/such/method');
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.answer.error.code, -32601);
+
+    const message = modernMessage('tools/list');
+    message.params._meta['io.modelcontextprotocol/protocolVersion'] = '2099-01-01';
+    const reply = await host.post(message, { headers: { ...HttpHost.modernHeaders(message), 'MCP-Protocol-Version': '2099-01-01' } });
+    assert.equal(reply.status, 400);
+    assert.equal(reply.messages[0].error.code, -32022);
+    assert.deepEqual(reply.messages[0].error.data.supported, [MODERN, LEGACY]);
+  }));
+
+test('Origin, Host, Content-Type, Accept, body size and methods are refused with their status codes', () =>
+  withHttpHost(
+    { plugins: ECHO, limits: { max_message_bytes: 4096 }, http: { allowed_origins: ['https://app.example.com'] } },
+    async (host) => {
+      const message = modernMessage('tools/list');
+      const headers = HttpHost.modernHeaders(message);
+
+      const evil = await host.post(message, { headers: { ...headers, Origin: 'https://evil.example.net' } });
+      assert.equal(evil.status, 403);
+      assert.match(evil.messages[0].error.message, /Origin 'https:\/\/evil.example.net' may not call this server/);
+      assert.equal((await host.post(message, { headers: { ...headers, Origin: 'https://app.example.com' } })).status, 200);
+      assert.equal((await host.post(message, { headers: { ...headers, Origin: host.origin } })).status, 200);
+      assert.equal((await host.post(message, { headers: { ...headers, Origin: 'null' } })).status, 403);
+
+      // fetch will not forge Host, so a raw request does (DNS rebinding).
+      const rebound = await rawRequest(host, `POST /mcp HTTP/1.1\r\nHost: attacker.example:80\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`);
+      assert.match(rebound, /^HTTP\/1.1 403 /);
+      assert.match(rebound, /Host header 'attacker.example:80' is not one this server answers to/);
+
+      const plain = await fetch(host.url, { method: 'POST', headers: { 'Content-Type': 'text/plain', ...headers }, body: JSON.stringify(message) });
+      assert.equal(plain.status, 415);
+      await plain.text();
+      const accept = await host.post(message, { headers: { ...headers, Accept: 'text/html' } });
+      assert.equal(accept.status, 406);
+
+      const big = modernMessage('tools/call', { name: 'echo', arguments: { text: 'x'.repeat(8000) } });
+      const tooBig = await host.post(big, { headers: HttpHost.modernHeaders(big) });
+      assert.equal(tooBig.status, 413);
+      assert.match(tooBig.messages[0].error.message, /larger than 4096 bytes/);
+
+      const parse = await host.post('{"jsonrpc": "2.0", "id": 1, "method": ', { headers });
+      assert.equal(parse.status, 400);
+      assert.equal(parse.messages[0].error.code, -32700);
+      assert.equal(Object.hasOwn(parse.messages[0], 'id'), false);
+
+      for (const method of ['GET', 'DELETE']) {
+        const r = await fetch(host.url, { method });
+        assert.equal(r.status, 405, `${method} without a session`);
+        await r.text();
+      }
+      const put = await fetch(host.url, { method: 'PUT', body: '{}' });
+      assert.equal(put.status, 405);
+      await put.text();
+      const elsewhere = await host.post(message, { headers, path: '/other' });
+      assert.equal(elsewhere.status, 404);
+
+      // A notification is accepted with 202 and no body.
+      const note = await host.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: { 'MCP-Protocol-Version': MODERN, 'Mcp-Method': 'notifications/initialized' } });
+      assert.equal(note.status, 202);
+      assert.equal(note.text, '');
+
+      // After all of that, the host still serves.
+      assert.equal((await host.modern('tools/list')).status, 200);
+    },
+  ));
+
+test('/health answers without the MCP checks', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const r = await fetch(host.origin + '/health');
+    assert.equal(r.status, 200);
+    assert.deepEqual(await r.json(), { status: 'ok' });
+  }));
+
+test('2025-11-25 on the same endpoint: initialize mints Mcp-Session-Id, DELETE ends it, unknown is 404', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const { sessionId, result } = await host.initialize();
+    assert.match(sessionId, /^[0-9a-f]{32}$/);
+    assert.equal(result.protocolVersion, LEGACY);
+
+    const call = await host.legacy(sessionId, 'tools/call', { name: 'echo', arguments: { text: 'legacy' } });
+    assert.equal(call.status, 200);
+    assert.deepEqual(call.answer.result.structuredContent, { text: 'legacy' });
+    assert.equal(call.answer.result.resultType, undefined, 'no 2026-07-28 fields in a 2025-11-25 answer');
+
+    // Without initialize, a 2025-11-25 request has no session.
+    const orphan = await host.post({ jsonrpc: '2.0', id: 5, method: 'tools/list' }, { headers: { 'MCP-Protocol-Version': LEGACY } });
+    assert.equal(orphan.status, 400);
+    assert.match(orphan.messages[0].error.message, /needs an Mcp-Session-Id header: call initialize first/);
+
+    const unknown = await host.legacy('0123456789abcdef0123456789abcdef', 'tools/list');
+    assert.equal(unknown.status, 404);
+
+    // The GET stream of the session opens as SSE.
+    const controller = new AbortController();
+    const stream = await fetch(host.url, { headers: { 'Mcp-Session-Id': sessionId, Accept: 'text/event-stream' }, signal: controller.signal });
+    assert.equal(stream.status, 200);
+    assert.match(stream.headers.get('content-type'), /^text\/event-stream/);
+    controller.abort();
+
+    const end = await fetch(host.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': sessionId } });
+    assert.equal(end.status, 204);
+    const after = await host.legacy(sessionId, 'tools/list');
+    assert.equal(after.status, 404, 'an ended session is gone');
+    const again = await fetch(host.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': sessionId } });
+    assert.equal(again.status, 404);
+  }));
+
+test('SSE: progress and log notifications arrive in order before the result, which ends the stream', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const reply = await host.modern(
+      'tools/call',
+      { name: 'progress', arguments: { steps: 3 }, _meta: { progressToken: 'p1' } },
+      { meta: { 'io.modelcontextprotocol/logLevel': 'info' } },
+    );
+    assert.equal(reply.status, 200);
+    assert.match(reply.contentType, /^text\/event-stream/);
+    assert.equal(reply.headers.get('x-accel-buffering'), 'no');
+    const kinds = reply.messages.map((m) => m.method ?? 'result');
+    assert.deepEqual(kinds, [
+      'notifications/message', 'notifications/progress',
+      'notifications/message', 'notifications/progress',
+      'notifications/message', 'notifications/progress',
+      'result',
+    ]);
+    const progress = reply.messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params.progress);
+    assert.deepEqual(progress, [1, 2, 3]);
+    assert.equal(reply.messages.at(-1).id, reply.answer.id);
+
+    // Without a progress token or log level, the same call is plain JSON.
+    const plain = await host.modern('tools/call', { name: 'progress', arguments: { steps: 3 } });
+    assert.match(plain.contentType, /^application\/json/);
+  }));
+
+test('closing the response stream cancels the request', () =>
+  withHttpHost({ plugins: ECHO, limits: { max_in_flight: 1 }, logLevel: 'debug' }, async (host) => {
+    const controller = new AbortController();
+    const pending = host.modern('tools/call', { name: 'slow', arguments: { ms: 30000 } }, { signal: controller.signal });
+    pending.catch(() => {});
+    // The call holds the only in-flight slot …
+    let busy;
+    for (let i = 0; i < 200; i++) {
+      busy = await host.modern('tools/call', { name: 'echo', arguments: { text: 'b' } });
+      if (busy.answer.error) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.match(busy.answer.error.message, /1 requests in flight/);
+    controller.abort();
+    // … until closing its stream cancels it and frees the slot.
+    const started = Date.now();
+    for (;;) {
+      const r = await host.modern('tools/call', { name: 'echo', arguments: { text: 'free' } });
+      if (!r.answer.error) break;
+      assert.ok(Date.now() - started < 10000, 'the slot is freed well before the slow call would end');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }));
+
+test('SIGTERM drains: the request in flight is answered, new ones are refused, the host exits 0', async () => {
+  const host = await HttpHost.start({ plugins: ECHO, http: { drain_timeout_ms: 15000 } });
+  const inFlight = host.modern('tools/call', { name: 'slow', arguments: { ms: 1500 } });
+  // Wait until the call is running, then stop.
+  await new Promise((r) => setTimeout(r, 300));
+  host.child.kill('SIGTERM');
+  await host.stderrMatching(/draining/);
+  const refused = await fetch(host.url, { method: 'POST', body: '{}' }).then((r) => r.status, () => 'refused');
+  assert.ok(refused === 'refused' || refused === 503, `a new request is refused (${refused})`);
+  const answer = await inFlight;
+  assert.equal(answer.status, 200);
+  assert.equal(answer.answer.result.content[0].text, 'slept');
+  // No second signal: that one would mean "stop now".
+  assert.deepEqual(await host.exit, { code: 0, signal: null });
+  await host.stop();
+});
+
+test('the drain timeout cancels what is still running and the host exits', async () => {
+  const host = await HttpHost.start({ plugins: ECHO, http: { drain_timeout_ms: 200 } });
+  const inFlight = host.modern('tools/call', { name: 'slow', arguments: { ms: 30000 } }).catch((e) => e);
+  await new Promise((r) => setTimeout(r, 300));
+  const started = Date.now();
+  const result = await host.stop({ timeoutMs: 10000 });
+  assert.equal(result.code, 0);
+  assert.ok(Date.now() - started < 8000, 'exited soon after the drain timeout');
+  assert.ok((await inFlight) instanceof Error, 'the cut-off request got no answer');
+});
+
+test('with every stream slot taken, notifications are dropped and the answer still arrives as JSON', () =>
+  withHttpHost({ plugins: ECHO, http: { max_streams: 1 } }, async (host) => {
+    const { sessionId } = await host.initialize();
+    const controller = new AbortController();
+    const stream = await fetch(host.url, { headers: { 'Mcp-Session-Id': sessionId }, signal: controller.signal });
+    assert.equal(stream.status, 200);
+    const second = await fetch(host.url, { headers: { 'Mcp-Session-Id': sessionId } });
+    assert.equal(second.status, 503, 'no second stream past max_streams');
+    await second.text();
+    const reply = await host.modern('tools/call', { name: 'progress', arguments: { steps: 2 }, _meta: { progressToken: 7 } });
+    assert.match(reply.contentType, /^application\/json/);
+    assert.equal(reply.answer.result.isError ?? false, false);
+    controller.abort();
+  }));
+
+test('an idle keep-alive connection is closed after idle_timeout_ms, a stalled request after request_timeout_ms', () =>
+  withHttpHost({ plugins: ECHO, http: { idle_timeout_ms: 300, request_timeout_ms: 300 } }, async (host) => {
+    const { port } = new URL(host.url);
+    for (const partial of ['', 'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n']) {
+      const socket = net.connect(Number(port), '127.0.0.1');
+      await new Promise((r) => socket.once('connect', r));
+      if (partial) socket.write(partial);
+      const started = Date.now();
+      await new Promise((r) => socket.once('close', r));
+      const waited = Date.now() - started;
+      assert.ok(waited >= 250 && waited < 5000, `closed after ${waited} ms`);
+    }
+  }));
+
+function rawRequest(host, text) {
+  const { port } = new URL(host.url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(text));
+    let data = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d) => (data += d));
+    socket.on('end', () => resolve(data));
+    socket.on('error', reject);
+  });
+}
