@@ -7,6 +7,7 @@
 #include "gate/no_sessions_check.hpp"
 #include "gate/session_gate.hpp"
 #include "plugins/host_api.hpp"
+#include "limits/argument_bounds.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/stdio_transport.hpp"
@@ -14,7 +15,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -147,8 +150,12 @@ int serve(const Arguments& args) {
     } else {
         spdlog::warn("gate: false — gated tools run WITHOUT the gate's checks; never use this in production");
     }
-    protocol::RequestPool pool(cfg.limits.workers);
-    protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool);
+    if (cfg.limits.max_in_flight_per_plugin >= cfg.limits.workers)
+        spdlog::warn("limits.max_in_flight_per_plugin ({}) is not below limits.workers ({}): one plugin that never "
+                     "returns can hold every worker",
+                     cfg.limits.max_in_flight_per_plugin, cfg.limits.workers);
+    protocol::RequestPool pool(cfg.limits.workers, limits::worker_stack_bytes(cfg.limits.max_string_bytes));
+    protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits);
     // What families report as changed reaches the open subscriptions.
     plugins::set_change_sink([&server](int32_t kind, std::string_view uri) {
         using Kind = protocol::Change::Kind;
@@ -184,9 +191,19 @@ int serve(const Arguments& args) {
         status = stdio.run(stop);
     }
     // Workers finish (or notice their cancellation) before any transport
-    // state they answer through goes away.
-    pool.stop();
+    // state they answer through goes away. Cancelled calls return quickly
+    // from a plugin that polls is_cancelled; one that ignores it cannot be
+    // joined, and unloading the plugin (or running static destructors) under
+    // that thread would crash: every answer has been written, so leave at once.
+    const bool joined = pool.stop(std::chrono::seconds(5));
     plugins::set_change_sink(nullptr);
+    if (!joined) {
+        spdlog::error("a tool call is still running inside its plugin 5 s after cancellation (it ignores "
+                      "is_cancelled); exiting without unloading the plugins (their shutdown does not run)");
+        spdlog::default_logger()->flush();
+        std::fflush(stderr);
+        std::_Exit(status);
+    }
     return status;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct PluginEntry {
     std::filesystem::path path; // resolved: absolute, or a bare file name found in plugin_dir
     std::string as_written;
     SourceLocation where;
+    // Per-plugin overrides of limits.max_in_flight_per_plugin and limits.tool_timeout_ms.
+    std::optional<unsigned> max_in_flight;
+    std::optional<std::uint64_t> tool_timeout_ms;
 };
 
 struct DomainSettings {
@@ -40,6 +44,31 @@ struct Limits {
     unsigned max_in_flight = 256;
     unsigned page_size = 100;
     std::uint64_t tools_list_ttl_ms = 300000;
+    // Longest string (or object key) anywhere in a tool call's arguments, in
+    // bytes. Checked before JSON Schema validation: libstdc++'s std::regex
+    // recurses once per character, so a long string meeting a `pattern` would
+    // overflow a worker's stack (which is sized from this value).
+    std::size_t max_string_bytes = 64 * 1024;
+    unsigned max_in_flight_per_principal = 64;
+    // Calls inside one plugin (or waiting for it). A plugin that never returns
+    // holds a worker per call: this caps how many workers it can take.
+    unsigned max_in_flight_per_plugin = 4;
+    std::uint64_t tool_timeout_ms = 120000;
+};
+
+// A token bucket: `burst` calls at once, refilled at `calls_per_second`.
+struct RateLimit {
+    double calls_per_second = 0;
+    double burst = 0;
+    SourceLocation where;
+};
+
+// YAML `rate_limits:`; without it tools/call has no rate limit.
+struct RateLimits {
+    std::optional<RateLimit> per_principal;    // every tools/call of one principal
+    std::map<std::string, RateLimit> per_tool; // one principal's calls of one tool, by published name
+
+    bool any() const { return per_principal || !per_tool.empty(); }
 };
 
 struct ServerIdentity {
@@ -106,6 +135,7 @@ struct Config {
     std::vector<PluginEntry> plugins;
     std::map<std::string, DomainSettings> domains;
     Limits limits;
+    RateLimits rate_limits;
     std::vector<std::string> transports{"stdio"};
     HttpSettings http;
     SessionSettings session;

@@ -138,6 +138,12 @@ private:
     std::filesystem::path base_dir_;
 };
 
+std::string fmt_number(double value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
 const std::set<std::string> kLogLevels{"trace", "debug", "info", "warn", "error", "critical", "off"};
 
 void read_server(const YamlReader& r, const YAML::Node& node, ServerIdentity& out) {
@@ -152,7 +158,8 @@ void read_server(const YamlReader& r, const YAML::Node& node, ServerIdentity& ou
 void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
     r.expect_map(node, "limits");
     r.only_keys(node,
-                {"max_message_bytes", "max_json_depth", "workers", "max_in_flight", "page_size", "tools_list_ttl_ms"},
+                {"max_message_bytes", "max_json_depth", "workers", "max_in_flight", "page_size", "tools_list_ttl_ms",
+                 "max_string_bytes", "max_in_flight_per_principal", "max_in_flight_per_plugin", "tool_timeout_ms"},
                 "limits");
     if (node["max_message_bytes"])
         out.max_message_bytes =
@@ -163,19 +170,71 @@ void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
     if (node["page_size"]) out.page_size = r.count(node["page_size"], "limits.page_size", 1, 10000);
     if (node["tools_list_ttl_ms"])
         out.tools_list_ttl_ms = r.count(node["tools_list_ttl_ms"], "limits.tools_list_ttl_ms", 0, 86400000ull * 365);
+    if (node["max_string_bytes"])
+        out.max_string_bytes = r.count(node["max_string_bytes"], "limits.max_string_bytes", 16, 1u << 20);
+    if (node["max_in_flight_per_principal"])
+        out.max_in_flight_per_principal =
+            r.count(node["max_in_flight_per_principal"], "limits.max_in_flight_per_principal", 1, 1u << 20);
+    if (node["max_in_flight_per_plugin"])
+        out.max_in_flight_per_plugin =
+            r.count(node["max_in_flight_per_plugin"], "limits.max_in_flight_per_plugin", 1, 1024);
+    if (node["tool_timeout_ms"])
+        out.tool_timeout_ms = r.count(node["tool_timeout_ms"], "limits.tool_timeout_ms", 1, 86400000);
+}
+
+double rate(const YamlReader& r, const YAML::Node& node, const std::string& what, double min, double max) {
+    double value = 0;
+    if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || !(value >= min && value <= max))
+        r.fail(node, what + " must be a number from " + fmt_number(min) + " to " + fmt_number(max));
+    return value;
+}
+
+// calls_per_second and burst from a mapping whose keys the caller checked.
+RateLimit read_bucket(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+    if (!node["calls_per_second"]) r.fail(node, what + " needs calls_per_second");
+    RateLimit limit;
+    limit.where = r.at(node["calls_per_second"]);
+    limit.calls_per_second = rate(r, node["calls_per_second"], what + ".calls_per_second", 0.001, 1e6);
+    // Without a burst, one second's worth of calls (at least one) may come at once.
+    limit.burst =
+        node["burst"] ? rate(r, node["burst"], what + ".burst", 1, 1e6) : std::max(1.0, limit.calls_per_second);
+    return limit;
+}
+
+void read_rate_limits(const YamlReader& r, const YAML::Node& node, RateLimits& out) {
+    r.expect_map(node, "rate_limits");
+    r.only_keys(node, {"calls_per_second", "burst", "per_tool"}, "rate_limits");
+    if (node["calls_per_second"] || node["burst"]) out.per_principal = read_bucket(r, node, "rate_limits");
+    if (node["per_tool"]) {
+        const auto& tools = node["per_tool"];
+        r.expect_map(tools, "rate_limits.per_tool");
+        for (const auto& kv : tools) {
+            const auto name = r.key(kv.first, "rate_limits.per_tool");
+            const auto what = "rate_limits.per_tool." + name;
+            r.expect_map(kv.second, what);
+            r.only_keys(kv.second, {"calls_per_second", "burst"}, what);
+            out.per_tool[name] = read_bucket(r, kv.second, what);
+        }
+    }
 }
 
 void read_plugins(const YamlReader& r, const YAML::Node& node, std::vector<PluginEntry>& out) {
     if (!node.IsSequence()) r.fail(node, "plugins must be a list of plugin files");
     for (const auto& item : node) {
-        YAML::Node path_node = item;
+        PluginEntry entry;
         if (item.IsMap()) {
             r.expect_map(item, "a plugins entry");
-            r.only_keys(item, {"path"}, "a plugins entry");
+            r.only_keys(item, {"path", "max_in_flight", "tool_timeout_ms"}, "a plugins entry");
             if (!item["path"]) r.fail(item, "a plugins entry needs a path");
-            path_node = item["path"];
+            if (item["max_in_flight"])
+                entry.max_in_flight = r.count(item["max_in_flight"], "a plugins entry's max_in_flight", 1, 1024);
+            if (item["tool_timeout_ms"])
+                entry.tool_timeout_ms =
+                    r.count(item["tool_timeout_ms"], "a plugins entry's tool_timeout_ms", 1, 86400000);
         }
-        PluginEntry entry;
+        // Not `path_node = item["path"]` on a copy: assigning to a yaml-cpp
+        // node overwrites the node it refers to, here the entry itself.
+        const YAML::Node path_node = item.IsMap() ? item["path"] : item;
         entry.as_written = r.string(path_node, "a plugin path");
         entry.where = r.at(path_node);
         if (entry.as_written.empty()) r.fail(path_node, "a plugin path must not be empty");
@@ -337,7 +396,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     r.expect_map(root, "the configuration");
     r.only_keys(root,
                 {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
-                 "transports", "http", "session"},
+                 "rate_limits", "transports", "http", "session"},
                 "the configuration");
     if (root["server"]) read_server(r, root["server"], cfg.server);
     if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
@@ -352,6 +411,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     if (root["plugins"]) read_plugins(r, root["plugins"], cfg.plugins);
     if (root["domains"]) read_domains(r, root["domains"], cfg.domains);
     if (root["limits"]) read_limits(r, root["limits"], cfg.limits);
+    if (root["rate_limits"]) read_rate_limits(r, root["rate_limits"], cfg.rate_limits);
     if (root["session"]) read_session(r, root["session"], cfg.data_dir, cfg.session);
     if (root["transports"]) {
         const auto& t = root["transports"];

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +33,12 @@ inline constexpr std::string_view conversation_folder_unsafe = "CONVERSATION_FOL
 inline constexpr std::string_view topic_invalid = "TOPIC_INVALID";
 inline constexpr std::string_view store_not_open = "STORE_NOT_OPEN";
 inline constexpr std::string_view rules_code_invalid = "RULES_CODE_INVALID";
+// The host's own bounds (limits: and rate_limits: in the YAML).
+inline constexpr std::string_view argument_too_large = "ARGUMENT_TOO_LARGE";
+inline constexpr std::string_view rate_limited = "RATE_LIMITED";
+inline constexpr std::string_view plugin_busy = "PLUGIN_BUSY";
+inline constexpr std::string_view tool_timeout = "TOOL_TIMEOUT";
+inline constexpr std::string_view too_many_in_flight = "TOO_MANY_IN_FLIGHT"; // JSON-RPC error data, not a tool result
 } // namespace refusal_code
 
 // The gate said no: nothing in the plugin ran. Becomes a tool result with
@@ -39,6 +47,10 @@ struct Refusal {
     std::string code;
     std::string message;                            // a sentence the agent can act on
     nlohmann::json next = nlohmann::json::object(); // what the agent needs for its next step
+    // When to try again, for refusals that pass with time (RATE_LIMITED):
+    // next.retryAfterMs on the wire, and what an HTTP transport turns into
+    // 429 with Retry-After.
+    std::optional<std::uint64_t> retry_after_ms = std::nullopt;
 
     nlohmann::json to_tool_result() const;
 };

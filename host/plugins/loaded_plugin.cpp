@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 namespace gatehouse::plugins {
 
 namespace {
@@ -39,8 +41,23 @@ bool LoadedPlugin::init(const std::string& config_json, std::string& error) {
 int32_t LoadedPlugin::call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments, gh_sink* out) {
     const gh_str args{arguments.data(), arguments.size()};
     if (reentrant()) return fn(state_, tool_data, call, args, out);
-    std::lock_guard lock(serial_);
+    // Polled, because cancellation is a flag, not a signal this mutex could wait on.
+    std::unique_lock lock(serial_, std::defer_lock);
+    while (!lock.try_lock_for(std::chrono::milliseconds(20)))
+        if (call && call->environment && call->environment->cancelled()) return GH_STATUS_CANCELLED;
     return fn(state_, tool_data, call, args, out);
+}
+
+bool LoadedPlugin::try_enter() {
+    unsigned inside = calls_inside_.load();
+    do {
+        if (inside >= call_limits_.max_in_flight) return false;
+    } while (!calls_inside_.compare_exchange_weak(inside, inside + 1));
+    return true;
+}
+
+void LoadedPlugin::leave() {
+    --calls_inside_;
 }
 
 bool LoadedPlugin::critical_items(std::string_view owner_json, std::string& out) {

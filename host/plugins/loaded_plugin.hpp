@@ -4,12 +4,23 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <string>
 #include <string_view>
 
 namespace gatehouse::plugins {
+
+// The host's bounds on one plugin's calls: limits.max_in_flight_per_plugin and
+// limits.tool_timeout_ms, or the plugin's own entry under plugins:.
+struct PluginCallLimits {
+    unsigned max_in_flight = 4;
+    std::uint64_t tool_timeout_ms = 120000;
+    bool max_in_flight_overridden = false; // set in its plugins entry (for messages)
+    bool tool_timeout_overridden = false;
+};
 
 // A shared library whose descriptor has been read and whose init succeeded.
 // Owns the library handle: shutdown runs and the library unloads on
@@ -25,7 +36,9 @@ public:
     bool init(const std::string& config_json, std::string& error);
 
     // Calls one tool. Serialized with a per-plugin mutex unless the plugin is
-    // reentrant. The host holds no other lock while inside the plugin.
+    // reentrant; a call cancelled while it waits for that mutex gives up
+    // (GH_STATUS_CANCELLED) instead of holding its worker until a stuck call
+    // returns. The host holds no other lock while inside the plugin.
     int32_t call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments, gh_sink* out);
 
     // ABI 1.2: runs fn(plugin_state) — a resource read, a prompt get, a
@@ -36,6 +49,16 @@ public:
         std::lock_guard lock(serial_);
         return fn(state_);
     }
+
+    // A place among the calls inside this plugin or waiting for it, at most
+    // call_limits().max_in_flight. A call that never returns keeps its place,
+    // so a stuck plugin holds at most that many workers.
+    bool try_enter();
+    void leave();
+    unsigned calls_inside() const { return calls_inside_.load(); }
+
+    void set_call_limits(const PluginCallLimits& limits) { call_limits_ = limits; }
+    const PluginCallLimits& call_limits() const { return call_limits_; }
 
     // ABI 1.1: the family's critical notes for an owner {"store","user","principal"}.
     bool has_critical_items() const { return desc_.critical_items != nullptr; }
@@ -55,7 +78,9 @@ private:
     std::string name_, version_, family_, rules_;
     void* state_ = nullptr;
     bool initialized_ = false;
-    std::mutex serial_;
+    std::timed_mutex serial_;
+    PluginCallLimits call_limits_;
+    std::atomic<unsigned> calls_inside_{0};
 };
 
 } // namespace gatehouse::plugins

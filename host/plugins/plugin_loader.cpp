@@ -549,6 +549,12 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
                 t->family = family;
             for (auto& p : c.offer.prompts)
                 p->family = family;
+            plugins::PluginCallLimits limits;
+            limits.max_in_flight = entry.max_in_flight.value_or(cfg.limits.max_in_flight_per_plugin);
+            limits.tool_timeout_ms = entry.tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms);
+            limits.max_in_flight_overridden = entry.max_in_flight.has_value();
+            limits.tool_timeout_overridden = entry.tool_timeout_ms.has_value();
+            c.plugin->set_call_limits(limits);
             registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix, std::move(c.offer));
         } catch (const Refused& e) {
             report.failures.push_back({path.string(), e.what(), entry.where});

@@ -37,6 +37,11 @@ void Connection::end(const Json& id) {
     in_flight_.erase(id.dump());
 }
 
+void Connection::end(const Json& id, const std::shared_ptr<InFlight>& state) {
+    std::lock_guard lock(in_flight_mutex_);
+    if (auto it = in_flight_.find(id.dump()); it != in_flight_.end() && it->second == state) in_flight_.erase(it);
+}
+
 // Cancel actions run outside the lock: they may end their own request.
 void Connection::cancel(const Json& id) {
     std::shared_ptr<InFlight> state;

@@ -27,8 +27,9 @@ public:
     virtual void ended_without_answer() {}
 };
 
-// One request still running, as far as cancellation is concerned.
+// One request still running, as far as cancellation and its answer are concerned.
 struct InFlight {
+    // The plugin should stop: the client cancelled, or the call's deadline passed.
     std::atomic<bool> cancelled{false};
 
     // Sets the flag and runs the cancel action, once. A request with a thread
@@ -38,9 +39,14 @@ struct InFlight {
     // Runs `action` on cancel (at once when already cancelled).
     void on_cancel(std::function<void()> action);
 
+    // Exactly one of the worker and the deadline answers (or, after a
+    // cancellation, gives up the answer); whoever this returns true for.
+    bool claim_answer() { return !answered_.exchange(true); }
+
 private:
     std::mutex mutex_;
     std::function<void()> action_;
+    std::atomic<bool> answered_{false};
 };
 
 // What a connection remembers. For 2026-07-28 nothing of the protocol lives
@@ -64,6 +70,8 @@ public:
     // Requests in flight, by their id's JSON text, for notifications/cancelled.
     std::shared_ptr<InFlight> begin(const Json& id);
     void end(const Json& id);
+    // Forgets `state` under `id`; a newer request that reused the id stays.
+    void end(const Json& id, const std::shared_ptr<InFlight>& state);
     void cancel(const Json& id);
     void cancel_all();
 

@@ -1,10 +1,13 @@
 #include "protocol/mcp_server.hpp"
 
+#include "plugins/loaded_plugin.hpp"
+#include "protocol/list_cursor.hpp"
 #include "protocol/list_page.hpp"
 #include "protocol/log_level.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <set>
 #include <vector>
 
@@ -70,9 +73,11 @@ bool answered_inline(const std::string& method) {
 } // namespace
 
 McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate,
-                     config::ServerIdentity identity, config::Limits limits, RequestPool& pool)
-    : registry_(registry), tool_call_(registry, gate), resource_read_(registry), prompt_get_(registry),
-      completion_(registry), identity_(std::move(identity)), limits_(limits), pool_(pool) {
+                     config::ServerIdentity identity, config::Limits limits, RequestPool& pool,
+                     config::RateLimits rate_limits)
+    : registry_(registry), identity_(std::move(identity)), limits_(limits), rate_limiter_(std::move(rate_limits)),
+      tool_call_(registry, gate, limits_, rate_limiter_), resource_read_(registry), prompt_get_(registry),
+      completion_(registry), pool_(pool), in_flight_(limits.max_in_flight, limits.max_in_flight_per_principal) {
     server_info_ = {{"name", identity_.name}, {"version", identity_.version}};
     if (!identity_.title.empty()) server_info_["title"] = identity_.title;
 }
@@ -183,26 +188,56 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
         request.reply->send(dispatch(request));
         return;
     }
-    if (in_flight_.load() >= limits_.max_in_flight) {
-        request.reply->send(
-            make_error(id, error_code::internal_error,
-                       "The server has " + std::to_string(limits_.max_in_flight) +
-                           " requests in flight, its limit; retry when one of yours has been answered."));
+    const std::string principal = principal_key(connection->principal());
+    if (auto full = in_flight_.acquire(principal)) {
+        request.reply->send(make_error(
+            id, error_code::internal_error, full->message,
+            {{"code", gate::refusal_code::too_many_in_flight}, {"limit", full->limit}, {"maxInFlight", full->value}}));
         return;
     }
-    ++in_flight_;
-    request.in_flight = connection->begin(id);
-    pool_.submit([this, connection, request = std::move(request)]() mutable {
+    // The deadline counts from here, not from when a worker is free: the
+    // agent gets an answer within it even when every worker is busy.
+    const plugins::Tool* tool = nullptr;
+    if (auto name = request.params.find("name"); name != request.params.end() && name->is_string())
+        tool = registry_.find(name->get_ref<const std::string&>());
+    const std::uint64_t timeout_ms =
+        tool && tool->plugin ? tool->plugin->call_limits().tool_timeout_ms : limits_.tool_timeout_ms;
+
+    auto state = connection->begin(id);
+    request.in_flight = state;
+    // Whoever claims the answer (the worker, or the deadline) gives the
+    // request's place back, once.
+    auto give_back = [this, connection, state, id, principal] {
+        connection->end(id, state);
+        in_flight_.release(principal);
+    };
+    const auto ticket = deadlines_.schedule(
+        limits::CallDeadlines::Clock::now() + std::chrono::milliseconds(timeout_ms),
+        [this, reply = request.reply, state, give_back, id, revision = request.revision, tool, timeout_ms,
+         name = tool ? tool->name : std::string()] {
+            // A call the client cancelled gets no answer; its worker gives the place back.
+            if (state->cancelled.load() || !state->claim_answer()) return;
+            state->cancel(); // sets what the plugin polls through is_cancelled
+            spdlog::warn("tool '{}' did not finish within {} ms; cancelled, and its late result will be discarded",
+                         name, timeout_ms);
+            give_back(); // before the answer: a client that saw it may send the next call at once
+            reply->send(finish(id, revision, timeout_result(name, tool, timeout_ms)));
+        });
+    pool_.submit([this, request = std::move(request), ticket, give_back]() mutable {
         // A call cancelled while it waited for a worker must not reach its
         // plugin at all: the tool may write, spend or destroy.
         Json response = request.cancelled() ? Json() : dispatch(request);
-        connection->end(request.id);
+        deadlines_.withdraw(ticket);
+        if (!request.in_flight->claim_answer()) {
+            spdlog::debug("discarding the late answer to request {} (it timed out)", request.id.dump());
+            return;
+        }
+        give_back();
         // A cancelled request gets no answer at all, as the spec asks.
         if (!request.cancelled())
             request.reply->send(response);
         else
             request.reply->ended_without_answer();
-        --in_flight_;
     });
 }
 
@@ -314,11 +349,28 @@ Json McpServer::dispatch(Request& request) const {
 }
 
 Json McpServer::finish(const Request& request, Json result) const {
-    if (request.revision == Revision::modern_2026_07_28) {
+    return finish(request.id, request.revision, std::move(result));
+}
+
+Json McpServer::finish(const Json& id, Revision revision, Json result) const {
+    if (revision == Revision::modern_2026_07_28) {
         if (!result.contains("resultType")) result["resultType"] = "complete";
         result["_meta"][meta_key::server_info] = server_info_;
     }
-    return make_result(request.id, std::move(result));
+    return make_result(id, std::move(result));
+}
+
+Json McpServer::timeout_result(const std::string& tool, const plugins::Tool* known, std::uint64_t timeout_ms) const {
+    const bool own = known && known->plugin && known->plugin->call_limits().tool_timeout_overridden;
+    const std::string limit = own ? "tool_timeout_ms of its plugins entry" : "limits.tool_timeout_ms";
+    gate::Refusal r;
+    r.code = gate::refusal_code::tool_timeout;
+    r.message = "Tool '" + tool + "' took longer than " + std::to_string(timeout_ms) +
+                " ms, this server's limit for it (" + limit +
+                "); the host cancelled the call and will discard any late result. Try again with less work, or "
+                "later.";
+    r.next = {{"timeoutMs", timeout_ms}};
+    return r.to_tool_result();
 }
 
 Json McpServer::capabilities(Revision revision) const {

@@ -2,6 +2,9 @@
 
 #include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "limits/call_deadlines.hpp"
+#include "limits/in_flight_limits.hpp"
+#include "limits/rate_limiter.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/completion.hpp"
 #include "protocol/connection.hpp"
@@ -27,7 +30,7 @@ namespace gatehouse::protocol {
 class McpServer {
 public:
     McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, config::ServerIdentity identity,
-              config::Limits limits, RequestPool& pool);
+              config::Limits limits, RequestPool& pool, config::RateLimits rate_limits = {});
 
     // One framed message. Its answers go to `reply` when given (an HTTP
     // request's response stream), else to the connection's outbound.
@@ -40,7 +43,7 @@ public:
 
     // Requests accepted and not yet answered, across all connections
     // (subscriptions aside: they stay open until cancelled).
-    unsigned in_flight() const { return in_flight_.load(); }
+    unsigned in_flight() const { return in_flight_.total(); }
 
     // Where list changes and resource updates are published for the open
     // subscriptions/listen streams.
@@ -59,6 +62,8 @@ private:
     Request decode_request(Connection& connection, Json&& message) const;
     Json dispatch(Request& request) const;
     Json finish(const Request& request, Json result) const;
+    Json finish(const Json& id, Revision revision, Json result) const;
+    Json timeout_result(const std::string& tool, const plugins::Tool* known, std::uint64_t timeout_ms) const;
 
     Json initialize(Request& request) const;
     Json discover(const Request& request) const;
@@ -75,18 +80,20 @@ private:
     void end_subscription(std::uint64_t token, bool graceful);
 
     const plugins::ToolRegistry& registry_;
+    config::ServerIdentity identity_;
+    config::Limits limits_;
+    limits::RateLimiter rate_limiter_;
     ToolCall tool_call_;
     ResourceRead resource_read_;
     PromptGet prompt_get_;
     Completion completion_;
-    config::ServerIdentity identity_;
-    config::Limits limits_;
     RequestPool& pool_;
     Json server_info_;
-    std::atomic<unsigned> in_flight_{0};
+    limits::InFlightLimits in_flight_;
     std::shared_ptr<NotificationBus> bus_ = std::make_shared<NotificationBus>();
     std::mutex subscriptions_mutex_;
     std::map<std::uint64_t, std::shared_ptr<Subscription>> subscriptions_;
+    limits::CallDeadlines deadlines_; // last: its thread stops before the rest its actions use
 };
 
 // True when `text` nests arrays/objects deeper than `limit` (strings skipped).

@@ -1,12 +1,38 @@
 #include "protocol/request_pool.hpp"
 
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
 namespace gatehouse::protocol {
 
-RequestPool::RequestPool(unsigned workers) {
+RequestPool::RequestPool(unsigned workers, std::size_t stack_bytes) {
     if (workers == 0) workers = 1;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    if (stack_bytes > 0 && pthread_attr_setstacksize(&attributes, stack_bytes) != 0) {
+        pthread_attr_destroy(&attributes);
+        throw std::runtime_error("cannot give worker threads a stack of " + std::to_string(stack_bytes) + " bytes");
+    }
     threads_.reserve(workers);
-    for (unsigned i = 0; i < workers; ++i)
-        threads_.emplace_back([this] { run(); });
+    for (unsigned i = 0; i < workers; ++i) {
+        pthread_t thread;
+        {
+            std::lock_guard lock(mutex_);
+            ++running_;
+        }
+        if (const int error = pthread_create(&thread, &attributes, &RequestPool::thread_main, this); error != 0) {
+            pthread_attr_destroy(&attributes);
+            {
+                std::lock_guard lock(mutex_);
+                --running_;
+            }
+            stop();
+            throw std::runtime_error(std::string("cannot start a worker thread: ") + std::strerror(error));
+        }
+        threads_.push_back(thread);
+    }
+    pthread_attr_destroy(&attributes);
 }
 
 RequestPool::~RequestPool() {
@@ -24,13 +50,33 @@ void RequestPool::submit(std::function<void()> job) {
 void RequestPool::stop() {
     {
         std::lock_guard lock(mutex_);
-        if (stopping_ && threads_.empty()) return;
         stopping_ = true;
     }
     ready_.notify_all();
-    for (auto& t : threads_)
-        if (t.joinable()) t.join();
+    for (auto t : threads_)
+        pthread_join(t, nullptr);
     threads_.clear();
+}
+
+bool RequestPool::stop(std::chrono::milliseconds grace) {
+    {
+        std::unique_lock lock(mutex_);
+        stopping_ = true;
+        ready_.notify_all();
+        if (!finished_.wait_for(lock, grace, [this] { return running_ == 0; })) return false;
+    }
+    stop();
+    return true;
+}
+
+bool RequestPool::stopped() const {
+    std::lock_guard lock(mutex_);
+    return stopping_ && running_ == 0 && threads_.empty();
+}
+
+void* RequestPool::thread_main(void* pool) {
+    static_cast<RequestPool*>(pool)->run();
+    return nullptr;
 }
 
 void RequestPool::run() {
@@ -39,7 +85,10 @@ void RequestPool::run() {
         {
             std::unique_lock lock(mutex_);
             ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-            if (jobs_.empty()) return;
+            if (jobs_.empty()) {
+                if (--running_ == 0) finished_.notify_all();
+                return;
+            }
             job = std::move(jobs_.front());
             jobs_.pop_front();
         }

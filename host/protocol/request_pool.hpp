@@ -1,11 +1,12 @@
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <thread>
+#include <pthread.h>
 #include <vector>
 
 namespace gatehouse::protocol {
@@ -14,8 +15,11 @@ namespace gatehouse::protocol {
 // calls), so the reader stays free for ping, tools/list and cancellations.
 class RequestPool {
 public:
-    explicit RequestPool(unsigned workers);
-    ~RequestPool();
+    // stack_bytes: each worker's stack (0: the system default). JSON Schema
+    // validation runs here, and std::regex needs stack in proportion to the
+    // string it matches (see limits::worker_stack_bytes).
+    explicit RequestPool(unsigned workers, std::size_t stack_bytes = 0);
+    ~RequestPool(); // stop(): waits for every worker, however long
     RequestPool(const RequestPool&) = delete;
     RequestPool& operator=(const RequestPool&) = delete;
 
@@ -24,13 +28,25 @@ public:
     // Finishes queued jobs, then joins the workers.
     void stop();
 
+    // The same, waiting at most `grace` for the last job to return. False when
+    // a worker is still inside a job (a plugin that ignores cancellation): its
+    // thread is left running, and the process can only end with std::_Exit,
+    // since unloading the plugin under it would crash.
+    bool stop(std::chrono::milliseconds grace);
+
+    // Every worker has been joined.
+    bool stopped() const;
+
 private:
+    static void* thread_main(void* pool);
     void run();
 
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::condition_variable ready_;
+    std::condition_variable finished_;
     std::deque<std::function<void()>> jobs_;
-    std::vector<std::thread> threads_;
+    std::vector<pthread_t> threads_;
+    unsigned running_ = 0; // workers not yet returned from run()
     bool stopping_ = false;
 };
 

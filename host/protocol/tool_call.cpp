@@ -1,10 +1,14 @@
 #include "protocol/tool_call.hpp"
 
+#include "limits/argument_bounds.hpp"
 #include "plugins/call_environment.hpp"
+#include "plugins/loaded_plugin.hpp"
 #include "protocol/log_level.hpp"
 #include "session/session_service.hpp"
 
 #include <spdlog/spdlog.h>
+
+#include <sstream>
 
 namespace gatehouse::protocol {
 
@@ -92,7 +96,38 @@ std::string status_name(int32_t status) {
     }
 }
 
+gate::Refusal rate_limited(const limits::RateLimiter::Refused& r) {
+    std::ostringstream rate;
+    rate << r.calls_per_second << " calls per second, bursts of " << r.burst;
+    gate::Refusal refusal;
+    refusal.code = gate::refusal_code::rate_limited;
+    refusal.message = "You are calling " + std::string(r.limit == "rate_limits" ? "tools" : "this tool") +
+                      " faster than this server allows (" + r.limit + ": " + rate.str() + "); nothing ran. Retry in " +
+                      std::to_string(r.retry_after_ms) + " ms.";
+    refusal.next = {{"limit", r.limit}};
+    refusal.retry_after_ms = r.retry_after_ms;
+    return refusal;
+}
+
+gate::Refusal plugin_busy(const plugins::Tool& tool) {
+    const auto& limits = tool.plugin->call_limits();
+    const std::string key =
+        limits.max_in_flight_overridden ? "max_in_flight of its plugins entry" : "limits.max_in_flight_per_plugin";
+    gate::Refusal refusal;
+    refusal.code = gate::refusal_code::plugin_busy;
+    refusal.message = "Tool '" + tool.name + "' was not run: its family '" + tool.family + "' already has " +
+                      std::to_string(limits.max_in_flight) + " calls in progress, its limit (" + key +
+                      "); some may be calls that timed out and have not returned yet. Retry later, or use a tool of "
+                      "another family.";
+    refusal.next = {{"family", tool.family}, {"maxInFlight", limits.max_in_flight}};
+    return refusal;
+}
+
 } // namespace
+
+std::string principal_key(const auth::Principal& principal) {
+    return principal.kind + ":" + principal.subject;
+}
 
 Json ToolCall::run(Request& request) const {
     const Json& params = request.params;
@@ -113,6 +148,12 @@ Json ToolCall::run(Request& request) const {
         arguments = &*a;
     }
 
+    if (auto refused = rate_limiter_.acquire(principal_key(request.connection->principal()), tool->name,
+                                             limits::RateLimiter::Clock::now()))
+        return rate_limited(*refused).to_tool_result();
+    if (auto refusal = limits::oversized_argument(*arguments, max_string_bytes_, tool->name))
+        return refusal->to_tool_result();
+
     gate::GateFindings findings;
     if (auto refusal = gate_.check({*tool, request.connection->principal(), *arguments, &findings}))
         return refusal->to_tool_result();
@@ -132,6 +173,11 @@ Json ToolCall::run(Request& request) const {
 
 Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
                       const gate::GateFindings& findings) const {
+    if (!tool.plugin->try_enter()) return plugin_busy(tool).to_tool_result();
+    struct Leave {
+        plugins::LoadedPlugin* plugin;
+        ~Leave() { plugin->leave(); }
+    } leave{tool.plugin};
     ToolCallEnvironment environment(request, tool, gate_.session_service(), &findings.session);
     gh_call call{&environment, tool.family, {}};
     gh_sink out;

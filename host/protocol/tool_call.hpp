@@ -1,19 +1,23 @@
 #pragma once
 
+#include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "limits/rate_limiter.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/request.hpp"
 
 namespace gatehouse::protocol {
 
 // tools/call from the registry lookup to the encoded CallToolResult:
-// lookup -> gate -> input validation -> plugin -> output validation.
+// lookup -> rate limit -> string bounds -> gate -> input validation ->
+// the plugin's in-flight cap -> plugin -> output validation.
 // Throws ProtocolError only for the protocol tier (unknown tool, malformed
 // params); everything else is a tool result.
 class ToolCall {
 public:
-    ToolCall(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate)
-        : registry_(registry), gate_(gate) {}
+    ToolCall(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, const config::Limits& limits,
+             limits::RateLimiter& rate_limiter)
+        : registry_(registry), gate_(gate), max_string_bytes_(limits.max_string_bytes), rate_limiter_(rate_limiter) {}
 
     Json run(Request& request) const;
 
@@ -23,7 +27,12 @@ private:
 
     const plugins::ToolRegistry& registry_;
     const gate::GatePipeline& gate_;
+    std::size_t max_string_bytes_;
+    limits::RateLimiter& rate_limiter_;
 };
+
+// The key a principal's per-caller limits are counted under.
+std::string principal_key(const auth::Principal& principal);
 
 // A tool error: isError with one text block the agent can act on.
 Json tool_error(const std::string& text);

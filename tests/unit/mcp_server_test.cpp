@@ -194,3 +194,42 @@ TEST_CASE("tools/call runs the plugin on the pool and answers once", "[server]")
     CHECK(by_id[11]["result"].value("isError", false) == false);
     CHECK(error_code(by_id[12]) == -32602);
 }
+
+TEST_CASE("one principal at max_in_flight_per_principal is refused while another is served", "[server][limits]") {
+    auto cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() +
+                                            "\nplugins: [echo.so]\nlimits: {max_in_flight_per_principal: 1}\n",
+                                        "test.yaml", "/");
+    plugins::LoadReport report;
+    auto registry = plugins::PluginLoader::load(cfg, report);
+    REQUIRE(report.failures.empty());
+    gate::GatePipeline gate;
+    protocol::RequestPool pool{2};
+    protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool);
+    auto out_a = std::make_shared<RecordingOutbound>();
+    auto out_b = std::make_shared<RecordingOutbound>();
+    auto alice = std::make_shared<protocol::Connection>(out_a, auth::Principal{"alice", "token"});
+    auto bob = std::make_shared<protocol::Connection>(out_b, auth::Principal{"bob", "token"});
+    auto call = [](int id, const std::string& name, Json args) {
+        return request(id, "tools/call", {{"_meta", modern_meta()}, {"name", name}, {"arguments", std::move(args)}})
+            .dump();
+    };
+
+    server.on_message(alice, call(1, "slow", {{"ms", 60000}}));
+    server.on_message(alice, call(2, "echo", {{"text", "too many"}}));
+    auto refused = out_a->take(); // answered at once, on this thread
+    REQUIRE(refused.size() == 1);
+    CHECK(refused[0]["id"] == 2);
+    CHECK(error_code(refused[0]) == -32603);
+    CHECK(refused[0]["error"]["data"]["code"] == "TOO_MANY_IN_FLIGHT");
+    CHECK(refused[0]["error"]["data"]["limit"] == "max_in_flight_per_principal");
+
+    server.on_message(bob, call(3, "echo", {{"text", "bob is served"}}));
+    CHECK(server.in_flight() >= 1);
+    alice->cancel(Json(1));
+    pool.stop(); // bob's call has run; alice's slow call stopped when cancelled
+    auto served = out_b->take();
+    REQUIRE(served.size() == 1);
+    CHECK(served[0]["result"]["structuredContent"]["text"] == "bob is served");
+    CHECK(out_a->take().empty()); // the cancelled call got no answer
+    CHECK(server.in_flight() == 0);
+}

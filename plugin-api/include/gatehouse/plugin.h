@@ -137,8 +137,10 @@ typedef struct gh_host_api {
      * empty. */
     void (*progress)(gh_call* call, double progress, double total, gh_str message);
 
-    /* Non-zero once the client cancelled the call or the host is stopping.
-     * Long calls poll this and return GH_STATUS_CANCELLED. */
+    /* Non-zero once the client cancelled the call, its time limit
+     * (limits.tool_timeout_ms) passed, or the host is stopping. Long calls
+     * poll this and return GH_STATUS_CANCELLED; a call that never returns
+     * keeps its host thread for good (see docs/security.md). */
     int32_t (*is_cancelled)(gh_call* call);
 
     /* The call's context as a JSON object, borrowed until the call returns:

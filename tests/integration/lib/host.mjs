@@ -43,6 +43,7 @@ const yamlValue = (value) => JSON.stringify(value);
 export function writeConfig({
   plugins = ['echo.so', 'serial.so'],
   limits = {},
+  rateLimits,
   logLevel = 'info',
   gate = false,
   http = undefined,
@@ -62,6 +63,7 @@ export function writeConfig({
     lines.push('limits:');
     for (const [k, v] of limitEntries) lines.push(`  ${k}: ${yamlValue(v)}`);
   }
+  if (rateLimits) lines.push(`rate_limits: ${JSON.stringify(rateLimits)}`);
   if (http) lines.push(`http: ${yamlValue(http)}`);
   const file = path.join(dir, 'gatehouse.yaml');
   writeFileSync(file, lines.join('\n') + '\n');

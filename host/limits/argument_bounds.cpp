@@ -1,0 +1,60 @@
+#include "limits/argument_bounds.hpp"
+
+#include "schema/json_schema.hpp"
+
+#include <vector>
+
+namespace gatehouse::limits {
+
+namespace {
+
+gate::Refusal too_large(const std::string& tool, const std::string& pointer, bool is_key, std::size_t bytes,
+                        std::size_t limit) {
+    const std::string where = pointer.empty() ? "/" : pointer;
+    gate::Refusal r;
+    r.code = gate::refusal_code::argument_too_large;
+    r.message = std::string(is_key ? "An object key" : "The string") + " at " + where + " in the arguments of tool '" +
+                tool + "' is " + std::to_string(bytes) + " bytes long; this server accepts at most " +
+                std::to_string(limit) + " bytes (limits.max_string_bytes). Send a shorter value; nothing ran.";
+    r.next = {{"pointer", where}, {"bytes", bytes}, {"maxBytes", limit}, {"limit", "max_string_bytes"}};
+    return r;
+}
+
+} // namespace
+
+std::optional<gate::Refusal> oversized_argument(const nlohmann::json& arguments, std::size_t max_string_bytes,
+                                                const std::string& tool) {
+    struct Pending {
+        const nlohmann::json* node;
+        std::string pointer;
+    };
+    std::vector<Pending> stack{{&arguments, ""}};
+    while (!stack.empty()) {
+        Pending at = std::move(stack.back());
+        stack.pop_back();
+        const auto& node = *at.node;
+        if (node.is_string()) {
+            const auto size = node.get_ref<const std::string&>().size();
+            if (size > max_string_bytes) return too_large(tool, at.pointer, false, size, max_string_bytes);
+        } else if (node.is_object()) {
+            for (auto it = node.begin(); it != node.end(); ++it) {
+                // A key is cut short in the pointer: naming it in full would
+                // echo the very text that was too long.
+                if (it.key().size() > max_string_bytes)
+                    return too_large(tool, at.pointer + "/" + schema::json_pointer_token(it.key().substr(0, 32)) + "…",
+                                     true, it.key().size(), max_string_bytes);
+                stack.push_back({&it.value(), at.pointer + "/" + schema::json_pointer_token(it.key())});
+            }
+        } else if (node.is_array()) {
+            for (std::size_t i = 0; i < node.size(); ++i)
+                stack.push_back({&node[i], at.pointer + "/" + std::to_string(i)});
+        }
+    }
+    return std::nullopt;
+}
+
+std::size_t worker_stack_bytes(std::size_t max_string_bytes) {
+    return std::size_t{8} * 1024 * 1024 + max_string_bytes * 2048;
+}
+
+} // namespace gatehouse::limits

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace gatehouse::limits {
+
+// One thread that runs an action when its deadline passes, unless the action
+// was withdrawn first: the tool call timeout. The action runs on this thread
+// without the lock held, so it may take its time; it may also race with the
+// withdrawal (the caller's own answer-once flag settles that race).
+class CallDeadlines {
+public:
+    using Clock = std::chrono::steady_clock;
+    using Ticket = std::uint64_t;
+
+    CallDeadlines();
+    ~CallDeadlines(); // withdraws whatever is left, without running it
+    CallDeadlines(const CallDeadlines&) = delete;
+    CallDeadlines& operator=(const CallDeadlines&) = delete;
+
+    Ticket schedule(Clock::time_point deadline, std::function<void()> action);
+    void withdraw(Ticket ticket);
+
+    std::size_t pending() const;
+
+private:
+    void run();
+
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::multimap<Clock::time_point, Ticket> order_;
+    std::map<Ticket, std::pair<Clock::time_point, std::function<void()>>> actions_;
+    Ticket next_ = 1;
+    bool stopping_ = false;
+    std::thread thread_; // last: starts once the rest is built
+};
+
+} // namespace gatehouse::limits

@@ -1,0 +1,160 @@
+#include "config/config_loader.hpp"
+#include "limits/argument_bounds.hpp"
+#include "limits/call_deadlines.hpp"
+#include "limits/in_flight_limits.hpp"
+#include "limits/rate_limiter.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <future>
+
+using namespace gatehouse;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+TEST_CASE("oversized_argument finds a long string or key anywhere, with its pointer", "[limits]") {
+    CHECK_FALSE(limits::oversized_argument(json{{"a", "12345678"}, {"b", {1, "x", nullptr}}}, 8, "t"));
+    auto deep = limits::oversized_argument(json{{"a", {{"b~/c", json::array({"ok", "123456789"})}}}}, 8, "t");
+    REQUIRE(deep);
+    CHECK(deep->code == "ARGUMENT_TOO_LARGE");
+    CHECK(deep->next["pointer"] == "/a/b~0~1c/1");
+    CHECK(deep->next["bytes"] == 9);
+    CHECK(deep->next["maxBytes"] == 8);
+    CHECK_THAT(deep->message, Catch::Contains("tool 't'") && Catch::Contains("limits.max_string_bytes"));
+    auto key = limits::oversized_argument(json{{std::string(100, 'k'), 1}}, 8, "t");
+    REQUIRE(key);
+    CHECK_THAT(key->message, Catch::StartsWith("An object key"));
+    CHECK(key->message.find(std::string(40, 'k')) == std::string::npos);
+    // Deep nesting is walked without recursion.
+    json nested = "123456789";
+    for (int i = 0; i < 100000; ++i)
+        nested = json::array({std::move(nested)});
+    CHECK(limits::oversized_argument(nested, 8, "t"));
+}
+
+TEST_CASE("InFlightLimits counts per principal and in total", "[limits]") {
+    limits::InFlightLimits l(3, 2);
+    CHECK_FALSE(l.acquire("a"));
+    CHECK_FALSE(l.acquire("a"));
+    auto full = l.acquire("a");
+    REQUIRE(full);
+    CHECK(full->limit == "max_in_flight_per_principal");
+    CHECK(full->value == 2);
+    CHECK_FALSE(l.acquire("b")); // another principal still has room
+    auto total = l.acquire("c");
+    REQUIRE(total);
+    CHECK(total->limit == "max_in_flight");
+    l.release("a");
+    CHECK(l.of("a") == 1);
+    CHECK_FALSE(l.acquire("c"));
+    CHECK(l.total() == 3);
+}
+
+TEST_CASE("RateLimiter: a bucket per principal, refilled over time, per_tool on top", "[limits]") {
+    config::RateLimits cfg;
+    cfg.per_principal = config::RateLimit{2, 2, {}};           // 2 per second, bursts of 2
+    cfg.per_tool["slow_tool"] = config::RateLimit{0.5, 1, {}}; // one every 2 s
+    limits::RateLimiter r(cfg);
+    const auto t0 = limits::RateLimiter::Clock::time_point{} + 1000s;
+    CHECK_FALSE(r.acquire("alice", "echo", t0));
+    CHECK_FALSE(r.acquire("alice", "echo", t0));
+    auto refused = r.acquire("alice", "echo", t0);
+    REQUIRE(refused);
+    CHECK(refused->retry_after_ms == 500);
+    CHECK(refused->limit == "rate_limits");
+    CHECK_FALSE(r.acquire("bob", "echo", t0)); // each principal has its own bucket
+    CHECK_FALSE(r.acquire("alice", "echo", t0 + 500ms));
+    CHECK(r.acquire("alice", "echo", t0 + 500ms));
+
+    CHECK_FALSE(r.acquire("carol", "slow_tool", t0));
+    auto tool = r.acquire("carol", "slow_tool", t0 + 100ms);
+    REQUIRE(tool);
+    CHECK(tool->limit == "rate_limits.per_tool.slow_tool");
+    CHECK(tool->retry_after_ms == 1900);
+    // Refused by the tool's bucket: the principal's token was not spent.
+    CHECK_FALSE(r.acquire("carol", "echo", t0 + 100ms));
+    CHECK_FALSE(r.acquire("carol", "slow_tool", t0 + 2000ms));
+}
+
+TEST_CASE("RateLimiter forgets buckets that refilled", "[limits]") {
+    config::RateLimits cfg;
+    cfg.per_principal = config::RateLimit{10, 1, {}};
+    limits::RateLimiter r(cfg);
+    const auto t0 = limits::RateLimiter::Clock::time_point{} + 1000s;
+    for (int i = 0; i < 5000; ++i)
+        r.acquire("p" + std::to_string(i), "echo", t0);
+    CHECK(r.buckets() == 5000); // all empty: none may be forgotten yet
+    for (int i = 0; i < 4000; ++i)
+        r.acquire("q" + std::to_string(i), "echo", t0 + 10s);
+    CHECK(r.buckets() < 5000); // the p buckets refilled and were dropped at a sweep
+}
+
+TEST_CASE("RateLimiter is off without rate_limits", "[limits]") {
+    limits::RateLimiter r(config::RateLimits{});
+    CHECK_FALSE(r.enabled());
+    for (int i = 0; i < 1000; ++i)
+        CHECK_FALSE(r.acquire("a", "b", limits::RateLimiter::Clock::now()));
+}
+
+TEST_CASE("CallDeadlines runs an action when due, and never one withdrawn", "[limits]") {
+    limits::CallDeadlines deadlines;
+    std::promise<void> ran;
+    std::atomic<bool> withdrawn_ran{false};
+    const auto far = deadlines.schedule(limits::CallDeadlines::Clock::now() + 1h, [&] { withdrawn_ran = true; });
+    deadlines.schedule(limits::CallDeadlines::Clock::now() + 10ms, [&] { ran.set_value(); });
+    REQUIRE(ran.get_future().wait_for(30s) == std::future_status::ready);
+    deadlines.withdraw(far);
+    CHECK(deadlines.pending() == 0);
+    CHECK_FALSE(withdrawn_ran);
+    deadlines.withdraw(far); // twice is harmless
+}
+
+TEST_CASE("config: limits, plugin overrides and rate_limits", "[config][limits]") {
+    auto cfg = config::load_config_text(R"(
+plugins:
+  - {path: echo.so, max_in_flight: 2, tool_timeout_ms: 500}
+  - serial.so
+limits: {max_string_bytes: 1024, max_in_flight_per_principal: 3, max_in_flight_per_plugin: 5, tool_timeout_ms: 9000}
+rate_limits:
+  calls_per_second: 2.5
+  per_tool:
+    echo: {calls_per_second: 1, burst: 3}
+)",
+                                        "t.yaml", "/");
+    CHECK(cfg.limits.max_string_bytes == 1024);
+    CHECK(cfg.limits.max_in_flight_per_principal == 3);
+    CHECK(cfg.limits.max_in_flight_per_plugin == 5);
+    CHECK(cfg.limits.tool_timeout_ms == 9000);
+    CHECK(cfg.plugins[0].max_in_flight == 2u);
+    CHECK(cfg.plugins[0].tool_timeout_ms == 500u);
+    CHECK_FALSE(cfg.plugins[1].max_in_flight);
+    REQUIRE(cfg.rate_limits.per_principal);
+    CHECK(cfg.rate_limits.per_principal->calls_per_second == 2.5);
+    CHECK(cfg.rate_limits.per_principal->burst == 2.5);
+    CHECK(cfg.rate_limits.per_tool.at("echo").burst == 3);
+
+    auto defaults = config::load_config_text("{}", "t.yaml", "/");
+    CHECK(defaults.limits.max_string_bytes == 65536);
+    CHECK(defaults.limits.max_in_flight_per_principal == 64);
+    CHECK(defaults.limits.max_in_flight_per_plugin == 4);
+    CHECK(defaults.limits.tool_timeout_ms == 120000);
+    CHECK_FALSE(defaults.rate_limits.any());
+
+    auto fails = [](const std::string& yaml) {
+        try {
+            config::load_config_text(yaml, "t.yaml", "/");
+        } catch (const config::ConfigError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK_THAT(fails("limits: {tool_timeout_ms: 0}\n"),
+               Catch::Contains("t.yaml:1") && Catch::Contains("tool_timeout_ms must be between 1"));
+    CHECK_THAT(fails("rate_limits: {burst: 3}\n"), Catch::Contains("rate_limits needs calls_per_second"));
+    CHECK_THAT(fails("rate_limits: {calls_per_second: -1}\n"),
+               Catch::Contains("calls_per_second must be a number from"));
+    CHECK_THAT(fails("rate_limits: {per_tool: {echo: {calls_per_second: 1, burts: 2}}}\n"),
+               Catch::Contains("unknown key 'burts' in rate_limits.per_tool.echo"));
+    CHECK_THAT(fails("plugins: [{path: a.so, max_in_flight: 0}]\n"),
+               Catch::Contains("max_in_flight must be between 1"));
+}
