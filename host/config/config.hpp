@@ -1,5 +1,7 @@
 #pragma once
 
+#include "license/vendor_key.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -69,6 +71,17 @@ struct SessionSettings {
     bool pinned() const { return !pinned_store.empty(); }
 };
 
+// Licensing (YAML `license:`, docs/licenses.md). Without the section no
+// family is license-checked; with it, every family not listed in
+// free_families needs the license file to cover it.
+struct LicenseSettings {
+    bool configured = false;
+    std::filesystem::path file;             // default <data_dir>/license.json
+    std::vector<std::string> free_families; // need no license
+    license::VendorKeys vendor_keys;        // key id -> Ed25519 public key
+    SourceLocation where;
+};
+
 struct Config {
     std::string source;             // file path, or "<embedded>"
     std::filesystem::path base_dir; // relative paths resolve against this
@@ -83,6 +96,7 @@ struct Config {
     Limits limits;
     std::vector<std::string> transports{"stdio"};
     SessionSettings session;
+    LicenseSettings license;
 };
 
 } // namespace gatehouse::config

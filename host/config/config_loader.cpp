@@ -1,6 +1,10 @@
 #include "config/config_loader.hpp"
 
+#include "license/license_document.hpp"
+
 #include <yaml-cpp/yaml.h>
+
+#include <algorithm>
 
 #include <cstdlib>
 #include <fstream>
@@ -277,6 +281,47 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
     if (node["rules"]) out.rules = r.string(node["rules"], "session.rules");
 }
 
+void read_license(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,
+                  LicenseSettings& out) {
+    r.expect_map(node, "license");
+    r.only_keys(node, {"file", "free_families", "vendor_keys"}, "license");
+    out.configured = true;
+    out.where = r.at(node);
+    out.file = node["file"] ? r.path(node["file"], "license.file") : data_dir / "license.json";
+    if (node["free_families"]) {
+        const auto& list = node["free_families"];
+        if (!list.IsSequence()) r.fail(list, "license.free_families must be a list of family names");
+        for (const auto& item : list) {
+            auto family = r.string(item, "a family in license.free_families");
+            if (!license::valid_license_name(family))
+                r.fail(item, "'" + family +
+                                 "' in license.free_families is not a family name (1 to 64 of letters, digits, '_', "
+                                 "'-' and '.')");
+            if (std::find(out.free_families.begin(), out.free_families.end(), family) != out.free_families.end())
+                r.fail(item, "'" + family + "' is listed twice in license.free_families");
+            out.free_families.push_back(std::move(family));
+        }
+    }
+    if (node["vendor_keys"]) {
+        const auto& keys = node["vendor_keys"];
+        if (keys.IsNull()) return;
+        r.expect_map(keys, "license.vendor_keys");
+        for (const auto& kv : keys) {
+            const auto id = r.key(kv.first, "license.vendor_keys");
+            if (!license::valid_license_name(id))
+                r.fail(kv.first, "'" + id +
+                                     "' is not a key id (1 to 64 of letters, digits, '_', '-' and '.'), as a "
+                                     "license's key_id names it");
+            const auto text = r.string(kv.second, "license.vendor_keys." + id);
+            try {
+                out.vendor_keys.emplace(id, license::VendorKey::parse(text));
+            } catch (const std::invalid_argument& e) {
+                r.fail(kv.second, "license.vendor_keys." + id + " " + e.what());
+            }
+        }
+    }
+}
+
 Config read_root(const YamlReader& r, const YAML::Node& root) {
     Config cfg;
     cfg.source = r.source();
@@ -286,7 +331,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     r.expect_map(root, "the configuration");
     r.only_keys(root,
                 {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
-                 "transports", "session"},
+                 "transports", "session", "license"},
                 "the configuration");
     if (root["server"]) read_server(r, root["server"], cfg.server);
     if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
@@ -302,6 +347,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     if (root["domains"]) read_domains(r, root["domains"], cfg.domains);
     if (root["limits"]) read_limits(r, root["limits"], cfg.limits);
     if (root["session"]) read_session(r, root["session"], cfg.data_dir, cfg.session);
+    if (root["license"]) read_license(r, root["license"], cfg.data_dir, cfg.license);
     if (root["transports"]) {
         const auto& t = root["transports"];
         if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio)");
