@@ -97,8 +97,9 @@ std::shared_ptr<const LicenseVerdict> LicenseSource::current() {
     auto [identity, verdict] = load();
     std::lock_guard lock(mutex_);
     ++reads_;
+    // Logged once per change, not once per call while stat keeps failing.
     const bool news = !verdict_ || verdict_->status != verdict->status || verdict_->problem != verdict->problem ||
-                      identity_ != identity;
+                      (now && identity_ != identity);
     // An identity from a failed stat is never cached: the next call looks again.
     identity_ = now ? std::optional(identity) : std::nullopt;
     if (news) {
