@@ -6,6 +6,10 @@
 //   tool_call_bench [--benchmark_filter=...]   (GATEHOUSE_ECHO_PLUGIN=path/echo.so overrides the built-in path)
 #include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "gate/license_check.hpp"
+#include "gate/session_gate.hpp"
+#include "license/license_signer.hpp"
+#include "license/utc_timestamp.hpp"
 #include "plugins/plugin_loader.hpp"
 #include "protocol/connection.hpp"
 #include "protocol/json_rpc.hpp"
@@ -14,15 +18,22 @@
 #include "protocol/tool_call.hpp"
 
 #include <benchmark/benchmark.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef GATEHOUSE_ECHO_PLUGIN
 #define GATEHOUSE_ECHO_PLUGIN ""
@@ -102,6 +113,71 @@ Host& host() {
     return h;
 }
 
+// The same family behind the whole gate, every check passing: a license
+// (signed at start with a key made here) covering `echo`, a pinned store,
+// an open session on the memory backend, no grants needed, no critical
+// notes, no rules. What this costs above Host is the gate's added latency.
+struct GatedHost {
+    GatedHost() {
+        auto& h = host();
+        dir = std::filesystem::temp_directory_path() / ("gatehouse-bench-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(dir);
+        std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"),
+                                                                EVP_PKEY_free);
+        std::unique_ptr<BIO, decltype(&BIO_free)> pem(BIO_new(BIO_s_mem()), BIO_free);
+        std::unique_ptr<BIO, decltype(&BIO_free)> pub(BIO_new(BIO_s_mem()), BIO_free);
+        PEM_write_bio_PrivateKey(pem.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr);
+        PEM_write_bio_PUBKEY(pub.get(), key.get());
+        const auto text_of = [](BIO* bio) {
+            char* data = nullptr;
+            const long n = BIO_get_mem_data(bio, &data);
+            return std::string(data, static_cast<std::size_t>(n));
+        };
+        license::LicenseDocument doc;
+        doc.licensee = "bench";
+        doc.families = {"echo"};
+        doc.issued_text = "2026-01-01T00:00:00Z";
+        doc.expires_text = "2199-01-01T00:00:00Z";
+        doc.key_id = "bench";
+        license::sign_license(doc, text_of(pem.get()));
+        std::ofstream(dir / "license.json") << license::license_file_text(doc);
+
+        license_settings.configured = true;
+        license_settings.file = dir / "license.json";
+        license_settings.free_families = {"session", "memory"};
+        license_settings.vendor_keys.emplace("bench", license::VendorKey::parse(text_of(pub.get())));
+        session_settings.configured = true;
+        session_settings.backend = "memory";
+        session_settings.pinned_store = "shop";
+        session_settings.pinned_user = "ann";
+        session_settings.conversations_dir = dir / "conversations";
+        gate::add_license_check(gate, license_settings);
+        sessions =
+            std::make_unique<session::SessionService>(session_settings, state::make_memory_backend(), *h.registry);
+        gate::add_session_checks(gate, *sessions);
+        handle = sessions->open(principal, "bench")["session"];
+        arguments = {{"session", handle}};
+        tool = h.registry->find("noop");
+        if (!tool) throw std::runtime_error("no noop tool");
+    }
+    ~GatedHost() { std::filesystem::remove_all(dir); }
+
+    std::filesystem::path dir;
+    config::LicenseSettings license_settings;
+    config::SessionSettings session_settings;
+    gate::GatePipeline gate;
+    std::unique_ptr<session::SessionService> sessions;
+    auth::Principal principal{"bench", "local"};
+    std::string handle;
+    Json arguments;
+    const plugins::Tool* tool = nullptr;
+};
+
+GatedHost& gated_host() {
+    static GatedHost h;
+    return h;
+}
+
 // The whole path, one call at a time: on_message hands the call to the pool
 // and the answer arrives on a worker thread, as it does in the server.
 void BM_OnMessage_ToolsCall_Noop(benchmark::State& state) {
@@ -161,6 +237,69 @@ void BM_ToolCall_Run_Noop(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_ToolCall_Run_Noop);
+
+// The same call with the session argument, through the whole gate.
+void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
+    auto& h = host();
+    auto& g = gated_host();
+    protocol::ToolCall tool_call(*h.registry, g.gate);
+    Json params = Json::parse(kModernCall)["params"];
+    params["arguments"] = g.arguments;
+    {
+        protocol::Request probe;
+        probe.id = 7;
+        probe.method = "tools/call";
+        probe.params = params;
+        probe.connection = h.connection.get();
+        const auto answer = tool_call.run(probe);
+        if (answer.dump().find("isError") != std::string::npos)
+            throw std::runtime_error("the gated call was refused: " + answer.dump());
+    }
+    for (auto _ : state) {
+        protocol::Request request;
+        request.id = 7;
+        request.method = "tools/call";
+        request.params = params;
+        request.connection = h.connection.get();
+        benchmark::DoNotOptimize(tool_call.run(request));
+    }
+}
+BENCHMARK(BM_ToolCall_Run_Noop_Gated);
+
+// The gate alone: every check, all passing.
+void BM_Gate_AllChecks_Pass(benchmark::State& state) {
+    auto& g = gated_host();
+    for (auto _ : state) {
+        gate::GateFindings findings;
+        auto refusal = g.gate.check({*g.tool, g.principal, g.arguments, &findings});
+        if (refusal) throw std::runtime_error("refused: " + refusal->message);
+        benchmark::DoNotOptimize(findings);
+    }
+}
+BENCHMARK(BM_Gate_AllChecks_Pass);
+
+// The license check alone: one stat(2), a cached verdict, the clock.
+void BM_Gate_LicenseCheck_Pass(benchmark::State& state) {
+    auto& g = gated_host();
+    gate::LicenseCheck check(g.license_settings);
+    for (auto _ : state) {
+        auto refusal = check.check({*g.tool, g.principal, g.arguments, nullptr});
+        if (refusal) throw std::runtime_error("refused: " + refusal->message);
+    }
+    if (check.source().reads() != 1) throw std::runtime_error("the license file was read more than once");
+}
+BENCHMARK(BM_Gate_LicenseCheck_Pass);
+
+// What the license check pays the kernel: one stat(2) of the license file.
+void BM_Stat_LicenseFile(benchmark::State& state) {
+    auto& g = gated_host();
+    const std::string path = g.license_settings.file.string();
+    struct stat st {};
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(::stat(path.c_str(), &st));
+    }
+}
+BENCHMARK(BM_Stat_LicenseFile);
 
 void BM_Encode_NoopResult(benchmark::State& state) {
     const Json response = protocol::make_result(

@@ -1,9 +1,11 @@
 // gatehouse — an MCP server host that loads tool families from shared
 // libraries and gates every call. See `gatehouse --help`.
 #include "cli/host_setup.hpp"
+#include "cli/license_command.hpp"
 #include "cli/stdout_diversion.hpp"
 #include "config/config_loader.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "gate/license_check.hpp"
 #include "gate/no_sessions_check.hpp"
 #include "gate/session_gate.hpp"
 #include "plugins/host_api.hpp"
@@ -19,7 +21,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +43,13 @@ Usage:
   gatehouse plugins [--config FILE] [--json]
       Load the configured plugins and list families, tools, scopes, risk,
       rules and load errors.
+  gatehouse license verify FILE [--config FILE] [--json]
+      Explain what a license file allows: licensee, families, expiry, and
+      whether its signature holds under the configured vendor keys. Exits 1
+      when the file is not valid now.
+  gatehouse license sign --key PRIVATE.pem --key-id ID --licensee NAME
+                         --families a,b --expires YYYY-MM-DDTHH:MM:SSZ [--issued ...]
+      For a vendor: print a license file signed with an Ed25519 private key.
   gatehouse --version
   gatehouse --help
 
@@ -54,8 +65,12 @@ struct Arguments {
     std::optional<std::string> transport;
     std::optional<std::string> listen;
     std::vector<std::string> positional;
+    std::map<std::string, std::string> license_options; // license sign's --flags
     bool json = false;
 };
+
+// The flags of `license sign`, each with a value.
+const std::set<std::string> kLicenseSignFlags{"--key", "--key-id", "--licensee", "--families", "--expires", "--issued"};
 
 // Returns nullopt (after printing why) when the command line is wrong.
 std::optional<Arguments> parse_arguments(int argc, char** argv) {
@@ -81,6 +96,10 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
             if (!(a.listen = value("--listen"))) return std::nullopt;
         } else if (arg.rfind("--listen=", 0) == 0) {
             a.listen = arg.substr(9);
+        } else if (kLicenseSignFlags.count(arg)) {
+            auto v = value(arg.c_str());
+            if (!v) return std::nullopt;
+            a.license_options[arg] = *v;
         } else if (arg == "--json") {
             a.json = true;
         } else if (arg == "--help" || arg == "-h" || arg == "--version") {
@@ -133,6 +152,7 @@ int serve(const Arguments& args) {
         return 1;
     }
     gate::GatePipeline gate;
+    gate::add_license_check(gate, cfg.license);
     std::unique_ptr<session::SessionService> sessions;
     if (cfg.session.configured) {
         auto backend = cfg.session.backend == "memory" ? state::make_memory_backend()
@@ -322,6 +342,8 @@ int main(int argc, char** argv) {
         if (args->command == "serve") return serve(*args);
         if (args->command == "check-config") return check_config(*args);
         if (args->command == "plugins") return list_plugins(*args);
+        if (args->command == "license")
+            return cli::license_command(args->positional, args->config, args->license_options, args->json);
         std::cerr << "gatehouse: unknown command '" << args->command << "'\n" << kUsage;
         return 2;
     } catch (const config::ConfigError& e) {

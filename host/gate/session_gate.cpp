@@ -9,7 +9,8 @@
 namespace gatehouse::gate {
 
 void add_session_checks(GatePipeline& gate, session::SessionService& sessions) {
-    // Slot for the license check: it is added before this function runs.
+    // The license check, when configured, is already in place: it comes first
+    // (add_license_check in gate/license_check.hpp).
     gate.add(std::make_unique<SessionCheck>(sessions.table()));
     gate.add(std::make_unique<StoreBindingCheck>(sessions.stores()));
     gate.add(std::make_unique<GrantCheck>());

@@ -6,7 +6,7 @@
 namespace gatehouse::gate {
 
 // Puts the gate's checks in their fixed order:
-//   license (a separate piece of work: it goes first, before session)
+//   license (add_license_check, called before this)
 //   -> session -> store binding -> grant -> critical notes -> rules.
 // The checks after `session` rely on the session it found.
 void add_session_checks(GatePipeline& gate, session::SessionService& sessions);

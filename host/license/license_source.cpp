@@ -1,0 +1,131 @@
+#include "license/license_source.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace gatehouse::license {
+
+namespace {
+
+std::int64_t nanoseconds(const timespec& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+std::shared_ptr<const LicenseVerdict> problem(LicenseVerdict::Status status, std::string text) {
+    auto v = std::make_shared<LicenseVerdict>();
+    v->status = status;
+    v->problem = std::move(text);
+    return v;
+}
+
+} // namespace
+
+LicenseSource::LicenseSource(std::filesystem::path file, VendorKeys keys)
+    : file_(std::move(file)), keys_(std::move(keys)) {}
+
+std::optional<LicenseSource::FileIdentity> LicenseSource::stat_file() const {
+    struct stat st {};
+    if (::stat(file_.c_str(), &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return FileIdentity{};
+        return std::nullopt;
+    }
+    return FileIdentity{true, st.st_dev, st.st_ino, st.st_size, nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
+}
+
+// Reads through one descriptor and takes the identity from fstat on it, so
+// the verdict always belongs to the bytes that were read, even when the file
+// is swapped between the caller's stat and this open.
+std::pair<LicenseSource::FileIdentity, std::shared_ptr<const LicenseVerdict>> LicenseSource::load() const {
+    const int fd = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        const int error = errno;
+        if (error == ENOENT || error == ENOTDIR)
+            return {FileIdentity{}, problem(LicenseVerdict::Status::missing, "there is no license file")};
+        return {FileIdentity{true}, problem(LicenseVerdict::Status::invalid,
+                                            std::string("the file cannot be opened: ") + std::strerror(error))};
+    }
+    struct stat st {};
+    std::string text;
+    std::string failure;
+    if (::fstat(fd, &st) != 0) {
+        failure = std::string("the file cannot be examined: ") + std::strerror(errno);
+    } else if (!S_ISREG(st.st_mode)) {
+        failure = "it is not a regular file";
+    } else if (static_cast<std::size_t>(st.st_size) > kMaxFileBytes) {
+        failure = "it is " + std::to_string(st.st_size) + " bytes; a license file is at most " +
+                  std::to_string(kMaxFileBytes);
+    } else {
+        text.resize(kMaxFileBytes + 1);
+        std::size_t used = 0;
+        for (;;) {
+            const ssize_t n = ::read(fd, text.data() + used, text.size() - used);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                failure = std::string("the file cannot be read: ") + std::strerror(errno);
+                break;
+            }
+            if (n == 0) break;
+            used += static_cast<std::size_t>(n);
+            if (used > kMaxFileBytes) {
+                failure = "it grew past " + std::to_string(kMaxFileBytes) + " bytes while being read";
+                break;
+            }
+        }
+        text.resize(used);
+    }
+    ::close(fd);
+    const FileIdentity identity{
+        true, st.st_dev, st.st_ino, st.st_size, nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
+    if (!failure.empty()) return {identity, problem(LicenseVerdict::Status::invalid, failure)};
+    return {identity, std::make_shared<const LicenseVerdict>(verify_license(text, keys_))};
+}
+
+std::shared_ptr<const LicenseVerdict> LicenseSource::current() {
+    const auto now = stat_file();
+    if (now) {
+        std::lock_guard lock(mutex_);
+        if (identity_ && *identity_ == *now && verdict_) return verdict_;
+    }
+    // Changed (or first use, or stat failed): verify again without holding the
+    // lock. Two threads may both do it after one change; both reach the same
+    // verdict, and the file is small.
+    auto [identity, verdict] = load();
+    std::lock_guard lock(mutex_);
+    ++reads_;
+    // Logged once per change, not once per call while stat keeps failing.
+    const bool news = !verdict_ || verdict_->status != verdict->status || verdict_->problem != verdict->problem ||
+                      (now && identity_ != identity);
+    // An identity from a failed stat is never cached: the next call looks again.
+    identity_ = now ? std::optional(identity) : std::nullopt;
+    if (news) {
+        if (verdict->valid()) {
+            std::string families;
+            for (const auto& f : verdict->document->families)
+                families += (families.empty() ? "" : ", ") + f;
+            const bool expired = verdict->document->expired_at(std::chrono::system_clock::now());
+            spdlog::log(expired ? spdlog::level::warn : spdlog::level::info,
+                        "license {}: signed by key '{}' ({}) for '{}', families [{}], {} {}", file_.string(),
+                        verdict->document->key_id, verdict->key_fingerprint, verdict->document->licensee, families,
+                        expired ? "EXPIRED at" : "expires", verdict->document->expires_text);
+        } else if (verdict->status == LicenseVerdict::Status::missing)
+            spdlog::warn("license {}: no such file; licensed families are refused with LICENSE_MISSING",
+                         file_.string());
+        else
+            spdlog::error("license {}: not valid, {}; licensed families are refused with LICENSE_INVALID",
+                          file_.string(), verdict->problem);
+    }
+    verdict_ = verdict;
+    return verdict;
+}
+
+std::uint64_t LicenseSource::reads() const {
+    std::lock_guard lock(mutex_);
+    return reads_;
+}
+
+} // namespace gatehouse::license

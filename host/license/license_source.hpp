@@ -1,0 +1,61 @@
+#pragma once
+
+#include "license/license_verdict.hpp"
+#include "license/vendor_key.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+namespace gatehouse::license {
+
+// The license file, looked up anew on every request and never remembered by
+// a session. The cost of a lookup is one stat(2): the file is read and its
+// signature verified again only when what stat says changes (device, inode,
+// size, modification or status-change time), so replacing, editing, removing
+// or restoring the file takes effect on the next call. Thread-safe.
+class LicenseSource {
+public:
+    LicenseSource(std::filesystem::path file, VendorKeys keys);
+
+    // The verdict on the file as it is now. Never null, never throws.
+    std::shared_ptr<const LicenseVerdict> current();
+
+    const std::filesystem::path& file() const { return file_; }
+
+    // How often the file was read and verified (tests, and the bench's proof
+    // that the hot path does not re-read).
+    std::uint64_t reads() const;
+
+    // The largest license file read; anything larger is refused unread.
+    static constexpr std::size_t kMaxFileBytes = 64 * 1024;
+
+private:
+    // What stat says about the file; `present` false when it does not exist.
+    struct FileIdentity {
+        bool present = false;
+        dev_t device = 0;
+        ino_t inode = 0;
+        off_t size = 0;
+        std::int64_t mtime_ns = 0;
+        std::int64_t ctime_ns = 0;
+        bool operator==(const FileIdentity&) const = default;
+    };
+    // Identity of the path now, or nullopt with errno set when stat fails for
+    // another reason than absence.
+    std::optional<FileIdentity> stat_file() const;
+    std::pair<FileIdentity, std::shared_ptr<const LicenseVerdict>> load() const;
+
+    const std::filesystem::path file_;
+    const VendorKeys keys_;
+    mutable std::mutex mutex_;
+    std::optional<FileIdentity> identity_; // of the file the cached verdict was made from
+    std::shared_ptr<const LicenseVerdict> verdict_;
+    std::uint64_t reads_ = 0;
+};
+
+} // namespace gatehouse::license
