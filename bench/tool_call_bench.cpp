@@ -13,6 +13,7 @@
 #include "plugins/plugin_loader.hpp"
 #include "protocol/connection.hpp"
 #include "protocol/json_rpc.hpp"
+#include "limits/rate_limiter.hpp"
 #include "protocol/mcp_server.hpp"
 #include "protocol/request_pool.hpp"
 #include "protocol/tool_call.hpp"
@@ -83,6 +84,8 @@ private:
 };
 
 // One host with the echo test family loaded, shared by every benchmark.
+const config::Limits kDefaultLimits{};
+
 struct Host {
     Host() : pool(1) {
         spdlog::set_level(spdlog::level::warn);
@@ -225,7 +228,8 @@ BENCHMARK(BM_Parse_ToolsCall);
 
 void BM_ToolCall_Run_Noop(benchmark::State& state) {
     auto& h = host();
-    protocol::ToolCall tool_call(*h.registry, h.gate);
+    limits::RateLimiter unlimited{config::RateLimits{}};
+    protocol::ToolCall tool_call(*h.registry, h.gate, kDefaultLimits, unlimited);
     const Json params = Json::parse(kModernCall)["params"];
     for (auto _ : state) {
         protocol::Request request;
@@ -242,7 +246,8 @@ BENCHMARK(BM_ToolCall_Run_Noop);
 void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
     auto& h = host();
     auto& g = gated_host();
-    protocol::ToolCall tool_call(*h.registry, g.gate);
+    limits::RateLimiter unlimited{config::RateLimits{}};
+    protocol::ToolCall tool_call(*h.registry, g.gate, kDefaultLimits, unlimited);
     Json params = Json::parse(kModernCall)["params"];
     params["arguments"] = g.arguments;
     {

@@ -122,34 +122,37 @@ struct HttpSettings {
     unsigned max_legacy_sessions = 1024; // 2025-11-25 Mcp-Session-Id records
     std::uint64_t legacy_session_idle_s = 3600;
     unsigned threads = 1; // I/O threads; tool calls run on the worker pool
-    // Licensing (YAML `license:`, docs/licenses.md). Without the section no
-    // family is license-checked; with it, every family not listed in
-    // free_families needs the license file to cover it.
-    struct LicenseSettings {
-        bool configured = false;
-        std::filesystem::path file;             // default <data_dir>/license.json
-        std::vector<std::string> free_families; // need no license
-        license::VendorKeys vendor_keys;        // key id -> Ed25519 public key
-        SourceLocation where;
-    };
+    SourceLocation where;
+};
 
-    struct Config {
-        std::string source;             // file path, or "<embedded>"
-        std::filesystem::path base_dir; // relative paths resolve against this
-        ServerIdentity server;
-        bool strict = false; // exit non-zero when any plugin fails to load
-        bool gate = true;    // false: gated tools run unchecked (testing a plugin only)
-        std::string log_level = "info";
-        std::filesystem::path plugin_dir; // where bare plugin file names are looked up
-        std::filesystem::path data_dir;   // where families keep their files
-        std::vector<PluginEntry> plugins;
-        std::map<std::string, DomainSettings> domains;
-        Limits limits;
-        RateLimits rate_limits;
-        std::vector<std::string> transports{"stdio"};
-        HttpSettings http;
-        SessionSettings session;
-        LicenseSettings license;
-    };
+// Licensing (YAML `license:`, docs/licenses.md). Without the section no
+// family is license-checked; with it, every family not listed in
+// free_families needs the license file to cover it.
+struct LicenseSettings {
+    bool configured = false;
+    std::filesystem::path file;             // default <data_dir>/license.json
+    std::vector<std::string> free_families; // need no license
+    license::VendorKeys vendor_keys;        // key id -> Ed25519 public key
+    SourceLocation where;
+};
+
+struct Config {
+    std::string source;             // file path, or "<embedded>"
+    std::filesystem::path base_dir; // relative paths resolve against this
+    ServerIdentity server;
+    bool strict = false; // exit non-zero when any plugin fails to load
+    bool gate = true;    // false: gated tools run unchecked (testing a plugin only)
+    std::string log_level = "info";
+    std::filesystem::path plugin_dir; // where bare plugin file names are looked up
+    std::filesystem::path data_dir;   // where families keep their files
+    std::vector<PluginEntry> plugins;
+    std::map<std::string, DomainSettings> domains;
+    Limits limits;
+    RateLimits rate_limits;
+    std::vector<std::string> transports{"stdio"};
+    HttpSettings http;
+    SessionSettings session;
+    LicenseSettings license;
+};
 
 } // namespace gatehouse::config

@@ -387,108 +387,109 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
         out.legacy_session_idle_s =
             r.count(node["legacy_session_idle_s"], "http.legacy_session_idle_s", 1, 86400ull * 30);
     if (node["threads"]) out.threads = r.count(node["threads"], "http.threads", 1, 64);
-    void read_license(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,
-                      LicenseSettings& out) {
-        r.expect_map(node, "license");
-        r.only_keys(node, {"file", "free_families", "vendor_keys"}, "license");
-        out.configured = true;
-        out.where = r.at(node);
-        out.file = node["file"] ? r.path(node["file"], "license.file") : data_dir / "license.json";
-        if (node["free_families"]) {
-            const auto& list = node["free_families"];
-            if (!list.IsSequence()) r.fail(list, "license.free_families must be a list of family names");
-            for (const auto& item : list) {
-                auto family = r.string(item, "a family in license.free_families");
-                if (!license::valid_license_name(family))
-                    r.fail(item,
-                           "'" + family +
-                               "' in license.free_families is not a family name (1 to 64 of letters, digits, '_', "
-                               "'-' and '.')");
-                if (std::find(out.free_families.begin(), out.free_families.end(), family) != out.free_families.end())
-                    r.fail(item, "'" + family + "' is listed twice in license.free_families");
-                out.free_families.push_back(std::move(family));
-            }
-        }
-        if (node["vendor_keys"]) {
-            const auto& keys = node["vendor_keys"];
-            if (keys.IsNull()) return;
-            r.expect_map(keys, "license.vendor_keys");
-            for (const auto& kv : keys) {
-                const auto id = r.key(kv.first, "license.vendor_keys");
-                if (!license::valid_license_name(id))
-                    r.fail(kv.first, "'" + id +
-                                         "' is not a key id (1 to 64 of letters, digits, '_', '-' and '.'), as a "
-                                         "license's key_id names it");
-                const auto text = r.string(kv.second, "license.vendor_keys." + id);
-                try {
-                    out.vendor_keys.emplace(id, license::VendorKey::parse(text));
-                } catch (const std::invalid_argument& e) {
-                    r.fail(kv.second, "license.vendor_keys." + id + " " + e.what());
-                }
-            }
-        }
-    }
+}
 
-    Config read_root(const YamlReader& r, const YAML::Node& root) {
-        Config cfg;
-        cfg.source = r.source();
-        cfg.base_dir = r.base_dir();
-        cfg.data_dir = default_data_dir();
-        if (root.IsNull()) return cfg;
-        r.expect_map(root, "the configuration");
-        r.only_keys(root,
-                    {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
-                     "rate_limits", "transports", "http", "session", "license"},
-                    "the configuration");
-        if (root["server"]) read_server(r, root["server"], cfg.server);
-        if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
-        if (root["gate"]) cfg.gate = r.boolean(root["gate"], "gate");
-        if (root["log_level"]) {
-            cfg.log_level = r.string(root["log_level"], "log_level");
-            if (!kLogLevels.count(cfg.log_level))
-                r.fail(root["log_level"], "log_level must be one of trace, debug, info, warn, error, critical, off");
+void read_license(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,
+                  LicenseSettings& out) {
+    r.expect_map(node, "license");
+    r.only_keys(node, {"file", "free_families", "vendor_keys"}, "license");
+    out.configured = true;
+    out.where = r.at(node);
+    out.file = node["file"] ? r.path(node["file"], "license.file") : data_dir / "license.json";
+    if (node["free_families"]) {
+        const auto& list = node["free_families"];
+        if (!list.IsSequence()) r.fail(list, "license.free_families must be a list of family names");
+        for (const auto& item : list) {
+            auto family = r.string(item, "a family in license.free_families");
+            if (!license::valid_license_name(family))
+                r.fail(item, "'" + family +
+                                 "' in license.free_families is not a family name (1 to 64 of letters, digits, '_', "
+                                 "'-' and '.')");
+            if (std::find(out.free_families.begin(), out.free_families.end(), family) != out.free_families.end())
+                r.fail(item, "'" + family + "' is listed twice in license.free_families");
+            out.free_families.push_back(std::move(family));
         }
-        if (root["plugin_dir"]) cfg.plugin_dir = r.path(root["plugin_dir"], "plugin_dir");
-        if (root["data_dir"]) cfg.data_dir = r.path(root["data_dir"], "data_dir");
-        if (root["plugins"]) read_plugins(r, root["plugins"], cfg.plugins);
-        if (root["domains"]) read_domains(r, root["domains"], cfg.domains);
-        if (root["limits"]) read_limits(r, root["limits"], cfg.limits);
-        if (root["rate_limits"]) read_rate_limits(r, root["rate_limits"], cfg.rate_limits);
-        if (root["session"]) read_session(r, root["session"], cfg.data_dir, cfg.session);
-        if (root["license"]) read_license(r, root["license"], cfg.data_dir, cfg.license);
-        if (root["transports"]) {
-            const auto& t = root["transports"];
-            if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio, http)");
-            cfg.transports.clear();
-            for (const auto& item : t) {
-                auto name = r.string(item, "a transport");
-                if (name != "stdio" && name != "http")
-                    r.fail(item, "unknown transport '" + name + "' (allowed: stdio, http)");
-                if (std::find(cfg.transports.begin(), cfg.transports.end(), name) != cfg.transports.end())
-                    r.fail(item, "transport '" + name + "' is listed twice");
-                cfg.transports.push_back(name);
+    }
+    if (node["vendor_keys"]) {
+        const auto& keys = node["vendor_keys"];
+        if (keys.IsNull()) return;
+        r.expect_map(keys, "license.vendor_keys");
+        for (const auto& kv : keys) {
+            const auto id = r.key(kv.first, "license.vendor_keys");
+            if (!license::valid_license_name(id))
+                r.fail(kv.first, "'" + id +
+                                     "' is not a key id (1 to 64 of letters, digits, '_', '-' and '.'), as a "
+                                     "license's key_id names it");
+            const auto text = r.string(kv.second, "license.vendor_keys." + id);
+            try {
+                out.vendor_keys.emplace(id, license::VendorKey::parse(text));
+            } catch (const std::invalid_argument& e) {
+                r.fail(kv.second, "license.vendor_keys." + id + " " + e.what());
             }
-            if (cfg.transports.empty()) r.fail(t, "transports must name at least one of stdio, http");
         }
-        if (root["http"]) read_http(r, root["http"], cfg.http);
-        return cfg;
     }
+}
 
-    Config parse(std::string_view yaml, const std::string& source, const std::filesystem::path& base_dir) {
-        YamlReader reader(source, base_dir);
-        YAML::Node root;
-        try {
-            root = YAML::Load(std::string(yaml));
-        } catch (const YAML::ParserException& e) {
-            throw ConfigError({source, e.mark.line + 1, e.mark.column + 1}, e.msg);
-        }
-        try {
-            return read_root(reader, root);
-        } catch (const YAML::Exception& e) {
-            throw ConfigError(
-                {source, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1}, e.msg);
-        }
+Config read_root(const YamlReader& r, const YAML::Node& root) {
+    Config cfg;
+    cfg.source = r.source();
+    cfg.base_dir = r.base_dir();
+    cfg.data_dir = default_data_dir();
+    if (root.IsNull()) return cfg;
+    r.expect_map(root, "the configuration");
+    r.only_keys(root,
+                {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
+                 "rate_limits", "transports", "http", "session", "license"},
+                "the configuration");
+    if (root["server"]) read_server(r, root["server"], cfg.server);
+    if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
+    if (root["gate"]) cfg.gate = r.boolean(root["gate"], "gate");
+    if (root["log_level"]) {
+        cfg.log_level = r.string(root["log_level"], "log_level");
+        if (!kLogLevels.count(cfg.log_level))
+            r.fail(root["log_level"], "log_level must be one of trace, debug, info, warn, error, critical, off");
     }
+    if (root["plugin_dir"]) cfg.plugin_dir = r.path(root["plugin_dir"], "plugin_dir");
+    if (root["data_dir"]) cfg.data_dir = r.path(root["data_dir"], "data_dir");
+    if (root["plugins"]) read_plugins(r, root["plugins"], cfg.plugins);
+    if (root["domains"]) read_domains(r, root["domains"], cfg.domains);
+    if (root["limits"]) read_limits(r, root["limits"], cfg.limits);
+    if (root["rate_limits"]) read_rate_limits(r, root["rate_limits"], cfg.rate_limits);
+    if (root["session"]) read_session(r, root["session"], cfg.data_dir, cfg.session);
+    if (root["license"]) read_license(r, root["license"], cfg.data_dir, cfg.license);
+    if (root["transports"]) {
+        const auto& t = root["transports"];
+        if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio, http)");
+        cfg.transports.clear();
+        for (const auto& item : t) {
+            auto name = r.string(item, "a transport");
+            if (name != "stdio" && name != "http")
+                r.fail(item, "unknown transport '" + name + "' (allowed: stdio, http)");
+            if (std::find(cfg.transports.begin(), cfg.transports.end(), name) != cfg.transports.end())
+                r.fail(item, "transport '" + name + "' is listed twice");
+            cfg.transports.push_back(name);
+        }
+        if (cfg.transports.empty()) r.fail(t, "transports must name at least one of stdio, http");
+    }
+    if (root["http"]) read_http(r, root["http"], cfg.http);
+    return cfg;
+}
+
+Config parse(std::string_view yaml, const std::string& source, const std::filesystem::path& base_dir) {
+    YamlReader reader(source, base_dir);
+    YAML::Node root;
+    try {
+        root = YAML::Load(std::string(yaml));
+    } catch (const YAML::ParserException& e) {
+        throw ConfigError({source, e.mark.line + 1, e.mark.column + 1}, e.msg);
+    }
+    try {
+        return read_root(reader, root);
+    } catch (const YAML::Exception& e) {
+        throw ConfigError({source, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1},
+                          e.msg);
+    }
+}
 
 } // namespace
 

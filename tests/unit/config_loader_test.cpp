@@ -219,60 +219,60 @@ http:
     CHECK(error_of(dir, "http:\n  max_stream: 3\n").find("unknown key 'max_stream' in http") != std::string::npos);
     CHECK(error_of(dir, "transports: [http, http]\n").find("listed twice") != std::string::npos);
     CHECK(error_of(dir, "transports: [smoke]\n").find("allowed: stdio, http") != std::string::npos);
-    // RFC 8032's first test key: public, so it may live in a test.
-    constexpr const char* kRfc8032PublicKey = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+}
 
-    TEST_CASE("the license section: file, license-free families, vendor keys", "[config][license]") {
-        TempDir dir;
-        const auto file = dir.write("etc/gatehouse.yaml", std::string("data_dir: /var/lib/gh\n"
-                                                                      "license:\n"
-                                                                      "  file: licenses/shop.json\n"
-                                                                      "  free_families: [session, memory]\n"
-                                                                      "  vendor_keys:\n"
-                                                                      "    acme-2026: ") +
-                                                              kRfc8032PublicKey + "\n");
-        const auto cfg = load_config_file(file);
-        CHECK(cfg.license.configured);
-        CHECK(cfg.license.file == dir.path() / "etc/licenses/shop.json");
-        CHECK(cfg.license.free_families == std::vector<std::string>{"session", "memory"});
-        REQUIRE(cfg.license.vendor_keys.count("acme-2026"));
-        CHECK(cfg.license.vendor_keys.at("acme-2026").public_base64() == kRfc8032PublicKey);
+// RFC 8032's first test key: public, so it may live in a test.
+constexpr const char* kRfc8032PublicKey = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
 
-        const auto defaults = load_config_file(dir.write("d.yaml", "data_dir: /var/lib/gh\nlicense: {}\n"));
-        CHECK(defaults.license.configured);
-        CHECK(defaults.license.file == "/var/lib/gh/license.json");
-        CHECK(defaults.license.free_families.empty());
-        CHECK(defaults.license.vendor_keys.empty());
+TEST_CASE("the license section: file, license-free families, vendor keys", "[config][license]") {
+    TempDir dir;
+    const auto file = dir.write("etc/gatehouse.yaml", std::string("data_dir: /var/lib/gh\n"
+                                                                  "license:\n"
+                                                                  "  file: licenses/shop.json\n"
+                                                                  "  free_families: [session, memory]\n"
+                                                                  "  vendor_keys:\n"
+                                                                  "    acme-2026: ") +
+                                                          kRfc8032PublicKey + "\n");
+    const auto cfg = load_config_file(file);
+    CHECK(cfg.license.configured);
+    CHECK(cfg.license.file == dir.path() / "etc/licenses/shop.json");
+    CHECK(cfg.license.free_families == std::vector<std::string>{"session", "memory"});
+    REQUIRE(cfg.license.vendor_keys.count("acme-2026"));
+    CHECK(cfg.license.vendor_keys.at("acme-2026").public_base64() == kRfc8032PublicKey);
 
-        CHECK_FALSE(load_config_file(dir.write("none.yaml", "strict: false\n")).license.configured);
-    }
+    const auto defaults = load_config_file(dir.write("d.yaml", "data_dir: /var/lib/gh\nlicense: {}\n"));
+    CHECK(defaults.license.configured);
+    CHECK(defaults.license.file == "/var/lib/gh/license.json");
+    CHECK(defaults.license.free_families.empty());
+    CHECK(defaults.license.vendor_keys.empty());
 
-    TEST_CASE("license section mistakes name file:line:column", "[config][license]") {
-        TempDir dir;
-        const std::string f = (dir.path() / "gatehouse.yaml").string();
-        CHECK(error_of(dir, "license:\n  files: x\n") ==
-              f + ":2:3: unknown key 'files' in license (allowed: file, free_families, vendor_keys)");
-        CHECK(error_of(dir, "license:\n  free_families: memory\n") ==
-              f + ":2:18: license.free_families must be a list of family names");
-        CHECK_THAT(error_of(dir, "license:\n  free_families: [memory, 'a b']\n"),
-                   Catch::StartsWith(f + ":2:27: 'a b' in license.free_families is not a family name"));
-        CHECK(error_of(dir, "license:\n  free_families: [memory, memory]\n") ==
-              f + ":2:27: 'memory' is listed twice in license.free_families");
-        CHECK_THAT(error_of(dir, "license:\n  vendor_keys:\n    acme: AAAA\n"),
-                   Catch::StartsWith(f + ":3:11: license.vendor_keys.acme decodes to 3 bytes"));
-        CHECK_THAT(
-            error_of(dir, "license:\n  vendor_keys:\n    acme: '*'\n"),
-            Catch::StartsWith(f + ":3:11: license.vendor_keys.acme is neither a PEM PUBLIC KEY block nor base64"));
-        CHECK_THAT(error_of(dir, "license:\n  vendor_keys:\n    'a key': AAAA\n"),
-                   Catch::StartsWith(f + ":3:5: 'a key' is not a key id"));
-        CHECK_THAT(error_of(dir, "license:\n  vendor_keys: [a]\n"),
-                   Catch::StartsWith(f + ":2:16: license.vendor_keys must be a mapping"));
-    }
+    CHECK_FALSE(load_config_file(dir.write("none.yaml", "strict: false\n")).license.configured);
+}
 
-    TEST_CASE("the embedded default checks licenses and leaves the shipped families license-free",
-              "[config][license]") {
-        const auto cfg = gatehouse::config::load_config_text(gatehouse::cli::kEmbeddedConfig, "<embedded>", "/opt/gh");
-        CHECK(cfg.license.configured);
-        CHECK(cfg.license.free_families == std::vector<std::string>{"session", "sessions", "memory"});
-        CHECK(cfg.license.vendor_keys.empty());
-    }
+TEST_CASE("license section mistakes name file:line:column", "[config][license]") {
+    TempDir dir;
+    const std::string f = (dir.path() / "gatehouse.yaml").string();
+    CHECK(error_of(dir, "license:\n  files: x\n") ==
+          f + ":2:3: unknown key 'files' in license (allowed: file, free_families, vendor_keys)");
+    CHECK(error_of(dir, "license:\n  free_families: memory\n") ==
+          f + ":2:18: license.free_families must be a list of family names");
+    CHECK_THAT(error_of(dir, "license:\n  free_families: [memory, 'a b']\n"),
+               Catch::StartsWith(f + ":2:27: 'a b' in license.free_families is not a family name"));
+    CHECK(error_of(dir, "license:\n  free_families: [memory, memory]\n") ==
+          f + ":2:27: 'memory' is listed twice in license.free_families");
+    CHECK_THAT(error_of(dir, "license:\n  vendor_keys:\n    acme: AAAA\n"),
+               Catch::StartsWith(f + ":3:11: license.vendor_keys.acme decodes to 3 bytes"));
+    CHECK_THAT(error_of(dir, "license:\n  vendor_keys:\n    acme: '*'\n"),
+               Catch::StartsWith(f + ":3:11: license.vendor_keys.acme is neither a PEM PUBLIC KEY block nor base64"));
+    CHECK_THAT(error_of(dir, "license:\n  vendor_keys:\n    'a key': AAAA\n"),
+               Catch::StartsWith(f + ":3:5: 'a key' is not a key id"));
+    CHECK_THAT(error_of(dir, "license:\n  vendor_keys: [a]\n"),
+               Catch::StartsWith(f + ":2:16: license.vendor_keys must be a mapping"));
+}
+
+TEST_CASE("the embedded default checks licenses and leaves the shipped families license-free", "[config][license]") {
+    const auto cfg = gatehouse::config::load_config_text(gatehouse::cli::kEmbeddedConfig, "<embedded>", "/opt/gh");
+    CHECK(cfg.license.configured);
+    CHECK(cfg.license.free_families == std::vector<std::string>{"session", "sessions", "memory"});
+    CHECK(cfg.license.vendor_keys.empty());
+}
