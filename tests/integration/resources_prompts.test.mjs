@@ -46,8 +46,10 @@ for (const revision of [LEGACY, MODERN]) {
   test(`capabilities advertise resources, prompts and completions only when a family offers them (${revision})`, async () => {
     await withHost(FIXTURE, async (host) => {
       const caps = await start(host, revision);
-      assert.deepEqual(caps.prompts, { listChanged: false });
-      assert.equal(caps.resources.listChanged, false);
+      // Changes reach 2026-07-28 clients through subscriptions/listen; 2025-11-25 has no such stream here.
+      const modern = revision === MODERN;
+      assert.deepEqual(caps.prompts, { listChanged: modern });
+      assert.deepEqual(caps.resources, { listChanged: modern, subscribe: modern });
       assert.deepEqual(caps.completions, {});
     });
     await withHost({ plugins: ['echo.so'] }, async (host) => {
