@@ -128,8 +128,23 @@ export class Host {
     return open.size ? [...open] : REVISIONS;
   }
 
+  // A subscription's notifications belong to the revision of the
+  // subscriptions/listen request that opened it (its id is the tag).
+  #notificationRevisions(line) {
+    if (line.includes('"io.modelcontextprotocol/subscriptionId"')) {
+      try {
+        const id = JSON.parse(line).params?._meta?.['io.modelcontextprotocol/subscriptionId'];
+        const request = this.requests.get(JSON.stringify(id));
+        if (request) return [revisionOfRequest(request)];
+      } catch {
+        // not JSON: checkLine reports it
+      }
+    }
+    return this.#openRevisions();
+  }
+
   #onLine(line) {
-    const { message, problems } = checkLine(line, this.requests, this.#openRevisions());
+    const { message, problems } = checkLine(line, this.requests, this.#notificationRevisions(line));
     if (problems.length) this.problems.push(...problems.map((p) => `${p}\n    in: ${line.slice(0, 300)}`));
     if (message === undefined) return;
     const entry = { index: this.messages.length, message, problems };

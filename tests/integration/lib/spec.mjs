@@ -41,6 +41,7 @@ const RESULT_TYPES = {
   },
   [MODERN]: {
     'server/discover': 'DiscoverResult',
+    'subscriptions/listen': 'SubscriptionsListenResult',
     'tools/list': 'ListToolsResult',
     'tools/call': 'CallToolResult',
     ...SHARED_RESULT_TYPES,
@@ -51,6 +52,10 @@ const NOTIFICATION_TYPES = {
   'notifications/message': 'LoggingMessageNotification',
   'notifications/progress': 'ProgressNotification',
   'notifications/tools/list_changed': 'ToolListChangedNotification',
+  'notifications/prompts/list_changed': 'PromptListChangedNotification',
+  'notifications/resources/list_changed': 'ResourceListChangedNotification',
+  'notifications/resources/updated': 'ResourceUpdatedNotification',
+  'notifications/subscriptions/acknowledged': 'SubscriptionsAcknowledgedNotification',
 };
 
 // 2026-07-28 names its error codes; 2025-11-25 only has the generic Error.

@@ -1,0 +1,106 @@
+// subscriptions/listen (2026-07-28): acknowledged first, every message tagged
+// with the subscription id, only what was asked for, fanned out to every
+// open subscription, ended by cancel (stdio), by closing the stream (HTTP) or
+// gracefully by the server on drain.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { withHost, modernMeta } from './lib/host.mjs';
+import { HttpHost } from './lib/http_host.mjs';
+
+const FIXTURE = { plugins: ['conformance.so'] };
+const SUB = 'io.modelcontextprotocol/subscriptionId';
+
+function listen(host, id, notifications) {
+  host.send({ jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { _meta: modernMeta(), notifications } });
+}
+
+const tagged = (id, method) => (m) => m.method === method && m.params?._meta?.[SUB] === id;
+
+test('stdio: acknowledged with the honored filter, then only the asked-for changes, tagged per subscription', () =>
+  withHost(FIXTURE, async (host) => {
+    listen(host, 'tools', { toolsListChanged: true });
+    listen(host, 'watch', { resourceSubscriptions: ['test://watched-resource'], promptsListChanged: false });
+    const ackTools = await host.waitFor(tagged('tools', 'notifications/subscriptions/acknowledged'));
+    assert.deepEqual(ackTools.message.params.notifications, { toolsListChanged: true });
+    const ackWatch = await host.waitFor(tagged('watch', 'notifications/subscriptions/acknowledged'));
+    assert.deepEqual(ackWatch.message.params.notifications, { resourceSubscriptions: ['test://watched-resource'] });
+
+    const from = host.messages.length;
+    assert.equal((await host.modern('tools/call', { name: 'test_trigger_tool_change', arguments: {} })).error, undefined);
+    assert.equal((await host.modern('tools/call', { name: 'test_touch_watched_resource', arguments: {} })).error, undefined);
+    await host.modern('tools/call', { name: 'test_trigger_prompt_change', arguments: {} });
+    await host.waitFor(tagged('tools', 'notifications/tools/list_changed'), { fromIndex: from });
+    const updated = await host.waitFor(tagged('watch', 'notifications/resources/updated'), { fromIndex: from });
+    assert.equal(updated.message.params.uri, 'test://watched-resource');
+    await host.ping();
+
+    const after = host.since(from).filter((m) => m.params?._meta?.[SUB] !== undefined);
+    assert.deepEqual(
+      after.map((m) => `${m.params._meta[SUB]} ${m.method}`).sort(),
+      ['tools notifications/tools/list_changed', 'watch notifications/resources/updated'],
+      'nobody got what they did not ask for (no prompts/list_changed at all)',
+    );
+
+    // notifications/cancelled ends one subscription; the other keeps receiving.
+    host.notify('notifications/cancelled', { requestId: 'tools' });
+    await host.ping();
+    const later = host.messages.length;
+    await host.modern('tools/call', { name: 'test_trigger_tool_change', arguments: {} });
+    await host.modern('tools/call', { name: 'test_touch_watched_resource', arguments: {} });
+    await host.waitFor(tagged('watch', 'notifications/resources/updated'), { fromIndex: later });
+    await host.ping();
+    assert.equal(host.since(later).filter(tagged('tools', 'notifications/tools/list_changed')).length, 0);
+    assert.equal(host.since(0).filter((m) => m.id === 'tools').length, 0, 'a cancelled subscription gets no answer');
+  }));
+
+test('stdio: a malformed filter is refused with -32602 and nothing is acknowledged', () =>
+  withHost(FIXTURE, async (host) => {
+    for (const [id, notifications] of [
+      ['a', undefined],
+      ['b', { toolsListChanged: 'yes' }],
+      ['c', { resourceSubscriptions: 'test://watched-resource' }],
+      ['d', { resourceSubscriptions: [''] }],
+    ]) {
+      const params = { _meta: modernMeta() };
+      if (notifications !== undefined) params.notifications = notifications;
+      const answer = await host.request('subscriptions/listen', params, { id });
+      assert.equal(answer.error.code, -32602, id);
+    }
+    assert.equal(host.since(0).filter((m) => m.method === 'notifications/subscriptions/acknowledged').length, 0);
+  }));
+
+test('HTTP: two listen streams both receive a change; SIGTERM ends each with its final result', async () => {
+  const host = await HttpHost.start({ ...FIXTURE, http: { drain_timeout_ms: 5000 } });
+  try {
+    const open = (id) => {
+      const message = { jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { _meta: modernMeta(), notifications: { toolsListChanged: true } } };
+      return host.post(message, { headers: HttpHost.modernHeaders(message) });
+    };
+    const streams = [open(1), open(2)];
+    // The streams open while the changes are made; repeated, so each stream
+    // sees at least one after its acknowledgement.
+    for (let i = 0; i < 10; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const r = await host.modern('tools/call', { name: 'test_trigger_tool_change', arguments: {} });
+      assert.equal(r.status, 200);
+    }
+    host.child.kill('SIGTERM');
+    const replies = await Promise.all(streams);
+    for (const [i, reply] of replies.entries()) {
+      const id = i + 1;
+      assert.equal(reply.status, 200);
+      assert.match(reply.contentType, /^text\/event-stream/);
+      const kinds = reply.messages.map((m) => m.method ?? 'result');
+      assert.equal(kinds[0], 'notifications/subscriptions/acknowledged', 'the acknowledgement comes first');
+      assert.ok(kinds.includes('notifications/tools/list_changed'), `stream ${id} got the change`);
+      assert.equal(kinds.at(-1), 'result', 'the server ended it with its final result');
+      const final = reply.messages.at(-1);
+      assert.equal(final.id, id);
+      assert.equal(final.result._meta[SUB], id);
+      for (const m of reply.messages) if (m.method) assert.equal(m.params._meta[SUB], id);
+    }
+    assert.deepEqual(await host.exit, { code: 0, signal: null });
+  } finally {
+    await host.stop();
+  }
+});
