@@ -1,5 +1,6 @@
 #include "transport/http_connection.hpp"
 
+#include "gate/refusal.hpp"
 #include "protocol/revision.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -71,10 +72,9 @@ public:
         if (!connection) return;
         const bool final = !message.contains("method");
         int status = 200;
-        if (final)
-            if (auto error = message.find("error"); error != message.end() && error->is_object())
-                status = status_for_error(error->value("code", 0), modern_);
-        connection->deliver(exchange_, protocol::encode(message), final, status);
+        std::string headers;
+        if (final) answer_status(message, status, headers);
+        connection->deliver(exchange_, protocol::encode(message), final, status, std::move(headers));
     }
 
     void reject(const Json& message) override {
@@ -82,10 +82,11 @@ public:
         if (!connection) return;
         // Malformed for 2026-07-28 (its _meta, params or revision) is 400;
         // the 2025-11-25 transport keeps 200 for what is not a broken message.
-        int status = modern_ ? 400 : 200;
-        if (auto error = message.find("error"); error != message.end() && error->is_object())
-            status = std::max(status, status_for_error(error->value("code", 0), modern_));
-        connection->deliver(exchange_, protocol::encode(message), true, status);
+        int status = 200;
+        std::string headers;
+        answer_status(message, status, headers);
+        if (modern_) status = std::max(status, 400);
+        connection->deliver(exchange_, protocol::encode(message), true, status, std::move(headers));
     }
 
     void ended_without_answer() override {
@@ -93,6 +94,34 @@ public:
     }
 
 private:
+    // The status and headers a final answer travels with. A request refused
+    // as a whole because its caller has too many in flight is 429; a tool
+    // call refused by the rate limit stays a 200 tool result (the agent reads
+    // the refusal) and says when to retry in Retry-After as well.
+    void answer_status(const Json& message, int& status, std::string& headers) const {
+        if (auto error = message.find("error"); error != message.end() && error->is_object()) {
+            status = status_for_error(error->value("code", 0), modern_);
+            const auto data = error->find("data");
+            if (data != error->end() && data->is_object() &&
+                data->value("code", "") == gate::refusal_code::too_many_in_flight) {
+                status = 429;
+                headers = "Retry-After: 1\r\n";
+            }
+            return;
+        }
+        const auto result = message.find("result");
+        if (result == message.end() || !result->is_object() || !result->value("isError", false)) return;
+        const auto refusal = result->find("structuredContent");
+        if (refusal == result->end() || !refusal->is_object() ||
+            refusal->value("code", "") != gate::refusal_code::rate_limited)
+            return;
+        const auto next = refusal->find("next");
+        if (next == refusal->end() || !next->is_object()) return;
+        const auto ms = next->find("retryAfterMs");
+        if (ms == next->end() || !ms->is_number_unsigned()) return;
+        headers = "Retry-After: " + std::to_string((ms->get<std::uint64_t>() + 999) / 1000) + "\r\n";
+    }
+
     std::weak_ptr<HttpConnection> connection_;
     std::uint64_t exchange_;
     bool modern_;
@@ -475,11 +504,11 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     if (phase_ == Phase::answering || phase_ == Phase::streaming) wait_for_bytes();
 }
 
-void HttpConnection::deliver(std::uint64_t exchange, std::string encoded, bool final, int status) {
-    net::dispatch(socket_.get_executor(),
-                  [self = shared_from_this(), exchange, encoded = std::move(encoded), final, status]() mutable {
-                      self->on_message(exchange, std::move(encoded), final, status);
-                  });
+void HttpConnection::deliver(std::uint64_t exchange, std::string encoded, bool final, int status, std::string headers) {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this(), exchange, encoded = std::move(encoded), final,
+                                           status, headers = std::move(headers)]() mutable {
+        self->on_message(exchange, std::move(encoded), final, status, headers);
+    });
 }
 
 void HttpConnection::deliver_end(std::uint64_t exchange) {
@@ -495,7 +524,8 @@ void HttpConnection::deliver_end(std::uint64_t exchange) {
     });
 }
 
-void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, bool final, int status) {
+void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, bool final, int status,
+                                const std::string& headers) {
     if (exchange != exchange_ || (phase_ != Phase::answering && phase_ != Phase::streaming)) return;
     if (!final) {
         if (phase_ == Phase::answering) {
@@ -522,7 +552,7 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
         session_header_.clear();
     }
     if (phase_ == Phase::answering) {
-        respond_json(status, encoded, session_header_);
+        respond_json(status, encoded, session_header_ + headers);
         return;
     }
     write(sse_event(encoded));

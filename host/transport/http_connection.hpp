@@ -34,7 +34,7 @@ public:
 
     // From any thread: one message of exchange `exchange` (the final answer
     // when `final`). Messages of an exchange that already ended are dropped.
-    void deliver(std::uint64_t exchange, std::string encoded, bool final, int status);
+    void deliver(std::uint64_t exchange, std::string encoded, bool final, int status, std::string headers = {});
     void deliver_end(std::uint64_t exchange);
 
     // From any thread: the transport is draining; close once idle.
@@ -55,7 +55,7 @@ private:
     void begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, const protocol::Json& id,
                         protocol::Json&& message, const std::string& session_header, bool legacy);
 
-    void on_message(std::uint64_t exchange, std::string encoded, bool final, int status);
+    void on_message(std::uint64_t exchange, std::string encoded, bool final, int status, const std::string& headers);
     void start_stream();
     void finish_exchange();
     void peer_gone();

@@ -319,3 +319,36 @@ function rawRequest(host, text) {
     socket.on('error', reject);
   });
 }
+
+test('over HTTP, a caller with too many requests in flight gets 429 with Retry-After; a rate-limited call says when to retry', () =>
+  withHttpHost(
+    { plugins: ECHO, limits: { max_in_flight_per_principal: 1 }, rateLimits: { calls_per_second: 0.01, burst: 3 } },
+    async (host) => {
+      const controller = new AbortController();
+      const slow = host.modern('tools/call', { name: 'slow', arguments: { ms: 20000 } }, { signal: controller.signal });
+      slow.catch(() => {});
+      let busy;
+      for (let i = 0; i < 200; i++) {
+        busy = await host.modern('tools/call', { name: 'echo', arguments: { text: 'x' } });
+        if (busy.status === 429) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.equal(busy.status, 429);
+      assert.equal(busy.headers.get('retry-after'), '1');
+      assert.equal(busy.answer.error.data.code, 'TOO_MANY_IN_FLIGHT');
+      controller.abort();
+
+      // The bucket held 3: the slow call and the refused ones spent it (refusals by the in-flight
+      // cap happen before the bucket), so keep calling until the limiter says no.
+      let limited;
+      for (let i = 0; i < 10; i++) {
+        limited = await host.modern('tools/call', { name: 'echo', arguments: { text: 'y' } });
+        if (limited.answer.result?.structuredContent?.code === 'RATE_LIMITED') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(limited.status, 200, 'a tool result the agent reads');
+      assert.equal(limited.answer.result.structuredContent.code, 'RATE_LIMITED');
+      const ms = limited.answer.result.structuredContent.next.retryAfterMs;
+      assert.equal(limited.headers.get('retry-after'), String(Math.ceil(ms / 1000)));
+    },
+  ));
