@@ -4,7 +4,9 @@
 #include "protocol/json_rpc.hpp"
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,7 +54,7 @@ private:
 // What a connection remembers. For 2026-07-28 nothing of the protocol lives
 // here; only the 2025-11-25 handshake does, scoped to this connection as the
 // spec asks.
-class Connection {
+class Connection : public std::enable_shared_from_this<Connection> {
 public:
     Connection(std::shared_ptr<Outbound> outbound, auth::Principal principal)
         : outbound_(std::move(outbound)), principal_(std::move(principal)) {}
@@ -66,6 +68,7 @@ public:
     std::atomic<int> legacy_log_level{-1}; // -1: logging/setLevel never called
     std::mutex legacy_mutex;               // guards the fields below
     Json legacy_client_capabilities = Json::object();
+    std::map<std::string, std::uint64_t> legacy_resource_subscriptions; // uri -> bus token (resources/subscribe)
 
     // Requests in flight, by their id's JSON text, for notifications/cancelled.
     std::shared_ptr<InFlight> begin(const Json& id);

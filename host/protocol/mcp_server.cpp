@@ -337,6 +337,10 @@ Json McpServer::dispatch(Request& request) const {
             if (m == "initialize") return finish(request, initialize(request));
             if (m == "ping") return finish(request, Json::object());
             if (m == "logging/setLevel") return finish(request, set_log_level(request));
+            if (m == "resources/subscribe" && registry_.offers_resources())
+                return finish(request, legacy_resource_subscription(request, true));
+            if (m == "resources/unsubscribe" && registry_.offers_resources())
+                return finish(request, legacy_resource_subscription(request, false));
         }
         throw ProtocolError(error_code::method_not_found, "Method not found: '" + m + "' (protocol revision " +
                                                               std::string(revision_name(request.revision)) + ")");
@@ -379,7 +383,9 @@ Json McpServer::capabilities(Revision revision) const {
     // sends them on (nor resources/subscribe).
     const bool modern = revision == Revision::modern_2026_07_28;
     Json caps = {{"tools", {{"listChanged", modern}}}, {"logging", Json::object()}};
-    if (registry_.offers_resources()) caps["resources"] = {{"listChanged", modern}, {"subscribe", modern}};
+    // resources/subscribe (2025-11-25) and subscriptions/listen (2026-07-28)
+    // both deliver resource updates.
+    if (registry_.offers_resources()) caps["resources"] = {{"listChanged", modern}, {"subscribe", true}};
     if (registry_.offers_prompts()) caps["prompts"] = {{"listChanged", modern}};
     if (registry_.offers_completions()) caps["completions"] = Json::object();
     return caps;
@@ -524,6 +530,47 @@ void McpServer::close_subscriptions() {
     }
     for (auto token : tokens)
         end_subscription(token, true);
+}
+
+// 2025-11-25: resource updates on the connection's own channel (stdout, or
+// the HTTP session's GET stream) for as long as the connection lives.
+Json McpServer::legacy_resource_subscription(Request& request, bool subscribe) const {
+    auto uri_it = request.params.find("uri");
+    if (uri_it == request.params.end() || !uri_it->is_string() || uri_it->get_ref<const std::string&>().empty() ||
+        uri_it->get_ref<const std::string&>().size() > kMaxUriBytes)
+        throw ProtocolError(error_code::invalid_params, "params.uri must be a resource URI (a non-empty string of at "
+                                                        "most " +
+                                                            std::to_string(kMaxUriBytes) + " bytes).");
+    const std::string uri = uri_it->get<std::string>();
+    Connection& connection = *request.connection;
+    std::lock_guard lock(connection.legacy_mutex);
+    auto& subscriptions = connection.legacy_resource_subscriptions;
+    if (!subscribe) {
+        if (auto it = subscriptions.find(uri); it != subscriptions.end()) {
+            bus_->unsubscribe(it->second);
+            subscriptions.erase(it);
+        }
+        return Json::object();
+    }
+    if (subscriptions.count(uri)) return Json::object();
+    if (subscriptions.size() >= kMaxResourceSubscriptions)
+        throw ProtocolError(error_code::invalid_params, "This connection already follows " +
+                                                            std::to_string(kMaxResourceSubscriptions) +
+                                                            " resources, the limit; unsubscribe from one first.");
+    auto token = std::make_shared<std::uint64_t>(0);
+    *token = bus_->subscribe([uri, token, connection = connection.weak_from_this(),
+                              bus = std::weak_ptr<NotificationBus>(bus_)](const Change& change) {
+        if (change.kind != Change::Kind::resource_updated || change.uri != uri) return;
+        auto alive = connection.lock();
+        if (!alive) {
+            // The connection ended without unsubscribing: forget it now.
+            if (auto b = bus.lock()) b->unsubscribe(*token);
+            return;
+        }
+        alive->outbound().send(make_notification("notifications/resources/updated", {{"uri", uri}}));
+    });
+    subscriptions.emplace(uri, *token);
+    return Json::object();
 }
 
 std::size_t McpServer::open_subscriptions() {

@@ -73,6 +73,7 @@ private:
     Json list_prompts(const Request& request) const;
     Json cacheable(const Request& request, Json result) const;
     Json set_log_level(Request& request) const;
+    Json legacy_resource_subscription(Request& request, bool subscribe) const;
     Json capabilities(Revision revision) const;
 
     struct Subscription;

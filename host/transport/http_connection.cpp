@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 
 namespace gatehouse::transport {
 
@@ -125,6 +126,34 @@ private:
     std::weak_ptr<HttpConnection> connection_;
     std::uint64_t exchange_;
     bool modern_;
+};
+
+// A 2025-11-25 session's own channel: what the host sends outside any
+// request (resource updates) goes to the GET stream the client holds open,
+// and is dropped while none is.
+class SessionStream final : public protocol::Outbound {
+public:
+    void attach(std::weak_ptr<HttpConnection> connection, std::uint64_t exchange) {
+        std::lock_guard lock(mutex_);
+        connection_ = std::move(connection);
+        exchange_ = exchange;
+    }
+
+    void send(const Json& message) override {
+        std::weak_ptr<HttpConnection> target;
+        std::uint64_t exchange;
+        {
+            std::lock_guard lock(mutex_);
+            target = connection_;
+            exchange = exchange_;
+        }
+        if (auto connection = target.lock()) connection->deliver(exchange, protocol::encode(message), false, 200);
+    }
+
+private:
+    std::mutex mutex_;
+    std::weak_ptr<HttpConnection> connection_;
+    std::uint64_t exchange_ = 0;
 };
 
 // Where a notification POST's answers go: nowhere (the client gets 202).
@@ -381,7 +410,7 @@ void HttpConnection::on_post(const Request& request) {
             respond_error(400, nullptr, protocol::error_code::invalid_request, "initialize must be a request.");
             return;
         }
-        mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), service_.principal);
+        mcp = std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), service_.principal);
         const auto sid = service_.legacy_sessions.open(mcp);
         if (!sid) {
             respond_error(503, id, protocol::error_code::internal_error,
@@ -444,7 +473,8 @@ void HttpConnection::on_get(const Request& request) {
                        "Allow: POST, DELETE\r\n");
         return;
     }
-    if (!service_.legacy_sessions.find(std::string(session_id->value()), service_.principal.subject)) {
+    const auto session = service_.legacy_sessions.find(std::string(session_id->value()), service_.principal.subject);
+    if (!session) {
         respond_error(404, nullptr, protocol::error_code::invalid_request,
                       "Session not found: it ended, expired or never existed; initialize again.");
         return;
@@ -456,9 +486,12 @@ void HttpConnection::on_get(const Request& request) {
                       "Retry-After: 5\r\n");
         return;
     }
-    // This server starts no requests of its own toward a 2025-11-25 client,
-    // so the stream carries keep-alive comments until either side closes it.
+    // The session's resource updates come here; this server starts no
+    // requests of its own toward a 2025-11-25 client. Keep-alive comments
+    // fill the quiet until either side closes it.
     ++exchange_;
+    if (auto stream = std::dynamic_pointer_cast<SessionStream>(session->outbound_ptr()))
+        stream->attach(weak_from_this(), exchange_);
     counted_ = false;
     stream_slot_ = true;
     legacy_ = true;

@@ -49,7 +49,7 @@ for (const revision of [LEGACY, MODERN]) {
       // Changes reach 2026-07-28 clients through subscriptions/listen; 2025-11-25 has no such stream here.
       const modern = revision === MODERN;
       assert.deepEqual(caps.prompts, { listChanged: modern });
-      assert.deepEqual(caps.resources, { listChanged: modern, subscribe: modern });
+      assert.deepEqual(caps.resources, { listChanged: modern, subscribe: true });
       assert.deepEqual(caps.completions, {});
     });
     await withHost({ plugins: ['echo.so'] }, async (host) => {

@@ -104,3 +104,57 @@ test('HTTP: two listen streams both receive a change; SIGTERM ends each with its
     await host.stop();
   }
 });
+
+test('2025-11-25 over stdio: resources/subscribe delivers updates of that resource until resources/unsubscribe', () =>
+  withHost(FIXTURE, async (host) => {
+    await host.initialize();
+    assert.deepEqual((await host.request('resources/subscribe', { uri: 'test://watched-resource' })).result, {});
+    assert.deepEqual((await host.request('resources/subscribe', { uri: 'test://static-text' })).result, {});
+    const from = host.messages.length;
+    await host.request('tools/call', { name: 'test_touch_watched_resource', arguments: {} });
+    const updated = await host.waitFor((m) => m.method === 'notifications/resources/updated', { fromIndex: from });
+    assert.equal(updated.message.params.uri, 'test://watched-resource');
+    await host.ping();
+    assert.equal(host.notifications('notifications/resources/updated', from).length, 1, 'only the touched resource');
+
+    assert.deepEqual((await host.request('resources/unsubscribe', { uri: 'test://watched-resource' })).result, {});
+    const later = host.messages.length;
+    await host.request('tools/call', { name: 'test_touch_watched_resource', arguments: {} });
+    await host.ping();
+    assert.equal(host.notifications('notifications/resources/updated', later).length, 0, 'none after unsubscribe');
+
+    const bad = await host.request('resources/subscribe', { uri: '' });
+    assert.equal(bad.error.code, -32602);
+  }));
+
+test('2025-11-25 over HTTP: a session subscribed to a resource gets its updates on the GET stream', async () => {
+  const host = await HttpHost.start(FIXTURE);
+  try {
+    const { sessionId } = await host.initialize();
+    const subscribed = await host.legacy(sessionId, 'resources/subscribe', { uri: 'test://watched-resource' });
+    assert.deepEqual(subscribed.answer.result, {});
+    const controller = new AbortController();
+    const stream = await fetch(host.url, { headers: { 'Mcp-Session-Id': sessionId, Accept: 'text/event-stream' }, signal: controller.signal });
+    assert.equal(stream.status, 200);
+    const reader = stream.body.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const deadline = Date.now() + 15000;
+    // Touch until the update shows on the stream (the GET may attach just after a touch).
+    while (!text.includes('notifications/resources/updated') && Date.now() < deadline) {
+      await host.legacy(sessionId, 'tools/call', { name: 'test_touch_watched_resource', arguments: {} });
+      const chunk = await Promise.race([reader.read(), new Promise((r) => setTimeout(() => r(null), 300))]);
+      if (chunk?.value) text += decoder.decode(chunk.value, { stream: true });
+    }
+    controller.abort();
+    const event = text.split('\n').find((l) => l.startsWith('data:') && l.includes('resources/updated'));
+    assert.ok(event, `an update arrived on the GET stream; it carried:\n${text.slice(0, 500)}`);
+    assert.deepEqual(JSON.parse(event.slice(5)), {
+      jsonrpc: '2.0',
+      method: 'notifications/resources/updated',
+      params: { uri: 'test://watched-resource' },
+    });
+  } finally {
+    await host.stop();
+  }
+});

@@ -35,6 +35,8 @@ const RESULT_TYPES = {
     initialize: 'InitializeResult',
     ping: 'EmptyResult',
     'logging/setLevel': 'EmptyResult',
+    'resources/subscribe': 'EmptyResult',
+    'resources/unsubscribe': 'EmptyResult',
     'tools/list': 'ListToolsResult',
     'tools/call': 'CallToolResult',
     ...SHARED_RESULT_TYPES,
