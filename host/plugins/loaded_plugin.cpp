@@ -60,6 +60,36 @@ void LoadedPlugin::leave() {
     --calls_inside_;
 }
 
+void LoadedPlugin::admit(std::function<void()> job, const Submit& submit) {
+    {
+        std::lock_guard lock(admission_mutex_);
+        if (admitted_ >= call_limits_.max_in_flight) {
+            parked_.push_back(std::move(job));
+            return;
+        }
+        ++admitted_;
+    }
+    submit(admitted(std::move(job), submit));
+}
+
+// The job, then its place handed to the next parked job (or given back).
+std::function<void()> LoadedPlugin::admitted(std::function<void()> job, Submit submit) {
+    return [this, job = std::move(job), submit = std::move(submit)] {
+        job();
+        std::function<void()> next;
+        {
+            std::lock_guard lock(admission_mutex_);
+            if (parked_.empty()) {
+                --admitted_;
+                return;
+            }
+            next = std::move(parked_.front());
+            parked_.pop_front();
+        }
+        submit(admitted(std::move(next), submit));
+    };
+}
+
 bool LoadedPlugin::critical_items(std::string_view owner_json, std::string& out) {
     if (!desc_.critical_items) return false;
     gh_sink sink;

@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -57,6 +59,14 @@ public:
     void leave();
     unsigned calls_inside() const { return calls_inside_.load(); }
 
+    // Runs `job` through `submit` (onto a worker) once fewer than
+    // call_limits().max_in_flight admitted jobs of this plugin are running;
+    // until then it waits here, holding no worker. So a burst of calls waits
+    // its turn instead of being refused, and a plugin whose calls never
+    // return still holds at most that many workers.
+    using Submit = std::function<void(std::function<void()>)>;
+    void admit(std::function<void()> job, const Submit& submit);
+
     void set_call_limits(const PluginCallLimits& limits) { call_limits_ = limits; }
     const PluginCallLimits& call_limits() const { return call_limits_; }
 
@@ -81,6 +91,10 @@ private:
     std::timed_mutex serial_;
     PluginCallLimits call_limits_;
     std::atomic<unsigned> calls_inside_{0};
+    std::function<void()> admitted(std::function<void()> job, Submit submit);
+    std::mutex admission_mutex_;
+    unsigned admitted_ = 0;
+    std::deque<std::function<void()>> parked_;
 };
 
 } // namespace gatehouse::plugins

@@ -223,7 +223,8 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
             give_back(); // before the answer: a client that saw it may send the next call at once
             reply->send(finish(id, revision, timeout_result(name, tool, timeout_ms)));
         });
-    pool_.submit([this, request = std::move(request), ticket, give_back]() mutable {
+    const bool tool_call = request.method == "tools/call" && tool && tool->plugin;
+    auto job = [this, request = std::move(request), ticket, give_back]() mutable {
         // A call cancelled while it waited for a worker must not reach its
         // plugin at all: the tool may write, spend or destroy.
         Json response = request.cancelled() ? Json() : dispatch(request);
@@ -238,7 +239,14 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
             request.reply->send(response);
         else
             request.reply->ended_without_answer();
-    });
+    };
+    // A tool call waits for a place in its plugin (max_in_flight_per_plugin)
+    // before it takes a worker.
+    if (tool_call)
+        tool->plugin->admit(std::move(job),
+                            [this](std::function<void()> admitted) { pool_.submit(std::move(admitted)); });
+    else
+        pool_.submit(std::move(job));
 }
 
 Request McpServer::decode_request(Connection& connection, Json&& message) const {

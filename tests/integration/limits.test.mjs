@@ -93,19 +93,22 @@ test('max_in_flight_per_principal refuses one more call with a JSON-RPC error; c
     assert.equal(after.result.structuredContent.text, 'room again');
   }));
 
-test('max_in_flight_per_plugin refuses a call into a full family with PLUGIN_BUSY; other families are served', () =>
-  withHost({ limits: { max_in_flight_per_plugin: 1 } }, async (host) => {
+test('max_in_flight_per_plugin: a call into a full family waits its turn holding no worker; other families are served', () =>
+  withHost({ limits: { max_in_flight_per_plugin: 1, workers: 2 } }, async (host) => {
     host.send(toolCall('holder', 'slow', { ms: 60000 }, modernMeta({ progressToken: 'holder' })));
     await inside(host, 'holder');
-    const busy = await host.modern('tools/call', { name: 'echo', arguments: { text: 'no room' } });
-    assert.equal(busy.result.isError, true);
-    assert.equal(busy.result.structuredContent.code, 'PLUGIN_BUSY');
-    assert.deepEqual(busy.result.structuredContent.next, { family: 'echo', maxInFlight: 1 });
-    assert.match(busy.result.content[0].text, /limits\.max_in_flight_per_plugin/);
-
-    const other = await host.modern('tools/call', { name: 'overlap', arguments: { ms: 0 } });
-    assert.equal(other.result.structuredContent.max_concurrent, 1);
+    host.send(toolCall('waiter', 'echo', { text: 'my turn' }, modernMeta()));
+    host.send(toolCall('waiter2', 'echo', { text: 'after it' }, modernMeta()));
+    // One worker holds the holder; the waiting calls hold none, so the other
+    // family keeps the second worker, call after call.
+    for (let i = 0; i < 3; i++) {
+      const other = await host.modern('tools/call', { name: 'overlap', arguments: { ms: 0 } });
+      assert.equal(other.result.isError ?? false, false, JSON.stringify(other));
+    }
+    assert.equal(host.messages.some((m) => m.message.id === 'waiter'), false, 'the family stays at its cap');
     host.notify('notifications/cancelled', { requestId: 'holder' });
+    assert.equal((await host.response('waiter')).message.result.structuredContent.text, 'my turn');
+    assert.equal((await host.response('waiter2')).message.result.structuredContent.text, 'after it');
   }));
 
 test('a plugins entry overrides max_in_flight for its family', () =>
@@ -113,12 +116,12 @@ test('a plugins entry overrides max_in_flight for its family', () =>
     host.send(toolCall('a', 'slow', { ms: 60000 }, modernMeta({ progressToken: 'a' })));
     host.send(toolCall('b', 'slow', { ms: 60000 }, modernMeta({ progressToken: 'b' })));
     await inside(host, 'a');
-    await inside(host, 'b');
-    const busy = await host.modern('tools/call', { name: 'noop', arguments: {} });
-    assert.equal(busy.result.structuredContent.code, 'PLUGIN_BUSY');
-    assert.equal(busy.result.structuredContent.next.maxInFlight, 2);
-    assert.match(busy.result.content[0].text, /max_in_flight of its plugins entry/);
+    await inside(host, 'b'); // two at once: the entry's 2, not the default 1
+    host.send(toolCall('c', 'noop', {}, modernMeta()));
+    await host.ping();
+    assert.equal(host.messages.some((m) => m.message.id === 'c'), false, 'a third waits');
     host.notify('notifications/cancelled', { requestId: 'a' });
+    assert.equal((await host.response('c')).message.result.isError ?? false, false);
     host.notify('notifications/cancelled', { requestId: 'b' });
   }));
 

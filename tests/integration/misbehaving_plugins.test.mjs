@@ -43,7 +43,7 @@ test('a plugin printing to stdout during calls never reaches the protocol stream
     await host.stderrMatching(/noisy printf in a call/);
   }));
 
-test('a plugin that blocks for ever: the timeout answers, other calls are served, its family is capped, shutdown completes', async () => {
+test('a plugin that blocks for ever: the timeout answers, other calls are served, its family is capped (calls wait, then time out), shutdown completes', async () => {
   const host = new Host({
     plugins: ['echo.so', { path: 'stuck.so', max_in_flight: 1 }],
     limits: { tool_timeout_ms: 500, workers: 2 },
@@ -59,15 +59,19 @@ test('a plugin that blocks for ever: the timeout answers, other calls are served
     assert.equal(timedOut.result.structuredContent.code, 'TOOL_TIMEOUT');
     assert.match(timedOut.result.content[0].text, /'stuck_forever' took longer than 500 ms/);
 
-    // The stuck call still holds its worker and the family's one place.
-    for (const name of ['stuck_forever', 'stuck_ping']) {
-      const busy = await host.modern('tools/call', { name, arguments: {} });
-      assert.equal(busy.result.structuredContent.code, 'PLUGIN_BUSY', name);
-    }
-    // The other worker serves everyone else.
+    // The stuck call still holds its worker and the family's one place: more
+    // calls into the family wait for it, holding no worker, until their own
+    // timeout answers them.
+    for (const name of ['stuck_forever', 'stuck_ping'])
+      host.send({ jsonrpc: '2.0', id: `waiting-${name}`, method: 'tools/call', params: { name, arguments: {}, _meta: modernMeta() } });
+    // Meanwhile the other worker serves everyone else.
     for (let i = 0; i < 3; i++) {
       const echo = await host.modern('tools/call', { name: 'echo', arguments: { text: `still ${i}` } });
       assert.equal(echo.result.structuredContent.text, `still ${i}`);
+    }
+    for (const name of ['stuck_forever', 'stuck_ping']) {
+      const waited = (await host.response(`waiting-${name}`)).message;
+      assert.equal(waited.result.structuredContent.code, 'TOOL_TIMEOUT', name);
     }
     assert.equal(host.messages.filter((m) => m.message.id === 'stuck').length, 1);
   } finally {
