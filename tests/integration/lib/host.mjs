@@ -47,6 +47,9 @@ export function writeConfig({
   logLevel = 'info',
   gate = false,
   http = undefined,
+  // Top-level sections written as given ({session: {...}, domains: {...}}),
+  // each a function of the config's own folder when it needs paths in it.
+  sections = {},
 } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-itest-'));
   const lines = [
@@ -65,6 +68,8 @@ export function writeConfig({
   }
   if (rateLimits) lines.push(`rate_limits: ${JSON.stringify(rateLimits)}`);
   if (http) lines.push(`http: ${yamlValue(http)}`);
+  for (const [key, value] of Object.entries(sections))
+    lines.push(`${key}: ${yamlValue(typeof value === 'function' ? value(dir) : value)}`);
   const file = path.join(dir, 'gatehouse.yaml');
   writeFileSync(file, lines.join('\n') + '\n');
   return { dir, file };
