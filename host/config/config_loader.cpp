@@ -359,8 +359,8 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
     r.expect_map(node, "http");
     r.only_keys(node,
                 {"listen", "path", "allowed_origins", "allowed_hosts", "request_timeout_ms", "idle_timeout_ms",
-                 "keepalive_ms", "drain_timeout_ms", "max_connections", "max_streams", "max_legacy_sessions",
-                 "legacy_session_idle_s", "threads"},
+                 "keepalive_ms", "drain_timeout_ms", "max_connections", "max_streams", "max_streams_per_principal",
+                 "max_legacy_sessions", "legacy_session_idle_s", "threads"},
                 "http");
     out.where = r.at(node);
     if (node["listen"]) read_listen(r, node["listen"], out);
@@ -381,6 +381,9 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
     if (node["max_connections"])
         out.max_connections = r.count(node["max_connections"], "http.max_connections", 1, 1u << 20);
     if (node["max_streams"]) out.max_streams = r.count(node["max_streams"], "http.max_streams", 1, 1u << 20);
+    if (node["max_streams_per_principal"])
+        out.max_streams_per_principal =
+            r.count(node["max_streams_per_principal"], "http.max_streams_per_principal", 1, 1u << 20);
     if (node["max_legacy_sessions"])
         out.max_legacy_sessions = r.count(node["max_legacy_sessions"], "http.max_legacy_sessions", 1, 1u << 20);
     if (node["legacy_session_idle_s"])

@@ -196,7 +196,7 @@ HttpConnection::HttpConnection(Socket socket, HttpService& service)
 
 HttpConnection::~HttpConnection() {
     if (counted_) --service_.exchanges;
-    if (stream_slot_) service_.release_stream();
+    if (stream_slot_) service_.release_stream(service_.principal.subject);
     --service_.connections;
 }
 
@@ -454,16 +454,31 @@ void HttpConnection::on_post(const Request& request) {
     if (method == "subscriptions/listen" && !legacy) {
         // A subscription is nothing but its stream: without a slot, refuse it
         // now rather than acknowledge it and drop everything after.
-        if (!service_.claim_stream()) {
-            respond_error(503, id, protocol::error_code::internal_error,
-                          "The server has " + std::to_string(service_.settings.max_streams) +
-                              " streams open, its limit; retry later.",
-                          "Retry-After: 5\r\n");
-            return;
-        }
-        stream_slot_ = true;
+        if (!claim_stream_or_refuse(id)) return;
     }
     begin_exchange(mcp, id, std::move(message), session_header, legacy);
+}
+
+// Long-lived streams (subscriptions/listen, a session's GET) are nothing
+// but their stream: without a slot they are refused at once, 503 when the
+// server is full, 429 when this caller holds its share.
+bool HttpConnection::claim_stream_or_refuse(const Json& id) {
+    switch (service_.claim_stream(service_.principal.subject)) {
+    case HttpService::StreamClaim::granted: stream_slot_ = true; return true;
+    case HttpService::StreamClaim::server_full:
+        respond_error(503, id, protocol::error_code::internal_error,
+                      "The server has " + std::to_string(service_.settings.max_streams) +
+                          " streams open, its limit (http.max_streams); retry later.",
+                      "Retry-After: 5\r\n");
+        return false;
+    case HttpService::StreamClaim::principal_full:
+        respond_error(429, id, protocol::error_code::internal_error,
+                      "You have " + std::to_string(service_.settings.max_streams_per_principal) +
+                          " streams open, the limit per caller (http.max_streams_per_principal); close one first.",
+                      "Retry-After: 5\r\n");
+        return false;
+    }
+    return false;
 }
 
 void HttpConnection::on_get(const Request& request) {
@@ -479,13 +494,7 @@ void HttpConnection::on_get(const Request& request) {
                       "Session not found: it ended, expired or never existed; initialize again.");
         return;
     }
-    if (!service_.claim_stream()) {
-        respond_error(503, nullptr, protocol::error_code::internal_error,
-                      "The server has " + std::to_string(service_.settings.max_streams) +
-                          " streams open, its limit; retry later.",
-                      "Retry-After: 5\r\n");
-        return;
-    }
+    if (!claim_stream_or_refuse(nullptr)) return;
     // The session's resource updates come here; this server starts no
     // requests of its own toward a 2025-11-25 client. Keep-alive comments
     // fill the quiet until either side closes it.
@@ -566,7 +575,7 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
             // answer still arrives, as plain JSON.
             if (!stream_slot_) {
                 if (!may_stream_) return;
-                if (!service_.claim_stream()) {
+                if (service_.claim_stream(service_.principal.subject) != HttpService::StreamClaim::granted) {
                     may_stream_ = false;
                     return;
                 }
@@ -612,7 +621,7 @@ void HttpConnection::finish_exchange() {
     }
     if (stream_slot_) {
         stream_slot_ = false;
-        service_.release_stream();
+        service_.release_stream(service_.principal.subject);
     }
     mcp_connection_.reset();
     session_header_.clear();
@@ -728,7 +737,7 @@ void HttpConnection::close() {
     }
     if (stream_slot_) {
         stream_slot_ = false;
-        service_.release_stream();
+        service_.release_stream(service_.principal.subject);
     }
     mcp_connection_.reset();
     timer_.cancel();

@@ -52,6 +52,7 @@ private:
     void on_post(const Request& request);
     void on_get(const Request& request);
     void on_delete(const Request& request);
+    bool claim_stream_or_refuse(const protocol::Json& id);
     void begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, const protocol::Json& id,
                         protocol::Json&& message, const std::string& session_header, bool legacy);
 

@@ -26,14 +26,20 @@ const std::vector<ParamHeader>& HttpService::param_headers(const std::string& to
     return it == param_headers_.end() ? none : it->second;
 }
 
-bool HttpService::claim_stream() {
-    unsigned now = streams.load();
-    while (now < settings.max_streams)
-        if (streams.compare_exchange_weak(now, now + 1)) return true;
-    return false;
+HttpService::StreamClaim HttpService::claim_stream(const std::string& principal) {
+    std::lock_guard lock(streams_mutex_);
+    if (streams.load() >= settings.max_streams) return StreamClaim::server_full;
+    unsigned& mine = streams_by_principal_[principal];
+    if (mine >= settings.max_streams_per_principal) return StreamClaim::principal_full;
+    ++mine;
+    ++streams;
+    return StreamClaim::granted;
 }
 
-void HttpService::release_stream() {
+void HttpService::release_stream(const std::string& principal) {
+    std::lock_guard lock(streams_mutex_);
+    auto it = streams_by_principal_.find(principal);
+    if (it != streams_by_principal_.end() && --it->second == 0) streams_by_principal_.erase(it);
     --streams;
 }
 

@@ -40,12 +40,16 @@ struct HttpService {
     // start: the registry does not change while serving).
     const std::vector<ParamHeader>& param_headers(const std::string& tool) const;
 
-    // Claims one of the max_streams SSE slots; false when all are taken.
-    bool claim_stream();
-    void release_stream();
+    // Claims an SSE slot for `principal`: one of max_streams in all and of
+    // max_streams_per_principal for the caller.
+    enum class StreamClaim { granted, server_full, principal_full };
+    StreamClaim claim_stream(const std::string& principal);
+    void release_stream(const std::string& principal);
 
 private:
     std::map<std::string, std::vector<ParamHeader>> param_headers_;
+    std::mutex streams_mutex_;
+    std::map<std::string, unsigned> streams_by_principal_;
 
 public:
     // Last, so it goes first: handlers it still holds release connections

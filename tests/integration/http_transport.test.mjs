@@ -352,3 +352,41 @@ test('over HTTP, a caller with too many requests in flight gets 429 with Retry-A
       assert.equal(limited.headers.get('retry-after'), String(Math.ceil(ms / 1000)));
     },
   ));
+
+test('a caller holding max_streams_per_principal streams gets 429 for another; the server keeps serving it', () =>
+  withHttpHost({ plugins: ['conformance.so'], http: { max_streams: 10, max_streams_per_principal: 1 } }, async (host) => {
+    const controller = new AbortController();
+    const listen = { jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: { _meta: modernMeta(), notifications: { toolsListChanged: true } } };
+    const first = fetch(host.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...HttpHost.modernHeaders(listen) },
+      body: JSON.stringify(listen),
+      signal: controller.signal,
+    });
+    const opened = await first;
+    assert.equal(opened.status, 200);
+    const second = await host.post({ ...listen, id: 2 }, { headers: HttpHost.modernHeaders(listen) });
+    assert.equal(second.status, 429);
+    assert.equal(second.headers.get('retry-after'), '5');
+    assert.match(second.messages[0].error.message, /http\.max_streams_per_principal/);
+    // Plain requests are still answered.
+    const call = await host.modern('tools/call', { name: 'test_simple_text', arguments: {} });
+    assert.equal(call.status, 200);
+    controller.abort();
+    // Once the first stream is closed, its slot is free again.
+    let again;
+    for (let i = 0; i < 100; i++) {
+      const probe = new AbortController();
+      again = await fetch(host.url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...HttpHost.modernHeaders(listen) },
+        body: JSON.stringify({ ...listen, id: 3 + i }),
+        signal: probe.signal,
+      });
+      const status = again.status;
+      probe.abort();
+      if (status === 200) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(again.status, 200);
+  }));
