@@ -195,8 +195,7 @@ HttpConnection::HttpConnection(Socket socket, HttpService& service)
 }
 
 HttpConnection::~HttpConnection() {
-    if (counted_) --service_.exchanges;
-    if (stream_slot_) service_.release_stream(service_.principal.subject);
+    release_exchange();
     --service_.connections;
 }
 
@@ -614,7 +613,9 @@ void HttpConnection::start_stream() {
     arm_timer(service_.settings.keepalive_ms);
 }
 
-void HttpConnection::finish_exchange() {
+// What an answered or abandoned request held: its place among the
+// exchanges in flight, its stream slot, its MCP connection record.
+void HttpConnection::release_exchange() {
     if (counted_) {
         counted_ = false;
         --service_.exchanges;
@@ -624,6 +625,10 @@ void HttpConnection::finish_exchange() {
         service_.release_stream(service_.principal.subject);
     }
     mcp_connection_.reset();
+}
+
+void HttpConnection::finish_exchange() {
+    release_exchange();
     session_header_.clear();
     timer_.cancel();
     phase_ = Phase::waiting_for_request;
@@ -731,15 +736,7 @@ void HttpConnection::do_write() {
 void HttpConnection::close() {
     if (phase_ == Phase::closed) return;
     phase_ = Phase::closed;
-    if (counted_) {
-        counted_ = false;
-        --service_.exchanges;
-    }
-    if (stream_slot_) {
-        stream_slot_ = false;
-        service_.release_stream(service_.principal.subject);
-    }
-    mcp_connection_.reset();
+    release_exchange();
     timer_.cancel();
     boost::system::error_code ignored;
     socket_.shutdown(Socket::shutdown_both, ignored);

@@ -58,6 +58,7 @@ private:
 
     void on_message(std::uint64_t exchange, std::string encoded, bool final, int status, const std::string& headers);
     void start_stream();
+    void release_exchange();
     void finish_exchange();
     void peer_gone();
 
