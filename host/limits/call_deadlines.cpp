@@ -22,7 +22,7 @@ CallDeadlines::Ticket CallDeadlines::schedule(Clock::time_point deadline, std::f
         std::lock_guard lock(mutex_);
         ticket = next_++;
         actions_.emplace(ticket, std::make_pair(deadline, std::move(action)));
-        earliest = order_.empty() || deadline < order_.begin()->first;
+        earliest = deadline < wakes_at_;
         order_.emplace(deadline, ticket);
     }
     if (earliest) changed_.notify_all();
@@ -53,12 +53,16 @@ void CallDeadlines::run() {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
         if (order_.empty()) {
+            wakes_at_ = Clock::time_point::max();
             changed_.wait(lock);
+            wakes_at_ = Clock::time_point::min();
             continue;
         }
         const auto deadline = order_.begin()->first;
         if (Clock::now() < deadline) {
+            wakes_at_ = deadline;
             changed_.wait_until(lock, deadline);
+            wakes_at_ = Clock::time_point::min();
             continue;
         }
         const Ticket ticket = order_.begin()->second;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace gatehouse::session {
 
@@ -42,7 +43,11 @@ public:
     Session open(SessionDraft draft);
 
     // The live session behind `handle` when it belongs to `principal`; marks
-    // it used (the idle expiry starts again).
+    // it used (the idle expiry starts again). Marking writes the record back
+    // at most once per touch interval (a second, or a hundredth of the idle
+    // expiry when that is shorter), so a run of gated calls does not rewrite
+    // the backend on every call; a session may thus expire up to that
+    // interval early, never late.
     std::optional<Session> find(std::string_view handle, std::string_view principal);
 
     // Changes the session under the table's lock (read, change, write), so
@@ -58,11 +63,25 @@ public:
 private:
     std::optional<Session> load(std::string_view handle, std::string_view principal);
     void store(const Session& s);
+    void remember(std::string text, const Session& s);
+    void forget(const std::string& handle) { decoded_.erase(handle); }
+
+    // A record as last read from or written to the backend, decoded. The
+    // backend stays the truth (another host process may change a session):
+    // the record is fetched on every lookup and decoded again only when its
+    // text differs from what was decoded last.
+    struct Decoded {
+        std::string text;
+        Session session;
+    };
+    static constexpr std::size_t kMaxDecoded = 4096;
 
     std::unique_ptr<state::StateBackend> backend_;
     std::int64_t idle_ms_;
+    std::int64_t touch_interval_ms_;
     Now now_;
     std::mutex mutex_;
+    std::unordered_map<std::string, Decoded> decoded_; // by handle
 };
 
 } // namespace gatehouse::session

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <future>
+#include <thread>
 
 using namespace gatehouse;
 using namespace std::chrono_literals;
@@ -107,6 +108,27 @@ TEST_CASE("CallDeadlines runs an action when due, and never one withdrawn", "[li
     CHECK(deadlines.pending() == 0);
     CHECK_FALSE(withdrawn_ran);
     deadlines.withdraw(far); // twice is harmless
+}
+
+TEST_CASE("CallDeadlines: an earlier deadline wakes the thread asleep for a later, withdrawn one", "[limits]") {
+    limits::CallDeadlines deadlines;
+    using Clock = limits::CallDeadlines::Clock;
+    // The thread goes to sleep until the far deadline; withdrawing it does not
+    // wake it, so the near deadline must.
+    const auto far = deadlines.schedule(Clock::now() + 1h, [] {});
+    std::this_thread::sleep_for(20ms);
+    deadlines.withdraw(far);
+    std::promise<void> ran;
+    const auto start = Clock::now();
+    deadlines.schedule(Clock::now() + 10ms, [&] { ran.set_value(); });
+    REQUIRE(ran.get_future().wait_for(30s) == std::future_status::ready);
+    CHECK(Clock::now() - start < 20s);
+    // A later deadline than the one slept for runs on time as well.
+    std::promise<void> later;
+    const auto near = deadlines.schedule(Clock::now() + 50ms, [] {});
+    deadlines.schedule(Clock::now() + 80ms, [&] { later.set_value(); });
+    deadlines.withdraw(near);
+    REQUIRE(later.get_future().wait_for(30s) == std::future_status::ready);
 }
 
 TEST_CASE("config: limits, plugin overrides and rate_limits", "[config][limits]") {
