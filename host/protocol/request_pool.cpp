@@ -40,11 +40,18 @@ RequestPool::~RequestPool() {
 }
 
 void RequestPool::submit(std::function<void()> job) {
+    bool wake = false;
     {
         std::lock_guard lock(mutex_);
         jobs_.push_back(std::move(job));
+        if (jobs_.size() > searching_ && sleeping_ > 0) {
+            --sleeping_;
+            ++searching_;
+            ++wake_ups_;
+            wake = true;
+        }
     }
-    ready_.notify_one();
+    if (wake) ready_.notify_one();
 }
 
 void RequestPool::stop() {
@@ -80,19 +87,34 @@ void* RequestPool::thread_main(void* pool) {
 }
 
 void RequestPool::run() {
+    std::unique_lock lock(mutex_);
+    ++searching_;
     for (;;) {
-        std::function<void()> job;
-        {
-            std::unique_lock lock(mutex_);
-            ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-            if (jobs_.empty()) {
-                if (--running_ == 0) finished_.notify_all();
-                return;
-            }
-            job = std::move(jobs_.front());
+        if (!jobs_.empty()) {
+            auto job = std::move(jobs_.front());
             jobs_.pop_front();
+            --searching_;
+            lock.unlock();
+            job();
+            job = nullptr; // released outside the lock: it may own much
+            lock.lock();
+            ++searching_;
+            continue;
         }
-        job();
+        if (stopping_) {
+            --searching_;
+            if (--running_ == 0) finished_.notify_all();
+            return;
+        }
+        --searching_;
+        ++sleeping_;
+        ready_.wait(lock, [this] { return wake_ups_ > 0 || stopping_; });
+        if (wake_ups_ > 0) {
+            --wake_ups_; // submit already counted this worker as searching
+        } else {
+            --sleeping_; // woken to stop
+            ++searching_;
+        }
     }
 }
 

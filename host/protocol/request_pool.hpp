@@ -47,6 +47,13 @@ private:
     std::deque<std::function<void()>> jobs_;
     std::vector<pthread_t> threads_;
     unsigned running_ = 0; // workers not yet returned from run()
+    // A submit wakes a sleeping worker only when the workers already awake
+    // and looking for work (done with a job, or woken for one) are fewer than
+    // the queued jobs: under load a worker that finishes a job takes the next
+    // without a wake-up, which is a system call and two context switches.
+    unsigned sleeping_ = 0;  // waiting on ready_, not yet handed a wake-up
+    unsigned searching_ = 0; // awake, between jobs
+    unsigned wake_ups_ = 0;  // handed out by submit, not yet taken by a worker
     bool stopping_ = false;
 };
 
