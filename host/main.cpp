@@ -174,7 +174,11 @@ int serve(const Arguments& args) {
         spdlog::warn("limits.max_in_flight_per_plugin ({}) is not below limits.workers ({}): one plugin that never "
                      "returns can hold every worker",
                      cfg.limits.max_in_flight_per_plugin, cfg.limits.workers);
-    protocol::RequestPool pool(cfg.limits.workers, limits::worker_stack_bytes(cfg.limits.max_string_bytes));
+    // Over stdio the reading of stdin runs on the pool too (leader/follower,
+    // transport/stdio_transport.cpp): one worker more keeps limits.workers
+    // for calls.
+    protocol::RequestPool pool(cfg.limits.workers + (serve_stdio ? 1 : 0),
+                               limits::worker_stack_bytes(cfg.limits.max_string_bytes));
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits);
     // What families report as changed reaches the open subscriptions.
     plugins::set_change_sink([&server](int32_t kind, std::string_view uri) {
@@ -200,14 +204,14 @@ int serve(const Arguments& args) {
         // Both: HTTP serves on its own thread; stdin closing ends both, as
         // a stop signal does.
         std::thread http_thread([&] { http->run(stop); });
-        transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);
+        transport::StdioTransport stdio(server, pool, cfg.limits.max_message_bytes);
         status = stdio.run(stop);
         stop.request();
         http_thread.join();
     } else if (http) {
         http->run(stop);
     } else {
-        transport::StdioTransport stdio(server, cfg.limits.max_message_bytes);
+        transport::StdioTransport stdio(server, pool, cfg.limits.max_message_bytes);
         status = stdio.run(stop);
     }
     // Workers finish (or notice their cancellation) before any transport

@@ -39,7 +39,47 @@ RequestPool::~RequestPool() {
     stop();
 }
 
+namespace {
+thread_local RequestPool::InlineSlot* open_slot = nullptr;
+}
+
+RequestPool::InlineSlot::InlineSlot(RequestPool& pool) : pool_(pool), outer_(open_slot) {
+    open_slot = this;
+}
+
+RequestPool::InlineSlot::~InlineSlot() {
+    if (open_slot == this) open_slot = outer_;
+    if (job_) pool_.submit(std::move(job_));
+}
+
+std::function<void()> RequestPool::InlineSlot::take() {
+    if (open_slot == this) open_slot = outer_;
+    return std::move(job_);
+}
+
+bool RequestPool::submit_if_idle(std::function<void()>& job) {
+    bool wake = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_ || searching_ + sleeping_ <= jobs_.size()) return false;
+        jobs_.push_back(std::move(job));
+        if (jobs_.size() > searching_ && sleeping_ > 0) {
+            --sleeping_;
+            ++searching_;
+            ++wake_ups_;
+            wake = true;
+        }
+    }
+    if (wake) ready_.notify_one();
+    return true;
+}
+
 void RequestPool::submit(std::function<void()> job) {
+    if (InlineSlot* slot = open_slot; slot && &slot->pool_ == this && !slot->job_) {
+        slot->job_ = std::move(job);
+        open_slot = slot->outer_; // one job per slot
+        return;
+    }
     bool wake = false;
     {
         std::lock_guard lock(mutex_);

@@ -10,7 +10,11 @@
 #include <thread>
 #include <fcntl.h>
 #include <poll.h>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unistd.h>
@@ -69,10 +73,117 @@ private:
     bool broken_ = false;
 };
 
+// The reading of stdin, passed from worker to worker (leader/follower).
+// Whoever holds it reads and answers cheap requests in order; on reading a
+// request that runs plugin code it hands the reading to an idle worker and
+// runs the call itself, so the answer's critical path has no thread hand-off
+// (the wake-up of the next reader happens beside the call, not before it).
+// With no idle worker the call queues as usual and the holder keeps reading,
+// so stdin is always read and a cancellation always arrives.
+class StdinReader : public std::enable_shared_from_this<StdinReader> {
+public:
+    StdinReader(protocol::McpServer& server, protocol::RequestPool& pool, StopSignal& stop,
+                std::shared_ptr<protocol::Connection> connection, std::shared_ptr<StdoutOutbound> outbound, int wake_fd,
+                std::size_t max_message_bytes)
+        : server_(server), pool_(pool), stop_(stop), connection_(std::move(connection)), outbound_(std::move(outbound)),
+          wake_fd_(wake_fd), max_message_bytes_(max_message_bytes), framer_(max_message_bytes),
+          buffer_(64 * 1024, '\0') {}
+
+    void read() {
+        for (;;) {
+            if (lines_.empty()) {
+                if (!fill()) return end();
+                continue;
+            }
+            const std::string line = std::move(lines_.front());
+            lines_.pop_front();
+            std::function<void()> job;
+            {
+                protocol::RequestPool::InlineSlot slot(pool_);
+                server_.on_message(connection_, line);
+                job = slot.take();
+            }
+            if (!job) continue;
+            std::function<void()> next = [self = shared_from_this()] { self->read(); };
+            if (pool_.submit_if_idle(next)) {
+                job();
+                return;
+            }
+            pool_.submit(std::move(job));
+        }
+    }
+
+    // Until the reading ends: end of input, a stop request, or a read error.
+    void wait_until_ended() {
+        std::unique_lock lock(mutex_);
+        ended_changed_.wait(lock, [this] { return ended_; });
+    }
+
+private:
+    // Reads until at least one line is waiting; false at the end.
+    bool fill() {
+        while (lines_.empty()) {
+            if (input_ended_) return false;
+            pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+            if (::poll(fds, 2, -1) < 0) {
+                if (errno == EINTR) continue;
+                spdlog::error("waiting for stdin failed: {}", std::strerror(errno));
+                return false;
+            }
+            if (stop_.requested()) return false;
+            const ssize_t n = ::read(STDIN_FILENO, buffer_.data(), buffer_.size());
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                spdlog::error("reading stdin failed: {}", std::strerror(errno));
+                return false;
+            }
+            if (n == 0) {
+                input_ended_ = true;
+                if (std::string last = framer_.finish(); !last.empty()) lines_.push_back(std::move(last));
+                continue;
+            }
+            framer_.feed(
+                std::string_view(buffer_.data(), static_cast<std::size_t>(n)),
+                [this](std::string_view line) { lines_.emplace_back(line); },
+                [this] {
+                    outbound_->send(protocol::make_error(nullptr, protocol::error_code::invalid_request,
+                                                         "The message is larger than " +
+                                                             std::to_string(max_message_bytes_) +
+                                                             " bytes, this server's limit; it was discarded."));
+                });
+        }
+        return true;
+    }
+
+    void end() {
+        std::lock_guard lock(mutex_);
+        ended_ = true;
+        ended_changed_.notify_all();
+    }
+
+    protocol::McpServer& server_;
+    protocol::RequestPool& pool_;
+    StopSignal& stop_;
+    const std::shared_ptr<protocol::Connection> connection_;
+    const std::shared_ptr<StdoutOutbound> outbound_;
+    const int wake_fd_;
+    const std::size_t max_message_bytes_;
+    // Touched only by the reader of the moment; the pool's lock orders one
+    // reader's last access before the next one's first.
+    LineFramer framer_;
+    std::string buffer_;
+    std::deque<std::string> lines_;
+    bool input_ended_ = false;
+
+    std::mutex mutex_;
+    std::condition_variable ended_changed_;
+    bool ended_ = false;
+};
+
 } // namespace
 
-StdioTransport::StdioTransport(protocol::McpServer& server, std::size_t max_message_bytes)
-    : server_(server), max_message_bytes_(max_message_bytes) {}
+StdioTransport::StdioTransport(protocol::McpServer& server, protocol::RequestPool& pool, std::size_t max_message_bytes)
+    : server_(server), pool_(pool), max_message_bytes_(max_message_bytes) {}
 
 int StdioTransport::run(StopSignal& stop) {
     // A stop request wakes the reader through this pipe (poll() watches it
@@ -92,33 +203,13 @@ int StdioTransport::run(StopSignal& stop) {
     auto connection = std::make_shared<protocol::Connection>(outbound, auth::local_principal());
     spdlog::info("serving MCP over stdio as principal '{}'", connection->principal().subject);
 
-    LineFramer framer(max_message_bytes_);
-    const LineFramer::LineHandler on_line = [&](std::string_view line) { server_.on_message(connection, line); };
-    const LineFramer::OversizeHandler on_oversized = [&] {
-        outbound->send(protocol::make_error(nullptr, protocol::error_code::invalid_request,
-                                            "The message is larger than " + std::to_string(max_message_bytes_) +
-                                                " bytes, this server's limit; it was discarded."));
-    };
-    std::string buffer(64 * 1024, '\0');
-    for (;;) {
-        pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake[0], POLLIN, 0}};
-        if (::poll(fds, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            spdlog::error("waiting for stdin failed: {}", std::strerror(errno));
-            break;
-        }
-        if (stop.requested()) break;
-        const ssize_t n = ::read(STDIN_FILENO, buffer.data(), buffer.size());
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            spdlog::error("reading stdin failed: {}", std::strerror(errno));
-            break;
-        }
-        if (n == 0) break;
-        framer.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)), on_line, on_oversized);
-    }
-    if (const std::string last = framer.finish(); !stop.requested() && !last.empty())
-        server_.on_message(connection, last);
+    // The reading runs on the pool (which has a worker more than calls may
+    // use when stdio is served); this thread waits for it to end.
+    auto reader =
+        std::make_shared<StdinReader>(server_, pool_, stop, connection, outbound, wake[0], max_message_bytes_);
+    pool_.submit([reader] { reader->read(); });
+    reader->wait_until_ended();
+
     // End of input is the client's way to shut down: calls already running get
     // a short grace to answer (a piped batch of requests still gets its
     // answers), then whatever is left is cancelled. A stop signal cancels at once.

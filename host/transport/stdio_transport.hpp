@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/mcp_server.hpp"
+#include "protocol/request_pool.hpp"
 #include "transport/stop_signal.hpp"
 
 #include <cstddef>
@@ -13,7 +14,9 @@ namespace gatehouse::transport {
 // corrupt the protocol stream.
 class StdioTransport {
 public:
-    StdioTransport(protocol::McpServer& server, std::size_t max_message_bytes);
+    // The pool also runs the reading: give it one worker more than calls may
+    // use (limits.workers + 1), so stdio reads as the dedicated thread did.
+    StdioTransport(protocol::McpServer& server, protocol::RequestPool& pool, std::size_t max_message_bytes);
 
     // Reads until end of input or a stop request, then gives calls still
     // running a short grace (none after a stop request), cancels the rest and
@@ -22,6 +25,7 @@ public:
 
 private:
     protocol::McpServer& server_;
+    protocol::RequestPool& pool_;
     std::size_t max_message_bytes_;
 };
 
