@@ -41,6 +41,10 @@ public:
     // the method to check headers before the body reaches the protocol).
     void handle(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply);
 
+    // Where calls run; a transport may open an InlineSlot on it around
+    // handle() to run the call on a thread of its own choosing.
+    RequestPool& pool() const { return pool_; }
+
     // Requests accepted and not yet answered, across all connections
     // (subscriptions aside: they stay open until cancelled).
     unsigned in_flight() const { return in_flight_.total(); }

@@ -539,7 +539,9 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     auto reply = std::make_shared<HttpReply>(weak_from_this(), exchange_, !legacy);
     // A 2026-07-28 request is its own connection: nothing outlives it.
     mcp_connection_ = mcp ? mcp : std::make_shared<protocol::Connection>(reply, service_.principal);
+    protocol::RequestPool::InlineSlot slot(service_.server.pool());
     service_.server.handle(mcp_connection_, std::move(message), reply);
+    if (auto call = slot.take()) service_.run_call(std::move(call));
     // Watch the socket while the answer is pending: the peer closing it
     // cancels the request.
     if (phase_ == Phase::answering || phase_ == Phase::streaming) wait_for_bytes();

@@ -1,5 +1,6 @@
 #include "transport/http_service.hpp"
 
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 namespace gatehouse::transport {
@@ -34,6 +35,22 @@ HttpService::StreamClaim HttpService::claim_stream(const std::string& principal)
     ++mine;
     ++streams;
     return StreamClaim::granted;
+}
+
+void HttpService::run_call(std::function<void()> job) {
+    const unsigned limit = settings.threads > 1 ? settings.threads - 1 : 0;
+    if (calls_on_io.fetch_add(1) < limit) {
+        boost::asio::post(io, [this, job = std::move(job)]() mutable {
+            struct Release {
+                std::atomic<unsigned>& count;
+                ~Release() { --count; }
+            } release{calls_on_io};
+            job();
+        });
+        return;
+    }
+    --calls_on_io;
+    server.pool().submit(std::move(job));
 }
 
 void HttpService::release_stream(const std::string& principal) {

@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -45,6 +46,15 @@ struct HttpService {
     enum class StreamClaim { granted, server_full, principal_full };
     StreamClaim claim_stream(const std::string& principal);
     void release_stream(const std::string& principal);
+
+    // Runs a call that handle() produced: on an I/O thread, right after the
+    // handler that read it (no hand-off to a worker and back, the answer is
+    // written from the same thread), as long as one I/O thread stays free for
+    // the network (http.threads - 1 calls at most); on the worker pool
+    // otherwise. A call that never returns thus holds at most that many I/O
+    // threads, and later calls go to the pool.
+    void run_call(std::function<void()> job);
+    std::atomic<unsigned> calls_on_io{0};
 
 private:
     std::map<std::string, std::vector<ParamHeader>> param_headers_;
