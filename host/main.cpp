@@ -276,7 +276,8 @@ int list_plugins(const Arguments& args) {
                                  {"required_scopes", t->required_scopes},
                                  {"risk", plugins::risk_name(t->risk)},
                                  {"rules", !t->rules.empty()},
-                                 {"gate_exempt", t->gate_exempt}});
+                                 {"gate_exempt", t->gate_exempt},
+                                 {"reads_critical", t->reads_critical}});
             out["families"].push_back({{"family", f.family},
                                        {"plugin", f.plugin_name},
                                        {"version", f.version},
@@ -303,10 +304,12 @@ int list_plugins(const Arguments& args) {
                 std::string scopes;
                 for (const auto& s : t->required_scopes)
                     scopes += (scopes.empty() ? "" : ",") + s;
-                std::printf("  %-32s risk=%-11s scope=%-12s grants=%-16s%s%s\n", t->name.c_str(),
+                std::printf("  %-32s risk=%-11s scope=%-12s grants=%-16s%s%s%s\n", t->name.c_str(),
                             plugins::risk_name(t->risk), t->scope.empty() ? "-" : t->scope.c_str(),
                             scopes.empty() ? "-" : scopes.c_str(), t->rules.empty() ? "" : " rules",
-                            t->gate_exempt ? " gate-exempt" : "");
+                            t->gate_exempt ? " gate-exempt" : "",
+                            // it shows critical notes, so it runs while they are unread
+                            t->reads_critical ? " reads-critical" : "");
             }
             for (const auto& uri : offered_by(f.family, registry->resources()))
                 std::cout << "  resource " << uri.get<std::string>() << "\n";

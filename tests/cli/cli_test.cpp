@@ -169,6 +169,37 @@ TEST_CASE("plugins lists families, tools, scopes, risk, rules and every load fai
     }
 }
 
+TEST_CASE("plugins marks the tools that read critical notes", "[cli]") {
+    TempDir dir;
+    const auto file = config(dir, "plugins: [gated.so]\n");
+    SECTION("human form") {
+        auto r = run_gatehouse({"plugins", "--config", file});
+        CHECK(r.exit_code == 0);
+        bool saw = false;
+        for (const auto& line : lines(r.out)) {
+            if (line.find("read_critical") != std::string::npos) {
+                saw = true;
+                CHECK_THAT(line, Catch::Contains("reads-critical"));
+            } else {
+                CHECK_THAT(line, !Catch::Contains("reads-critical"));
+            }
+        }
+        CHECK(saw);
+    }
+    SECTION("--json") {
+        auto r = run_gatehouse({"plugins", "--json", "--config", file});
+        json listing;
+        REQUIRE_NOTHROW(listing = json::parse(r.out));
+        REQUIRE(listing["families"].size() == 1);
+        int marked = 0;
+        for (const auto& t : listing["families"][0]["tools"]) {
+            CHECK(t["reads_critical"] == (t["name"] == "read_critical"));
+            marked += t["reads_critical"] == true;
+        }
+        CHECK(marked == 1);
+    }
+}
+
 TEST_CASE("plugins exits 0 when everything loads and lists disabled families", "[cli]") {
     TempDir dir;
     auto r = run_gatehouse({"plugins", "--json", "--config",
