@@ -27,6 +27,9 @@ public:
     // answer (it was cancelled). Stdio has nothing to do; an HTTP response
     // stream waiting for the answer is closed.
     virtual void ended_without_answer() {}
+    // The connection it serves has ended (a 2025-11-25 session closed): a
+    // stream held open for the connection's own messages ends too.
+    virtual void close() {}
 };
 
 // One request still running, as far as cancellation and its answer are concerned.

@@ -150,6 +150,19 @@ public:
         if (auto connection = target.lock()) connection->deliver(exchange, protocol::encode(message), false, 200);
     }
 
+    // The session ended: its GET stream ends with it, so the client sees the
+    // stream close instead of waiting on a session that is gone.
+    void close() override {
+        std::weak_ptr<HttpConnection> target;
+        std::uint64_t exchange;
+        {
+            std::lock_guard lock(mutex_);
+            target.swap(connection_);
+            exchange = exchange_;
+        }
+        if (auto connection = target.lock()) connection->deliver_end(exchange);
+    }
+
 private:
     std::mutex mutex_;
     std::weak_ptr<HttpConnection> connection_;

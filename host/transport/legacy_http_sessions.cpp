@@ -7,10 +7,16 @@ namespace gatehouse::transport {
 LegacyHttpSessions::LegacyHttpSessions(std::size_t capacity, std::chrono::seconds idle)
     : capacity_(capacity), idle_(idle) {}
 
+// Its requests still running are cancelled and its GET stream ends.
+void LegacyHttpSessions::end(const Entry& session) {
+    session.connection->cancel_all();
+    session.connection->outbound_ptr()->close();
+}
+
 void LegacyHttpSessions::drop_idle(std::chrono::steady_clock::time_point now) {
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         if (now - it->second.last_used > idle_) {
-            it->second.connection->cancel_all();
+            end(it->second);
             it = sessions_.erase(it);
         } else {
             ++it;
@@ -47,7 +53,7 @@ bool LegacyHttpSessions::close(const std::string& id, const std::string& princip
     std::lock_guard lock(mutex_);
     auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second.connection->principal().subject != principal) return false;
-    it->second.connection->cancel_all();
+    end(it->second);
     sessions_.erase(it);
     return true;
 }
@@ -55,7 +61,7 @@ bool LegacyHttpSessions::close(const std::string& id, const std::string& princip
 void LegacyHttpSessions::close_all() {
     std::lock_guard lock(mutex_);
     for (auto& [id, entry] : sessions_)
-        entry.connection->cancel_all();
+        end(entry);
     sessions_.clear();
 }
 

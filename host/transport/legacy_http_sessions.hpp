@@ -26,7 +26,8 @@ public:
 
     std::shared_ptr<protocol::Connection> find(const std::string& id, const std::string& principal);
 
-    // Ends the session: its requests still running are cancelled.
+    // Ends the session: its requests still running are cancelled, its GET
+    // stream ends.
     bool close(const std::string& id, const std::string& principal);
 
     void close_all();
@@ -38,6 +39,7 @@ private:
         std::shared_ptr<protocol::Connection> connection;
         std::chrono::steady_clock::time_point last_used;
     };
+    static void end(const Entry& session);
     void drop_idle(std::chrono::steady_clock::time_point now);
 
     std::size_t capacity_;

@@ -167,7 +167,7 @@ test('/health answers without the MCP checks', () =>
     assert.deepEqual(await r.json(), { status: 'ok' });
   }));
 
-test('2025-11-25 on the same endpoint: initialize mints Mcp-Session-Id, DELETE ends it, unknown is 404', () =>
+test('2025-11-25 on the same endpoint: initialize mints Mcp-Session-Id, DELETE ends it and its GET stream, unknown is 404', () =>
   withHttpHost({ plugins: ECHO }, async (host) => {
     const { sessionId, result } = await host.initialize();
     assert.match(sessionId, /^[0-9a-f]{32}$/);
@@ -193,8 +193,17 @@ test('2025-11-25 on the same endpoint: initialize mints Mcp-Session-Id, DELETE e
     assert.match(stream.headers.get('content-type'), /^text\/event-stream/);
     controller.abort();
 
+    // DELETE ends the session and closes its open GET stream with it.
+    const open = await fetch(host.url, { headers: { 'Mcp-Session-Id': sessionId, Accept: 'text/event-stream' } });
+    assert.equal(open.status, 200);
+    const drained = (async () => {
+      for await (const _ of open.body); // ends when the server ends the stream
+      return 'ended';
+    })();
     const end = await fetch(host.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': sessionId } });
     assert.equal(end.status, 204);
+    const timeout = new Promise((resolve) => setTimeout(() => resolve('still open'), 5000).unref());
+    assert.equal(await Promise.race([drained, timeout]), 'ended', 'the GET stream ends with its session');
     const after = await host.legacy(sessionId, 'tools/list');
     assert.equal(after.status, 404, 'an ended session is gone');
     const again = await fetch(host.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': sessionId } });
