@@ -5,6 +5,9 @@
 #include <gatehouse/plugin.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +22,27 @@ const char* risk_name(Risk risk);
 
 // One tool as the host knows it: the plugin's declaration, checked and
 // compiled at load time, plus how to reach the plugin.
+// How a tool's recent calls went. A transport runs a call on a thread that
+// also serves the network (HttpService::run_call) only when every one of the
+// tool's last kStreak calls returned within kQuick: a tool that waits on
+// anything (a person's answer, a slow service) never gets there, and one slow
+// call starts the count again.
+struct CallPace {
+    static constexpr std::chrono::microseconds kQuick{500};
+    static constexpr std::uint32_t kStreak = 16;
+
+    bool quick() const { return streak_.load(std::memory_order_relaxed) >= kStreak; }
+    void record(std::chrono::steady_clock::duration took) {
+        if (took >= kQuick)
+            streak_.store(0, std::memory_order_relaxed);
+        else if (streak_.load(std::memory_order_relaxed) < kStreak)
+            streak_.fetch_add(1, std::memory_order_relaxed);
+    }
+
+private:
+    std::atomic<std::uint32_t> streak_{0};
+};
+
 struct Tool {
     std::string name;        // the published name (family prefix + the plugin's own name)
     std::string plugin_name; // the name the plugin declared
@@ -41,6 +65,8 @@ struct Tool {
 
     // The MCP Tool object as tools/list publishes it, built once.
     nlohmann::json listing;
+
+    std::shared_ptr<CallPace> pace = std::make_shared<CallPace>();
 };
 
 } // namespace gatehouse::plugins

@@ -224,10 +224,17 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
             reply->send(finish(id, revision, timeout_result(name, tool, timeout_ms)));
         });
     const bool tool_call = request.method == "tools/call" && tool && tool->plugin;
-    auto job = [this, request = std::move(request), ticket, give_back]() mutable {
+    std::shared_ptr<plugins::CallPace> pace = tool_call ? tool->pace : nullptr;
+    const bool quick = pace && pace->quick();
+    auto job = [this, request = std::move(request), ticket, give_back, pace]() mutable {
         // A call cancelled while it waited for a worker must not reach its
         // plugin at all: the tool may write, spend or destroy.
-        Json response = request.cancelled() ? Json() : dispatch(request);
+        Json response;
+        if (!request.cancelled()) {
+            const auto began = std::chrono::steady_clock::now();
+            response = dispatch(request);
+            if (pace) pace->record(std::chrono::steady_clock::now() - began);
+        }
         deadlines_.withdraw(ticket);
         if (!request.in_flight->claim_answer()) {
             spdlog::debug("discarding the late answer to request {} (it timed out)", request.id.dump());
@@ -243,8 +250,9 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
     // A tool call waits for a place in its plugin (max_in_flight_per_plugin)
     // before it takes a worker.
     if (tool_call)
-        tool->plugin->admit(std::move(job),
-                            [this](std::function<void()> admitted) { pool_.submit(std::move(admitted)); });
+        tool->plugin->admit(std::move(job), [this, quick](std::function<void()> admitted) {
+            pool_.submit(std::move(admitted), quick);
+        });
     else
         pool_.submit(std::move(job));
 }

@@ -74,9 +74,10 @@ bool RequestPool::submit_if_idle(std::function<void()>& job) {
     return true;
 }
 
-void RequestPool::submit(std::function<void()> job) {
+void RequestPool::submit(std::function<void()> job, bool quick) {
     if (InlineSlot* slot = open_slot; slot && &slot->pool_ == this && !slot->job_) {
         slot->job_ = std::move(job);
+        slot->quick_ = quick;
         open_slot = slot->outer_; // one job per slot
         return;
     }

@@ -23,7 +23,9 @@ public:
     RequestPool(const RequestPool&) = delete;
     RequestPool& operator=(const RequestPool&) = delete;
 
-    void submit(std::function<void()> job);
+    // quick: the job is a call of a tool whose recent calls all returned
+    // quickly (plugins::CallPace); an InlineSlot passes it on.
+    void submit(std::function<void()> job, bool quick = false);
 
     // Queues the job only when a worker is free to take it now (idle and not
     // already owed a queued job); false, and the job untouched, otherwise.
@@ -41,11 +43,14 @@ public:
         InlineSlot& operator=(const InlineSlot&) = delete;
         // The captured job (empty when nothing was submitted); closes the slot.
         std::function<void()> take();
+        // Whether the captured job was submitted as quick.
+        bool quick() const { return quick_; }
 
     private:
         friend class RequestPool;
         RequestPool& pool_;
         std::function<void()> job_;
+        bool quick_ = false;
         InlineSlot* outer_;
     };
 

@@ -554,7 +554,8 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     mcp_connection_ = mcp ? mcp : std::make_shared<protocol::Connection>(reply, service_.principal);
     protocol::RequestPool::InlineSlot slot(service_.server.pool());
     service_.server.handle(mcp_connection_, std::move(message), reply);
-    if (auto call = slot.take()) service_.run_call(std::move(call));
+    const bool quick = slot.quick();
+    if (auto call = slot.take()) service_.run_call(std::move(call), quick);
     // Watch the socket while the answer is pending: the peer closing it
     // cancels the request.
     if (phase_ == Phase::answering || phase_ == Phase::streaming) wait_for_bytes();

@@ -37,9 +37,9 @@ HttpService::StreamClaim HttpService::claim_stream(const std::string& principal)
     return StreamClaim::granted;
 }
 
-void HttpService::run_call(std::function<void()> job) {
+void HttpService::run_call(std::function<void()> job, bool quick) {
     const unsigned limit = settings.threads > 1 ? settings.threads - 1 : 0;
-    if (calls_on_io.fetch_add(1) < limit) {
+    if (quick && calls_on_io.fetch_add(1) < limit) {
         boost::asio::post(io, [this, job = std::move(job)]() mutable {
             struct Release {
                 std::atomic<unsigned>& count;
@@ -49,7 +49,7 @@ void HttpService::run_call(std::function<void()> job) {
         });
         return;
     }
-    --calls_on_io;
+    if (quick) --calls_on_io;
     server.pool().submit(std::move(job));
 }
 

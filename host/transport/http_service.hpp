@@ -47,13 +47,15 @@ struct HttpService {
     StreamClaim claim_stream(const std::string& principal);
     void release_stream(const std::string& principal);
 
-    // Runs a call that handle() produced: on an I/O thread, right after the
-    // handler that read it (no hand-off to a worker and back, the answer is
-    // written from the same thread), as long as one I/O thread stays free for
-    // the network (http.threads - 1 calls at most); on the worker pool
-    // otherwise. A call that never returns thus holds at most that many I/O
-    // threads, and later calls go to the pool.
-    void run_call(std::function<void()> job);
+    // Runs a call that handle() produced. A quick one (its tool's recent
+    // calls all returned quickly, plugins::CallPace) runs on an I/O thread
+    // right after the handler that read it — no hand-off to a worker and
+    // back, the answer written from the same thread — as long as one I/O
+    // thread stays free for the network (http.threads - 1 such calls at
+    // most). Every other call runs on the worker pool: a call that waits
+    // (on a person, or on messages it sends on its own stream) never holds
+    // an I/O thread.
+    void run_call(std::function<void()> job, bool quick);
     std::atomic<unsigned> calls_on_io{0};
 
 private:
