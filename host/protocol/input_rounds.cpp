@@ -63,18 +63,18 @@ mrtr::InputRequired checked_input_required(const Request& request, const PluginA
 
 } // namespace
 
-mrtr::StateBinding InputRounds::binding(const Request& request, std::string target, const Json& arguments) {
-    return {principal_key(request.connection->principal()), request.method, std::move(target),
-            mrtr::RequestStateSealer::fingerprint(arguments)};
+mrtr::StateBinding InputRounds::binding(const Request& request, Subject subject) {
+    return {principal_key(request.connection->principal()), request.method, subject.target,
+            mrtr::RequestStateSealer::fingerprint(subject.arguments)};
 }
 
-InputRounds::Outcome InputRounds::run(Request& request, const mrtr::StateBinding& binding, const std::string& family,
+InputRounds::Outcome InputRounds::run(Request& request, Subject subject, const std::string& family,
                                       const std::string& what, const Attempt& attempt) const {
     if (request.revision == Revision::modern_2026_07_28) {
         const RoundInput in = read_round_input(request.params);
         std::string state;
         if (in.sealed_state) {
-            auto opened = sealer_->open(*in.sealed_state, binding);
+            auto opened = sealer_->open(*in.sealed_state, binding(request, subject));
             if (!opened)
                 throw ProtocolError(error_code::invalid_params,
                                     "Invalid or expired requestState: call again without requestState and "
@@ -86,7 +86,7 @@ InputRounds::Outcome InputRounds::run(Request& request, const mrtr::StateBinding
         const mrtr::InputRequired asked = checked_input_required(request, outcome.answer, family, what);
         outcome.input_required = {{"resultType", "input_required"}};
         if (!asked.requests.empty()) outcome.input_required["inputRequests"] = asked.requests;
-        outcome.input_required["requestState"] = sealer_->seal(binding, asked.state);
+        outcome.input_required["requestState"] = sealer_->seal(binding(request, subject), asked.state);
         return outcome;
     }
 

@@ -34,18 +34,25 @@ public:
         Json input_required;
     };
 
+    // What a requestState is bound to besides the caller and the method:
+    // the tool, prompt or resource URI, and the arguments as the client sent them.
+    struct Subject {
+        const std::string& target;
+        const Json& arguments;
+    };
+
     // Throws ProtocolError: -32602 for a malformed inputResponses or a
     // requestState that does not open for this request, -32021 when the
     // plugin needs a capability the client did not declare, -32603 when the
     // plugin's answer is malformed or a 2025-11-25 client does not answer.
     // `what` names the thing asked for ("tool 'x'"), for messages and the log.
-    Outcome run(Request& request, const mrtr::StateBinding& binding, const std::string& family, const std::string& what,
+    Outcome run(Request& request, Subject subject, const std::string& family, const std::string& what,
                 const Attempt& attempt) const;
 
-    // What a requestState of this request is bound to.
-    static mrtr::StateBinding binding(const Request& request, std::string target, const Json& arguments);
-
 private:
+    // Computed only when a state is opened or sealed: most calls never ask.
+    static mrtr::StateBinding binding(const Request& request, Subject subject);
+
     Json ask_client(Request& request, const Json& input_requests, const std::string& what) const;
 
     std::shared_ptr<const mrtr::RequestStateSealer> sealer_;

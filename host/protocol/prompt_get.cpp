@@ -74,7 +74,7 @@ Json PromptGet::run(Request& request) const {
 
     const std::string what = "prompt '" + prompt->name + "'";
     auto outcome = input_rounds_.run(
-        request, InputRounds::binding(request, prompt->name, checked), prompt->family, what,
+        request, {prompt->name, checked}, prompt->family, what,
         [&](std::string_view responses, std::string_view round_state) {
             return call_plugin(
                 request, *prompt->plugin, prompt->family, {{"prompt", prompt->name}},

@@ -66,7 +66,8 @@ Json ResourceRead::run(Request& request) const {
 
     const std::string what = "resource '" + uri + "'";
     const std::string variable_text = variables.dump();
-    auto outcome = input_rounds_.run(request, InputRounds::binding(request, uri, Json::object()), family, what,
+    static const Json kNoArguments = Json::object();
+    auto outcome = input_rounds_.run(request, {uri, kNoArguments}, family, what,
                                      [&](std::string_view responses, std::string_view round_state) {
                                          return call_plugin(
                                              request, *plugin, family, {{"resource", uri}},

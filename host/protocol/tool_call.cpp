@@ -156,7 +156,7 @@ Json ToolCall::run(Request& request) const {
         return refusal->to_tool_result();
 
     // A requestState binds the arguments as the client sent them, session handle included.
-    const mrtr::StateBinding binding = InputRounds::binding(request, tool->name, *arguments);
+    const Json& sent_arguments = *arguments;
     gate::GateFindings findings;
     if (auto refusal = gate_.check({*tool, request.connection->principal(), *arguments, &findings}))
         return refusal->to_tool_result();
@@ -171,11 +171,11 @@ Json ToolCall::run(Request& request) const {
         return tool_error("Invalid arguments for tool '" + tool->name + "' " + violation->sentence() +
                           ". Fix that value and call the tool again.");
 
-    return invoke(*tool, *arguments, request, findings, binding);
+    return invoke(*tool, *arguments, request, findings, sent_arguments);
 }
 
 Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
-                      const gate::GateFindings& findings, const mrtr::StateBinding& binding) const {
+                      const gate::GateFindings& findings, const Json& sent_arguments) const {
     if (!tool.plugin->try_enter()) return plugin_busy(tool).to_tool_result();
     struct Leave {
         plugins::LoadedPlugin* plugin;
@@ -183,7 +183,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
     } leave{tool.plugin};
     ToolCallEnvironment environment(request, tool, gate_.session_service(), &findings.session);
     const std::string argument_text = arguments.dump();
-    auto outcome = input_rounds_.run(request, binding, tool.family, "tool '" + tool.name + "'",
+    auto outcome = input_rounds_.run(request, {tool.name, sent_arguments}, tool.family, "tool '" + tool.name + "'",
                                      [&](std::string_view responses, std::string_view state) {
                                          gh_call call{&environment, tool.family, {}, responses, state};
                                          gh_sink out;

@@ -25,7 +25,7 @@ public:
 
 private:
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
-                const mrtr::StateBinding& binding) const;
+                const Json& sent_arguments) const;
 
     const plugins::ToolRegistry& registry_;
     const gate::GatePipeline& gate_;
