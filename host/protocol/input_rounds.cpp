@@ -3,8 +3,8 @@
 #include "mrtr/input_requests.hpp"
 #include "protocol/tool_call.hpp"
 
-#include <spdlog/spdlog.h>
-
+#include <algorithm>
+#include <chrono>
 #include <vector>
 
 namespace gatehouse::protocol {
@@ -127,9 +127,13 @@ Json InputRounds::ask_client(Request& request, const Json& input_requests, const
         request.reply->send({{"jsonrpc", "2.0"}, {"id", id}, {"method", input["method"]}, {"params", input["params"]}});
     }
     Json responses = Json::object();
+    // One deadline for the whole round, however many requests it asked.
+    const auto deadline = std::chrono::steady_clock::now() + client_timeout_;
     for (auto& a : asked) {
-        auto response =
-            mrtr::ClientRequests::wait(*a.pending, client_timeout_, [&request] { return request.cancelled(); });
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        auto response = mrtr::ClientRequests::wait(*a.pending, std::max(left, std::chrono::milliseconds(0)),
+                                                   [&request] { return request.cancelled(); });
         if (!response) {
             if (request.cancelled()) throw ProtocolError(error_code::internal_error, "The request was cancelled.");
             throw ProtocolError(error_code::internal_error, "The client did not answer the server's " + a.method +
@@ -137,8 +141,11 @@ Json InputRounds::ask_client(Request& request, const Json& input_requests, const
                                                                 " ms, so " + what + " could not finish; call again.");
         }
         if (auto error = response->find("error"); error != response->end()) {
-            const std::string message =
-                error->is_object() ? error->value("message", std::string("no message")) : std::string("no message");
+            // The client's own words, kept short: they reach the agent.
+            std::string message = "no message";
+            if (auto m = error->is_object() ? error->find("message") : error->end();
+                m != error->end() && m->is_string())
+                message = m->get<std::string>().substr(0, 200);
             throw ProtocolError(error_code::internal_error, "The client refused the server's " + a.method + " (" +
                                                                 message + "), so " + what + " could not finish.");
         }
