@@ -129,9 +129,11 @@ static const auto& session_clear = plugin.tool({
                                                          d["store"].get<std::string>() + "' should be deleted?",
                                                      clear_form(listing, names)));
                 names.clear();
-                if (gh::input::accepted(answer) && answer["content"].value("confirm", false) &&
-                    answer["content"].contains("folders") && answer["content"]["folders"].is_array())
-                    for (const auto& name : answer["content"]["folders"])
+                // The answer comes from the client: only a ticked confirmation and names as strings count.
+                const gh::Json content = gh::input::accepted(answer) ? answer["content"] : gh::Json::object();
+                const bool confirmed = content.contains("confirm") && content["confirm"] == true;
+                if (confirmed && content.contains("folders") && content["folders"].is_array())
+                    for (const auto& name : content["folders"])
                         if (name.is_string()) names.push_back(name.get<std::string>());
                 out["asked_person"] = true;
                 if (names.empty()) text = "The person deleted nothing. ";
