@@ -10,6 +10,7 @@
 #include "gate/session_gate.hpp"
 #include "plugins/host_api.hpp"
 #include "limits/argument_bounds.hpp"
+#include "mrtr/state_keys.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/stdio_transport.hpp"
@@ -179,7 +180,15 @@ int serve(const Arguments& args) {
     // for calls.
     protocol::RequestPool pool(cfg.limits.workers + (serve_stdio ? 1 : 0),
                                limits::worker_stack_bytes(cfg.limits.max_string_bytes));
-    protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits);
+    std::shared_ptr<const mrtr::RequestStateSealer> state_sealer;
+    try {
+        state_sealer = mrtr::make_request_state_sealer(cfg.input_requests, cfg.server.name);
+    } catch (const std::exception& e) {
+        spdlog::critical("{}", e.what());
+        return 1;
+    }
+    protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits, cfg.input_requests,
+                               std::move(state_sealer));
     // What families report as changed reaches the open subscriptions.
     plugins::set_change_sink([&server](int32_t kind, std::string_view uri) {
         using Kind = protocol::Change::Kind;

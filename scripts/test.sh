@@ -40,7 +40,7 @@ if ((fuzz_seconds > 0)); then
   rm -rf build-fuzz/fuzz-work
   GATEHOUSE_FUZZ_SEED=${GATEHOUSE_FUZZ_SEED:-1} scripts/fuzz.sh "$fuzz_seconds" \
     mcp_message:1500 config:30000 tool_descriptor:15000 resource_descriptor:15000 json_schema:20000 \
-    http_headers:30000
+    http_headers:30000 request_state:20000
 fi
 
 # Last, so the run closes on the test summary.

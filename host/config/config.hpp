@@ -58,6 +58,15 @@ struct Limits {
     std::uint64_t tool_timeout_ms = 120000;
 };
 
+// Multi round-trip requests: how the host seals a plugin's state between
+// rounds (2026-07-28) and how long it waits for a 2025-11-25 client's answer.
+struct InputRequestSettings {
+    std::vector<std::string> state_keys; // raw 32-byte AES keys, the sealing one first; none: one per process
+    std::uint64_t state_ttl_ms = 600000; // how long a requestState may be echoed
+    std::uint64_t client_timeout_ms = 300000;
+    SourceLocation where;
+};
+
 // A token bucket: `burst` calls at once, refilled at `calls_per_second`.
 struct RateLimit {
     double calls_per_second = 0;
@@ -154,6 +163,7 @@ struct Config {
     HttpSettings http;
     SessionSettings session;
     LicenseSettings license;
+    InputRequestSettings input_requests;
 };
 
 } // namespace gatehouse::config

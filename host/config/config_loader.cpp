@@ -1,6 +1,7 @@
 #include "config/config_loader.hpp"
 
 #include "license/license_document.hpp"
+#include "mrtr/request_state_sealer.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -182,6 +183,26 @@ void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
             r.count(node["max_in_flight_per_plugin"], "limits.max_in_flight_per_plugin", 1, 1024);
     if (node["tool_timeout_ms"])
         out.tool_timeout_ms = r.count(node["tool_timeout_ms"], "limits.tool_timeout_ms", 1, 86400000);
+}
+
+void read_input_requests(const YamlReader& r, const YAML::Node& node, InputRequestSettings& out) {
+    r.expect_map(node, "input_requests");
+    r.only_keys(node, {"state_keys", "state_ttl_ms", "client_timeout_ms"}, "input_requests");
+    out.where = r.at(node);
+    if (const auto& keys = node["state_keys"]) {
+        if (!keys.IsSequence()) r.fail(keys, "input_requests.state_keys must be a list of base64 keys");
+        for (const auto& item : keys) {
+            auto key = mrtr::RequestStateSealer::parse_key(r.string(item, "a key in input_requests.state_keys"));
+            if (!key)
+                r.fail(item, "a key in input_requests.state_keys must be base64 of exactly 32 random bytes "
+                             "(openssl rand -base64 32)");
+            out.state_keys.push_back(std::move(*key));
+        }
+    }
+    if (node["state_ttl_ms"])
+        out.state_ttl_ms = r.count(node["state_ttl_ms"], "input_requests.state_ttl_ms", 1000, 86400000);
+    if (node["client_timeout_ms"])
+        out.client_timeout_ms = r.count(node["client_timeout_ms"], "input_requests.client_timeout_ms", 1, 86400000);
 }
 
 double rate(const YamlReader& r, const YAML::Node& node, const std::string& what, double min, double max) {
@@ -442,7 +463,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     r.expect_map(root, "the configuration");
     r.only_keys(root,
                 {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
-                 "rate_limits", "transports", "http", "session", "license"},
+                 "rate_limits", "transports", "http", "session", "license", "input_requests"},
                 "the configuration");
     if (root["server"]) read_server(r, root["server"], cfg.server);
     if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
@@ -460,6 +481,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     if (root["rate_limits"]) read_rate_limits(r, root["rate_limits"], cfg.rate_limits);
     if (root["session"]) read_session(r, root["session"], cfg.data_dir, cfg.session);
     if (root["license"]) read_license(r, root["license"], cfg.data_dir, cfg.license);
+    if (root["input_requests"]) read_input_requests(r, root["input_requests"], cfg.input_requests);
     if (root["transports"]) {
         const auto& t = root["transports"];
         if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio, http)");

@@ -39,4 +39,7 @@ struct gh_call {
     gatehouse::plugins::CallEnvironment* environment;
     std::string_view family;
     std::deque<gh_sink> answer_sinks; // api->sink_new; a deque keeps each sink where it is
+    // ABI 1.3: this round of a multi round-trip request (api->input_responses, api->request_state).
+    std::string_view input_responses = "{}";
+    std::string_view request_state = {};
 };

@@ -130,11 +130,21 @@ void notify_changed(gh_call*, int32_t kind, gh_str uri) noexcept {
     }
 }
 
+gh_str input_responses(gh_call* call) noexcept {
+    const std::string_view text = call ? call->input_responses : std::string_view("{}");
+    return gh_str{text.data(), text.size()};
+}
+
+gh_str request_state(gh_call* call) noexcept {
+    const std::string_view text = call ? call->request_state : std::string_view();
+    return gh_str{text.data(), text.size()};
+}
+
 const gh_host_api kHostApi = {
-    sizeof(gh_host_api), GH_ABI_VERSION,    &sink_write,   &log,
-    &progress,           &is_cancelled,     &call_context, &sink_new,
-    &sink_bytes,         &session_describe, &session_open, &rules_accept,
-    &critical_read,      &notify_changed,
+    sizeof(gh_host_api), GH_ABI_VERSION,    &sink_write,      &log,
+    &progress,           &is_cancelled,     &call_context,    &sink_new,
+    &sink_bytes,         &session_describe, &session_open,    &rules_accept,
+    &critical_read,      &notify_changed,   &input_responses, &request_state,
 };
 
 } // namespace

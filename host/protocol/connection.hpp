@@ -1,6 +1,7 @@
 #pragma once
 
 #include "auth/principal.hpp"
+#include "mrtr/client_requests.hpp"
 #include "protocol/json_rpc.hpp"
 
 #include <atomic>
@@ -81,7 +82,12 @@ public:
     void cancel(const Json& id);
     void cancel_all();
 
+    // 2025-11-25: what the host asked the client in the middle of a request,
+    // waiting for the client's responses.
+    mrtr::ClientRequests& client_requests() { return client_requests_; }
+
 private:
+    mrtr::ClientRequests client_requests_;
     std::shared_ptr<Outbound> outbound_;
     auth::Principal principal_;
     std::mutex in_flight_mutex_;

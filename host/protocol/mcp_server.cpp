@@ -1,5 +1,6 @@
 #include "protocol/mcp_server.hpp"
 
+#include "mrtr/state_keys.hpp"
 #include "plugins/loaded_plugin.hpp"
 #include "protocol/list_cursor.hpp"
 #include "protocol/list_page.hpp"
@@ -74,10 +75,15 @@ bool answered_inline(const std::string& method) {
 
 McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate,
                      config::ServerIdentity identity, config::Limits limits, RequestPool& pool,
-                     config::RateLimits rate_limits)
+                     config::RateLimits rate_limits, const config::InputRequestSettings& input_requests,
+                     std::shared_ptr<const mrtr::RequestStateSealer> state_sealer)
     : registry_(registry), identity_(std::move(identity)), limits_(limits), rate_limiter_(std::move(rate_limits)),
-      tool_call_(registry, gate, limits_, rate_limiter_), resource_read_(registry), prompt_get_(registry),
-      completion_(registry), pool_(pool), in_flight_(limits.max_in_flight, limits.max_in_flight_per_principal) {
+      input_rounds_(state_sealer ? std::move(state_sealer)
+                                 : mrtr::make_request_state_sealer(input_requests, identity_.name),
+                    std::chrono::milliseconds(input_requests.client_timeout_ms)),
+      tool_call_(registry, gate, limits_, rate_limiter_, input_rounds_), resource_read_(registry, input_rounds_),
+      prompt_get_(registry, input_rounds_), completion_(registry), pool_(pool),
+      in_flight_(limits.max_in_flight, limits.max_in_flight_per_principal) {
     server_info_ = {{"name", identity_.name}, {"version", identity_.version}};
     if (!identity_.title.empty()) server_info_["title"] = identity_.title;
 }
@@ -123,9 +129,10 @@ void McpServer::handle(const std::shared_ptr<Connection>& connection, Json&& mes
     }
     if (!has_method) {
         if (message.contains("result") || message.contains("error")) {
-            // A response: this server sends no requests over this transport yet,
-            // so there is nothing it answers; the spec says not to reply.
-            spdlog::debug("ignoring a response sent to the server (id {})", has_id ? message["id"].dump() : "none");
+            // A response to what a request asked the client (2025-11-25);
+            // the spec says never to reply to a response.
+            if (!connection->client_requests().deliver(message))
+                spdlog::debug("ignoring a response nothing waits for (id {})", has_id ? message["id"].dump() : "none");
             return;
         }
         const Json id = has_id && valid_id(message["id"]) ? message["id"] : Json();

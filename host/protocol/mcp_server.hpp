@@ -8,6 +8,7 @@
 #include "plugins/tool_registry.hpp"
 #include "protocol/completion.hpp"
 #include "protocol/connection.hpp"
+#include "protocol/input_rounds.hpp"
 #include "protocol/notification_bus.hpp"
 #include "protocol/prompt_get.hpp"
 #include "protocol/request.hpp"
@@ -30,7 +31,9 @@ namespace gatehouse::protocol {
 class McpServer {
 public:
     McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, config::ServerIdentity identity,
-              config::Limits limits, RequestPool& pool, config::RateLimits rate_limits = {});
+              config::Limits limits, RequestPool& pool, config::RateLimits rate_limits = {},
+              const config::InputRequestSettings& input_requests = {},
+              std::shared_ptr<const mrtr::RequestStateSealer> state_sealer = nullptr);
 
     // One framed message. Its answers go to `reply` when given (an HTTP
     // request's response stream), else to the connection's outbound.
@@ -88,6 +91,7 @@ private:
     config::ServerIdentity identity_;
     config::Limits limits_;
     limits::RateLimiter rate_limiter_;
+    InputRounds input_rounds_;
     ToolCall tool_call_;
     ResourceRead resource_read_;
     PromptGet prompt_get_;

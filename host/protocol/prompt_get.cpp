@@ -69,15 +69,22 @@ Json PromptGet::run(Request& request) const {
     if (!prompt)
         throw ProtocolError(error_code::invalid_params,
                             "Unknown prompt: '" + name + "'; prompts/list names the prompts", {{"prompt", name}});
-    const std::string arguments = checked_arguments(request, *prompt).dump();
+    const Json& checked = checked_arguments(request, *prompt);
+    const std::string arguments = checked.dump();
 
     const std::string what = "prompt '" + prompt->name + "'";
-    const auto answer =
-        call_plugin(request, *prompt->plugin, prompt->family, {{"prompt", prompt->name}},
-                    [&](void* state, gh_call* call, gh_sink* out) {
-                        return prompt->get(state, prompt->data, call, gh_str{arguments.data(), arguments.size()}, out);
-                    });
-    Json result = plugin_result(answer, prompt->family, what);
+    auto outcome = input_rounds_.run(
+        request, {prompt->name, checked}, prompt->family, what,
+        [&](std::string_view responses, std::string_view round_state) {
+            return call_plugin(
+                request, *prompt->plugin, prompt->family, {{"prompt", prompt->name}},
+                [&](void* state, gh_call* call, gh_sink* out) {
+                    return prompt->get(state, prompt->data, call, gh_str{arguments.data(), arguments.size()}, out);
+                },
+                responses, round_state);
+        });
+    if (outcome.input_required.is_object()) return std::move(outcome.input_required);
+    Json result = plugin_result(outcome.answer, prompt->family, what);
     check_messages(result, prompt->family, what);
     Json out = {{"messages", std::move(result["messages"])}};
     if (result.contains("description")) out["description"] = std::move(result["description"]);

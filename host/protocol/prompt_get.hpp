@@ -1,6 +1,7 @@
 #pragma once
 
 #include "plugins/tool_registry.hpp"
+#include "protocol/input_rounds.hpp"
 #include "protocol/request.hpp"
 
 namespace gatehouse::protocol {
@@ -11,12 +12,14 @@ namespace gatehouse::protocol {
 // prompt or a wrong argument is -32602 naming what to fix.
 class PromptGet {
 public:
-    explicit PromptGet(const plugins::ToolRegistry& registry) : registry_(registry) {}
+    PromptGet(const plugins::ToolRegistry& registry, const InputRounds& input_rounds)
+        : registry_(registry), input_rounds_(input_rounds) {}
 
     Json run(Request& request) const;
 
 private:
     const plugins::ToolRegistry& registry_;
+    const InputRounds& input_rounds_;
 };
 
 } // namespace gatehouse::protocol

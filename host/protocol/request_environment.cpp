@@ -33,7 +33,8 @@ std::string_view RequestEnvironment::context_json() {
         Json ctx = {{"principal", request_.connection->principal().to_json()},
                     {"revision", std::string(revision_name(request_.revision))},
                     {"family", family_},
-                    {"method", request_.method}};
+                    {"method", request_.method},
+                    {"clientCapabilities", request_.client_capabilities}};
         for (const auto& [key, value] : subject_.items())
             ctx[key] = value;
         context_ = ctx.dump();

@@ -37,11 +37,13 @@ struct PluginAnswer {
 
 // Runs fn(plugin_state, gh_call*, gh_sink*) in `plugin` for this request,
 // under the plugin's threading contract.
+// `input_responses` and `state` are the round's input of a multi round-trip
+// request (api->input_responses, api->request_state).
 template <class Fn>
 PluginAnswer call_plugin(Request& request, plugins::LoadedPlugin& plugin, const std::string& family, Json subject,
-                         Fn&& fn) {
+                         Fn&& fn, std::string_view input_responses = "{}", std::string_view state = {}) {
     RequestEnvironment environment(request, family, std::move(subject));
-    gh_call call{&environment, family, {}};
+    gh_call call{&environment, family, {}, input_responses, state};
     gh_sink out;
     PluginAnswer answer;
     answer.status = plugin.run([&](void* state) { return fn(state, &call, &out); });

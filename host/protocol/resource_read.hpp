@@ -1,6 +1,7 @@
 #pragma once
 
 #include "plugins/tool_registry.hpp"
+#include "protocol/input_rounds.hpp"
 #include "protocol/request.hpp"
 
 namespace gatehouse::protocol {
@@ -11,12 +12,14 @@ namespace gatehouse::protocol {
 // error carrying {"uri"}: -32602 in 2026-07-28, -32002 in 2025-11-25.
 class ResourceRead {
 public:
-    explicit ResourceRead(const plugins::ToolRegistry& registry) : registry_(registry) {}
+    ResourceRead(const plugins::ToolRegistry& registry, const InputRounds& input_rounds)
+        : registry_(registry), input_rounds_(input_rounds) {}
 
     Json run(Request& request) const;
 
 private:
     const plugins::ToolRegistry& registry_;
+    const InputRounds& input_rounds_;
 };
 
 } // namespace gatehouse::protocol

@@ -47,7 +47,8 @@ public:
             Json ctx = {{"principal", request_.connection->principal().to_json()},
                         {"revision", std::string(revision_name(request_.revision))},
                         {"tool", tool_.name},
-                        {"family", tool_.family}};
+                        {"family", tool_.family},
+                        {"clientCapabilities", request_.client_capabilities}};
             if (session_ && *session_) ctx["session"] = (*session_)->context_view();
             context_ = ctx.dump();
         }
@@ -154,6 +155,8 @@ Json ToolCall::run(Request& request) const {
     if (auto refusal = limits::oversized_argument(*arguments, max_string_bytes_, tool->name))
         return refusal->to_tool_result();
 
+    // A requestState binds the arguments as the client sent them, session handle included.
+    const Json& sent_arguments = *arguments;
     gate::GateFindings findings;
     if (auto refusal = gate_.check({*tool, request.connection->principal(), *arguments, &findings}))
         return refusal->to_tool_result();
@@ -168,21 +171,31 @@ Json ToolCall::run(Request& request) const {
         return tool_error("Invalid arguments for tool '" + tool->name + "' " + violation->sentence() +
                           ". Fix that value and call the tool again.");
 
-    return invoke(*tool, *arguments, request, findings);
+    return invoke(*tool, *arguments, request, findings, sent_arguments);
 }
 
 Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
-                      const gate::GateFindings& findings) const {
+                      const gate::GateFindings& findings, const Json& sent_arguments) const {
     if (!tool.plugin->try_enter()) return plugin_busy(tool).to_tool_result();
     struct Leave {
         plugins::LoadedPlugin* plugin;
         ~Leave() { plugin->leave(); }
     } leave{tool.plugin};
     ToolCallEnvironment environment(request, tool, gate_.session_service(), &findings.session);
-    gh_call call{&environment, tool.family, {}};
-    gh_sink out;
     const std::string argument_text = arguments.dump();
-    const int32_t status = tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
+    auto outcome = input_rounds_.run(request, {tool.name, sent_arguments}, tool.family, "tool '" + tool.name + "'",
+                                     [&](std::string_view responses, std::string_view state) {
+                                         gh_call call{&environment, tool.family, {}, responses, state};
+                                         gh_sink out;
+                                         PluginAnswer answer;
+                                         answer.status =
+                                             tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
+                                         answer.text = std::move(out.bytes);
+                                         return answer;
+                                     });
+    if (outcome.input_required.is_object()) return std::move(outcome.input_required);
+    const int32_t status = outcome.answer.status;
+    gh_sink out{std::move(outcome.answer.text)};
 
     switch (status) {
     case GH_STATUS_OK: break;

@@ -4,6 +4,7 @@
 #include "gate/gate_pipeline.hpp"
 #include "limits/rate_limiter.hpp"
 #include "plugins/tool_registry.hpp"
+#include "protocol/input_rounds.hpp"
 #include "protocol/request.hpp"
 
 namespace gatehouse::protocol {
@@ -16,19 +17,21 @@ namespace gatehouse::protocol {
 class ToolCall {
 public:
     ToolCall(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, const config::Limits& limits,
-             limits::RateLimiter& rate_limiter)
-        : registry_(registry), gate_(gate), max_string_bytes_(limits.max_string_bytes), rate_limiter_(rate_limiter) {}
+             limits::RateLimiter& rate_limiter, const InputRounds& input_rounds)
+        : registry_(registry), gate_(gate), max_string_bytes_(limits.max_string_bytes), rate_limiter_(rate_limiter),
+          input_rounds_(input_rounds) {}
 
     Json run(Request& request) const;
 
 private:
-    Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
-                const gate::GateFindings& findings) const;
+    Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
+                const Json& sent_arguments) const;
 
     const plugins::ToolRegistry& registry_;
     const gate::GatePipeline& gate_;
     std::size_t max_string_bytes_;
     limits::RateLimiter& rate_limiter_;
+    const InputRounds& input_rounds_;
 };
 
 // The key a principal's per-caller limits are counted under.

@@ -554,7 +554,9 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     mcp_connection_ = mcp ? mcp : std::make_shared<protocol::Connection>(reply, service_.principal);
     protocol::RequestPool::InlineSlot slot(service_.server.pool());
     service_.server.handle(mcp_connection_, std::move(message), reply);
-    const bool quick = slot.quick();
+    // A 2025-11-25 call may send the client requests of its own and wait for
+    // the answers (elicitation, sampling, roots): never on an I/O thread.
+    const bool quick = slot.quick() && !legacy;
     if (auto call = slot.take()) service_.run_call(std::move(call), quick);
     // Watch the socket while the answer is pending: the peer closing it
     // cancels the request.

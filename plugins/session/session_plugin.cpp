@@ -5,10 +5,13 @@
 //   session_init          read         look around: store, user, program running; changes nothing
 //   session_connect       read         open the session of a topic anew; answers the handle and general rules
 //   session_rules_accept  read         accept a tool's rules with the code its refusal carried
-//   session_clear         destructive  list conversation folders; delete only those named
+//   session_clear         destructive  list conversation folders; delete those the person ticks in a
+//                                      form (elicitation), or without forms only those named
 #include "conversation_folders.hpp"
 
 #include <gatehouse/plugin.hpp>
+
+#include <algorithm>
 
 static gh::Plugin plugin{{.name = "gatehouse-session", .version = "1.0.0", .family = "session"}};
 
@@ -76,11 +79,35 @@ static const auto& session_rules_accept = plugin.tool({
         },
 });
 
+// The form in which the person picks the folders to delete: a multi-select of
+// the folders there are (the ones the agent proposed already ticked) and a
+// confirmation that must be ticked too.
+static gh::Json clear_form(const gh::Json& listing, const std::vector<std::string>& proposed) {
+    gh::Json names = gh::Json::array();
+    for (const auto& folder : listing)
+        names.push_back(folder["name"]);
+    gh::Json preselected = gh::Json::array();
+    for (const auto& name : proposed)
+        if (std::find(names.begin(), names.end(), name) != names.end()) preselected.push_back(name);
+    gh::Json folders = {{"type", "array"},
+                        {"title", "Conversation folders to delete"},
+                        {"items", {{"type", "string"}, {"enum", names}}}};
+    if (!preselected.empty()) folders["default"] = preselected;
+    return {
+        {"type", "object"},
+        {"properties",
+         {{"folders", std::move(folders)},
+          {"confirm", {{"type", "boolean"}, {"title", "Yes, delete the folders I ticked; this cannot be undone"}}}}},
+        {"required", {"folders", "confirm"}}};
+}
+
 static const auto& session_clear = plugin.tool({
     .name = "session_clear",
     .title = "Clear conversations",
-    .description = "Lists the conversation folders of this store and user (name, size, last change). Deletes only "
-                   "the folders named in `delete` — name only what the person asked to delete.",
+    .description = "Lists the conversation folders of this store and user (name, size, last change) and deletes "
+                   "some. Where the client can show the person a form, the person ticks the folders to delete and "
+                   "confirms (`delete` only pre-ticks them); elsewhere only the folders named in `delete` go — name "
+                   "only what the person asked to delete.",
     .input_schema = R"({"type":"object","properties":{"session":{"type":"string"},
                         "delete":{"type":"array","items":{"type":"string"},"maxItems":1000}},
                         "required":["session"],"additionalProperties":false})",
@@ -93,8 +120,26 @@ static const auto& session_clear = plugin.tool({
             gh::Json out = gh::Json::object();
             auto names = call.arg_or("delete", std::vector<std::string>{});
             std::string text;
+            const gh::Json listing = folders.list();
+            if (call.client_supports("elicitation") && !listing.empty()) {
+                // The person decides; what the agent named is only a suggestion.
+                const gh::Json answer =
+                    call.need("folders_to_delete",
+                              gh::input::elicit_form("Which conversation folders of store '" +
+                                                         d["store"].get<std::string>() + "' should be deleted?",
+                                                     clear_form(listing, names)));
+                names.clear();
+                // The answer comes from the client: only a ticked confirmation and names as strings count.
+                const gh::Json content = gh::input::accepted(answer) ? answer["content"] : gh::Json::object();
+                const bool confirmed = content.contains("confirm") && content["confirm"] == true;
+                if (confirmed && content.contains("folders") && content["folders"].is_array())
+                    for (const auto& name : content["folders"])
+                        if (name.is_string()) names.push_back(name.get<std::string>());
+                out["asked_person"] = true;
+                if (names.empty()) text = "The person deleted nothing. ";
+            }
             if (!names.empty()) {
-                out = folders.remove(names);
+                out.update(folders.remove(names));
                 text = "Deleted " + std::to_string(out["deleted"].size()) + " folder(s)";
                 if (!out["refused"].empty()) text += ", left " + std::to_string(out["refused"].size()) + " alone";
                 text += ". ";

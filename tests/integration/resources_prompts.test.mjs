@@ -149,7 +149,13 @@ for (const revision of [LEGACY, MODERN]) {
       const { items: prompts } = await listAll(host, revision, 'prompts/list', 'prompts');
       assert.deepEqual(
         prompts.map((p) => p.name),
-        ['test_prompt_with_arguments', 'test_prompt_with_embedded_resource', 'test_prompt_with_image', 'test_simple_prompt'],
+        [
+          'test_input_required_result_prompt',
+          'test_prompt_with_arguments',
+          'test_prompt_with_embedded_resource',
+          'test_prompt_with_image',
+          'test_simple_prompt',
+        ],
       );
       const withArgs = prompts.find((p) => p.name === 'test_prompt_with_arguments');
       assert.deepEqual(withArgs.arguments, [
@@ -247,8 +253,8 @@ for (const revision of [LEGACY, MODERN]) {
       assert.equal(resources.pages, 3);
       assert.equal(new Set(resources.items.map((r) => r.uri)).size, 3);
       const prompts = await listAll(host, revision, 'prompts/list', 'prompts');
-      assert.equal(prompts.pages, 4);
-      assert.equal(new Set(prompts.items.map((p) => p.name)).size, 4);
+      assert.equal(prompts.pages, 5);
+      assert.equal(new Set(prompts.items.map((p) => p.name)).size, 5);
 
       const firstPrompts = (await call(host, revision, 'prompts/list')).result;
       const wrongList = await call(host, revision, 'resources/list', { cursor: firstPrompts.nextCursor });
@@ -353,7 +359,7 @@ test('gatehouse plugins lists what each family offers besides tools', () => {
     const conformance = out.families.find((f) => f.family === 'conformance');
     assert.deepEqual(conformance.resources, ['test://static-binary', 'test://static-text', 'test://watched-resource']);
     assert.deepEqual(conformance.resource_templates, ['test://template/{id}/data']);
-    assert.equal(conformance.prompts.length, 4);
+    assert.equal(conformance.prompts.length, 5);
     const echo = out.families.find((f) => f.family === 'echo');
     assert.deepEqual([echo.resources, echo.resource_templates, echo.prompts], [[], [], []]);
     const text = execFileSync(binaryPath(), ['plugins', '--config', config.file], { encoding: 'utf8' });

@@ -99,6 +99,19 @@ transports: [stdio]
     CHECK(cfg.transports == std::vector<std::string>{"stdio"});
 }
 
+TEST_CASE("requestState keys are read as 32 raw bytes, the sealing one first", "[config]") {
+    TempDir dir;
+    const std::string first(32, 'a'), second(32, 'b');
+    const auto file = dir.write("gatehouse.yaml", "input_requests:\n  state_keys: [" +
+                                                      std::string("YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE=") +
+                                                      ", YmJiYmJiYmJiYmJiYmJiYmJiYmJiYmJiYmJiYmJiYmI=]\n"
+                                                      "  state_ttl_ms: 60000\n  client_timeout_ms: 2000\n");
+    const auto cfg = load_config_file(file);
+    CHECK(cfg.input_requests.state_keys == std::vector<std::string>{first, second});
+    CHECK(cfg.input_requests.state_ttl_ms == 60000);
+    CHECK(cfg.input_requests.client_timeout_ms == 2000);
+}
+
 TEST_CASE("an empty config file means every default", "[config]") {
     TempDir dir;
     const auto cfg = load_config_file(dir.write("empty.yaml", "# nothing here\n"));
@@ -132,6 +145,10 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
         {"domains:\n  echo:\n    prefix: \"a b\"\n", ":3:13: ", "prefix may hold only"},
         {"log_level: loud\n", ":1:12: ", "log_level must be one of trace, debug, info"},
         {"limits:\n  workers: 0\n", ":2:12: ", "limits.workers must be between 1 and 1024"},
+        {"input_requests:\n  state_keys: [c2hvcnQ=]\n", ":2:16: ", "must be base64 of exactly 32 random bytes"},
+        {"input_requests:\n  state_keys: abc\n", ":2:15: ", "input_requests.state_keys must be a list"},
+        {"input_requests:\n  state_ttl_ms: 5\n", ":2:17: ", "input_requests.state_ttl_ms must be between 1000"},
+        {"input_requests:\n  key: x\n", ":2:3: ", "unknown key 'key' in input_requests"},
         {"limits:\n  workers: -1\n", ":2:12: ", "limits.workers must be a whole number"},
         {"limits:\n  page_size: ten\n", ":2:14: ", "limits.page_size must be a whole number, not 'ten'"},
         {"limits:\n  max_message_bytes: 10\n", ":2:22: ", "limits.max_message_bytes must be between 1024"},

@@ -220,7 +220,7 @@ TEST_CASE("an ABI 1.1 plugin loads unchanged: nothing past its struct_size is re
     // Only the conformance family's offer is served.
     CHECK(loaded.registry->resources().size() == 3);
     CHECK(loaded.registry->resource_templates().size() == 1);
-    CHECK(loaded.registry->prompts().size() == 4);
+    CHECK(loaded.registry->prompts().size() == 5);
     CHECK(loaded.registry->offers_completions());
 }
 

@@ -30,7 +30,7 @@ extern "C" {
  * a plugin whose major differs from its own; minor growth is backward
  * compatible in both directions (struct_size tells what each side knows). */
 #define GH_ABI_VERSION_MAJOR 1
-#define GH_ABI_VERSION_MINOR 2
+#define GH_ABI_VERSION_MINOR 3
 #define GH_ABI_VERSION ((uint32_t)((GH_ABI_VERSION_MAJOR << 16) | GH_ABI_VERSION_MINOR))
 #define GH_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 
@@ -59,6 +59,21 @@ extern "C" {
  * nothing that exists (the client gets the protocol's resource-not-found
  * error). */
 #define GH_STATUS_NOT_FOUND 5
+/* ABI 1.3+, from a tool call, a resource read or a prompt get only: the call
+ * cannot finish before the client answers some requests of its own. The sink
+ * holds a JSON object
+ *   {"inputRequests": {"<key>": {"method": "elicitation/create" |
+ *                                  "sampling/createMessage" | "roots/list",
+ *                                "params": {...}}, ...},
+ *    "requestState": "<the plugin's state, at most 8 KiB>"}
+ * (either member may be left out, not both). The host asks the client — as an
+ * InputRequiredResult for 2026-07-28 clients, as server-to-client requests
+ * for 2025-11-25 ones — and calls the same function again with the answers
+ * (api->input_responses) and the state (api->request_state). The host seals
+ * the state: a plugin can trust it as its own. It never sends a request the
+ * client did not declare a capability for: the call fails instead, so check
+ * "clientCapabilities" in api->call_context first when there is another way. */
+#define GH_STATUS_INPUT_REQUIRED 6
 
 /* ---- Risk of a tool (what calling it can do) --------------------------- */
 
@@ -145,7 +160,10 @@ typedef struct gh_host_api {
 
     /* The call's context as a JSON object, borrowed until the call returns:
      * {"principal": {"subject": ..., "kind": ...}, "revision": ...,
-     *  "tool": ..., "family": ...}. Later host versions add keys. */
+     *  "tool": ..., "family": ...}; from ABI 1.3 also "clientCapabilities":
+     * the capabilities the client declared (what input requests it can
+     * answer: "elicitation" with "form"/"url", "sampling", "roots"). Later
+     * host versions add keys. */
     gh_str (*call_context)(gh_call* call);
 
     /* ABI 1.1+: a new empty sink for answers of the host functions below.
@@ -191,11 +209,28 @@ typedef struct gh_host_api {
      * kind: GH_CHANGE_*; uri: the resource, for GH_CHANGE_RESOURCE_UPDATED
      * only (empty otherwise). */
     void (*notify_changed)(gh_call* call, int32_t kind, gh_str uri);
+
+    /* ---- Multi round-trip requests (ABI 1.3+) ---- */
+
+    /* What the client answered to input requests, as a JSON object keyed like
+     * the "inputRequests" of GH_STATUS_INPUT_REQUIRED; "{}" on a first round.
+     * Each value is the client's result for that request (ElicitResult,
+     * CreateMessageResult, ListRootsResult). It comes from the client: check
+     * what you use, ignore keys you did not ask for, and ask again (another
+     * GH_STATUS_INPUT_REQUIRED) for what is missing. Borrowed until the call
+     * returns. */
+    gh_str (*input_responses)(gh_call* call);
+
+    /* The "requestState" this plugin answered with on the previous round of
+     * the same request, unchanged (the host verified it); empty on a first
+     * round. Borrowed until the call returns. */
+    gh_str (*request_state)(gh_call* call);
 } gh_host_api;
 
 #define GH_HOST_API_SIZE_V1 (offsetof(gh_host_api, call_context) + sizeof(void*))
 #define GH_HOST_API_SIZE_V2 (offsetof(gh_host_api, critical_read) + sizeof(void*))
 #define GH_HOST_API_SIZE_V3 (offsetof(gh_host_api, notify_changed) + sizeof(void*))
+#define GH_HOST_API_SIZE_V4 (offsetof(gh_host_api, request_state) + sizeof(void*))
 
 /* gh_host_api.notify_changed kinds. */
 #define GH_CHANGE_TOOLS_LIST 1
@@ -393,7 +428,8 @@ GH_EXPORT const gh_plugin_desc* gh_plugin_entry(const gh_host_api* api);
 #ifdef __cplusplus
 static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
 static_assert(GH_HOST_API_SIZE_V2 == offsetof(gh_host_api, notify_changed), "gh_host_api v2 size");
-static_assert(GH_HOST_API_SIZE_V3 == sizeof(gh_host_api), "gh_host_api v3 size");
+static_assert(GH_HOST_API_SIZE_V3 == offsetof(gh_host_api, input_responses), "gh_host_api v3 size");
+static_assert(GH_HOST_API_SIZE_V4 == sizeof(gh_host_api), "gh_host_api v4 size");
 static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
@@ -405,7 +441,8 @@ static_assert(GH_PROMPT_DESC_SIZE_V1 == sizeof(gh_prompt_desc), "gh_prompt_desc 
 #else
 _Static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
 _Static_assert(GH_HOST_API_SIZE_V2 == offsetof(gh_host_api, notify_changed), "gh_host_api v2 size");
-_Static_assert(GH_HOST_API_SIZE_V3 == sizeof(gh_host_api), "gh_host_api v3 size");
+_Static_assert(GH_HOST_API_SIZE_V3 == offsetof(gh_host_api, input_responses), "gh_host_api v3 size");
+_Static_assert(GH_HOST_API_SIZE_V4 == sizeof(gh_host_api), "gh_host_api v4 size");
 _Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");

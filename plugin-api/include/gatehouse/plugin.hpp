@@ -34,6 +34,26 @@
 //       .name = "greet", .arguments = {{.name = "who", .required = true}},
 //       .get = [](gh::Call& call) { return gh::PromptResult::text("Greet " + call.arg<std::string>("who")); },
 //   });
+//
+// A handler that needs the person, the model or the client's roots (ABI 1.3)
+// asks for it by key and reads the answer on the same line; the handler runs
+// again from the top when the answer is there (a multi round-trip request:
+// the host asks the client, by InputRequiredResult or by a request of its
+// own, whichever the client's protocol revision uses):
+//
+//   .handler = [](gh::Call& call) {
+//       if (!call.client_supports("elicitation")) throw gh::ToolError("Ask the person for the name, then ...");
+//       const gh::Json answer = call.need("user_name", gh::input::elicit_form("What is your name?",
+//           {{"type", "object"}, {"properties", {{"name", {{"type", "string"}}}}}, {"required", {"name"}}}));
+//       if (!gh::input::accepted(answer)) return gh::Result::text("Nothing done: the person declined.");
+//       return gh::Result::text("Hello, " + answer["content"]["name"].get<std::string>() + "!");
+//   },
+//
+// Several inputs in one round: call.ask() each (it answers std::nullopt
+// while an answer is missing), then call.await_inputs(). Across several
+// rounds, keep what earlier rounds learnt with call.keep_state(), read it back
+// with call.state(): the host seals it, so the client can neither read nor
+// change it.
 #pragma once
 
 #include <gatehouse/plugin.h>
@@ -93,6 +113,66 @@ public:
     using std::runtime_error::runtime_error;
     NotFound() : std::runtime_error("not found") {}
 };
+
+// Thrown by Call::need and Call::await_inputs (never by the author): the call
+// ends here with "input required", carrying every request asked this round.
+class InputRequired : public std::runtime_error {
+public:
+    explicit InputRequired(std::string answer) : std::runtime_error("input required"), answer_(std::move(answer)) {}
+    const std::string& answer() const { return answer_; }
+
+private:
+    std::string answer_;
+};
+
+// Input requests for Call::ask and Call::need (ABI 1.3): what the client is
+// asked, as {"method", "params"} of the MCP request of that name.
+namespace input {
+
+using Json = nlohmann::json;
+
+// A form for the person: `requested_schema` is a flat JSON Schema object of
+// primitive properties (string, number, integer, boolean, enums). The answer
+// is an ElicitResult: {"action": "accept" | "decline" | "cancel", "content"?}.
+inline Json elicit_form(std::string message, Json requested_schema) {
+    return {{"method", "elicitation/create"},
+            {"params",
+             {{"mode", "form"}, {"message", std::move(message)}, {"requestedSchema", std::move(requested_schema)}}}};
+}
+
+// A page the person opens outside the client (a login, a payment). The answer
+// only says whether they went ahead; learn the outcome out of band.
+inline Json elicit_url(std::string message, std::string url, std::string elicitation_id) {
+    return {{"method", "elicitation/create"},
+            {"params",
+             {{"mode", "url"},
+              {"message", std::move(message)},
+              {"url", std::move(url)},
+              {"elicitationId", std::move(elicitation_id)}}}};
+}
+
+// A completion from the client's model. The answer is a CreateMessageResult:
+// {"role", "content": {"type": "text", "text"}, "model", "stopReason"?}.
+inline Json sample(std::string prompt, int max_tokens, std::string system_prompt = {}) {
+    Json params = {
+        {"messages", Json::array({{{"role", "user"}, {"content", {{"type", "text"}, {"text", std::move(prompt)}}}}})},
+        {"maxTokens", max_tokens}};
+    if (!system_prompt.empty()) params["systemPrompt"] = std::move(system_prompt);
+    return {{"method", "sampling/createMessage"}, {"params", std::move(params)}};
+}
+
+// The client's roots. The answer is a ListRootsResult: {"roots": [{"uri", "name"?}]}.
+inline Json list_roots() {
+    return {{"method", "roots/list"}, {"params", Json::object()}};
+}
+
+// True when an elicitation's answer is the person's "accept" with content.
+inline bool accepted(const Json& answer) {
+    return answer.is_object() && answer.value("action", "") == "accept" && answer.contains("content") &&
+           answer["content"].is_object();
+}
+
+} // namespace input
 
 inline gh_str view(std::string_view s) {
     return gh_str{s.data(), s.size()};
@@ -192,10 +272,75 @@ public:
         return host_answer([&](gh_sink* out) { return api_->critical_read(raw_, view(ids), out); });
     }
 
+    // ---- Multi round-trip requests (ABI 1.3) ----
+
+    // The client's answer to the input request `key` when this round brought
+    // one; otherwise `request` (from gh::input) is noted for this round and
+    // the answer is std::nullopt. The answer comes from the client: check it.
+    std::optional<Json> ask(const std::string& key, Json request) {
+        const Json& responses = input_responses();
+        if (auto it = responses.find(key); it != responses.end() && it->is_object()) return *it;
+        asked_[key] = std::move(request);
+        return std::nullopt;
+    }
+
+    // ask(), and when the answer is missing the handler stops here: the call
+    // answers "input required" with every request asked so far this round.
+    Json need(const std::string& key, Json request) {
+        auto answer = ask(key, std::move(request));
+        if (!answer) await_inputs();
+        return *answer;
+    }
+
+    // Stops the handler when any ask() of this round is unanswered.
+    void await_inputs() const {
+        if (asked_.empty()) return;
+        Json answer = {{"inputRequests", asked_}};
+        if (!kept_state_.empty()) answer["requestState"] = kept_state_;
+        throw InputRequired(answer.dump(-1, ' ', false, Json::error_handler_t::replace));
+    }
+
+    // What the handler kept on the round before (keep_state); empty on the first.
+    std::string state() const {
+        if (!GH_HAS(api_, request_state)) return {};
+        return std::string(view(api_->request_state(raw_)));
+    }
+
+    // What to get back from state() on the next round, at most 8 KiB. The
+    // host seals it and binds it to this caller and these arguments.
+    void keep_state(std::string state) { kept_state_ = std::move(state); }
+
+    // Whether the client declared it can answer such input requests:
+    // "elicitation" (forms), "elicitation.url", "sampling" or "roots".
+    bool client_supports(std::string_view capability) const {
+        const Json ctx = context();
+        auto caps = ctx.find("clientCapabilities");
+        if (caps == ctx.end() || !caps->is_object()) return false;
+        if (capability == "elicitation.url") {
+            auto e = caps->find("elicitation");
+            return e != caps->end() && e->is_object() && e->contains("url");
+        }
+        auto c = caps->find(std::string(capability));
+        if (c == caps->end() || !c->is_object()) return false;
+        // "elicitation": {} declares forms; {"url": {}} alone declares pages only.
+        return capability != "elicitation" || c->empty() || c->contains("form");
+    }
+
     const gh_host_api* api() const { return api_; }
     gh_call* raw() const { return raw_; }
 
 private:
+    const Json& input_responses() {
+        if (!responses_) {
+            responses_ = Json::object();
+            if (GH_HAS(api_, input_responses)) {
+                Json parsed = Json::parse(view(api_->input_responses(raw_)), nullptr, false);
+                if (parsed.is_object()) responses_ = std::move(parsed);
+            }
+        }
+        return *responses_;
+    }
+
     static const char* no_session_services() {
         return "This host has no session services (it predates plugin ABI 1.1); update the host.";
     }
@@ -220,6 +365,9 @@ private:
     const gh_host_api* api_;
     gh_call* raw_;
     Json arguments_;
+    std::optional<Json> responses_;
+    Json asked_ = Json::object();
+    std::string kept_state_;
 };
 
 using Handler = std::function<Result(Call&)>;
@@ -636,6 +784,9 @@ private:
     template <class Body> static int32_t guarded(const gh_host_api* api, gh_sink* out, Body&& body) noexcept {
         try {
             return body();
+        } catch (const InputRequired& e) {
+            write(api, out, e.answer());
+            return GH_STATUS_INPUT_REQUIRED;
         } catch (const NotFound&) {
             return GH_STATUS_NOT_FOUND;
         } catch (const ToolError& e) {
@@ -748,6 +899,9 @@ private:
             if (c.cancelled()) return GH_STATUS_CANCELLED;
             write(api, out, r.serialize());
             return GH_STATUS_OK;
+        } catch (const InputRequired& e) {
+            write(api, out, e.answer());
+            return GH_STATUS_INPUT_REQUIRED;
         } catch (const ToolError& e) {
             write(api, out, e.what());
             return GH_STATUS_TOOL_ERROR;

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { binaryPath, writeConfig, modernMeta, LEGACY, MODERN } from './host.mjs';
-import { checkResponse, checkNotification } from './spec.mjs';
+import { checkResponse, checkNotification, checkServerRequest } from './spec.mjs';
 
 export { LEGACY, MODERN, modernMeta };
 
@@ -101,7 +101,9 @@ export class HttpHost {
   #check(message, request) {
     const problems =
       typeof message.method === 'string'
-        ? checkNotification(message, request ? [revisionOf(request)] : undefined)
+        ? Object.hasOwn(message, 'id')
+          ? checkServerRequest(message)
+          : checkNotification(message, request ? [revisionOf(request)] : undefined)
         : checkResponse(message, request && Object.hasOwn(message, 'id') ? request : undefined);
     for (const p of problems) this.problems.push(`${JSON.stringify(message).slice(0, 200)}: ${p}`);
   }

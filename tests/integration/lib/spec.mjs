@@ -60,6 +60,17 @@ const NOTIFICATION_TYPES = {
   'notifications/subscriptions/acknowledged': 'SubscriptionsAcknowledgedNotification',
 };
 
+// What the host may ask a 2025-11-25 client in the middle of one of its
+// requests (2026-07-28 asks by InputRequiredResult instead, never by a request).
+const SERVER_REQUEST_TYPES = {
+  'elicitation/create': 'ElicitRequest',
+  'sampling/createMessage': 'CreateMessageRequest',
+  'roots/list': 'ListRootsRequest',
+};
+
+// Methods whose 2026-07-28 result may be an InputRequiredResult instead.
+const INPUT_REQUIRED_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
 // 2026-07-28 names its error codes; 2025-11-25 only has the generic Error.
 const MODERN_ERRORS_BY_CODE = {
   [-32700]: 'ParseError',
@@ -145,7 +156,10 @@ export function checkResponse(message, request) {
         problems.push(`a result for id ${JSON.stringify(message.id)}, which no request carried`);
         continue;
       }
-      const type = RESULT_TYPES[revision][request.method];
+      const type =
+        revision === MODERN && message.result?.resultType === 'input_required' && INPUT_REQUIRED_METHODS.has(request.method)
+          ? 'InputRequiredResult'
+          : RESULT_TYPES[revision][request.method];
       if (type) problems.push(...s.check(type, message.result));
       else problems.push(`a result for ${request.method}, which ${revision} does not define`);
     }
@@ -166,6 +180,14 @@ export function checkNotification(message, revisions = REVISIONS) {
   return problems;
 }
 
+// Validates a request the host sent the client: only 2025-11-25 has them.
+export function checkServerRequest(message) {
+  const s = revisionSchema(LEGACY);
+  const type = SERVER_REQUEST_TYPES[message.method];
+  if (!type) return [`the host sent a request (${message.method}) it never announced`];
+  return [...s.check('JSONRPCRequest', message), ...s.check(type, message)];
+}
+
 // Classifies one line the host wrote to stdout and validates it.
 // `requests` maps JSON id text -> the request the client sent.
 export function checkLine(line, requests, notificationRevisions) {
@@ -180,8 +202,7 @@ export function checkLine(line, requests, notificationRevisions) {
   if (message.jsonrpc !== '2.0')
     return { message, problems: [`a message without "jsonrpc": "2.0": ${line.slice(0, 200)}`] };
   if (typeof message.method === 'string') {
-    if (Object.hasOwn(message, 'id'))
-      return { message, problems: [`the host sent a request (${message.method}) it never announced`] };
+    if (Object.hasOwn(message, 'id')) return { message, problems: checkServerRequest(message) };
     return { message, problems: checkNotification(message, notificationRevisions) };
   }
   const request = Object.hasOwn(message, 'id') ? requests.get(JSON.stringify(message.id)) : undefined;
