@@ -98,7 +98,7 @@ test('beyond loopback without an auth section the host refuses to start; auth.mo
   assert.equal(refused.status, 1);
   assert.match(refused.stderr, /reaches beyond this machine, and no auth section says who may call/);
 
-  const open = await HttpHost.start({ plugins: ['echo.so'], http: { listen: '0.0.0.0:0' }, sections: { auth: { mode: 'none' } } });
+  const open = await HttpHost.start({ plugins: ['echo.so'], http: { listen: '0.0.0.0:0', allowed_hosts: ['0.0.0.0'] }, sections: { auth: { mode: 'none' } } });
   try {
     await open.stderrMatching(/auth\.mode none: every caller is served as the local principal/);
     const reply = await whoami(open, {});
