@@ -125,6 +125,7 @@ test('a token in the query string, or a header that is not Bearer, is refused wi
 });
 
 test('an unknown kid re-reads the JWK Set (rate-limited) and accepts the key once published', async () => {
+  await new Promise((r) => setTimeout(r, 1100)); // past jwks_min_refresh_s since the last read
   const kid = as.addKey('EdDSA', { publish: false });
   const before = as.count('GET /jwks');
   const first = await whoami(bearer(token({}, { kid })));
@@ -151,7 +152,7 @@ test('a slow authorization server never stalls tokens with known keys', async ()
   const known = await whoami(bearer(token()));
   const took = Date.now() - started;
   assert.equal(known.status, 200);
-  assert.ok(took < 700, `a known-key token waited ${took} ms behind the slow authorization server`);
+  assert.ok(took < 1000, `a known-key token waited ${took} ms behind the slow authorization server`);
   assert.equal((await unknown).status, 401);
   as.delayMs = 0;
 });
