@@ -5,6 +5,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -73,11 +74,20 @@ template <class Stream> class Exchange : public std::enable_shared_from_this<Exc
 public:
     Exchange(Stream stream, tcp::resolver resolver, Url url, http::request<http::string_body> request,
              std::chrono::milliseconds timeout, HttpFetcher::Done done)
-        : stream_(std::move(stream)), resolver_(std::move(resolver)), url_(std::move(url)),
-          request_(std::move(request)), timeout_(timeout), done_(std::move(done)) {}
+        : stream_(std::move(stream)), resolver_(std::move(resolver)), deadline_(resolver_.get_executor()),
+          url_(std::move(url)), request_(std::move(request)), timeout_(timeout), done_(std::move(done)) {}
 
     void run() {
         lowest().expires_after(timeout_);
+        // The stream's own expiry does not cover name resolution.
+        deadline_.expires_after(timeout_);
+        deadline_.async_wait([weak = this->weak_from_this()](beast::error_code ec) {
+            if (ec) return;
+            if (auto self = weak.lock()) {
+                self->resolver_.cancel();
+                self->finish("no answer from " + self->url_.host + " within the timeout");
+            }
+        });
         resolver_.async_resolve(url_.host, url_.port,
                                 [self = this->shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
                                     if (ec)
@@ -127,14 +137,19 @@ private:
     }
 
     void complete(FetchResult result) {
+        deadline_.cancel();
         beast::error_code ignored;
         lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
         lowest().close();
-        if (auto done = std::move(done_)) done(std::move(result));
+        // The deadline and the operation it aborted both end here: only the first answers.
+        auto done = std::move(done_);
+        done_ = nullptr;
+        if (done) done(std::move(result));
     }
 
     Stream stream_;
     tcp::resolver resolver_;
+    net::steady_timer deadline_;
     Url url_;
     http::request<http::string_body> request_;
     std::chrono::milliseconds timeout_;

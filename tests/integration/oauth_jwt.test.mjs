@@ -157,6 +157,20 @@ test('a slow authorization server never stalls tokens with known keys', async ()
   as.delayMs = 0;
 });
 
+test('an authorization server slower than fetch_timeout_ms: the unknown kid gets 503 at the timeout', async () => {
+  as.delayMs = 4000;
+  try {
+    await new Promise((r) => setTimeout(r, 1100)); // past the re-read limit
+    const started = Date.now();
+    const unknown = await whoami(bearer(token({}, { kid: as.addKey('EdDSA', { publish: false }) })));
+    const took = Date.now() - started;
+    assert.equal(unknown.status, 503, unknown.text);
+    assert.ok(took >= 1400 && took < 3500, `answered after ${took} ms; the timeout is 1500 ms`);
+  } finally {
+    as.delayMs = 0;
+  }
+});
+
 test('the authorization server down: cached keys keep working, an unknown kid is 503 within the timeout', async () => {
   await as.stop();
   try {
