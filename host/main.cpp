@@ -201,7 +201,7 @@ int serve(const Arguments& args) {
     int status = 0;
     std::unique_ptr<transport::HttpTransport> http;
     if (serve_http) {
-        http = std::make_unique<transport::HttpTransport>(server, *registry, cfg.http, cfg.limits);
+        http = std::make_unique<transport::HttpTransport>(server, *registry, cfg.http, cfg.limits, cfg.auth);
         try {
             http->listen();
         } catch (const std::exception& e) {

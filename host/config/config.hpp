@@ -146,6 +146,43 @@ struct LicenseSettings {
     SourceLocation where;
 };
 
+// One static API key (YAML `auth.api_keys`): only its SHA-256 is stored.
+struct ApiKeyEntry {
+    std::string sha256_hex; // lower-case hex of SHA-256(key)
+    std::string subject;
+    std::string client_id;
+    std::vector<std::string> scopes;
+    SourceLocation where;
+};
+
+// Who may call over HTTP (YAML `auth:`, docs/security.md). Without the
+// section, or with mode none, every HTTP caller is the local principal, which
+// the host allows only while listening on loopback unless mode none is
+// written out.
+struct AuthSettings {
+    bool configured = false;
+    std::string mode = "none"; // none | jwt | introspection | api_keys
+    // The canonical URL of this server's MCP endpoint (RFC 8707): tokens must
+    // name it in `aud`. Default: http://<listen>/<path>.
+    std::string resource;
+    std::vector<std::string> issuers;   // authorization servers; a JWT's `iss` must be one
+    std::vector<std::string> audiences; // accepted besides `resource`
+    std::string jwks_uri;               // else read from each issuer's RFC 8414 metadata
+    std::vector<std::string> scopes_supported;
+    std::uint64_t clock_skew_s = 60;
+    std::uint64_t fetch_timeout_ms = 3000;       // one call to an authorization server
+    std::uint64_t jwks_refresh_interval_s = 300; // keys are re-read this often in the background
+    std::uint64_t jwks_min_refresh_s = 10;       // an unknown kid re-reads the keys at most this often
+    std::string introspection_endpoint;
+    std::string client_id; // the host's own credentials at the introspection endpoint
+    std::string client_secret;
+    std::uint64_t introspection_cache_s = 60;
+    std::vector<ApiKeyEntry> api_keys;
+    SourceLocation where;
+
+    bool verifies_tokens() const { return mode != "none"; }
+};
+
 struct Config {
     std::string source;             // file path, or "<embedded>"
     std::filesystem::path base_dir; // relative paths resolve against this
@@ -164,6 +201,7 @@ struct Config {
     SessionSettings session;
     LicenseSettings license;
     InputRequestSettings input_requests;
+    AuthSettings auth;
 };
 
 } // namespace gatehouse::config

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -454,6 +455,92 @@ void read_license(const YamlReader& r, const YAML::Node& node, const std::filesy
     }
 }
 
+bool is_http_url(const std::string& text) {
+    return text.rfind("http://", 0) == 0 || text.rfind("https://", 0) == 0;
+}
+
+std::string url_in(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+    auto url = r.string(node, what);
+    if (!is_http_url(url) || url.find_first_of(" #") != std::string::npos)
+        r.fail(node, what + " must be an http:// or https:// URL, not '" + url + "'");
+    return url;
+}
+
+void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
+    r.expect_map(node, "auth");
+    r.only_keys(node,
+                {"mode", "resource", "issuers", "audiences", "jwks_uri", "scopes_supported", "clock_skew_s",
+                 "fetch_timeout_ms", "jwks_refresh_interval_s", "jwks_min_refresh_s", "introspection_endpoint",
+                 "client_id", "client_secret", "introspection_cache_s", "api_keys"},
+                "auth");
+    out.configured = true;
+    out.where = r.at(node);
+    if (!node["mode"]) r.fail(node, "auth.mode is required (none, jwt, introspection or api_keys)");
+    out.mode = r.string(node["mode"], "auth.mode");
+    if (out.mode != "none" && out.mode != "jwt" && out.mode != "introspection" && out.mode != "api_keys")
+        r.fail(node["mode"], "auth.mode must be one of none, jwt, introspection, api_keys, not '" + out.mode + "'");
+    if (node["resource"]) out.resource = url_in(r, node["resource"], "auth.resource");
+    const auto urls = [&](const char* key, std::vector<std::string>& field) {
+        if (!node[key]) return;
+        const auto& list = node[key];
+        if (!list.IsSequence()) r.fail(list, std::string("auth.") + key + " must be a list of URLs");
+        for (const auto& item : list)
+            field.push_back(url_in(r, item, std::string("an entry of auth.") + key));
+    };
+    urls("issuers", out.issuers);
+    urls("audiences", out.audiences);
+    if (node["jwks_uri"]) out.jwks_uri = url_in(r, node["jwks_uri"], "auth.jwks_uri");
+    if (node["scopes_supported"])
+        out.scopes_supported = string_list(r, node["scopes_supported"], "auth.scopes_supported");
+    if (node["clock_skew_s"]) out.clock_skew_s = r.count(node["clock_skew_s"], "auth.clock_skew_s", 0, 600);
+    if (node["fetch_timeout_ms"])
+        out.fetch_timeout_ms = r.count(node["fetch_timeout_ms"], "auth.fetch_timeout_ms", 100, 60000);
+    if (node["jwks_refresh_interval_s"])
+        out.jwks_refresh_interval_s =
+            r.count(node["jwks_refresh_interval_s"], "auth.jwks_refresh_interval_s", 10, 86400);
+    if (node["jwks_min_refresh_s"])
+        out.jwks_min_refresh_s = r.count(node["jwks_min_refresh_s"], "auth.jwks_min_refresh_s", 0, 3600);
+    if (node["introspection_endpoint"])
+        out.introspection_endpoint = url_in(r, node["introspection_endpoint"], "auth.introspection_endpoint");
+    if (node["client_id"]) out.client_id = r.string(node["client_id"], "auth.client_id");
+    if (node["client_secret"]) out.client_secret = r.string(node["client_secret"], "auth.client_secret");
+    if (node["introspection_cache_s"])
+        out.introspection_cache_s = r.count(node["introspection_cache_s"], "auth.introspection_cache_s", 0, 3600);
+    if (node["api_keys"]) {
+        const auto& list = node["api_keys"];
+        if (!list.IsSequence()) r.fail(list, "auth.api_keys must be a list of {sha256, subject, client_id, scopes}");
+        for (const auto& item : list) {
+            r.expect_map(item, "an entry of auth.api_keys");
+            r.only_keys(item, {"sha256", "subject", "client_id", "scopes"}, "an entry of auth.api_keys");
+            ApiKeyEntry key;
+            key.where = r.at(item);
+            if (!item["sha256"] || !item["subject"])
+                r.fail(item, "an entry of auth.api_keys needs sha256 (the key's SHA-256 in hex) and subject");
+            key.sha256_hex = r.string(item["sha256"], "auth.api_keys[].sha256");
+            std::transform(key.sha256_hex.begin(), key.sha256_hex.end(), key.sha256_hex.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            if (key.sha256_hex.size() != 64 ||
+                key.sha256_hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+                r.fail(item["sha256"], "auth.api_keys[].sha256 must be 64 hex digits (printf %s KEY | sha256sum)");
+            key.subject = r.string(item["subject"], "auth.api_keys[].subject");
+            if (key.subject.empty()) r.fail(item["subject"], "auth.api_keys[].subject must not be empty");
+            if (item["client_id"]) key.client_id = r.string(item["client_id"], "auth.api_keys[].client_id");
+            if (item["scopes"]) key.scopes = string_list(r, item["scopes"], "auth.api_keys[].scopes");
+            for (const auto& other : out.api_keys)
+                if (other.sha256_hex == key.sha256_hex)
+                    r.fail(item["sha256"], "this API key is listed twice in auth.api_keys");
+            out.api_keys.push_back(std::move(key));
+        }
+    }
+    if (out.mode == "jwt" && out.issuers.empty())
+        r.fail(node, "auth.mode jwt needs auth.issuers: the authorization servers whose tokens are accepted");
+    if (out.mode == "introspection" && (out.introspection_endpoint.empty() || out.client_id.empty()))
+        r.fail(node, "auth.mode introspection needs auth.introspection_endpoint and auth.client_id (and usually "
+                     "auth.client_secret)");
+    if (out.mode == "api_keys" && out.api_keys.empty())
+        r.fail(node, "auth.mode api_keys needs at least one entry in auth.api_keys");
+}
+
 Config read_root(const YamlReader& r, const YAML::Node& root) {
     Config cfg;
     cfg.source = r.source();
@@ -463,7 +550,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     r.expect_map(root, "the configuration");
     r.only_keys(root,
                 {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
-                 "rate_limits", "transports", "http", "session", "license", "input_requests"},
+                 "rate_limits", "transports", "http", "session", "license", "input_requests", "auth"},
                 "the configuration");
     if (root["server"]) read_server(r, root["server"], cfg.server);
     if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
@@ -497,6 +584,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
         if (cfg.transports.empty()) r.fail(t, "transports must name at least one of stdio, http");
     }
     if (root["http"]) read_http(r, root["http"], cfg.http);
+    if (root["auth"]) read_auth(r, root["auth"], cfg.auth);
     return cfg;
 }
 

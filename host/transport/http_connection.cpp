@@ -340,6 +340,14 @@ void HttpConnection::on_request(Request request) {
             return;
         }
     }
+    if (service_.authenticator.is_metadata_path(path)) {
+        if (request.method() != http::verb::get) {
+            respond_status(405, "Protected resource metadata is read with GET.", "Allow: GET\r\n");
+            return;
+        }
+        respond_json(200, service_.authenticator.metadata_json(), "Cache-Control: max-age=300\r\n");
+        return;
+    }
     if (path != service_.settings.path) {
         respond_status(404, "No MCP endpoint here; it is at " + service_.settings.path + ".");
         return;
@@ -350,6 +358,60 @@ void HttpConnection::on_request(Request request) {
                       "The server is shutting down; retry against another instance.", "Retry-After: 1\r\n");
         return;
     }
+    if (service_.authenticator.enabled()) {
+        authenticate(std::move(request));
+        return;
+    }
+    principal_ = service_.principal;
+    on_authenticated(request);
+}
+
+// The bearer token decides who calls. Its check may wait on an
+// authorization server (a key re-read, an introspection); meanwhile this
+// connection reads nothing more, and other connections are not held up.
+void HttpConnection::authenticate(Request request) {
+    phase_ = Phase::answering;
+    auto held = std::make_shared<Request>(std::move(request));
+    const auto authorization = header_value(*held, "Authorization");
+    const auto count = static_cast<std::size_t>(std::distance(held->equal_range(http::field::authorization).first,
+                                                              held->equal_range(http::field::authorization).second));
+    const std::string_view target(held->target().data(), held->target().size());
+    service_.authenticator.authenticate(
+        authorization, count, target, [self = shared_from_this(), held](auth::TokenVerdict verdict) mutable {
+            auto executor = self->socket_.get_executor();
+            net::dispatch(executor, [self = std::move(self), held = std::move(held),
+                                     verdict = std::move(verdict)]() mutable {
+                if (self->phase_ == Phase::closed) return;
+                using Kind = auth::TokenVerdict::Kind;
+                switch (verdict.kind) {
+                case Kind::accepted:
+                    self->principal_ = std::move(verdict.principal);
+                    self->on_authenticated(*held);
+                    return;
+                case Kind::unavailable:
+                    self->respond_error(503, nullptr, protocol::error_code::internal_error,
+                                        "The access token cannot be checked now (" + verdict.reason +
+                                            "); retry shortly.",
+                                        "Retry-After: 5\r\n");
+                    return;
+                case Kind::malformed:
+                    self->respond_error(400, nullptr, protocol::error_code::invalid_request,
+                                        "Bad request: " + verdict.reason + ".",
+                                        self->service_.authenticator.challenge(verdict));
+                    return;
+                default:
+                    self->respond_error(401, nullptr, protocol::error_code::invalid_request,
+                                        verdict.kind == Kind::missing
+                                            ? "This server needs a bearer access token; its WWW-Authenticate header "
+                                              "says where to get one."
+                                            : "The access token was refused: " + verdict.reason + ".",
+                                        self->service_.authenticator.challenge(verdict));
+                }
+            });
+        });
+}
+
+void HttpConnection::on_authenticated(const Request& request) {
     switch (request.method()) {
     case http::verb::post: on_post(request); return;
     case http::verb::get: on_get(request); return;
@@ -409,7 +471,7 @@ void HttpConnection::on_post(const Request& request) {
     const auto session_id = request.find("Mcp-Session-Id");
     if (session_id != request.end()) {
         const std::string sid(session_id->value());
-        mcp = service_.legacy_sessions.find(sid, service_.principal.subject);
+        mcp = service_.legacy_sessions.find(sid, principal_.subject);
         if (!mcp) {
             respond_error(404, nullptr, protocol::error_code::invalid_request,
                           "Session not found: it ended, expired or never existed; initialize again.");
@@ -422,7 +484,7 @@ void HttpConnection::on_post(const Request& request) {
             respond_error(400, nullptr, protocol::error_code::invalid_request, "initialize must be a request.");
             return;
         }
-        mcp = std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), service_.principal);
+        mcp = std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), principal_);
         const auto sid = service_.legacy_sessions.open(mcp);
         if (!sid) {
             respond_error(503, id, protocol::error_code::internal_error,
@@ -455,10 +517,11 @@ void HttpConnection::on_post(const Request& request) {
         }
     }
 
+    if (is_request && method == "tools/call" && refuse_missing_scope(message, id)) return;
+
     if (!is_request) {
         // Notifications and responses: accepted (202) once handled.
-        if (!mcp)
-            mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), service_.principal);
+        if (!mcp) mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), principal_);
         service_.server.handle(mcp, std::move(message), std::make_shared<DiscardingOutbound>());
         respond_status(202);
         return;
@@ -471,12 +534,33 @@ void HttpConnection::on_post(const Request& request) {
     begin_exchange(mcp, id, std::move(message), session_header, legacy);
 }
 
+// The token layer of scopes: a tool whose scope the token lacks is refused
+// with 403 and a challenge naming the scopes to ask for (step-up). The
+// store owner's grants are the gate's own, later check.
+bool HttpConnection::refuse_missing_scope(const Json& message, const Json& id) {
+    if (!service_.authenticator.enabled()) return false;
+    const auto params = message.find("params");
+    if (params == message.end() || !params->is_object()) return false;
+    const auto name = params->find("name");
+    if (name == params->end() || !name->is_string()) return false;
+    const plugins::Tool* tool = service_.registry.find(name->get_ref<const std::string&>());
+    if (!tool || tool->scope.empty() || principal_.has_scope(tool->scope)) return false;
+    respond_error(403, id, protocol::error_code::invalid_request,
+                  "The tool '" + tool->name + "' needs the scope '" + tool->scope +
+                      "', which this access token does not carry; obtain a token with it and retry.",
+                  service_.authenticator.insufficient_scope_challenge(principal_, tool->scope));
+    return true;
+}
+
 // Long-lived streams (subscriptions/listen, a session's GET) are nothing
 // but their stream: without a slot they are refused at once, 503 when the
 // server is full, 429 when this caller holds its share.
 bool HttpConnection::claim_stream_or_refuse(const Json& id) {
-    switch (service_.claim_stream(service_.principal.subject)) {
-    case HttpService::StreamClaim::granted: stream_slot_ = true; return true;
+    switch (service_.claim_stream(principal_.subject)) {
+    case HttpService::StreamClaim::granted:
+        stream_slot_ = true;
+        stream_owner_ = principal_.subject;
+        return true;
     case HttpService::StreamClaim::server_full:
         respond_error(503, id, protocol::error_code::internal_error,
                       "The server has " + std::to_string(service_.settings.max_streams) +
@@ -500,7 +584,7 @@ void HttpConnection::on_get(const Request& request) {
                        "Allow: POST, DELETE\r\n");
         return;
     }
-    const auto session = service_.legacy_sessions.find(std::string(session_id->value()), service_.principal.subject);
+    const auto session = service_.legacy_sessions.find(std::string(session_id->value()), principal_.subject);
     if (!session) {
         respond_error(404, nullptr, protocol::error_code::invalid_request,
                       "Session not found: it ended, expired or never existed; initialize again.");
@@ -528,7 +612,7 @@ void HttpConnection::on_delete(const Request& request) {
         respond_status(405, "DELETE ends a 2025-11-25 session; send its Mcp-Session-Id.", "Allow: POST\r\n");
         return;
     }
-    if (!service_.legacy_sessions.close(std::string(session_id->value()), service_.principal.subject)) {
+    if (!service_.legacy_sessions.close(std::string(session_id->value()), principal_.subject)) {
         respond_error(404, nullptr, protocol::error_code::invalid_request,
                       "Session not found: it ended, expired or never existed.");
         return;
@@ -551,7 +635,7 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     timer_.cancel();
     auto reply = std::make_shared<HttpReply>(weak_from_this(), exchange_, !legacy);
     // A 2026-07-28 request is its own connection: nothing outlives it.
-    mcp_connection_ = mcp ? mcp : std::make_shared<protocol::Connection>(reply, service_.principal);
+    mcp_connection_ = mcp ? mcp : std::make_shared<protocol::Connection>(reply, principal_);
     protocol::RequestPool::InlineSlot slot(service_.server.pool());
     service_.server.handle(mcp_connection_, std::move(message), reply);
     // A 2025-11-25 call may send the client requests of its own and wait for
@@ -592,11 +676,12 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
             // answer still arrives, as plain JSON.
             if (!stream_slot_) {
                 if (!may_stream_) return;
-                if (service_.claim_stream(service_.principal.subject) != HttpService::StreamClaim::granted) {
+                if (service_.claim_stream(principal_.subject) != HttpService::StreamClaim::granted) {
                     may_stream_ = false;
                     return;
                 }
                 stream_slot_ = true;
+                stream_owner_ = principal_.subject;
             }
             start_stream();
         }
@@ -607,7 +692,7 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
         encoded.find("\"result\"") == std::string::npos) {
         // initialize failed: the session it opened is closed again.
         const std::string sid = session_header_.substr(16, session_header_.size() - 18);
-        service_.legacy_sessions.close(sid, service_.principal.subject);
+        service_.legacy_sessions.close(sid, principal_.subject);
         session_header_.clear();
     }
     if (phase_ == Phase::answering) {
@@ -640,7 +725,7 @@ void HttpConnection::release_exchange() {
     }
     if (stream_slot_) {
         stream_slot_ = false;
-        service_.release_stream(service_.principal.subject);
+        service_.release_stream(stream_owner_);
     }
     mcp_connection_.reset();
 }

@@ -49,6 +49,9 @@ private:
     void wait_for_bytes();
     void read_request();
     void on_request(Request request);
+    void authenticate(Request request);
+    void on_authenticated(const Request& request);
+    bool refuse_missing_scope(const protocol::Json& message, const protocol::Json& id);
     void on_post(const Request& request);
     void on_get(const Request& request);
     void on_delete(const Request& request);
@@ -81,8 +84,9 @@ private:
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     Phase phase_ = Phase::waiting_for_request;
     bool keep_alive_ = true;
-    bool reading_ = false; // a read is pending on the socket
-    bool drained_ = false; // drain(): no request after the current one
+    bool reading_ = false;      // a read is pending on the socket
+    bool drained_ = false;      // drain(): no request after the current one
+    auth::Principal principal_; // the caller of the request being handled
 
     // The exchange in progress: the MCP request being answered.
     std::uint64_t exchange_ = 0;
@@ -91,6 +95,7 @@ private:
     bool legacy_ = false;
     bool counted_ = false;       // holds one of the service's exchanges
     bool stream_slot_ = false;   // holds one of the service's SSE slots
+    std::string stream_owner_;   // whose share of the SSE slots it is
     bool may_stream_ = true;     // false: no SSE slot was free, notifications are dropped
     std::string session_header_; // "Mcp-Session-Id: …\r\n" on the answer to initialize
 

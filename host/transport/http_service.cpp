@@ -6,11 +6,11 @@
 namespace gatehouse::transport {
 
 HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegistry& registry_,
-                         config::HttpSettings settings_, config::Limits limits_)
+                         config::HttpSettings settings_, config::Limits limits_, config::AuthSettings auth_)
     : server(server_), registry(registry_), settings(std::move(settings_)), limits(limits_), access(settings),
-      principal(auth::local_principal()),
+      auth_settings(std::move(auth_)), principal(auth::local_principal()),
       legacy_sessions(settings.max_legacy_sessions, std::chrono::seconds(settings.legacy_session_idle_s)),
-      io(static_cast<int>(settings.threads)) {
+      io(static_cast<int>(settings.threads)), authenticator(auth_settings, settings) {
     for (const plugins::Tool* tool : registry.ordered()) {
         try {
             auto headers = find_param_headers(tool->listing.value("inputSchema", protocol::Json::object()));

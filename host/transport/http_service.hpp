@@ -1,6 +1,7 @@
 #pragma once
 
 #include "auth/principal.hpp"
+#include "auth/request_authenticator.hpp"
 #include "config/config.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/mcp_server.hpp"
@@ -22,14 +23,15 @@ namespace gatehouse::transport {
 // What every HTTP connection of one transport shares.
 struct HttpService {
     HttpService(protocol::McpServer& server, const plugins::ToolRegistry& registry, config::HttpSettings settings,
-                config::Limits limits);
+                config::Limits limits, config::AuthSettings auth = {});
 
     protocol::McpServer& server;
     const plugins::ToolRegistry& registry;
     const config::HttpSettings settings;
     const config::Limits limits;
     const HttpAccess access;
-    const auth::Principal principal; // until token verification: the local user, on a loopback host
+    const config::AuthSettings auth_settings;
+    const auth::Principal principal; // the caller under auth.mode none: the local user
     LegacyHttpSessions legacy_sessions;
 
     std::atomic<bool> draining{false};
@@ -64,9 +66,11 @@ private:
     std::map<std::string, unsigned> streams_by_principal_;
 
 public:
-    // Last, so it goes first: handlers it still holds release connections
-    // while everything they count on is alive.
+    // Near the end, so it goes early: handlers it still holds release
+    // connections while everything they count on is alive.
     boost::asio::io_context io;
+    // After io, so it goes before: the calls it still holds keep connections.
+    auth::RequestAuthenticator authenticator;
 };
 
 } // namespace gatehouse::transport

@@ -18,8 +18,9 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 HttpTransport::HttpTransport(protocol::McpServer& server, const plugins::ToolRegistry& registry,
-                             const config::HttpSettings& settings, const config::Limits& limits)
-    : service_(server, registry, settings, limits), acceptor_(service_.io) {}
+                             const config::HttpSettings& settings, const config::Limits& limits,
+                             const config::AuthSettings& auth)
+    : service_(server, registry, settings, limits, auth), acceptor_(service_.io) {}
 
 HttpTransport::~HttpTransport() = default;
 
@@ -38,10 +39,19 @@ void HttpTransport::listen() {
     if (ec)
         throw std::runtime_error("cannot listen on " + s.listen_host + ":" + std::to_string(s.listen_port) + ": " +
                                  ec.message());
-    if (!service_.access.loopback())
-        spdlog::warn("http: listening on {}, beyond this machine; every caller is served as the local principal "
-                     "until token verification is configured",
+    if (!service_.access.loopback() && !service_.authenticator.enabled()) {
+        // Beyond this machine every caller would be the local user: only an
+        // operator who wrote auth.mode none gets that.
+        if (!service_.auth_settings.configured)
+            throw std::runtime_error("http.listen " + s.listen_host +
+                                     " reaches beyond this machine, and no auth section says who may call; configure "
+                                     "auth (mode jwt, introspection or api_keys), or write auth.mode none to serve "
+                                     "every caller as the local user");
+        spdlog::warn("http: listening on {}, beyond this machine, with auth.mode none: every caller is served as the "
+                     "local principal",
                      s.listen_host);
+    }
+    service_.authenticator.start(port());
 }
 
 std::uint16_t HttpTransport::port() const {

@@ -19,7 +19,8 @@ class HttpConnection;
 class HttpTransport {
 public:
     HttpTransport(protocol::McpServer& server, const plugins::ToolRegistry& registry,
-                  const config::HttpSettings& settings, const config::Limits& limits);
+                  const config::HttpSettings& settings, const config::Limits& limits,
+                  const config::AuthSettings& auth = {});
     ~HttpTransport();
 
     // Binds the listening socket; throws std::runtime_error saying why not.

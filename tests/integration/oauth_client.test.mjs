@@ -1,0 +1,121 @@
+// The official v2 client (@modelcontextprotocol/client) with its OAuth
+// support against the host in jwt mode: it finds the protected resource
+// metadata from the 401, gets a token from the loopback authorization server
+// (client_credentials), calls tools, and steps up on insufficient_scope. Two
+// principals then share one host and see nothing of each other: memory
+// notes, gate sessions.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { HttpHost } from './lib/http_host.mjs';
+import { CheckedTransport } from './lib/checked_transport.mjs';
+import { binaryPath, MODERN } from './lib/host.mjs';
+import { AuthorizationServer } from './lib/authorization_server.mjs';
+
+const familyPlugin = (name) => path.resolve(path.dirname(binaryPath()), `../lib/gatehouse/plugins/${name}.so`);
+
+const clients = {
+  'alice-app': { secret: 'alice secret', subject: 'alice' },
+  'bob-app': { secret: 'bob secret', subject: 'bob' },
+};
+
+async function connect(host, as, clientId, scope) {
+  const authProvider = new ClientCredentialsProvider({
+    clientId,
+    clientSecret: clients[clientId].secret,
+    scope,
+    expectedIssuer: as.issuer,
+  });
+  const transport = new CheckedTransport(new StreamableHTTPClientTransport(new URL(host.url), { authProvider }));
+  const client = new Client({ name: `itest-${clientId}`, version: '2.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } });
+  await client.connect(transport);
+  return client;
+}
+
+const jwtAuth = (as) => ({ mode: 'jwt', issuers: [as.issuer], fetch_timeout_ms: 2000 });
+
+test('the v2 client discovers the metadata from the 401, gets a token, calls a tool, and steps up', async () => {
+  const as = await AuthorizationServer.start({ clients });
+  const host = await HttpHost.start({ plugins: ['echo.so', 'ledger.so'], sections: { auth: jwtAuth(as) } });
+  let client;
+  try {
+    client = await connect(host, as, 'alice-app', 'notes');
+    // The host reads the metadata for its keys; the client reads it for the token endpoint.
+    assert.ok(as.count('GET /.well-known/oauth-authorization-server') >= 2, 'the client read the authorization server metadata');
+    assert.equal(as.count('POST /token'), 1, 'one token for connect and the first calls');
+    assert.equal(as.issued[0].resource, host.url, 'the token was asked for this resource (RFC 8707)');
+
+    const me = await client.callTool({ name: 'whoami', arguments: {} });
+    assert.deepEqual(me.structuredContent.principal, { subject: 'alice', kind: 'token', client_id: 'alice-app', scopes: ['notes'] });
+
+    // ledger_balance needs ledger:read: 403 insufficient_scope, the client re-authorizes and retries.
+    const balance = await client.callTool({ name: 'ledger_balance', arguments: {} });
+    assert.equal(balance.structuredContent.balance, 100);
+    const last = as.issued.at(-1);
+    assert.deepEqual(last.scope.split(' ').sort(), ['ledger:read', 'notes']);
+    const after = await client.callTool({ name: 'whoami', arguments: {} });
+    assert.deepEqual(after.structuredContent.principal.scopes.sort(), ['ledger:read', 'notes']);
+  } finally {
+    await client?.close();
+    await host.stop();
+    await as.stop();
+  }
+});
+
+test('two principals over HTTP never see each other\'s memory notes', async () => {
+  const as = await AuthorizationServer.start({ clients });
+  const host = await HttpHost.start({ plugins: [familyPlugin('memory')], sections: { auth: jwtAuth(as) } });
+  let alice, bob;
+  try {
+    alice = await connect(host, as, 'alice-app');
+    bob = await connect(host, as, 'bob-app');
+    const note = await alice.callTool({ name: 'remember', arguments: { text: 'alice salary review', tags: ['hr'] } });
+    assert.equal(note.isError, undefined, JSON.stringify(note));
+    assert.deepEqual((await bob.callTool({ name: 'recall', arguments: {} })).structuredContent.notes, []);
+    assert.deepEqual((await bob.callTool({ name: 'recall', arguments: { query: 'salary' } })).structuredContent.notes, []);
+    const theft = await bob.callTool({ name: 'forget', arguments: { note_id: note.structuredContent.id } });
+    assert.equal(theft.isError, true, 'bob cannot forget alice\'s note');
+    const mine = (await alice.callTool({ name: 'recall', arguments: { query: 'salary' } })).structuredContent.notes;
+    assert.equal(mine.length, 1);
+    assert.equal(mine[0].text, 'alice salary review');
+  } finally {
+    await alice?.close();
+    await bob?.close();
+    await host.stop();
+    await as.stop();
+  }
+});
+
+test('two principals over HTTP never reach each other\'s gate sessions', async () => {
+  const as = await AuthorizationServer.start({ clients });
+  const host = await HttpHost.start({
+    gate: true,
+    plugins: [familyPlugin('session'), 'gated.so'],
+    sections: {
+      auth: jwtAuth(as),
+      session: (dir) => {
+        writeFileSync(path.join(dir, 'program.json'), JSON.stringify({ running: true, store: 'shop', user: 'ann', updated: '2026-11-30T10:00:00Z' }));
+        writeFileSync(path.join(dir, 'grants.yaml'), 'grants:\n  shop:\n    ann: [orders.read]\n');
+        return { backend: 'sqlite', program_state_file: path.join(dir, 'program.json'), grants_file: path.join(dir, 'grants.yaml') };
+      },
+    },
+  });
+  let alice, bob;
+  try {
+    alice = await connect(host, as, 'alice-app');
+    bob = await connect(host, as, 'bob-app');
+    const session = (await alice.callTool({ name: 'session_connect', arguments: { topic: 'orders' } })).structuredContent.session;
+    assert.ok(session);
+    const stolen = await bob.callTool({ name: 'count', arguments: { session } });
+    assert.equal(stolen.structuredContent?.code, 'NOT_CONNECTED', 'alice\'s handle is no session of bob\'s');
+    const own = await alice.callTool({ name: 'count', arguments: { session } });
+    assert.notEqual(own.structuredContent?.code, 'NOT_CONNECTED');
+  } finally {
+    await alice?.close();
+    await bob?.close();
+    await host.stop();
+    await as.stop();
+  }
+});

@@ -1,0 +1,227 @@
+// The host as an OAuth 2.1 resource server with JWT access tokens, against a
+// real authorization server on loopback (lib/authorization_server.mjs):
+// protected resource metadata, every way a token can be wrong, key rotation,
+// a slow or stopped authorization server, insufficient scope and step-up,
+// and 2025-11-25 sessions bound to their principal.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { HttpHost, LEGACY } from './lib/http_host.mjs';
+import { AuthorizationServer } from './lib/authorization_server.mjs';
+
+let as;
+let host;
+const bearer = (token) => ({ Authorization: `Bearer ${token}` });
+const now = () => Math.floor(Date.now() / 1000);
+
+before(async () => {
+  as = await AuthorizationServer.start();
+  host = await HttpHost.start({
+    plugins: ['echo.so', 'ledger.so'],
+    sections: {
+      auth: {
+        mode: 'jwt',
+        issuers: [as.issuer],
+        scopes_supported: ['notes', 'ledger:read'],
+        clock_skew_s: 5,
+        fetch_timeout_ms: 1500,
+        jwks_min_refresh_s: 1,
+      },
+    },
+  });
+});
+
+after(async () => {
+  await host.stop();
+  await as.stop().catch(() => {});
+});
+
+const token = (claims = {}, opts = {}) => as.mint({ aud: host.url, scope: 'notes', ...claims }, opts);
+const whoami = (headers) => host.modern('tools/call', { name: 'whoami', arguments: {} }, { headers });
+
+function challenge(reply) {
+  const header = reply.headers.get('www-authenticate') ?? '';
+  const params = {};
+  for (const m of header.matchAll(/(\w+)="([^"]*)"/g)) params[m[1]] = m[2];
+  return { header, ...params };
+}
+
+test('no token: 401 naming the protected resource metadata, which describes this server', async () => {
+  const reply = await whoami({});
+  assert.equal(reply.status, 401);
+  const c = challenge(reply);
+  assert.match(c.header, /^Bearer /);
+  assert.equal(c.error, undefined, 'a request without a token gets no error code (RFC 6750 §3.1)');
+  assert.equal(c.scope, 'notes ledger:read');
+  assert.equal(c.resource_metadata, `${host.origin}/.well-known/oauth-protected-resource/mcp`);
+
+  for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
+    const metadata = await fetch(host.origin + path);
+    assert.equal(metadata.status, 200, path);
+    assert.deepEqual(await metadata.json(), {
+      resource: host.url,
+      authorization_servers: [as.issuer],
+      bearer_methods_supported: ['header'],
+      scopes_supported: ['notes', 'ledger:read'],
+      resource_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
+    });
+  }
+  assert.equal((await fetch(host.origin + '/health')).status, 200, '/health needs no token');
+  const get = await fetch(host.url, { headers: { 'Mcp-Session-Id': 'x' } });
+  assert.equal(get.status, 401, 'GET on the endpoint needs a token too');
+});
+
+test('RS256, ES256 and EdDSA tokens are accepted; the plugin sees the principal, never the token', async () => {
+  const kids = [...as.keys.entries()].filter(([kid]) => as.published.has(kid));
+  assert.deepEqual(kids.map(([, k]) => k.alg).sort(), ['ES256', 'EdDSA', 'RS256']);
+  for (const [kid, key] of kids) {
+    const t = token({ sub: `user-${key.alg}`, scope: 'notes ledger:read' }, { kid });
+    const reply = await whoami(bearer(t));
+    assert.equal(reply.status, 200, `${key.alg}: ${reply.text}`);
+    const ctx = reply.answer.result.structuredContent;
+    assert.deepEqual(ctx.principal, {
+      subject: `user-${key.alg}`,
+      kind: 'token',
+      client_id: 'itest-client',
+      scopes: ['notes', 'ledger:read'],
+    });
+    assert.ok(!reply.text.includes(t.split('.')[2]), 'the token is not in the answer');
+  }
+  assert.ok(!host.stderr.includes(token().split('.')[0] + '.'), 'no token in the log');
+});
+
+test('a forged signature, a foreign issuer, another resource, expired, not yet valid: 401 invalid_token', async () => {
+  const es = [...as.keys.entries()].find(([, k]) => k.alg === 'ES256')[0];
+  const cases = {
+    'bad signature': token({}, { signWith: as.addKey('RS256', { publish: false }) }),
+    'bad ES256 signature': token({}, { kid: es, signWith: as.addKey('ES256', { publish: false }) }),
+    'wrong issuer': token({ iss: 'http://127.0.0.1:1/other-issuer' }),
+    'wrong audience': token({ aud: 'http://127.0.0.1:9/mcp' }),
+    'no audience': token({ aud: undefined }),
+    expired: token({ exp: now() - 60 }),
+    'not yet valid': token({ nbf: now() + 60 }),
+    'not a JWT': 'abc.def',
+    'alg none': `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ iss: as.issuer, aud: host.url, sub: 'x', exp: now() + 60 })).toString('base64url')}.`,
+  };
+  for (const [name, t] of Object.entries(cases)) {
+    const reply = await whoami(bearer(t));
+    assert.equal(reply.status, 401, `${name}: ${reply.status} ${reply.text}`);
+    const c = challenge(reply);
+    assert.equal(c.error, 'invalid_token', name);
+    assert.ok(c.resource_metadata, name);
+  }
+  // Inside the skew the token still holds.
+  assert.equal((await whoami(bearer(token({ exp: now() - 2 })))).status, 200);
+  assert.equal((await whoami(bearer(token({ nbf: now() + 2 })))).status, 200);
+});
+
+test('a token in the query string, or a header that is not Bearer, is refused with invalid_request', async () => {
+  const message = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {}, _meta: {} } };
+  const inQuery = await host.post(message, { path: `/mcp?access_token=${token()}` });
+  assert.equal(inQuery.status, 400);
+  assert.equal(challenge(inQuery).error, 'invalid_request');
+  const basic = await whoami({ Authorization: 'Basic YTpi' });
+  assert.equal(basic.status, 400);
+  assert.equal(challenge(basic).error, 'invalid_request');
+});
+
+test('an unknown kid re-reads the JWK Set (rate-limited) and accepts the key once published', async () => {
+  await new Promise((r) => setTimeout(r, 1100)); // past jwks_min_refresh_s since the last read
+  const kid = as.addKey('EdDSA', { publish: false });
+  const before = as.count('GET /jwks');
+  const first = await whoami(bearer(token({}, { kid })));
+  assert.equal(first.status, 401);
+  assert.equal(as.count('GET /jwks'), before + 1, 'one re-read for the unknown kid');
+  const again = await whoami(bearer(token({}, { kid })));
+  assert.equal(again.status, 401);
+  assert.equal(as.count('GET /jwks'), before + 1, 'no second re-read within jwks_min_refresh_s');
+
+  as.publish(kid); // rotation: the authorization server starts signing with a new key
+  await new Promise((r) => setTimeout(r, 1100));
+  const rotated = await whoami(bearer(token({ sub: 'rotated' }, { kid })));
+  assert.equal(rotated.status, 200, rotated.text);
+  assert.equal(rotated.answer.result.structuredContent.principal.subject, 'rotated');
+  assert.equal(as.count('GET /jwks'), before + 2);
+});
+
+test('a slow authorization server never stalls tokens with known keys', async () => {
+  as.delayMs = 1400;
+  await new Promise((r) => setTimeout(r, 1100)); // past the re-read limit
+  const unknown = whoami(bearer(token({}, { kid: as.addKey('RS256', { publish: false }) })));
+  await new Promise((r) => setTimeout(r, 100)); // the re-read is under way
+  const started = Date.now();
+  const known = await whoami(bearer(token()));
+  const took = Date.now() - started;
+  assert.equal(known.status, 200);
+  assert.ok(took < 1000, `a known-key token waited ${took} ms behind the slow authorization server`);
+  assert.equal((await unknown).status, 401);
+  as.delayMs = 0;
+});
+
+test('an authorization server slower than fetch_timeout_ms: the unknown kid gets 503 at the timeout', async () => {
+  as.delayMs = 4000;
+  try {
+    await new Promise((r) => setTimeout(r, 1100)); // past the re-read limit
+    const started = Date.now();
+    const unknown = await whoami(bearer(token({}, { kid: as.addKey('EdDSA', { publish: false }) })));
+    const took = Date.now() - started;
+    assert.equal(unknown.status, 503, unknown.text);
+    assert.ok(took >= 1400 && took < 3500, `answered after ${took} ms; the timeout is 1500 ms`);
+  } finally {
+    as.delayMs = 0;
+  }
+});
+
+test('the authorization server down: cached keys keep working, an unknown kid is 503 within the timeout', async () => {
+  await as.stop();
+  try {
+    const known = await whoami(bearer(token({ sub: 'cached' })));
+    assert.equal(known.status, 200, known.text);
+    assert.equal(known.answer.result.structuredContent.principal.subject, 'cached');
+    await new Promise((r) => setTimeout(r, 1100));
+    const started = Date.now();
+    const unknown = await whoami(bearer(token({}, { kid: as.addKey('ES256', { publish: false }) })));
+    assert.equal(unknown.status, 503, unknown.text);
+    assert.ok(unknown.headers.get('retry-after'));
+    assert.ok(Date.now() - started < 3000);
+  } finally {
+    await as.restart();
+  }
+});
+
+test('insufficient scope: 403 with the scopes to ask for; a token with them is served', async () => {
+  const narrow = await host.modern('tools/call', { name: 'ledger_balance', arguments: {} }, { headers: bearer(token({ scope: 'notes' })) });
+  assert.equal(narrow.status, 403, narrow.text);
+  const c = challenge(narrow);
+  assert.equal(c.error, 'insufficient_scope');
+  assert.equal(c.scope, 'notes ledger:read');
+  assert.ok(c.resource_metadata);
+  assert.match(narrow.answer.error.message, /needs the scope 'ledger:read'/);
+
+  const stepped = await host.modern('tools/call', { name: 'ledger_balance', arguments: {} }, { headers: bearer(token({ scope: c.scope })) });
+  assert.equal(stepped.status, 200, stepped.text);
+  assert.equal(stepped.answer.result.structuredContent.balance, 100);
+  // Tools with no scope need none.
+  assert.equal((await host.modern('tools/call', { name: 'ledger_close', arguments: {} }, { headers: bearer(token({ scope: undefined })) })).status, 200);
+});
+
+test('a 2025-11-25 session belongs to the principal that opened it', async () => {
+  const alice = bearer(token({ sub: 'alice' }));
+  const bob = bearer(token({ sub: 'bob' }));
+  const init = await host.post(
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+    { headers: alice },
+  );
+  assert.equal(init.status, 200, init.text);
+  const sid = init.headers.get('mcp-session-id');
+  const initialized = await host.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: { ...alice, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': LEGACY } });
+  assert.equal(initialized.status, 202);
+  const inSession = (headers, id) =>
+    host.post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'whoami', arguments: {} } }, { headers: { ...headers, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': LEGACY } });
+  const mine = await inSession(alice, 2);
+  assert.equal(mine.status, 200);
+  assert.equal(mine.messages[0].result.structuredContent.principal.subject, 'alice');
+  assert.equal((await inSession(bob, 3)).status, 404, "bob's token with alice's session id");
+  const del = await fetch(host.url, { method: 'DELETE', headers: { ...bob, 'Mcp-Session-Id': sid } });
+  assert.equal(del.status, 404, 'bob cannot end it either');
+  assert.equal((await inSession(alice, 4)).status, 200, 'the session is still alice\'s');
+});

@@ -1,0 +1,110 @@
+// The other ways of saying who calls over HTTP: opaque tokens through RFC 7662
+// introspection, static API keys stored hashed — each its own mode, neither
+// accepting what the other would — and what a host listening beyond
+// loopback does without an auth section.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { HttpHost } from './lib/http_host.mjs';
+import { binaryPath, writeConfig } from './lib/host.mjs';
+import { AuthorizationServer, sha256Hex } from './lib/authorization_server.mjs';
+
+const bearer = (token) => ({ Authorization: `Bearer ${token}` });
+const whoami = (host, headers) => host.modern('tools/call', { name: 'whoami', arguments: {} }, { headers });
+const errorOf = (reply) => /error="([^"]*)"/.exec(reply.headers.get('www-authenticate') ?? '')?.[1];
+
+test('introspection mode: active opaque tokens are served and cached, anything else is refused', async () => {
+  const as = await AuthorizationServer.start({ tokens: 'opaque' });
+  as.introspectionClients['gatehouse-rs'] = 'rs secret/with:odd&chars';
+  const host = await HttpHost.start({
+    plugins: ['echo.so'],
+    sections: {
+      auth: {
+        mode: 'introspection',
+        issuers: [as.issuer],
+        introspection_endpoint: `${as.issuer}/introspect`,
+        client_id: 'gatehouse-rs',
+        client_secret: 'rs secret/with:odd&chars',
+        introspection_cache_s: 60,
+        fetch_timeout_ms: 1000,
+      },
+    },
+  });
+  try {
+    const opaque = as.mintOpaque({ aud: host.url, sub: 'carol', client_id: 'desk', scope: 'notes' });
+    const first = await whoami(host, bearer(opaque));
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(first.answer.result.structuredContent.principal, { subject: 'carol', kind: 'token', client_id: 'desk', scopes: ['notes'] });
+    assert.equal(as.count('POST /introspect'), 1);
+    assert.equal((await whoami(host, bearer(opaque))).status, 200);
+    assert.equal(as.count('POST /introspect'), 1, 'an active answer is cached');
+
+    assert.equal((await whoami(host, bearer('not-a-known-token'))).status, 401);
+    assert.equal(errorOf(await whoami(host, bearer('not-a-known-token'))), 'invalid_token');
+    const other = as.mintOpaque({ aud: 'http://127.0.0.1:9/mcp' });
+    assert.equal((await whoami(host, bearer(other))).status, 401, 'a token for another resource');
+    const foreign = as.mintOpaque({ aud: host.url, iss: 'http://127.0.0.1:1/elsewhere' });
+    assert.equal((await whoami(host, bearer(foreign))).status, 401, 'a token of an issuer not configured');
+    const jwt = as.mint({ aud: host.url });
+    assert.equal((await whoami(host, bearer(jwt))).status, 401, 'a JWT is no opaque token the server knows: no fallback');
+
+    await as.stop();
+    assert.equal((await whoami(host, bearer(opaque))).status, 200, 'cached while the server is down');
+    const unseen = await whoami(host, bearer(as.mintOpaque({ aud: host.url })));
+    assert.equal(unseen.status, 503, 'a token that cannot be checked is not waved through');
+    assert.ok(!host.stderr.includes(opaque), 'no token in the log');
+  } finally {
+    await host.stop();
+    await as.stop().catch(() => {});
+  }
+});
+
+test('api_keys mode: a listed key is its principal; the YAML holds only hashes', async () => {
+  const key = randomBytes(24).toString('base64url');
+  const host = await HttpHost.start({
+    plugins: ['echo.so', 'ledger.so'],
+    sections: { auth: { mode: 'api_keys', api_keys: [{ sha256: sha256Hex(key), subject: 'build-bot', client_id: 'ci', scopes: ['ledger:read'] }] } },
+  });
+  try {
+    const ok = await whoami(host, bearer(key));
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(ok.answer.result.structuredContent.principal, { subject: 'build-bot', kind: 'token', client_id: 'ci', scopes: ['ledger:read'] });
+    assert.equal((await host.modern('tools/call', { name: 'ledger_balance', arguments: {} }, { headers: bearer(key) })).status, 200);
+    assert.equal((await whoami(host, bearer(key + 'x'))).status, 401);
+    assert.equal((await whoami(host, {})).status, 401);
+    const metadata = await (await fetch(`${host.origin}/.well-known/oauth-protected-resource/mcp`)).json();
+    assert.equal(metadata.resource, host.url);
+    assert.deepEqual(metadata.authorization_servers, []);
+  } finally {
+    await host.stop();
+  }
+});
+
+test('a bad auth section is refused naming file:line', () => {
+  const { file } = writeConfig({ sections: { auth: { mode: 'api_keys', api_keys: [{ sha256: 'plain-key', subject: 'x' }] } } });
+  const run = spawnSync(binaryPath(), ['check-config', file], { encoding: 'utf8' });
+  assert.notEqual(run.status, 0);
+  assert.match(run.stderr + run.stdout, /gatehouse\.yaml:\d+:\d+.*auth\.api_keys\[\]\.sha256 must be 64 hex digits/);
+  const jwt = writeConfig({ sections: { auth: { mode: 'jwt' } } });
+  const noIssuer = spawnSync(binaryPath(), ['check-config', jwt.file], { encoding: 'utf8' });
+  assert.notEqual(noIssuer.status, 0);
+  assert.match(noIssuer.stderr + noIssuer.stdout, /auth\.mode jwt needs auth\.issuers/);
+});
+
+test('beyond loopback without an auth section the host refuses to start; auth.mode none is an explicit choice', async () => {
+  const { file } = writeConfig({ plugins: ['echo.so'], http: { listen: '0.0.0.0:0' } });
+  const refused = spawnSync(binaryPath(), ['serve', '--config', file, '--transport', 'http'], { encoding: 'utf8', timeout: 20000 });
+  assert.equal(refused.status, 1);
+  assert.match(refused.stderr, /reaches beyond this machine, and no auth section says who may call/);
+
+  const open = await HttpHost.start({ plugins: ['echo.so'], http: { listen: '0.0.0.0:0', allowed_hosts: ['0.0.0.0'] }, sections: { auth: { mode: 'none' } } });
+  try {
+    await open.stderrMatching(/auth\.mode none: every caller is served as the local principal/);
+    const reply = await whoami(open, {});
+    assert.equal(reply.status, 200);
+    assert.equal(reply.answer.result.structuredContent.principal.kind, 'local');
+  } finally {
+    await open.stop();
+  }
+});

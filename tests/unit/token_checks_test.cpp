@@ -1,0 +1,131 @@
+#include "auth/bearer_token.hpp"
+#include "auth/issuer_keys.hpp"
+#include "auth/json_web_key.hpp"
+#include "auth/token_claims.hpp"
+#include "config/config_error.hpp"
+#include "config/config_loader.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace gatehouse;
+using Kind = auth::TokenVerdict::Kind;
+
+TEST_CASE("the bearer token comes from the Authorization header only", "[auth]") {
+    using Found = auth::BearerToken::Found;
+    CHECK(auth::find_bearer_token(std::nullopt, 0, "/mcp").found == Found::none);
+    auto ok = auth::find_bearer_token(std::string_view("Bearer abc.DEF-_~+/="), 1, "/mcp");
+    CHECK(ok.found == Found::token);
+    CHECK(ok.token == "abc.DEF-_~+/=");
+    CHECK(auth::find_bearer_token(std::string_view("bearer  xyz "), 1, "/mcp").token == "xyz");
+    CHECK(auth::find_bearer_token(std::string_view("Basic YTpi"), 1, "/mcp").found == Found::malformed);
+    CHECK(auth::find_bearer_token(std::string_view("Bearer "), 1, "/mcp").found == Found::malformed);
+    CHECK(auth::find_bearer_token(std::string_view("Bearer a b"), 1, "/mcp").found == Found::malformed);
+    CHECK(auth::find_bearer_token(std::string_view("Bearer a=b"), 1, "/mcp").found == Found::malformed);
+    CHECK(auth::find_bearer_token(std::string_view("Bearer a"), 2, "/mcp").found == Found::malformed);
+    CHECK(auth::find_bearer_token(std::nullopt, 0, "/mcp?x=1&access_token=t").found == Found::malformed);
+    CHECK(auth::find_bearer_token(std::nullopt, 0, "/mcp?my_access_token=t").found == Found::none);
+}
+
+TEST_CASE("claims: issuer, audience, expiry with skew, subject, scopes", "[auth]") {
+    const auto now = std::chrono::system_clock::from_time_t(1'800'000'000);
+    auth::ClaimRules rules;
+    rules.audiences = {"https://mcp.example/mcp", "urn:extra"};
+    rules.issuers = {"https://as.example"};
+    rules.skew = std::chrono::seconds(30);
+    nlohmann::json good = {{"iss", "https://as.example"},
+                           {"aud", "https://mcp.example/mcp"},
+                           {"sub", "alice"},
+                           {"exp", 1'800'000'100},
+                           {"client_id", "desk"},
+                           {"scope", "a  b"}};
+    auto v = auth::check_claims(good, rules, now);
+    REQUIRE(v.kind == Kind::accepted);
+    CHECK(v.principal.subject == "alice");
+    CHECK(v.principal.client_id == "desk");
+    CHECK(v.principal.scopes == std::vector<std::string>{"a", "b"});
+
+    auto with = [&](const char* key, nlohmann::json value) {
+        auto c = good;
+        if (value.is_null())
+            c.erase(key);
+        else
+            c[key] = std::move(value);
+        return auth::check_claims(c, rules, now);
+    };
+    CHECK(with("aud", nlohmann::json::array({"other", "urn:extra"})).kind == Kind::accepted);
+    CHECK(with("aud", "https://mcp.example/other").kind == Kind::rejected);
+    CHECK(with("aud", nullptr).kind == Kind::rejected);
+    CHECK(with("iss", "https://evil.example").kind == Kind::rejected);
+    CHECK(with("exp", 1'800'000'000 - 29).kind == Kind::accepted);
+    CHECK(with("exp", 1'800'000'000 - 30).kind == Kind::rejected);
+    CHECK(with("exp", nullptr).kind == Kind::rejected);
+    CHECK(with("exp", "soon").kind == Kind::rejected);
+    CHECK(with("nbf", 1'800'000'000 + 30).kind == Kind::accepted);
+    CHECK(with("nbf", 1'800'000'000 + 31).kind == Kind::rejected);
+    CHECK(with("sub", nullptr).kind == Kind::rejected);
+    CHECK(with("sub", 7).kind == Kind::rejected);
+    auto scp = good;
+    scp.erase("scope");
+    scp["scp"] = {"x", 3, "y"};
+    CHECK(auth::check_claims(scp, rules, now).principal.scopes == std::vector<std::string>{"x", "y"});
+    rules.prefix_subject_with_issuer = true;
+    CHECK(auth::check_claims(good, rules, now).principal.subject == "https://as.example alice");
+}
+
+TEST_CASE("JWKs that cannot verify what they claim are refused", "[auth]") {
+    CHECK_THROWS_WITH(auth::JsonWebKey::parse({{"kty", "oct"}, {"k", "AAAA"}}),
+                      Catch::Contains("unsupported key type"));
+    CHECK_THROWS_WITH(auth::JsonWebKey::parse({{"kty", "RSA"}, {"n", "AQAB"}, {"e", "AQAB"}}),
+                      Catch::Contains("shorter than 2048"));
+    CHECK_THROWS_WITH(auth::JsonWebKey::parse({{"kty", "EC"}, {"crv", "P-384"}, {"x", "AA"}, {"y", "AA"}}),
+                      Catch::Contains("P-256"));
+    CHECK_THROWS_WITH(auth::JsonWebKey::parse({{"kty", "OKP"}, {"crv", "Ed25519"}, {"x", "!!"}}),
+                      Catch::Contains("base64url"));
+    CHECK_THROWS(auth::JsonWebKey::parse("not an object"));
+    // An Ed25519 key (RFC 8037 §A.2) with a mismatching alg.
+    const nlohmann::json ed = {
+        {"kty", "OKP"}, {"crv", "Ed25519"}, {"x", "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}};
+    CHECK(auth::JsonWebKey::parse(ed).algorithm() == "EdDSA");
+    auto wrong = ed;
+    wrong["alg"] = "RS256";
+    CHECK_THROWS_WITH(auth::JsonWebKey::parse(wrong), Catch::Contains("alg"));
+    auto encryption = ed;
+    encryption["use"] = "enc";
+    CHECK_THROWS(auth::JsonWebKey::parse(encryption));
+}
+
+TEST_CASE("base64url and the RFC 8414 metadata location", "[auth]") {
+    std::string out;
+    CHECK(auth::base64url_decode("aGk", out));
+    CHECK(out == "hi");
+    CHECK_FALSE(auth::base64url_decode("aGk=", out));
+    CHECK_FALSE(auth::base64url_decode("a", out));
+    CHECK(auth::oauth_metadata_url("https://as.example") ==
+          "https://as.example/.well-known/oauth-authorization-server");
+    CHECK(auth::oauth_metadata_url("https://as.example/tenant1") ==
+          "https://as.example/.well-known/oauth-authorization-server/tenant1");
+    CHECK(auth::openid_metadata_url("https://as.example/tenant1/") ==
+          "https://as.example/tenant1/.well-known/openid-configuration");
+}
+
+TEST_CASE("the auth section: modes, what each needs, file:line on mistakes", "[auth][config]") {
+    auto load = [](const std::string& yaml) { return config::load_config_text(yaml, "auth.yaml", "/tmp"); };
+    CHECK_FALSE(load("transports: [http]\n").auth.configured);
+    CHECK_FALSE(load("transports: [http]\n").auth.verifies_tokens());
+    const auto jwt = load("auth:\n  mode: jwt\n  issuers: [https://as.example]\n  clock_skew_s: 5\n");
+    CHECK(jwt.auth.mode == "jwt");
+    CHECK(jwt.auth.clock_skew_s == 5);
+    CHECK_THROWS_WITH(load("auth:\n  mode: jwt\n"), Catch::Contains("auth.yaml:2") && Catch::Contains("issuers"));
+    CHECK_THROWS_WITH(load("auth:\n  mode: magic\n"), Catch::Contains("auth.mode must be one of"));
+    CHECK_THROWS_WITH(load("auth:\n  mode: none\n  tokens: yes\n"), Catch::Contains("unknown key 'tokens'"));
+    CHECK_THROWS_WITH(load("auth:\n  mode: jwt\n  issuers: [as.example]\n"), Catch::Contains("http:// or https://"));
+    CHECK_THROWS_WITH(load("auth:\n  mode: introspection\n  introspection_endpoint: https://as/i\n"),
+                      Catch::Contains("auth.client_id"));
+    const std::string hash(64, 'a');
+    const auto keys = load("auth:\n  mode: api_keys\n  api_keys:\n    - {sha256: " + std::string(64, 'A') +
+                           ", subject: ci, scopes: [x]}\n");
+    CHECK(keys.auth.api_keys.at(0).sha256_hex == hash);
+    CHECK_THROWS_WITH(load("auth:\n  mode: api_keys\n  api_keys:\n    - {sha256: " + hash +
+                           ", subject: a}\n    - {sha256: " + hash + ", subject: b}\n"),
+                      Catch::Contains("listed twice"));
+}
