@@ -5,6 +5,7 @@
 #include "limits/rate_limiter.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/request.hpp"
+#include "protocol/tool_disclosure.hpp"
 
 namespace gatehouse::protocol {
 
@@ -16,12 +17,15 @@ namespace gatehouse::protocol {
 class ToolCall {
 public:
     ToolCall(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, const config::Limits& limits,
-             limits::RateLimiter& rate_limiter)
-        : registry_(registry), gate_(gate), max_string_bytes_(limits.max_string_bytes), rate_limiter_(rate_limiter) {}
+             limits::RateLimiter& rate_limiter, const ToolDisclosure* disclosure = nullptr)
+        : registry_(registry), gate_(gate), max_string_bytes_(limits.max_string_bytes), rate_limiter_(rate_limiter),
+          disclosure_(disclosure) {}
 
     Json run(Request& request) const;
 
 private:
+    Json run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const;
+
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
                 const gate::GateFindings& findings) const;
 
@@ -29,6 +33,7 @@ private:
     const gate::GatePipeline& gate_;
     std::size_t max_string_bytes_;
     limits::RateLimiter& rate_limiter_;
+    const ToolDisclosure* disclosure_;
 };
 
 // The key a principal's per-caller limits are counted under.
