@@ -471,11 +471,14 @@ static_assert(GH_PROMPT_DESC_SIZE_V1 == sizeof(gh_prompt_desc), "gh_prompt_desc 
 #else
 _Static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
 _Static_assert(GH_HOST_API_SIZE_V2 == offsetof(gh_host_api, notify_changed), "gh_host_api v2 size");
-_Static_assert(GH_HOST_API_SIZE_V3 == sizeof(gh_host_api), "gh_host_api v3 size");
+_Static_assert(GH_HOST_API_SIZE_V3 == offsetof(gh_host_api, state_get), "gh_host_api v3 size");
+_Static_assert(GH_HOST_API_SIZE_V4 == sizeof(gh_host_api), "gh_host_api v4 size");
 _Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
-_Static_assert(GH_PLUGIN_DESC_SIZE_V3 == sizeof(gh_plugin_desc), "gh_plugin_desc v3 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V3 == offsetof(gh_plugin_desc, page_count), "gh_plugin_desc v3 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V4 == sizeof(gh_plugin_desc), "gh_plugin_desc v4 size");
+_Static_assert(GH_PAGE_DESC_SIZE_V1 == sizeof(gh_page_desc), "gh_page_desc v1 size");
 _Static_assert(GH_RESOURCE_DESC_SIZE_V1 == sizeof(gh_resource_desc), "gh_resource_desc v1 size");
 _Static_assert(GH_RESOURCE_TEMPLATE_DESC_SIZE_V1 == sizeof(gh_resource_template_desc),
                "gh_resource_template_desc v1 size");
