@@ -206,7 +206,7 @@ test('expiry: an undecided session expires; its page offers nothing', async () =
   }
 });
 
-test('money sessions need consent: refused with CONSENT_REQUIRED and nothing is created', async () => {
+test('money sessions need consent, redirects must be safe: refused, and nothing is created', async () => {
   const { call, stop, stateFile } = await startHost();
   try {
     const before = familyRows(stateFile);
@@ -215,6 +215,8 @@ test('money sessions need consent: refused with CONSENT_REQUIRED and nothing is 
       assert.equal(code(refused), 'CONSENT_REQUIRED');
       assert.match(refused.content[0].text, /cannot show a consent prompt/);
     }
+    for (const redirect_url of ['javascript:alert(1)', 'http://user@evil.example/', 'https://ok.example/a b'])
+      assert.equal(code(await call('create_session', { type: 'LOGIN', redirect_url })), 'INVALID_REDIRECT_URL');
     assert.deepEqual(familyRows(stateFile), before);
     assert.equal(code(await call('get_session_status', { session_id: '00000000-0000-4000-8000-000000000000' })), 'SESSION_UNKNOWN');
   } finally {
