@@ -1,7 +1,9 @@
 // gatehouse — an MCP server host that loads tool families from shared
 // libraries and gates every call. See `gatehouse --help`.
 #include "cli/host_setup.hpp"
+#include "cli/bot_command.hpp"
 #include "cli/license_command.hpp"
+#include "cli/reference_docs.hpp"
 #include "cli/stdout_diversion.hpp"
 #include "config/config_loader.hpp"
 #include "gate/gate_pipeline.hpp"
@@ -13,11 +15,13 @@
 #include "mrtr/state_keys.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/http_transport.hpp"
+#include "transport/reload_signal.hpp"
 #include "transport/stdio_transport.hpp"
 #include "transport/stop_signal.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +55,12 @@ Usage:
   gatehouse license sign --key PRIVATE.pem --key-id ID --licensee NAME
                          --families a,b --expires YYYY-MM-DDTHH:MM:SSZ [--issued ...]
       For a vendor: print a license file signed with an Ed25519 private key.
+  gatehouse bot [use SLUG] [--config FILE]
+      List the sessions family's bots, or choose the active one (a running
+      host follows at once; calls naming another bot get ACTIVE_BOT_CHANGED).
+  gatehouse docs [--config FILE] --out DIR
+      Write one Markdown reference page per domain (DIR/<domain>.md) from the
+      loaded registry: every tool's definition with its full schemas.
   gatehouse --version
   gatehouse --help
 
@@ -65,6 +75,7 @@ struct Arguments {
     std::optional<std::string> config;
     std::optional<std::string> transport;
     std::optional<std::string> listen;
+    std::optional<std::string> out; // docs: the folder pages go to
     std::vector<std::string> positional;
     std::map<std::string, std::string> license_options; // license sign's --flags
     bool json = false;
@@ -97,6 +108,8 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
             if (!(a.listen = value("--listen"))) return std::nullopt;
         } else if (arg.rfind("--listen=", 0) == 0) {
             a.listen = arg.substr(9);
+        } else if (arg == "--out") {
+            if (!(a.out = value("--out"))) return std::nullopt;
         } else if (kLicenseSignFlags.count(arg)) {
             auto v = value(arg.c_str());
             if (!v) return std::nullopt;
@@ -117,9 +130,23 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
     return a;
 }
 
+std::set<std::string> on_demand_families(const config::Config& cfg) {
+    std::set<std::string> out;
+    for (const auto& [family, domain] : cfg.domains)
+        if (domain.on_demand) out.insert(family);
+    return out;
+}
+
 int serve(const Arguments& args) {
     // First, before any thread starts (plugins may start their own): every
-    // thread inherits the blocked stop signals, and one waits for them.
+    // thread inherits the blocked stop and reload signals, and one thread
+    // waits for each.
+    // SIGHUP re-reads the YAML; what it changes at run time is each
+    // domain's exposure (tools/list), announced to every listener.
+    std::atomic<protocol::McpServer*> reloadable{nullptr};
+    transport::ReloadSignal reload([&reloadable, &args] {
+        if (auto* server = reloadable.load()) server->apply_exposure(on_demand_families(cli::load_config(args.config)));
+    });
     transport::StopSignal stop;
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(cfg.log_level);
@@ -171,6 +198,18 @@ int serve(const Arguments& args) {
     } else {
         spdlog::warn("gate: false — gated tools run WITHOUT the gate's checks; never use this in production");
     }
+    // Families keep what outlives a call in the same backend as sessions, so
+    // every instance sharing it answers alike.
+    std::unique_ptr<state::StateBackend> families_only_state;
+    if (sessions) {
+        plugins::set_family_state(&sessions->table().backend());
+    } else {
+        families_only_state = state::make_memory_backend();
+        plugins::set_family_state(families_only_state.get());
+    }
+    struct ForgetFamilyState {
+        ~ForgetFamilyState() { plugins::set_family_state(nullptr); }
+    } forget_family_state;
     if (cfg.limits.max_in_flight_per_plugin >= cfg.limits.workers)
         spdlog::warn("limits.max_in_flight_per_plugin ({}) is not below limits.workers ({}): one plugin that never "
                      "returns can hold every worker",
@@ -189,6 +228,12 @@ int serve(const Arguments& args) {
     }
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits, cfg.input_requests,
                                std::move(state_sealer));
+    server.apply_exposure(on_demand_families(cfg));
+    reloadable = &server;
+    struct StopReloading {
+        std::atomic<protocol::McpServer*>& server;
+        ~StopReloading() { server = nullptr; }
+    } stop_reloading{reloadable};
     // What families report as changed reaches the open subscriptions.
     plugins::set_change_sink([&server](int32_t kind, std::string_view uri) {
         using Kind = protocol::Change::Kind;
@@ -208,6 +253,10 @@ int serve(const Arguments& args) {
             spdlog::critical("{}", e.what());
             return 1;
         }
+        const auto& listen_host = cfg.http.listen_host;
+        plugins::set_pages_origin("http://" +
+                                  (listen_host.find(':') != std::string::npos ? "[" + listen_host + "]" : listen_host) +
+                                  ":" + std::to_string(http->port()));
     }
     if (serve_stdio && http) {
         // Both: HTTP serves on its own thread; stdin closing ends both, as
@@ -358,6 +407,8 @@ int main(int argc, char** argv) {
         if (args->command == "serve") return serve(*args);
         if (args->command == "check-config") return check_config(*args);
         if (args->command == "plugins") return list_plugins(*args);
+        if (args->command == "bot") return cli::bot_command(args->positional, args->config);
+        if (args->command == "docs") return cli::reference_docs_command(args->config, args->out);
         if (args->command == "license")
             return cli::license_command(args->positional, args->config, args->license_options, args->json);
         std::cerr << "gatehouse: unknown command '" << args->command << "'\n" << kUsage;

@@ -13,6 +13,7 @@ packages=(
   catch2 libbenchmark-dev
   clang-format
   clang libclang-rt-14-dev llvm   # libFuzzer and the sanitizer runtimes; llvm-symbolizer for readable reports
+  chromium                        # headless, for the tests that open the pages families serve (puppeteer-core drives it)
 )
 missing=()
 for p in "${packages[@]}"; do

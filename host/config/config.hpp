@@ -34,7 +34,8 @@ struct PluginEntry {
 
 struct DomainSettings {
     bool enabled = true;
-    std::string prefix;                                 // prepended to every tool name of the family
+    std::string prefix;     // prepended to every tool name of the family
+    bool on_demand = false; // exposure: on_demand keeps the family out of tools/list (load_domain reveals it)
     nlohmann::json settings = nlohmann::json::object(); // handed to the plugin's init
     SourceLocation where;
 };

@@ -285,7 +285,7 @@ void read_domains(const YamlReader& r, const YAML::Node& node, std::map<std::str
             d.enabled = true;
         } else {
             r.expect_map(v, "domains." + family);
-            r.only_keys(v, {"enabled", "prefix", "settings"}, "domains." + family);
+            r.only_keys(v, {"enabled", "prefix", "exposure", "settings"}, "domains." + family);
             if (v["enabled"]) d.enabled = r.boolean(v["enabled"], "domains." + family + ".enabled");
             if (v["prefix"]) {
                 d.prefix = r.string(v["prefix"], "domains." + family + ".prefix");
@@ -293,6 +293,12 @@ void read_domains(const YamlReader& r, const YAML::Node& node, std::map<std::str
                     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
                         r.fail(v["prefix"],
                                "domains." + family + ".prefix may hold only letters, digits, '_', '-' and '.'");
+            }
+            if (v["exposure"]) {
+                const std::string exposure = r.string(v["exposure"], "domains." + family + ".exposure");
+                if (exposure != "listed" && exposure != "on_demand")
+                    r.fail(v["exposure"], "domains." + family + ".exposure must be listed or on_demand");
+                d.on_demand = exposure == "on_demand";
             }
             if (v["settings"]) {
                 r.expect_map(v["settings"], "domains." + family + ".settings");

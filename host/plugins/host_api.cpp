@@ -4,7 +4,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
 #include <mutex>
+#include <string>
 #include <string_view>
 
 namespace gatehouse::plugins {
@@ -140,17 +145,103 @@ gh_str request_state(gh_call* call) noexcept {
     return gh_str{text.data(), text.size()};
 }
 
+std::mutex g_state_mutex;
+state::StateBackend* g_family_state = nullptr;
+std::mutex g_pages_mutex;
+std::string g_pages_origin;
+
+constexpr std::size_t kMaxStateKeyBytes = 512;
+constexpr std::size_t kMaxStateValueBytes = 1024 * 1024;
+
+// Each family's keys live under its own prefix, apart from the host's keys
+// (session/, session-topic/) and every other family's.
+std::string family_key(const gh_call* call, gh_str key) {
+    return "family/" + std::string(call->family) + "/" + std::string(as_view(key));
+}
+
+state::StateBackend* family_state() {
+    std::lock_guard lock(g_state_mutex);
+    return g_family_state;
+}
+
+bool valid_key(gh_call* call, gh_str key) {
+    return call && key.ptr && key.len > 0 && key.len <= kMaxStateKeyBytes;
+}
+
+int32_t state_get(gh_call* call, gh_str key, gh_sink* out) noexcept {
+    try {
+        if (!valid_key(call, key) || !out) return GH_STATUS_INVALID_ARGS;
+        auto* backend = family_state();
+        if (!backend) return GH_STATUS_INTERNAL;
+        auto value = backend->get(family_key(call, key));
+        if (!value) return GH_STATUS_NOT_FOUND;
+        out->bytes.append(*value);
+        return GH_STATUS_OK;
+    } catch (const std::exception& e) {
+        spdlog::error("[{}] state_get: {}", call ? call->family : "plugin", e.what());
+    } catch (...) {
+    }
+    return GH_STATUS_INTERNAL;
+}
+
+int32_t state_put(gh_call* call, gh_str key, gh_str value, uint64_t ttl_ms) noexcept {
+    try {
+        if (!valid_key(call, key) || value.len > kMaxStateValueBytes || (!value.ptr && value.len > 0))
+            return GH_STATUS_INVALID_ARGS;
+        auto* backend = family_state();
+        if (!backend) return GH_STATUS_INTERNAL;
+        // A TTL beyond what a signed millisecond count holds means "a very long time", not "never".
+        const auto ttl = std::chrono::milliseconds(static_cast<std::int64_t>(
+            std::min<uint64_t>(ttl_ms, static_cast<uint64_t>(std::numeric_limits<std::int64_t>::max() / 2))));
+        backend->put(family_key(call, key), as_view(value), ttl);
+        return GH_STATUS_OK;
+    } catch (const std::exception& e) {
+        spdlog::error("[{}] state_put: {}", call ? call->family : "plugin", e.what());
+    } catch (...) {
+    }
+    return GH_STATUS_INTERNAL;
+}
+
+int32_t state_erase(gh_call* call, gh_str key) noexcept {
+    try {
+        if (!valid_key(call, key)) return GH_STATUS_INVALID_ARGS;
+        auto* backend = family_state();
+        if (!backend) return GH_STATUS_INTERNAL;
+        return backend->erase(family_key(call, key)) ? GH_STATUS_OK : GH_STATUS_NOT_FOUND;
+    } catch (const std::exception& e) {
+        spdlog::error("[{}] state_erase: {}", call ? call->family : "plugin", e.what());
+    } catch (...) {
+    }
+    return GH_STATUS_INTERNAL;
+}
+
 const gh_host_api kHostApi = {
     sizeof(gh_host_api), GH_ABI_VERSION,    &sink_write,      &log,
     &progress,           &is_cancelled,     &call_context,    &sink_new,
     &sink_bytes,         &session_describe, &session_open,    &rules_accept,
     &critical_read,      &notify_changed,   &input_responses, &request_state,
+    &state_get,          &state_put,        &state_erase,
 };
 
 } // namespace
 
 const gh_host_api* host_api() {
     return &kHostApi;
+}
+
+void set_family_state(state::StateBackend* backend) {
+    std::lock_guard lock(g_state_mutex);
+    g_family_state = backend;
+}
+
+void set_pages_origin(std::string origin) {
+    std::lock_guard lock(g_pages_mutex);
+    g_pages_origin = std::move(origin);
+}
+
+std::string pages_origin() {
+    std::lock_guard lock(g_pages_mutex);
+    return g_pages_origin;
 }
 
 void set_change_sink(ChangeSink sink) {

@@ -6,6 +6,7 @@
 #include <boost/dll/shared_library.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -354,6 +355,31 @@ std::unique_ptr<Prompt> read_prompt(const gh_prompt_desc* raw, std::size_t index
     return prompt;
 }
 
+bool valid_page_name(std::string_view name) {
+    if (name.empty() || name.size() > 64) return false;
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
+}
+
+std::unique_ptr<Page> read_page(const gh_page_desc* raw, std::size_t index) {
+    std::string why;
+    auto desc = read_abi_struct<gh_page_desc>(raw, GH_PAGE_DESC_SIZE_V1, why);
+    if (!desc) throw Refused("page #" + std::to_string(index) + ": " + why);
+    auto page = std::make_unique<Page>();
+    page->name = copy(desc->name);
+    if (!valid_page_name(page->name))
+        throw Refused("page #" + std::to_string(index) + " has an invalid name '" + page->name +
+                      "' (1-64 of lowercase letters, digits, '_', '-')");
+    if (desc->flags & ~GH_PAGE_KNOWN_FLAGS)
+        throw Refused("page '" + page->name + "' sets unknown flag bits " + hex(desc->flags & ~GH_PAGE_KNOWN_FLAGS) +
+                      " (this host knows none)");
+    if (!desc->show || !desc->act) throw Refused("page '" + page->name + "' needs both show and act functions");
+    page->show = desc->show;
+    page->act = desc->act;
+    page->data = desc->page_data;
+    return page;
+}
+
 struct Candidate {
     std::unique_ptr<LoadedPlugin> plugin;
     std::vector<std::unique_ptr<Tool>> tools;
@@ -372,13 +398,16 @@ std::filesystem::path resolve(const config::PluginEntry& entry, const config::Co
 void read_offer(const gh_plugin_desc& desc, Candidate& c) {
     if (desc.reserved1 != 0) throw Refused("descriptor sets reserved1, which must be zero");
     constexpr uint32_t kMaxEach = 10000;
-    if (desc.resource_count > kMaxEach || desc.resource_template_count > kMaxEach || desc.prompt_count > kMaxEach)
+    if (desc.resource_count > kMaxEach || desc.resource_template_count > kMaxEach || desc.prompt_count > kMaxEach ||
+        desc.page_count > kMaxEach)
         throw Refused("descriptor declares more than 10000 resources, resource templates or prompts");
     if (desc.resource_count > 0 && !desc.resources)
         throw Refused("descriptor lists resources but has no resource table");
     if (desc.resource_template_count > 0 && !desc.resource_templates)
         throw Refused("descriptor lists resource templates but has no resource template table");
     if (desc.prompt_count > 0 && !desc.prompts) throw Refused("descriptor lists prompts but has no prompt table");
+    if (desc.page_count > 0 && !desc.pages) throw Refused("descriptor lists pages but has no page table");
+    if (desc.reserved2 != 0) throw Refused("descriptor sets reserved2, which must be zero");
 
     std::set<std::string> seen;
     for (uint32_t i = 0; i < desc.resource_count; ++i) {
@@ -398,6 +427,12 @@ void read_offer(const gh_plugin_desc& desc, Candidate& c) {
         auto p = read_prompt(desc.prompts[i], i, c.prefix);
         if (!seen.insert(p->plugin_name).second) throw Refused("prompt '" + p->plugin_name + "' is declared twice");
         c.offer.prompts.push_back(std::move(p));
+    }
+    seen.clear();
+    for (uint32_t i = 0; i < desc.page_count; ++i) {
+        auto page = read_page(desc.pages[i], i);
+        if (!seen.insert(page->name).second) throw Refused("page '" + page->name + "' is declared twice");
+        c.offer.pages.push_back(std::move(page));
     }
 }
 
@@ -549,6 +584,8 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
                 t->family = family;
             for (auto& p : c.offer.prompts)
                 p->family = family;
+            for (auto& page : c.offer.pages)
+                page->family = family;
             plugins::PluginCallLimits limits;
             limits.max_in_flight = entry.max_in_flight.value_or(cfg.limits.max_in_flight_per_plugin);
             limits.tool_timeout_ms = entry.tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms);

@@ -65,6 +65,12 @@ const Prompt* ToolRegistry::find_prompt(std::string_view name) const {
     return it != prompts_.end() && (*it)->name == name ? *it : nullptr;
 }
 
+const Page* ToolRegistry::find_page(std::string_view family, std::string_view name) const {
+    for (const auto& page : offered_.pages)
+        if (page->family == family && page->name == name) return page.get();
+    return nullptr;
+}
+
 bool ToolRegistry::offers_completions() const {
     return std::any_of(prompts_.begin(), prompts_.end(), [](const Prompt* p) { return p->complete != nullptr; }) ||
            std::any_of(resource_templates_.begin(), resource_templates_.end(),
@@ -94,6 +100,10 @@ void ToolRegistry::add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<
     for (auto& p : offer.prompts) {
         p->plugin = plugin.get();
         offered_.prompts.push_back(std::move(p));
+    }
+    for (auto& page : offer.pages) {
+        page->plugin = plugin.get();
+        offered_.pages.push_back(std::move(page));
     }
     families_.push_back(std::move(info));
     plugins_.push_back(std::move(plugin));

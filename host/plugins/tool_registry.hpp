@@ -1,6 +1,7 @@
 #pragma once
 
 #include "plugins/loaded_plugin.hpp"
+#include "plugins/page.hpp"
 #include "plugins/prompt.hpp"
 #include "plugins/resource.hpp"
 #include "plugins/tool.hpp"
@@ -30,6 +31,7 @@ struct FamilyOffer {
     std::vector<std::unique_ptr<Resource>> resources;
     std::vector<std::unique_ptr<ResourceTemplate>> resource_templates;
     std::vector<std::unique_ptr<Prompt>> prompts;
+    std::vector<std::unique_ptr<Page>> pages; // ABI 1.3
 };
 
 // The frozen set of families the host serves, with everything they declared:
@@ -63,6 +65,8 @@ public:
     const Resource* find_resource(std::string_view uri) const;
     const ResourceTemplate* find_resource_template(std::string_view uri_template) const;
     const Prompt* find_prompt(std::string_view name) const;
+    const Page* find_page(std::string_view family, std::string_view name) const;
+    bool offers_pages() const { return !offered_.pages.empty(); }
 
     // Like fingerprint(), one per list, for the cursors of that list.
     const std::string& resources_fingerprint() const { return resources_fingerprint_; }

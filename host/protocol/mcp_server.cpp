@@ -81,8 +81,8 @@ McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipe
       input_rounds_(state_sealer ? std::move(state_sealer)
                                  : mrtr::make_request_state_sealer(input_requests, identity_.name),
                     std::chrono::milliseconds(input_requests.client_timeout_ms)),
-      tool_call_(registry, gate, limits_, rate_limiter_, input_rounds_), resource_read_(registry, input_rounds_),
-      prompt_get_(registry, input_rounds_), completion_(registry), pool_(pool),
+      disclosure_(registry), tool_call_(registry, gate, limits_, rate_limiter_, input_rounds_, &disclosure_),
+      resource_read_(registry, input_rounds_), prompt_get_(registry, input_rounds_), completion_(registry), pool_(pool),
       in_flight_(limits.max_in_flight, limits.max_in_flight_per_principal) {
     server_info_ = {{"name", identity_.name}, {"version", identity_.version}};
     if (!identity_.title.empty()) server_info_["title"] = identity_.title;
@@ -205,8 +205,14 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
     // The deadline counts from here, not from when a worker is free: the
     // agent gets an answer within it even when every worker is busy.
     const plugins::Tool* tool = nullptr;
-    if (auto name = request.params.find("name"); name != request.params.end() && name->is_string())
+    if (auto name = request.params.find("name"); name != request.params.end() && name->is_string()) {
         tool = registry_.find(name->get_ref<const std::string&>());
+        // call_tool waits for its place and times out as the tool it forwards to.
+        if (!tool && disclosure_.meta_tool(name->get_ref<const std::string&>()) && *name == ToolDisclosure::kCallTool)
+            if (auto args = request.params.find("arguments"); args != request.params.end() && args->is_object())
+                if (auto target = args->find("name"); target != args->end() && target->is_string())
+                    tool = registry_.find(target->get_ref<const std::string&>());
+    }
     const std::uint64_t timeout_ms =
         tool && tool->plugin ? tool->plugin->call_limits().tool_timeout_ms : limits_.tool_timeout_ms;
 
@@ -402,10 +408,11 @@ Json McpServer::timeout_result(const std::string& tool, const plugins::Tool* kno
 
 Json McpServer::capabilities(Revision revision) const {
     // List changes and resource updates reach 2026-07-28 clients on
-    // subscriptions/listen; the 2025-11-25 handshake has no stream this host
-    // sends them on (nor resources/subscribe).
+    // subscriptions/listen. A 2025-11-25 session hears of tool list changes
+    // (a configuration re-read) on its own channel; the other lists never
+    // change under it.
     const bool modern = revision == Revision::modern_2026_07_28;
-    Json caps = {{"tools", {{"listChanged", modern}}}, {"logging", Json::object()}};
+    Json caps = {{"tools", {{"listChanged", true}}}, {"logging", Json::object()}};
     // resources/subscribe (2025-11-25) and subscriptions/listen (2026-07-28)
     // both deliver resource updates.
     if (registry_.offers_resources()) caps["resources"] = {{"listChanged", modern}, {"subscribe", true}};
@@ -596,6 +603,22 @@ Json McpServer::legacy_resource_subscription(Request& request, bool subscribe) c
     return Json::object();
 }
 
+// 2025-11-25: tools/list_changed on the session's own channel (stdout, or
+// the HTTP session's GET stream) for as long as the connection lives.
+void McpServer::follow_tool_list_changes(Connection& connection) const {
+    auto token = std::make_shared<std::uint64_t>(0);
+    *token = bus_->subscribe([token, connection = connection.weak_from_this(),
+                              bus = std::weak_ptr<NotificationBus>(bus_)](const Change& change) {
+        if (change.kind != Change::Kind::tools_list) return;
+        auto alive = connection.lock();
+        if (!alive) {
+            if (auto b = bus.lock()) b->unsubscribe(*token);
+            return;
+        }
+        alive->outbound().send(make_notification("notifications/tools/list_changed", Json::object()));
+    });
+}
+
 std::size_t McpServer::open_subscriptions() {
     std::lock_guard lock(subscriptions_mutex_);
     return subscriptions_.size();
@@ -625,6 +648,7 @@ Json McpServer::initialize(Request& request) const {
     // Negotiation: answer the client's version when this host speaks it,
     // else the newest legacy version it does; the client decides whether to stay.
     connection.legacy_initialized = true;
+    follow_tool_list_changes(connection);
     Json result = {{"protocolVersion", std::string(kLegacyVersion)},
                    {"capabilities", capabilities(Revision::legacy_2025_11_25)},
                    {"serverInfo", server_info_}};
@@ -652,8 +676,12 @@ Json McpServer::cacheable(const Request& request, Json result) const {
 }
 
 Json McpServer::list_tools(const Request& request) const {
-    return cacheable(request,
-                     list_page(request, registry_.ordered(), "tools", registry_.fingerprint(), limits_.page_size));
+    const auto listing = disclosure_.listing();
+    return cacheable(request, list_page(request, listing->tools, "tools", listing->fingerprint, limits_.page_size));
+}
+
+void McpServer::apply_exposure(const std::set<std::string>& on_demand_families) {
+    if (disclosure_.apply(on_demand_families)) bus_->publish({Change::Kind::tools_list, {}});
 }
 
 Json McpServer::list_resources(const Request& request) const {

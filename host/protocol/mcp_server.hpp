@@ -15,10 +15,12 @@
 #include "protocol/request_pool.hpp"
 #include "protocol/resource_read.hpp"
 #include "protocol/tool_call.hpp"
+#include "protocol/tool_disclosure.hpp"
 
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <set>
 #include <memory>
 #include <string_view>
 
@@ -56,6 +58,11 @@ public:
     // subscriptions/listen streams.
     NotificationBus& bus() { return *bus_; }
 
+    // Which families tools/list shows (progressive disclosure). Applying a
+    // new exposure that changes the list tells every listener.
+    void apply_exposure(const std::set<std::string>& on_demand_families);
+    const ToolDisclosure& disclosure() const { return disclosure_; }
+
     // Ends every open subscription gracefully (its final result), as on
     // shutdown.
     void close_subscriptions();
@@ -81,6 +88,7 @@ private:
     Json cacheable(const Request& request, Json result) const;
     Json set_log_level(Request& request) const;
     Json legacy_resource_subscription(Request& request, bool subscribe) const;
+    void follow_tool_list_changes(Connection& connection) const;
     Json capabilities(Revision revision) const;
 
     struct Subscription;
@@ -92,6 +100,7 @@ private:
     config::Limits limits_;
     limits::RateLimiter rate_limiter_;
     InputRounds input_rounds_;
+    ToolDisclosure disclosure_;
     ToolCall tool_call_;
     ResourceRead resource_read_;
     PromptGet prompt_get_;

@@ -2,6 +2,7 @@
 
 #include "limits/argument_bounds.hpp"
 #include "plugins/call_environment.hpp"
+#include "plugins/host_api.hpp"
 #include "plugins/loaded_plugin.hpp"
 #include "protocol/log_level.hpp"
 #include "session/session_service.hpp"
@@ -50,6 +51,8 @@ public:
                         {"family", tool_.family},
                         {"clientCapabilities", request_.client_capabilities}};
             if (session_ && *session_) ctx["session"] = (*session_)->context_view();
+            if (auto origin = plugins::pages_origin(); !origin.empty())
+                ctx["pages_url"] = origin + "/pages/" + tool_.family;
             context_ = ctx.dump();
         }
         return context_;
@@ -137,6 +140,7 @@ Json ToolCall::run(Request& request) const {
         throw ProtocolError(error_code::invalid_params, "tools/call needs params.name, the tool's name as a string");
     const std::string& name = name_it->get_ref<const std::string&>();
     const plugins::Tool* tool = registry_.find(name);
+    if (!tool && disclosure_) tool = disclosure_->meta_tool(name);
     if (!tool)
         throw ProtocolError(error_code::invalid_params, "Unknown tool: '" + name + "'; tools/list names the tools",
                             {{"tool", name}});
@@ -149,9 +153,11 @@ Json ToolCall::run(Request& request) const {
         arguments = &*a;
     }
 
-    if (auto refused = rate_limiter_.acquire(principal_key(request.connection->principal()), tool->name,
-                                             limits::RateLimiter::Clock::now()))
-        return rate_limited(*refused).to_tool_result();
+    // call_tool spends nothing itself: the call it forwards is counted.
+    if (tool->name != ToolDisclosure::kCallTool || tool->plugin)
+        if (auto refused = rate_limiter_.acquire(principal_key(request.connection->principal()), tool->name,
+                                                 limits::RateLimiter::Clock::now()))
+            return rate_limited(*refused).to_tool_result();
     if (auto refusal = limits::oversized_argument(*arguments, max_string_bytes_, tool->name))
         return refusal->to_tool_result();
 
@@ -171,7 +177,30 @@ Json ToolCall::run(Request& request) const {
         return tool_error("Invalid arguments for tool '" + tool->name + "' " + violation->sentence() +
                           ". Fix that value and call the tool again.");
 
+    if (!tool->plugin) return run_meta_tool(*tool, *arguments, request);
     return invoke(*tool, *arguments, request, findings, sent_arguments);
+}
+
+Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const {
+    if (tool.name != ToolDisclosure::kCallTool) return disclosure_->answer(tool, arguments);
+    // The forwarded call takes the whole tools/call path again — rate limit,
+    // bounds, gate, validation, plugin, output check — so nothing reached
+    // through call_tool is treated differently from a direct call.
+    Json forwarded = {{"name", arguments.at("name")},
+                      {"arguments", arguments.contains("arguments") ? arguments["arguments"] : Json::object()}};
+    std::swap(request.params, forwarded);
+    struct Restore {
+        Request& request;
+        Json& original;
+        ~Restore() { std::swap(request.params, original); }
+    } restore{request, forwarded};
+    try {
+        return run(request);
+    } catch (const ProtocolError& e) {
+        // Within call_tool an unknown name is a mistake in its arguments,
+        // which the model can correct: a tool error, not a protocol error.
+        return tool_error(std::string("call_tool: ") + e.what());
+    }
 }
 
 Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,

@@ -6,6 +6,7 @@
 #include "plugins/tool_registry.hpp"
 #include "protocol/input_rounds.hpp"
 #include "protocol/request.hpp"
+#include "protocol/tool_disclosure.hpp"
 
 namespace gatehouse::protocol {
 
@@ -17,13 +18,16 @@ namespace gatehouse::protocol {
 class ToolCall {
 public:
     ToolCall(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, const config::Limits& limits,
-             limits::RateLimiter& rate_limiter, const InputRounds& input_rounds)
+             limits::RateLimiter& rate_limiter, const InputRounds& input_rounds,
+             const ToolDisclosure* disclosure = nullptr)
         : registry_(registry), gate_(gate), max_string_bytes_(limits.max_string_bytes), rate_limiter_(rate_limiter),
-          input_rounds_(input_rounds) {}
+          input_rounds_(input_rounds), disclosure_(disclosure) {}
 
     Json run(Request& request) const;
 
 private:
+    Json run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const;
+
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
                 const Json& sent_arguments) const;
 
@@ -32,6 +36,7 @@ private:
     std::size_t max_string_bytes_;
     limits::RateLimiter& rate_limiter_;
     const InputRounds& input_rounds_;
+    const ToolDisclosure* disclosure_;
 };
 
 // The key a principal's per-caller limits are counted under.

@@ -59,6 +59,8 @@ public:
     std::int64_t expires_ms(const Session& s) const { return s.last_used_ms + idle_ms_; }
     std::int64_t now_ms() const { return now_(); }
     const char* backend_name() const { return backend_->name(); }
+    // The backend itself, which families share through the ABI's state functions.
+    state::StateBackend& backend() const { return *backend_; }
 
 private:
     std::optional<Session> load(std::string_view handle, std::string_view principal);

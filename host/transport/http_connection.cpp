@@ -331,6 +331,20 @@ void HttpConnection::on_request(Request request) {
                           "' is not one this server answers to (http.allowed_hosts in its configuration).");
         return;
     }
+    // A page checks its own Origin (its form posts from itself, wherever the
+    // host is reached), so allowed_origins, which is about MCP callers, does
+    // not apply.
+    if (is_page_path(path) && service_.registry.offers_pages()) {
+        const auto field = [&request](http::field name) {
+            const auto value = request[name];
+            return std::string_view(value.data(), value.size());
+        };
+        respond_page(serve_page(service_.registry,
+                                {std::string_view(request.method_string().data(), request.method_string().size()), path,
+                                 field(http::field::host), field(http::field::origin), field(http::field::cookie),
+                                 field(http::field::content_type), request.body()}));
+        return;
+    }
     if (const auto origin = request.find(http::field::origin); origin != request.end()) {
         const std::string_view value(origin->value().data(), origin->value().size());
         if (!service_.access.origin_allowed(value)) {
@@ -767,6 +781,17 @@ void HttpConnection::respond_json(int status, const std::string& body, const std
     if (!keep_alive_) out += "Connection: close\r\n";
     out += "\r\n";
     out += body;
+    write(std::move(out));
+    finish_exchange();
+}
+
+void HttpConnection::respond_page(const PageResponse& page) {
+    std::string out = status_line(page.status);
+    out += "Content-Type: text/html; charset=utf-8\r\nContent-Length: " + std::to_string(page.body.size()) + "\r\n";
+    out += page.headers;
+    if (!keep_alive_) out += "Connection: close\r\n";
+    out += "\r\n";
+    out += page.body;
     write(std::move(out));
     finish_exchange();
 }

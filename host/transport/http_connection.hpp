@@ -2,6 +2,7 @@
 
 #include "protocol/connection.hpp"
 #include "transport/http_service.hpp"
+#include "transport/page_route.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -71,6 +72,7 @@ private:
     void respond_error(int status, const protocol::Json& id, int code, const std::string& message,
                        const std::string& extra_headers = "");
     void respond_json(int status, const std::string& body, const std::string& extra_headers = "");
+    void respond_page(const PageResponse& page);
 
     void write(std::string bytes);
     void do_write();

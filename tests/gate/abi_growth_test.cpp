@@ -30,11 +30,14 @@ TEST_CASE("GH_HAS sees the session functions only in a V2 host table", "[abi]") 
     CHECK(GH_HAS(api, notify_changed));
     CHECK(GH_HAS(api, input_responses));
     CHECK(GH_HAS(api, request_state));
+    CHECK(GH_HAS(api, state_erase));
     gh_host_api v3 = *api;
     v3.struct_size = GH_HOST_API_SIZE_V3; // what a 1.2 host hands out
     CHECK(GH_HAS(&v3, notify_changed));
     CHECK_FALSE(GH_HAS(&v3, input_responses));
     CHECK_FALSE(GH_HAS(&v3, request_state));
+    CHECK_FALSE(GH_HAS(&v3, state_get));
+    CHECK_FALSE(GH_HAS(&v3, state_erase));
     gh_host_api v2 = *api;
     v2.struct_size = GH_HOST_API_SIZE_V2; // what a 1.1 host hands out
     CHECK(GH_HAS(&v2, critical_read));
@@ -69,4 +72,18 @@ TEST_CASE("a V2 (ABI 1.1) descriptor reads with no resources, templates or promp
     CHECK(desc->resources == nullptr);
     CHECK(desc->prompts == nullptr);
     CHECK(GH_PLUGIN_DESC_SIZE_V3 > GH_PLUGIN_DESC_SIZE_V2);
+}
+
+TEST_CASE("a V3 (ABI 1.2) descriptor reads with no pages", "[abi]") {
+    std::vector<unsigned char> v3(sizeof(gh_plugin_desc), 0xA5);
+    std::memset(v3.data(), 0, GH_PLUGIN_DESC_SIZE_V3);
+    const uint32_t size = GH_PLUGIN_DESC_SIZE_V3, abi = (1u << 16) | 2u;
+    std::memcpy(v3.data(), &size, 4);
+    std::memcpy(v3.data() + 4, &abi, 4);
+    std::string why;
+    auto desc = read_abi_struct<gh_plugin_desc>(v3.data(), GH_PLUGIN_DESC_SIZE_V1, why);
+    REQUIRE(desc);
+    CHECK(desc->page_count == 0);
+    CHECK(desc->pages == nullptr);
+    CHECK(GH_PLUGIN_DESC_SIZE_V4 > GH_PLUGIN_DESC_SIZE_V3);
 }

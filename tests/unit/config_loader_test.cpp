@@ -143,6 +143,7 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
         {"domains:\n  echo: 5\n", ":2:9: ", "domains.echo must be true or false"},
         {"domains:\n  echo:\n    settings: [1]\n", ":3:15: ", "domains.echo.settings must be a mapping"},
         {"domains:\n  echo:\n    prefix: \"a b\"\n", ":3:13: ", "prefix may hold only"},
+        {"domains:\n  echo:\n    exposure: hidden\n", ":3:15: ", "domains.echo.exposure must be listed or on_demand"},
         {"log_level: loud\n", ":1:12: ", "log_level must be one of trace, debug, info"},
         {"limits:\n  workers: 0\n", ":2:12: ", "limits.workers must be between 1 and 1024"},
         {"input_requests:\n  state_keys: [c2hvcnQ=]\n", ":2:16: ", "must be base64 of exactly 32 random bytes"},
@@ -292,4 +293,14 @@ TEST_CASE("the embedded default checks licenses and leaves the shipped families 
     CHECK(cfg.license.configured);
     CHECK(cfg.license.free_families == std::vector<std::string>{"session", "sessions", "memory"});
     CHECK(cfg.license.vendor_keys.empty());
+}
+
+TEST_CASE("a domain's exposure: listed by default, on_demand when asked", "[config]") {
+    const auto cfg = gatehouse::config::load_config_text(
+        "domains:\n  a:\n    exposure: on_demand\n  b:\n    exposure: listed\n  c: true\n", "<text>", "/");
+    CHECK(cfg.domains.at("a").on_demand);
+    CHECK_FALSE(cfg.domains.at("b").on_demand);
+    CHECK_FALSE(cfg.domains.at("c").on_demand);
+    const auto embedded = gatehouse::config::load_config_text(gatehouse::cli::kEmbeddedConfig, "<embedded>", "/opt/gh");
+    CHECK(embedded.domains.at("sessions").on_demand);
 }

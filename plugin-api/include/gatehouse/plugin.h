@@ -225,12 +225,35 @@ typedef struct gh_host_api {
      * the same request, unchanged (the host verified it); empty on a first
      * round. Borrowed until the call returns. */
     gh_str (*request_state)(gh_call* call);
+
+    /* ---- State (ABI 1.3+) ----
+     * The family's share of the host's state backend (state.backend: memory
+     * or a SQLite file, shared by every instance that points at it), for
+     * what must outlive a call. Keys belong to the calling family: the host
+     * keeps each family's keys apart from every other family's and from its
+     * own. `call` is the tool call or page request in progress (never NULL).
+     * key: 1..512 bytes; value: up to 1 MiB. The host does not check owners:
+     * a family keys what it keeps by principal where it must. */
+
+    /* Writes the value stored under `key` to `out` and returns GH_STATUS_OK;
+     * GH_STATUS_NOT_FOUND when nothing (or nothing unexpired) is stored;
+     * GH_STATUS_INTERNAL when the backend failed (logged by the host). */
+    int32_t (*state_get)(gh_call* call, gh_str key, gh_sink* out);
+
+    /* Stores `value` under `key`, replacing what was there. ttl_ms 0: kept
+     * until erased. GH_STATUS_OK, GH_STATUS_INVALID_ARGS (key or value out
+     * of bounds) or GH_STATUS_INTERNAL. */
+    int32_t (*state_put)(gh_call* call, gh_str key, gh_str value, uint64_t ttl_ms);
+
+    /* Erases `key`: GH_STATUS_OK when something was erased, else
+     * GH_STATUS_NOT_FOUND (or GH_STATUS_INTERNAL). */
+    int32_t (*state_erase)(gh_call* call, gh_str key);
 } gh_host_api;
 
 #define GH_HOST_API_SIZE_V1 (offsetof(gh_host_api, call_context) + sizeof(void*))
 #define GH_HOST_API_SIZE_V2 (offsetof(gh_host_api, critical_read) + sizeof(void*))
 #define GH_HOST_API_SIZE_V3 (offsetof(gh_host_api, notify_changed) + sizeof(void*))
-#define GH_HOST_API_SIZE_V4 (offsetof(gh_host_api, request_state) + sizeof(void*))
+#define GH_HOST_API_SIZE_V4 (offsetof(gh_host_api, state_erase) + sizeof(void*))
 
 /* gh_host_api.notify_changed kinds. */
 #define GH_CHANGE_TOOLS_LIST 1
@@ -365,6 +388,40 @@ typedef struct gh_prompt_desc {
 
 #define GH_PROMPT_DESC_SIZE_V1 (offsetof(gh_prompt_desc, prompt_data) + sizeof(void*))
 
+/* ---- Pages (ABI 1.3+) --------------------------------------------------- */
+
+/* A page a person opens in a browser, served by the host's HTTP transport at
+ * /pages/<family>/<name>/<token>. The family never writes HTML: it answers
+ * what the page shows as JSON, and the host renders it (escaped), guards its
+ * form against cross-site requests, forbids caching, and checks any redirect.
+ * The token is the family's: an unguessable link it handed out.
+ *
+ * show: out gets {"title": string, "intro"?: string, "fields": [{"label":
+ *       string, "value": string}], "actions": [{"id": [a-z_]{1,32},
+ *       "label": string}], "notice"?: string}; no actions means nothing is
+ *       left to decide. GH_STATUS_NOT_FOUND: no such token (a 404 page).
+ * act:  the person pressed the button `action` (one the last show offered).
+ *       out gets {"message": string, "redirect_url"?: absolute http(s) URL};
+ *       GH_STATUS_TOOL_ERROR with a sentence when the action no longer
+ *       applies (decided, expired), GH_STATUS_NOT_FOUND for no such token.
+ * Both run like a tool call (serialized unless the plugin is reentrant);
+ * `call` gives log and the state functions, and its call_context has no
+ * principal: the person holding the link is not the agent's caller. */
+typedef int32_t (*gh_page_fn)(void* plugin_state, void* page_data, gh_call* call, gh_str token, gh_str action,
+                              gh_sink* out);
+
+typedef struct gh_page_desc {
+    uint32_t struct_size;
+    uint32_t flags; /* zero */
+    gh_str name;    /* [a-z0-9_-]{1,64}; unique in the family */
+    gh_page_fn show;
+    gh_page_fn act;
+    void* page_data; /* passed back to show() and act() unchanged */
+} gh_page_desc;
+
+#define GH_PAGE_DESC_SIZE_V1 (offsetof(gh_page_desc, page_data) + sizeof(void*))
+#define GH_PAGE_KNOWN_FLAGS 0x0u
+
 /* ---- The plugin descriptor --------------------------------------------- */
 
 /* Called once, before any tool call, on one thread.
@@ -406,11 +463,16 @@ typedef struct gh_plugin_desc {
     uint32_t prompt_count;
     uint32_t reserved1;                   /* zero */
     const gh_prompt_desc* const* prompts; /* prompt_count pointers */
+    /* ABI 1.3+: pages the host serves for this family. */
+    uint32_t page_count;
+    uint32_t reserved2;               /* zero */
+    const gh_page_desc* const* pages; /* page_count pointers */
 } gh_plugin_desc;
 
 #define GH_PLUGIN_DESC_SIZE_V1 (offsetof(gh_plugin_desc, shutdown) + sizeof(void*))
 #define GH_PLUGIN_DESC_SIZE_V2 (offsetof(gh_plugin_desc, critical_items) + sizeof(void*))
 #define GH_PLUGIN_DESC_SIZE_V3 (offsetof(gh_plugin_desc, prompts) + sizeof(void*))
+#define GH_PLUGIN_DESC_SIZE_V4 (offsetof(gh_plugin_desc, pages) + sizeof(void*))
 
 /* The entry symbol every plugin exports. Called once, right after loading.
  * Returns a descriptor valid until shutdown returns, or NULL to refuse to
@@ -433,7 +495,9 @@ static_assert(GH_HOST_API_SIZE_V4 == sizeof(gh_host_api), "gh_host_api v4 size")
 static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
-static_assert(GH_PLUGIN_DESC_SIZE_V3 == sizeof(gh_plugin_desc), "gh_plugin_desc v3 size");
+static_assert(GH_PLUGIN_DESC_SIZE_V3 == offsetof(gh_plugin_desc, page_count), "gh_plugin_desc v3 size");
+static_assert(GH_PLUGIN_DESC_SIZE_V4 == sizeof(gh_plugin_desc), "gh_plugin_desc v4 size");
+static_assert(GH_PAGE_DESC_SIZE_V1 == sizeof(gh_page_desc), "gh_page_desc v1 size");
 static_assert(GH_RESOURCE_DESC_SIZE_V1 == sizeof(gh_resource_desc), "gh_resource_desc v1 size");
 static_assert(GH_RESOURCE_TEMPLATE_DESC_SIZE_V1 == sizeof(gh_resource_template_desc),
               "gh_resource_template_desc v1 size");
@@ -446,7 +510,9 @@ _Static_assert(GH_HOST_API_SIZE_V4 == sizeof(gh_host_api), "gh_host_api v4 size"
 _Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
-_Static_assert(GH_PLUGIN_DESC_SIZE_V3 == sizeof(gh_plugin_desc), "gh_plugin_desc v3 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V3 == offsetof(gh_plugin_desc, page_count), "gh_plugin_desc v3 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V4 == sizeof(gh_plugin_desc), "gh_plugin_desc v4 size");
+_Static_assert(GH_PAGE_DESC_SIZE_V1 == sizeof(gh_page_desc), "gh_page_desc v1 size");
 _Static_assert(GH_RESOURCE_DESC_SIZE_V1 == sizeof(gh_resource_desc), "gh_resource_desc v1 size");
 _Static_assert(GH_RESOURCE_TEMPLATE_DESC_SIZE_V1 == sizeof(gh_resource_template_desc),
                "gh_resource_template_desc v1 size");

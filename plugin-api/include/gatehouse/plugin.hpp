@@ -326,6 +326,32 @@ public:
         return capability != "elicitation" || c->empty() || c->contains("form");
     }
 
+    // The family's share of the host's state backend (ABI 1.3+). Throws
+    // ToolError on an older host, std::runtime_error when the backend fails.
+    std::optional<std::string> state_get(std::string_view key) const {
+        require_state();
+        gh_sink* sink = api_->sink_new(raw_);
+        if (!sink) throw std::runtime_error("the host gave no sink for its answer");
+        const int32_t status = api_->state_get(raw_, view(key), sink);
+        if (status == GH_STATUS_NOT_FOUND) return std::nullopt;
+        if (status != GH_STATUS_OK) throw std::runtime_error("the host's state backend failed to read");
+        return std::string(view(api_->sink_bytes(sink)));
+    }
+    // ttl_ms 0: kept until erased.
+    void state_put(std::string_view key, std::string_view value, std::uint64_t ttl_ms = 0) const {
+        require_state();
+        if (api_->state_put(raw_, view(key), view(value), ttl_ms) != GH_STATUS_OK)
+            throw std::runtime_error("the host's state backend failed to write");
+    }
+    // True when something was erased.
+    bool state_erase(std::string_view key) const {
+        require_state();
+        const int32_t status = api_->state_erase(raw_, view(key));
+        if (status != GH_STATUS_OK && status != GH_STATUS_NOT_FOUND)
+            throw std::runtime_error("the host's state backend failed to erase");
+        return status == GH_STATUS_OK;
+    }
+
     const gh_host_api* api() const { return api_; }
     gh_call* raw() const { return raw_; }
 
@@ -339,6 +365,11 @@ private:
             }
         }
         return *responses_;
+    }
+
+    void require_state() const {
+        if (!GH_HAS(api_, state_erase) || !GH_HAS(api_, sink_new))
+            throw ToolError("This host keeps no state for families (it predates plugin ABI 1.3); update the host.");
     }
 
     static const char* no_session_services() {
@@ -568,6 +599,19 @@ struct ToolSpec {
     bool reads_critical = false; // ABI 1.1+: runs while critical notes are unread, to show them
 };
 
+// ABI 1.3: a page the host serves at /pages/<family>/<name>/<token>. show
+// returns {"title", "intro"?, "fields": [{"label","value"}], "actions":
+// [{"id","label"}], "notice"?}; act returns {"message", "redirect_url"?}.
+// Both get the token as call.arg<std::string>("token"), act also "action".
+// Throw NotFound for an unknown token, ToolError when the action no longer
+// applies.
+using PageHandler = std::function<Json(Call&)>;
+struct PageSpec {
+    std::string name;
+    PageHandler show;
+    PageHandler act;
+};
+
 struct PluginSpec {
     std::string name;
     std::string version;
@@ -624,6 +668,14 @@ public:
             arguments.push_back(std::move(arg));
         }
         slot.arguments_json = slot.spec.arguments.empty() ? std::string() : arguments.dump();
+        return slot.spec;
+    }
+
+    // ABI 1.3: a page. Same rule as tool().
+    const PageSpec& page(PageSpec spec) {
+        auto& slot = pages_.emplace_back();
+        slot.spec = std::move(spec);
+        slot.owner = this;
         return slot.spec;
     }
 
@@ -714,6 +766,10 @@ private:
         std::string arguments_json;
         Plugin* owner = nullptr;
     };
+    struct PageSlot {
+        PageSpec spec;
+        Plugin* owner = nullptr;
+    };
 
     void describe_offer() {
         resource_descs_.clear();
@@ -778,6 +834,22 @@ private:
         desc_.resource_templates = template_ptrs_.data();
         desc_.prompt_count = static_cast<uint32_t>(prompt_ptrs_.size());
         desc_.prompts = prompt_ptrs_.data();
+        page_descs_.clear();
+        page_ptrs_.clear();
+        page_descs_.reserve(pages_.size());
+        for (auto& p : pages_) {
+            gh_page_desc d{};
+            d.struct_size = sizeof(gh_page_desc);
+            d.name = view(p.spec.name);
+            d.show = &Plugin::page_trampoline<false>;
+            d.act = &Plugin::page_trampoline<true>;
+            d.page_data = &p;
+            page_descs_.push_back(d);
+        }
+        for (auto& d : page_descs_)
+            page_ptrs_.push_back(&d);
+        desc_.page_count = static_cast<uint32_t>(page_ptrs_.size());
+        desc_.pages = page_ptrs_.data();
     }
 
     // Every ABI 1.2 callback ends the same way: an exception becomes a status.
@@ -813,6 +885,21 @@ private:
             const ReadResult result = slot->spec.read(read);
             if (read.cancelled()) return GH_STATUS_CANCELLED;
             write(api, out, result.serialize(read.uri()));
+            return GH_STATUS_OK;
+        });
+    }
+
+    template <bool Acting>
+    static int32_t page_trampoline(void*, void* data, gh_call* call, gh_str token, gh_str action,
+                                   gh_sink* out) noexcept {
+        auto* slot = static_cast<PageSlot*>(data);
+        const gh_host_api* api = slot->owner->api_;
+        return guarded(api, out, [&] {
+            Json arguments{{"token", std::string(view(token))}};
+            if (Acting) arguments["action"] = std::string(view(action));
+            Call c(api, call, std::move(arguments));
+            const Json answer = Acting ? slot->spec.act(c) : slot->spec.show(c);
+            write(api, out, answer.dump(-1, ' ', false, Json::error_handler_t::replace));
             return GH_STATUS_OK;
         });
     }
@@ -930,6 +1017,9 @@ private:
     std::vector<const gh_resource_template_desc*> template_ptrs_;
     std::vector<gh_prompt_desc> prompt_descs_;
     std::vector<const gh_prompt_desc*> prompt_ptrs_;
+    std::deque<PageSlot> pages_;
+    std::vector<gh_page_desc> page_descs_;
+    std::vector<const gh_page_desc*> page_ptrs_;
     gh_plugin_desc desc_{};
     const gh_host_api* api_ = nullptr;
     InitHandler init_;

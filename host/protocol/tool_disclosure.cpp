@@ -1,0 +1,142 @@
+#include "protocol/tool_disclosure.hpp"
+
+#include "plugins/tool_definition.hpp"
+#include "protocol/tool_call.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace gatehouse::protocol {
+
+namespace {
+
+std::unique_ptr<plugins::Tool> make_meta_tool(std::string_view name, std::string title, std::string description,
+                                              Json input_schema) {
+    auto tool = std::make_unique<plugins::Tool>();
+    tool->name = std::string(name);
+    tool->plugin_name = tool->name;
+    tool->family = "gatehouse";
+    tool->title = std::move(title);
+    tool->description = std::move(description);
+    tool->input_schema = schema::JsonSchema::compile(input_schema);
+    tool->risk = plugins::Risk::read;
+    tool->gate_exempt = true; // the tool call_tool forwards to meets the gate itself
+    tool->annotations = {{"readOnlyHint", name != ToolDisclosure::kCallTool},
+                         {"destructiveHint", name == ToolDisclosure::kCallTool},
+                         {"openWorldHint", false}};
+    tool->listing = {{"name", tool->name},
+                     {"title", tool->title},
+                     {"description", tool->description},
+                     {"inputSchema", std::move(input_schema)},
+                     {"annotations", tool->annotations}};
+    return tool;
+}
+
+Json object_schema(Json properties, Json required) {
+    return {{"type", "object"},
+            {"properties", std::move(properties)},
+            {"required", std::move(required)},
+            {"additionalProperties", false}};
+}
+
+Json text_result(Json structured) {
+    return {{"content", Json::array({{{"type", "text"}, {"text", structured.dump()}}})},
+            {"structuredContent", std::move(structured)}};
+}
+
+const Json kName = {{"type", "string"}, {"minLength", 1}, {"maxLength", 128}};
+
+} // namespace
+
+ToolDisclosure::ToolDisclosure(const plugins::ToolRegistry& registry) : registry_(registry) {
+    meta_tools_.push_back(make_meta_tool(kListDomains, "List tool domains",
+                                         "Lists every tool domain (family) this server offers, whether tools/list "
+                                         "shows its tools or it loads on demand, and how many tools it has.",
+                                         object_schema(Json::object(), Json::array())));
+    meta_tools_.push_back(make_meta_tool(
+        kLoadDomain, "Load a tool domain",
+        "Returns the tool definitions of one domain (as tools/list would show them). Call them with call_tool, or "
+        "directly by name.",
+        object_schema({{"domain", kName}}, {"domain"})));
+    meta_tools_.push_back(make_meta_tool(kDescribeTool, "Describe a tool",
+                                         "Returns the full registry definition of one tool: name, title, "
+                                         "description, domain, inputSchema, outputSchema, scope, required_scopes, "
+                                         "risk and platform_version.",
+                                         object_schema({{"name", kName}}, {"name"})));
+    meta_tools_.push_back(
+        make_meta_tool(kCallTool, "Call a tool",
+                       "Calls a tool by name with its arguments, exactly as tools/call would: the same gate, the "
+                       "same argument checks, the same result.",
+                       object_schema({{"name", kName}, {"arguments", {{"type", "object"}}}}, {"name"})));
+    apply({});
+}
+
+ToolDisclosure::~ToolDisclosure() = default;
+
+bool ToolDisclosure::apply(const std::set<std::string>& on_demand_families) {
+    auto next = std::make_shared<Listing>();
+    for (const auto& family : registry_.families())
+        if (on_demand_families.count(family.family)) next->on_demand.insert(family.family);
+    for (const plugins::Tool* tool : registry_.ordered())
+        if (!next->on_demand.count(tool->family)) next->tools.push_back(tool);
+    if (!next->on_demand.empty()) {
+        for (const auto& meta : meta_tools_)
+            if (!registry_.find(meta->name)) next->tools.push_back(meta.get());
+        std::sort(next->tools.begin(), next->tools.end(),
+                  [](const plugins::Tool* a, const plugins::Tool* b) { return a->name < b->name; });
+    }
+    std::string all;
+    for (const plugins::Tool* tool : next->tools) {
+        all += tool->listing.dump();
+        all += '\n';
+    }
+    next->fingerprint = std::to_string(std::hash<std::string>{}(all)&0xffffffffu);
+    std::lock_guard lock(mutex_);
+    const bool changed = !listing_ || listing_->fingerprint != next->fingerprint;
+    listing_ = std::move(next);
+    return changed;
+}
+
+std::shared_ptr<const ToolDisclosure::Listing> ToolDisclosure::listing() const {
+    std::lock_guard lock(mutex_);
+    return listing_;
+}
+
+const plugins::Tool* ToolDisclosure::meta_tool(std::string_view name) const {
+    if (listing()->on_demand.empty()) return nullptr;
+    for (const auto& meta : meta_tools_)
+        if (meta->name == name) return meta.get();
+    return nullptr;
+}
+
+Json ToolDisclosure::answer(const plugins::Tool& meta_tool, const Json& arguments) const {
+    const auto current = listing();
+    if (meta_tool.name == kListDomains) {
+        Json domains = Json::array();
+        for (const auto& family : registry_.families())
+            domains.push_back({{"domain", family.family},
+                               {"exposure", current->on_demand.count(family.family) ? "on_demand" : "listed"},
+                               {"tools", family.tools.size()},
+                               {"platform_version", family.version}});
+        return text_result({{"domains", std::move(domains)}});
+    }
+    if (meta_tool.name == kLoadDomain) {
+        const auto& domain = arguments.at("domain").get_ref<const std::string&>();
+        for (const auto& family : registry_.families()) {
+            if (family.family != domain) continue;
+            Json tools = Json::array();
+            for (const plugins::Tool* tool : family.tools)
+                tools.push_back(tool->listing);
+            return text_result({{"domain", domain}, {"tools", std::move(tools)}});
+        }
+        return tool_error("There is no tool domain '" + domain + "'; list_domains names them.");
+    }
+    if (meta_tool.name == kDescribeTool) {
+        const auto& name = arguments.at("name").get_ref<const std::string&>();
+        if (const plugins::Tool* tool = registry_.find(name)) return text_result(plugins::tool_definition(*tool));
+        return tool_error("There is no tool '" + name + "'; load_domain lists the tools of a domain.");
+    }
+    return tool_error("Tool '" + meta_tool.name + "' has no answer of its own.");
+}
+
+} // namespace gatehouse::protocol

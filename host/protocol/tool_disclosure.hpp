@@ -1,0 +1,58 @@
+#pragma once
+
+#include "plugins/tool_registry.hpp"
+#include "protocol/json_rpc.hpp"
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gatehouse::protocol {
+
+// Progressive disclosure: which families tools/list shows. A family whose
+// YAML says `exposure: on_demand` stays out of the list; while any family is
+// on demand the list carries four host tools instead — list_domains,
+// load_domain, describe_tool and call_tool — so an agent facing many
+// families loads only what it needs. The list is the same for every caller;
+// only a configuration re-read (SIGHUP) changes it. Thread-safe.
+class ToolDisclosure {
+public:
+    static constexpr std::string_view kListDomains = "list_domains";
+    static constexpr std::string_view kLoadDomain = "load_domain";
+    static constexpr std::string_view kDescribeTool = "describe_tool";
+    static constexpr std::string_view kCallTool = "call_tool";
+
+    explicit ToolDisclosure(const plugins::ToolRegistry& registry);
+    ~ToolDisclosure();
+
+    // Families named here go on demand, every other one is listed. True when
+    // the published tool list changed.
+    bool apply(const std::set<std::string>& on_demand_families);
+
+    struct Listing {
+        std::vector<const plugins::Tool*> tools; // by published name
+        std::string fingerprint;                 // what tools/list cursors carry
+        std::set<std::string> on_demand;
+    };
+    std::shared_ptr<const Listing> listing() const;
+
+    // The host tool of that name while some family is on demand, else null.
+    // A family's own tool of the same name wins (the registry is asked first).
+    const plugins::Tool* meta_tool(std::string_view name) const;
+
+    // Answers list_domains, load_domain and describe_tool (call_tool is the
+    // caller's: it goes through the whole tools/call path again). Arguments
+    // are already validated against the meta tool's inputSchema.
+    Json answer(const plugins::Tool& meta_tool, const Json& arguments) const;
+
+private:
+    const plugins::ToolRegistry& registry_;
+    std::vector<std::unique_ptr<plugins::Tool>> meta_tools_;
+    mutable std::mutex mutex_;
+    std::shared_ptr<const Listing> listing_;
+};
+
+} // namespace gatehouse::protocol

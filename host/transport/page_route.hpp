@@ -1,0 +1,38 @@
+#pragma once
+
+#include "plugins/tool_registry.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace gatehouse::transport {
+
+// One HTTP request for a family's page (ABI 1.3), as the connection read it.
+struct PageRequest {
+    std::string_view method; // "GET" or "POST"
+    std::string_view path;   // /pages/<family>/<name>/<token>
+    std::string_view host;   // the Host header
+    std::string_view origin; // the Origin header, empty when absent
+    std::string_view cookie; // the Cookie header, empty when absent
+    std::string_view content_type;
+    std::string_view body;
+};
+
+// A whole response: status, header lines (each ending in CRLF, without
+// Content-Length) and an HTML body.
+struct PageResponse {
+    int status = 200;
+    std::string headers;
+    std::string body;
+};
+
+// Serves /pages/...: GET renders what the family's show() answers; POST
+// checks the form's cross-site token (a double-submit cookie scoped to the
+// page's path, plus a same-origin Origin when one is sent) and runs act().
+// Every value is HTML-escaped, nothing is cached, the page cannot be framed,
+// and a redirect is followed only to an absolute http(s) URL.
+PageResponse serve_page(const plugins::ToolRegistry& registry, const PageRequest& request);
+
+bool is_page_path(std::string_view path);
+
+} // namespace gatehouse::transport

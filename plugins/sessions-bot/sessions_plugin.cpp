@@ -1,0 +1,451 @@
+// Family "sessions": a third-party service asks a person to log in, link an
+// account, open billing, pay for a product or open support; the person
+// confirms in the bot; the service polls and exchanges the approval code.
+//   create_session                  write  a pending session and the link the person confirms it at
+//   exchange_session_approval_code  write  the approval code, once, for access and refresh tokens
+//   get_session_status              read   pending, approved (with the code), denied or expired
+//   get_active_bot                  read   the bot a person chose with `gatehouse bot use SLUG`
+// The page "confirm" (served by the host at the link) stands in for the bot
+// chat: it shows what is asked and records Approve or Deny.
+//
+// Every session lives in the host's state backend (ABI 1.3), so any instance
+// sharing it answers; every read is owner-checked: a session of another
+// principal behaves as unknown. Approval codes are single-use; tokens are
+// random and kept only as SHA-256 hashes, and nothing secret is ever logged.
+// A call naming a bot that is not the active one is refused with
+// ACTIVE_BOT_CHANGED before anything is read or written.
+//
+// Settings (domains.sessions.settings): bots ([{slug, name, user_seq_id}]),
+// active_bot (slug; default the first), expiry_s (1..86400, default 600),
+// retention_s (how long an ended session still answers; default 86400),
+// access_token_ttl_s (default 3600), refresh_token_ttl_s (default 2592000).
+#include "bot_directory.hpp"
+#include "bot_session.hpp"
+#include "secret.hpp"
+
+#include <gatehouse/plugin.hpp>
+
+#include <cctype>
+#include <ctime>
+
+namespace {
+
+using sessions_bot::BotDirectory;
+using sessions_bot::BotSession;
+using sessions_bot::BotSessionStore;
+using sessions_bot::Json;
+
+static gh::Plugin plugin{{.name = "gatehouse-sessions",
+                          .version = "1.0.0",
+                          .family = "sessions",
+                          // Serialized: checking and spending a single-use code
+                          // happen under the plugin's one lock in this instance.
+                          .reentrant = false}};
+
+struct Settings {
+    std::chrono::milliseconds expiry{600 * 1000};
+    std::chrono::milliseconds retention{86400 * 1000};
+    std::uint64_t access_token_ttl_s = 3600;
+    std::uint64_t refresh_token_ttl_s = 30 * 86400;
+};
+
+Settings g_settings;
+BotDirectory g_bots;
+
+const char* type_label(std::string_view type) {
+    if (type == "LOGIN") return "Log in";
+    if (type == "LINK") return "Link an account";
+    if (type == "OPEN_BILLING") return "Open billing";
+    if (type == "PAY_PRODUCT") return "Pay for a product";
+    return "Open support";
+}
+
+// A refusal the agent can act on: a stable code first, then the sentence.
+[[noreturn]] void refuse(std::string_view code, const std::string& message) {
+    throw gh::ToolError(std::string(code) + ": " + message);
+}
+
+std::string iso_time(std::int64_t ms) {
+    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+    std::tm utc{};
+    gmtime_r(&seconds, &utc);
+    char buffer[32];
+    std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return buffer;
+}
+
+std::string owner_of(const Json& context) {
+    const auto subject = context.value(Json::json_pointer("/principal/subject"), std::string());
+    if (subject.empty())
+        refuse("NO_PRINCIPAL", "The host did not say who is calling, so no session can be kept for you. Tell the "
+                               "operator: the sessions family needs a principal.");
+    return context.value(Json::json_pointer("/principal/kind"), std::string("user")) + ":" + subject;
+}
+
+const sessions_bot::Bot& active_bot() {
+    const sessions_bot::Bot* bot = g_bots.active();
+    if (!bot)
+        refuse("NO_ACTIVE_BOT", "No bot is active on this server (none is configured under "
+                                "domains.sessions.settings.bots, or the chosen one was removed). Tell the person: "
+                                "`gatehouse bot use SLUG` chooses one.");
+    return *bot;
+}
+
+// Refuses before anything runs when the caller names a bot that is not the
+// active one: the person switched bots, and what the caller knows is stale.
+const sessions_bot::Bot& check_bot(const gh::Call& call) {
+    const auto& active = active_bot();
+    const auto named = call.arg_or<std::string>("bot", "");
+    if (!named.empty() && named != active.slug)
+        refuse("ACTIVE_BOT_CHANGED", "The active bot is now '" + active.slug + "' (" + active.name + "), not '" +
+                                         named +
+                                         "'; nothing was done. Call get_active_bot, then repeat the call naming "
+                                         "the active bot.");
+    return active;
+}
+
+bool safe_redirect(std::string_view url) {
+    if (url.size() > 2048) return false;
+    std::string_view rest;
+    if (url.rfind("https://", 0) == 0)
+        rest = url.substr(8);
+    else if (url.rfind("http://", 0) == 0)
+        rest = url.substr(7);
+    else
+        return false;
+    for (unsigned char c : url)
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '\\' || c == '`') return false;
+    const auto authority = rest.substr(0, rest.find_first_of("/?#"));
+    return !authority.empty() && authority.find('@') == std::string_view::npos && authority[0] != ':';
+}
+
+// PAY_PRODUCT and OPEN_BILLING move money: risk never replaces consent. The
+// person confirms in a form the client shows (elicitation, a multi
+// round-trip request); a client that cannot show one is refused, and so is
+// anything but an explicit yes. Nothing is created before the yes: the
+// handler runs again from the top on the round that brings the answer.
+void require_money_consent(gh::Call& call, const std::string& type, const std::string& bot_name) {
+    if (!call.client_supports("elicitation"))
+        refuse("CONSENT_REQUIRED",
+               "A " + type +
+                   " session moves money, so the person must confirm it first, and this client cannot show a "
+                   "consent prompt (no elicitation). Nothing was created. Ask the person to start it from a client "
+                   "that supports elicitation.");
+    std::string what = "Start a " + type + " session in " + bot_name;
+    if (auto product = call.arguments().find("product_seq_id"); product != call.arguments().end())
+        what += " for product " + product->dump();
+    what += "? It moves money; you will confirm it in the bot as well.";
+    const gh::Json answer = call.need(
+        "money_consent",
+        gh::input::elicit_form(
+            what, {{"type", "object"},
+                   {"properties",
+                    {{"confirm",
+                      {{"type", "boolean"}, {"title", "Yes, start this " + type + " session"}, {"default", false}}}}},
+                   {"required", {"confirm"}}}));
+    if (!gh::input::accepted(answer) || answer["content"].value("confirm", false) != true)
+        refuse("CONSENT_DECLINED", "The person did not confirm the " + type + " session, so nothing was created.");
+}
+
+std::string schema_header() {
+    return R"("$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,)";
+}
+
+const std::string kBotProperty =
+    R"("bot":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[a-z0-9_-]+$","description":"The bot the caller believes is active; refused with ACTIVE_BOT_CHANGED when it is not."})";
+const std::string kSessionIdPattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+
+static auto& create_session = plugin.tool({
+    .name = "create_session",
+    .title = "Create a bot session",
+    .description = "Starts a session the person confirms in the active bot: LOGIN, LINK, OPEN_BILLING, PAY_PRODUCT "
+                   "or OPEN_SUPPORT. Answers the session_id and the confirmation_url to hand to the person; poll "
+                   "get_session_status until it is approved, then exchange the approval code. PAY_PRODUCT and "
+                   "OPEN_BILLING need the person's consent first.",
+    .input_schema = "{" + schema_header() + R"("properties":{
+        "type":{"type":"string","enum":["LOGIN","LINK","OPEN_BILLING","PAY_PRODUCT","OPEN_SUPPORT"]},
+        "external_user_id":{"type":"string","minLength":1,"maxLength":255},
+        "login_session_id":{"type":"string","minLength":1,"maxLength":255},
+        "metadata":{"type":"object"},
+        "product_seq_id":{"type":"integer","minimum":1,"maximum":9007199254740991},
+        "redirect_url":{"type":"string","format":"uri","maxLength":2048},)" +
+                    kBotProperty + R"(},"required":["type"]})",
+    .output_schema = "{" + schema_header() + R"("properties":{
+        "session_id":{"type":"string"},"state":{"const":"pending"},"type":{"type":"string"},
+        "bot":{"type":"string"},"confirmation_url":{"type":"string"},"expires_at":{"type":"string"}},
+        "required":["session_id","state","type","bot","confirmation_url","expires_at"]})",
+    .scope = "sessions",
+    .required_scopes = {"sessions"},
+    .risk = gh::Risk::write,
+    .handler =
+        [](gh::Call& call) {
+            const auto& bot = check_bot(call);
+            const auto context = call.context();
+            const std::string owner = owner_of(context);
+            const auto type = call.arg<std::string>("type");
+            const auto redirect = call.arg_or<std::string>("redirect_url", "");
+            if (!redirect.empty() && !safe_redirect(redirect))
+                refuse("INVALID_REDIRECT_URL", "redirect_url must be an absolute http or https URL without user "
+                                               "information or spaces; fix it or leave it out.");
+            if (type == "PAY_PRODUCT" && !call.arguments().contains("product_seq_id"))
+                refuse("PRODUCT_REQUIRED", "A PAY_PRODUCT session needs product_seq_id, the product to pay for.");
+            const auto pages = context.value("pages_url", std::string());
+            if (pages.empty())
+                refuse("NO_CONFIRMATION_PAGE", "This server serves no HTTP, so the person has nowhere to confirm "
+                                               "the session; nothing was created. Tell the operator to serve HTTP "
+                                               "(gatehouse serve --transport http).");
+            if (type == "PAY_PRODUCT" || type == "OPEN_BILLING") require_money_consent(call, type, bot.name);
+
+            BotSession session;
+            session.session_id = sessions_bot::random_uuid();
+            session.owner = owner;
+            session.type = type;
+            session.bot = bot.slug;
+            session.bot_name = bot.name;
+            session.requested_by = context.value(Json::json_pointer("/principal/subject"), std::string());
+            for (const char* key : {"external_user_id", "login_session_id", "metadata", "product_seq_id"})
+                if (call.arguments().contains(key)) session.details[key] = call.arguments()[key];
+            session.redirect_url = redirect;
+            session.created_ms = sessions_bot::now_ms();
+            session.expires_ms = session.created_ms + g_settings.expiry.count();
+            const std::string page_token = sessions_bot::random_hex(32);
+            const BotSessionStore store(call, g_settings.retention);
+            store.save(session);
+            store.link("page", sessions_bot::sha256_hex(page_token), session);
+            return gh::Result::structured({{"session_id", session.session_id},
+                                           {"state", "pending"},
+                                           {"type", type},
+                                           {"bot", bot.slug},
+                                           {"confirmation_url", pages + "/confirm/" + page_token},
+                                           {"expires_at", iso_time(session.expires_ms)}});
+        },
+});
+
+static auto& get_session_status = plugin.tool({
+    .name = "get_session_status",
+    .title = "Get a bot session's status",
+    .description = "Answers whether the person approved the session (then with its single-use approval_code and "
+                   "the bot user), denied it, or let it expire; pending until they decide.",
+    .input_schema = "{" + schema_header() + R"("properties":{"session_id":{"type":"string","pattern":")" +
+                    kSessionIdPattern + R"("},)" + kBotProperty + R"(},"required":["session_id"]})",
+    .output_schema = "{" + schema_header() + R"("properties":{
+        "session_id":{"type":"string"},
+        "state":{"type":"string","enum":["pending","approved","denied","expired"]},
+        "user":{"oneOf":[{"type":"object","properties":{"seq_id":{"type":"integer","minimum":1}},
+                          "required":["seq_id"],"additionalProperties":false},{"type":"null"}]},
+        "approval_code":{"type":"string"}},
+        "required":["session_id","state","user"]})",
+    .scope = "sessions",
+    .required_scopes = {"sessions"},
+    .risk = gh::Risk::read,
+    .handler =
+        [](gh::Call& call) {
+            check_bot(call);
+            const std::string owner = owner_of(call.context());
+            auto id = call.arg<std::string>("session_id");
+            for (auto& c : id)
+                c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            const BotSessionStore store(call, g_settings.retention);
+            auto session = store.load(id);
+            if (!session || session->owner != owner)
+                refuse("SESSION_UNKNOWN", "There is no session " + id +
+                                              " of yours (never created, created by someone else, or ended long "
+                                              "ago). Create a new one with create_session.");
+            const std::string state = session->visible_state(sessions_bot::now_ms());
+            Json answer = {{"session_id", session->session_id}, {"state", state}, {"user", nullptr}};
+            if (session->user_seq_id && state == "approved") answer["user"] = {{"seq_id", *session->user_seq_id}};
+            if (state == "approved" && !session->approval_code.empty())
+                answer["approval_code"] = session->approval_code;
+            return gh::Result::structured(answer);
+        },
+});
+
+static auto& exchange_code = plugin.tool({
+    .name = "exchange_session_approval_code",
+    .title = "Exchange an approval code for tokens",
+    .description = "Exchanges the approval code of an approved, unexpired session for an access token and a "
+                   "refresh token. Each code works once.",
+    .input_schema = "{" + schema_header() +
+                    R"("properties":{"approval_code":{"type":"string","minLength":1,"maxLength":256},)" + kBotProperty +
+                    R"(},"required":["approval_code"]})",
+    .output_schema = "{" + schema_header() + R"("properties":{
+        "access_token":{"type":"string"},"refresh_token":{"type":"string"},"token_type":{"const":"Bearer"},
+        "expires_in":{"type":"integer"},"refresh_expires_in":{"type":"integer"},"session_id":{"type":"string"},
+        "user":{"type":"object","properties":{"seq_id":{"type":"integer"}},"required":["seq_id"]}},
+        "required":["access_token","refresh_token","token_type","expires_in","session_id","user"]})",
+    .scope = "sessions",
+    .required_scopes = {"sessions"},
+    .risk = gh::Risk::write,
+    .handler =
+        [](gh::Call& call) {
+            check_bot(call);
+            const std::string owner = owner_of(call.context());
+            const std::string code_hash = sessions_bot::sha256_hex(call.arg<std::string>("approval_code"));
+            const BotSessionStore store(call, g_settings.retention);
+            std::optional<BotSession> session;
+            if (auto id = store.linked("code", code_hash)) session = store.load(*id);
+            if (!session || session->owner != owner || session->approval_code_hash != code_hash)
+                refuse("APPROVAL_CODE_UNKNOWN", "That approval code is not one of yours. Take the code from "
+                                                "get_session_status of an approved session.");
+            if (session->exchanged)
+                refuse("APPROVAL_CODE_USED", "That approval code was already exchanged; each code works once. "
+                                             "Create a new session to get new tokens.");
+            const std::string state = session->visible_state(sessions_bot::now_ms());
+            if (state == "expired")
+                refuse("SESSION_EXPIRED", "The session expired before its code was exchanged. Create a new "
+                                          "session.");
+            if (state != "approved")
+                refuse(state == "denied" ? "SESSION_DENIED" : "SESSION_NOT_APPROVED",
+                       "The session is " + state + ", so it has no tokens to give.");
+
+            const std::string access = "gha_" + sessions_bot::random_hex(32);
+            const std::string refresh = "ghr_" + sessions_bot::random_hex(32);
+            const Json grant = {{"session_id", session->session_id},
+                                {"owner", owner},
+                                {"bot", session->bot},
+                                {"user_seq_id", *session->user_seq_id}};
+            Json access_grant = grant, refresh_grant = grant;
+            access_grant["kind"] = "access";
+            refresh_grant["kind"] = "refresh";
+            store.save_token(sessions_bot::sha256_hex(access), access_grant,
+                             std::chrono::seconds(g_settings.access_token_ttl_s));
+            store.save_token(sessions_bot::sha256_hex(refresh), refresh_grant,
+                             std::chrono::seconds(g_settings.refresh_token_ttl_s));
+            session->exchanged = true;
+            session->approval_code.clear();
+            store.save(*session);
+            return gh::Result::structured({{"access_token", access},
+                                           {"refresh_token", refresh},
+                                           {"token_type", "Bearer"},
+                                           {"expires_in", g_settings.access_token_ttl_s},
+                                           {"refresh_expires_in", g_settings.refresh_token_ttl_s},
+                                           {"session_id", session->session_id},
+                                           {"user", {{"seq_id", *session->user_seq_id}}}},
+                                          "Tokens issued for session " + session->session_id +
+                                              " (kept only as hashes on this server).");
+        },
+});
+
+static auto& get_active_bot = plugin.tool({
+    .name = "get_active_bot",
+    .title = "Get the active bot",
+    .description = "Answers the slug and name of the bot people confirm sessions in now. Only a person changes "
+                   "it (gatehouse bot use SLUG).",
+    .input_schema = "{" + schema_header() + R"("properties":{}})",
+    .output_schema = "{" + schema_header() + R"("properties":{"slug":{"type":"string"},"name":{"type":"string"}},
+        "required":["slug","name"]})",
+    .scope = "sessions",
+    .required_scopes = {"sessions"},
+    .risk = gh::Risk::read,
+    .handler =
+        [](gh::Call&) {
+            const auto& bot = active_bot();
+            return gh::Result::structured({{"slug", bot.slug}, {"name", bot.name}});
+        },
+});
+
+// The session a page token points at, or NotFound (a 404 page).
+BotSession session_of_page(const gh::Call& call, const BotSessionStore& store) {
+    const auto token = call.arg<std::string>("token");
+    auto id = store.linked("page", sessions_bot::sha256_hex(token));
+    if (!id) throw gh::NotFound("no such page");
+    auto session = store.load(*id);
+    if (!session) throw gh::NotFound("no such session");
+    return *session;
+}
+
+static auto& confirm_page = plugin.page({
+    .name = "confirm",
+    .show =
+        [](gh::Call& call) {
+            const BotSessionStore store(call, g_settings.retention);
+            const BotSession session = session_of_page(call, store);
+            Json fields = Json::array();
+            fields.push_back({{"label", "Request"}, {"value", type_label(session.type)}});
+            fields.push_back({{"label", "Requesting service"}, {"value", session.requested_by}});
+            fields.push_back({{"label", "Bot"}, {"value", session.bot_name + " (" + session.bot + ")"}});
+            if (session.details.contains("product_seq_id"))
+                fields.push_back({{"label", "Product"}, {"value", session.details["product_seq_id"].dump()}});
+            if (session.details.contains("external_user_id"))
+                fields.push_back({{"label", "Account at the service"},
+                                  {"value", session.details["external_user_id"].get<std::string>()}});
+            if (session.details.contains("login_session_id"))
+                fields.push_back(
+                    {{"label", "Service session"}, {"value", session.details["login_session_id"].get<std::string>()}});
+            if (session.details.contains("metadata"))
+                for (const auto& [key, value] : session.details["metadata"].items())
+                    fields.push_back(
+                        {{"label", key}, {"value", value.is_string() ? value.get<std::string>() : value.dump()}});
+            fields.push_back({{"label", "Expires"}, {"value", iso_time(session.expires_ms)}});
+            Json page = {{"title", std::string(type_label(session.type)) + " — confirm in " + session.bot_name},
+                         {"intro", session.requested_by + " asks you to approve this request."},
+                         {"fields", std::move(fields)},
+                         {"actions", Json::array()}};
+            const std::string state = session.visible_state(sessions_bot::now_ms());
+            if (state == "pending")
+                page["actions"] =
+                    Json::array({{{"id", "approve"}, {"label", "Approve"}}, {{"id", "deny"}, {"label", "Deny"}}});
+            else
+                page["notice"] = "This request is " + state + "; there is nothing left to decide.";
+            return page;
+        },
+    .act =
+        [](gh::Call& call) {
+            const BotSessionStore store(call, g_settings.retention);
+            BotSession session = session_of_page(call, store);
+            const std::string state = session.visible_state(sessions_bot::now_ms());
+            if (state != "pending") throw gh::ToolError("This request is already " + state + ".");
+            const auto action = call.arg<std::string>("action");
+            if (action == "deny") {
+                session.state = "denied";
+                store.save(session);
+                return Json{{"message", "Denied. " + session.requested_by + " was not given access."}};
+            }
+            if (action != "approve") throw gh::ToolError("This page offers only Approve and Deny.");
+            const sessions_bot::Bot* bot = g_bots.find(session.bot);
+            session.state = "approved";
+            session.user_seq_id = bot ? bot->user_seq_id : 1;
+            session.approval_code = sessions_bot::random_hex(24);
+            session.approval_code_hash = sessions_bot::sha256_hex(session.approval_code);
+            store.save(session);
+            store.link("code", session.approval_code_hash, session);
+            Json done = {{"message", "Approved. You can return to " + session.requested_by + "."}};
+            if (!session.redirect_url.empty()) done["redirect_url"] = session.redirect_url;
+            return done;
+        },
+});
+
+std::chrono::milliseconds seconds_setting(const Json& settings, const char* key, std::uint64_t fallback,
+                                          std::uint64_t most) {
+    if (!settings.contains(key)) return std::chrono::seconds(fallback);
+    const auto& v = settings[key];
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > most)
+        throw std::invalid_argument(std::string("settings.") + key + " must be a whole number of seconds from 1 to " +
+                                    std::to_string(most));
+    return std::chrono::seconds(v.get<std::uint64_t>());
+}
+
+const bool kInit = [] {
+    plugin.on_init([](const Json& config) {
+        if (!GH_HAS(plugin.api(), state_erase))
+            throw std::runtime_error("the sessions family keeps its sessions in the host's state backend and needs "
+                                     "a host with plugin ABI 1.3 or later");
+        const Json settings = config.value("settings", Json::object());
+        g_settings.expiry = seconds_setting(settings, "expiry_s", 600, 86400);
+        g_settings.retention = seconds_setting(settings, "retention_s", 86400, 31536000);
+        g_settings.access_token_ttl_s =
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                           seconds_setting(settings, "access_token_ttl_s", 3600, 31536000))
+                                           .count());
+        g_settings.refresh_token_ttl_s =
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                           seconds_setting(settings, "refresh_token_ttl_s", 30 * 86400, 31536000))
+                                           .count());
+        g_bots = BotDirectory(settings, config.value("data_dir", std::string()));
+    });
+    return true;
+}();
+
+} // namespace
+
+GH_EXPORT_PLUGIN(plugin)

@@ -1,0 +1,240 @@
+// The sessions family over Streamable HTTP with the official v2 client
+// (2026-07-28) and a real browser: a LOGIN session is created, the person
+// opens the link in headless Chromium and approves (or denies), the service
+// polls, exchanges the approval code once for tokens; sessions expire; a call
+// naming a bot that is no longer active is refused with ACTIVE_BOT_CHANGED
+// and changes nothing; money sessions without a consent prompt are refused.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { readFileSync, existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { DatabaseSync } from 'node:sqlite';
+import puppeteer from 'puppeteer-core';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { HttpHost } from './lib/http_host.mjs';
+import { CheckedTransport } from './lib/checked_transport.mjs';
+import { binaryPath, MODERN } from './lib/host.mjs';
+
+const pluginPath = (name) => path.resolve(path.dirname(binaryPath()), `../lib/gatehouse/plugins/${name}`);
+const CHROMIUM = process.env.GATEHOUSE_CHROMIUM ?? '/usr/bin/chromium';
+
+// A refusal of the family: "CODE: sentence".
+const code = (result) => (result.isError ? result.content?.[0]?.text?.split(':')[0] : undefined);
+
+const BOTS = [
+  { slug: 'shop-bot', name: 'Shop Bot', user_seq_id: 42 },
+  { slug: 'other-bot', name: 'Other Bot', user_seq_id: 7 },
+];
+
+async function startHost({ expiry_s = 300 } = {}) {
+  let stateFile;
+  const host = await HttpHost.start({
+    gate: true,
+    plugins: [pluginPath('session.so'), pluginPath('sessions.so')],
+    sections: {
+      domains: { sessions: { settings: { bots: BOTS, expiry_s } } },
+      session: (dir) => {
+        stateFile = path.join(dir, 'state.sqlite3');
+        return { backend: 'sqlite', state_file: stateFile, pinned: { store: 'shop', user: 'ann' }, grants: { shop: { ann: ['sessions'] } } };
+      },
+    },
+  });
+  const transport = new CheckedTransport(new StreamableHTTPClientTransport(new URL(host.url)));
+  const client = new Client({ name: 'itest-sessions-bot', version: '2.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } });
+  await client.connect(transport);
+  const session = (await client.callTool({ name: 'session_connect', arguments: { topic: 'bots' } })).structuredContent.session;
+  const call = (name, args = {}) => client.callTool({ name, arguments: { session, ...args } });
+  const stop = async () => {
+    await client.close().catch(() => {});
+    const result = await host.stop();
+    assert.equal(result.code, 0);
+    assert.deepEqual(transport.problems, [], 'every message the host sent fits the schema');
+  };
+  return { host, call, stop, stateFile };
+}
+
+// Everything the family keeps, straight from the SQLite state file.
+function familyRows(stateFile) {
+  const db = new DatabaseSync(stateFile, { readOnly: true });
+  try {
+    return db.prepare("SELECT key, value FROM state WHERE key LIKE 'family/sessions/%' ORDER BY key").all();
+  } finally {
+    db.close();
+  }
+}
+
+let browser;
+before(async () => {
+  assert.ok(existsSync(CHROMIUM), `headless Chromium is needed at ${CHROMIUM} (scripts/install-deps.sh installs it)`);
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+});
+after(async () => browser?.close());
+
+test('LOGIN: pending, approved in the browser, one exchange for tokens, a second refused', async () => {
+  const { host, call, stop, stateFile } = await startHost();
+  const page = await browser.newPage();
+  try {
+    assert.deepEqual((await call('get_active_bot')).structuredContent, { slug: 'shop-bot', name: 'Shop Bot' });
+    const created = await call('create_session', {
+      type: 'LOGIN',
+      bot: 'shop-bot',
+      external_user_id: 'ext-17',
+      metadata: { note: '<script>alert(1)</script>', plan: 'gold' },
+      redirect_url: `${host.origin}/health`,
+    });
+    assert.equal(created.isError, undefined, JSON.stringify(created));
+    const { session_id, confirmation_url } = created.structuredContent;
+    assert.equal(created.structuredContent.state, 'pending');
+    assert.ok(confirmation_url.startsWith(`${host.origin}/pages/sessions/confirm/`));
+    assert.match(confirmation_url.split('/').pop(), /^[0-9a-f]{64}$/, 'the link carries 256 random bits');
+
+    const pending = (await call('get_session_status', { session_id })).structuredContent;
+    assert.deepEqual(pending, { session_id, state: 'pending', user: null });
+
+    const response = await page.goto(confirmation_url);
+    assert.equal(response.status(), 200);
+    assert.equal(response.headers()['cache-control'], 'no-store');
+    assert.match(response.headers()['content-security-policy'], /frame-ancestors 'none'/);
+    const text = await page.evaluate(() => document.body.innerText);
+    for (const shown of ['Log in', 'Requesting service', 'Shop Bot', 'ext-17', 'gold', '<script>alert(1)</script>'])
+      assert.ok(text.includes(shown), `the page shows ${shown}`);
+    assert.equal((await page.$$('script')).length, 0, 'metadata is shown as text, never run');
+
+    // A form posted without the page's own cookie, or from another site, is refused.
+    const forged = await fetch(confirmation_url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: 'csrf=00&action=approve',
+      redirect: 'manual',
+    });
+    assert.equal(forged.status, 403);
+    const crossSite = await fetch(confirmation_url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: 'http://evil.example' },
+      body: 'csrf=00&action=approve',
+      redirect: 'manual',
+    });
+    assert.equal(crossSite.status, 403);
+    assert.equal((await call('get_session_status', { session_id })).structuredContent.state, 'pending');
+
+    await Promise.all([page.waitForNavigation(), page.click('#action-approve')]);
+    assert.equal(page.url(), `${host.origin}/health`, 'after approval the page follows redirect_url');
+
+    const approved = (await call('get_session_status', { session_id })).structuredContent;
+    assert.equal(approved.state, 'approved');
+    assert.deepEqual(approved.user, { seq_id: 42 });
+    assert.match(approved.approval_code, /^[0-9a-f]{48}$/);
+
+    // Another bot named: refused before anything runs, and nothing changed.
+    const before = familyRows(stateFile);
+    const stale = await call('exchange_session_approval_code', { approval_code: approved.approval_code, bot: 'other-bot' });
+    assert.equal(code(stale), 'ACTIVE_BOT_CHANGED');
+    assert.match(stale.content[0].text, /active bot is now 'shop-bot'/);
+    assert.equal(code(await call('create_session', { type: 'LOGIN', bot: 'other-bot' })), 'ACTIVE_BOT_CHANGED');
+    assert.equal(code(await call('get_session_status', { session_id, bot: 'other-bot' })), 'ACTIVE_BOT_CHANGED');
+    assert.deepEqual(familyRows(stateFile), before, 'the refused calls wrote nothing');
+
+    const exchanged = await call('exchange_session_approval_code', { approval_code: approved.approval_code, bot: 'shop-bot' });
+    assert.equal(exchanged.isError, undefined, JSON.stringify(exchanged));
+    const tokens = exchanged.structuredContent;
+    assert.match(tokens.access_token, /^gha_[0-9a-f]{64}$/);
+    assert.match(tokens.refresh_token, /^ghr_[0-9a-f]{64}$/);
+    assert.equal(tokens.token_type, 'Bearer');
+    assert.deepEqual(tokens.user, { seq_id: 42 });
+
+    const again = await call('exchange_session_approval_code', { approval_code: approved.approval_code });
+    assert.equal(code(again), 'APPROVAL_CODE_USED');
+    const after = (await call('get_session_status', { session_id })).structuredContent;
+    assert.equal(after.state, 'approved');
+    assert.equal(after.approval_code, undefined, 'a spent code is no longer shown');
+
+    const stored = JSON.stringify(familyRows(stateFile));
+    for (const secret of [tokens.access_token, tokens.refresh_token, approved.approval_code, confirmation_url.split('/').pop()])
+      assert.ok(!stored.includes(secret), 'secrets are stored only as hashes');
+    assert.ok(!host.stderr.includes(tokens.access_token) && !host.stderr.includes(tokens.refresh_token), 'tokens are never logged');
+    assert.equal(code(await call('exchange_session_approval_code', { approval_code: 'not-a-code' })), 'APPROVAL_CODE_UNKNOWN');
+
+    // The decided page offers nothing more.
+    await page.goto(confirmation_url);
+    assert.match(await page.evaluate(() => document.body.innerText), /already|approved; there is nothing left/);
+    assert.equal((await page.$$('button')).length, 0);
+  } finally {
+    await page.close();
+    await stop();
+  }
+});
+
+test('Deny: the session is denied, has no user and no code', async () => {
+  const { call, stop } = await startHost();
+  const page = await browser.newPage();
+  try {
+    const created = (await call('create_session', { type: 'LINK', login_session_id: 'svc-9' })).structuredContent;
+    await page.goto(created.confirmation_url);
+    assert.ok((await page.evaluate(() => document.body.innerText)).includes('Link an account'));
+    await Promise.all([page.waitForNavigation(), page.click('#action-deny')]);
+    assert.match(await page.evaluate(() => document.body.innerText), /Denied/);
+    const denied = (await call('get_session_status', { session_id: created.session_id })).structuredContent;
+    assert.deepEqual(denied, { session_id: created.session_id, state: 'denied', user: null });
+
+    // Pressing Approve on a stale copy of the page changes nothing.
+    await page.goBack();
+    await page.reload();
+    assert.equal((await page.$$('button')).length, 0);
+    assert.equal((await call('get_session_status', { session_id: created.session_id })).structuredContent.state, 'denied');
+  } finally {
+    await page.close();
+    await stop();
+  }
+});
+
+test('expiry: an undecided session expires; its page offers nothing', async () => {
+  const { call, stop } = await startHost({ expiry_s: 1 });
+  const page = await browser.newPage();
+  try {
+    const created = (await call('create_session', { type: 'OPEN_SUPPORT' })).structuredContent;
+    await page.goto(created.confirmation_url);
+    assert.equal((await page.$$('button')).length, 2, 'Approve and Deny while pending');
+    await new Promise((r) => setTimeout(r, 1300));
+    assert.equal((await call('get_session_status', { session_id: created.session_id })).structuredContent.state, 'expired');
+    await Promise.all([page.waitForNavigation(), page.click('#action-approve')]);
+    assert.match(await page.evaluate(() => document.body.innerText), /already expired/);
+    assert.equal((await call('get_session_status', { session_id: created.session_id })).structuredContent.state, 'expired');
+  } finally {
+    await page.close();
+    await stop();
+  }
+});
+
+test('money sessions need consent, redirects must be safe: refused, and nothing is created', async () => {
+  const { call, stop, stateFile } = await startHost();
+  try {
+    const before = familyRows(stateFile);
+    for (const type of ['PAY_PRODUCT', 'OPEN_BILLING']) {
+      const refused = await call('create_session', { type, product_seq_id: 5 });
+      assert.equal(code(refused), 'CONSENT_REQUIRED');
+      assert.match(refused.content[0].text, /cannot show a consent prompt/);
+    }
+    for (const redirect_url of ['javascript:alert(1)', 'http://user@evil.example/', 'https://ok.example/a b'])
+      assert.equal(code(await call('create_session', { type: 'LOGIN', redirect_url })), 'INVALID_REDIRECT_URL');
+    assert.deepEqual(familyRows(stateFile), before);
+    assert.equal(code(await call('get_session_status', { session_id: '00000000-0000-4000-8000-000000000000' })), 'SESSION_UNKNOWN');
+  } finally {
+    await stop();
+  }
+});
+
+test('gatehouse bot use switches the active bot of a running host; calls naming the old one are refused', async () => {
+  const { host, call, stop } = await startHost();
+  try {
+    const run = (...args) => execFileSync(binaryPath(), [...args, '--config', host.config.file], { encoding: 'utf8' });
+    assert.match(run('bot'), /\* shop-bot/);
+    assert.throws(() => run('bot', 'use', 'no-such-bot'), /no bot 'no-such-bot'/);
+    assert.match(run('bot', 'use', 'other-bot'), /active bot: other-bot/);
+    assert.deepEqual((await call('get_active_bot')).structuredContent, { slug: 'other-bot', name: 'Other Bot' });
+    assert.equal(code(await call('create_session', { type: 'LOGIN', bot: 'shop-bot' })), 'ACTIVE_BOT_CHANGED');
+    assert.equal(readFileSync(path.join(host.config.dir, 'data', 'sessions', 'active-bot'), 'utf8'), 'other-bot\n');
+  } finally {
+    await stop();
+  }
+});
