@@ -16,6 +16,8 @@
 #include "limits/rate_limiter.hpp"
 #include "protocol/mcp_server.hpp"
 #include "protocol/request_pool.hpp"
+#include "mrtr/state_keys.hpp"
+#include "protocol/input_rounds.hpp"
 #include "protocol/tool_call.hpp"
 
 #include <benchmark/benchmark.h>
@@ -93,7 +95,8 @@ struct Host {
         if (const char* env = std::getenv("GATEHOUSE_ECHO_PLUGIN"); env && *env) path = env;
         if (path.empty()) throw std::runtime_error("set GATEHOUSE_ECHO_PLUGIN to the echo test plugin");
         config::Config cfg;
-        cfg.plugins.push_back({.path = path, .as_written = path, .where = {}});
+        cfg.plugins.push_back(
+            {.path = path, .as_written = path, .where = {}, .max_in_flight = {}, .tool_timeout_ms = {}});
         plugins::LoadReport report;
         registry = plugins::PluginLoader::load(cfg, report);
         if (!report.failures.empty())
@@ -226,10 +229,18 @@ void BM_Parse_ToolsCall(benchmark::State& state) {
 }
 BENCHMARK(BM_Parse_ToolsCall);
 
+// Calls that never ask for input pay nothing for the multi round-trip
+// machinery; it is built once, like the server builds it.
+const protocol::InputRounds& input_rounds() {
+    static const protocol::InputRounds rounds(
+        mrtr::make_request_state_sealer(config::InputRequestSettings{}, "gatehouse-bench"), std::chrono::seconds(30));
+    return rounds;
+}
+
 void BM_ToolCall_Run_Noop(benchmark::State& state) {
     auto& h = host();
     limits::RateLimiter unlimited{config::RateLimits{}};
-    protocol::ToolCall tool_call(*h.registry, h.gate, kDefaultLimits, unlimited);
+    protocol::ToolCall tool_call(*h.registry, h.gate, kDefaultLimits, unlimited, input_rounds());
     const Json params = Json::parse(kModernCall)["params"];
     for (auto _ : state) {
         protocol::Request request;
@@ -247,7 +258,7 @@ void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
     auto& h = host();
     auto& g = gated_host();
     limits::RateLimiter unlimited{config::RateLimits{}};
-    protocol::ToolCall tool_call(*h.registry, g.gate, kDefaultLimits, unlimited);
+    protocol::ToolCall tool_call(*h.registry, g.gate, kDefaultLimits, unlimited, input_rounds());
     Json params = Json::parse(kModernCall)["params"];
     params["arguments"] = g.arguments;
     {

@@ -27,7 +27,7 @@ const BOTS = [
   { slug: 'other-bot', name: 'Other Bot', user_seq_id: 7 },
 ];
 
-async function startHost({ expiry_s = 300 } = {}) {
+async function startHost({ expiry_s = 300, capabilities = {} } = {}) {
   let stateFile;
   const host = await HttpHost.start({
     gate: true,
@@ -41,7 +41,7 @@ async function startHost({ expiry_s = 300 } = {}) {
     },
   });
   const transport = new CheckedTransport(new StreamableHTTPClientTransport(new URL(host.url)));
-  const client = new Client({ name: 'itest-sessions-bot', version: '2.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } });
+  const client = new Client({ name: 'itest-sessions-bot', version: '2.0.0' }, { capabilities, versionNegotiation: { mode: { pin: MODERN } } });
   await client.connect(transport);
   const session = (await client.callTool({ name: 'session_connect', arguments: { topic: 'bots' } })).structuredContent.session;
   const call = (name, args = {}) => client.callTool({ name, arguments: { session, ...args } });
@@ -51,7 +51,7 @@ async function startHost({ expiry_s = 300 } = {}) {
     assert.equal(result.code, 0);
     assert.deepEqual(transport.problems, [], 'every message the host sent fits the schema');
   };
-  return { host, call, stop, stateFile };
+  return { host, client, call, stop, stateFile };
 }
 
 // Everything the family keeps, straight from the SQLite state file.
@@ -234,6 +234,42 @@ test('gatehouse bot use switches the active bot of a running host; calls naming 
     assert.deepEqual((await call('get_active_bot')).structuredContent, { slug: 'other-bot', name: 'Other Bot' });
     assert.equal(code(await call('create_session', { type: 'LOGIN', bot: 'shop-bot' })), 'ACTIVE_BOT_CHANGED');
     assert.equal(readFileSync(path.join(host.config.dir, 'data', 'sessions', 'active-bot'), 'utf8'), 'other-bot\n');
+  } finally {
+    await stop();
+  }
+});
+
+test('money sessions ask the person through elicitation: created only on an explicit yes', async () => {
+  const { client, call, stop, stateFile } = await startHost({ capabilities: { elicitation: { form: {} } } });
+  try {
+    const asked = [];
+    let answer;
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push(request.params);
+      return answer;
+    });
+    const before = familyRows(stateFile);
+    // Declined, or accepted without ticking the box: refused, nothing created.
+    for (const reply of [{ action: 'decline' }, { action: 'accept', content: { confirm: false } }]) {
+      answer = reply;
+      const refused = await call('create_session', { type: 'PAY_PRODUCT', product_seq_id: 5 });
+      assert.equal(code(refused), 'CONSENT_DECLINED');
+      assert.deepEqual(familyRows(stateFile), before, 'nothing kept before the yes');
+    }
+    // An explicit yes: the session is created, once.
+    answer = { action: 'accept', content: { confirm: true } };
+    const created = await call('create_session', { type: 'PAY_PRODUCT', product_seq_id: 5 });
+    assert.equal(created.isError, undefined, JSON.stringify(created));
+    assert.equal(created.structuredContent.type, 'PAY_PRODUCT');
+    assert.equal(created.structuredContent.state, 'pending');
+    assert.equal(asked.length, 3, 'asked once per attempt');
+    assert.match(asked[0].message, /PAY_PRODUCT.*product 5/);
+    assert.equal(asked[0].requestedSchema.properties.confirm.type, 'boolean');
+    const status = await call('get_session_status', { session_id: created.structuredContent.session_id });
+    assert.equal(status.structuredContent.state, 'pending');
+    // A LOGIN session moves no money and asks nothing.
+    await call('create_session', { type: 'LOGIN' });
+    assert.equal(asked.length, 3);
   } finally {
     await stop();
   }
