@@ -159,8 +159,10 @@ typedef struct gh_host_api {
     int32_t (*is_cancelled)(gh_call* call);
 
     /* The call's context as a JSON object, borrowed until the call returns:
-     * {"principal": {"subject": ..., "kind": ...}, "revision": ...,
-     *  "tool": ..., "family": ...}; from ABI 1.3 also "clientCapabilities":
+     * {"principal": {"subject": ..., "kind": ..., "client_id": ...,
+     *  "scopes": [...]}, "revision": ..., "tool": ..., "family": ...} (over
+     * HTTP the subject, client and scopes of the verified token, never the
+     * token itself); from ABI 1.3 also "clientCapabilities":
      * the capabilities the client declared (what input requests it can
      * answer: "elicitation" with "form"/"url", "sampling", "roots"). Later
      * host versions add keys. */
