@@ -64,22 +64,38 @@ test('the v2 client discovers the metadata from the 401, gets a token, calls a t
   }
 });
 
-test('two principals over HTTP never see each other\'s memory notes', async () => {
+test('two token subjects over HTTP never see, find, count or delete each other\'s memory notes', async () => {
   const as = await AuthorizationServer.start({ clients });
   const host = await HttpHost.start({ plugins: [familyPlugin('memory')], sections: { auth: jwtAuth(as) } });
   let alice, bob;
+  const text = (r) => r.content?.[0]?.text ?? '';
   try {
     alice = await connect(host, as, 'alice-app');
     bob = await connect(host, as, 'bob-app');
-    const note = await alice.callTool({ name: 'remember', arguments: { text: 'alice salary review', tags: ['hr'] } });
-    assert.equal(note.isError, undefined, JSON.stringify(note));
-    assert.deepEqual((await bob.callTool({ name: 'recall', arguments: {} })).structuredContent.notes, []);
-    assert.deepEqual((await bob.callTool({ name: 'recall', arguments: { query: 'salary' } })).structuredContent.notes, []);
-    const theft = await bob.callTool({ name: 'forget', arguments: { note_id: note.structuredContent.id } });
-    assert.equal(theft.isError, true, 'bob cannot forget alice\'s note');
-    const mine = (await alice.callTool({ name: 'recall', arguments: { query: 'salary' } })).structuredContent.notes;
-    assert.equal(mine.length, 1);
-    assert.equal(mine[0].text, 'alice salary review');
+    const call = (client, name, args) => client.callTool({ name, arguments: args });
+    const secret = await call(alice, 'remember', { text: 'alice salary review', tags: ['hr'], critical: true });
+    assert.equal(secret.isError, undefined, JSON.stringify(secret));
+    await call(alice, 'remember', { text: 'alice second note', tags: ['hr'] });
+
+    assert.deepEqual((await call(bob, 'recall', {})).structuredContent.notes, []);
+    assert.deepEqual((await call(bob, 'recall', { query: 'salary' })).structuredContent.notes, []);
+    assert.deepEqual((await call(bob, 'recall', { tags: ['hr'] })).structuredContent.notes, []);
+    for (let id = 0; id <= 3; id++) {
+      const theft = await call(bob, 'forget', { note_id: id });
+      assert.equal(theft.isError, true, `bob cannot forget note ${id} of alice`);
+      assert.match(text(theft), new RegExp(`^No note ${id}:`));
+    }
+    const bobs = await call(bob, 'remember', { text: 'bob salary too', tags: ['hr'] });
+    assert.equal(bobs.structuredContent.id, 1, 'numbers are per owner: nothing to count');
+    assert.equal((await call(bob, 'forget_all', { confirm: true })).structuredContent.deleted, 1);
+
+    const still = await call(alice, 'recall', { query: 'salary', tags: ['HR'] });
+    assert.deepEqual(still.structuredContent.notes.map((n) => n.id), [secret.structuredContent.id]);
+    assert.equal(still.structuredContent.notes[0].critical, true);
+    assert.equal((await call(alice, 'recall', {})).structuredContent.notes.length, 2);
+    assert.equal((await call(alice, 'forget', { note_id: secret.structuredContent.id })).structuredContent.deleted, true);
+    assert.equal((await call(alice, 'forget_all', { confirm: true })).structuredContent.deleted, 1);
+    assert.deepEqual((await call(alice, 'recall', {})).structuredContent.notes, []);
   } finally {
     await alice?.close();
     await bob?.close();
