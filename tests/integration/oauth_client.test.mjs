@@ -135,3 +135,37 @@ test('two principals over HTTP never reach each other\'s gate sessions', async (
     await as.stop();
   }
 });
+
+test('two token subjects over HTTP never reach each other\'s bot sessions', async () => {
+  const as = await AuthorizationServer.start({ clients });
+  const host = await HttpHost.start({
+    gate: true,
+    plugins: [familyPlugin('session'), familyPlugin('sessions')],
+    sections: {
+      auth: jwtAuth(as),
+      domains: { sessions: { settings: { bots: [{ slug: 'shop-bot', name: 'Shop Bot', user_seq_id: 42 }] } } },
+      session: () => ({ backend: 'memory', pinned: { store: 'shop', user: 'ann' }, grants: { shop: { ann: ['sessions'] } } }),
+    },
+  });
+  let alice, bob;
+  const code = (r) => (r.isError ? r.content?.[0]?.text?.split(':')[0] : undefined);
+  try {
+    alice = await connect(host, as, 'alice-app');
+    bob = await connect(host, as, 'bob-app');
+    const open = async (client) => (await client.callTool({ name: 'session_connect', arguments: { topic: 'bots' } })).structuredContent.session;
+    const aliceSession = await open(alice);
+    const bobSession = await open(bob);
+    const created = await alice.callTool({ name: 'create_session', arguments: { session: aliceSession, type: 'LOGIN' } });
+    assert.equal(created.isError, undefined, JSON.stringify(created));
+    const id = created.structuredContent.session_id;
+    const mine = await alice.callTool({ name: 'get_session_status', arguments: { session: aliceSession, session_id: id } });
+    assert.equal(mine.structuredContent.state, 'pending');
+    const theirs = await bob.callTool({ name: 'get_session_status', arguments: { session: bobSession, session_id: id } });
+    assert.equal(code(theirs), 'SESSION_UNKNOWN', 'alice\'s bot session is unknown to bob');
+  } finally {
+    await alice?.close();
+    await bob?.close();
+    await host.stop();
+    await as.stop();
+  }
+});
