@@ -103,7 +103,7 @@ struct Host {
             throw std::runtime_error("cannot load " + path + ": " + report.failures.front().reason);
         server = std::make_unique<protocol::McpServer>(*registry, gate, cfg.server, cfg.limits, pool);
         outbound = std::make_shared<CountingOutbound>();
-        connection = std::make_shared<protocol::Connection>(outbound, auth::Principal{"bench", "local"});
+        connection = std::make_shared<protocol::Connection>(outbound, auth::Principal{"bench", "local", {}, {}});
     }
 
     std::unique_ptr<plugins::ToolRegistry> registry;
@@ -173,7 +173,7 @@ struct GatedHost {
     config::SessionSettings session_settings;
     gate::GatePipeline gate;
     std::unique_ptr<session::SessionService> sessions;
-    auth::Principal principal{"bench", "local"};
+    auth::Principal principal{"bench", "local", {}, {}};
     std::string handle;
     Json arguments;
     const plugins::Tool* tool = nullptr;

@@ -87,6 +87,14 @@ std::optional<std::string> RequestStateSealer::parse_key(std::string_view base64
 std::string RequestStateSealer::seal(const StateBinding& binding, std::string_view plugin_state,
                                      Clock::time_point now) const {
     if (plugin_state.size() > kMaxStateBytes) throw std::length_error("requestState of a plugin over 8 KiB");
+    // The state travels as a JSON string inside the payload: text only, or
+    // it would not come back byte for byte (a plugin's state arrives as a
+    // JSON string, so it always is text).
+    try {
+        (void)nlohmann::json(plugin_state).dump();
+    } catch (const nlohmann::json::type_error&) {
+        throw std::invalid_argument("requestState of a plugin that is not UTF-8 text");
+    }
     const nlohmann::json payload = {
         {"e", unix_ms(now + ttl_)},           {"p", binding.principal}, {"m", binding.method}, {"t", binding.target},
         {"a", binding.arguments_fingerprint}, {"s", server_name_},      {"st", plugin_state}};

@@ -34,7 +34,8 @@ public:
     // random for this process only.
     RequestStateSealer(std::vector<std::string> keys, std::string server_name, std::chrono::milliseconds ttl);
 
-    // The opaque token for the client. plugin_state at most kMaxStateBytes.
+    // The opaque token for the client. plugin_state: UTF-8 text of at most
+    // kMaxStateBytes (std::length_error, std::invalid_argument otherwise).
     std::string seal(const StateBinding& binding, std::string_view plugin_state,
                      Clock::time_point now = Clock::now()) const;
 

@@ -38,7 +38,7 @@ struct Harness {
     std::unique_ptr<protocol::McpServer> server;
     std::shared_ptr<RecordingOutbound> out = std::make_shared<RecordingOutbound>();
     std::shared_ptr<protocol::Connection> connection =
-        std::make_shared<protocol::Connection>(out, auth::Principal{"tester", "local"});
+        std::make_shared<protocol::Connection>(out, auth::Principal{"tester", "local", {}, {}});
 
     Harness() {
         auto cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() +
@@ -207,8 +207,8 @@ TEST_CASE("one principal at max_in_flight_per_principal is refused while another
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool);
     auto out_a = std::make_shared<RecordingOutbound>();
     auto out_b = std::make_shared<RecordingOutbound>();
-    auto alice = std::make_shared<protocol::Connection>(out_a, auth::Principal{"alice", "token"});
-    auto bob = std::make_shared<protocol::Connection>(out_b, auth::Principal{"bob", "token"});
+    auto alice = std::make_shared<protocol::Connection>(out_a, auth::Principal{"alice", "token", {}, {}});
+    auto bob = std::make_shared<protocol::Connection>(out_b, auth::Principal{"bob", "token", {}, {}});
     auto call = [](int id, const std::string& name, Json args) {
         return request(id, "tools/call", {{"_meta", modern_meta()}, {"name", name}, {"arguments", std::move(args)}})
             .dump();

@@ -35,6 +35,13 @@ TEST_CASE("a sealed state opens for the request it was sealed for, and hides wha
     CHECK(s.open(s.seal(bound(), ""), bound()) == std::optional<std::string>(""));
 }
 
+TEST_CASE("a state that is not UTF-8 text is refused when sealed, never mangled", "[request_state]") {
+    const auto s = sealer();
+    CHECK_THROWS_AS(s.seal(bound(), std::string("\xff\xfe state", 8)), std::invalid_argument);
+    const std::string text = "caf\xc3\xa9 \xe2\x9c\x93"; // UTF-8 text comes back byte for byte
+    CHECK(s.open(s.seal(bound(), text), bound()) == std::optional<std::string>(text));
+}
+
 TEST_CASE("a state with one byte changed does not open", "[request_state]") {
     const auto s = sealer();
     const std::string token = s.seal(bound(), "state");
