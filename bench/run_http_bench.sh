@@ -24,7 +24,7 @@ log_level: warn
 gate: false
 plugins: [echo.so]
 transports: [http]
-http: {listen: "127.0.0.1:$gh_port", max_connections: 2048, max_streams: 2048}
+http: {listen: "127.0.0.1:$gh_port", max_connections: 2048, max_streams: 2048, threads: 2}
 # Every connection's call may be inside the no-op plugin at once: the
 # per-plugin cap (a guard against a stuck family) is lifted for the
 # comparison, as the peer has none.
