@@ -58,20 +58,22 @@ std::function<void()> RequestPool::InlineSlot::take() {
 }
 
 bool RequestPool::submit_if_idle(std::function<void()>& job) {
-    bool wake = false;
-    {
-        std::lock_guard lock(mutex_);
-        if (stopping_ || searching_ + sleeping_ <= jobs_.size()) return false;
-        jobs_.push_back(std::move(job));
-        if (jobs_.size() > searching_ && sleeping_ > 0) {
-            --sleeping_;
-            ++searching_;
-            ++wake_ups_;
-            wake = true;
-        }
-    }
-    if (wake) ready_.notify_one();
+    std::unique_lock lock(mutex_);
+    if (stopping_ || searching_ + sleeping_ <= jobs_.size()) return false;
+    enqueue(std::move(job), lock);
     return true;
+}
+
+void RequestPool::enqueue(std::function<void()> job, std::unique_lock<std::mutex>& lock) {
+    jobs_.push_back(std::move(job));
+    const bool wake = jobs_.size() > searching_ && sleeping_ > 0;
+    if (wake) {
+        --sleeping_;
+        ++searching_;
+        ++wake_ups_;
+    }
+    lock.unlock();
+    if (wake) ready_.notify_one();
 }
 
 void RequestPool::submit(std::function<void()> job, bool quick) {
@@ -81,18 +83,8 @@ void RequestPool::submit(std::function<void()> job, bool quick) {
         open_slot = slot->outer_; // one job per slot
         return;
     }
-    bool wake = false;
-    {
-        std::lock_guard lock(mutex_);
-        jobs_.push_back(std::move(job));
-        if (jobs_.size() > searching_ && sleeping_ > 0) {
-            --sleeping_;
-            ++searching_;
-            ++wake_ups_;
-            wake = true;
-        }
-    }
-    if (wake) ready_.notify_one();
+    std::unique_lock lock(mutex_);
+    enqueue(std::move(job), lock);
 }
 
 void RequestPool::stop() {

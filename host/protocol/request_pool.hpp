@@ -68,6 +68,9 @@ public:
 
 private:
     static void* thread_main(void* pool);
+    // Queues the job and wakes a sleeping worker when the awake ones cannot
+    // take it; releases the lock before the wake-up.
+    void enqueue(std::function<void()> job, std::unique_lock<std::mutex>& lock);
     void run();
 
     mutable std::mutex mutex_;
