@@ -215,12 +215,25 @@ int32_t state_erase(gh_call* call, gh_str key) noexcept {
     return GH_STATUS_INTERNAL;
 }
 
+// ABI 1.4 slots; implemented with the backend's atomic take and the store
+// credentials grant.
+int32_t state_take(gh_call* call, gh_str, gh_sink*) noexcept {
+    spdlog::error("[{}] state_take is not available in this host build", call ? call->family : "plugin");
+    return GH_STATUS_INTERNAL;
+}
+
+int32_t store_credentials(gh_call* call, gh_sink*) noexcept {
+    spdlog::error("[{}] store_credentials is not available in this host build", call ? call->family : "plugin");
+    return GH_STATUS_INTERNAL;
+}
+
 const gh_host_api kHostApi = {
     sizeof(gh_host_api), GH_ABI_VERSION,    &sink_write,      &log,
     &progress,           &is_cancelled,     &call_context,    &sink_new,
     &sink_bytes,         &session_describe, &session_open,    &rules_accept,
     &critical_read,      &notify_changed,   &input_responses, &request_state,
-    &state_get,          &state_put,        &state_erase,
+    &state_get,          &state_put,        &state_erase,     &state_take,
+    &store_credentials,
 };
 
 } // namespace

@@ -30,7 +30,7 @@ extern "C" {
  * a plugin whose major differs from its own; minor growth is backward
  * compatible in both directions (struct_size tells what each side knows). */
 #define GH_ABI_VERSION_MAJOR 1
-#define GH_ABI_VERSION_MINOR 3
+#define GH_ABI_VERSION_MINOR 4
 #define GH_ABI_VERSION ((uint32_t)((GH_ABI_VERSION_MAJOR << 16) | GH_ABI_VERSION_MINOR))
 #define GH_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 
@@ -250,12 +250,33 @@ typedef struct gh_host_api {
     /* Erases `key`: GH_STATUS_OK when something was erased, else
      * GH_STATUS_NOT_FOUND (or GH_STATUS_INTERNAL). */
     int32_t (*state_erase)(gh_call* call, gh_str key);
+
+    /* ABI 1.4+: erases `key` and writes the value it held to `out`, as one
+     * step: of any number of callers taking the same key at once, in this
+     * process or in another host instance sharing the backend, exactly one
+     * gets GH_STATUS_OK and the value; the others GH_STATUS_NOT_FOUND. For
+     * what must be used once (an approval code). GH_STATUS_INVALID_ARGS or
+     * GH_STATUS_INTERNAL as for state_get. */
+    int32_t (*state_take)(gh_call* call, gh_str key, gh_sink* out);
+
+    /* ---- Store credentials (ABI 1.4+) ----
+     * For a family that must sign in to the store itself. From a gated tool
+     * call in a live session only, and only when the operator allowed it for
+     * this plugin (`store_credentials: true` in its `plugins:` entry). Writes
+     * {"store", "user", "password"} of the session's store to `out` and
+     * returns GH_STATUS_OK; otherwise GH_STATUS_TOOL_ERROR with
+     * {"code", "message"} (CREDENTIALS_NOT_ALLOWED, CREDENTIALS_UNAVAILABLE,
+     * CREDENTIALS_REFUSED). The password must never leave the plugin in a
+     * result, a log line or a file: the host refuses any answer that
+     * contains it. */
+    int32_t (*store_credentials)(gh_call* call, gh_sink* out);
 } gh_host_api;
 
 #define GH_HOST_API_SIZE_V1 (offsetof(gh_host_api, call_context) + sizeof(void*))
 #define GH_HOST_API_SIZE_V2 (offsetof(gh_host_api, critical_read) + sizeof(void*))
 #define GH_HOST_API_SIZE_V3 (offsetof(gh_host_api, notify_changed) + sizeof(void*))
 #define GH_HOST_API_SIZE_V4 (offsetof(gh_host_api, state_erase) + sizeof(void*))
+#define GH_HOST_API_SIZE_V5 (offsetof(gh_host_api, store_credentials) + sizeof(void*))
 
 /* gh_host_api.notify_changed kinds. */
 #define GH_CHANGE_TOOLS_LIST 1
@@ -493,7 +514,8 @@ GH_EXPORT const gh_plugin_desc* gh_plugin_entry(const gh_host_api* api);
 static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
 static_assert(GH_HOST_API_SIZE_V2 == offsetof(gh_host_api, notify_changed), "gh_host_api v2 size");
 static_assert(GH_HOST_API_SIZE_V3 == offsetof(gh_host_api, input_responses), "gh_host_api v3 size");
-static_assert(GH_HOST_API_SIZE_V4 == sizeof(gh_host_api), "gh_host_api v4 size");
+static_assert(GH_HOST_API_SIZE_V4 == offsetof(gh_host_api, state_take), "gh_host_api v4 size");
+static_assert(GH_HOST_API_SIZE_V5 == sizeof(gh_host_api), "gh_host_api v5 size");
 static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
@@ -508,7 +530,8 @@ static_assert(GH_PROMPT_DESC_SIZE_V1 == sizeof(gh_prompt_desc), "gh_prompt_desc 
 _Static_assert(GH_HOST_API_SIZE_V1 == offsetof(gh_host_api, sink_new), "gh_host_api v1 size");
 _Static_assert(GH_HOST_API_SIZE_V2 == offsetof(gh_host_api, notify_changed), "gh_host_api v2 size");
 _Static_assert(GH_HOST_API_SIZE_V3 == offsetof(gh_host_api, input_responses), "gh_host_api v3 size");
-_Static_assert(GH_HOST_API_SIZE_V4 == sizeof(gh_host_api), "gh_host_api v4 size");
+_Static_assert(GH_HOST_API_SIZE_V4 == offsetof(gh_host_api, state_take), "gh_host_api v4 size");
+_Static_assert(GH_HOST_API_SIZE_V5 == sizeof(gh_host_api), "gh_host_api v5 size");
 _Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
