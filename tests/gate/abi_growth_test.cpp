@@ -24,13 +24,20 @@ TEST_CASE("a V1 plugin descriptor reads with no critical_items", "[abi]") {
 
 TEST_CASE("GH_HAS sees the session functions only in a V2 host table", "[abi]") {
     const gh_host_api* api = gatehouse::plugins::host_api();
-    CHECK(api->struct_size == GH_HOST_API_SIZE_V4);
+    CHECK(api->struct_size == GH_HOST_API_SIZE_V5);
     CHECK(GH_HAS(api, session_open));
     CHECK(GH_HAS(api, critical_read));
     CHECK(GH_HAS(api, notify_changed));
     CHECK(GH_HAS(api, input_responses));
     CHECK(GH_HAS(api, request_state));
     CHECK(GH_HAS(api, state_erase));
+    CHECK(GH_HAS(api, state_take));
+    CHECK(GH_HAS(api, store_credentials));
+    gh_host_api v4 = *api;
+    v4.struct_size = GH_HOST_API_SIZE_V4; // what a 1.3 host hands out
+    CHECK(GH_HAS(&v4, state_erase));
+    CHECK_FALSE(GH_HAS(&v4, state_take));
+    CHECK_FALSE(GH_HAS(&v4, store_credentials));
     gh_host_api v3 = *api;
     v3.struct_size = GH_HOST_API_SIZE_V3; // what a 1.2 host hands out
     CHECK(GH_HAS(&v3, notify_changed));
