@@ -221,8 +221,14 @@ void HttpConnection::drain() {
         self->drained_ = true;
         // Idle connections and long-lived streams (which count as no request)
         // close now; a request being answered finishes first.
-        if (self->phase_ == Phase::waiting_for_request || (self->phase_ == Phase::streaming && !self->counted_))
-            self->close();
+        // An answer still being written (one the drain itself produced, such
+        // as a subscription's final result) goes out first.
+        if (self->phase_ == Phase::waiting_for_request || (self->phase_ == Phase::streaming && !self->counted_)) {
+            if (self->writing_)
+                self->close_after_writes_ = true;
+            else
+                self->close();
+        }
     });
 }
 
@@ -655,7 +661,7 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     // A 2025-11-25 call may send the client requests of its own and wait for
     // the answers (elicitation, sampling, roots): never on an I/O thread.
     const bool quick = slot.quick() && !legacy;
-    if (auto call = slot.take()) service_.run_call(std::move(call), quick);
+    if (auto call = slot.take()) service_.run_call(std::move(call), quick, socket_.get_executor());
     // Watch the socket while the answer is pending: the peer closing it
     // cancels the request.
     if (phase_ == Phase::answering || phase_ == Phase::streaming) wait_for_bytes();

@@ -3,6 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace gatehouse::transport {
 
 HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegistry& registry_,
@@ -10,7 +12,11 @@ HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegist
     : server(server_), registry(registry_), settings(std::move(settings_)), limits(limits_), access(settings),
       auth_settings(std::move(auth_)), principal(auth::local_principal()),
       legacy_sessions(settings.max_legacy_sessions, std::chrono::seconds(settings.legacy_session_idle_s)),
-      io(static_cast<int>(settings.threads)), authenticator(auth_settings, settings) {
+      authenticator(auth_settings, settings) {
+    // Declared before the authenticator, the loops are built after it; they
+    // are filled here so each gets the hint that one thread runs it.
+    for (unsigned i = 0; i < std::max(1u, settings.threads); ++i)
+        loops.push_back(std::make_unique<boost::asio::io_context>(1));
     for (const plugins::Tool* tool : registry.ordered()) {
         try {
             auto headers = find_param_headers(tool->listing.value("inputSchema", protocol::Json::object()));
@@ -37,19 +43,17 @@ HttpService::StreamClaim HttpService::claim_stream(const std::string& principal)
     return StreamClaim::granted;
 }
 
-void HttpService::run_call(std::function<void()> job, bool quick) {
-    const unsigned limit = settings.threads > 1 ? settings.threads - 1 : 0;
-    if (quick && calls_on_io.fetch_add(1) < limit) {
-        boost::asio::post(io, [this, job = std::move(job)]() mutable {
-            struct Release {
-                std::atomic<unsigned>& count;
-                ~Release() { --count; }
-            } release{calls_on_io};
-            job();
-        });
+boost::asio::io_context& HttpService::next_loop() {
+    return *loops[next_loop_.fetch_add(1, std::memory_order_relaxed) % loops.size()];
+}
+
+void HttpService::run_call(std::function<void()> job, bool quick, const boost::asio::any_io_executor& connection) {
+    if (quick && loops.size() > 1) {
+        // Posted from the connection's own loop thread, it runs there after
+        // the current handler returns: queued privately, nothing woken.
+        boost::asio::post(connection, std::move(job));
         return;
     }
-    if (quick) --calls_on_io;
     server.pool().submit(std::move(job));
 }
 

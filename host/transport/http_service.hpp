@@ -9,11 +9,13 @@
 #include "transport/legacy_http_sessions.hpp"
 #include "transport/mcp_http_headers.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -49,16 +51,17 @@ struct HttpService {
     StreamClaim claim_stream(const std::string& principal);
     void release_stream(const std::string& principal);
 
-    // Runs a call that handle() produced. A quick one (its tool's recent
-    // calls all returned quickly, plugins::CallPace) runs on an I/O thread
-    // right after the handler that read it — no hand-off to a worker and
-    // back, the answer written from the same thread — as long as one I/O
-    // thread stays free for the network (http.threads - 1 such calls at
-    // most). Every other call runs on the worker pool: a call that waits
-    // (on a person, or on messages it sends on its own stream) never holds
-    // an I/O thread.
-    void run_call(std::function<void()> job, bool quick);
-    std::atomic<unsigned> calls_on_io{0};
+    // Runs a call that handle() produced. With two or more I/O threads, a
+    // quick one (its tool's recent calls all returned quickly,
+    // plugins::CallPace) runs on the loop of the connection that read it,
+    // right after the handler that read it: no hand-off to a worker and
+    // back, no other thread woken, the answer written from the same thread.
+    // Should such a tool turn slow, that one call holds only its own loop's
+    // connections while the other loops go on, and its pace sends the
+    // tool's next calls to the pool. Every other call runs on the worker
+    // pool: a call that waits (on a person, or on messages it sends on its
+    // own stream) never holds an I/O thread.
+    void run_call(std::function<void()> job, bool quick, const boost::asio::any_io_executor& connection);
 
 private:
     std::map<std::string, std::vector<ParamHeader>> param_headers_;
@@ -66,9 +69,17 @@ private:
     std::map<std::string, unsigned> streams_by_principal_;
 
 public:
-    // Near the end, so it goes early: handlers it still holds release
-    // connections while everything they count on is alive.
-    boost::asio::io_context io;
+    // One event loop per I/O thread (http.threads); the first also accepts,
+    // drains and stops. A connection lives on one loop for its whole life, so
+    // its handlers never run at once without a strand, and nothing one
+    // request does wakes another I/O thread. Near the end, so they go early:
+    // handlers they still hold release connections while everything they
+    // count on is alive.
+    std::vector<std::unique_ptr<boost::asio::io_context>> loops;
+    boost::asio::io_context& io() { return *loops.front(); }
+    // The loop for the next accepted connection (round robin).
+    boost::asio::io_context& next_loop();
+    std::atomic<unsigned> next_loop_{0};
     // After io, so it goes before: the calls it still holds keep connections.
     auth::RequestAuthenticator authenticator;
 };

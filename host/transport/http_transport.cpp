@@ -6,7 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/asio/strand.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <spdlog/spdlog.h>
 
 #include <stdexcept>
@@ -20,7 +20,7 @@ using tcp = net::ip::tcp;
 HttpTransport::HttpTransport(protocol::McpServer& server, const plugins::ToolRegistry& registry,
                              const config::HttpSettings& settings, const config::Limits& limits,
                              const config::AuthSettings& auth)
-    : service_(server, registry, settings, limits, auth), acceptor_(service_.io) {}
+    : service_(server, registry, settings, limits, auth), acceptor_(service_.io()) {}
 
 HttpTransport::~HttpTransport() = default;
 
@@ -60,7 +60,7 @@ std::uint16_t HttpTransport::port() const {
 }
 
 void HttpTransport::accept() {
-    acceptor_.async_accept(net::make_strand(service_.io), [this](boost::system::error_code ec, tcp::socket socket) {
+    acceptor_.async_accept(service_.next_loop(), [this](boost::system::error_code ec, tcp::socket socket) {
         if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
         if (!ec) {
             if (service_.connections.load() >= service_.settings.max_connections) {
@@ -92,11 +92,16 @@ void HttpTransport::run(StopSignal& stop) {
     spdlog::info("serving MCP over HTTP at http://{}{}:{}{}", s.listen_host.find(':') != std::string::npos ? "[" : "",
                  s.listen_host + (s.listen_host.find(':') != std::string::npos ? "]" : ""), port(), s.path);
     accept();
-    stop.on_stop([this] { net::post(service_.io, [this] { begin_drain(); }); });
+    stop.on_stop([this] { net::post(service_.io(), [this] { begin_drain(); }); });
+    // The other loops have no acceptor: they wait for connections until the
+    // drain stops them.
+    std::vector<net::executor_work_guard<net::io_context::executor_type>> keep;
     std::vector<std::thread> extra;
-    for (unsigned i = 1; i < s.threads; ++i)
-        extra.emplace_back([this] { service_.io.run(); });
-    service_.io.run();
+    for (std::size_t i = 1; i < service_.loops.size(); ++i) {
+        keep.push_back(net::make_work_guard(*service_.loops[i]));
+        extra.emplace_back([this, i] { service_.loops[i]->run(); });
+    }
+    service_.io().run();
     for (auto& t : extra)
         t.join();
 }
@@ -116,7 +121,7 @@ void HttpTransport::begin_drain() {
         c->drain();
     // Subscriptions never end by themselves: they get their final result now.
     service_.server.close_subscriptions();
-    drain_timer_ = std::make_unique<net::steady_timer>(service_.io);
+    drain_timer_ = std::make_unique<net::steady_timer>(service_.io());
     check_drained(std::chrono::steady_clock::now() + std::chrono::milliseconds(service_.settings.drain_timeout_ms));
 }
 
@@ -135,8 +140,10 @@ void HttpTransport::check_drained(std::chrono::steady_clock::time_point deadline
         for (auto& c : live)
             c->abort();
         service_.legacy_sessions.close_all();
-        // Let the closes run, then stop.
-        net::post(service_.io, [this] { service_.io.stop(); });
+        // Let the closes run, then stop: each loop stops after the aborts
+        // posted to it above.
+        for (auto& loop : service_.loops)
+            net::post(*loop, [loop = loop.get()] { loop->stop(); });
         return;
     }
     drain_timer_->expires_after(std::chrono::milliseconds(20));
