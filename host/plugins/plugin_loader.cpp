@@ -139,6 +139,13 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
 
     tool->input_schema = compile_schema(parse_json_field(desc->input_schema, "the inputSchema of tool '" + n + "'"),
                                         "inputSchema of tool '" + n + "'", true);
+    try {
+        tool->param_headers = schema::find_param_headers(tool->input_schema->document());
+    } catch (const std::invalid_argument& e) {
+        // Clients must drop such a tool (MCP 2026-07-28, Streamable HTTP), so
+        // it is refused here, with the reason, rather than published broken.
+        throw Refused("invalid inputSchema of tool '" + n + "': " + e.what());
+    }
     if (desc->output_schema.len > 0)
         tool->output_schema =
             compile_schema(parse_json_field(desc->output_schema, "the outputSchema of tool '" + n + "'"),

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "schema/json_schema.hpp"
+#include "schema/param_headers.hpp"
 
 #include <gatehouse/plugin.h>
 #include <nlohmann/json.hpp>
@@ -50,6 +51,8 @@ struct Tool {
     std::string title;
     std::string description;
     std::shared_ptr<const schema::JsonSchema> input_schema;
+    // Its x-mcp-header annotations (the HTTP transport mirrors them as Mcp-Param-* headers).
+    std::vector<schema::ParamHeader> param_headers;
     std::shared_ptr<const schema::JsonSchema> output_schema; // null when the tool declares none
     nlohmann::json annotations;                              // object, possibly empty
     std::string scope;

@@ -17,14 +17,8 @@ HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegist
     // are filled here so each gets the hint that one thread runs it.
     for (unsigned i = 0; i < std::max(1u, settings.threads); ++i)
         loops.push_back(std::make_unique<boost::asio::io_context>(1));
-    for (const plugins::Tool* tool : registry.ordered()) {
-        try {
-            auto headers = find_param_headers(tool->listing.value("inputSchema", protocol::Json::object()));
-            if (!headers.empty()) param_headers_.emplace(tool->name, std::move(headers));
-        } catch (const std::invalid_argument& e) {
-            spdlog::warn("tool '{}': {}; HTTP clients will skip this tool", tool->name, e.what());
-        }
-    }
+    for (const plugins::Tool* tool : registry.ordered())
+        if (!tool->param_headers.empty()) param_headers_.emplace(tool->name, tool->param_headers);
 }
 
 const std::vector<ParamHeader>& HttpService::param_headers(const std::string& tool) const {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/json_rpc.hpp"
+#include "schema/param_headers.hpp"
 
 #include <functional>
 #include <optional>
@@ -10,6 +11,9 @@
 
 namespace gatehouse::transport {
 
+using schema::find_param_headers;
+using schema::ParamHeader;
+
 // A request header by name (case-insensitive), or nullopt when absent.
 using HeaderLookup = std::function<std::optional<std::string_view>(std::string_view name)>;
 
@@ -17,18 +21,6 @@ using HeaderLookup = std::function<std::optional<std::string_view>(std::string_v
 // "=?base64?...?=" form for anything else. nullopt when it holds characters a
 // header value may not, or its Base64 is broken.
 std::optional<std::string> decode_mcp_header_value(std::string_view raw);
-
-// One x-mcp-header annotation of a tool's inputSchema: the header's name part
-// and the chain of property names leading to the annotated argument.
-struct ParamHeader {
-    std::string name;
-    std::vector<std::string> path;
-};
-
-// The annotations of an inputSchema, found through `properties` only (the
-// spec allows them nowhere else). Throws std::invalid_argument naming what is
-// wrong with a misplaced, duplicate or malformed annotation.
-std::vector<ParamHeader> find_param_headers(const protocol::Json& input_schema);
 
 // The 2026-07-28 request metadata headers against the parsed body: nullopt
 // when they agree, else the sentence for a HeaderMismatch (-32020) error.

@@ -61,11 +61,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& [_, value] : headers)
         (void)transport::decode_mcp_header_value(value);
 
-    std::vector<transport::ParamHeader> params;
+    std::vector<schema::ParamHeader> params;
     const Json schema = Json::parse(schema_text, nullptr, false);
     if (!schema.is_discarded()) {
         try {
-            params = transport::find_param_headers(schema);
+            params = schema::find_param_headers(schema);
         } catch (const std::invalid_argument&) {
             params.clear(); // the tool would be refused
         }

@@ -65,6 +65,8 @@ TEST_CASE("each broken plugin is refused with its path and reason while the good
         {"broken_invalid_input_schema.so", {"invalid inputSchema", "badinput_ping", "not a valid JSON Schema"}},
         {"broken_input_schema_not_object.so", {"invalid inputSchema", "notobject_ping", "\"type\": \"object\""}},
         {"broken_invalid_output_schema.so", {"invalid outputSchema", "badoutput_ping", "not a valid JSON Schema"}},
+        {"broken_malformed_param_header.so",
+         {"invalid inputSchema", "badheader_ping", "x-mcp-header", "not string, integer or boolean"}},
         {"broken_init_fails.so", {"init failed", "settings.api_key is missing"}},
     };
     std::string plugins = "plugins:\n  - echo.so\n";
