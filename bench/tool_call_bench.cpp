@@ -147,6 +147,18 @@ struct GatedHost {
         doc.key_id = "bench";
         license::sign_license(doc, text_of(pem.get()));
         std::ofstream(dir / "license.json") << license::license_file_text(doc);
+        // Other vendors' files beside it, covering other families: a listed
+        // one first, and two in a license directory with `echo`'s own copy.
+        std::filesystem::create_directories(dir / "licenses.d");
+        for (const char* other : {"orders", "ledger", "stock"}) {
+            license::LicenseDocument o = doc;
+            o.families = {other};
+            license::sign_license(o, text_of(pem.get()));
+            const auto where = std::string(other) == "orders" ? dir / "orders.json"
+                                                              : dir / "licenses.d" / (std::string(other) + ".json");
+            std::ofstream(where) << license::license_file_text(o);
+        }
+        std::ofstream(dir / "licenses.d" / "zz-echo.json") << license::license_file_text(doc);
 
         license_settings.configured = true;
         license_settings.file = dir / "license.json";
@@ -302,9 +314,41 @@ void BM_Gate_LicenseCheck_Pass(benchmark::State& state) {
         auto refusal = check.check({*g.tool, g.principal, g.arguments, nullptr});
         if (refusal) throw std::runtime_error("refused: " + refusal->message);
     }
-    if (check.source().reads() != 1) throw std::runtime_error("the license file was read more than once");
+    if (check.licenses().reads() != 1) throw std::runtime_error("the license file was read more than once");
 }
 BENCHMARK(BM_Gate_LicenseCheck_Pass);
+
+// Several vendors' files: `orders.json` listed before `echo`'s own file, and a
+// license directory of two more. A pass costs a stat of the directory and
+// one of the file that covered the family last time, not one per file.
+void BM_Gate_LicenseCheck_Pass_SeveralFiles(benchmark::State& state) {
+    auto& g = gated_host();
+    auto settings = g.license_settings;
+    settings.file = g.dir / "orders.json";
+    settings.files = {g.dir / "license.json"};
+    settings.directory = g.dir / "licenses.d";
+    gate::LicenseCheck check(settings);
+    for (auto _ : state) {
+        auto refusal = check.check({*g.tool, g.principal, g.arguments, nullptr});
+        if (refusal) throw std::runtime_error("refused: " + refusal->message);
+    }
+    if (check.licenses().reads() > 2) throw std::runtime_error("a license file was read more than once");
+}
+BENCHMARK(BM_Gate_LicenseCheck_Pass_SeveralFiles);
+
+// Only a license directory, `echo`'s file the last of three in it.
+void BM_Gate_LicenseCheck_Pass_Directory(benchmark::State& state) {
+    auto& g = gated_host();
+    auto settings = g.license_settings;
+    settings.file.clear();
+    settings.directory = g.dir / "licenses.d";
+    gate::LicenseCheck check(settings);
+    for (auto _ : state) {
+        auto refusal = check.check({*g.tool, g.principal, g.arguments, nullptr});
+        if (refusal) throw std::runtime_error("refused: " + refusal->message);
+    }
+}
+BENCHMARK(BM_Gate_LicenseCheck_Pass_Directory);
 
 // What the license check pays the kernel: one stat(2) of the license file.
 void BM_Stat_LicenseFile(benchmark::State& state) {

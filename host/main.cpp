@@ -47,7 +47,7 @@ Usage:
       Check a configuration file; errors name FILE:LINE:COLUMN.
   gatehouse plugins [--config FILE] [--json]
       Load the configured plugins and list families, tools, scopes, risk,
-      rules and load errors.
+      rules, the license file that covers each family, and load errors.
   gatehouse license verify FILE [--config FILE] [--json]
       Explain what a license file allows: licensee, families, expiry, and
       whether its signature holds under the configured vendor keys. Exits 1
@@ -180,7 +180,10 @@ int serve(const Arguments& args) {
         return 1;
     }
     gate::GatePipeline gate;
-    gate::add_license_check(gate, cfg.license);
+    std::vector<std::string> family_names;
+    for (const auto& f : registry->families())
+        family_names.push_back(f.family);
+    gate::add_license_check(gate, cfg.license, family_names);
     std::unique_ptr<session::SessionService> sessions;
     if (cfg.session.configured) {
         auto backend = cfg.session.backend == "memory" ? state::make_memory_backend()
@@ -322,6 +325,12 @@ int list_plugins(const Arguments& args) {
         cli::StdoutDiversion plugins_print_to_stderr;
         registry = cli::load_plugins(cfg, report);
     }
+    // Which license file covers each family, decided as the gate would now.
+    std::optional<gate::LicenseCheck> licenses;
+    if (cfg.license.configured) licenses.emplace(cfg.license);
+    const auto license_of = [&](const std::string& family) {
+        return licenses ? licenses->coverage(family) : nlohmann::json{{"license", "unchecked"}};
+    };
     if (args.json) {
         nlohmann::json out = {{"families", nlohmann::json::array()},
                               {"failures", nlohmann::json::array()},
@@ -346,7 +355,8 @@ int list_plugins(const Arguments& args) {
                                        {"tools", tools},
                                        {"resources", offered_by(f.family, registry->resources())},
                                        {"resource_templates", offered_by(f.family, registry->resource_templates())},
-                                       {"prompts", offered_by(f.family, registry->prompts())}});
+                                       {"prompts", offered_by(f.family, registry->prompts())},
+                                       {"license", license_of(f.family)}});
         }
         for (const auto& x : report.failures)
             out["failures"].push_back({{"path", x.path}, {"reason", x.reason}, {"listed_at", x.where.str()}});
@@ -358,6 +368,13 @@ int list_plugins(const Arguments& args) {
             std::cout << "family " << f.family << "  (" << f.plugin_name << " " << f.version << ", " << f.path
                       << (f.reentrant ? ", reentrant" : ", serialized") << (f.rules.empty() ? "" : ", has rules")
                       << ")\n";
+            if (licenses) {
+                const auto license = license_of(f.family);
+                std::cout << "  license " << license["license"].get<std::string>();
+                if (license.contains("file")) std::cout << "  " << license["file"].get<std::string>();
+                if (license.contains("expires")) std::cout << "  expires " << license["expires"].get<std::string>();
+                std::cout << "\n";
+            }
             for (const auto* t : f.tools) {
                 std::string scopes;
                 for (const auto& s : t->required_scopes)

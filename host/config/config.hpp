@@ -142,9 +142,14 @@ struct HttpSettings {
 // free_families needs the license file to cover it.
 struct LicenseSettings {
     bool configured = false;
-    std::filesystem::path file;             // default <data_dir>/license.json
-    std::vector<std::string> free_families; // need no license
-    license::VendorKeys vendor_keys;        // key id -> Ed25519 public key
+    // Where licenses are looked for: `file`, then `files` in their order, then
+    // every *.json in `directory`. Without any of the three, `file` is
+    // <data_dir>/license.json.
+    std::filesystem::path file;               // empty when only files or directory are given
+    std::vector<std::filesystem::path> files; // one per vendor, say
+    std::filesystem::path directory;          // empty: none
+    std::vector<std::string> free_families;   // need no license
+    license::VendorKeys vendor_keys;          // key id -> Ed25519 public key
     SourceLocation where;
 };
 

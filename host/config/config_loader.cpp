@@ -423,10 +423,22 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
 void read_license(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,
                   LicenseSettings& out) {
     r.expect_map(node, "license");
-    r.only_keys(node, {"file", "free_families", "vendor_keys"}, "license");
+    r.only_keys(node, {"file", "files", "directory", "free_families", "vendor_keys"}, "license");
     out.configured = true;
     out.where = r.at(node);
-    out.file = node["file"] ? r.path(node["file"], "license.file") : data_dir / "license.json";
+    if (node["file"]) out.file = r.path(node["file"], "license.file");
+    if (node["files"]) {
+        const auto& list = node["files"];
+        if (!list.IsSequence()) r.fail(list, "license.files must be a list of license file paths");
+        for (const auto& item : list) {
+            auto path = r.path(item, "a file in license.files");
+            if (path == out.file || std::find(out.files.begin(), out.files.end(), path) != out.files.end())
+                r.fail(item, "'" + path.string() + "' is named twice in license.file and license.files");
+            out.files.push_back(std::move(path));
+        }
+    }
+    if (node["directory"]) out.directory = r.path(node["directory"], "license.directory");
+    if (out.file.empty() && out.files.empty() && out.directory.empty()) out.file = data_dir / "license.json";
     if (node["free_families"]) {
         const auto& list = node["free_families"];
         if (!list.IsSequence()) r.fail(list, "license.free_families must be a list of family names");

@@ -113,10 +113,10 @@ std::shared_ptr<const LicenseVerdict> LicenseSource::current() {
                         verdict->document->key_id, verdict->key_fingerprint, verdict->document->licensee, families,
                         expired ? "EXPIRED at" : "expires", verdict->document->expires_text);
         } else if (verdict->status == LicenseVerdict::Status::missing)
-            spdlog::warn("license {}: no such file; licensed families are refused with LICENSE_MISSING",
-                         file_.string());
+            spdlog::warn("license {}: no such file", file_.string());
         else
-            spdlog::error("license {}: not valid, {}; licensed families are refused with LICENSE_INVALID",
+            spdlog::error("license {}: not valid, {}; it allows nothing (LICENSE_INVALID where no other license "
+                          "covers a family)",
                           file_.string(), verdict->problem);
     }
     verdict_ = verdict;

@@ -168,3 +168,42 @@ TEST_CASE("license sign writes a license that verifies, in the documented format
     CHECK(missing.exit_code == 2);
     CHECK_THAT(missing.err, Catch::Contains("needs --key-id"));
 }
+
+TEST_CASE("plugins says which license file covers which family", "[cli][license]") {
+    TempDir dir;
+    VendorKeyPair acme, globex;
+    LicenseFields gated;
+    LicenseFields echo;
+    echo.families = {"echo"};
+    echo.key_id = "globex-1";
+    echo.expires = "2188-01-01T00:00:00Z";
+    const auto acme_file = dir.write("acme.json", mint_license(acme, gated));
+    const auto globex_file = dir.write("licenses.d/globex.json", mint_license(globex, echo));
+    const auto config =
+        dir.write("gatehouse.yaml", std::string("plugin_dir: ") + GATEHOUSE_TEST_PLUGIN_DIR +
+                                        "\nplugins: [gated.so, echo.so, pattern.so]\n"
+                                        "domains:\n  echo: {prefix: e_}\n"
+                                        "license:\n  files: [acme.json]\n  directory: licenses.d\n"
+                                        "  free_families: [pattern]\n  vendor_keys:\n"
+                                        "    acme-2026: " +
+                                        acme.public_base64() + "\n    globex-1: " + globex.public_base64() + "\n");
+    auto r = run_gatehouse_cli({"plugins", "--config", config.string(), "--json"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    std::map<std::string, json> license_of;
+    const auto listed = json::parse(r.out);
+    for (const auto& f : listed["families"])
+        license_of[f["family"].get<std::string>()] = f["license"];
+    CHECK(license_of["gated"] ==
+          json{{"license", "covered"}, {"file", acme_file.string()}, {"expires", gated.expires}});
+    CHECK(license_of["echo"] ==
+          json{{"license", "covered"}, {"file", globex_file.string()}, {"expires", "2188-01-01T00:00:00Z"}});
+    CHECK(license_of["pattern"] == json{{"license", "free"}});
+
+    std::filesystem::remove(globex_file);
+    auto text = run_gatehouse_cli({"plugins", "--config", config.string()});
+    CHECK_THAT(text.out,
+               Catch::Contains("  license covered  " + acme_file.string() + "  expires 2199-01-01T00:00:00Z"));
+    CHECK_THAT(text.out, Catch::Contains("  license not_covered\n"));
+    CHECK_THAT(text.out, Catch::Contains("  license free\n"));
+}

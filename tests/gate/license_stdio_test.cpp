@@ -107,3 +107,92 @@ TEST_CASE("the license over stdio: missing, not covered, valid, expired, fixed",
     CHECK(host.stdout_text().find(scene.vendor.public_base64()) == std::string::npos);
     CHECK(host.stdout_text().find(scene.license.string()) == std::string::npos);
 }
+
+namespace {
+
+// Two vendors: acme licenses the "gated" fixture family in a listed file,
+// globex the "echo" family in a file in the license directory. Only the
+// session tools are license-free.
+struct TwoVendorScene {
+    fs::path dir, config, acme_file, shelf;
+    VendorKeyPair acme, globex;
+
+    TwoVendorScene() {
+        dir = fs::temp_directory_path() / ("gatehouse-licenses-stdio-" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        fs::create_directories(dir / "licenses.d");
+        config = dir / "gatehouse.yaml";
+        acme_file = dir / "acme.json";
+        shelf = dir / "licenses.d";
+        std::ofstream(config) << "plugin_dir: " << GATEHOUSE_TEST_PLUGIN_DIR << "\n"
+                              << "data_dir: " << (dir / "data").string() << "\n"
+                              << "plugins:\n  - " << GATEHOUSE_SESSION_PLUGIN << "\n  - gated.so\n  - echo.so\n"
+                              << "domains:\n  echo: {prefix: e_}\n"
+                              << "session:\n  backend: memory\n  pinned: {store: shop, user: ann}\n"
+                              << "  grants: {shop: {ann: [orders.read]}}\n"
+                              << "license:\n  files: [acme.json]\n  directory: licenses.d\n"
+                              << "  free_families: [session]\n"
+                              << "  vendor_keys:\n    acme-2026: " << acme.public_base64()
+                              << "\n    globex-1: " << globex.public_base64() << "\n";
+    }
+    ~TwoVendorScene() { fs::remove_all(dir); }
+
+    static LicenseFields gated_license() { return LicenseFields{}; }
+    static LicenseFields echo_license() {
+        LicenseFields f;
+        f.families = {"echo"};
+        f.key_id = "globex-1";
+        return f;
+    }
+    void put(const fs::path& where, const VendorKeyPair& key, const LicenseFields& fields) {
+        std::ofstream(dir / "next.tmp") << mint_license(key, fields);
+        fs::rename(dir / "next.tmp", where);
+    }
+};
+
+} // namespace
+
+TEST_CASE("licenses from two vendors over stdio: each family served by its own file, changes seen live",
+          "[gate][stdio][license]") {
+    TwoVendorScene scene;
+    scene.put(scene.acme_file, scene.acme, scene.gated_license());
+    scene.put(scene.shelf / "globex.json", scene.globex, scene.echo_license());
+    StdioHost host(scene.config.string(), {{"GATEHOUSE_PRINCIPAL", "alice"}, {"GATEHOUSE_LOG", "info"}});
+
+    const std::string handle = structured(host.call("session_connect", {{"topic", "orders"}}))["session"];
+    CHECK(structured(host.call("count", {{"session", handle}}))["count"] == 1);
+    CHECK(structured(host.call("e_echo", {{"session", handle}, {"text", "hi"}}))["text"] == "hi");
+
+    // One vendor's file removed while the host runs: only its family is refused.
+    fs::remove(scene.acme_file);
+    auto refused = host.call("count", {{"session", handle}});
+    REQUIRE(code_of(refused) == "LICENSE_NOT_COVERED");
+    CHECK(refused["structuredContent"]["next"]["licensed_families"] == json::array({"echo"}));
+    CHECK(structured(host.call("e_echo", {{"session", handle}, {"text", "still"}}))["text"] == "still");
+
+    // Dropped into the directory: served on the next call, no restart.
+    scene.put(scene.shelf / "acme.json", scene.acme, scene.gated_license());
+    CHECK(structured(host.call("count", {{"session", handle}}))["count"] == 2);
+
+    // An expired license for the same family, listed first, does not hide the valid one.
+    LicenseFields expired = scene.gated_license();
+    expired.issued = "2020-01-01T00:00:00Z";
+    expired.expires = "2021-01-01T00:00:00Z";
+    scene.put(scene.acme_file, scene.acme, expired);
+    CHECK(structured(host.call("count", {{"session", handle}}))["count"] == 3);
+    fs::remove(scene.shelf / "acme.json");
+    CHECK(code_of(host.call("count", {{"session", handle}})) == "LICENSE_EXPIRED");
+
+    // Every file gone: nothing is installed for either family.
+    fs::remove(scene.acme_file);
+    fs::remove(scene.shelf / "globex.json");
+    CHECK(code_of(host.call("count", {{"session", handle}})) == "LICENSE_MISSING");
+    CHECK(code_of(host.call("e_echo", {{"session", handle}, {"text", "x"}})) == "LICENSE_MISSING");
+    CHECK(structured(host.call("calls", json::object()))["count"] == 3); // nothing ran while refused
+
+    host.stop();
+    // The start-up log says which file covers which family.
+    CHECK_THAT(host.stderr_text(),
+               Catch::Contains("family 'gated' is covered by " + scene.acme_file.string()) &&
+                   Catch::Contains("family 'echo' is covered by " + (scene.shelf / "globex.json").string()));
+}

@@ -286,14 +286,14 @@ TEST_CASE("LicenseCheck: expiry is asked of the clock on every call", "[license]
     CHECK(s.code(check) == "");
     now += std::chrono::seconds(1);
     CHECK(s.code(check) == "LICENSE_EXPIRED");
-    CHECK(check.source().reads() == 1); // the clock moved, the file did not
+    CHECK(check.licenses().reads() == 1); // the clock moved, the file did not
 }
 
 TEST_CASE("LicenseSource: re-read only when the file changed, and every change seen on the next call",
           "[license][gate]") {
     LicenseScene s;
     gate::LicenseCheck check(s.settings);
-    auto& source = check.source();
+    auto& source = check.licenses();
 
     CHECK(s.code(check) == "LICENSE_MISSING");
     CHECK(s.code(check) == "LICENSE_MISSING");
@@ -329,13 +329,14 @@ TEST_CASE("LicenseSource: re-read only when the file changed, and every change s
     fs::remove(s.file);
     fs::create_directory(s.file);
     CHECK(s.code(check) == "LICENSE_INVALID");
-    CHECK(source.current()->problem == "it is not a regular file");
+    CHECK(license::LicenseSource(s.file, s.settings.vendor_keys).current()->problem == "it is not a regular file");
     fs::remove(s.file);
 
     // Too large to be a license: refused unread.
     s.install(std::string(license::LicenseSource::kMaxFileBytes + 1, ' '));
     CHECK(s.code(check) == "LICENSE_INVALID");
-    CHECK_THAT(source.current()->problem, Catch::Contains("at most 65536"));
+    CHECK_THAT(license::LicenseSource(s.file, s.settings.vendor_keys).current()->problem,
+               Catch::Contains("at most 65536"));
 }
 
 TEST_CASE("LicenseCheck under concurrent calls while the file is swapped", "[license][gate]") {
@@ -370,4 +371,174 @@ TEST_CASE("LicenseCheck under concurrent calls while the file is swapped", "[lic
     CHECK(unexpected == 0);
     CHECK(passes > 0);
     CHECK(s.code(check) == "");
+}
+
+namespace {
+
+// Two vendors, each with its own key and its own license file: acme licenses
+// "gated", globex licenses "ledger".
+struct TwoVendorScene : LicenseScene {
+    VendorKeyPair globex;
+    fs::path acme_file, globex_file, shelf;
+
+    TwoVendorScene() {
+        acme_file = dir / "acme.json";
+        globex_file = dir / "globex.json";
+        shelf = dir / "licenses.d";
+        fs::create_directories(shelf);
+        settings.file.clear();
+        settings.vendor_keys.emplace("globex-1", license::VendorKey::parse(globex.public_base64()));
+    }
+
+    static LicenseFields acme_fields() { return LicenseFields{}; }
+    static LicenseFields globex_fields() {
+        LicenseFields f;
+        f.licensee = "Corner Shop Ltd (globex)";
+        f.families = {"ledger"};
+        f.key_id = "globex-1";
+        return f;
+    }
+    // Written beside and renamed in, as an operator's `mv` does.
+    void put(const fs::path& where, const VendorKeyPair& key, const LicenseFields& fields) {
+        const auto next = dir / "next.tmp";
+        std::ofstream(next) << mint_license(key, fields);
+        fs::rename(next, where);
+    }
+    std::string code_for(gate::LicenseCheck& check, const std::string& family) {
+        tool.family = family;
+        return code(check);
+    }
+};
+
+} // namespace
+
+TEST_CASE("LicenseSet: two vendors' files, each covering its own family", "[license][gate]") {
+    TwoVendorScene s;
+    s.settings.files = {s.acme_file, s.globex_file};
+    gate::LicenseCheck check(s.settings);
+    CHECK(s.code_for(check, "gated") == "LICENSE_MISSING");
+    CHECK(s.code_for(check, "ledger") == "LICENSE_MISSING");
+
+    s.put(s.acme_file, s.vendor, s.acme_fields());
+    s.put(s.globex_file, s.globex, s.globex_fields());
+    CHECK(s.code_for(check, "gated") == "");
+    CHECK(s.code_for(check, "ledger") == "");
+    auto other = check.check({[] {
+                                  plugins::Tool t;
+                                  t.name = "x";
+                                  t.family = "orders";
+                                  return t;
+                              }(),
+                              s.alice, s.args, nullptr});
+    REQUIRE(other);
+    CHECK(other->code == "LICENSE_NOT_COVERED");
+    CHECK(other->next["licensed_families"] == json::array({"gated", "ledger"}));
+
+    // The hot path: each family re-checks only the file that covered it.
+    const auto reads = check.licenses().reads();
+    for (int i = 0; i < 50; ++i) {
+        REQUIRE(s.code_for(check, "gated") == "");
+        REQUIRE(s.code_for(check, "ledger") == "");
+    }
+    CHECK(check.licenses().reads() == reads);
+
+    // One vendor's file removed: only its family is refused.
+    fs::remove(s.globex_file);
+    CHECK(s.code_for(check, "ledger") == "LICENSE_NOT_COVERED");
+    CHECK(s.code_for(check, "gated") == "");
+    fs::remove(s.acme_file);
+    CHECK(s.code_for(check, "gated") == "LICENSE_MISSING");
+
+    // A license signed by the other vendor's key for this family is as good.
+    LicenseFields gated_by_globex = s.globex_fields();
+    gated_by_globex.families = {"gated", "ledger"};
+    s.put(s.globex_file, s.globex, gated_by_globex);
+    CHECK(s.code_for(check, "gated") == "");
+    CHECK(s.code_for(check, "ledger") == "");
+}
+
+TEST_CASE("LicenseSet: a valid license wins over an expired or invalid one for the same family", "[license][gate]") {
+    TwoVendorScene s;
+    const auto old_file = s.dir / "old.json";
+    s.settings.files = {old_file, s.acme_file};
+    gate::LicenseCheck check(s.settings);
+
+    s.put(old_file, s.vendor, expired_fields());
+    CHECK(s.code_for(check, "gated") == "LICENSE_EXPIRED"); // the only covering one has expired
+    s.put(s.acme_file, s.vendor, s.acme_fields());
+    CHECK(s.code_for(check, "gated") == ""); // listed after the expired one, and still wins
+
+    // Expired beats invalid: the person can renew what was verified.
+    VendorKeyPair forger;
+    s.put(s.acme_file, forger, s.acme_fields());
+    CHECK(s.code_for(check, "gated") == "LICENSE_EXPIRED");
+    // Invalid beats not covered when the invalid file names the family, or
+    // names nothing readable.
+    fs::remove(old_file);
+    CHECK(s.code_for(check, "gated") == "LICENSE_INVALID");
+    s.put(old_file, s.vendor, s.globex_fields()); // globex's key id, acme's signature: not valid
+    CHECK(s.code_for(check, "gated") == "LICENSE_INVALID");
+    CHECK(s.code_for(check, "ledger") == "LICENSE_INVALID"); // key id globex-1, signed by acme's key
+    s.put(old_file, s.globex, s.globex_fields());
+    CHECK(s.code_for(check, "ledger") == "");
+    // A forged file that names another family does not hide a valid one, and
+    // does not turn NOT_COVERED into INVALID for families it never named.
+    CHECK(s.code_for(check, "orders") == "LICENSE_NOT_COVERED");
+    s.put(s.acme_file, s.vendor, s.acme_fields());
+    CHECK(s.code_for(check, "gated") == "");
+}
+
+TEST_CASE("LicenseSet: a license directory sees files added and removed without a restart", "[license][gate]") {
+    TwoVendorScene s;
+    s.settings.directory = s.shelf;
+    gate::LicenseCheck check(s.settings);
+    CHECK(s.code_for(check, "gated") == "LICENSE_MISSING");
+
+    s.put(s.shelf / "acme.json", s.vendor, s.acme_fields());
+    CHECK(s.code_for(check, "gated") == "");
+    CHECK(s.code_for(check, "ledger") == "LICENSE_NOT_COVERED");
+    s.put(s.shelf / "globex.json", s.globex, s.globex_fields());
+    CHECK(s.code_for(check, "ledger") == "");
+    CHECK(s.code_for(check, "gated") == "");
+
+    // Only *.json files count, and no hidden ones (an editor's or a copy's).
+    fs::remove(s.shelf / "globex.json");
+    s.put(s.shelf / "globex.json.new", s.globex, s.globex_fields());
+    s.put(s.shelf / ".globex.json", s.globex, s.globex_fields());
+    CHECK(s.code_for(check, "ledger") == "LICENSE_NOT_COVERED");
+    CHECK(s.code_for(check, "gated") == "");
+    fs::rename(s.shelf / "globex.json.new", s.shelf / "globex.json");
+    CHECK(s.code_for(check, "ledger") == "");
+
+    // Once the directory has settled, a call lists nothing and reads nothing.
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+    CHECK(s.code_for(check, "gated") == "");
+    const auto listings = check.licenses().listings();
+    const auto reads = check.licenses().reads();
+    for (int i = 0; i < 50; ++i) {
+        REQUIRE(s.code_for(check, "gated") == "");
+        REQUIRE(s.code_for(check, "ledger") == "");
+    }
+    CHECK(check.licenses().listings() == listings);
+    CHECK(check.licenses().reads() == reads);
+
+    fs::remove(s.shelf / "acme.json");
+    CHECK(s.code_for(check, "gated") == "LICENSE_NOT_COVERED");
+    CHECK(s.code_for(check, "ledger") == "");
+    fs::remove_all(s.shelf);
+    CHECK(s.code_for(check, "ledger") == "LICENSE_MISSING");
+
+    // A listed file and a directory together.
+    s.settings.file = s.acme_file;
+    gate::LicenseCheck both(s.settings);
+    s.put(s.acme_file, s.vendor, s.acme_fields());
+    CHECK(s.code_for(both, "gated") == "");
+    CHECK(s.code_for(both, "ledger") == "LICENSE_NOT_COVERED");
+    fs::create_directories(s.shelf);
+    s.put(s.shelf / "globex.json", s.globex, s.globex_fields());
+    CHECK(s.code_for(both, "ledger") == "");
+    CHECK(both.coverage("ledger")["file"] == (s.shelf / "globex.json").string());
+    CHECK(both.coverage("gated")["file"] == s.acme_file.string());
+    CHECK(both.coverage("memory")["license"] == "free");
+    CHECK(both.coverage("orders")["license"] == "not_covered");
 }

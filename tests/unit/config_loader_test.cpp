@@ -265,13 +265,41 @@ TEST_CASE("the license section: file, license-free families, vendor keys", "[con
     CHECK(defaults.license.vendor_keys.empty());
 
     CHECK_FALSE(load_config_file(dir.write("none.yaml", "strict: false\n")).license.configured);
+
+    // Several files and a directory, relative to the YAML file like license.file.
+    const auto several =
+        load_config_file(dir.write("etc/several.yaml", "data_dir: /var/lib/gh\n"
+                                                       "license:\n"
+                                                       "  files: [acme.json, /opt/globex/license.json]\n"
+                                                       "  directory: licenses.d\n"));
+    CHECK(several.license.file.empty()); // no default file once files or a directory are named
+    CHECK(several.license.files ==
+          std::vector<std::filesystem::path>{dir.path() / "etc/acme.json", "/opt/globex/license.json"});
+    CHECK(several.license.directory == dir.path() / "etc/licenses.d");
+    const auto with_file =
+        load_config_file(dir.write("etc/both.yaml", "license:\n  file: one.json\n  directory: ../d\n"));
+    CHECK(with_file.license.file == dir.path() / "etc/one.json");
+    CHECK(with_file.license.files.empty());
+    CHECK(with_file.license.directory == dir.path() / "d");
+    CHECK(defaults.license.files.empty());
+    CHECK(defaults.license.directory.empty());
 }
 
 TEST_CASE("license section mistakes name file:line:column", "[config][license]") {
     TempDir dir;
     const std::string f = (dir.path() / "gatehouse.yaml").string();
-    CHECK(error_of(dir, "license:\n  files: x\n") ==
-          f + ":2:3: unknown key 'files' in license (allowed: file, free_families, vendor_keys)");
+    CHECK(error_of(dir, "license:\n  file_list: x\n") ==
+          f + ":2:3: unknown key 'file_list' in license (allowed: directory, file, files, free_families, vendor_keys)");
+    CHECK(error_of(dir, "license:\n  files: a.json\n") ==
+          f + ":2:10: license.files must be a list of license file paths");
+    CHECK(error_of(dir, "license:\n  files: {a: b}\n") ==
+          f + ":2:10: license.files must be a list of license file paths");
+    CHECK(error_of(dir, "license:\n  files: [a.json, [b]]\n") == f + ":2:19: a file in license.files must be a string");
+    CHECK(error_of(dir, "license:\n  files: [a.json, '']\n") == f + ":2:19: a file in license.files must not be empty");
+    CHECK_THAT(error_of(dir, "license:\n  file: a.json\n  files: [b.json, ./a.json]\n"),
+               Catch::StartsWith(f + ":3:19: '") &&
+                   Catch::EndsWith("a.json' is named twice in license.file and license.files"));
+    CHECK(error_of(dir, "license:\n  directory: [x]\n") == f + ":2:14: license.directory must be a string");
     CHECK(error_of(dir, "license:\n  free_families: memory\n") ==
           f + ":2:18: license.free_families must be a list of family names");
     CHECK_THAT(error_of(dir, "license:\n  free_families: [memory, 'a b']\n"),

@@ -13,7 +13,9 @@ export { LEGACY, MODERN, modernMeta };
 const START_TIMEOUT_MS = 20000;
 
 export class HttpHost {
-  // options: those of writeConfig (plugins, limits, http, gate …), plus env.
+  // options: those of writeConfig (plugins, limits, http, gate …), plus env;
+  // config: a configuration already written ({dir, file}) to serve instead;
+  // listen: HOST:PORT for --listen.
   static async start(options = {}) {
     const host = new HttpHost(options);
     await host.#listening();
@@ -21,8 +23,10 @@ export class HttpHost {
   }
 
   constructor(options) {
-    this.config = writeConfig({ ...options, http: { listen: '127.0.0.1:0', ...(options.http ?? {}) } });
-    this.child = spawn(binaryPath(), ['serve', '--config', this.config.file, '--transport', 'http'], {
+    this.config = options.config ?? writeConfig({ ...options, http: { listen: '127.0.0.1:0', ...(options.http ?? {}) } });
+    const args = ['serve', '--config', this.config.file, '--transport', 'http'];
+    if (options.listen) args.push('--listen', options.listen);
+    this.child = spawn(binaryPath(), args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, GATEHOUSE_LOG: options.logLevel ?? 'info', ...(options.env ?? {}) },
     });
@@ -157,9 +161,21 @@ export class HttpHost {
     }
   }
 
+  // Stops this host, keeping its configuration and data directory, and starts
+  // the binary again on them and on the same address, as an operator's
+  // restart does: a client keeps its URL. Resolves with the new host; this
+  // one's exit is in `previousExit`.
+  async restart(options = {}) {
+    const previousExit = await this.stop({ keepFiles: true });
+    const host = await HttpHost.start({ ...options, config: this.config, listen: new URL(this.url).host });
+    host.previousExit = previousExit;
+    return host;
+  }
+
   // Stops the host with `signal` and resolves with its exit; throws when any
-  // answer broke the schema or the host wrote to stdout.
-  async stop({ signal = 'SIGTERM', timeoutMs = 20000 } = {}) {
+  // answer broke the schema or the host wrote to stdout. The configuration's
+  // folder (with the data directory) is removed unless keepFiles.
+  async stop({ signal = 'SIGTERM', timeoutMs = 20000, keepFiles = false } = {}) {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
     let timer;
     const result = await Promise.race([
@@ -171,7 +187,7 @@ export class HttpHost {
       this.child.kill('SIGKILL');
       await this.exit;
     }
-    rmSync(this.config.dir, { recursive: true, force: true });
+    if (!keepFiles) rmSync(this.config.dir, { recursive: true, force: true });
     if (result === null) throw new Error(`the host did not exit within ${timeoutMs} ms of ${signal}`);
     if (this.stdout) throw new Error(`the HTTP host wrote to stdout: ${this.stdout.slice(0, 500)}`);
     if (this.problems.length)
