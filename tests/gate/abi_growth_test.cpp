@@ -3,6 +3,8 @@
 #include "plugins/abi_struct.hpp"
 #include "plugins/host_api.hpp"
 
+#include <gatehouse/plugin.hpp>
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -24,13 +26,18 @@ TEST_CASE("a V1 plugin descriptor reads with no critical_items", "[abi]") {
 
 TEST_CASE("GH_HAS sees the session functions only in a V2 host table", "[abi]") {
     const gh_host_api* api = gatehouse::plugins::host_api();
-    CHECK(api->struct_size == GH_HOST_API_SIZE_V4);
+    CHECK(api->struct_size == GH_HOST_API_SIZE_V5);
     CHECK(GH_HAS(api, session_open));
     CHECK(GH_HAS(api, critical_read));
     CHECK(GH_HAS(api, notify_changed));
     CHECK(GH_HAS(api, input_responses));
     CHECK(GH_HAS(api, request_state));
     CHECK(GH_HAS(api, state_erase));
+    CHECK(GH_HAS(api, state_take));
+    gh_host_api v4 = *api;
+    v4.struct_size = GH_HOST_API_SIZE_V4; // what a 1.3 host hands out
+    CHECK(GH_HAS(&v4, state_erase));
+    CHECK_FALSE(GH_HAS(&v4, state_take));
     gh_host_api v3 = *api;
     v3.struct_size = GH_HOST_API_SIZE_V3; // what a 1.2 host hands out
     CHECK(GH_HAS(&v3, notify_changed));
@@ -48,6 +55,13 @@ TEST_CASE("GH_HAS sees the session functions only in a V2 host table", "[abi]") 
     CHECK_FALSE(GH_HAS(&old, sink_new));
     CHECK_FALSE(GH_HAS(&old, session_open));
     CHECK_FALSE(GH_HAS(&old, critical_read));
+}
+
+TEST_CASE("call.state_take on a 1.3 host says the host predates ABI 1.4", "[abi]") {
+    gh_host_api v4 = *gatehouse::plugins::host_api();
+    v4.struct_size = GH_HOST_API_SIZE_V4; // what a 1.3 host hands out
+    const gh::Call call(&v4, nullptr, gh::Json::object());
+    CHECK_THROWS_WITH(call.state_take("code/x"), Catch::Contains("predates plugin ABI 1.4"));
 }
 
 TEST_CASE("GH_TOOL_READS_CRITICAL is a known tool flag", "[abi]") {
