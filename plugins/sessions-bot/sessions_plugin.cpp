@@ -420,9 +420,11 @@ static auto& confirm_page = plugin.page({
             session.user_seq_id = bot ? bot->user_seq_id : 1;
             session.approval_code = sessions_bot::random_hex(24);
             session.approval_code_hash = sessions_bot::sha256_hex(session.approval_code);
-            store.save(session);
-            store.link("code", session.approval_code_hash, session);
+            // Ticket and link first: the code is readable (get_session_status)
+            // once the session is saved, and must work from that moment.
             store.issue_ticket(session.approval_code_hash, session);
+            store.link("code", session.approval_code_hash, session);
+            store.save(session);
             Json done = {{"message", "Approved. You can return to " + session.requested_by + "."}};
             if (!session.redirect_url.empty()) done["redirect_url"] = session.redirect_url;
             return done;
