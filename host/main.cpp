@@ -257,9 +257,13 @@ int serve(const Arguments& args) {
             return 1;
         }
         const auto& listen_host = cfg.http.listen_host;
-        plugins::set_pages_origin("http://" +
-                                  (listen_host.find(':') != std::string::npos ? "[" + listen_host + "]" : listen_host) +
-                                  ":" + std::to_string(http->port()));
+        // Behind a proxy the listen address is not where people reach the
+        // host: http.public_url, when set, is.
+        plugins::set_pages_origin(
+            !cfg.http.public_url.empty()
+                ? cfg.http.public_url
+                : "http://" + (listen_host.find(':') != std::string::npos ? "[" + listen_host + "]" : listen_host) +
+                      ":" + std::to_string(http->port()));
     }
     if (serve_stdio && http) {
         // Both: HTTP serves on its own thread; stdin closing ends both, as

@@ -134,6 +134,10 @@ struct HttpSettings {
     std::uint64_t legacy_session_idle_s = 3600;
     unsigned threads =
         1; // I/O threads; with 2 or more, all but one may also run quick tool calls (HttpService::run_call)
+    // Base of the links the host hands out to its pages (a confirmation
+    // link) when a proxy stands in front: e.g. https://gate.example.com, no
+    // trailing '/'. Empty: links name the listen address.
+    std::string public_url;
     SourceLocation where;
 };
 

@@ -383,12 +383,42 @@ void read_listen(const YamlReader& r, const YAML::Node& node, HttpSettings& out)
     }
 }
 
+// Where people reach this server from outside (a proxy in front of it): an
+// absolute http(s) URL naming a host, with no user information, query or
+// fragment; links to pages are built on it. A trailing '/' is dropped.
+std::string read_public_url(const YamlReader& r, const YAML::Node& node) {
+    std::string url = r.string(node, "http.public_url");
+    const auto fail = [&](const std::string& why) {
+        r.fail(node, "http.public_url must be an absolute http:// or https:// URL such as "
+                     "https://gate.example.com (" +
+                         why + "), not '" + url + "'");
+    };
+    std::string_view rest;
+    if (url.rfind("https://", 0) == 0)
+        rest = std::string_view(url).substr(8);
+    else if (url.rfind("http://", 0) == 0)
+        rest = std::string_view(url).substr(7);
+    else
+        fail("it names no http or https scheme");
+    for (unsigned char c : url)
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '\\' || c == '`')
+            fail("it holds a space or a character a URL cannot");
+    if (url.find('?') != std::string::npos) fail("a query has no place in it");
+    if (url.find('#') != std::string::npos) fail("a fragment has no place in it");
+    const auto authority = rest.substr(0, rest.find('/'));
+    if (authority.empty() || authority[0] == ':') fail("it names no host");
+    if (authority.find('@') != std::string_view::npos) fail("user information has no place in it");
+    while (url.back() == '/')
+        url.pop_back();
+    return url;
+}
+
 void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
     r.expect_map(node, "http");
     r.only_keys(node,
                 {"listen", "path", "allowed_origins", "allowed_hosts", "request_timeout_ms", "idle_timeout_ms",
                  "keepalive_ms", "drain_timeout_ms", "max_connections", "max_streams", "max_streams_per_principal",
-                 "max_legacy_sessions", "legacy_session_idle_s", "threads"},
+                 "max_legacy_sessions", "legacy_session_idle_s", "threads", "public_url"},
                 "http");
     out.where = r.at(node);
     if (node["listen"]) read_listen(r, node["listen"], out);
@@ -418,6 +448,7 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
         out.legacy_session_idle_s =
             r.count(node["legacy_session_idle_s"], "http.legacy_session_idle_s", 1, 86400ull * 30);
     if (node["threads"]) out.threads = r.count(node["threads"], "http.threads", 1, 64);
+    if (node["public_url"]) out.public_url = read_public_url(r, node["public_url"]);
 }
 
 void read_license(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,

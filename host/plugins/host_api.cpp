@@ -217,8 +217,19 @@ int32_t state_erase(gh_call* call, gh_str key) noexcept {
 
 // ABI 1.4 slots; implemented with the backend's atomic take and the store
 // credentials grant.
-int32_t state_take(gh_call* call, gh_str, gh_sink*) noexcept {
-    spdlog::error("[{}] state_take is not available in this host build", call ? call->family : "plugin");
+int32_t state_take(gh_call* call, gh_str key, gh_sink* out) noexcept {
+    try {
+        if (!valid_key(call, key) || !out) return GH_STATUS_INVALID_ARGS;
+        auto* backend = family_state();
+        if (!backend) return GH_STATUS_INTERNAL;
+        auto value = backend->take(family_key(call, key));
+        if (!value) return GH_STATUS_NOT_FOUND;
+        out->bytes.append(*value);
+        return GH_STATUS_OK;
+    } catch (const std::exception& e) {
+        spdlog::error("[{}] state_take: {}", call ? call->family : "plugin", e.what());
+    } catch (...) {
+    }
     return GH_STATUS_INTERNAL;
 }
 

@@ -35,6 +35,16 @@ public:
         return true;
     }
 
+    std::optional<std::string> take(std::string_view key) override {
+        std::lock_guard lock(mutex_);
+        auto it = entries_.find(key);
+        if (it == entries_.end()) return std::nullopt;
+        std::optional<std::string> value;
+        if (!expired(it->second)) value = std::move(it->second.value);
+        entries_.erase(it);
+        return value;
+    }
+
     std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) override {
         std::lock_guard lock(mutex_);
         std::vector<std::pair<std::string, std::string>> out;

@@ -70,6 +70,26 @@ public:
         return sqlite3_changes(db_) > 0;
     }
 
+    // One statement, so one write transaction: SQLite lets a single writer
+    // at a time hold the database (across processes too, WAL or not), and
+    // the row is gone when that transaction commits. A second taker, here or
+    // in another instance on the same file, finds no row to delete.
+    std::optional<std::string> take(std::string_view key) override {
+        std::lock_guard lock(mutex_);
+        Statement s(db_, "DELETE FROM state WHERE key = ? AND (expires_ms = 0 OR expires_ms > ?) RETURNING value");
+        bind_text(s, 1, key);
+        sqlite3_bind_int64(s.get(), 2, now_ms());
+        int rc = sqlite3_step(s.get());
+        std::optional<std::string> value;
+        if (rc == SQLITE_ROW) {
+            value = column_text(s, 0);
+            // The delete commits when the statement runs to its end.
+            rc = sqlite3_step(s.get());
+        }
+        if (rc != SQLITE_DONE) fail("take");
+        return value;
+    }
+
     std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) override {
         std::lock_guard lock(mutex_);
         // Range scan on the primary key: [prefix, prefix + 0xFF) covers every

@@ -20,7 +20,7 @@ public:
 
 // Where the host keeps what outlives a request: small values under keys, each
 // with an optional expiry. Deliberately as small as a Redis subset (GET, SET PX,
-// DEL, SCAN MATCH prefix*) so other backends fit behind it. Thread-safe.
+// DEL, GETDEL, SCAN MATCH prefix*) so other backends fit behind it. Thread-safe.
 class StateBackend {
 public:
     using Clock = std::chrono::system_clock;
@@ -34,6 +34,13 @@ public:
 
     // True when something was erased.
     virtual bool erase(std::string_view key) = 0;
+
+    // GETDEL: erases a live key and answers the value it held, as one step.
+    // Of any number of callers taking the same key at once (threads of this
+    // process, or other processes on the same store) exactly one gets the
+    // value; the rest get nothing. An expired key gives nothing. What must be
+    // used once (an approval code) rests on this.
+    virtual std::optional<std::string> take(std::string_view key) = 0;
 
     // Every live key starting with prefix, with its value, in key order.
     virtual std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) = 0;

@@ -1,5 +1,7 @@
 #include "bot_session.hpp"
 
+#include <algorithm>
+
 namespace sessions_bot {
 
 std::int64_t now_ms() {
@@ -74,6 +76,16 @@ void BotSessionStore::link(std::string_view kind, std::string_view hash, const B
 
 std::optional<std::string> BotSessionStore::linked(std::string_view kind, std::string_view hash) const {
     return call_.state_get(std::string(kind) + "/" + std::string(hash));
+}
+
+void BotSessionStore::issue_ticket(std::string_view code_hash, const BotSession& session) const {
+    const auto left = std::max<std::int64_t>(session.expires_ms - now_ms(), 1);
+    call_.state_put("ticket/" + std::string(code_hash), session.session_id, static_cast<std::uint64_t>(left));
+}
+
+bool BotSessionStore::take_ticket(std::string_view code_hash, std::string_view session_id) const {
+    const auto taken = call_.state_take("ticket/" + std::string(code_hash));
+    return taken && *taken == session_id;
 }
 
 void BotSessionStore::save_token(std::string_view hash, const Json& grant, std::chrono::milliseconds ttl) const {

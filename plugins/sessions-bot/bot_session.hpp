@@ -59,6 +59,13 @@ public:
     void link(std::string_view kind, std::string_view hash, const BotSession& session) const;
     std::optional<std::string> linked(std::string_view kind, std::string_view hash) const;
 
+    // The one-use right to exchange an approval code (by its hash): put when
+    // the person approves, lasting until the session expires, and taken in
+    // one step by the exchange (state_take). Of exchanges racing on any
+    // number of instances, only the one that takes it may mint tokens.
+    void issue_ticket(std::string_view code_hash, const BotSession& session) const;
+    bool take_ticket(std::string_view code_hash, std::string_view session_id) const;
+
     // Tokens issued by an exchange, stored only as their hashes.
     void save_token(std::string_view hash, const Json& grant, std::chrono::milliseconds ttl) const;
 

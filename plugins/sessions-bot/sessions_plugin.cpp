@@ -10,8 +10,10 @@
 //
 // Every session lives in the host's state backend (ABI 1.3), so any instance
 // sharing it answers; every read is owner-checked: a session of another
-// principal behaves as unknown. Approval codes are single-use; tokens are
-// random and kept only as SHA-256 hashes, and nothing secret is ever logged.
+// principal behaves as unknown. Approval codes are single-use across every
+// instance: approving puts a ticket for the code, and only the exchange that
+// takes it (state_take, ABI 1.4) mints tokens. Tokens are random and kept
+// only as SHA-256 hashes, and nothing secret is ever logged.
 // A call naming a bot that is not the active one is refused with
 // ACTIVE_BOT_CHANGED before anything is read or written.
 //
@@ -38,8 +40,8 @@ using sessions_bot::Json;
 static gh::Plugin plugin{{.name = "gatehouse-sessions",
                           .version = "1.0.0",
                           .family = "sessions",
-                          // Serialized: checking and spending a single-use code
-                          // happen under the plugin's one lock in this instance.
+                          // Serialized within an instance; single use across
+                          // instances rests on taking the code's ticket.
                           .reentrant = false}};
 
 struct Settings {
@@ -297,6 +299,17 @@ static auto& exchange_code = plugin.tool({
             if (state != "approved")
                 refuse(state == "denied" ? "SESSION_DENIED" : "SESSION_NOT_APPROVED",
                        "The session is " + state + ", so it has no tokens to give.");
+            // Every check above passed on what this instance read; another
+            // exchange (here or on another instance) may have passed them at
+            // the same moment. Only the one that takes the ticket goes on.
+            if (!store.take_ticket(code_hash, session->session_id)) {
+                const auto now = store.load(session->session_id);
+                if (now && !now->exchanged && now->visible_state(sessions_bot::now_ms()) == "expired")
+                    refuse("SESSION_EXPIRED", "The session expired before its code was exchanged. Create a new "
+                                              "session.");
+                refuse("APPROVAL_CODE_USED", "That approval code was already exchanged; each code works once. "
+                                             "Create a new session to get new tokens.");
+            }
 
             const std::string access = "gha_" + sessions_bot::random_hex(32);
             const std::string refresh = "ghr_" + sessions_bot::random_hex(32);
@@ -407,8 +420,11 @@ static auto& confirm_page = plugin.page({
             session.user_seq_id = bot ? bot->user_seq_id : 1;
             session.approval_code = sessions_bot::random_hex(24);
             session.approval_code_hash = sessions_bot::sha256_hex(session.approval_code);
-            store.save(session);
+            // Ticket and link first: the code is readable (get_session_status)
+            // once the session is saved, and must work from that moment.
+            store.issue_ticket(session.approval_code_hash, session);
             store.link("code", session.approval_code_hash, session);
+            store.save(session);
             Json done = {{"message", "Approved. You can return to " + session.requested_by + "."}};
             if (!session.redirect_url.empty()) done["redirect_url"] = session.redirect_url;
             return done;
@@ -427,9 +443,10 @@ std::chrono::milliseconds seconds_setting(const Json& settings, const char* key,
 
 const bool kInit = [] {
     plugin.on_init([](const Json& config) {
-        if (!GH_HAS(plugin.api(), state_erase))
-            throw std::runtime_error("the sessions family keeps its sessions in the host's state backend and needs "
-                                     "a host with plugin ABI 1.3 or later");
+        if (!GH_HAS(plugin.api(), state_take))
+            throw std::runtime_error("the sessions family keeps its sessions in the host's state backend and spends "
+                                     "each approval code once across instances (state_take); it needs a host with "
+                                     "plugin ABI 1.4 or later");
         const Json settings = config.value("settings", Json::object());
         g_settings.expiry = seconds_setting(settings, "expiry_s", 600, 86400);
         g_settings.retention = seconds_setting(settings, "retention_s", 86400, 31536000);

@@ -3,6 +3,8 @@
 #include "plugins/abi_struct.hpp"
 #include "plugins/host_api.hpp"
 
+#include <gatehouse/plugin.hpp>
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -55,6 +57,13 @@ TEST_CASE("GH_HAS sees the session functions only in a V2 host table", "[abi]") 
     CHECK_FALSE(GH_HAS(&old, sink_new));
     CHECK_FALSE(GH_HAS(&old, session_open));
     CHECK_FALSE(GH_HAS(&old, critical_read));
+}
+
+TEST_CASE("call.state_take on a 1.3 host says the host predates ABI 1.4", "[abi]") {
+    gh_host_api v4 = *gatehouse::plugins::host_api();
+    v4.struct_size = GH_HOST_API_SIZE_V4; // what a 1.3 host hands out
+    const gh::Call call(&v4, nullptr, gh::Json::object());
+    CHECK_THROWS_WITH(call.state_take("code/x"), Catch::Contains("predates plugin ABI 1.4"));
 }
 
 TEST_CASE("GH_TOOL_READS_CRITICAL is a known tool flag", "[abi]") {

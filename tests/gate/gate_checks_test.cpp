@@ -46,6 +46,7 @@ public:
         throw state::BackendError("disk gone");
     }
     bool erase(std::string_view) override { throw state::BackendError("disk gone"); }
+    std::optional<std::string> take(std::string_view) override { throw state::BackendError("disk gone"); }
     std::vector<std::pair<std::string, std::string>> scan(std::string_view) override {
         throw state::BackendError("disk gone");
     }

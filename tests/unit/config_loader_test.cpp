@@ -239,6 +239,34 @@ http:
     CHECK(error_of(dir, "transports: [smoke]\n").find("allowed: stdio, http") != std::string::npos);
 }
 
+TEST_CASE("http.public_url is the base of page links; anything but an absolute http(s) URL names its place",
+          "[config]") {
+    TempDir dir;
+    CHECK(load_config_file(dir.write("none.yaml", "http:\n  listen: 127.0.0.1:0\n")).http.public_url.empty());
+    CHECK(load_config_file(dir.write("a.yaml", "http:\n  public_url: https://gate.example.com\n")).http.public_url ==
+          "https://gate.example.com");
+    CHECK(load_config_file(dir.write("b.yaml", "http:\n  public_url: http://gate.example.com:8443/mcp-host/\n"))
+              .http.public_url == "http://gate.example.com:8443/mcp-host");
+
+    const std::pair<const char*, const char*> refused[] = {
+        {"gate.example.com", "names no http or https scheme"},
+        {"ftp://gate.example.com", "names no http or https scheme"},
+        {"https://gate.example.com/?x=1", "a query has no place in it"},
+        {"https://gate.example.com/#top", "a fragment has no place in it"},
+        {"https://", "names no host"},
+        {"https:///pages", "names no host"},
+        {"https://ann@gate.example.com", "user information has no place in it"},
+        {"\"https://gate example.com\"", "holds a space"},
+    };
+    for (const auto& [url, why] : refused) {
+        INFO(url);
+        const auto error = error_of(dir, std::string("server:\n  name: x\nhttp:\n  public_url: ") + url + "\n");
+        CHECK(error.find("gatehouse.yaml:4:15: http.public_url must be an absolute http:// or https:// URL") !=
+              std::string::npos);
+        CHECK(error.find(why) != std::string::npos);
+    }
+}
+
 // RFC 8032's first test key: public, so it may live in a test.
 constexpr const char* kRfc8032PublicKey = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
 

@@ -351,6 +351,23 @@ public:
             throw std::runtime_error("the host's state backend failed to erase");
         return status == GH_STATUS_OK;
     }
+    // Erases `key` and answers what it held, as one step (ABI 1.4+): of any
+    // number of callers taking one key at once, in this instance or another
+    // on the same backend, exactly one gets the value. For what must be used
+    // once. Throws ToolError on an older host, std::runtime_error when the
+    // backend fails.
+    std::optional<std::string> state_take(std::string_view key) const {
+        require_state();
+        if (!GH_HAS(api_, state_take))
+            throw ToolError("This host cannot take a kept value in one step (it predates plugin ABI 1.4), so "
+                            "nothing meant for single use is handed out; update the host.");
+        gh_sink* sink = api_->sink_new(raw_);
+        if (!sink) throw std::runtime_error("the host gave no sink for its answer");
+        const int32_t status = api_->state_take(raw_, view(key), sink);
+        if (status == GH_STATUS_NOT_FOUND) return std::nullopt;
+        if (status != GH_STATUS_OK) throw std::runtime_error("the host's state backend failed to take");
+        return std::string(view(api_->sink_bytes(sink)));
+    }
 
     const gh_host_api* api() const { return api_; }
     gh_call* raw() const { return raw_; }

@@ -1,0 +1,111 @@
+#include "state/state_backend.hpp"
+#include "test_files.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+using namespace gatehouse;
+using namespace std::chrono_literals;
+
+TEMPLATE_TEST_CASE("take answers a live value once, then nothing", "[state]", std::true_type, std::false_type) {
+    const bool memory = TestType::value;
+    test::TempDir dir;
+    auto backend =
+        memory ? state::make_memory_backend() : state::make_sqlite_backend((dir.path() / "state.sqlite3").string());
+
+    backend->put("code/abc", "session-1", 0ms);
+    backend->put("code/other", "session-2", 0ms);
+    CHECK(backend->take("code/abc") == std::optional<std::string>("session-1"));
+    CHECK_FALSE(backend->take("code/abc"));
+    CHECK_FALSE(backend->get("code/abc"));
+    CHECK_FALSE(backend->take("code/never"));
+    CHECK(backend->get("code/other") == std::optional<std::string>("session-2"));
+
+    SECTION("an empty value is still a value") {
+        backend->put("code/empty", "", 0ms);
+        CHECK(backend->take("code/empty") == std::optional<std::string>(""));
+        CHECK_FALSE(backend->take("code/empty"));
+    }
+    SECTION("an expired key gives nothing, and stays gone") {
+        backend->put("code/short", "late", 20ms);
+        std::this_thread::sleep_for(60ms);
+        CHECK_FALSE(backend->take("code/short"));
+        backend->put("code/short", "again", 0ms);
+        CHECK(backend->take("code/short") == std::optional<std::string>("again"));
+    }
+    SECTION("a key put again after a take can be taken again") {
+        backend->put("code/abc", "session-3", 60000ms);
+        CHECK(backend->take("code/abc") == std::optional<std::string>("session-3"));
+    }
+}
+
+TEST_CASE("memory take: many threads, one winner per key", "[state]") {
+    auto backend = state::make_memory_backend();
+    constexpr int kKeys = 50, kThreads = 8;
+    for (int i = 0; i < kKeys; ++i)
+        backend->put("k" + std::to_string(i), std::to_string(i), 0ms);
+    std::vector<std::atomic<int>> winners(kKeys);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&] {
+            for (int i = 0; i < kKeys; ++i)
+                if (auto v = backend->take("k" + std::to_string(i)); v && *v == std::to_string(i)) ++winners[i];
+        });
+    for (auto& t : threads)
+        t.join();
+    for (int i = 0; i < kKeys; ++i)
+        CHECK(winners[i].load() == 1);
+}
+
+// Two instances of the host pointed at one SQLite file each open their own
+// connection; every take on either must still have exactly one winner.
+TEST_CASE("SQLite take: two backends on one file, many threads, exactly one winner per key each round", "[state]") {
+    test::TempDir dir;
+    const auto file = (dir.path() / "shared.sqlite3").string();
+    auto first = state::make_sqlite_backend(file);
+    auto second = state::make_sqlite_backend(file);
+    state::StateBackend* backends[] = {first.get(), second.get()};
+
+    constexpr int kRounds = 20, kKeys = 10, kThreadsPerBackend = 4;
+    for (int round = 0; round < kRounds; ++round) {
+        for (int i = 0; i < kKeys; ++i)
+            backends[i % 2]->put("code/" + std::to_string(i), "r" + std::to_string(round), 60000ms);
+        std::vector<std::atomic<int>> winners(kKeys);
+        std::atomic<int> failures{0};
+        std::atomic<bool> go{false};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 2 * kThreadsPerBackend; ++t)
+            threads.emplace_back([&, t] {
+                state::StateBackend* backend = backends[t % 2];
+                while (!go.load())
+                    std::this_thread::yield();
+                // Each thread walks the keys from its own starting point, so
+                // takers of one key meet on both connections.
+                for (int n = 0; n < kKeys; ++n) {
+                    const int i = (n + t) % kKeys;
+                    try {
+                        auto v = backend->take("code/" + std::to_string(i));
+                        if (v && *v == "r" + std::to_string(round)) ++winners[i];
+                    } catch (const state::BackendError&) {
+                        ++failures;
+                    }
+                }
+            });
+        go = true;
+        for (auto& t : threads)
+            t.join();
+        INFO("round " << round);
+        REQUIRE(failures.load() == 0);
+        for (int i = 0; i < kKeys; ++i) {
+            INFO("key " << i);
+            REQUIRE(winners[i].load() == 1);
+        }
+        for (int i = 0; i < kKeys; ++i)
+            REQUIRE_FALSE(backends[(i + 1) % 2]->get("code/" + std::to_string(i)));
+    }
+}
