@@ -79,7 +79,17 @@ async function withSignin({ grant = true, sources = [], env = {} }, body) {
   transport.stderr?.on('data', (chunk) => (stderr += chunk));
   const client = new Client({ name: 'itest-store-credentials', version: '2.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } });
   const call = (name, args = {}) => client.callTool({ name, arguments: args });
-  const scene = { dir: config.dir, stderr: () => stderr, received: () => JSON.stringify(transport.received) };
+  const scene = {
+    dir: config.dir,
+    stderr: () => stderr,
+    received: () => JSON.stringify(transport.received),
+    // The host's stderr arrives on its own pipe, after or before the answer.
+    async stderrMatching(pattern) {
+      for (const deadline = Date.now() + 10000; !pattern.test(stderr) && Date.now() < deadline; )
+        await new Promise((r) => setTimeout(r, 20));
+      assert.match(stderr, pattern);
+    },
+  };
   try {
     await client.connect(transport);
     await body(call, scene);
@@ -135,13 +145,13 @@ test('the program\'s saved login comes first; every leak is withheld, the log ma
       assert.equal(withheld.isError, true, leak);
       assert.equal(code(withheld), 'SECRET_IN_RESULT', leak);
       assert.equal(withheld.structuredContent.next.family, 'signin');
-      assert.match(scene.stderr(), new RegExp(`tool '${leak}' \\(signin\\) answered with the store password`));
+      await scene.stderrMatching(new RegExp(`tool '${leak}' \\(signin\\) answered with the store password`));
     }
 
     const logged = await call('leak_log', { session });
     assert.equal(logged.isError ?? false, false);
     assert.equal(logged.content[0].text, 'signed in as ann@corner-shop');
-    assert.match(scene.stderr(), /\[signin\] signing in to corner-shop with password \*\*\*/);
+    await scene.stderrMatching(/\[signin\] signing in to corner-shop with password \*\*\*/);
 
     // Saved logins are read afresh: the program forgetting it falls back to the file.
     writeFileSync(path.join(scene.dir, 'program-settings.json'), JSON.stringify({ saved_logins: [] }));
@@ -157,7 +167,7 @@ test('the credentials file signs in; opened to others it is refused by name, nev
     chmodSync(path.join(scene.dir, 'store-password'), 0o644);
     const refused = await call('sign_in', { session });
     assert.match(code(refused), /^CREDENTIALS_REFUSED: /);
-    assert.match(scene.stderr(), /the credentials file \S*store-password is open to group or others/);
+    await scene.stderrMatching(/the credentials file \S*store-password is open to group or others/);
   }));
 
 test('a program settings file open to others is refused', () =>
@@ -166,7 +176,7 @@ test('a program settings file open to others is refused', () =>
     signedIn(await call('sign_in', { session }), SAVED.length);
     chmodSync(path.join(scene.dir, 'program-settings.json'), 0o644);
     assert.match(code(await call('sign_in', { session })), /^CREDENTIALS_REFUSED: /);
-    assert.match(scene.stderr(), /the program settings file \S*program-settings\.json is open to group or others/);
+    await scene.stderrMatching(/the program settings file \S*program-settings\.json is open to group or others/);
   }));
 
 test('over stdio alone the environment password signs in, and is screened like the others', () =>
