@@ -202,7 +202,7 @@ TEST_CASE("plugins marks the tools that read critical notes", "[cli]") {
 
 TEST_CASE("plugins shows which families the operator allowed the store password", "[cli]") {
     TempDir dir;
-    const auto file = config(dir, "plugins:\n  - echo.so\n  - {path: gated.so, store_credentials: true}\n");
+    const auto file = config(dir, "plugins:\n  - serial.so\n  - {path: gated.so, store_credentials: true}\n");
     SECTION("human form") {
         auto r = run_gatehouse({"plugins", "--config", file});
         CHECK(r.exit_code == 0);
