@@ -188,7 +188,9 @@ int serve(const Arguments& args) {
     if (cfg.session.configured) {
         auto backend = cfg.session.backend == "memory" ? state::make_memory_backend()
                                                        : state::make_sqlite_backend(cfg.session.state_file.string());
-        sessions = std::make_unique<session::SessionService>(cfg.session, std::move(backend), *registry);
+        // An environment secret is for the local user only: never for callers a host reaches over HTTP.
+        sessions = std::make_unique<session::SessionService>(cfg.session, std::move(backend), *registry,
+                                                             serve_stdio && !serve_http);
         gate::add_session_checks(gate, *sessions);
         spdlog::info("sessions: {} backend, {} store", sessions->table().backend_name(),
                      cfg.session.pinned() ? "pinned" : "program-chosen");
@@ -355,6 +357,7 @@ int list_plugins(const Arguments& args) {
                                        {"path", f.path},
                                        {"prefix", f.prefix},
                                        {"reentrant", f.reentrant},
+                                       {"store_credentials", f.store_credentials},
                                        {"rules", !f.rules.empty()},
                                        {"tools", tools},
                                        {"resources", offered_by(f.family, registry->resources())},
@@ -371,7 +374,7 @@ int list_plugins(const Arguments& args) {
         for (const auto& f : registry->families()) {
             std::cout << "family " << f.family << "  (" << f.plugin_name << " " << f.version << ", " << f.path
                       << (f.reentrant ? ", reentrant" : ", serialized") << (f.rules.empty() ? "" : ", has rules")
-                      << ")\n";
+                      << (f.store_credentials ? ", store_credentials allowed" : "") << ")\n";
             if (licenses) {
                 const auto license = license_of(f.family);
                 std::cout << "  license " << license["license"].get<std::string>();

@@ -30,6 +30,9 @@ struct PluginEntry {
     // Per-plugin overrides of limits.max_in_flight_per_plugin and limits.tool_timeout_ms.
     std::optional<unsigned> max_in_flight;
     std::optional<std::uint64_t> tool_timeout_ms;
+    // The operator lets this plugin ask for the session store's password
+    // (ABI 1.4 store_credentials); its answers are then checked for it.
+    bool store_credentials = false;
 };
 
 struct DomainSettings {
@@ -101,6 +104,7 @@ struct SessionSettings {
     std::string pinned_store;                // pinned mode: both set
     std::string pinned_user;
     std::filesystem::path program_state_file;         // program mode: the file the desktop program writes
+    std::filesystem::path program_settings_file;      // the program's saved logins; must not be group/other-readable
     std::filesystem::path credentials_file;           // the store password; must not be group/other-readable
     std::filesystem::path grants_file;                // grants: {<store>: {<user>: [scopes]}}, read at connect
     nlohmann::json grants = nlohmann::json::object(); // the same shape, inline in the YAML

@@ -248,13 +248,15 @@ void read_plugins(const YamlReader& r, const YAML::Node& node, std::vector<Plugi
         PluginEntry entry;
         if (item.IsMap()) {
             r.expect_map(item, "a plugins entry");
-            r.only_keys(item, {"path", "max_in_flight", "tool_timeout_ms"}, "a plugins entry");
+            r.only_keys(item, {"path", "max_in_flight", "tool_timeout_ms", "store_credentials"}, "a plugins entry");
             if (!item["path"]) r.fail(item, "a plugins entry needs a path");
             if (item["max_in_flight"])
                 entry.max_in_flight = r.count(item["max_in_flight"], "a plugins entry's max_in_flight", 1, 1024);
             if (item["tool_timeout_ms"])
                 entry.tool_timeout_ms =
                     r.count(item["tool_timeout_ms"], "a plugins entry's tool_timeout_ms", 1, 86400000);
+            if (item["store_credentials"])
+                entry.store_credentials = r.boolean(item["store_credentials"], "a plugins entry's store_credentials");
         }
         // Not `path_node = item["path"]` on a copy: assigning to a yaml-cpp
         // node overwrites the node it refers to, here the entry itself.
@@ -333,7 +335,7 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
     r.expect_map(node, "session");
     r.only_keys(node,
                 {"backend", "state_file", "conversations_dir", "idle_expiry_s", "pinned", "program_state_file",
-                 "credentials_file", "grants_file", "grants", "rules"},
+                 "program_settings_file", "credentials_file", "grants_file", "grants", "rules"},
                 "session");
     out.configured = true;
     out.where = r.at(node);
@@ -361,6 +363,8 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
         out.program_state_file = r.path(node["program_state_file"], "session.program_state_file");
     if (out.pinned() == !out.program_state_file.empty())
         r.fail(node, "session needs exactly one of pinned: {store, user} or program_state_file");
+    if (node["program_settings_file"])
+        out.program_settings_file = r.path(node["program_settings_file"], "session.program_settings_file");
     if (node["credentials_file"]) out.credentials_file = r.path(node["credentials_file"], "session.credentials_file");
     if (node["grants_file"]) out.grants_file = r.path(node["grants_file"], "session.grants_file");
     if (node["grants"]) out.grants = read_grants(r, node["grants"], "session.grants");

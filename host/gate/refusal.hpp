@@ -38,6 +38,10 @@ inline constexpr std::string_view argument_too_large = "ARGUMENT_TOO_LARGE";
 inline constexpr std::string_view rate_limited = "RATE_LIMITED";
 inline constexpr std::string_view plugin_busy = "PLUGIN_BUSY";
 inline constexpr std::string_view tool_timeout = "TOOL_TIMEOUT";
+// Store credentials (ABI 1.4 store_credentials) and the answer check.
+inline constexpr std::string_view credentials_not_allowed = "CREDENTIALS_NOT_ALLOWED";
+inline constexpr std::string_view credentials_unavailable = "CREDENTIALS_UNAVAILABLE";
+inline constexpr std::string_view secret_in_result = "SECRET_IN_RESULT";
 inline constexpr std::string_view too_many_in_flight = "TOO_MANY_IN_FLIGHT"; // JSON-RPC error data, not a tool result
 } // namespace refusal_code
 

@@ -26,6 +26,19 @@ public:
         reply = R"({"code":"STATE_UNAVAILABLE","message":"This host serves no sessions here."})";
         return GH_STATUS_TOOL_ERROR;
     }
+
+    // ABI 1.4 store_credentials: returns a GH_STATUS_* and writes the JSON
+    // answer. Outside a gated tool call there is no session to sign in for.
+    virtual int32_t store_credentials(std::string& reply) {
+        reply = R"({"code":"NOT_CONNECTED","message":"The store's sign-in is handed out only during a gated tool )"
+                R"(call in an open session."})";
+        return GH_STATUS_TOOL_ERROR;
+    }
+
+    // Whether what the plugin logs may hold the store password (the operator
+    // allowed it store_credentials); then log lines go through masked().
+    virtual bool masks_passwords() const { return false; }
+    virtual std::string masked(std::string_view text) { return std::string(text); }
 };
 
 } // namespace gatehouse::plugins

@@ -43,7 +43,12 @@ void sink_write(gh_sink* sink, gh_str bytes) noexcept {
 
 void log(gh_call* call, int32_t level, gh_str message) noexcept {
     try {
-        const auto text = as_view(message);
+        auto text = as_view(message);
+        std::string masked;
+        if (call && call->environment && call->environment->masks_passwords()) {
+            masked = call->environment->masked(text);
+            text = masked;
+        }
         const auto family = call ? call->family : std::string_view("plugin");
         spdlog::log(spd_level(level), "[{}] {}", family, text);
         if (call && call->environment) call->environment->log(level, family, text);
@@ -53,7 +58,10 @@ void log(gh_call* call, int32_t level, gh_str message) noexcept {
 
 void progress(gh_call* call, double done, double total, gh_str message) noexcept {
     try {
-        if (call && call->environment) call->environment->progress(done, total, as_view(message));
+        if (call && call->environment && call->environment->masks_passwords())
+            call->environment->progress(done, total, call->environment->masked(as_view(message)));
+        else if (call && call->environment)
+            call->environment->progress(done, total, as_view(message));
     } catch (...) {
     }
 }
@@ -233,8 +241,17 @@ int32_t state_take(gh_call* call, gh_str key, gh_sink* out) noexcept {
     return GH_STATUS_INTERNAL;
 }
 
-int32_t store_credentials(gh_call* call, gh_sink*) noexcept {
-    spdlog::error("[{}] store_credentials is not available in this host build", call ? call->family : "plugin");
+int32_t store_credentials(gh_call* call, gh_sink* out) noexcept {
+    try {
+        if (!call || !call->environment || !out) return GH_STATUS_INTERNAL;
+        std::string reply;
+        const int32_t status = call->environment->store_credentials(reply);
+        out->bytes.append(reply);
+        return status;
+    } catch (const std::exception& e) {
+        spdlog::error("[{}] store_credentials: {}", call->family, e.what());
+    } catch (...) {
+    }
     return GH_STATUS_INTERNAL;
 }
 

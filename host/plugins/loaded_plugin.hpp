@@ -70,6 +70,11 @@ public:
     void set_call_limits(const PluginCallLimits& limits) { call_limits_ = limits; }
     const PluginCallLimits& call_limits() const { return call_limits_; }
 
+    // The operator's store_credentials grant (its plugins entry): the plugin
+    // may ask for the store password, and its answers are checked for it.
+    void set_store_credentials(bool allowed) { store_credentials_ = allowed; }
+    bool store_credentials() const { return store_credentials_; }
+
     // ABI 1.1: the family's critical notes for an owner {"store","user","principal"}.
     bool has_critical_items() const { return desc_.critical_items != nullptr; }
     bool critical_items(std::string_view owner_json, std::string& out);
@@ -90,6 +95,7 @@ private:
     bool initialized_ = false;
     std::timed_mutex serial_;
     PluginCallLimits call_limits_;
+    bool store_credentials_ = false;
     std::atomic<unsigned> calls_inside_{0};
     std::function<void()> admitted(std::function<void()> job, Submit submit);
     std::mutex admission_mutex_;

@@ -599,6 +599,7 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
             limits.max_in_flight_overridden = entry.max_in_flight.has_value();
             limits.tool_timeout_overridden = entry.tool_timeout_ms.has_value();
             c.plugin->set_call_limits(limits);
+            c.plugin->set_store_credentials(entry.store_credentials);
             registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix, std::move(c.offer));
         } catch (const Refused& e) {
             report.failures.push_back({path.string(), e.what(), entry.where});

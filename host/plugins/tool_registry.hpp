@@ -24,6 +24,7 @@ struct FamilyInfo {
     bool reentrant = false;
     std::vector<const Tool*> tools;
     std::size_t resources = 0, resource_templates = 0, prompts = 0;
+    bool store_credentials = false; // the operator's grant in its plugins entry
 };
 
 // What a family offers besides tools (ABI 1.2), checked by the loader.

@@ -5,6 +5,7 @@
 #include "plugins/host_api.hpp"
 #include "plugins/loaded_plugin.hpp"
 #include "protocol/log_level.hpp"
+#include "session/password_screen.hpp"
 #include "session/session_service.hpp"
 
 #include <spdlog/spdlog.h>
@@ -24,7 +25,8 @@ class ToolCallEnvironment final : public plugins::CallEnvironment {
 public:
     ToolCallEnvironment(Request& request, const plugins::Tool& tool, session::SessionService* sessions = nullptr,
                         const std::optional<session::Session>* session = nullptr)
-        : request_(request), tool_(tool), sessions_(sessions), session_(session) {}
+        : request_(request), tool_(tool), sessions_(sessions), session_(session),
+          store_credentials_allowed_(tool.plugin && tool.plugin->store_credentials()) {}
 
     bool cancelled() const override { return request_.cancelled(); }
 
@@ -84,12 +86,72 @@ public:
         }
     }
 
+    int32_t store_credentials(std::string& reply) override {
+        namespace code = gate::refusal_code;
+        const auto refuse = [&](std::string_view c, const std::string& message) {
+            reply = Json{{"code", c}, {"message", message}}.dump();
+            return GH_STATUS_TOOL_ERROR;
+        };
+        if (!store_credentials_allowed_)
+            return refuse(code::credentials_not_allowed,
+                          "The operator has not allowed the family '" + tool_.family +
+                              "' to sign in to the store (store_credentials in its plugins entry); tell the person.");
+        if (!sessions_ || !session_ || !*session_)
+            return refuse(code::not_connected,
+                          "The store's sign-in is handed out only during a gated tool call in an open session.");
+        const session::Session& s = **session_;
+        std::optional<session::StoreLogin> login;
+        try {
+            login = sessions_->credentials().login_for(s.store, s.user);
+        } catch (const session::CredentialsRefused& e) {
+            spdlog::error("[{}] store_credentials: {}", tool_.family, e.what());
+            return refuse(code::credentials_refused, "The host refuses to use the store credentials as they are "
+                                                     "kept; the operator has the details in the host log.");
+        }
+        if (!login)
+            return refuse(code::credentials_unavailable,
+                          "The host has no password for store '" + s.store + "' and user '" + s.user +
+                              "' (not saved in the program, no credentials file, and no environment password it may "
+                              "use); tell the person.");
+        screen().add(login->password);
+        reply = Json{{"store", login->store}, {"user", login->user}, {"password", login->password}}.dump();
+        return GH_STATUS_OK;
+    }
+
+    bool masks_passwords() const override { return store_credentials_allowed_; }
+    std::string masked(std::string_view text) override { return screen().masked(text); }
+
+    // Whether a family allowed the store password put one in `text` (an
+    // answer, raw and, when it is JSON, with its escapes undone).
+    bool holds_password(std::string_view text) {
+        if (!store_credentials_allowed_) return false;
+        const auto& passwords = screen();
+        if (passwords.empty()) return false;
+        if (passwords.found_in(text)) return true;
+        const Json parsed = Json::parse(text, nullptr, false);
+        return !parsed.is_discarded() && passwords.found_in(parsed);
+    }
+
 private:
+    // Every password the sources hold now and any handed out in this call,
+    // read once per call and only for a family allowed them.
+    session::PasswordScreen& screen() {
+        if (!screen_) {
+            screen_.emplace();
+            if (sessions_)
+                for (auto& password : sessions_->credentials().every_password())
+                    screen_->add(std::move(password));
+        }
+        return *screen_;
+    }
+
     Request& request_;
     const plugins::Tool& tool_;
     session::SessionService* sessions_;
     const std::optional<session::Session>* session_;
     std::string context_;
+    bool store_credentials_allowed_;
+    std::optional<session::PasswordScreen> screen_;
 };
 
 std::string status_name(int32_t status) {
@@ -124,6 +186,16 @@ gate::Refusal plugin_busy(const plugins::Tool& tool) {
                       "); some may be calls that timed out and have not returned yet. Retry later, or use a tool of "
                       "another family.";
     refusal.next = {{"family", tool.family}, {"maxInFlight", limits.max_in_flight}};
+    return refusal;
+}
+
+gate::Refusal password_withheld(const plugins::Tool& tool) {
+    spdlog::warn("tool '{}' ({}) answered with the store password; its answer was withheld", tool.name, tool.family);
+    gate::Refusal refusal;
+    refusal.code = gate::refusal_code::secret_in_result;
+    refusal.message = "Tool '" + tool.name + "' answered with the store's password, so the host withheld its answer. " +
+                      "This is a fault in the family '" + tool.family + "', not in your call; tell the person.";
+    refusal.next = {{"family", tool.family}, {"action", "tell the person"}};
     return refusal;
 }
 
@@ -212,6 +284,9 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
     } leave{tool.plugin};
     ToolCallEnvironment environment(request, tool, gate_.session_service(), &findings.session);
     const std::string argument_text = arguments.dump();
+    // Every round's answer (a final one, or input requests a client would
+    // see) of a family allowed the store password is checked before use.
+    bool withheld = false;
     auto outcome = input_rounds_.run(request, {tool.name, sent_arguments}, tool.family, "tool '" + tool.name + "'",
                                      [&](std::string_view responses, std::string_view state) {
                                          gh_call call{&environment, tool.family, {}, responses, state};
@@ -220,8 +295,13 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
                                          answer.status =
                                              tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
                                          answer.text = std::move(out.bytes);
+                                         if (environment.holds_password(answer.text)) {
+                                             withheld = true;
+                                             answer = {GH_STATUS_TOOL_ERROR, {}};
+                                         }
                                          return answer;
                                      });
+    if (withheld) return password_withheld(tool).to_tool_result();
     if (outcome.input_required.is_object()) return std::move(outcome.input_required);
     const int32_t status = outcome.answer.status;
     gh_sink out{std::move(outcome.answer.text)};

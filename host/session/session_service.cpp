@@ -2,7 +2,6 @@
 
 #include "session/conversation_folder.hpp"
 #include "session/rule_code.hpp"
-#include "session/store_password.hpp"
 #include "session/topic_name.hpp"
 
 #include <spdlog/spdlog.h>
@@ -52,9 +51,9 @@ gate::Refusal not_connected_refusal() {
 }
 
 SessionService::SessionService(const config::SessionSettings& settings, std::unique_ptr<state::StateBackend> backend,
-                               const plugins::ToolRegistry& registry)
+                               const plugins::ToolRegistry& registry, bool environment_password_allowed)
     : settings_(settings), table_(std::move(backend), std::chrono::seconds(settings.idle_expiry_s)), stores_(settings),
-      grants_(settings), registry_(registry) {}
+      credentials_(settings, environment_password_allowed), grants_(settings), registry_(registry) {}
 
 Session SessionService::live(const auth::Principal& principal, std::string_view handle) {
     std::optional<Session> s;
@@ -75,7 +74,7 @@ json SessionService::describe(const auth::Principal& principal, std::string_view
                 {"program_running", view.program_running},
                 {"pinned", view.pinned}};
     try {
-        out["password_available"] = StorePassword::load(settings_).has_value();
+        out["password_available"] = credentials_.login_for(view.store, view.user).has_value();
     } catch (const CredentialsRefused& e) {
         spdlog::error("session: {}", e.what());
         out["password_available"] = false;
@@ -104,7 +103,7 @@ json SessionService::open(const auth::Principal& principal, std::string_view top
                                       "connect again.",
                {{"tool", "session_connect"}});
     try {
-        (void)StorePassword::load(settings_);
+        (void)credentials_.login_for(view.store, view.user);
     } catch (const CredentialsRefused& e) {
         spdlog::error("session: {}", e.what());
         refuse(code::credentials_refused,

@@ -6,6 +6,7 @@
 #include "plugins/tool_registry.hpp"
 #include "session/grant_table.hpp"
 #include "session/session_table.hpp"
+#include "session/store_credentials.hpp"
 #include "session/store_source.hpp"
 
 #include <nlohmann/json.hpp>
@@ -34,8 +35,10 @@ private:
 // nonce or a path outside the conversation folders.
 class SessionService {
 public:
+    // environment_password_allowed: the host serves stdio and no HTTP, so
+    // GATEHOUSE_STORE_PASSWORD may be a source (StoreCredentials).
     SessionService(const config::SessionSettings& settings, std::unique_ptr<state::StateBackend> backend,
-                   const plugins::ToolRegistry& registry);
+                   const plugins::ToolRegistry& registry, bool environment_password_allowed = false);
 
     nlohmann::json describe(const auth::Principal& principal, std::string_view handle);
     nlohmann::json open(const auth::Principal& principal, std::string_view topic);
@@ -45,6 +48,7 @@ public:
 
     SessionTable& table() { return table_; }
     const StoreSource& stores() const { return stores_; }
+    const StoreCredentials& credentials() const { return credentials_; }
 
 private:
     std::vector<CriticalItem> critical_items(const std::string& store, const std::string& user,
@@ -54,6 +58,7 @@ private:
     const config::SessionSettings& settings_;
     SessionTable table_;
     StoreSource stores_;
+    StoreCredentials credentials_;
     GrantTable grants_;
     const plugins::ToolRegistry& registry_;
 };

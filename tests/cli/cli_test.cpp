@@ -200,6 +200,33 @@ TEST_CASE("plugins marks the tools that read critical notes", "[cli]") {
     }
 }
 
+TEST_CASE("plugins shows which families the operator allowed the store password", "[cli]") {
+    TempDir dir;
+    const auto file = config(dir, "plugins:\n  - serial.so\n  - {path: gated.so, store_credentials: true}\n");
+    SECTION("human form") {
+        auto r = run_gatehouse({"plugins", "--config", file});
+        CHECK(r.exit_code == 0);
+        int families = 0;
+        for (const auto& line : lines(r.out)) {
+            if (line.rfind("family ", 0) != 0) continue;
+            ++families;
+            if (line.rfind("family gated ", 0) == 0)
+                CHECK_THAT(line, Catch::Contains("store_credentials allowed"));
+            else
+                CHECK_THAT(line, !Catch::Contains("store_credentials"));
+        }
+        CHECK(families == 2);
+    }
+    SECTION("--json") {
+        auto r = run_gatehouse({"plugins", "--json", "--config", file});
+        json listing;
+        REQUIRE_NOTHROW(listing = json::parse(r.out));
+        REQUIRE(listing["families"].size() == 2);
+        for (const auto& f : listing["families"])
+            CHECK(f["store_credentials"] == (f["family"] == "gated"));
+    }
+}
+
 TEST_CASE("plugins exits 0 when everything loads and lists disabled families", "[cli]") {
     TempDir dir;
     auto r = run_gatehouse({"plugins", "--json", "--config",

@@ -1,6 +1,7 @@
 // ABI 1.1 grew gh_host_api and gh_plugin_desc by appending: V1-sized structs
 // must still read, with the new fields as "absent".
 #include "plugins/abi_struct.hpp"
+#include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 
 #include <gatehouse/plugin.hpp>
@@ -64,6 +65,38 @@ TEST_CASE("call.state_take on a 1.3 host says the host predates ABI 1.4", "[abi]
     v4.struct_size = GH_HOST_API_SIZE_V4; // what a 1.3 host hands out
     const gh::Call call(&v4, nullptr, gh::Json::object());
     CHECK_THROWS_WITH(call.state_take("code/x"), Catch::Contains("predates plugin ABI 1.4"));
+}
+
+namespace {
+// A request that is no gated tool call: what a resource read or a prompt sees.
+class NoToolCall final : public gatehouse::plugins::CallEnvironment {
+public:
+    bool cancelled() const override { return false; }
+    void log(int32_t, std::string_view, std::string_view) override {}
+    void progress(double, double, std::string_view) override {}
+    std::string_view context_json() override { return "{}"; }
+};
+} // namespace
+
+TEST_CASE("store_credentials is in the 1.4 host table, and plugin.hpp tells an older host apart", "[abi]") {
+    const gh_host_api* api = gatehouse::plugins::host_api();
+    CHECK(GH_HAS(api, store_credentials));
+    gh_host_api v4 = *api;
+    v4.struct_size = GH_HOST_API_SIZE_V4; // what a 1.3 host hands out
+    CHECK(GH_HAS(&v4, state_erase));
+    CHECK_FALSE(GH_HAS(&v4, store_credentials));
+
+    NoToolCall environment;
+    gh_call call{&environment, "signin", {}};
+    const auto on_old_host = gh::Call(&v4, &call, gh::Json::object()).store_credentials();
+    CHECK_FALSE(on_old_host);
+    CHECK(on_old_host.code == "CREDENTIALS_UNAVAILABLE");
+    CHECK_THAT(on_old_host.message, Catch::Contains("ABI 1.4"));
+    // Outside a gated tool call there is no session to sign in for.
+    const auto outside = gh::Call(api, &call, gh::Json::object()).store_credentials();
+    CHECK_FALSE(outside);
+    CHECK(outside.code == "NOT_CONNECTED");
+    CHECK(outside.password.empty());
 }
 
 TEST_CASE("GH_TOOL_READS_CRITICAL is a known tool flag", "[abi]") {

@@ -1,10 +1,13 @@
 #include "session/conversation_folder.hpp"
 #include "session/grant_table.hpp"
-#include "session/store_password.hpp"
+#include "session/password_screen.hpp"
+#include "session/store_credentials.hpp"
 #include "session/store_source.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
@@ -51,21 +54,118 @@ TEST_CASE("GrantTable merges YAML and the grants file, read afresh", "[session]"
     CHECK_THROWS_AS(grants.scopes("shop", "ann"), session::GrantsUnavailable);
 }
 
-TEST_CASE("StorePassword refuses a credentials file open to others", "[session]") {
+TEST_CASE("StoreCredentials refuses a credentials file open to others, naming the file only", "[session]") {
     config::SessionSettings settings;
     settings.credentials_file = scratch("credentials");
     std::ofstream(settings.credentials_file) << "hunter2-secret\n";
     ::chmod(settings.credentials_file.c_str(), 0644);
+    const session::StoreCredentials credentials(settings, false);
     try {
-        session::StorePassword::load(settings);
+        (void)credentials.login_for("shop", "ann");
         FAIL("a group-readable credentials file was used");
     } catch (const session::CredentialsRefused& e) {
-        CHECK(std::string(e.what()).find("hunter2") == std::string::npos);
+        const std::string what = e.what();
+        CHECK(what.find("hunter2") == std::string::npos);
+        CHECK(what.find(settings.credentials_file.string()) != std::string::npos);
     }
+    CHECK(credentials.every_password().empty()); // a refused file holds nothing for the answer check either
     ::chmod(settings.credentials_file.c_str(), 0600);
-    auto password = session::StorePassword::load(settings);
-    REQUIRE(password);
-    CHECK(password->reveal() == "hunter2-secret");
+    auto login = credentials.login_for("shop", "ann");
+    REQUIRE(login);
+    CHECK(login->password == "hunter2-secret");
+    CHECK(login->store == "shop");
+    CHECK(login->user == "ann");
+    fs::remove(settings.credentials_file);
+    CHECK_THROWS_AS(credentials.login_for("shop", "ann"), session::CredentialsRefused); // named but missing
+}
+
+TEST_CASE("StoreCredentials asks the program's saved logins, then the credentials file, then the environment",
+          "[session]") {
+    config::SessionSettings settings;
+    settings.program_settings_file = scratch("program-settings.json");
+    settings.credentials_file = scratch("credentials-order");
+    fs::remove(settings.program_settings_file);
+    std::ofstream(settings.credentials_file) << "from-the-file\r\nsecond line\n";
+    ::chmod(settings.credentials_file.c_str(), 0600);
+    ::setenv("GATEHOUSE_STORE_PASSWORD", "from-the-environment", 1);
+    struct Unset {
+        ~Unset() { ::unsetenv("GATEHOUSE_STORE_PASSWORD"); }
+    } unset;
+
+    const session::StoreCredentials credentials(settings, true);
+    // No settings file yet: the program has saved nothing, the file answers.
+    CHECK(credentials.login_for("shop", "ann")->password == "from-the-file");
+
+    std::ofstream(settings.program_settings_file)
+        << R"({"theme": "dark", "saved_logins": [{"store": "shop", "user": "ann", "password": "saved-by-program"},
+                                                  {"store": "other", "user": "bob", "password": "bobs-password"}]})";
+    ::chmod(settings.program_settings_file.c_str(), 0600);
+    CHECK(credentials.login_for("shop", "ann")->password == "saved-by-program");
+    CHECK(credentials.login_for("other", "bob")->password == "bobs-password");
+    // Saved for another user of the store: the next source answers.
+    CHECK(credentials.login_for("shop", "bob")->password == "from-the-file");
+
+    auto every = credentials.every_password();
+    std::sort(every.begin(), every.end());
+    CHECK(every ==
+          std::vector<std::string>{"bobs-password", "from-the-environment", "from-the-file", "saved-by-program"});
+
+    // Only the environment left; it counts only when the host may use it.
+    config::SessionSettings env_only;
+    CHECK(session::StoreCredentials(env_only, true).login_for("shop", "ann")->password == "from-the-environment");
+    CHECK_FALSE(session::StoreCredentials(env_only, false).login_for("shop", "ann"));
+    CHECK(session::StoreCredentials(env_only, false).every_password().empty());
+}
+
+TEST_CASE("StoreCredentials refuses a program settings file that is open to others or not its format", "[session]") {
+    config::SessionSettings settings;
+    settings.program_settings_file = scratch("program-settings-refused.json");
+    const session::StoreCredentials credentials(settings, false);
+    const auto refusal = [&] {
+        try {
+            (void)credentials.login_for("shop", "ann");
+        } catch (const session::CredentialsRefused& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    std::ofstream(settings.program_settings_file)
+        << R"({"saved_logins": [{"store": "shop", "user": "ann", "password": "saved-secret"}]})";
+    ::chmod(settings.program_settings_file.c_str(), 0640);
+    auto why = refusal();
+    CHECK(why.find("open to group or others") != std::string::npos);
+    CHECK(why.find(settings.program_settings_file.string()) != std::string::npos);
+    CHECK(why.find("saved-secret") == std::string::npos);
+
+    ::chmod(settings.program_settings_file.c_str(), 0600);
+    REQUIRE(credentials.login_for("shop", "ann"));
+
+    std::ofstream(settings.program_settings_file)
+        << R"({"saved_logins": [{"store": "shop", "password": "saved-secret"}]})";
+    why = refusal();
+    CHECK(why.find("store, user and password") != std::string::npos);
+    CHECK(why.find("saved-secret") == std::string::npos);
+
+    std::ofstream(settings.program_settings_file) << R"({"saved_logins": [{"password": "saved-secret" )";
+    why = refusal();
+    CHECK(why.find("not a JSON object") != std::string::npos);
+    CHECK(why.find("saved-secret") == std::string::npos);
+}
+
+TEST_CASE("PasswordScreen finds passwords in text and in decoded JSON, and masks them", "[session]") {
+    session::PasswordScreen screen({"s3cret", "", "s3cret-longer"});
+    CHECK_FALSE(screen.empty());
+    CHECK(screen.found_in(std::string_view("the s3cret is out")));
+    CHECK_FALSE(screen.found_in(std::string_view("nothing here")));
+    // JSON escapes hide it from a text search, not from the decoded values.
+    const std::string raw = R"({"a": [1, {"b": "\u0073\u0033cret"}]})";
+    CHECK_FALSE(screen.found_in(std::string_view(raw)));
+    const auto escaped = nlohmann::json::parse(raw);
+    CHECK(screen.found_in(escaped));
+    CHECK(screen.found_in(nlohmann::json{{"s3cret", 1}})); // in a key
+    CHECK_FALSE(screen.found_in(nlohmann::json{{"a", {1, 2, "x"}}}));
+    CHECK(screen.masked("a s3cret-longer and a s3cret") == "a *** and a ***");
+    CHECK(session::PasswordScreen().masked("s3cret") == "s3cret");
 }
 
 TEST_CASE("conversation folders stay inside their root", "[session]") {

@@ -38,6 +38,7 @@ plugins:
   - memory.so
   - ./local/session.so
   - path: /opt/gh/sessions-bot.so
+    store_credentials: true
 domains:
   memory: false
   session:
@@ -80,6 +81,10 @@ transports: [stdio]
     CHECK(cfg.plugins[2].path == "/opt/gh/sessions-bot.so");
     CHECK(cfg.plugins[0].where.line == 11); // the raw string starts with a newline
     CHECK(cfg.plugins[0].where.column == 5);
+    // Only the operator's explicit grant lets a plugin ask for the store password.
+    CHECK_FALSE(cfg.plugins[0].store_credentials);
+    CHECK_FALSE(cfg.plugins[1].store_credentials);
+    CHECK(cfg.plugins[2].store_credentials);
 
     REQUIRE(cfg.domains.size() == 3);
     CHECK_FALSE(cfg.domains.at("memory").enabled);
@@ -140,6 +145,12 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
         {"server: [a, b]\n", ":1:9: ", "server must be a mapping"},
         {"plugins: echo.so\n", ":1:10: ", "plugins must be a list"},
         {"plugins:\n  - [a]\n", ":2:5: ", "a plugin path must be a string"},
+        {"plugins:\n  - {path: a.so, store_credentials: maybe}\n",
+         ":2:37: ", "a plugins entry's store_credentials must be true or false"},
+        {"plugins:\n  - {path: a.so, store_credential: true}\n",
+         ":2:18: ", "unknown key 'store_credential' in a plugins entry"},
+        {"session:\n  pinned: {store: s, user: u}\n  program_settings_file: [a]\n",
+         ":3:26: ", "session.program_settings_file must be"},
         {"domains:\n  echo: 5\n", ":2:9: ", "domains.echo must be true or false"},
         {"domains:\n  echo:\n    settings: [1]\n", ":3:15: ", "domains.echo.settings must be a mapping"},
         {"domains:\n  echo:\n    prefix: \"a b\"\n", ":3:13: ", "prefix may hold only"},

@@ -266,9 +266,12 @@ typedef struct gh_host_api {
      * {"store", "user", "password"} of the session's store to `out` and
      * returns GH_STATUS_OK; otherwise GH_STATUS_TOOL_ERROR with
      * {"code", "message"} (CREDENTIALS_NOT_ALLOWED, CREDENTIALS_UNAVAILABLE,
-     * CREDENTIALS_REFUSED). The password must never leave the plugin in a
-     * result, a log line or a file: the host refuses any answer that
-     * contains it. */
+     * CREDENTIALS_REFUSED; NOT_CONNECTED outside a gated call with a
+     * session). The password must never leave the plugin in a result, a log
+     * line or a file: the host refuses any answer that contains it
+     * (SECRET_IN_RESULT) and masks it in log lines. Borrowed nothing; `out`
+     * is a sink from sink_new. Thread-safe. Read afresh on every call: do
+     * not keep the password beyond the call that uses it. */
     int32_t (*store_credentials)(gh_call* call, gh_sink* out);
 } gh_host_api;
 

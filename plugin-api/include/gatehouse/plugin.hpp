@@ -217,6 +217,17 @@ private:
     Json structured_;
 };
 
+// What Call::store_credentials answers: the sign-in, or why not.
+struct StoreCredentials {
+    bool granted = false;
+    std::string store, user, password; // when granted
+    std::string code, message;         // when not: the host's code and its sentence for the agent
+
+    explicit operator bool() const { return granted; }
+    // "CODE: sentence", ready to be thrown as a ToolError.
+    std::string refusal() const { return code + ": " + message; }
+};
+
 // One tool call as the handler sees it. Valid only during the handler.
 class Call {
 public:
@@ -270,6 +281,39 @@ public:
         if (!GH_HAS(api_, critical_read)) throw ToolError(no_session_services());
         const std::string ids = Json(item_ids).dump();
         return host_answer([&](gh_sink* out) { return api_->critical_read(raw_, view(ids), out); });
+    }
+
+    // ---- Store credentials (ABI 1.4) ----
+
+    // The session store's sign-in, for a family that signs in to the store
+    // itself; granted == false with the host's code and sentence when it is
+    // refused (CREDENTIALS_NOT_ALLOWED, CREDENTIALS_UNAVAILABLE,
+    // CREDENTIALS_REFUSED, NOT_CONNECTED). Never put the password in a
+    // result, an error or a log line: the host withholds such an answer.
+    StoreCredentials store_credentials() const {
+        StoreCredentials out;
+        if (!GH_HAS(api_, store_credentials) || !GH_HAS(api_, sink_new) || !GH_HAS(api_, sink_bytes)) {
+            out.code = "CREDENTIALS_UNAVAILABLE";
+            out.message = "This host predates plugin ABI 1.4 and hands out no store credentials; update the host.";
+            return out;
+        }
+        gh_sink* sink = api_->sink_new(raw_);
+        if (!sink) throw std::runtime_error("the host gave no sink for its answer");
+        const int32_t status = api_->store_credentials(raw_, sink);
+        const std::string_view bytes = view(api_->sink_bytes(sink));
+        const Json answer = bytes.empty() ? Json::object() : Json::parse(bytes, nullptr, false);
+        if (status == GH_STATUS_OK && answer.is_object()) {
+            out.granted = true;
+            out.store = answer.value("store", std::string());
+            out.user = answer.value("user", std::string());
+            out.password = answer.value("password", std::string());
+            return out;
+        }
+        if (status != GH_STATUS_TOOL_ERROR || !answer.is_object())
+            throw std::runtime_error("the host failed to answer store_credentials");
+        out.code = answer.value("code", std::string("CREDENTIALS_UNAVAILABLE"));
+        out.message = answer.value("message", std::string("The host refused."));
+        return out;
     }
 
     // ---- Multi round-trip requests (ABI 1.3) ----
