@@ -136,8 +136,9 @@ struct HttpSettings {
     unsigned max_streams_per_principal = 32; // of them, one caller's
     unsigned max_legacy_sessions = 1024;     // 2025-11-25 Mcp-Session-Id records
     std::uint64_t legacy_session_idle_s = 3600;
-    unsigned threads =
-        1; // I/O threads; with 2 or more, all but one may also run quick tool calls (HttpService::run_call)
+    // I/O threads, one event loop each; with 2 or more, quick tool calls run
+    // on their connection's loop (HttpService::run_call).
+    unsigned threads = 1;
     // Base of the links the host hands out to its pages (a confirmation
     // link) when a proxy stands in front: e.g. https://gate.example.com, no
     // trailing '/'. Empty: links name the listen address.
