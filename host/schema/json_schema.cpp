@@ -63,15 +63,18 @@ std::string pointer_from_context(const std::vector<std::string>& context) {
     return pointer;
 }
 
-// valijson compiles `pattern` and `patternProperties` regexes only when it
-// validates, and throws std::regex_error then: every call of the tool would
-// fail. Compiling each once here refuses such a schema at load instead.
+// Keywords valijson would accept and then fail on while validating, found
+// once here so such a schema is refused at load:
+// - `pattern` and `patternProperties` regexes, which valijson compiles only
+//   when it validates (std::regex_error then: every call of the tool fails);
+// - a `multipleOf` that is not above zero (the spec requires it): valijson
+//   takes an integer instance modulo it, and modulo zero ends the process.
 // Values that are data, not schemas (enum, const, default, examples), are
 // not searched.
-void check_patterns(const nlohmann::json& node, const std::string& pointer) {
+void check_keywords(const nlohmann::json& node, const std::string& pointer) {
     if (node.is_array()) {
         for (std::size_t i = 0; i < node.size(); ++i)
-            check_patterns(node[i], pointer + "/" + std::to_string(i));
+            check_keywords(node[i], pointer + "/" + std::to_string(i));
         return;
     }
     if (!node.is_object()) return;
@@ -86,7 +89,11 @@ void check_patterns(const nlohmann::json& node, const std::string& pointer) {
         } catch (const std::regex_error& e) {
             throw std::invalid_argument("the regular expression at " + here + " does not compile: " + e.what());
         }
-        check_patterns(value, here);
+        // A property named multipleOf holds a schema (an object), not a number.
+        if (key == "multipleOf" && value.is_number() && !(value.get<double>() > 0))
+            throw std::invalid_argument("multipleOf at " + here + " is " + value.dump() +
+                                        "; it must be a number greater than 0");
+        check_keywords(value, here);
     }
 }
 
@@ -97,7 +104,7 @@ JsonSchema::~JsonSchema() = default;
 std::shared_ptr<const JsonSchema> JsonSchema::compile(const nlohmann::json& document) {
     if (!document.is_object()) throw std::invalid_argument("a schema must be a JSON object");
     check_dialect(document);
-    check_patterns(document, "");
+    check_keywords(document, "");
     std::shared_ptr<JsonSchema> out(new JsonSchema());
     out->document_ = document;
     out->compiled_ = std::make_unique<valijson::Schema>();

@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <limits>
+
 using gatehouse::schema::json_pointer_token;
 using gatehouse::schema::JsonSchema;
 using nlohmann::json;
@@ -37,6 +40,24 @@ TEST_CASE("a regular expression that does not compile is refused at compile time
     // Data that only looks like a schema keyword is not a regex.
     CHECK(compile_error(R"({"type":"object","properties":{"k":{"enum":[{"pattern":"[a-"}]}}})").empty());
     CHECK(compile_error(R"({"type":"object","properties":{"code":{"type":"string","pattern":"^[a-z]+$"}}})").empty());
+}
+
+TEST_CASE("a multipleOf not above zero is refused at compile time, and a valid one still validates", "[schema]") {
+    // Validating an integer against multipleOf 0 took it modulo zero, which ends the process.
+    const auto zero = compile_error(R"({"type":"object","properties":{"n":{"type":"integer","multipleOf":0}}})");
+    CHECK_THAT(zero, Catch::Contains("/properties/n/multipleOf"));
+    CHECK_THAT(zero, Catch::Contains("greater than 0"));
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"n":{"type":"integer","multipleOf":-1}}})"),
+               Catch::Contains("greater than 0"));
+    CHECK_THAT(compile_error(R"({"type":"object","items":[{"multipleOf":-0.5}]})"), Catch::Contains("/items/0"));
+    // A property named multipleOf, and data that looks like the keyword, are no keyword.
+    CHECK(compile_error(R"({"type":"object","properties":{"multipleOf":{"type":"integer"}}})").empty());
+    CHECK(compile_error(R"({"type":"object","properties":{"k":{"const":{"multipleOf":0}}}})").empty());
+    const auto schema =
+        JsonSchema::compile(json::parse(R"({"type":"object","properties":{"n":{"type":"integer","multipleOf":3}}})"));
+    CHECK_FALSE(schema->validate(json{{"n", 9}}));
+    CHECK(schema->validate(json{{"n", 10}}));
+    CHECK(schema->validate(json{{"n", std::numeric_limits<std::int64_t>::min()}}));
 }
 
 TEST_CASE("only the draft-07 and 2020-12 dialects are accepted", "[schema]") {
