@@ -3,6 +3,7 @@
 #include "cli/host_setup.hpp"
 #include "license/license_signer.hpp"
 #include "license/license_source.hpp"
+#include "license/license_document.hpp"
 #include "license/utc_timestamp.hpp"
 
 #include <nlohmann/json.hpp>
@@ -17,13 +18,6 @@ namespace gatehouse::cli {
 namespace {
 
 using Clock = std::chrono::system_clock;
-
-std::string joined(const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& i : items)
-        out += (out.empty() ? "" : ", ") + i;
-    return out;
-}
 
 // "in 3 days", "2 hours ago": how far `when` is from now, roughly.
 std::string distance(Clock::time_point when, Clock::time_point now) {
@@ -85,7 +79,7 @@ int verify(const std::string& file, const std::optional<std::string>& config_fil
     if (d) {
         const char* unverified = verdict->valid() ? "" : "  (unverified)";
         std::cout << "  licensee   " << d->licensee << unverified << "\n"
-                  << "  families   " << joined(d->families) << "\n"
+                  << "  families   " << license::joined(d->families) << "\n"
                   << "  issued     " << d->issued_text << "\n"
                   << "  expires    " << d->expires_text << " (" << distance(d->expires, now) << ")\n";
         if (verdict->valid())
@@ -97,9 +91,11 @@ int verify(const std::string& file, const std::optional<std::string>& config_fil
     if (!cfg.license.configured)
         std::cout << "  note       the configuration has no license section: this host checks no license\n";
     else if (!cfg.license.free_families.empty())
-        std::cout << "  free       " << joined(cfg.license.free_families)
+        std::cout << "  free       " << license::joined(cfg.license.free_families)
                   << " (license-free on this host, whatever the file says)\n";
-    if (ok) std::cout << "  allows     the tools of " << joined(d->families) << " until " << d->expires_text << "\n";
+    if (ok)
+        std::cout << "  allows     the tools of " << license::joined(d->families) << " until " << d->expires_text
+                  << "\n";
     return ok ? 0 : 1;
 }
 

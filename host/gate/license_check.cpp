@@ -1,5 +1,6 @@
 #include "gate/license_check.hpp"
 
+#include "license/license_document.hpp"
 #include "license/utc_timestamp.hpp"
 
 #include <spdlog/spdlog.h>
@@ -26,13 +27,6 @@ const char* outcome_name(Outcome outcome) {
     case Outcome::invalid: return "invalid";
     }
     return "invalid";
-}
-
-std::string joined(const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& i : items)
-        out += (out.empty() ? "" : ", ") + i;
-    return out;
 }
 
 } // namespace
@@ -102,9 +96,9 @@ void add_license_check(GatePipeline& gate, const config::LicenseSettings& settin
     std::vector<std::string> files;
     for (const auto& f : listed_license_files(settings))
         files.push_back(f.string());
-    spdlog::info("license: file(s) [{}]{}, {} vendor key(s), license-free families [{}]", joined(files),
+    spdlog::info("license: file(s) [{}]{}, {} vendor key(s), license-free families [{}]", license::joined(files),
                  settings.directory.empty() ? "" : ", directory " + settings.directory.string(),
-                 settings.vendor_keys.size(), joined(settings.free_families));
+                 settings.vendor_keys.size(), license::joined(settings.free_families));
     auto check = std::make_unique<LicenseCheck>(settings);
     for (const auto& family : families) {
         const auto c = check->coverage(family);

@@ -42,6 +42,13 @@ std::chrono::system_clock::time_point time_field(const nlohmann::json& doc, cons
 
 } // namespace
 
+std::string joined(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items)
+        out += (out.empty() ? "" : ", ") + i;
+    return out;
+}
+
 bool valid_license_name(std::string_view name) {
     if (name.empty() || name.size() > 64) return false;
     return std::all_of(name.begin(), name.end(), [](char c) {

@@ -62,4 +62,7 @@ LicenseDocument parse_license_document(std::string_view text);
 // A family or key id: 1 to 64 of letters, digits, '_', '-', '.'.
 bool valid_license_name(std::string_view name);
 
+// Families, key ids or file names as one line for people: "a, b, c".
+std::string joined(const std::vector<std::string>& items);
+
 } // namespace gatehouse::license

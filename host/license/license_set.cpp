@@ -1,5 +1,7 @@
 #include "license/license_set.hpp"
 
+#include "license/license_document.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -27,13 +29,6 @@ constexpr std::int64_t kSettleNs = 50'000'000;
 bool is_license_name(const std::filesystem::path& name) {
     const auto text = name.string();
     return text.size() > 5 && text.front() != '.' && text.compare(text.size() - 5, 5, ".json") == 0;
-}
-
-std::string joined(const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& i : items)
-        out += (out.empty() ? "" : ", ") + i;
-    return out;
 }
 
 } // namespace
