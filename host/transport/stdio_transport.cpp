@@ -1,6 +1,7 @@
 #include "transport/stdio_transport.hpp"
 
 #include "auth/principal.hpp"
+#include "transport/inline_call_watch.hpp"
 #include "transport/line_framer.hpp"
 
 #include <spdlog/spdlog.h>
@@ -36,6 +37,24 @@ public:
         std::unique_lock lock(mutex_);
         if (broken_) return;
         pending_ += line;
+        if (!held_) drain(lock);
+    }
+
+    // While the reader answers the lines of one read itself, their answers
+    // (and whatever workers send meanwhile) wait, to leave in one write once
+    // it has run out of lines.
+    void hold() {
+        std::lock_guard lock(mutex_);
+        held_ = true;
+    }
+    void release() {
+        std::unique_lock lock(mutex_);
+        held_ = false;
+        drain(lock);
+    }
+
+private:
+    void drain(std::unique_lock<std::mutex>& lock) {
         if (writing_) return;
         writing_ = true;
         std::string batch;
@@ -50,7 +69,6 @@ public:
         writing_ = false;
     }
 
-private:
     bool write_all(const std::string& bytes) const {
         const char* p = bytes.data();
         std::size_t left = bytes.size();
@@ -70,53 +88,77 @@ private:
     std::mutex mutex_;
     std::string pending_;
     bool writing_ = false;
+    bool held_ = false;
     bool broken_ = false;
 };
 
 // The reading of stdin, passed from worker to worker (leader/follower).
-// Whoever holds it reads and answers cheap requests in order; on reading a
-// request that runs plugin code it hands the reading to an idle worker and
-// runs the call itself, so the answer's critical path has no thread hand-off
-// (the wake-up of the next reader happens beside the call, not before it).
-// With no idle worker the call queues as usual and the holder keeps reading,
-// so stdin is always read and a cancellation always arrives.
+// Whoever holds it reads and answers cheap requests in order. A call of a
+// quick tool (plugins::CallPace) it runs itself too, watched: should the call
+// outlast a tick, the watch hands the reading to another worker. On reading
+// any other call it hands the reading to an idle worker and runs the call
+// itself, so the answer's critical path has no thread hand-off (the wake-up of
+// the next reader happens beside the call, not before it). With no idle
+// worker the call queues as usual and the holder keeps reading, so stdin is
+// always read and a cancellation always arrives.
 class StdinReader : public std::enable_shared_from_this<StdinReader> {
 public:
+    // Long enough for any call CallPace deems quick (under 0.5 ms), short
+    // enough that a call turning slow holds up the next lines unnoticeably.
+    static constexpr std::chrono::microseconds kInlineTick{1000};
+
     StdinReader(protocol::McpServer& server, protocol::RequestPool& pool, StopSignal& stop,
                 std::shared_ptr<protocol::Connection> connection, std::shared_ptr<StdoutOutbound> outbound, int wake_fd,
                 std::size_t max_message_bytes)
         : server_(server), pool_(pool), stop_(stop), connection_(std::move(connection)), outbound_(std::move(outbound)),
           wake_fd_(wake_fd), max_message_bytes_(max_message_bytes), framer_(max_message_bytes),
-          buffer_(64 * 1024, '\0') {}
+          buffer_(64 * 1024, '\0'), watch_(kInlineTick, [this] { hand_on(); }) {}
 
     void read() {
         for (;;) {
             if (lines_.empty()) {
+                outbound_->release();
                 if (!fill()) return end();
+                outbound_->hold();
                 continue;
             }
             const std::string line = std::move(lines_.front());
             lines_.pop_front();
             std::function<void()> job;
+            bool quick = false;
             {
                 protocol::RequestPool::InlineSlot slot(pool_);
                 server_.on_message(connection_, line);
+                quick = slot.quick();
                 job = slot.take();
             }
             if (!job) continue;
+            if (quick) {
+                const std::uint64_t token = watch_.begin();
+                job();
+                if (!watch_.end(token)) return; // it ran long: another worker reads on
+                continue;
+            }
+            // Answers held so far leave now: this thread may not read again for long.
+            outbound_->release();
             std::function<void()> next = [self = shared_from_this()] { self->read(); };
             if (pool_.submit_if_idle(next)) {
                 job();
                 return;
             }
+            outbound_->hold();
             pool_.submit(std::move(job));
         }
     }
 
     // Until the reading ends: end of input, a stop request, or a read error.
+    // No take-over happens afterwards.
     void wait_until_ended() {
-        std::unique_lock lock(mutex_);
-        ended_changed_.wait(lock, [this] { return ended_; });
+        {
+            std::unique_lock lock(mutex_);
+            ended_changed_.wait(lock, [this] { return ended_; });
+        }
+        watch_.stop();
     }
 
 private:
@@ -155,6 +197,11 @@ private:
         return true;
     }
 
+    // The watch's thread: a call run by the reader outlasted a tick.
+    void hand_on() {
+        pool_.submit([self = shared_from_this()] { self->read(); });
+    }
+
     void end() {
         std::lock_guard lock(mutex_);
         ended_ = true;
@@ -174,6 +221,7 @@ private:
     std::string buffer_;
     std::deque<std::string> lines_;
     bool input_ended_ = false;
+    InlineCallWatch watch_;
 
     std::mutex mutex_;
     std::condition_variable ended_changed_;

@@ -29,6 +29,29 @@ test('a slow call does not block ping, tools/list or another call', () =>
     }
   }));
 
+test('a quick tool that turns slow does not hold stdin', () =>
+  // After a run of quick calls the reader runs the tool's next call itself
+  // (transport/stdio_transport.cpp); this one sleeps, so the reading must
+  // pass to another worker and the requests behind it are still answered
+  // first. Without that hand-over they would wait the whole two seconds.
+  withHost(async (host) => {
+    for (let i = 0; i < 24; i++) {
+      const quick = await host.modern('tools/call', { name: 'slow', arguments: { ms: 0 } });
+      assert.equal(quick.result.content[0].text, 'slept');
+    }
+    host.send(toolCall('turned-slow', 'slow', { ms: 2000 }, modernMeta()));
+    host.send({ jsonrpc: '2.0', id: 'ping', method: 'ping', params: { _meta: modernMeta() } });
+    host.send(toolCall('echo', 'echo', { text: 'behind it' }, modernMeta()));
+    host.send({ jsonrpc: '2.0', id: 'list', method: 'tools/list', params: { _meta: modernMeta() } });
+
+    const slow = await host.response('turned-slow');
+    assert.equal(slow.message.result.content[0].text, 'slept');
+    for (const id of ['ping', 'echo', 'list']) {
+      const other = await host.response(id);
+      assert.ok(other.index < slow.index, `${id} was answered before the call that turned slow`);
+    }
+  }));
+
 test('answers come back in completion order, not request order', () =>
   withHost(async (host) => {
     host.send(toolCall('first', 'slow', { ms: 800 }, modernMeta()));

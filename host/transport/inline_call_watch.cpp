@@ -1,0 +1,73 @@
+#include "transport/inline_call_watch.hpp"
+
+namespace gatehouse::transport {
+
+InlineCallWatch::InlineCallWatch(std::chrono::microseconds tick, std::function<void()> take_over)
+    : tick_(tick), take_over_(std::move(take_over)), thread_([this] { run(); }) {}
+
+InlineCallWatch::~InlineCallWatch() {
+    stop();
+}
+
+void InlineCallWatch::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+std::uint64_t InlineCallWatch::begin() {
+    const std::uint64_t token = ++calls_ * 2 + 1;
+    state_.store(token);
+    // Both sides use sequentially consistent order here: either the watch,
+    // deciding to park, sees this call, or this load sees it parked.
+    if (parked_.load()) {
+        {
+            std::lock_guard lock(mutex_);
+            parked_.store(false);
+        }
+        changed_.notify_one();
+    }
+    return token;
+}
+
+bool InlineCallWatch::end(std::uint64_t token) {
+    // The watch takes over with the same exchange: exactly one of the two wins.
+    return state_.compare_exchange_strong(token, token - 1);
+}
+
+void InlineCallWatch::run() {
+    std::unique_lock lock(mutex_);
+    std::uint64_t seen = state_.load();
+    while (!stopping_) {
+        if (parked_.load()) {
+            changed_.wait(lock, [this] { return !parked_.load() || stopping_; });
+            seen = state_.load();
+            continue;
+        }
+        if (changed_.wait_for(lock, tick_, [this] { return stopping_; })) break;
+        const std::uint64_t now = state_.load();
+        if (now != seen) {
+            seen = now;
+            continue;
+        }
+        if (now % 2 == 1) {
+            // The same call has run for at least a whole tick.
+            std::uint64_t expected = now;
+            if (state_.compare_exchange_strong(expected, now - 1)) {
+                lock.unlock();
+                take_over_();
+                lock.lock();
+            }
+            seen = state_.load();
+            continue;
+        }
+        // Nothing was begun for a whole tick: sleep until the next begin().
+        parked_.store(true);
+        if (state_.load() != now) parked_.store(false);
+    }
+}
+
+} // namespace gatehouse::transport
