@@ -187,7 +187,7 @@ class Result {
 public:
     static Result text(std::string text) {
         Result r;
-        r.content_.push_back(Json{{"type", "text"}, {"text", std::move(text)}});
+        r.content_.push_back(text_block(std::move(text)));
         return r;
     }
 
@@ -196,7 +196,7 @@ public:
     static Result structured(Json structured_content, std::string readable = {}) {
         Result r;
         if (readable.empty()) readable = structured_content.dump();
-        r.content_.push_back(Json{{"type", "text"}, {"text", std::move(readable)}});
+        r.content_.push_back(text_block(std::move(readable)));
         r.structured_ = std::move(structured_content);
         return r;
     }
@@ -206,13 +206,27 @@ public:
         return *this;
     }
 
+    // Written piece by piece: a result object built around them would copy
+    // every block first, on every call.
     std::string serialize() const {
-        Json out{{"content", content_}};
-        if (!structured_.is_null()) out["structuredContent"] = structured_;
-        return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+        std::string out = R"({"content":)";
+        out += content_.dump(-1, ' ', false, Json::error_handler_t::replace);
+        if (!structured_.is_null()) {
+            out += R"(,"structuredContent":)";
+            out += structured_.dump(-1, ' ', false, Json::error_handler_t::replace);
+        }
+        out += '}';
+        return out;
     }
 
 private:
+    static Json text_block(std::string text) {
+        Json block = Json::object();
+        block["type"] = "text";
+        block["text"] = std::move(text);
+        return block;
+    }
+
     Json content_ = Json::array();
     Json structured_;
 };
