@@ -3,12 +3,13 @@
 #include "license/base64.hpp"
 
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <memory>
 #include <stdexcept>
+#include <sys/random.h>
 
 namespace gatehouse::mrtr {
 
@@ -47,6 +48,21 @@ CipherContext new_context() {
     return ctx;
 }
 
+// Straight from the kernel: OpenSSL's generator would be seeded first, which
+// costs a host's start-up a millisecond even when it never seals anything.
+void random_bytes(void* into, std::size_t count, const char* what) {
+    auto* at = static_cast<unsigned char*>(into);
+    while (count > 0) {
+        const ssize_t n = ::getrandom(at, count, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw std::runtime_error(std::string("the kernel could not make ") + what);
+        }
+        at += n;
+        count -= static_cast<std::size_t>(n);
+    }
+}
+
 const unsigned char* bytes_of(std::string_view s) {
     return reinterpret_cast<const unsigned char*>(s.data());
 }
@@ -62,16 +78,22 @@ RequestStateSealer::RequestStateSealer(std::vector<std::string> keys, std::strin
     : server_name_(std::move(server_name)), ttl_(ttl) {
     if (keys.empty()) {
         std::string key(kKeyBytes, '\0');
-        if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())) != 1)
-            throw std::runtime_error("OpenSSL could not make a random requestState key");
+        random_bytes(key.data(), key.size(), "a random requestState key");
         keys.push_back(std::move(key));
         ephemeral_ = true;
     }
     for (auto& k : keys) {
         if (k.size() != kKeyBytes) throw std::invalid_argument("a requestState key must be 32 bytes");
-        std::string id = sha256(k).substr(0, kIdBytes);
-        keys_.push_back({std::move(k), std::move(id)});
+        keys_.push_back({std::move(k), {}});
     }
+}
+
+const std::vector<RequestStateSealer::Key>& RequestStateSealer::keys() const {
+    std::call_once(ids_made_, [this] {
+        for (Key& key : keys_)
+            key.id = sha256(key.bytes).substr(0, kIdBytes);
+    });
+    return keys_;
 }
 
 std::string RequestStateSealer::fingerprint(const nlohmann::json& arguments) {
@@ -99,14 +121,14 @@ std::string RequestStateSealer::seal(const StateBinding& binding, std::string_vi
         {"e", unix_ms(now + ttl_)},           {"p", binding.principal}, {"m", binding.method}, {"t", binding.target},
         {"a", binding.arguments_fingerprint}, {"s", server_name_},      {"st", plugin_state}};
     const std::string plain = payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    const Key& key = keys_.front();
+    const Key& key = keys().front();
 
     std::string sealed(kHeaderBytes + plain.size() + kTagBytes, '\0');
     auto* out = reinterpret_cast<unsigned char*>(sealed.data());
     out[0] = kFormat;
     std::copy(key.id.begin(), key.id.end(), sealed.begin() + 1);
     unsigned char* nonce = out + 1 + kIdBytes;
-    if (RAND_bytes(nonce, kNonceBytes) != 1) throw std::runtime_error("OpenSSL could not make a nonce");
+    random_bytes(nonce, kNonceBytes, "a nonce");
 
     auto ctx = new_context();
     int len = 0;
@@ -141,7 +163,7 @@ std::optional<std::string> RequestStateSealer::open(std::string_view token, cons
     const std::size_t cipher_len = sealed->size() - kHeaderBytes - kTagBytes;
 
     std::optional<std::string> plain;
-    for (const Key& key : keys_) {
+    for (const Key& key : keys()) {
         if (key.id != id) continue;
         std::string out(cipher_len, '\0');
         auto ctx = new_context();

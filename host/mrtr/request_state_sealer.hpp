@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,7 +24,8 @@ struct StateBinding {
 // (AES-256-GCM): the client holds it, cannot read or change it, and can echo
 // it only on the request it was made for, before it expires, on a server of
 // the same name holding one of the keys. Several keys rotate: the first
-// seals, any opens. Thread-safe (immutable once built).
+// seals, any opens. Thread-safe. Building one touches no OpenSSL state (whose
+// first use costs milliseconds): a host that never seals never pays for it.
 class RequestStateSealer {
 public:
     using Clock = std::chrono::system_clock;
@@ -60,7 +62,11 @@ private:
         std::string bytes;
         std::string id; // 4 bytes of its SHA-256: which key sealed a token
     };
-    std::vector<Key> keys_;
+    // The keys with their ids, worked out on first use.
+    const std::vector<Key>& keys() const;
+
+    mutable std::once_flag ids_made_;
+    mutable std::vector<Key> keys_;
     std::string server_name_;
     std::chrono::milliseconds ttl_;
     bool ephemeral_ = false;
