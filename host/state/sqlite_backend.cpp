@@ -31,7 +31,12 @@ public:
         exec("PRAGMA synchronous=NORMAL");
         exec("CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
              "expires_ms INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID");
-        exec("PRAGMA user_version=1");
+        // Written once: setting it on every start would be a write transaction each time.
+        {
+            Statement version(db_, "PRAGMA user_version");
+            if (sqlite3_step(version.get()) == SQLITE_ROW && sqlite3_column_int(version.get(), 0) == 0)
+                exec("PRAGMA user_version=1");
+        }
         const auto now = now_ms();
         std::lock_guard lock(mutex_);
         Statement purge(db_, "DELETE FROM state WHERE expires_ms > 0 AND expires_ms <= ?");
