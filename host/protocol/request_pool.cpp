@@ -6,33 +6,36 @@
 
 namespace gatehouse::protocol {
 
-RequestPool::RequestPool(unsigned workers, std::size_t stack_bytes) {
-    if (workers == 0) workers = 1;
+RequestPool::RequestPool(unsigned workers, std::size_t stack_bytes)
+    : max_workers_(workers == 0 ? 1 : workers), stack_bytes_(stack_bytes) {
+    // Checked now, so a stack the system refuses stops the host at start,
+    // not at its first call.
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
-    if (stack_bytes > 0 && pthread_attr_setstacksize(&attributes, stack_bytes) != 0) {
-        pthread_attr_destroy(&attributes);
-        throw std::runtime_error("cannot give worker threads a stack of " + std::to_string(stack_bytes) + " bytes");
-    }
-    threads_.reserve(workers);
-    for (unsigned i = 0; i < workers; ++i) {
-        pthread_t thread;
-        {
-            std::lock_guard lock(mutex_);
-            ++running_;
-        }
-        if (const int error = pthread_create(&thread, &attributes, &RequestPool::thread_main, this); error != 0) {
-            pthread_attr_destroy(&attributes);
-            {
-                std::lock_guard lock(mutex_);
-                --running_;
-            }
-            stop();
-            throw std::runtime_error(std::string("cannot start a worker thread: ") + std::strerror(error));
-        }
-        threads_.push_back(thread);
-    }
+    const bool accepted = stack_bytes == 0 || pthread_attr_setstacksize(&attributes, stack_bytes) == 0;
     pthread_attr_destroy(&attributes);
+    if (!accepted)
+        throw std::runtime_error("cannot give worker threads a stack of " + std::to_string(stack_bytes) + " bytes");
+    threads_.reserve(max_workers_);
+}
+
+int RequestPool::start_worker() {
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    if (stack_bytes_ > 0) pthread_attr_setstacksize(&attributes, stack_bytes_);
+    pthread_t thread;
+    const int error = pthread_create(&thread, &attributes, &RequestPool::thread_main, this);
+    pthread_attr_destroy(&attributes);
+    if (error != 0) return error;
+    threads_.push_back(thread);
+    ++running_;
+    ++searching_; // it looks for work from its first moment
+    return 0;
+}
+
+unsigned RequestPool::threads() const {
+    std::lock_guard lock(mutex_);
+    return static_cast<unsigned>(threads_.size());
 }
 
 RequestPool::~RequestPool() {
@@ -59,7 +62,8 @@ std::function<void()> RequestPool::InlineSlot::take() {
 
 bool RequestPool::submit_if_idle(std::function<void()>& job) {
     std::unique_lock lock(mutex_);
-    if (stopping_ || searching_ + sleeping_ <= jobs_.size()) return false;
+    // A worker not yet started counts as idle: enqueue starts it.
+    if (stopping_ || (searching_ + sleeping_ <= jobs_.size() && threads_.size() >= max_workers_)) return false;
     enqueue(std::move(job), lock);
     return true;
 }
@@ -71,6 +75,13 @@ void RequestPool::enqueue(std::function<void()> job, std::unique_lock<std::mutex
         --sleeping_;
         ++searching_;
         ++wake_ups_;
+    } else if (jobs_.size() > searching_ && !stopping_ && threads_.size() < max_workers_) {
+        // Refused with none running, the job could never run: say so. With
+        // some running, one of them takes it when done.
+        if (const int error = start_worker(); error != 0 && threads_.empty()) {
+            jobs_.pop_back();
+            throw std::runtime_error(std::string("cannot start a worker thread: ") + std::strerror(error));
+        }
     }
     lock.unlock();
     if (wake) ready_.notify_one();
@@ -88,13 +99,16 @@ void RequestPool::submit(std::function<void()> job, bool quick) {
 }
 
 void RequestPool::stop() {
+    std::vector<pthread_t> threads;
     {
         std::lock_guard lock(mutex_);
-        stopping_ = true;
+        stopping_ = true; // no worker starts after this
+        threads = threads_;
     }
     ready_.notify_all();
-    for (auto t : threads_)
+    for (auto t : threads)
         pthread_join(t, nullptr);
+    std::lock_guard lock(mutex_);
     threads_.clear();
 }
 
@@ -120,8 +134,7 @@ void* RequestPool::thread_main(void* pool) {
 }
 
 void RequestPool::run() {
-    std::unique_lock lock(mutex_);
-    ++searching_;
+    std::unique_lock lock(mutex_); // start_worker counted this worker as searching
     for (;;) {
         if (!jobs_.empty()) {
             auto job = std::move(jobs_.front());

@@ -11,13 +11,17 @@
 
 namespace gatehouse::protocol {
 
-// A fixed set of worker threads running requests that may take long (tool
-// calls), so the reader stays free for ping, tools/list and cancellations.
+// Up to a fixed number of worker threads running requests that may take long
+// (tool calls), so the reader stays free for ping, tools/list and
+// cancellations. A worker starts when a job finds none free and stays until
+// stop(): starting all of them up front was a millisecond and a half of every
+// host's start-up, before it could answer anything.
 class RequestPool {
 public:
-    // stack_bytes: each worker's stack (0: the system default). JSON Schema
-    // validation runs here, and std::regex needs stack in proportion to the
-    // string it matches (see limits::worker_stack_bytes).
+    // workers: the most threads it runs (0 counts as 1). stack_bytes: each
+    // worker's stack (0: the system default). JSON Schema validation runs
+    // here, and std::regex needs stack in proportion to the string it
+    // matches (see limits::worker_stack_bytes).
     explicit RequestPool(unsigned workers, std::size_t stack_bytes = 0);
     ~RequestPool(); // stop(): waits for every worker, however long
     RequestPool(const RequestPool&) = delete;
@@ -66,8 +70,14 @@ public:
     // Every worker has been joined.
     bool stopped() const;
 
+    // Workers started so far.
+    unsigned threads() const;
+
 private:
     static void* thread_main(void* pool);
+    // Starts one more worker, counted as searching. With the lock held; the
+    // error number when the system refuses a thread, else 0.
+    int start_worker();
     // Queues the job and wakes a sleeping worker when the awake ones cannot
     // take it; releases the lock before the wake-up.
     void enqueue(std::function<void()> job, std::unique_lock<std::mutex>& lock);
@@ -77,6 +87,8 @@ private:
     std::condition_variable ready_;
     std::condition_variable finished_;
     std::deque<std::function<void()>> jobs_;
+    const unsigned max_workers_;
+    const std::size_t stack_bytes_;
     std::vector<pthread_t> threads_;
     unsigned running_ = 0; // workers not yet returned from run()
     // A submit wakes a sleeping worker only when the workers already awake

@@ -54,3 +54,40 @@ TEST_CASE("RequestPool keeps serving after idle spells", "[pool]") {
         if (i % 10 == 0) std::this_thread::sleep_for(5ms); // every worker asleep again
     }
 }
+
+TEST_CASE("RequestPool starts workers only as jobs need them, never more than its size", "[pool]") {
+    protocol::RequestPool pool{4};
+    CHECK(pool.threads() == 0);
+    std::promise<void> ran;
+    pool.submit([&] { ran.set_value(); });
+    ran.get_future().wait();
+    CHECK(pool.threads() == 1);
+    // Jobs that wait for each other need a worker each: the pool grows to
+    // four, and the fifth job waits for a free one.
+    std::mutex mutex;
+    std::condition_variable changed;
+    int inside = 0;
+    bool release = false;
+    std::atomic<int> done{0};
+    for (int i = 0; i < 5; ++i)
+        pool.submit([&] {
+            std::unique_lock lock(mutex);
+            ++inside;
+            changed.notify_all();
+            changed.wait(lock, [&] { return release; });
+            ++done;
+        });
+    {
+        std::unique_lock lock(mutex);
+        REQUIRE(changed.wait_for(lock, 10s, [&] { return inside == 4; }));
+    }
+    CHECK(pool.threads() == 4);
+    {
+        std::lock_guard lock(mutex);
+        release = true;
+    }
+    changed.notify_all();
+    pool.stop();
+    CHECK(done.load() == 5);
+    CHECK(pool.threads() == 0);
+}
