@@ -8,12 +8,18 @@ const f1 = n => n.toFixed(1);
 const header = [
     'server', 'era',
     'seq calls/s', 'seq p50 µs', 'seq p99 µs', 'seq p50 / floor', 'seq CPU µs/call',
-    `${rows[0].concurrent.in_flight}-in-flight calls/s`, 'p50 µs', 'p99 µs', 'CPU µs/call',
+    `${floor.concurrent.in_flight}-in-flight calls/s`, 'p50 µs', 'p99 µs', 'CPU µs/call',
     'cold start ms', 'idle RSS MiB',
 ];
 const lines = [header, header.map(() => '---')];
 for (const r of rows) {
     const s = r.sequential, c = r.concurrent;
+    if (!s) {
+        // A start-up only row (stdio_load --calls 0).
+        lines.push([r.server, r.era, ...Array(9).fill('-'),
+            r.cold_start_ms.median.toFixed(1), (r.idle_rss_kib / 1024).toFixed(1)]);
+        continue;
+    }
     lines.push([
         r.server, r.server === 'floor' ? '-' : r.era,
         f0(s.calls_per_s), f1(s.p50_us), f1(s.p99_us), (s.p50_us / floor.sequential.p50_us).toFixed(2) + 'x',

@@ -66,6 +66,12 @@ run() {
 run floor modern "$build/bin/line_echo"
 run gatehouse modern "$build/bin/gatehouse" serve --config "$out/bench.yaml"
 run gatehouse legacy "$build/bin/gatehouse" serve --config "$out/bench.yaml"
+# The default plugins (config/gatehouse.yaml: session, memory, sessions, with
+# their SQLite files) only start: cold start and idle RSS. Their data goes
+# under the build directory, not the user's.
+XDG_DATA_HOME=$out/default-data "${load[@]}" --era modern --tool session_init --calls 0 -- \
+    "$build/bin/gatehouse" serve --config "$root/config/gatehouse.yaml" |
+    sed 's/^{/{"server":"gatehouse (default plugins)",/' >>"$results"
 run ts-sdk-v2 modern "$node" "$here/ts_noop_server.mjs"
 run ts-sdk-v2 legacy "$node" "$here/ts_noop_server.mjs"
 

@@ -331,7 +331,7 @@ Options parse(int argc, char** argv) {
         }
     }
     if (o.command.empty()) die("usage: stdio_load [options] -- COMMAND [ARGS...]");
-    if (o.calls < 1 || o.in_flight < 1) die("--calls and --in-flight must be at least 1");
+    if (o.calls < 0 || o.in_flight < 1) die("--calls must be 0 or more and --in-flight at least 1");
     return o;
 }
 
@@ -355,10 +355,15 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const long idle_rss = server.rss_kib();
 
-    if (options.warmup > 0) session.drive(options.warmup, 1);
-    const auto sequential = session.drive(options.calls, 1);
-    if (options.warmup > 0) session.drive(options.warmup, options.in_flight);
-    const auto concurrent = session.drive(options.calls, options.in_flight);
+    // --calls 0: start-up only (cold start and idle RSS), for a tool that
+    // cannot be called without a session or arguments.
+    std::string sequential = "null", concurrent = "null";
+    if (options.calls > 0) {
+        if (options.warmup > 0) session.drive(options.warmup, 1);
+        sequential = phase_json(session.drive(options.calls, 1));
+        if (options.warmup > 0) session.drive(options.warmup, options.in_flight);
+        concurrent = phase_json(session.drive(options.calls, options.in_flight));
+    }
     const long loaded_rss = server.rss_kib();
     server.stop();
 
@@ -367,6 +372,6 @@ int main(int argc, char** argv) {
                 "\n",
                 options.modern ? "2026-07-28" : "2025-11-25", options.tool.c_str(), cold_ms.size(),
                 percentile(cold_ms, 50), cold_ms.empty() ? 0.0 : *std::min_element(cold_ms.begin(), cold_ms.end()),
-                idle_rss, loaded_rss, phase_json(sequential).c_str(), phase_json(concurrent).c_str());
+                idle_rss, loaded_rss, sequential.c_str(), concurrent.c_str());
     return 0;
 }
