@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -168,6 +169,12 @@ int serve(const Arguments& args) {
             return 2;
         }
     }
+    // The sessions' SQLite file opens on a thread of its own while the
+    // plugins load: a millisecond of start-up that needs nothing from them.
+    std::future<std::unique_ptr<state::StateBackend>> opening_backend;
+    if (cfg.session.configured && cfg.session.backend != "memory")
+        opening_backend = std::async(
+            std::launch::async, [path = cfg.session.state_file.string()] { return state::make_sqlite_backend(path); });
     plugins::LoadReport report;
     std::unique_ptr<plugins::ToolRegistry> registry;
     {
@@ -186,8 +193,7 @@ int serve(const Arguments& args) {
     gate::add_license_check(gate, cfg.license, family_names);
     std::unique_ptr<session::SessionService> sessions;
     if (cfg.session.configured) {
-        auto backend = cfg.session.backend == "memory" ? state::make_memory_backend()
-                                                       : state::make_sqlite_backend(cfg.session.state_file.string());
+        auto backend = opening_backend.valid() ? opening_backend.get() : state::make_memory_backend();
         // An environment secret is for the local user only: never for callers a host reaches over HTTP.
         sessions = std::make_unique<session::SessionService>(cfg.session, std::move(backend), *registry,
                                                              serve_stdio && !serve_http);
@@ -325,6 +331,12 @@ template <class Item> nlohmann::json offered_by(const std::string& family, const
 int list_plugins(const Arguments& args) {
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(args.json ? "off" : "warn");
+    // The sessions' SQLite file opens on a thread of its own while the
+    // plugins load: a millisecond of start-up that needs nothing from them.
+    std::future<std::unique_ptr<state::StateBackend>> opening_backend;
+    if (cfg.session.configured && cfg.session.backend != "memory")
+        opening_backend = std::async(
+            std::launch::async, [path = cfg.session.state_file.string()] { return state::make_sqlite_backend(path); });
     plugins::LoadReport report;
     std::unique_ptr<plugins::ToolRegistry> registry;
     {
