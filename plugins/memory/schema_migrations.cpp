@@ -82,6 +82,9 @@ int schema_version(SqliteDatabase& db) {
 void migrate_schema(SqliteDatabase& db) {
     const std::string steps[] = {version_1()};
     static_assert(kSchemaVersion == 1, "add the new version's step above");
+    // Up to date, as on every start but the first: no write transaction
+    // (it would take the file's write lock, waiting on any other host).
+    if (schema_version(db) == kSchemaVersion) return;
     Transaction tx(db, Transaction::Kind::write);
     int version = schema_version(db);
     if (version > kSchemaVersion)
