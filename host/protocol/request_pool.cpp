@@ -60,16 +60,33 @@ std::function<void()> RequestPool::InlineSlot::take() {
     return std::move(job_);
 }
 
+bool RequestPool::free_worker_locked() const {
+    // A worker not yet started counts as free: enqueue starts it.
+    return !stopping_ && (searching_ + sleeping_ > jobs_.size() || threads_.size() < max_workers_);
+}
+
 bool RequestPool::submit_if_idle(std::function<void()>& job) {
     std::unique_lock lock(mutex_);
-    // A worker not yet started counts as idle: enqueue starts it.
-    if (stopping_ || (searching_ + sleeping_ <= jobs_.size() && threads_.size() >= max_workers_)) return false;
+    if (!free_worker_locked()) return false;
     enqueue(std::move(job), lock);
     return true;
 }
 
-void RequestPool::enqueue(std::function<void()> job, std::unique_lock<std::mutex>& lock) {
-    jobs_.push_back(std::move(job));
+bool RequestPool::has_free_worker() const {
+    std::lock_guard lock(mutex_);
+    return free_worker_locked();
+}
+
+void RequestPool::submit_first(std::function<void()> job) {
+    std::unique_lock lock(mutex_);
+    enqueue(std::move(job), lock, true);
+}
+
+void RequestPool::enqueue(std::function<void()> job, std::unique_lock<std::mutex>& lock, bool first) {
+    if (first)
+        jobs_.push_front(std::move(job));
+    else
+        jobs_.push_back(std::move(job));
     const bool wake = jobs_.size() > searching_ && sleeping_ > 0;
     if (wake) {
         --sleeping_;
@@ -79,7 +96,10 @@ void RequestPool::enqueue(std::function<void()> job, std::unique_lock<std::mutex
         // Refused with none running, the job could never run: say so. With
         // some running, one of them takes it when done.
         if (const int error = start_worker(); error != 0 && threads_.empty()) {
-            jobs_.pop_back();
+            if (first)
+                jobs_.pop_front();
+            else
+                jobs_.pop_back();
             throw std::runtime_error(std::string("cannot start a worker thread: ") + std::strerror(error));
         }
     }

@@ -35,6 +35,12 @@ public:
     // already owed a queued job); false, and the job untouched, otherwise.
     bool submit_if_idle(std::function<void()>& job);
 
+    // Whether a worker is free now, as submit_if_idle decides it.
+    bool has_free_worker() const;
+
+    // Queues the job ahead of every queued one: the next worker free runs it.
+    void submit_first(std::function<void()> job);
+
     // While one is open on a thread, the first submit made on that thread
     // lands in the slot instead of the queue, for the thread to run itself:
     // a transport that can hand its reading to another worker runs the call
@@ -80,7 +86,8 @@ private:
     int start_worker();
     // Queues the job and wakes a sleeping worker when the awake ones cannot
     // take it; releases the lock before the wake-up.
-    void enqueue(std::function<void()> job, std::unique_lock<std::mutex>& lock);
+    void enqueue(std::function<void()> job, std::unique_lock<std::mutex>& lock, bool first = false);
+    bool free_worker_locked() const;
     void run();
 
     mutable std::mutex mutex_;

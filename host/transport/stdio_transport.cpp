@@ -94,13 +94,14 @@ private:
 
 // The reading of stdin, passed from worker to worker (leader/follower).
 // Whoever holds it reads and answers cheap requests in order. A call of a
-// quick tool (plugins::CallPace) it runs itself too, watched: should the call
-// outlast a tick, the watch hands the reading to another worker. On reading
-// any other call it hands the reading to an idle worker and runs the call
-// itself, so the answer's critical path has no thread hand-off (the wake-up of
-// the next reader happens beside the call, not before it). With no idle
-// worker the call queues as usual and the holder keeps reading, so stdin is
-// always read and a cancellation always arrives.
+// quick tool (plugins::CallPace) it runs itself too while a worker is free to
+// take the reading over, watched: should the call outlast a tick, the watch
+// hands the reading to that worker. On reading any other call it hands the
+// reading to an idle worker and runs the call itself, so the answer's
+// critical path has no thread hand-off (the wake-up of the next reader
+// happens beside the call, not before it). With no idle worker the call
+// queues as usual and the holder keeps reading, so stdin is always read and
+// a cancellation always arrives.
 class StdinReader : public std::enable_shared_from_this<StdinReader> {
 public:
     // Long enough for any call CallPace deems quick (under 0.5 ms), short
@@ -133,7 +134,8 @@ public:
                 job = slot.take();
             }
             if (!job) continue;
-            if (quick) {
+            // Only with a worker free to take the reading over should the call turn slow.
+            if (quick && pool_.has_free_worker()) {
                 const std::uint64_t token = watch_.begin();
                 job();
                 if (!watch_.end(token)) return; // it ran long: another worker reads on
@@ -197,9 +199,10 @@ private:
         return true;
     }
 
-    // The watch's thread: a call run by the reader outlasted a tick.
+    // The watch's thread: a call run by the reader outlasted a tick. The
+    // reading goes ahead of queued calls: their cancellations arrive through it.
     void hand_on() {
-        pool_.submit([self = shared_from_this()] { self->read(); });
+        pool_.submit_first([self = shared_from_this()] { self->read(); });
     }
 
     void end() {

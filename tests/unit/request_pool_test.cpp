@@ -91,3 +91,29 @@ TEST_CASE("RequestPool starts workers only as jobs need them, never more than it
     CHECK(done.load() == 5);
     CHECK(pool.threads() == 0);
 }
+
+TEST_CASE("RequestPool: submit_first goes ahead of queued jobs; has_free_worker says whether one is free", "[pool]") {
+    protocol::RequestPool pool{1};
+    CHECK(pool.has_free_worker()); // not started yet: free
+    std::promise<void> entered, release;
+    auto released = release.get_future().share();
+    pool.submit([&, released] {
+        entered.set_value();
+        released.wait();
+    });
+    entered.get_future().wait();
+    CHECK_FALSE(pool.has_free_worker()); // the only worker is busy
+    std::mutex mutex;
+    std::vector<char> order;
+    pool.submit([&] {
+        std::lock_guard lock(mutex);
+        order.push_back('a');
+    });
+    pool.submit_first([&] {
+        std::lock_guard lock(mutex);
+        order.push_back('b');
+    });
+    release.set_value();
+    pool.stop();
+    CHECK(order == std::vector<char>{'b', 'a'});
+}
