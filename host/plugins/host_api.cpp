@@ -176,20 +176,26 @@ bool valid_key(gh_call* call, gh_str key) {
     return call && key.ptr && key.len > 0 && key.len <= kMaxStateKeyBytes;
 }
 
-int32_t state_get(gh_call* call, gh_str key, gh_sink* out) noexcept {
+// state_get and state_take answer alike: the value into the sink, or NOT_FOUND.
+int32_t read_state(const char* what, gh_call* call, gh_str key, gh_sink* out,
+                   std::optional<std::string> (state::StateBackend::*read)(std::string_view)) noexcept {
     try {
         if (!valid_key(call, key) || !out) return GH_STATUS_INVALID_ARGS;
         auto* backend = family_state();
         if (!backend) return GH_STATUS_INTERNAL;
-        auto value = backend->get(family_key(call, key));
+        auto value = (backend->*read)(family_key(call, key));
         if (!value) return GH_STATUS_NOT_FOUND;
         out->bytes.append(*value);
         return GH_STATUS_OK;
     } catch (const std::exception& e) {
-        spdlog::error("[{}] state_get: {}", call ? call->family : "plugin", e.what());
+        spdlog::error("[{}] {}: {}", call ? call->family : "plugin", what, e.what());
     } catch (...) {
     }
     return GH_STATUS_INTERNAL;
+}
+
+int32_t state_get(gh_call* call, gh_str key, gh_sink* out) noexcept {
+    return read_state("state_get", call, key, out, &state::StateBackend::get);
 }
 
 int32_t state_put(gh_call* call, gh_str key, gh_str value, uint64_t ttl_ms) noexcept {
@@ -226,19 +232,7 @@ int32_t state_erase(gh_call* call, gh_str key) noexcept {
 // ABI 1.4 slots; implemented with the backend's atomic take and the store
 // credentials grant.
 int32_t state_take(gh_call* call, gh_str key, gh_sink* out) noexcept {
-    try {
-        if (!valid_key(call, key) || !out) return GH_STATUS_INVALID_ARGS;
-        auto* backend = family_state();
-        if (!backend) return GH_STATUS_INTERNAL;
-        auto value = backend->take(family_key(call, key));
-        if (!value) return GH_STATUS_NOT_FOUND;
-        out->bytes.append(*value);
-        return GH_STATUS_OK;
-    } catch (const std::exception& e) {
-        spdlog::error("[{}] state_take: {}", call ? call->family : "plugin", e.what());
-    } catch (...) {
-    }
-    return GH_STATUS_INTERNAL;
+    return read_state("state_take", call, key, out, &state::StateBackend::take);
 }
 
 int32_t store_credentials(gh_call* call, gh_sink* out) noexcept {

@@ -388,12 +388,7 @@ public:
     // ToolError on an older host, std::runtime_error when the backend fails.
     std::optional<std::string> state_get(std::string_view key) const {
         require_state();
-        gh_sink* sink = api_->sink_new(raw_);
-        if (!sink) throw std::runtime_error("the host gave no sink for its answer");
-        const int32_t status = api_->state_get(raw_, view(key), sink);
-        if (status == GH_STATUS_NOT_FOUND) return std::nullopt;
-        if (status != GH_STATUS_OK) throw std::runtime_error("the host's state backend failed to read");
-        return std::string(view(api_->sink_bytes(sink)));
+        return read_state(api_->state_get, key, "read");
     }
     // ttl_ms 0: kept until erased.
     void state_put(std::string_view key, std::string_view value, std::uint64_t ttl_ms = 0) const {
@@ -419,12 +414,7 @@ public:
         if (!GH_HAS(api_, state_take))
             throw ToolError("This host cannot take a kept value in one step (it predates plugin ABI 1.4), so "
                             "nothing meant for single use is handed out; update the host.");
-        gh_sink* sink = api_->sink_new(raw_);
-        if (!sink) throw std::runtime_error("the host gave no sink for its answer");
-        const int32_t status = api_->state_take(raw_, view(key), sink);
-        if (status == GH_STATUS_NOT_FOUND) return std::nullopt;
-        if (status != GH_STATUS_OK) throw std::runtime_error("the host's state backend failed to take");
-        return std::string(view(api_->sink_bytes(sink)));
+        return read_state(api_->state_take, key, "take");
     }
 
     const gh_host_api* api() const { return api_; }
@@ -445,6 +435,17 @@ private:
     void require_state() const {
         if (!GH_HAS(api_, state_erase) || !GH_HAS(api_, sink_new))
             throw ToolError("This host keeps no state for families (it predates plugin ABI 1.3); update the host.");
+    }
+
+    // state_get and state_take answer alike: the value through a sink, or NOT_FOUND.
+    std::optional<std::string> read_state(int32_t (*host_read)(gh_call*, gh_str, gh_sink*), std::string_view key,
+                                          const char* verb) const {
+        gh_sink* sink = api_->sink_new(raw_);
+        if (!sink) throw std::runtime_error("the host gave no sink for its answer");
+        const int32_t status = host_read(raw_, view(key), sink);
+        if (status == GH_STATUS_NOT_FOUND) return std::nullopt;
+        if (status != GH_STATUS_OK) throw std::runtime_error(std::string("the host's state backend failed to ") + verb);
+        return std::string(view(api_->sink_bytes(sink)));
     }
 
     static const char* no_session_services() {
