@@ -4,7 +4,7 @@
 
 namespace gatehouse::limits {
 
-CallDeadlines::CallDeadlines() : thread_([this] { run(); }) {}
+CallDeadlines::CallDeadlines() = default;
 
 CallDeadlines::~CallDeadlines() {
     {
@@ -12,7 +12,7 @@ CallDeadlines::~CallDeadlines() {
         stopping_ = true;
     }
     changed_.notify_all();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
 }
 
 CallDeadlines::Ticket CallDeadlines::schedule(Clock::time_point deadline, std::function<void()> action) {
@@ -20,6 +20,9 @@ CallDeadlines::Ticket CallDeadlines::schedule(Clock::time_point deadline, std::f
     bool earliest;
     {
         std::lock_guard lock(mutex_);
+        // The thread starts with the first deadline: a host that is only
+        // asked to list its tools never needs it.
+        if (!thread_.joinable() && !stopping_) thread_ = std::thread([this] { run(); });
         ticket = next_++;
         actions_.emplace(ticket, std::make_pair(deadline, std::move(action)));
         earliest = deadline < wakes_at_;

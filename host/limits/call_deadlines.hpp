@@ -43,7 +43,7 @@ private:
     // is earlier, so a steady run of calls, each withdrawn before its
     // deadline, costs no wake-up at all.
     Clock::time_point wakes_at_ = Clock::time_point::min();
-    std::thread thread_; // last: starts once the rest is built
+    std::thread thread_; // started by the first schedule()
 };
 
 } // namespace gatehouse::limits

@@ -3,22 +3,30 @@
 namespace gatehouse::transport {
 
 InlineCallWatch::InlineCallWatch(std::chrono::microseconds tick, std::function<void()> take_over)
-    : tick_(tick), take_over_(std::move(take_over)), thread_([this] { run(); }) {}
+    : tick_(tick), take_over_(std::move(take_over)) {}
 
 InlineCallWatch::~InlineCallWatch() {
     stop();
 }
 
 void InlineCallWatch::stop() {
+    std::thread thread;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
+        thread = std::move(thread_);
     }
     changed_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (thread.joinable()) thread.join();
 }
 
 std::uint64_t InlineCallWatch::begin() {
+    // The thread starts with the first call run this way: a host that only
+    // lists its tools, or whose tools are never quick, never needs it.
+    if (calls_ == 0) {
+        std::lock_guard lock(mutex_);
+        if (!stopping_) thread_ = std::thread([this] { run(); });
+    }
     const std::uint64_t token = ++calls_ * 2 + 1;
     state_.store(token);
     // Both sides use sequentially consistent order here: either the watch,

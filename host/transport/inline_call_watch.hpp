@@ -51,7 +51,7 @@ private:
     std::mutex mutex_;
     std::condition_variable changed_;
     bool stopping_ = false;
-    std::thread thread_; // last: starts once the rest is built
+    std::thread thread_; // started by the first begin()
 };
 
 } // namespace gatehouse::transport
