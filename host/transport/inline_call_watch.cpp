@@ -1,5 +1,7 @@
 #include "transport/inline_call_watch.hpp"
 
+#include <system_error>
+
 namespace gatehouse::transport {
 
 InlineCallWatch::InlineCallWatch(std::chrono::microseconds tick, std::function<void()> take_over)
@@ -14,19 +16,29 @@ void InlineCallWatch::stop() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
+        watching_.store(false);
         thread = std::move(thread_);
     }
     changed_.notify_all();
     if (thread.joinable()) thread.join();
 }
 
-std::uint64_t InlineCallWatch::begin() {
+bool InlineCallWatch::ready() {
     // The thread starts with the first call run this way: a host that only
     // lists its tools, or whose tools are never quick, never needs it.
-    if (calls_ == 0) {
-        std::lock_guard lock(mutex_);
-        if (!stopping_) thread_ = std::thread([this] { run(); });
+    if (watching_.load(std::memory_order_acquire)) return true;
+    std::lock_guard lock(mutex_);
+    if (stopping_) return false;
+    try {
+        thread_ = std::thread([this] { run(); });
+        watching_.store(true, std::memory_order_release);
+        return true;
+    } catch (const std::system_error&) {
+        return false; // no thread to spare: calls are not run this way
     }
+}
+
+std::uint64_t InlineCallWatch::begin() {
     const std::uint64_t token = ++calls_ * 2 + 1;
     state_.store(token);
     // Both sides use sequentially consistent order here: either the watch,

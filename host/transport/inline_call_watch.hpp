@@ -26,7 +26,11 @@ public:
     InlineCallWatch(const InlineCallWatch&) = delete;
     InlineCallWatch& operator=(const InlineCallWatch&) = delete;
 
-    // The reader of the moment is about to run a call itself.
+    // Whether calls may be run this way: the watch's thread runs (it starts
+    // on the first ask; false when the system refuses it, or after stop).
+    // Called by the reader of the moment.
+    bool ready();
+    // The reader of the moment is about to run a call itself (after ready()).
     std::uint64_t begin();
     // The call begun with `token` returned. True when its thread still holds
     // the reading; false when the watch took it over meanwhile.
@@ -48,6 +52,7 @@ private:
     std::uint64_t calls_ = 0;
     // The thread sleeps untimed: nothing was run inline for a whole tick.
     std::atomic<bool> parked_{false};
+    std::atomic<bool> watching_{false}; // the thread runs and stop() has not been called
     std::mutex mutex_;
     std::condition_variable changed_;
     bool stopping_ = false;

@@ -135,7 +135,7 @@ public:
             }
             if (!job) continue;
             // Only with a worker free to take the reading over should the call turn slow.
-            if (quick && pool_.has_free_worker()) {
+            if (quick && pool_.has_free_worker() && watch_.ready()) {
                 const std::uint64_t token = watch_.begin();
                 job();
                 if (!watch_.end(token)) return; // it ran long: another worker reads on

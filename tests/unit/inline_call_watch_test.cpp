@@ -24,6 +24,7 @@ bool reaches(const std::atomic<int>& count, int want) {
 TEST_CASE("a call that returns within the tick keeps the reading", "[inline_call_watch]") {
     std::atomic<int> taken{0};
     InlineCallWatch watch(std::chrono::milliseconds(500), [&] { ++taken; });
+    REQUIRE(watch.ready());
     for (int i = 0; i < 1000; ++i) {
         const auto token = watch.begin();
         CHECK(watch.end(token));
@@ -35,6 +36,7 @@ TEST_CASE("a call that returns within the tick keeps the reading", "[inline_call
 TEST_CASE("a call that outlasts the tick loses the reading, once", "[inline_call_watch]") {
     std::atomic<int> taken{0};
     InlineCallWatch watch(std::chrono::milliseconds(2), [&] { ++taken; });
+    REQUIRE(watch.ready());
     const auto token = watch.begin();
     REQUIRE(reaches(taken, 1));
     std::this_thread::sleep_for(20ms); // more ticks pass: still one take-over
@@ -49,6 +51,7 @@ TEST_CASE("a call that outlasts the tick loses the reading, once", "[inline_call
 TEST_CASE("an idle watch sleeps, and the next call wakes it", "[inline_call_watch]") {
     std::atomic<int> taken{0};
     InlineCallWatch watch(std::chrono::milliseconds(2), [&] { ++taken; });
+    REQUIRE(watch.ready());
     CHECK(watch.end(watch.begin()));
     std::this_thread::sleep_for(50ms); // many ticks with nothing begun: the watch parks
     const auto token = watch.begin();
@@ -59,7 +62,9 @@ TEST_CASE("an idle watch sleeps, and the next call wakes it", "[inline_call_watc
 TEST_CASE("after stop nothing is taken over", "[inline_call_watch]") {
     std::atomic<int> taken{0};
     InlineCallWatch watch(std::chrono::milliseconds(1), [&] { ++taken; });
+    REQUIRE(watch.ready());
     watch.stop();
+    CHECK_FALSE(watch.ready()); // the reader runs no call itself any more
     const auto token = watch.begin();
     std::this_thread::sleep_for(20ms);
     CHECK(watch.end(token));
