@@ -331,12 +331,6 @@ template <class Item> nlohmann::json offered_by(const std::string& family, const
 int list_plugins(const Arguments& args) {
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(args.json ? "off" : "warn");
-    // The sessions' SQLite file opens on a thread of its own while the
-    // plugins load: a millisecond of start-up that needs nothing from them.
-    std::future<std::unique_ptr<state::StateBackend>> opening_backend;
-    if (cfg.session.configured && cfg.session.backend != "memory")
-        opening_backend = std::async(
-            std::launch::async, [path = cfg.session.state_file.string()] { return state::make_sqlite_backend(path); });
     plugins::LoadReport report;
     std::unique_ptr<plugins::ToolRegistry> registry;
     {
