@@ -8,7 +8,7 @@
 #include "auth/http_fetcher.hpp"
 #include "auth/issuer_keys.hpp"
 #include "auth/jwt_verifier.hpp"
-#include "auth/sha256_hex.hpp"
+#include "crypto/openssl.hpp"
 #include "license/base64.hpp"
 
 #include <benchmark/benchmark.h>
@@ -105,12 +105,13 @@ std::string sign_jwt(const SigningKey& k, const nlohmann::json& claims) {
 }
 
 struct Fixture {
-    auth::HttpFetcher fetcher{std::chrono::milliseconds(1000)};
+    std::unique_ptr<auth::HttpFetcher> fetcher = auth::make_http_fetcher(std::chrono::milliseconds(1000));
     std::unique_ptr<auth::JwtVerifier> verifier;
     std::map<std::string, std::string> tokens; // alg -> token
 
     Fixture() {
-        auto keys = std::make_unique<auth::IssuerKeys>(kIssuer, kIssuer + "/jwks", auth::IssuerKeys::Timing{}, fetcher);
+        auto keys =
+            std::make_unique<auth::IssuerKeys>(kIssuer, kIssuer + "/jwks", auth::IssuerKeys::Timing{}, *fetcher);
         nlohmann::json set = {{"keys", nlohmann::json::array()}};
         const auto now =
             std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -171,10 +172,10 @@ void BM_ApiKey(benchmark::State& state) {
     const std::string key = "k3y-0123456789abcdef0123456789abcdef";
     std::vector<config::ApiKeyEntry> entries(16);
     for (std::size_t i = 0; i < entries.size(); ++i) {
-        entries[i].sha256_hex = auth::sha256_hex(key + std::to_string(i));
+        entries[i].sha256_hex = crypto::sha256_hex(key + std::to_string(i));
         entries[i].subject = "user" + std::to_string(i);
     }
-    entries.back().sha256_hex = auth::sha256_hex(key);
+    entries.back().sha256_hex = crypto::sha256_hex(key);
     const auth::ApiKeyTable table(entries);
     for (auto _ : state) {
         auto verdict = table.verify(key);

@@ -1,12 +1,10 @@
 #pragma once
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ssl/context.hpp>
-
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
-#include <thread>
+#include <string_view>
 
 namespace gatehouse::auth {
 
@@ -23,37 +21,31 @@ struct FetchResult {
 
 // HTTP(S) calls to authorization servers, on a thread of their own so that a
 // slow server never holds a thread that answers MCP requests. Every call ends
-// within the timeout; `done` runs on the fetcher's thread.
+// within the timeout; `done` and posted work run on the fetcher's thread.
 class HttpFetcher {
 public:
     using Done = std::function<void(FetchResult)>;
 
-    explicit HttpFetcher(std::chrono::milliseconds timeout);
-    ~HttpFetcher(); // stop(), then what was pending is dropped
+    virtual ~HttpFetcher() = default; // stop(), then what was pending is dropped
 
-    // Stops the thread: calls still running are abandoned, their `done`
-    // never runs. Objects with timers on io() go before the fetcher does.
-    void stop();
-    HttpFetcher(const HttpFetcher&) = delete;
-    HttpFetcher& operator=(const HttpFetcher&) = delete;
+    // Stops the thread: calls still running are abandoned, their `done` and
+    // pending work never run. Objects whose work is posted here go before
+    // the fetcher does.
+    virtual void stop() = 0;
 
-    void get(const std::string& url, Done done);
+    virtual void get(const std::string& url, Done done) = 0;
     // POSTs an application/x-www-form-urlencoded body with HTTP Basic
     // credentials (RFC 7662 §2.1).
-    void post_form(const std::string& url, std::string body, std::string basic_credentials, Done done);
+    virtual void post_form(const std::string& url, std::string body, std::string basic_credentials, Done done) = 0;
 
-    // For timers that belong with the calls (periodic key refresh).
-    boost::asio::io_context& io() { return io_; }
-
-private:
-    void start(const std::string& method, const std::string& url, std::string body, std::string authorization,
-               Done done);
-
-    std::chrono::milliseconds timeout_;
-    boost::asio::ssl::context tls_; // before io_: calls abandoned in io_ hold TLS streams
-    boost::asio::io_context io_;
-    std::thread thread_;
+    // Work that belongs with the calls (reading keys, periodic refresh).
+    virtual void post(std::function<void()> work) = 0;
+    virtual void post_after(std::chrono::milliseconds delay, std::function<void()> work) = 0;
 };
+
+// The fetcher lives in the OpenSSL module (https:// needs TLS): this opens
+// it, so only a host that calls authorization servers loads OpenSSL for it.
+std::unique_ptr<HttpFetcher> make_http_fetcher(std::chrono::milliseconds timeout);
 
 // application/x-www-form-urlencoded escaping of one value.
 std::string form_escape(std::string_view value);

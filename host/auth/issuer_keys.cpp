@@ -1,6 +1,5 @@
 #include "auth/issuer_keys.hpp"
 
-#include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -34,11 +33,10 @@ std::string openid_metadata_url(const std::string& issuer) {
 }
 
 IssuerKeys::IssuerKeys(std::string issuer, std::string jwks_uri, Timing timing, HttpFetcher& fetcher)
-    : issuer_(std::move(issuer)), timing_(timing), fetcher_(fetcher), timer_(fetcher.io()),
-      jwks_uri_(std::move(jwks_uri)) {}
+    : issuer_(std::move(issuer)), timing_(timing), fetcher_(fetcher), jwks_uri_(std::move(jwks_uri)) {}
 
 void IssuerKeys::start() {
-    boost::asio::post(fetcher_.io(), [this] {
+    fetcher_.post([this] {
         {
             std::lock_guard lock(mutex_);
             if (reading_) return;
@@ -81,7 +79,7 @@ void IssuerKeys::refresh_for_unknown_key(std::function<void(bool)> done) {
     }
     // Outside the lock: `done` verifies again and looks keys up.
     if (answer_now) return done(*answer_now);
-    boost::asio::post(fetcher_.io(), [this] { read(); });
+    fetcher_.post([this] { read(); });
 }
 
 void IssuerKeys::read() {
@@ -172,12 +170,16 @@ void IssuerKeys::finish_read(bool ok, const std::string& why) {
 }
 
 void IssuerKeys::schedule_next() {
-    timer_.expires_after(timing_.refresh_interval);
-    timer_.async_wait([this](boost::system::error_code ec) {
-        if (ec) return;
+    // Only the latest refresh counts: a read between them starts the wait over.
+    std::uint64_t refresh;
+    {
+        std::lock_guard lock(mutex_);
+        refresh = ++refresh_;
+    }
+    fetcher_.post_after(timing_.refresh_interval, [this, refresh] {
         {
             std::lock_guard lock(mutex_);
-            if (reading_) return;
+            if (refresh != refresh_ || reading_) return;
             reading_ = true;
             last_read_started_ = std::chrono::steady_clock::now();
         }

@@ -3,10 +3,10 @@
 #include "auth/http_fetcher.hpp"
 #include "auth/json_web_key.hpp"
 
-#include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -56,13 +56,13 @@ private:
     const std::string issuer_;
     const Timing timing_;
     HttpFetcher& fetcher_;
-    boost::asio::steady_timer timer_;
 
     mutable std::mutex mutex_;
     std::string jwks_uri_; // configured or discovered
     std::map<std::string, std::shared_ptr<const JsonWebKey>> by_kid_;
     std::vector<std::shared_ptr<const JsonWebKey>> keys_;
     bool reading_ = false;
+    std::uint64_t refresh_ = 0; // the one scheduled refresh that may still run
     bool last_read_ok_ = false;
     std::chrono::steady_clock::time_point last_read_started_{};
     std::vector<std::function<void(bool)>> waiting_;

@@ -1,7 +1,8 @@
 #pragma once
 
+#include "crypto/openssl.hpp"
+
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include <memory>
 #include <string>
@@ -9,8 +10,8 @@
 
 namespace gatehouse::auth {
 
-// One public key of a JWK Set (RFC 7517), ready for OpenSSL: RSA (RS256),
-// EC P-256 (ES256) or OKP Ed25519 (EdDSA).
+// One public key of a JWK Set (RFC 7517): RSA (RS256), EC P-256 (ES256) or
+// OKP Ed25519 (EdDSA).
 class JsonWebKey {
 public:
     // Throws std::invalid_argument naming what is wrong with the JWK.
@@ -25,7 +26,7 @@ public:
 private:
     std::string kid_;
     std::string algorithm_;
-    std::shared_ptr<EVP_PKEY> key_;
+    std::shared_ptr<const crypto::VerifyingKey> key_;
 };
 
 // The string member `name` of a JSON object; empty when absent or not a string.

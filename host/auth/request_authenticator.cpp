@@ -61,7 +61,7 @@ void RequestAuthenticator::start(std::uint16_t bound_port) {
     rules.prefix_subject_with_issuer = settings_.issuers.size() > 1;
 
     if (mode_ == Mode::jwt || mode_ == Mode::introspection)
-        fetcher_ = std::make_unique<HttpFetcher>(std::chrono::milliseconds(settings_.fetch_timeout_ms));
+        fetcher_ = make_http_fetcher(std::chrono::milliseconds(settings_.fetch_timeout_ms));
     switch (mode_) {
     case Mode::jwt: {
         std::map<std::string, std::unique_ptr<IssuerKeys>> issuers;

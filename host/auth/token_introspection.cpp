@@ -1,6 +1,6 @@
 #include "auth/token_introspection.hpp"
 
-#include "auth/sha256_hex.hpp"
+#include "crypto/openssl.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -22,7 +22,7 @@ TokenIntrospection::TokenIntrospection(Endpoint endpoint, ClaimRules rules, Http
 }
 
 void TokenIntrospection::verify(std::string token, VerdictDone done) {
-    const std::string digest = sha256_hex(token);
+    const std::string digest = crypto::sha256_hex(token);
     {
         std::lock_guard lock(mutex_);
         if (const auto it = cache_.find(digest); it != cache_.end()) {

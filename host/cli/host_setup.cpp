@@ -2,6 +2,7 @@
 
 #include "cli/embedded_config.hpp"
 #include "config/config_loader.hpp"
+#include "config/install_root.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -16,18 +17,8 @@
 
 namespace gatehouse::cli {
 
-namespace {
-
-std::filesystem::path executable_dir() {
-    std::error_code ec;
-    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::filesystem::current_path() : exe.parent_path();
-}
-
-} // namespace
-
 config::Config load_config(const std::optional<std::string>& file) {
-    const auto install_root = executable_dir().parent_path();
+    const auto install_root = config::install_root();
     config::Config cfg =
         file ? config::load_config_file(*file)
              : config::load_config_text(cli::kEmbeddedConfig, "<embedded gatehouse.yaml>", install_root);

@@ -1,11 +1,8 @@
 #pragma once
 
 #include <map>
-#include <memory>
 #include <string>
 #include <string_view>
-
-typedef struct evp_pkey_st EVP_PKEY;
 
 namespace gatehouse::license {
 
@@ -29,8 +26,8 @@ public:
     std::string fingerprint() const;
 
 private:
-    explicit VendorKey(std::shared_ptr<EVP_PKEY> key);
-    std::shared_ptr<EVP_PKEY> key_;
+    explicit VendorKey(std::string raw) : raw_(std::move(raw)) {}
+    std::string raw_; // the 32 bytes of the public key
 };
 
 // Key id (as a license's `key_id` names it) -> key.

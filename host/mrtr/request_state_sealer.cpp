@@ -1,15 +1,13 @@
 #include "mrtr/request_state_sealer.hpp"
 
+#include "crypto/bytes.hpp"
+#include "crypto/openssl.hpp"
+#include "crypto/random_bytes.hpp"
 #include "license/base64.hpp"
 
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
-#include <memory>
 #include <stdexcept>
-#include <sys/random.h>
 
 namespace gatehouse::mrtr {
 
@@ -24,47 +22,7 @@ constexpr std::size_t kHeaderBytes = 1 + kIdBytes + kNonceBytes;
 constexpr std::size_t kMaxTokenChars = 4 * (RequestStateSealer::kMaxStateBytes * 2 + 4096) / 3;
 
 std::string sha256(std::string_view bytes) {
-    unsigned char digest[SHA256_DIGEST_LENGTH];
-    SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
-    return std::string(reinterpret_cast<const char*>(digest), sizeof digest);
-}
-
-std::string hex(std::string_view bytes) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(bytes.size() * 2);
-    for (unsigned char c : bytes) {
-        out += digits[c >> 4];
-        out += digits[c & 15];
-    }
-    return out;
-}
-
-using CipherContext = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
-
-CipherContext new_context() {
-    CipherContext ctx(EVP_CIPHER_CTX_new(), &EVP_CIPHER_CTX_free);
-    if (!ctx) throw std::runtime_error("OpenSSL could not allocate a cipher context");
-    return ctx;
-}
-
-// Straight from the kernel: OpenSSL's generator would be seeded first, which
-// costs a host's start-up a millisecond even when it never seals anything.
-void random_bytes(void* into, std::size_t count, const char* what) {
-    auto* at = static_cast<unsigned char*>(into);
-    while (count > 0) {
-        const ssize_t n = ::getrandom(at, count, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw std::runtime_error(std::string("the kernel could not make ") + what);
-        }
-        at += n;
-        count -= static_cast<std::size_t>(n);
-    }
-}
-
-const unsigned char* bytes_of(std::string_view s) {
-    return reinterpret_cast<const unsigned char*>(s.data());
+    return std::string(crypto::as_text(crypto::openssl().sha256(bytes)));
 }
 
 std::int64_t unix_ms(RequestStateSealer::Clock::time_point t) {
@@ -77,9 +35,7 @@ RequestStateSealer::RequestStateSealer(std::vector<std::string> keys, std::strin
                                        std::chrono::milliseconds ttl)
     : server_name_(std::move(server_name)), ttl_(ttl) {
     if (keys.empty()) {
-        std::string key(kKeyBytes, '\0');
-        random_bytes(key.data(), key.size(), "a random requestState key");
-        keys.push_back(std::move(key));
+        keys.push_back(crypto::random_bytes(kKeyBytes));
         ephemeral_ = true;
     }
     for (auto& k : keys) {
@@ -97,7 +53,7 @@ const std::vector<RequestStateSealer::Key>& RequestStateSealer::keys() const {
 }
 
 std::string RequestStateSealer::fingerprint(const nlohmann::json& arguments) {
-    return hex(sha256(arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    return crypto::hex(sha256(arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
 std::optional<std::string> RequestStateSealer::parse_key(std::string_view base64_text) {
@@ -123,27 +79,14 @@ std::string RequestStateSealer::seal(const StateBinding& binding, std::string_vi
     const std::string plain = payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     const Key& key = keys().front();
 
-    std::string sealed(kHeaderBytes + plain.size() + kTagBytes, '\0');
-    auto* out = reinterpret_cast<unsigned char*>(sealed.data());
-    out[0] = kFormat;
-    std::copy(key.id.begin(), key.id.end(), sealed.begin() + 1);
-    unsigned char* nonce = out + 1 + kIdBytes;
-    random_bytes(nonce, kNonceBytes, "a nonce");
-
-    auto ctx = new_context();
-    int len = 0;
-    int total = 0;
-    // The header (format and key id) is authenticated too: a token moved to another key fails.
-    if (EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) != 1 ||
-        EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, kNonceBytes, nullptr) != 1 ||
-        EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, bytes_of(key.bytes), nonce) != 1 ||
-        EVP_EncryptUpdate(ctx.get(), nullptr, &len, out, 1 + kIdBytes) != 1 ||
-        EVP_EncryptUpdate(ctx.get(), out + kHeaderBytes, &len, bytes_of(plain), static_cast<int>(plain.size())) != 1)
-        throw std::runtime_error("OpenSSL could not seal a requestState");
-    total = len;
-    if (EVP_EncryptFinal_ex(ctx.get(), out + kHeaderBytes + total, &len) != 1 ||
-        EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, kTagBytes, out + kHeaderBytes + plain.size()) != 1)
-        throw std::runtime_error("OpenSSL could not seal a requestState");
+    // The header (format, key id, nonce) goes in front; format and key id are
+    // authenticated too, so a token moved to another key fails.
+    std::string sealed(1, static_cast<char>(kFormat));
+    sealed += key.id;
+    const std::string nonce = crypto::random_bytes(kNonceBytes);
+    sealed += nonce;
+    sealed +=
+        crypto::openssl().seal_aes256gcm(key.bytes, nonce, std::string_view(sealed).substr(0, 1 + kIdBytes), plain);
     return license::base64_encode(sealed);
 }
 
@@ -158,30 +101,16 @@ std::optional<std::string> RequestStateSealer::open(std::string_view token, cons
     if (!sealed) return refuse("not base64");
     if (sealed->size() < kHeaderBytes + kTagBytes || static_cast<unsigned char>((*sealed)[0]) != kFormat)
         return refuse("not a sealed state of this format");
-    const std::string_view id(sealed->data() + 1, kIdBytes);
-    const auto* in = bytes_of(*sealed);
-    const std::size_t cipher_len = sealed->size() - kHeaderBytes - kTagBytes;
+    const std::string_view header(sealed->data(), 1 + kIdBytes);
+    const std::string_view id = header.substr(1);
+    const std::string_view nonce(sealed->data() + header.size(), kNonceBytes);
+    const std::string_view cipher = std::string_view(*sealed).substr(kHeaderBytes);
 
     std::optional<std::string> plain;
     for (const Key& key : keys()) {
         if (key.id != id) continue;
-        std::string out(cipher_len, '\0');
-        auto ctx = new_context();
-        int len = 0;
-        std::string tag(sealed->data() + kHeaderBytes + cipher_len, kTagBytes);
-        if (EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, nullptr, nullptr) != 1 ||
-            EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IVLEN, kNonceBytes, nullptr) != 1 ||
-            EVP_DecryptInit_ex(ctx.get(), nullptr, nullptr, bytes_of(key.bytes), in + 1 + kIdBytes) != 1 ||
-            EVP_DecryptUpdate(ctx.get(), nullptr, &len, in, 1 + kIdBytes) != 1 ||
-            EVP_DecryptUpdate(ctx.get(), reinterpret_cast<unsigned char*>(out.data()), &len, in + kHeaderBytes,
-                              static_cast<int>(cipher_len)) != 1 ||
-            EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, kTagBytes, tag.data()) != 1)
-            continue;
-        int final_len = 0;
-        if (EVP_DecryptFinal_ex(ctx.get(), reinterpret_cast<unsigned char*>(out.data()) + len, &final_len) != 1)
-            continue;
-        plain = std::move(out);
-        break;
+        plain = crypto::openssl().open_aes256gcm(key.bytes, nonce, header, cipher);
+        if (plain) break;
     }
     if (!plain) return refuse("not sealed by a key held here, or changed since");
 

@@ -5,7 +5,7 @@
 
 namespace gatehouse::session {
 
-// `bytes` bytes from OpenSSL's CSPRNG, as lowercase hex. Throws when the
+// `bytes` bytes from the kernel's generator, as lowercase hex. Throws when the
 // generator cannot deliver (a handle must never be guessable).
 std::string random_token(std::size_t bytes);
 

@@ -1,8 +1,7 @@
 #include "transport/mcp_http_headers.hpp"
 
+#include "license/base64.hpp"
 #include "protocol/revision.hpp"
-
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -33,16 +32,7 @@ std::optional<std::string> base64_decode(std::string_view text) {
         const unsigned char c = static_cast<unsigned char>(text[i]);
         if (!std::isalnum(c) && c != '+' && c != '/') return std::nullopt;
     }
-    std::string out(text.size() / 4 * 3, '\0');
-    const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                  reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-    if (n < 0) return std::nullopt;
-    // EVP_DecodeBlock counts padding as zero bytes; drop them.
-    std::size_t size = static_cast<std::size_t>(n);
-    if (text.size() >= 1 && text.back() == '=') --size;
-    if (text.size() >= 2 && text[text.size() - 2] == '=') --size;
-    out.resize(size);
-    return out;
+    return license::base64_decode(text);
 }
 
 // Whether a decoded header carries the argument: strings as they are,

@@ -1,11 +1,11 @@
 #include "transport/page_route.hpp"
 
+#include "crypto/bytes.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/loaded_plugin.hpp"
 #include "session/random_token.hpp"
 
 #include <nlohmann/json.hpp>
-#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -155,7 +155,7 @@ std::string cookie_value(std::string_view header, std::string_view name) {
 }
 
 bool same_secret(const std::string& a, const std::string& b) {
-    return !a.empty() && a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+    return !a.empty() && crypto::equal_in_constant_time(a, b);
 }
 
 struct Answer {

@@ -6,7 +6,7 @@
 
 namespace sessions_bot {
 
-// `bytes` bytes from OpenSSL's CSPRNG as lowercase hex; throws when the
+// `bytes` bytes from the kernel's generator as lowercase hex; throws when the
 // generator cannot deliver (a link or a code must never be guessable).
 std::string random_hex(std::size_t bytes);
 

@@ -97,6 +97,28 @@ plugins:
 YAML
 call_tool "$tmp/bare.yaml" "plugin named bare"
 
+step "the installed host opens its OpenSSL module (a signature check needs it)"
+test -f "$prefix/lib/gatehouse/gatehouse-openssl.so" || fail "cmake --install did not put gatehouse-openssl.so into $prefix/lib/gatehouse"
+zeros32=$(head -c 32 /dev/zero | base64 -w0)
+zeros64=$(head -c 64 /dev/zero | base64 -w0)
+cat >"$tmp/license.yaml" <<YAML
+log_level: warn
+plugins: []
+license:
+  vendor_keys:
+    k1: "$zeros32"
+YAML
+cat >"$tmp/license.json" <<JSON
+{"format": "gatehouse-license-v1", "licensee": "Install Test", "families": ["vendor_echo"],
+ "issued": "2026-01-01T00:00:00Z", "expires": "2099-01-01T00:00:00Z", "key_id": "k1", "signature": "$zeros64"}
+JSON
+verdict=$("$prefix/bin/gatehouse" license verify "$tmp/license.json" --config "$tmp/license.yaml" 2>&1) && status=0 || status=$?
+if [[ $status -ne 0 && $verdict == *"signature does not match"* ]]; then
+    echo "ok: a forged license is refused by the installed module"
+else
+    fail "license verify with the installed host (exit $status): $verdict"
+fi
+
 if ((failures > 0)); then
     echo "$failures check(s) failed"
     exit 1

@@ -1,0 +1,89 @@
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gatehouse::auth {
+class HttpFetcher;
+}
+
+namespace gatehouse::crypto {
+
+using Digest = std::array<unsigned char, 32>;
+
+// A public key that checks one kind of signature, fixed when it was made.
+// Immutable and safe to share between threads.
+class VerifyingKey {
+public:
+    virtual ~VerifyingKey() = default;
+    virtual bool verify(std::string_view message, std::string_view signature) const = 0;
+};
+
+// Everything the host asks of OpenSSL. It is implemented in a module of its
+// own, gatehouse-openssl.so, that openssl() opens on first use: loading
+// libcrypto and libssl costs a process ~140 page faults of relocation (about
+// a fifth of a start), and most starts and many whole runs never need them.
+// Errors that describe the input are std::invalid_argument, failures of
+// OpenSSL itself std::runtime_error.
+class OpenSsl {
+public:
+    virtual ~OpenSsl() = default;
+
+    virtual Digest sha256(std::string_view bytes) const = 0;
+    virtual Digest hmac_sha256(std::string_view key, std::string_view message) const = 0;
+
+    // AES-256-GCM with a 12-byte nonce and a 16-byte tag; `associated` is
+    // authenticated, not encrypted. seal returns ciphertext || tag; open
+    // returns nullopt when anything was changed or the key is another.
+    virtual std::string seal_aes256gcm(std::string_view key, std::string_view nonce, std::string_view associated,
+                                       std::string_view plaintext) const = 0;
+    virtual std::optional<std::string> open_aes256gcm(std::string_view key, std::string_view nonce,
+                                                      std::string_view associated, std::string_view sealed) const = 0;
+
+    // Ed25519, keys as their 32 raw bytes. The readers accept a PEM `PUBLIC
+    // KEY` block or a DER SubjectPublicKeyInfo and refuse other key types
+    // with a sentence naming the type.
+    virtual std::string ed25519_public_key_from_pem(std::string_view pem) const = 0;
+    virtual std::string ed25519_public_key_from_der(std::string_view der) const = 0;
+    virtual bool ed25519_verify(std::string_view public_key, std::string_view message,
+                                std::string_view signature) const = 0;
+    // `private_key_pem`: unencrypted PKCS#8 PEM, as `openssl genpkey -algorithm ed25519` writes it.
+    virtual std::string ed25519_sign(std::string_view private_key_pem, std::string_view message) const = 0;
+
+    // Keys of a JWK Set (RFC 7518), from their base64url-decoded members:
+    // RS256 (n, e; at least 2048 bits), ES256 on P-256 (x, y; signatures in
+    // the JWS R||S form), EdDSA on Ed25519 (x).
+    virtual std::shared_ptr<const VerifyingKey> rs256_key(std::string_view n, std::string_view e) const = 0;
+    virtual std::shared_ptr<const VerifyingKey> es256_key(std::string_view x, std::string_view y) const = 0;
+    virtual std::shared_ptr<const VerifyingKey> ed25519_key(std::string_view x) const = 0;
+
+    // HTTP and HTTPS calls to authorization servers (auth/http_fetcher.hpp).
+    virtual std::unique_ptr<auth::HttpFetcher> http_fetcher(std::chrono::milliseconds timeout) const = 0;
+};
+
+// The module, opened on the first call (thread-safe) and kept for the life
+// of the process: <prefix>/lib/gatehouse/gatehouse-openssl.so, beside the
+// plugins' folder. Throws std::runtime_error naming the file and the
+// loader's reason when it cannot be opened or belongs to another build; a
+// later call tries again.
+const OpenSsl& openssl();
+
+inline std::string_view as_text(const Digest& digest) {
+    return {reinterpret_cast<const char*>(digest.data()), digest.size()};
+}
+
+// Lower-case hex of SHA-256(bytes), through openssl().
+std::string sha256_hex(std::string_view bytes);
+
+} // namespace gatehouse::crypto
+
+// The module's one entry point: the build it belongs to (a mismatch is
+// refused before any call) and its implementation.
+extern "C" {
+__attribute__((visibility("default"))) const char* gatehouse_openssl_build();
+__attribute__((visibility("default"))) const gatehouse::crypto::OpenSsl* gatehouse_openssl();
+}
