@@ -15,7 +15,6 @@
 #include "mrtr/state_keys.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/http_transport.hpp"
-#include "transport/reload_signal.hpp"
 #include "transport/stdio_transport.hpp"
 #include "transport/stop_signal.hpp"
 
@@ -141,14 +140,13 @@ std::set<std::string> on_demand_families(const config::Config& cfg) {
 int serve(const Arguments& args) {
     // First, before any thread starts (plugins may start their own): every
     // thread inherits the blocked stop and reload signals, and one thread
-    // waits for each.
+    // waits for them.
     // SIGHUP re-reads the YAML; what it changes at run time is each
     // domain's exposure (tools/list), announced to every listener.
     std::atomic<protocol::McpServer*> reloadable{nullptr};
-    transport::ReloadSignal reload([&reloadable, &args] {
+    transport::StopSignal stop([&reloadable, &args] {
         if (auto* server = reloadable.load()) server->apply_exposure(on_demand_families(cli::load_config(args.config)));
     });
-    transport::StopSignal stop;
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(cfg.log_level);
     std::vector<std::string> transports = cfg.transports;

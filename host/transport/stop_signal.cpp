@@ -2,54 +2,86 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
-#include <ctime>
+#include <exception>
+#include <poll.h>
 #include <pthread.h>
+#include <stdexcept>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
 namespace gatehouse::transport {
 
-namespace {
-
-sigset_t stop_signals() {
+StopSignal::StopSignal(std::function<void()> on_reload) : on_reload_(std::move(on_reload)) {
+    // A peer that goes away mid-write must give EPIPE, not kill the host.
+    std::signal(SIGPIPE, SIG_IGN);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    return set;
-}
-
-} // namespace
-
-StopSignal::StopSignal() {
-    // A peer that goes away mid-write must give EPIPE, not kill the host.
-    std::signal(SIGPIPE, SIG_IGN);
-    const sigset_t set = stop_signals();
+    if (on_reload_) sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal_fd_ = ::signalfd(-1, &set, SFD_CLOEXEC);
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+    if (signal_fd_ < 0 || wake_fd_ < 0) {
+        if (signal_fd_ >= 0) ::close(signal_fd_);
+        if (wake_fd_ >= 0) ::close(wake_fd_);
+        throw std::runtime_error("cannot wait for stop signals (signalfd/eventfd failed)");
+    }
     waiter_ = std::thread([this] { wait_loop(); });
 }
 
 StopSignal::~StopSignal() {
-    exiting_ = true;
+    const std::uint64_t one = 1;
+    while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+    }
     waiter_.join();
+    ::close(signal_fd_);
+    ::close(wake_fd_);
 }
 
 void StopSignal::wait_loop() {
-    const sigset_t set = stop_signals();
-    // A short timeout instead of a wake-up signal, so destruction needs no
-    // signal that could be mistaken for a stop.
-    const timespec tick{0, 100 * 1000 * 1000};
-    while (!exiting_) {
-        const int signal = sigtimedwait(&set, nullptr, &tick);
-        if (signal != SIGTERM && signal != SIGINT) continue;
-        const char* name = signal == SIGTERM ? "SIGTERM" : "SIGINT";
-        if (requested_) {
-            // The operator asked twice: stop now, without waiting for the drain.
-            spdlog::warn("{} received again: exiting without waiting for running requests", name);
-            std::_Exit(1);
+    for (;;) {
+        pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            spdlog::error("waiting for stop signals failed: errno {}", errno);
+            return;
         }
-        spdlog::info("{} received: stopping", name);
-        request();
+        if (fds[1].revents) return;
+        signalfd_siginfo info;
+        if (::read(signal_fd_, &info, sizeof info) != sizeof info) continue;
+        const int signal = static_cast<int>(info.ssi_signo);
+        if (signal == SIGHUP)
+            reload();
+        else
+            stop_signal_received(signal);
+    }
+}
+
+void StopSignal::stop_signal_received(int signal) {
+    const char* name = signal == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (requested_) {
+        // The operator asked twice: stop now, without waiting for the drain.
+        spdlog::warn("{} received again: exiting without waiting for running requests", name);
+        std::_Exit(1);
+    }
+    spdlog::info("{} received: stopping", name);
+    request();
+}
+
+void StopSignal::reload() {
+    spdlog::info("SIGHUP received: re-reading the configuration");
+    try {
+        on_reload_();
+    } catch (const std::exception& e) {
+        // A broken edit must not take the running host down: it keeps
+        // serving what it had, and the log says why the edit was ignored.
+        spdlog::error("the configuration was not re-read: {}", e.what());
     }
 }
 

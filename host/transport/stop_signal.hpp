@@ -9,12 +9,14 @@
 namespace gatehouse::transport {
 
 // SIGTERM and SIGINT turned into callbacks, so every transport shuts down the
-// same way however many run at once. Construct it before any other thread
-// starts: it blocks both signals in the constructing thread, every thread
-// started afterwards inherits that, and one thread of its own waits for them.
+// same way however many run at once; SIGHUP into `on_reload` when one is
+// given. Construct it before any other thread starts: it blocks those
+// signals in the constructing thread, every thread started afterwards
+// inherits that, and one thread of its own waits for them (on a signalfd,
+// so it sleeps until a signal comes or the object goes).
 class StopSignal {
 public:
-    StopSignal();
+    explicit StopSignal(std::function<void()> on_reload = {});
     ~StopSignal();
     StopSignal(const StopSignal&) = delete;
     StopSignal& operator=(const StopSignal&) = delete;
@@ -30,9 +32,13 @@ public:
 
 private:
     void wait_loop();
+    void stop_signal_received(int signal);
+    void reload();
 
+    const std::function<void()> on_reload_;
+    int signal_fd_ = -1;
+    int wake_fd_ = -1; // written once by the destructor
     std::atomic<bool> requested_{false};
-    std::atomic<bool> exiting_{false};
     std::mutex mutex_;
     std::vector<std::function<void()>> callbacks_;
     std::thread waiter_;
