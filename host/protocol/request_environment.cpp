@@ -32,14 +32,18 @@ std::string_view RequestEnvironment::context_json() {
     if (context_.empty()) {
         Json ctx = {{"principal", request_.connection->principal().to_json()},
                     {"revision", std::string(revision_name(request_.revision))},
-                    {"family", family_},
-                    {"method", request_.method},
                     {"clientCapabilities", request_.client_capabilities}};
-        for (const auto& [key, value] : subject_.items())
-            ctx[key] = value;
+        describe(ctx);
         context_ = ctx.dump();
     }
     return context_;
+}
+
+void RequestEnvironment::describe(Json& context) const {
+    context["family"] = family_;
+    context["method"] = request_.method;
+    for (const auto& [key, value] : subject_.items())
+        context[key] = value;
 }
 
 void plugin_fault(const std::string& family, const std::string& what, const std::string& detail) {

@@ -10,21 +10,28 @@ namespace gatehouse::protocol {
 
 // What a plugin reaches of a resources/read, prompts/get or completion/complete
 // request through the host function table: log and progress notifications,
-// cancellation, and the call context {"principal", "revision", "family",
-// "method", plus what is being asked for}. No session services: these
-// requests do not pass the gate (docs/plugin-abi.md).
-class RequestEnvironment final : public plugins::CallEnvironment {
+// cancellation, and the call context {"principal", "revision",
+// "clientCapabilities", "family", "method", plus what is being asked for}. No
+// session services: these requests do not pass the gate
+// (docs/plugin-abi.md). A tool call's environment builds on it.
+class RequestEnvironment : public plugins::CallEnvironment {
 public:
     RequestEnvironment(Request& request, std::string family, Json subject);
 
     bool cancelled() const override;
     void log(int32_t level, std::string_view logger, std::string_view message) override;
     void progress(double done, double total, std::string_view message) override;
-    std::string_view context_json() override;
+    // Built on the first ask: most calls never ask.
+    std::string_view context_json() final;
+
+protected:
+    // The context's fields besides principal, revision and clientCapabilities.
+    virtual void describe(Json& context) const;
+
+    Request& request_;
+    const std::string family_;
 
 private:
-    Request& request_;
-    std::string family_;
     Json subject_;
     std::string context_;
 };

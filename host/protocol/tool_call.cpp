@@ -4,7 +4,7 @@
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 #include "plugins/loaded_plugin.hpp"
-#include "protocol/log_level.hpp"
+#include "protocol/request_environment.hpp"
 #include "session/password_screen.hpp"
 #include "session/session_service.hpp"
 
@@ -21,44 +21,12 @@ Json tool_error(const std::string& text) {
 namespace {
 
 // What the plugin reaches of this request through the host function table.
-class ToolCallEnvironment final : public plugins::CallEnvironment {
+class ToolCallEnvironment final : public RequestEnvironment {
 public:
     ToolCallEnvironment(Request& request, const plugins::Tool& tool, session::SessionService* sessions = nullptr,
                         const std::optional<session::Session>* session = nullptr)
-        : request_(request), tool_(tool), sessions_(sessions), session_(session),
+        : RequestEnvironment(request, tool.family, Json()), tool_(tool), sessions_(sessions), session_(session),
           store_credentials_allowed_(tool.plugin && tool.plugin->store_credentials()) {}
-
-    bool cancelled() const override { return request_.cancelled(); }
-
-    void log(int32_t level, std::string_view logger, std::string_view message) override {
-        if (!request_.log_level || level < *request_.log_level || request_.cancelled()) return;
-        request_.reply->send(make_notification(
-            "notifications/message",
-            {{"level", log_level_name(level)}, {"logger", std::string(logger)}, {"data", std::string(message)}}));
-    }
-
-    void progress(double done, double total, std::string_view message) override {
-        if (request_.progress_token.is_null() || request_.cancelled()) return;
-        Json params = {{"progressToken", request_.progress_token}, {"progress", done}};
-        if (total > 0) params["total"] = total;
-        if (!message.empty()) params["message"] = std::string(message);
-        request_.reply->send(make_notification("notifications/progress", std::move(params)));
-    }
-
-    std::string_view context_json() override {
-        if (context_.empty()) {
-            Json ctx = {{"principal", request_.connection->principal().to_json()},
-                        {"revision", std::string(revision_name(request_.revision))},
-                        {"tool", tool_.name},
-                        {"family", tool_.family},
-                        {"clientCapabilities", request_.client_capabilities}};
-            if (session_ && *session_) ctx["session"] = (*session_)->context_view();
-            if (auto origin = plugins::pages_origin(); !origin.empty())
-                ctx["pages_url"] = origin + "/pages/" + tool_.family;
-            context_ = ctx.dump();
-        }
-        return context_;
-    }
 
     int32_t session_request(std::string_view operation, std::string_view first, std::string_view second,
                             std::string& reply) override {
@@ -145,11 +113,17 @@ private:
         return *screen_;
     }
 
-    Request& request_;
+    void describe(Json& context) const override {
+        context["tool"] = tool_.name;
+        context["family"] = tool_.family;
+        if (session_ && *session_) context["session"] = (*session_)->context_view();
+        if (auto origin = plugins::pages_origin(); !origin.empty())
+            context["pages_url"] = origin + "/pages/" + tool_.family;
+    }
+
     const plugins::Tool& tool_;
     session::SessionService* sessions_;
     const std::optional<session::Session>* session_;
-    std::string context_;
     bool store_credentials_allowed_;
     std::optional<session::PasswordScreen> screen_;
 };
