@@ -25,8 +25,8 @@ public:
 
 // Everything the host asks of OpenSSL. It is implemented in a module of its
 // own, gatehouse-openssl.so, that openssl() opens on first use: loading
-// libcrypto and libssl costs a process ~140 page faults of relocation (about
-// a fifth of a start), and most starts and many whole runs never need them.
+// libcrypto and libssl costs a process ~150 page faults of relocation (a
+// quarter of a start's), and most starts and many whole runs never need them.
 // Errors that describe the input are std::invalid_argument, failures of
 // OpenSSL itself std::runtime_error.
 class OpenSsl {
