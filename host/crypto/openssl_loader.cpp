@@ -10,10 +10,6 @@
 #include <stdexcept>
 #include <string>
 
-#ifndef GATEHOUSE_VERSION
-#define GATEHOUSE_VERSION "0.0.0"
-#endif
-
 namespace gatehouse::crypto {
 
 namespace {
@@ -39,7 +35,8 @@ const OpenSsl* open_module() {
 } // namespace
 
 const OpenSsl& openssl() {
-    // Asked on every gated call (the rule code's HMAC): one load once open.
+    // Asked on every gated call of a tool with rules (the rule code's HMAC):
+    // one atomic load once open.
     static std::atomic<const OpenSsl*> module{nullptr};
     static std::mutex opening;
     if (const OpenSsl* open = module.load(std::memory_order_acquire)) return *open;
