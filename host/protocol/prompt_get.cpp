@@ -1,6 +1,7 @@
 #include "protocol/prompt_get.hpp"
 
 #include "protocol/request_environment.hpp"
+#include "protocol/result_shape.hpp"
 
 namespace gatehouse::protocol {
 
@@ -37,7 +38,7 @@ const Json& checked_arguments(const Request& request, const plugins::Prompt& pro
 }
 
 // The plugin's {"description"?, "messages": [...]}: each message a role and
-// one content block with a type. The blocks' own fields are the plugin's.
+// one content block that keeps the protocol's schema rules.
 void check_messages(const Json& result, const std::string& family, const std::string& what) {
     auto messages = result.find("messages");
     if (messages == result.end() || !messages->is_array())
@@ -50,9 +51,9 @@ void check_messages(const Json& result, const std::string& family, const std::st
         if (role == m.end() || (*role != "user" && *role != "assistant"))
             plugin_fault(family, what, where + ".role is neither \"user\" nor \"assistant\"");
         auto content = m.find("content");
-        if (content == m.end() || !content->is_object() || !content->contains("type") ||
-            !(*content)["type"].is_string())
-            plugin_fault(family, what, where + ".content is not a content block with a \"type\"");
+        if (content == m.end()) plugin_fault(family, what, where + " has no content block");
+        if (auto problem = content_block_problem(*content, "/messages/" + std::to_string(i) + "/content"))
+            plugin_fault(family, what, "answered a content block that breaks the protocol's schema " + *problem);
     }
     if (auto d = result.find("description"); d != result.end() && !d->is_string())
         plugin_fault(family, what, "answered with a description that is not a string");

@@ -5,6 +5,7 @@
 #include "plugins/host_api.hpp"
 #include "plugins/loaded_plugin.hpp"
 #include "protocol/request_environment.hpp"
+#include "protocol/result_shape.hpp"
 #include "session/password_screen.hpp"
 #include "session/session_service.hpp"
 
@@ -302,15 +303,25 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
                           "' returned a malformed result (not JSON); the host logged the details. This is a fault "
                           "in the tool, not in your call.");
     }
-    if (!result.is_object() || (result.contains("content") && !result["content"].is_array())) {
+    if (!result.is_object()) {
         spdlog::error("tool '{}' ({}) returned a result that is not a CallToolResult object", tool.name, tool.family);
         return tool_error("Tool '" + tool.name +
                           "' returned a malformed result; the host logged the details. This is a fault in the "
                           "tool, not in your call.");
     }
-    result.erase("isError"); // errors travel by status, never by a flag the plugin sets
+    if (auto problem = tool_result_problem(result, request.revision)) {
+        spdlog::error("tool '{}' ({}) returned a result that breaks the protocol's schema {}", tool.name, tool.family,
+                      *problem);
+        return tool_error("Tool '" + tool.name + "' returned a result that breaks the protocol's schema (" + *problem +
+                          "), so the host did not pass it on. This is a fault in the tool, not in your call.");
+    }
+    // Errors travel by status. A plugin that flags its answer an error
+    // anyway keeps the flag: dropping it would make the error read as a success.
+    const bool flagged_error = result.value("isError", false);
+    if (!flagged_error) result.erase("isError");
+    result.erase("resultType");
     auto structured = result.find("structuredContent");
-    if (tool.output_schema) {
+    if (tool.output_schema && !(flagged_error && structured == result.end())) {
         if (structured == result.end()) {
             spdlog::error("tool '{}' ({}) declares an outputSchema but returned no structuredContent", tool.name,
                           tool.family);

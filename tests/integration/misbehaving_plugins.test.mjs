@@ -21,6 +21,64 @@ test('a raw C plugin answering invalid JSON, a non-object or garbage bytes gets 
     assert.equal(echo.result.structuredContent.text, 'others too');
   }));
 
+// rawjson_mirror answers with its own arguments, so each case is the result
+// the plugin writes. Each breaks the revisions' CallToolResult schema in one
+// place, which a client's typed parser would refuse as a whole.
+const BROKEN_RESULTS = {
+  'a text block without text': [{ content: [{ type: 'text' }] }, '/content/0'],
+  'an unknown content type': [{ content: [{ type: 'text', text: 'a' }, { type: 'video', url: 'x' }] }, '/content/1/type'],
+  'an image without data': [{ content: [{ type: 'image', mimeType: 'image/png' }] }, '/content/0'],
+  'an image whose data is not base64': [{ content: [{ type: 'image', mimeType: 'image/png', data: 'not base64!' }] }, '/content/0/data'],
+  'a resource_link without name': [{ content: [{ type: 'resource_link', uri: 'test://a' }] }, '/content/0'],
+  'a resource without text or blob': [{ content: [{ type: 'resource', resource: { uri: 'test://a' } }] }, '/content/0/resource'],
+  'priority above 1': [{ content: [{ type: 'text', text: 'a', annotations: { priority: 1.5 } }] }, '/content/0/annotations/priority'],
+  'an unknown audience': [{ content: [{ type: 'text', text: 'a', annotations: { audience: ['user', 'robot'] } }] }, '/content/0/annotations/audience/1'],
+  'isError that is not a boolean': [{ content: [{ type: 'text', text: 'it failed' }], isError: 'yes' }, '/isError'],
+  'resultType input_required without inputRequests or requestState': [{ content: [], resultType: 'input_required' }, '/resultType'],
+  'content that is not an array': [{ content: { type: 'text', text: 'a' } }, '/content'],
+  '_meta that is not an object': [{ content: [], _meta: 'x' }, '/_meta'],
+};
+
+test('a result that breaks the protocol schema never reaches the client: a tool error names where (both revisions)', () =>
+  withHost({ plugins: ['rawjson.so'] }, async (host) => {
+    await host.initialize();
+    for (const [what, [result, pointer]] of Object.entries(BROKEN_RESULTS)) {
+      for (const revision of ['2026-07-28', '2025-11-25']) {
+        const params = { name: 'rawjson_mirror', arguments: result };
+        const answer = revision === '2026-07-28' ? await host.modern('tools/call', params) : await host.request('tools/call', params);
+        const label = `${what} (${revision}): ${JSON.stringify(answer)}`;
+        assert.equal(answer.result?.isError, true, label);
+        assert.equal(answer.result.content.length, 1, label);
+        assert.ok(answer.result.content[0].text.includes(`breaks the protocol's schema (at ${pointer}:`), label);
+        assert.match(answer.result.content[0].text, /fault in the tool/, label);
+        if (revision === '2026-07-28') assert.equal(answer.result.resultType, 'complete', label);
+      }
+    }
+    // 2025-11-25 takes structuredContent only as an object; 2026-07-28 takes any value.
+    const scalar = { name: 'rawjson_mirror', arguments: { content: [], structuredContent: 5 } };
+    const legacy = await host.request('tools/call', scalar);
+    assert.ok(legacy.result.content[0].text.includes('at /structuredContent:'), JSON.stringify(legacy));
+    assert.equal((await host.modern('tools/call', scalar)).result.structuredContent, 5);
+    // A plugin that flags its answer an error keeps the flag.
+    const flagged = await host.modern('tools/call', { name: 'rawjson_mirror', arguments: { content: [{ type: 'text', text: 'it failed' }], isError: true } });
+    assert.equal(flagged.result.isError, true);
+    assert.equal(flagged.result.content[0].text, 'it failed');
+    // Every kind of block, well formed, passes unchanged.
+    const good = {
+      content: [
+        { type: 'text', text: 'a', annotations: { audience: ['user'], priority: 0.5, lastModified: '2026-01-01T00:00:00Z' } },
+        { type: 'image', mimeType: 'image/png', data: 'aGVsbG8=' },
+        { type: 'audio', mimeType: 'audio/wav', data: '' },
+        { type: 'resource_link', uri: 'test://a', name: 'a', size: 3 },
+        { type: 'resource', resource: { uri: 'test://b', blob: 'aGk=' } },
+        { type: 'resource', resource: { uri: 'test://c', text: 'c', mimeType: 'text/plain' } },
+      ],
+    };
+    const fine = await host.modern('tools/call', { name: 'rawjson_mirror', arguments: good });
+    assert.deepEqual(fine.result.content, good.content, JSON.stringify(fine));
+    await host.stderrMatching(/rawjson_mirror.*breaks the protocol's schema/);
+  }));
+
 test('a plugin that throws and one that breaks its outputSchema get tool errors; the host goes on', () =>
   withHost(async (host) => {
     const crash = await host.modern('tools/call', { name: 'crash', arguments: {} });
