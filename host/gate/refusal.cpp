@@ -1,5 +1,8 @@
 #include "gate/refusal.hpp"
 
+#include <array>
+#include <string_view>
+
 namespace gatehouse::gate {
 
 nlohmann::json Refusal::to_tool_result() const {
@@ -8,6 +11,61 @@ nlohmann::json Refusal::to_tool_result() const {
     return {{"content", nlohmann::json::array({{{"type", "text"}, {"text", code + ": " + message}}})},
             {"structuredContent", std::move(structured)},
             {"isError", true}};
+}
+
+namespace {
+
+constexpr std::array<std::string_view, 4> kRootKeywords{"$schema", "$id", "$defs", "definitions"};
+constexpr std::string_view kOwnBranch = "#/anyOf/0";
+
+// A local reference into the tool's own schema ("#", "#/properties/x")
+// follows it into its branch; $defs and definitions stay where they were.
+void repoint_references(nlohmann::json& node) {
+    if (node.is_array()) {
+        for (auto& item : node)
+            repoint_references(item);
+        return;
+    }
+    if (!node.is_object()) return;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+        const std::string& key = it.key();
+        // Values of these keywords are data, not schemas.
+        if (key == "const" || key == "enum" || key == "default" || key == "examples") continue;
+        if (key == "$ref" && it->is_string()) {
+            const std::string& ref = it->get_ref<const std::string&>();
+            if (ref == "#")
+                *it = std::string(kOwnBranch);
+            else if (ref.rfind("#/", 0) == 0 && ref.rfind("#/$defs/", 0) != 0 && ref.rfind("#/definitions/", 0) != 0)
+                *it = std::string(kOwnBranch) + ref.substr(1);
+            continue;
+        }
+        repoint_references(*it);
+    }
+}
+
+} // namespace
+
+nlohmann::json published_output_schema(const nlohmann::json& own) {
+    nlohmann::json published = {{"type", "object"}};
+    nlohmann::json branch = own;
+    for (auto key : kRootKeywords)
+        if (auto it = branch.find(key); it != branch.end()) {
+            published[std::string(key)] = std::move(*it);
+            branch.erase(std::string(key));
+        }
+    repoint_references(branch);
+    for (auto& [key, value] : published.items())
+        if (key == "$defs" || key == "definitions") repoint_references(value);
+    const nlohmann::json refusal = {
+        {"type", "object"},
+        {"properties",
+         {{"code", {{"type", "string"}, {"description", "The refusal's stable machine code, e.g. NOT_CONNECTED."}}},
+          {"message", {{"type", "string"}, {"description", "What happened and what to do, for the agent."}}},
+          {"next", {{"type", "object"}, {"description", "What the agent needs for its next step."}}}}},
+        {"required", {"code", "message", "next"}},
+        {"description", "A refusal (isError is true): the host or the gate did not run the tool."}};
+    published["anyOf"] = nlohmann::json::array({std::move(branch), refusal});
+    return published;
 }
 
 } // namespace gatehouse::gate

@@ -59,4 +59,12 @@ struct Refusal {
     nlohmann::json to_tool_result() const;
 };
 
+// The outputSchema a tool publishes: its own schema, or the refusal's
+// structuredContent {code, message, next}. Every refusal of the tool carries
+// that structure, and clients that check structuredContent against the
+// published schema even when isError is set (TypeScript SDK 1.x) must accept
+// it. `$schema`, `$id`, `$defs` and `definitions` stay at the root, and
+// references into the tool's own schema are re-pointed to where it now sits.
+nlohmann::json published_output_schema(const nlohmann::json& own);
+
 } // namespace gatehouse::gate

@@ -1,5 +1,6 @@
 #include "plugins/plugin_loader.hpp"
 
+#include "gate/refusal.hpp"
 #include "plugins/abi_struct.hpp"
 #include "plugins/host_api.hpp"
 
@@ -172,7 +173,7 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     if (!tool->description.empty()) l["description"] = tool->description;
     l["inputSchema"] = tool->input_schema->document();
     if (sessions && !tool->gate_exempt) publish_session_argument(l["inputSchema"]);
-    if (tool->output_schema) l["outputSchema"] = tool->output_schema->document();
+    if (tool->output_schema) l["outputSchema"] = gate::published_output_schema(tool->output_schema->document());
     l["annotations"] = tool->annotations;
     l["_meta"] = {{"dev.gatehouse/risk", risk_name(tool->risk)},
                   {"dev.gatehouse/requiredScopes", tool->required_scopes}};

@@ -11,7 +11,8 @@ nlohmann::json tool_definition(const Tool& tool) {
                         {"description", tool.description},
                         {"domain", tool.family},
                         {"inputSchema", listing.at("inputSchema")},
-                        {"outputSchema", listing.contains("outputSchema") ? listing["outputSchema"] : nullptr},
+                        // The tool's own result; tools/list publishes it as either that or a refusal.
+                        {"outputSchema", tool.output_schema ? tool.output_schema->document() : nullptr},
                         {"scope", tool.scope},
                         {"required_scopes", tool.required_scopes},
                         {"risk", risk_name(tool.risk)},

@@ -107,6 +107,42 @@ test('@modelcontextprotocol/client 2.x in auto mode detects the modern era', () 
     },
   ));
 
+// A refusal of a tool with an outputSchema (echo, with the gate on and no
+// sessions configured: NOT_CONNECTED) reaches both clients whole. The 1.x
+// client checks structuredContent against the listed outputSchema even when
+// isError is set, so the published schema names the refusal shape too.
+async function refusalReachesClient(client) {
+  const { tools } = await client.listTools();
+  const echo = tools.find((t) => t.name === 'echo');
+  assert.equal(echo.outputSchema.type, 'object');
+  assert.equal(echo.outputSchema.anyOf.length, 2);
+  assert.deepEqual(echo.outputSchema.anyOf[0].required, ['text'], 'the tool\'s own result is the first branch');
+  assert.deepEqual(echo.outputSchema.anyOf[1].required, ['code', 'message', 'next']);
+
+  const refused = await client.callTool({ name: 'echo', arguments: { text: 'hello' } });
+  assert.equal(refused.isError, true);
+  assert.equal(refused.structuredContent.code, 'NOT_CONNECTED');
+  assert.match(refused.structuredContent.message, /no session configuration/);
+  assert.equal(typeof refused.structuredContent.next, 'object');
+  assert.match(refused.content[0].text, /^NOT_CONNECTED: /);
+}
+
+test('@modelcontextprotocol/sdk 1.x sees a gate refusal of a tool with an outputSchema after listTools (2025-11-25)', () =>
+  withClient(
+    () => new ClientV1({ name: 'itest-sdk-v1', version: '1.0.0' }),
+    (params) => new StdioV1(params),
+    refusalReachesClient,
+    { gate: true },
+  ));
+
+test('@modelcontextprotocol/client 2.x sees the same refusal (2026-07-28)', () =>
+  withClient(
+    () => new ClientV2({ name: 'itest-client-v2', version: '2.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } }),
+    (params) => new StdioV2(params),
+    refusalReachesClient,
+    { gate: true },
+  ));
+
 // Resources, templates, prompts and completion through both official
 // clients, against the conformance fixture family.
 const CONFORMANCE = { plugins: ['conformance.so', 'echo.so'] };
