@@ -43,6 +43,11 @@ inline constexpr std::string_view credentials_not_allowed = "CREDENTIALS_NOT_ALL
 inline constexpr std::string_view credentials_unavailable = "CREDENTIALS_UNAVAILABLE";
 inline constexpr std::string_view secret_in_result = "SECRET_IN_RESULT";
 inline constexpr std::string_view too_many_in_flight = "TOO_MANY_IN_FLIGHT"; // JSON-RPC error data, not a tool result
+// The access token lacks the tool's scope (reached through call_tool; a
+// direct call over HTTP is answered 403 with a challenge instead).
+inline constexpr std::string_view insufficient_scope = "INSUFFICIENT_SCOPE";
+// The integer does not fit the 64 bits the host and its plugins read.
+inline constexpr std::string_view integer_out_of_range = "INTEGER_OUT_OF_RANGE";
 } // namespace refusal_code
 
 // The gate said no: nothing in the plugin ran. Becomes a tool result with

@@ -2,6 +2,8 @@
 
 #include "schema/json_schema.hpp"
 
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace gatehouse::limits {
@@ -20,10 +22,23 @@ gate::Refusal too_large(const std::string& tool, const std::string& pointer, boo
     return r;
 }
 
+gate::Refusal out_of_range(const std::string& tool, const std::string& pointer, const nlohmann::json& value) {
+    const std::string where = pointer.empty() ? "/" : pointer;
+    gate::Refusal r;
+    r.code = gate::refusal_code::integer_out_of_range;
+    r.message = "The integer " + value.dump() + " at " + where + " in the arguments of tool '" + tool +
+                "' is out of range: this server takes integers from -9223372036854775808 to 9223372036854775807. "
+                "Send a value in that range; nothing ran.";
+    r.next = {{"pointer", where},
+              {"minimum", std::numeric_limits<std::int64_t>::min()},
+              {"maximum", std::numeric_limits<std::int64_t>::max()}};
+    return r;
+}
+
 } // namespace
 
-std::optional<gate::Refusal> oversized_argument(const nlohmann::json& arguments, std::size_t max_string_bytes,
-                                                const std::string& tool) {
+std::optional<gate::Refusal> argument_beyond_bounds(const nlohmann::json& arguments, std::size_t max_string_bytes,
+                                                    const std::string& tool) {
     struct Pending {
         const nlohmann::json* node;
         std::string pointer;
@@ -36,6 +51,9 @@ std::optional<gate::Refusal> oversized_argument(const nlohmann::json& arguments,
         if (node.is_string()) {
             const auto size = node.get_ref<const std::string&>().size();
             if (size > max_string_bytes) return too_large(tool, at.pointer, false, size, max_string_bytes);
+        } else if (node.is_number_unsigned()) {
+            if (node.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                return out_of_range(tool, at.pointer, node);
         } else if (node.is_object()) {
             for (auto it = node.begin(); it != node.end(); ++it) {
                 // A key is cut short in the pointer: naming it in full would

@@ -10,14 +10,17 @@
 
 namespace gatehouse::limits {
 
-// The first string value or object key in `arguments` longer than
-// `max_string_bytes` (limits.max_string_bytes), as an ARGUMENT_TOO_LARGE
-// refusal naming its JSON pointer, its size and the limit. Runs before JSON
-// Schema validation so such a string never meets a `pattern`: libstdc++'s
-// std::regex recurses once per character and would overflow the stack.
-// Iterative, so deep arguments cannot overflow it either.
-std::optional<gate::Refusal> oversized_argument(const nlohmann::json& arguments, std::size_t max_string_bytes,
-                                                const std::string& tool);
+// The first value in `arguments` beyond the host's bounds, as a refusal
+// naming its JSON pointer: a string value or object key longer than
+// `max_string_bytes` (limits.max_string_bytes) is ARGUMENT_TOO_LARGE, an
+// integer above 2^63-1 is INTEGER_OUT_OF_RANGE (the host and its plugins read
+// integers as 64-bit signed: such a value would wrap to a negative one; JSON
+// Schema's "integer" lets it through). Runs before JSON Schema validation so
+// a long string never meets a `pattern`: libstdc++'s std::regex recurses once
+// per character and would overflow the stack. Iterative, so deep arguments
+// cannot overflow it either.
+std::optional<gate::Refusal> argument_beyond_bounds(const nlohmann::json& arguments, std::size_t max_string_bytes,
+                                                    const std::string& tool);
 
 // The stack a worker needs to validate any string up to max_string_bytes
 // against a schema `pattern`: measured, libstdc++ std::regex takes about 0.8

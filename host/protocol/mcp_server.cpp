@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -665,19 +666,37 @@ Json McpServer::discover(const Request&) const {
     return result;
 }
 
-// 2026-07-28 lists carry caching hints. They are the same for every caller:
-// the registry is frozen at start and nothing in a listing is per user.
-Json McpServer::cacheable(const Request& request, Json result) const {
+// 2026-07-28 lists carry caching hints. Most are the same for every caller:
+// the registry is frozen at start and nothing in them is per user.
+Json McpServer::cacheable(const Request& request, Json result, bool per_token) const {
     if (request.revision == Revision::modern_2026_07_28) {
         result["ttlMs"] = limits_.tools_list_ttl_ms;
-        result["cacheScope"] = "public";
+        result["cacheScope"] = per_token ? "private" : "public";
     }
     return result;
 }
 
+// A verified token sees only the tools its scopes let it call (the same
+// scope_refusal a call meets); the list is then its own, and says so in
+// cacheScope. Its cursors carry which tools it holds, so a cursor of
+// another token's list is refused rather than read at the wrong offset.
 Json McpServer::list_tools(const Request& request) const {
     const auto listing = disclosure_.listing();
-    return cacheable(request, list_page(request, listing->tools, "tools", listing->fingerprint, limits_.page_size));
+    const auth::Principal& principal = request.connection->principal();
+    if (principal.kind != "token" || !listing->scoped)
+        return cacheable(request, list_page(request, listing->tools, "tools", listing->fingerprint, limits_.page_size));
+    std::vector<const plugins::Tool*> callable;
+    callable.reserve(listing->tools.size());
+    std::string held;
+    for (const plugins::Tool* tool : listing->tools)
+        if (!scope_refusal(*tool, principal)) {
+            callable.push_back(tool);
+            held += tool->name;
+            held += '\n';
+        }
+    const std::string fingerprint =
+        listing->fingerprint + "-" + std::to_string(std::hash<std::string>{}(held)&0xffffffffu);
+    return cacheable(request, list_page(request, callable, "tools", fingerprint, limits_.page_size), true);
 }
 
 void McpServer::apply_exposure(const std::set<std::string>& on_demand_families) {

@@ -85,7 +85,7 @@ private:
     Json list_resources(const Request& request) const;
     Json list_resource_templates(const Request& request) const;
     Json list_prompts(const Request& request) const;
-    Json cacheable(const Request& request, Json result) const;
+    Json cacheable(const Request& request, Json result, bool per_token = false) const;
     Json set_log_level(Request& request) const;
     Json legacy_resource_subscription(Request& request, bool subscribe) const;
     void follow_tool_list_changes(Connection& connection) const;

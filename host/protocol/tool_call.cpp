@@ -174,10 +174,38 @@ gate::Refusal password_withheld(const plugins::Tool& tool) {
     return refusal;
 }
 
+// A name as an error message may echo it: valid tool names are at most 64
+// characters, so anything longer is cut (at a character boundary).
+std::string echoed_name(const std::string& name) {
+    constexpr std::size_t kMaxEchoed = 64;
+    if (name.size() <= kMaxEchoed) return name;
+    std::size_t cut = kMaxEchoed;
+    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80)
+        --cut;
+    return name.substr(0, cut) + "… (" + std::to_string(name.size()) + " bytes)";
+}
+
 } // namespace
 
 std::string principal_key(const auth::Principal& principal) {
     return principal.kind + ":" + principal.subject;
+}
+
+std::optional<gate::Refusal> scope_refusal(const plugins::Tool& tool, const auth::Principal& principal) {
+    // Only a verified token carries scopes; stdio and HTTP without auth have none to check.
+    if (principal.kind != "token" || tool.scope.empty() || principal.has_scope(tool.scope)) return std::nullopt;
+    gate::Refusal refusal;
+    refusal.code = gate::refusal_code::insufficient_scope;
+    refusal.message = "The tool '" + tool.name + "' needs the scope '" + tool.scope +
+                      "', which this access token does not carry; obtain a token with it and retry. Nothing ran.";
+    refusal.next = {{"scope", tool.scope}, {"tool", tool.name}};
+    return refusal;
+}
+
+const plugins::Tool* ToolCall::find(const std::string& name) const {
+    const plugins::Tool* tool = registry_.find(name);
+    if (!tool && disclosure_) tool = disclosure_->meta_tool(name);
+    return tool;
 }
 
 Json ToolCall::run(Request& request) const {
@@ -186,11 +214,13 @@ Json ToolCall::run(Request& request) const {
     if (name_it == params.end() || !name_it->is_string())
         throw ProtocolError(error_code::invalid_params, "tools/call needs params.name, the tool's name as a string");
     const std::string& name = name_it->get_ref<const std::string&>();
-    const plugins::Tool* tool = registry_.find(name);
-    if (!tool && disclosure_) tool = disclosure_->meta_tool(name);
+    const plugins::Tool* tool = find(name);
     if (!tool)
-        throw ProtocolError(error_code::invalid_params, "Unknown tool: '" + name + "'; tools/list names the tools",
-                            {{"tool", name}});
+        throw ProtocolError(error_code::invalid_params,
+                            "Unknown tool: '" + echoed_name(name) + "'; tools/list names the tools");
+    // Every route to a tool (a direct call, call_tool) passes here, before
+    // anything is spent on the call.
+    if (auto refusal = scope_refusal(*tool, request.connection->principal())) return refusal->to_tool_result();
 
     static const Json kNoArguments = Json::object();
     const Json* arguments = &kNoArguments;
@@ -205,7 +235,7 @@ Json ToolCall::run(Request& request) const {
         if (auto refused = rate_limiter_.acquire(principal_key(request.connection->principal()), tool->name,
                                                  limits::RateLimiter::Clock::now()))
             return rate_limited(*refused).to_tool_result();
-    if (auto refusal = limits::oversized_argument(*arguments, max_string_bytes_, tool->name))
+    if (auto refusal = limits::argument_beyond_bounds(*arguments, max_string_bytes_, tool->name))
         return refusal->to_tool_result();
 
     // A requestState binds the arguments as the client sent them, session handle included.
@@ -230,24 +260,27 @@ Json ToolCall::run(Request& request) const {
 
 Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const {
     if (tool.name != ToolDisclosure::kCallTool) return disclosure_->answer(tool, arguments);
-    // The forwarded call takes the whole tools/call path again — rate limit,
-    // bounds, gate, validation, plugin, output check — so nothing reached
-    // through call_tool is treated differently from a direct call.
-    Json forwarded = {{"name", arguments.at("name")},
+    // Within call_tool an unknown name is a mistake in its arguments, which
+    // the model can correct: a tool error, not a protocol error.
+    const std::string& name = arguments.at("name").get_ref<const std::string&>();
+    if (!find(name))
+        return tool_error("call_tool: Unknown tool: '" + echoed_name(name) + "'; tools/list names the tools");
+    // The forwarded call takes the whole tools/call path again — scope, rate
+    // limit, bounds, gate, validation, plugin, input rounds, output check —
+    // so nothing reached through call_tool is treated differently from a
+    // direct call. A retry's inputResponses and requestState stand beside
+    // call_tool's name and arguments, and belong to the forwarded call.
+    Json forwarded = {{"name", name},
                       {"arguments", arguments.contains("arguments") ? arguments["arguments"] : Json::object()}};
+    for (const char* round_key : {"inputResponses", "requestState"})
+        if (auto it = request.params.find(round_key); it != request.params.end()) forwarded[round_key] = std::move(*it);
     std::swap(request.params, forwarded);
     struct Restore {
         Request& request;
         Json& original;
         ~Restore() { std::swap(request.params, original); }
     } restore{request, forwarded};
-    try {
-        return run(request);
-    } catch (const ProtocolError& e) {
-        // Within call_tool an unknown name is a mistake in its arguments,
-        // which the model can correct: a tool error, not a protocol error.
-        return tool_error(std::string("call_tool: ") + e.what());
-    }
+    return run(request);
 }
 
 Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,

@@ -26,6 +26,9 @@ public:
     Json run(Request& request) const;
 
 private:
+    // A family's tool, else a host meta tool of that name (or null).
+    const plugins::Tool* find(const std::string& name) const;
+
     Json run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const;
 
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
@@ -41,6 +44,12 @@ private:
 
 // The key a principal's per-caller limits are counted under.
 std::string principal_key(const auth::Principal& principal);
+
+// The token layer of scopes, decided here for every route to a tool: a
+// verified access token without the tool's scope gets INSUFFICIENT_SCOPE
+// (an HTTP transport answers a direct call with 403 and a step-up challenge
+// from the same refusal). The store owner's grants are the gate's own, later check.
+std::optional<gate::Refusal> scope_refusal(const plugins::Tool& tool, const auth::Principal& principal);
 
 // A tool error: isError with one text block the agent can act on.
 Json tool_error(const std::string& text);

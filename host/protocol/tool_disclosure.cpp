@@ -89,6 +89,7 @@ bool ToolDisclosure::apply(const std::set<std::string>& on_demand_families) {
     for (const plugins::Tool* tool : next->tools) {
         all += tool->listing.dump();
         all += '\n';
+        if (!tool->scope.empty()) next->scoped = true;
     }
     next->fingerprint = std::to_string(std::hash<std::string>{}(all)&0xffffffffu);
     std::lock_guard lock(mutex_);

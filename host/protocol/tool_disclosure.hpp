@@ -36,6 +36,7 @@ public:
         std::vector<const plugins::Tool*> tools; // by published name
         std::string fingerprint;                 // what tools/list cursors carry
         std::set<std::string> on_demand;
+        bool scoped = false; // some listed tool needs a token scope: tools/list differs per token
     };
     std::shared_ptr<const Listing> listing() const;
 

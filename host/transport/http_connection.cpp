@@ -2,6 +2,7 @@
 
 #include "gate/refusal.hpp"
 #include "protocol/revision.hpp"
+#include "protocol/tool_call.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -554,9 +555,9 @@ void HttpConnection::on_post(const Request& request) {
     begin_exchange(mcp, id, std::move(message), session_header, legacy);
 }
 
-// The token layer of scopes: a tool whose scope the token lacks is refused
-// with 403 and a challenge naming the scopes to ask for (step-up). The
-// store owner's grants are the gate's own, later check.
+// A direct call of a tool whose scope the token lacks is answered the HTTP
+// way: 403 and a challenge naming the scope to ask for (step-up). The
+// decision is protocol::scope_refusal's, the one every route to a tool meets.
 bool HttpConnection::refuse_missing_scope(const Json& message, const Json& id) {
     if (!service_.authenticator.enabled()) return false;
     const auto params = message.find("params");
@@ -564,10 +565,10 @@ bool HttpConnection::refuse_missing_scope(const Json& message, const Json& id) {
     const auto name = params->find("name");
     if (name == params->end() || !name->is_string()) return false;
     const plugins::Tool* tool = service_.registry.find(name->get_ref<const std::string&>());
-    if (!tool || tool->scope.empty() || principal_.has_scope(tool->scope)) return false;
-    respond_error(403, id, protocol::error_code::invalid_request,
-                  "The tool '" + tool->name + "' needs the scope '" + tool->scope +
-                      "', which this access token does not carry; obtain a token with it and retry.",
+    if (!tool) return false;
+    const auto refusal = protocol::scope_refusal(*tool, principal_);
+    if (!refusal) return false;
+    respond_error(403, id, protocol::error_code::invalid_request, refusal->message,
                   service_.authenticator.insufficient_scope_challenge(principal_, tool->scope));
     return true;
 }

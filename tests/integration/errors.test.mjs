@@ -141,6 +141,41 @@ for (const revision of [LEGACY, MODERN]) {
     }));
 }
 
+test('an unknown tool\'s name is echoed once, cut short when longer than any tool name', () =>
+  withHost(async (host) => {
+    const name = 'x'.repeat(100000);
+    const answer = await host.modern('tools/call', { name, arguments: {} });
+    assert.equal(answer.error?.code, -32602);
+    assert.ok(JSON.stringify(answer.error).length < 400, `the error stays short: ${JSON.stringify(answer.error).length} bytes`);
+    assert.match(answer.error.message, /^Unknown tool: 'x{64}… \(100000 bytes\)'/);
+    // A multi-byte character at the cut is never split.
+    const accented = await host.modern('tools/call', { name: 'x'.repeat(63) + 'é'.repeat(10), arguments: {} });
+    assert.match(accented.error.message, /^Unknown tool: 'x{63}… \(83 bytes\)'/);
+  }));
+
+test('an integer above 2^63-1 in the arguments is refused naming its pointer, before the tool runs', () =>
+  withHost({ plugins: ['echo.so', 'rawjson.so'] }, async (host) => {
+    // Written as text: a JavaScript number cannot hold 2^64-1 exactly.
+    const call = (id, args) =>
+      `{"jsonrpc":"2.0","id":"${id}","method":"tools/call","params":{"name":"rawjson_mirror","arguments":${args},"_meta":${JSON.stringify(modernMeta())}}}`;
+    for (const [id, args, pointer] of [
+      ['top', '{"content":[],"n":18446744073709551615}', '/n'],
+      ['nested', '{"content":[],"ids":[1,{"note_id":9223372036854775808}]}', '/ids/1/note_id'],
+    ]) {
+      host.write(call(id, args));
+      host.expectRequest({ jsonrpc: '2.0', id, method: 'tools/call' });
+      const answer = (await host.response(id)).message;
+      assert.equal(answer.result?.isError, true, JSON.stringify(answer));
+      assert.equal(answer.result.structuredContent.code, 'INTEGER_OUT_OF_RANGE');
+      assert.equal(answer.result.structuredContent.next.pointer, pointer);
+      assert.match(answer.result.content[0].text, new RegExp(`at ${pointer} .*out of range`));
+    }
+    host.write(call('max', '{"content":[],"n":9223372036854775807}'));
+    host.expectRequest({ jsonrpc: '2.0', id: 'max', method: 'tools/call' });
+    const max = (await host.response('max')).message;
+    assert.equal(max.result.isError, undefined, JSON.stringify(max));
+  }));
+
 test('a modern request with params that are not an object is -32602', () =>
   withHost(async (host) => {
     host.write(JSON.stringify({ jsonrpc: '2.0', id: 'p', method: 'tools/list', params: [modernMeta()] }));

@@ -47,6 +47,28 @@ test('a 2026-07-28 tool asks, and the retry with the answers and the sealed stat
     assert.notEqual(again.result.requestState, round1.requestState);
   }));
 
+test('through call_tool the rounds are those of a direct call: the retry\'s answers and state reach the tool (both revisions)', () =>
+  withHost({ plugins: PLUGINS, sections: { domains: { conformance: { exposure: 'on_demand' } } } }, async (host) => {
+    const target = { name: 'test_input_required_result_request_state', arguments: {} };
+    const round1 = await call(host, 'call_tool', target);
+    assert.equal(round1.result?.resultType, 'input_required', JSON.stringify(round1));
+    assert.deepEqual(Object.keys(round1.result.inputRequests), ['confirm']);
+    const done = await call(host, 'call_tool', target, { inputResponses: confirm, requestState: round1.result.requestState });
+    assert.equal(done.result?.resultType, 'complete', JSON.stringify(done));
+    assert.match(done.result.content[0].text, /^state-ok/);
+    // The state is the forwarded call's: the same tool called directly accepts it, and a changed one is refused alike.
+    const direct = await call(host, target.name, {}, { inputResponses: confirm, requestState: round1.result.requestState });
+    assert.match(direct.result.content[0].text, /^state-ok/);
+    assertRefusedState(await call(host, 'call_tool', target, { inputResponses: confirm, requestState: 'x' + round1.result.requestState }));
+    // 2025-11-25: the host asks the client itself, through call_tool as directly.
+    await host.initialize(undefined, { roots: {} });
+    const from = host.messages.length;
+    const pending = host.request('tools/call', { name: 'call_tool', arguments: { name: 'test_input_required_result_list_roots', arguments: {} } });
+    const ask = (await host.waitFor((m) => m.method === 'roots/list' && Object.hasOwn(m, 'id'), { fromIndex: from })).message;
+    host.write(JSON.stringify({ jsonrpc: '2.0', id: ask.id, result: { roots: [{ uri: 'file:///work/shop', name: 'shop' }] } }));
+    assert.equal((await pending).result.content[0].text, 'Client roots: file:///work/shop');
+  }));
+
 test('a requestState changed by one character, or not a state at all, is refused', () =>
   withHost({ plugins: PLUGINS }, async (host) => {
     const { requestState } = await firstRound(host);

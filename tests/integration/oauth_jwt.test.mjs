@@ -204,6 +204,54 @@ test('insufficient scope: 403 with the scopes to ask for; a token with them is s
   assert.equal((await host.modern('tools/call', { name: 'ledger_close', arguments: {} }, { headers: bearer(token({ scope: undefined })) })).status, 200);
 });
 
+test('tools/list shows a token only the tools its scopes can call, as its own list (cacheScope private)', async () => {
+  const list = async (scope) => {
+    const reply = await host.modern('tools/list', {}, { headers: bearer(token({ scope })) });
+    assert.equal(reply.status, 200, reply.text);
+    return reply.answer.result;
+  };
+  const narrow = await list('notes');
+  const names = narrow.tools.map((t) => t.name);
+  assert.ok(!names.includes('ledger_balance'), 'ledger_balance needs ledger:read');
+  assert.ok(!names.includes('ledger_refund'), 'ledger_refund needs ledger:write');
+  assert.ok(names.includes('ledger_close') && names.includes('echo'), 'tools without a scope stay listed');
+  assert.equal(narrow.cacheScope, 'private');
+  const wide = await list('notes ledger:read');
+  assert.ok(wide.tools.some((t) => t.name === 'ledger_balance'));
+  assert.ok(!wide.tools.some((t) => t.name === 'ledger_refund'));
+  assert.equal(wide.cacheScope, 'private');
+});
+
+test('call_tool meets the same scope check as a direct call: INSUFFICIENT_SCOPE naming the scope, nothing ran', async () => {
+  const scoped = await HttpHost.start({
+    plugins: ['echo.so', 'ledger.so'],
+    sections: {
+      auth: { mode: 'jwt', issuers: [as.issuer], scopes_supported: ['notes', 'ledger:read'], fetch_timeout_ms: 1500 },
+      domains: { ledger: { exposure: 'on_demand' } },
+    },
+  });
+  try {
+    const as_token = (scope) => bearer(as.mint({ aud: scoped.url, scope }));
+    const forward = (scope) =>
+      scoped.modern('tools/call', { name: 'call_tool', arguments: { name: 'ledger_balance', arguments: {} } }, { headers: as_token(scope) });
+    const narrow = await forward('notes');
+    assert.equal(narrow.status, 200, narrow.text);
+    assert.equal(narrow.answer.result.isError, true, narrow.text);
+    assert.equal(narrow.answer.result.structuredContent.code, 'INSUFFICIENT_SCOPE');
+    assert.equal(narrow.answer.result.structuredContent.next.scope, 'ledger:read');
+    assert.match(narrow.answer.result.structuredContent.message, /needs the scope 'ledger:read'/);
+    assert.ok(!narrow.text.includes('"balance"'), 'the tool did not run');
+    // The direct call keeps its 403 and challenge.
+    const direct = await scoped.modern('tools/call', { name: 'ledger_balance', arguments: {} }, { headers: as_token('notes') });
+    assert.equal(direct.status, 403, direct.text);
+    assert.equal(challenge(direct).error, 'insufficient_scope');
+    const wide = await forward('notes ledger:read');
+    assert.equal(wide.answer.result.structuredContent.balance, 100, wide.text);
+  } finally {
+    await scoped.stop();
+  }
+});
+
 test('a 2025-11-25 session belongs to the principal that opened it', async () => {
   const alice = bearer(token({ sub: 'alice' }));
   const bob = bearer(token({ sub: 'bob' }));

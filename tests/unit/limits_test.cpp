@@ -13,16 +13,16 @@ using namespace gatehouse;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-TEST_CASE("oversized_argument finds a long string or key anywhere, with its pointer", "[limits]") {
-    CHECK_FALSE(limits::oversized_argument(json{{"a", "12345678"}, {"b", {1, "x", nullptr}}}, 8, "t"));
-    auto deep = limits::oversized_argument(json{{"a", {{"b~/c", json::array({"ok", "123456789"})}}}}, 8, "t");
+TEST_CASE("argument_beyond_bounds finds a long string or key anywhere, with its pointer", "[limits]") {
+    CHECK_FALSE(limits::argument_beyond_bounds(json{{"a", "12345678"}, {"b", {1, "x", nullptr}}}, 8, "t"));
+    auto deep = limits::argument_beyond_bounds(json{{"a", {{"b~/c", json::array({"ok", "123456789"})}}}}, 8, "t");
     REQUIRE(deep);
     CHECK(deep->code == "ARGUMENT_TOO_LARGE");
     CHECK(deep->next["pointer"] == "/a/b~0~1c/1");
     CHECK(deep->next["bytes"] == 9);
     CHECK(deep->next["maxBytes"] == 8);
     CHECK_THAT(deep->message, Catch::Contains("tool 't'") && Catch::Contains("limits.max_string_bytes"));
-    auto key = limits::oversized_argument(json{{std::string(100, 'k'), 1}}, 8, "t");
+    auto key = limits::argument_beyond_bounds(json{{std::string(100, 'k'), 1}}, 8, "t");
     REQUIRE(key);
     CHECK_THAT(key->message, Catch::StartsWith("An object key"));
     CHECK(key->message.find(std::string(40, 'k')) == std::string::npos);
@@ -30,7 +30,18 @@ TEST_CASE("oversized_argument finds a long string or key anywhere, with its poin
     json nested = "123456789";
     for (int i = 0; i < 100000; ++i)
         nested = json::array({std::move(nested)});
-    CHECK(limits::oversized_argument(nested, 8, "t"));
+    CHECK(limits::argument_beyond_bounds(nested, 8, "t"));
+}
+
+TEST_CASE("argument_beyond_bounds refuses an integer above 2^63-1, with its pointer", "[limits]") {
+    CHECK_FALSE(
+        limits::argument_beyond_bounds(json::parse(R"({"n":9223372036854775807,"m":-9223372036854775808})"), 8, "t"));
+    auto above = limits::argument_beyond_bounds(json::parse(R"({"a":[0,{"note_id":18446744073709551615}]})"), 8, "t");
+    REQUIRE(above);
+    CHECK(above->code == "INTEGER_OUT_OF_RANGE");
+    CHECK(above->next["pointer"] == "/a/1/note_id");
+    CHECK_THAT(above->message, Catch::Contains("18446744073709551615") && Catch::Contains("tool 't'"));
+    CHECK(limits::argument_beyond_bounds(json::parse("9223372036854775808"), 8, "t"));
 }
 
 TEST_CASE("InFlightLimits counts per principal and in total", "[limits]") {
