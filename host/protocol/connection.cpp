@@ -32,6 +32,13 @@ std::shared_ptr<InFlight> Connection::begin(const Json& id) {
     return state;
 }
 
+std::shared_ptr<InFlight> Connection::begin_unique(const Json& id) {
+    auto state = std::make_shared<InFlight>();
+    std::lock_guard lock(in_flight_mutex_);
+    if (!in_flight_.emplace(id.dump(), state).second) return nullptr;
+    return state;
+}
+
 void Connection::end(const Json& id) {
     std::lock_guard lock(in_flight_mutex_);
     in_flight_.erase(id.dump());

@@ -76,6 +76,9 @@ public:
 
     // Requests in flight, by their id's JSON text, for notifications/cancelled.
     std::shared_ptr<InFlight> begin(const Json& id);
+    // The same, unless a request under `id` is still in flight (then null):
+    // for a request that stays open, whose id addresses it until it ends.
+    std::shared_ptr<InFlight> begin_unique(const Json& id);
     void end(const Json& id);
     // Forgets `state` under `id`; a newer request that reused the id stays.
     void end(const Json& id, const std::shared_ptr<InFlight>& state);

@@ -296,7 +296,17 @@ Request McpServer::decode_request(Connection& connection, Json&& message) const 
         const auto& requested = version->get_ref<const std::string&>();
         if (requested == kModernVersion) {
             r.revision = Revision::modern_2026_07_28;
-        } else if (requested == kLegacyVersion && connection.legacy_initialized) {
+        } else if (requested == kLegacyVersion) {
+            // A version this host supports, so not -32022: a client would
+            // pick it again from `supported` and retry for ever. What is
+            // missing is the revision's handshake; the error of that era
+            // (Invalid Request) is what sends a dual-era client to initialize.
+            if (!connection.legacy_initialized)
+                throw ProtocolError(error_code::invalid_request,
+                                    "Protocol version " + requested +
+                                        " starts with initialize: call initialize first, then send this request "
+                                        "again (or send it as " +
+                                        std::string(kModernVersion) + ", which needs no handshake).");
             r.revision = Revision::legacy_2025_11_25;
         } else {
             throw ProtocolError(error_code::unsupported_protocol_version,
@@ -501,7 +511,13 @@ void McpServer::open_subscription(const std::shared_ptr<Connection>& connection,
                                 "The server has " + std::to_string(limits_.max_in_flight) +
                                     " subscriptions open, its limit; close one or retry later.");
     }
-    request.in_flight = connection->begin(request.id);
+    // Its id tags every notification it delivers and addresses its
+    // cancellation, so a second request under an open one's id is refused.
+    request.in_flight = connection->begin_unique(request.id);
+    if (!request.in_flight)
+        throw ProtocolError(error_code::invalid_request,
+                            "This request's id is already in use by a request still open on this connection (a "
+                            "subscription or a call); send subscriptions/listen with a new id.");
     // The acknowledgement goes first; nothing is delivered before it.
     sub->reply->send(tagged(sub->id, "notifications/subscriptions/acknowledged", {{"notifications", honored}}));
     const std::uint64_t token = bus_->subscribe([weak = std::weak_ptr<Subscription>(sub)](const Change& change) {

@@ -61,11 +61,16 @@ test('an unsupported protocol version is refused with -32022, supported and requ
     }
   }));
 
-test('2025-11-25 in _meta without initialize is refused with -32022', () =>
+test('2025-11-25 in _meta without initialize is Invalid Request naming initialize, not -32022 (the version is supported)', () =>
   withHost(async (host) => {
     const answer = await host.request('tools/list', { _meta: { ...modernMeta(), [VERSION]: LEGACY } });
-    assert.equal(answer.error?.code, -32022);
-    assert.equal(answer.error.data.requested, LEGACY);
+    // -32022 would list 2025-11-25 as supported, and a client picking it
+    // from there would send the same request again for ever.
+    assert.equal(answer.error?.code, -32600);
+    assert.match(answer.error.message, /2025-11-25 starts with initialize/);
+    await host.initialize();
+    const after = await host.request('tools/list', { _meta: { [VERSION]: LEGACY } });
+    assert.ok(Array.isArray(after.result?.tools), JSON.stringify(after));
   }));
 
 test('a protocol version that is not a string is invalid params', () =>

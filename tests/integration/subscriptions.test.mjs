@@ -69,6 +69,27 @@ test('stdio: a malformed filter is refused with -32602 and nothing is acknowledg
     assert.equal(host.since(0).filter((m) => m.method === 'notifications/subscriptions/acknowledged').length, 0);
   }));
 
+test('stdio: a second listen under the id of one still open is refused; once cancelled the id is free again', () =>
+  withHost(FIXTURE, async (host) => {
+    listen(host, 'dup', { toolsListChanged: true });
+    await host.waitFor(tagged('dup', 'notifications/subscriptions/acknowledged'));
+    const second = await host.request('subscriptions/listen', { _meta: modernMeta(), notifications: { promptsListChanged: true } }, { id: 'dup' });
+    assert.equal(second.error?.code, -32600, JSON.stringify(second));
+    assert.match(second.error.message, /already in use/);
+    await host.ping();
+    assert.equal(host.since(0).filter(tagged('dup', 'notifications/subscriptions/acknowledged')).length, 1);
+    // The first one still delivers.
+    const from = host.messages.length;
+    await host.modern('tools/call', { name: 'test_trigger_tool_change', arguments: {} });
+    await host.waitFor(tagged('dup', 'notifications/tools/list_changed'), { fromIndex: from });
+
+    host.notify('notifications/cancelled', { requestId: 'dup' });
+    await host.ping();
+    const again = host.messages.length;
+    listen(host, 'dup', { toolsListChanged: true });
+    await host.waitFor(tagged('dup', 'notifications/subscriptions/acknowledged'), { fromIndex: again });
+  }));
+
 test('HTTP: two listen streams both receive a change; SIGTERM ends each with its final result', async () => {
   const host = await HttpHost.start({ ...FIXTURE, http: { drain_timeout_ms: 5000 } });
   try {

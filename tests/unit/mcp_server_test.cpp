@@ -2,6 +2,7 @@
 #include "plugins/plugin_loader.hpp"
 #include "protocol/list_cursor.hpp"
 #include "protocol/mcp_server.hpp"
+#include "protocol/result_shape.hpp"
 #include "test_files.hpp"
 
 #include <catch2/catch.hpp>
@@ -232,4 +233,108 @@ TEST_CASE("one principal at max_in_flight_per_principal is refused while another
     CHECK(served[0]["result"]["structuredContent"]["text"] == "bob is served");
     CHECK(out_a->take().empty()); // the cancelled call got no answer
     CHECK(server.in_flight() == 0);
+}
+
+TEST_CASE("a second subscriptions/listen under an open one's id is refused; the first still stands", "[server]") {
+    Harness h;
+    auto listen =
+        request(4, "subscriptions/listen", {{"_meta", modern_meta()}, {"notifications", {{"toolsListChanged", true}}}});
+    CHECK(h.ask(listen)["method"] == "notifications/subscriptions/acknowledged");
+    auto second = h.ask(listen);
+    CHECK(error_code(second) == -32600);
+    CHECK(second["id"] == 4);
+    CHECK(h.server->open_subscriptions() == 1);
+    h.connection->cancel(Json(4));
+    CHECK(h.server->open_subscriptions() == 0);
+    CHECK(h.ask(listen)["method"] == "notifications/subscriptions/acknowledged");
+    h.server->close_subscriptions();
+}
+
+TEST_CASE("2025-11-25 in _meta without initialize is Invalid Request, not an unsupported version", "[server]") {
+    Harness h;
+    auto refused =
+        h.ask(request(1, "tools/list", {{"_meta", {{"io.modelcontextprotocol/protocolVersion", "2025-11-25"}}}}));
+    CHECK(error_code(refused) == -32600);
+    CHECK_THAT(refused["error"]["message"].get<std::string>(), Catch::Contains("initialize"));
+    h.ask(request(2, "initialize", {{"protocolVersion", "2025-11-25"}}));
+    CHECK(h.ask(request(3, "tools/list", {{"_meta", {{"io.modelcontextprotocol/protocolVersion", "2025-11-25"}}}}))
+              .contains("result"));
+}
+
+TEST_CASE("scope_refusal: a verified token without the tool's scope is refused, naming it", "[server][auth]") {
+    plugins::Tool tool;
+    tool.name = "ledger_balance";
+    tool.scope = "ledger:read";
+    const auth::Principal narrow{"ann", "token", "app", {"notes"}};
+    const auth::Principal wide{"ann", "token", "app", {"notes", "ledger:read"}};
+    const auth::Principal local{"ann", "local", {}, {}};
+    auto refusal = protocol::scope_refusal(tool, narrow);
+    REQUIRE(refusal);
+    CHECK(refusal->code == "INSUFFICIENT_SCOPE");
+    CHECK(refusal->next["scope"] == "ledger:read");
+    CHECK_THAT(refusal->message, Catch::Contains("'ledger:read'"));
+    CHECK_FALSE(protocol::scope_refusal(tool, wide));
+    CHECK_FALSE(protocol::scope_refusal(tool, local)); // no token, no scopes to check
+    tool.scope.clear();
+    CHECK_FALSE(protocol::scope_refusal(tool, narrow));
+}
+
+TEST_CASE("the published outputSchema is the tool's own or the refusal shape, references re-pointed", "[server]") {
+    const Json own = {{"$schema", "http://json-schema.org/draft-07/schema#"},
+                      {"type", "object"},
+                      {"properties",
+                       {{"item", {{"$ref", "#/$defs/item"}}},
+                        {"same", {{"$ref", "#/properties/item"}}},
+                        {"child", {{"$ref", "#"}}},
+                        {"mode", {{"const", {{"$ref", "#/not/a/schema"}}}}}}},
+                      {"required", {"item"}},
+                      {"$defs", {{"item", {{"type", "string"}}}}}};
+    const Json published = gate::published_output_schema(own);
+    CHECK(published["type"] == "object");
+    CHECK(published["$schema"] == own["$schema"]);
+    CHECK(published["$defs"] == own["$defs"]);
+    const Json& branch = published["anyOf"][0];
+    CHECK_FALSE(branch.contains("$defs"));
+    CHECK(branch["properties"]["item"]["$ref"] == "#/$defs/item");
+    CHECK(branch["properties"]["same"]["$ref"] == "#/anyOf/0/properties/item");
+    CHECK(branch["properties"]["child"]["$ref"] == "#/anyOf/0");
+    CHECK(branch["properties"]["mode"]["const"]["$ref"] == "#/not/a/schema"); // data, left alone
+
+    Json compilable = published;
+    compilable["anyOf"][0]["properties"].erase("mode");
+    auto compiled = schema::JsonSchema::compile(compilable);
+    CHECK_FALSE(compiled->validate({{"item", "a"}, {"child", {{"item", "b"}}}}));
+    CHECK_FALSE(
+        compiled->validate(gate::Refusal{"NOT_CONNECTED", "m", Json::object()}.to_tool_result()["structuredContent"]));
+    CHECK(compiled->validate({{"item", 5}}));
+    CHECK(compiled->validate({{"child", {{"item", 5}}}, {"item", "a"}})); // the recursion follows the tool's own schema
+    CHECK(compiled->validate({{"code", "X"}}));
+}
+
+TEST_CASE("content blocks are checked against the revisions' schema rules", "[server]") {
+    using protocol::content_block_problem;
+    CHECK_FALSE(content_block_problem({{"type", "text"}, {"text", "a"}}, "/content/0"));
+    CHECK_FALSE(content_block_problem({{"type", "image"}, {"data", "aGk="}, {"mimeType", "image/png"}}, "/c"));
+    CHECK_THAT(*content_block_problem({{"type", "text"}}, "/content/0"),
+               Catch::StartsWith("at /content/0: a text block needs \"text\""));
+    CHECK_THAT(*content_block_problem({{"type", "image"}, {"data", "aGk"}, {"mimeType", "image/png"}}, "/c"),
+               Catch::StartsWith("at /c/data: must be base64"));
+    CHECK_THAT(*content_block_problem({{"type", "image"}, {"data", "a=Gk"}, {"mimeType", "image/png"}}, "/c"),
+               Catch::StartsWith("at /c/data"));
+    CHECK(content_block_problem({{"type", "resource_link"}, {"uri", "x:y"}, {"name", "n"}, {"size", 1.5}}, "/c"));
+    CHECK(content_block_problem({{"type", "text"}, {"text", "a"}, {"annotations", {{"priority", -0.1}}}}, "/c"));
+    CHECK(content_block_problem({{"type", "text"}, {"text", "a"}, {"annotations", {{"audience", "user"}}}}, "/c"));
+    CHECK(content_block_problem({{"type", "resource"}, {"resource", {{"uri", "x:y"}, {"blob", "!!"}}}}, "/c"));
+    CHECK(content_block_problem(Json::array(), "/c"));
+    CHECK_THAT(*content_block_problem({{"type", std::string(1000, 'v')}}, "/c"),
+               !Catch::Contains(std::string(100, 'v')));
+
+    using protocol::Revision;
+    using protocol::tool_result_problem;
+    CHECK_FALSE(
+        tool_result_problem({{"content", Json::array()}, {"structuredContent", 5}}, Revision::modern_2026_07_28));
+    CHECK(tool_result_problem({{"content", Json::array()}, {"structuredContent", 5}}, Revision::legacy_2025_11_25));
+    CHECK(tool_result_problem({{"isError", 1}}, Revision::modern_2026_07_28));
+    CHECK(tool_result_problem({{"resultType", "input_required"}}, Revision::modern_2026_07_28));
+    CHECK_FALSE(tool_result_problem({{"resultType", "complete"}}, Revision::modern_2026_07_28));
 }
