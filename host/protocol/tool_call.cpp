@@ -259,7 +259,8 @@ Json ToolCall::run(Request& request) const {
 }
 
 Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const {
-    if (tool.name != ToolDisclosure::kCallTool) return disclosure_->answer(tool, arguments);
+    if (tool.name != ToolDisclosure::kCallTool)
+        return disclosure_->answer(tool, arguments, request.connection->principal());
     // Within call_tool an unknown name is a mistake in its arguments, which
     // the model can correct: a tool error, not a protocol error.
     const std::string& name = arguments.at("name").get_ref<const std::string&>();

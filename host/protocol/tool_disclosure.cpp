@@ -110,14 +110,16 @@ const plugins::Tool* ToolDisclosure::meta_tool(std::string_view name) const {
     return nullptr;
 }
 
-Json ToolDisclosure::answer(const plugins::Tool& meta_tool, const Json& arguments) const {
+Json ToolDisclosure::answer(const plugins::Tool& meta_tool, const Json& arguments,
+                            const auth::Principal& principal) const {
     const auto current = listing();
+    const auto callable = [&](const plugins::Tool* tool) { return !scope_refusal(*tool, principal); };
     if (meta_tool.name == kListDomains) {
         Json domains = Json::array();
         for (const auto& family : registry_.families())
             domains.push_back({{"domain", family.family},
                                {"exposure", current->on_demand.count(family.family) ? "on_demand" : "listed"},
-                               {"tools", family.tools.size()},
+                               {"tools", std::count_if(family.tools.begin(), family.tools.end(), callable)},
                                {"platform_version", family.version}});
         return text_result({{"domains", std::move(domains)}});
     }
@@ -127,7 +129,7 @@ Json ToolDisclosure::answer(const plugins::Tool& meta_tool, const Json& argument
             if (family.family != domain) continue;
             Json tools = Json::array();
             for (const plugins::Tool* tool : family.tools)
-                tools.push_back(tool->listing);
+                if (callable(tool)) tools.push_back(tool->listing);
             return text_result({{"domain", domain}, {"tools", std::move(tools)}});
         }
         return tool_error("There is no tool domain '" + domain + "'; list_domains names them.");

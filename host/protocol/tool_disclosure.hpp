@@ -1,5 +1,6 @@
 #pragma once
 
+#include "auth/principal.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/json_rpc.hpp"
 
@@ -46,8 +47,10 @@ public:
 
     // Answers list_domains, load_domain and describe_tool (call_tool is the
     // caller's: it goes through the whole tools/call path again). Arguments
-    // are already validated against the meta tool's inputSchema.
-    Json answer(const plugins::Tool& meta_tool, const Json& arguments) const;
+    // are already validated against the meta tool's inputSchema. Like
+    // tools/list, load_domain shows `principal` only the tools its token's
+    // scopes can call, and list_domains counts those.
+    Json answer(const plugins::Tool& meta_tool, const Json& arguments, const auth::Principal& principal) const;
 
 private:
     const plugins::ToolRegistry& registry_;

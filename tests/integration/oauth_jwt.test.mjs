@@ -247,6 +247,14 @@ test('call_tool meets the same scope check as a direct call: INSUFFICIENT_SCOPE 
     assert.equal(challenge(direct).error, 'insufficient_scope');
     const wide = await forward('notes ledger:read');
     assert.equal(wide.answer.result.structuredContent.balance, 100, wide.text);
+    // load_domain and list_domains show a token what tools/list would.
+    const meta = async (name, args, scope) =>
+      (await scoped.modern('tools/call', { name, arguments: args }, { headers: as_token(scope) })).answer.result.structuredContent;
+    const loaded = (scope) => meta('load_domain', { domain: 'ledger' }, scope).then((r) => r.tools.map((t) => t.name).sort());
+    assert.deepEqual(await loaded('notes'), ['ledger_close']);
+    assert.deepEqual(await loaded('notes ledger:read'), ['ledger_balance', 'ledger_close']);
+    const ledger = (await meta('list_domains', {}, 'notes')).domains.find((d) => d.domain === 'ledger');
+    assert.equal(ledger.tools, 1);
   } finally {
     await scoped.stop();
   }
