@@ -106,7 +106,16 @@ SqliteDatabase::SqliteDatabase(const std::string& path, Synchronous synchronous)
         // Another process on the same file (a second host) waits instead of
         // failing; inside this process writers queue on NoteStore's mutex.
         sqlite3_busy_timeout(db_, 5000);
-        exec("PRAGMA journal_mode = WAL");
+        // WAL is remembered by the file, so only a connection that finds
+        // another mode switches it. The switch needs the file to itself and
+        // can fail at once as "database is locked" without waiting on the
+        // busy timeout, which is what the pool's connections opened side by
+        // side under a burst (or beside a recovering second host) ran into.
+        const bool wal = [this] {
+            Statement mode(db_, "PRAGMA journal_mode");
+            return mode.step() && mode.text(0) == "wal";
+        }();
+        if (!wal) exec("PRAGMA journal_mode = WAL");
         exec(synchronous == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
         exec("PRAGMA foreign_keys = ON");
         // Recall reads a few hundred scattered rows (one per candidate note).
