@@ -183,7 +183,10 @@ struct AuthSettings {
     std::string resource;
     std::vector<std::string> issuers;   // authorization servers; a JWT's `iss` must be one
     std::vector<std::string> audiences; // accepted besides `resource`
-    std::string jwks_uri;               // else read from each issuer's RFC 8414 metadata
+    // An issuer's own configured JWK Set (`issuers: [{issuer, jwks_uri}]`, or
+    // `jwks_uri` beside a single issuer); an issuer without one has its keys
+    // read from its RFC 8414 metadata. No two issuers share a key source.
+    std::map<std::string, std::string> issuer_jwks_uris;
     std::vector<std::string> scopes_supported;
     std::uint64_t clock_skew_s = 60;
     std::uint64_t fetch_timeout_ms = 3000;       // one call to an authorization server
@@ -193,6 +196,8 @@ struct AuthSettings {
     std::string client_id; // the host's own credentials at the introspection endpoint
     std::string client_secret;
     std::uint64_t introspection_cache_s = 60;
+    std::uint64_t introspection_refused_cache_s = 30;         // an inactive or refused token is not asked about again
+    unsigned introspection_calls_per_address_per_minute = 60; // beyond it, 429 until the minute is over
     std::vector<ApiKeyEntry> api_keys;
     SourceLocation where;
 

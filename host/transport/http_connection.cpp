@@ -397,8 +397,12 @@ void HttpConnection::authenticate(Request request) {
     const auto count = static_cast<std::size_t>(std::distance(held->equal_range(http::field::authorization).first,
                                                               held->equal_range(http::field::authorization).second));
     const std::string_view target(held->target().data(), held->target().size());
+    boost::system::error_code no_peer;
+    const auto peer = socket_.remote_endpoint(no_peer);
+    const std::string client_address = no_peer ? std::string() : peer.address().to_string();
     service_.authenticator.authenticate(
-        authorization, count, target, [self = shared_from_this(), held](auth::TokenVerdict verdict) mutable {
+        authorization, count, target, client_address,
+        [self = shared_from_this(), held](auth::TokenVerdict verdict) mutable {
             auto executor = self->socket_.get_executor();
             net::dispatch(executor, [self = std::move(self), held = std::move(held),
                                      verdict = std::move(verdict)]() mutable {
@@ -414,6 +418,12 @@ void HttpConnection::authenticate(Request request) {
                                         "The access token cannot be checked now (" + verdict.reason +
                                             "); retry shortly.",
                                         "Retry-After: 5\r\n");
+                    return;
+                case Kind::throttled:
+                    self->respond_error(429, nullptr, protocol::error_code::invalid_request,
+                                        "The access token was not checked: " + verdict.reason + "; retry in " +
+                                            std::to_string(verdict.retry_after_s) + " s.",
+                                        "Retry-After: " + std::to_string(verdict.retry_after_s) + "\r\n");
                     return;
                 case Kind::malformed:
                     self->respond_error(400, nullptr, protocol::error_code::invalid_request,
