@@ -132,9 +132,10 @@ struct HttpSettings {
     std::uint64_t keepalive_ms = 15000;       // SSE comment on a quiet long-lived stream
     std::uint64_t drain_timeout_ms = 10000;   // SIGTERM: in-flight requests get this long
     unsigned max_connections = 1024;
-    unsigned max_streams = 256;              // SSE streams open at once
-    unsigned max_streams_per_principal = 32; // of them, one caller's
-    unsigned max_legacy_sessions = 1024;     // 2025-11-25 Mcp-Session-Id records
+    unsigned max_streams = 256;                      // SSE streams open at once
+    unsigned max_streams_per_principal = 32;         // of them, one caller's
+    unsigned max_legacy_sessions = 1024;             // 2025-11-25 Mcp-Session-Id records
+    unsigned max_legacy_sessions_per_principal = 32; // of them, one caller's
     std::uint64_t legacy_session_idle_s = 3600;
     // I/O threads, one event loop each; with 2 or more, quick tool calls run
     // on their connection's loop (HttpService::run_call).

@@ -422,7 +422,8 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
     r.only_keys(node,
                 {"listen", "path", "allowed_origins", "allowed_hosts", "request_timeout_ms", "idle_timeout_ms",
                  "keepalive_ms", "drain_timeout_ms", "max_connections", "max_streams", "max_streams_per_principal",
-                 "max_legacy_sessions", "legacy_session_idle_s", "threads", "public_url"},
+                 "max_legacy_sessions", "max_legacy_sessions_per_principal", "legacy_session_idle_s", "threads",
+                 "public_url"},
                 "http");
     out.where = r.at(node);
     if (node["listen"]) read_listen(r, node["listen"], out);
@@ -448,6 +449,9 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
             r.count(node["max_streams_per_principal"], "http.max_streams_per_principal", 1, 1u << 20);
     if (node["max_legacy_sessions"])
         out.max_legacy_sessions = r.count(node["max_legacy_sessions"], "http.max_legacy_sessions", 1, 1u << 20);
+    if (node["max_legacy_sessions_per_principal"])
+        out.max_legacy_sessions_per_principal =
+            r.count(node["max_legacy_sessions_per_principal"], "http.max_legacy_sessions_per_principal", 1, 1u << 20);
     if (node["legacy_session_idle_s"])
         out.legacy_session_idle_s =
             r.count(node["legacy_session_idle_s"], "http.legacy_session_idle_s", 1, 86400ull * 30);

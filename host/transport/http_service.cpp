@@ -11,7 +11,8 @@ HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegist
                          config::HttpSettings settings_, config::Limits limits_, config::AuthSettings auth_)
     : server(server_), registry(registry_), settings(std::move(settings_)), limits(limits_), access(settings),
       auth_settings(std::move(auth_)), principal(auth::local_principal()),
-      legacy_sessions(settings.max_legacy_sessions, std::chrono::seconds(settings.legacy_session_idle_s)),
+      legacy_sessions(settings.max_legacy_sessions, settings.max_legacy_sessions_per_principal,
+                      std::chrono::seconds(settings.legacy_session_idle_s)),
       authenticator(auth_settings, settings) {
     // Declared before the authenticator, the loops are built after it; they
     // are filled here so each gets the hint that one thread runs it.
