@@ -363,7 +363,7 @@ void HttpConnection::on_request(Request request) {
             const auto value = request[name];
             return std::string_view(value.data(), value.size());
         };
-        respond_page(serve_page(service_.registry,
+        respond_page(serve_page(service_.registry, *service_.page_form_tokens,
                                 {std::string_view(request.method_string().data(), request.method_string().size()), path,
                                  field(http::field::host), field(http::field::origin), field(http::field::cookie),
                                  field(http::field::content_type), request.body()}));
