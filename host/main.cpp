@@ -235,6 +235,9 @@ int serve(const Arguments& args) {
         spdlog::critical("{}", e.what());
         return 1;
     }
+    // Pages' form tokens are sealed with the same keys, so every instance
+    // of a cluster accepts the forms of the others.
+    const auto page_form_tokens = state_sealer;
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits, cfg.input_requests,
                                std::move(state_sealer));
     server.apply_exposure(on_demand_families(cfg));
@@ -255,7 +258,8 @@ int serve(const Arguments& args) {
     int status = 0;
     std::unique_ptr<transport::HttpTransport> http;
     if (serve_http) {
-        http = std::make_unique<transport::HttpTransport>(server, *registry, cfg.http, cfg.limits, cfg.auth);
+        http = std::make_unique<transport::HttpTransport>(server, *registry, cfg.http, cfg.limits, cfg.auth,
+                                                          page_form_tokens);
         try {
             http->listen();
         } catch (const std::exception& e) {

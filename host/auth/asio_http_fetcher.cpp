@@ -122,14 +122,33 @@ private:
         http::async_write(stream_, request_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
             if (ec) return self->finish("sending to " + self->url_.host + " failed: " + ec.message());
             self->parser_.body_limit(kMaxBodyBytes);
-            http::async_read(self->stream_, self->buffer_, self->parser_, [self](beast::error_code ec, std::size_t) {
-                if (ec) return self->finish("reading from " + self->url_.host + " failed: " + ec.message());
-                FetchResult result;
-                result.status = static_cast<int>(self->parser_.get().result_int());
-                result.body = std::move(self->parser_.get().body());
-                self->complete(std::move(result));
-            });
+            http::async_read_header(
+                self->stream_, self->buffer_, self->parser_, [self](beast::error_code ec, std::size_t) {
+                    if (ec) return self->finish("reading from " + self->url_.host + " failed: " + ec.message());
+                    // Boost 1.74's parser applies body_limit to chunked bodies only: a
+                    // declared length is checked here, before any of it is read.
+                    if (const auto length = self->parser_.content_length(); length && *length > kMaxBodyBytes)
+                        return self->finish("the answer of " + self->url_.host + " declares " +
+                                            std::to_string(*length) + " bytes, more than the " +
+                                            std::to_string(kMaxBodyBytes) + " allowed");
+                    self->read_body();
+                });
         });
+    }
+
+    void read_body() {
+        http::async_read(stream_, buffer_, parser_,
+                         [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                             if (ec)
+                                 return self->finish("reading from " + self->url_.host + " failed: " + ec.message());
+                             if (self->parser_.get().body().size() > kMaxBodyBytes)
+                                 return self->finish("the answer of " + self->url_.host + " is larger than " +
+                                                     std::to_string(kMaxBodyBytes) + " bytes");
+                             FetchResult result;
+                             result.status = static_cast<int>(self->parser_.get().result_int());
+                             result.body = std::move(self->parser_.get().body());
+                             self->complete(std::move(result));
+                         });
     }
 
     void finish(std::string error) {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <optional>
+#include <stdexcept>
 
 namespace gatehouse::auth {
 
@@ -32,8 +33,24 @@ std::string openid_metadata_url(const std::string& issuer) {
     return base + "/.well-known/openid-configuration";
 }
 
-IssuerKeys::IssuerKeys(std::string issuer, std::string jwks_uri, Timing timing, HttpFetcher& fetcher)
-    : issuer_(std::move(issuer)), timing_(timing), fetcher_(fetcher), jwks_uri_(std::move(jwks_uri)) {}
+bool KeySources::claim(const std::string& uri, const std::string& issuer, std::string& owner) {
+    std::lock_guard lock(mutex_);
+    const auto [it, fresh] = issuer_of_.emplace(uri, issuer);
+    owner = it->second;
+    return fresh || it->second == issuer;
+}
+
+IssuerKeys::IssuerKeys(std::string issuer, std::string jwks_uri, Timing timing, HttpFetcher& fetcher,
+                       KeySources& sources)
+    : issuer_(std::move(issuer)), timing_(timing), fetcher_(fetcher), sources_(sources),
+      jwks_uri_(std::move(jwks_uri)) {
+    // Configured sources are claimed before any metadata is read, so no
+    // other issuer's metadata can name one of them as its own.
+    std::string owner;
+    if (!jwks_uri_.empty() && !sources_.claim(jwks_uri_, issuer_, owner))
+        throw std::invalid_argument("the issuers " + owner + " and " + issuer_ + " both take their keys from " +
+                                    jwks_uri_);
+}
 
 void IssuerKeys::start() {
     fetcher_.post([this] {
@@ -100,6 +117,11 @@ void IssuerKeys::read() {
                 return false;
             }
             const auto uri = metadata["jwks_uri"].get<std::string>();
+            if (std::string owner; !sources_.claim(uri, issuer_, owner)) {
+                finish_read(false, "the metadata at " + where + " names the JWK Set " + uri +
+                                       ", the key source of issuer " + owner + "; it is not used for " + issuer_);
+                return true;
+            }
             {
                 std::lock_guard lock(mutex_);
                 jwks_uri_ = uri;

@@ -16,6 +16,20 @@
 
 namespace gatehouse::auth {
 
+// Which issuer each JWK Set URL serves. A source is one issuer's alone: keys
+// read for two issuers would let each sign tokens in the other's name.
+// Thread-safe.
+class KeySources {
+public:
+    // True when `uri` serves `issuer` (newly or already); false when it is
+    // another issuer's, named in `owner`.
+    bool claim(const std::string& uri, const std::string& issuer, std::string& owner);
+
+private:
+    std::mutex mutex_;
+    std::map<std::string, std::string> issuer_of_;
+};
+
 // The signing keys of one authorization server: its JWK Set, found through
 // its RFC 8414 metadata (or a configured jwks_uri), read in the background
 // and kept. A token naming a key not (yet) known asks for a re-read, at most
@@ -27,7 +41,9 @@ public:
         std::chrono::seconds min_refresh{10};
     };
 
-    IssuerKeys(std::string issuer, std::string jwks_uri, Timing timing, HttpFetcher& fetcher);
+    // `jwks_uri`: the issuer's own configured key source, empty to find it in
+    // its metadata; either is claimed in `sources`, which outlives this.
+    IssuerKeys(std::string issuer, std::string jwks_uri, Timing timing, HttpFetcher& fetcher, KeySources& sources);
 
     const std::string& issuer() const { return issuer_; }
 
@@ -56,6 +72,7 @@ private:
     const std::string issuer_;
     const Timing timing_;
     HttpFetcher& fetcher_;
+    KeySources& sources_;
 
     mutable std::mutex mutex_;
     std::string jwks_uri_; // configured or discovered

@@ -32,10 +32,10 @@ TokenVerdict JwtVerifier::verify_with_known_keys(std::string_view token, IssuerK
         !base64url_decode(token.substr(first + 1, second - first - 1), payload_bytes) ||
         !base64url_decode(token.substr(second + 1), signature))
         return TokenVerdict::reject("the token is not a JWT (a part is not base64url)");
-    const auto header = nlohmann::json::parse(header_bytes, nullptr, false);
-    const auto claims = nlohmann::json::parse(payload_bytes, nullptr, false);
+    const auto header = parse_claims_object(header_bytes);
+    const auto claims = parse_claims_object(payload_bytes);
     if (!header.is_object() || !claims.is_object())
-        return TokenVerdict::reject("the token's JOSE header or claims are not JSON objects");
+        return TokenVerdict::reject("the token's JOSE header or claims are not JSON objects naming each member once");
 
     const std::string alg = string_member(header, "alg");
     if (alg != "RS256" && alg != "ES256" && alg != "EdDSA")

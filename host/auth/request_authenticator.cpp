@@ -67,8 +67,12 @@ void RequestAuthenticator::start(std::uint16_t bound_port) {
         std::map<std::string, std::unique_ptr<IssuerKeys>> issuers;
         const IssuerKeys::Timing timing{std::chrono::seconds(settings_.jwks_refresh_interval_s),
                                         std::chrono::seconds(settings_.jwks_min_refresh_s)};
-        for (const auto& issuer : settings_.issuers)
-            issuers.emplace(issuer, std::make_unique<IssuerKeys>(issuer, settings_.jwks_uri, timing, *fetcher_));
+        for (const auto& issuer : settings_.issuers) {
+            const auto own = settings_.issuer_jwks_uris.find(issuer);
+            issuers.emplace(
+                issuer, std::make_unique<IssuerKeys>(issuer, own == settings_.issuer_jwks_uris.end() ? "" : own->second,
+                                                     timing, *fetcher_, key_sources_));
+        }
         jwt_ = std::make_unique<JwtVerifier>(rules, std::move(issuers));
         jwt_->start();
         break;
@@ -76,7 +80,9 @@ void RequestAuthenticator::start(std::uint16_t bound_port) {
     case Mode::introspection:
         introspection_ = std::make_unique<TokenIntrospection>(
             TokenIntrospection::Endpoint{settings_.introspection_endpoint, settings_.client_id, settings_.client_secret,
-                                         std::chrono::seconds(settings_.introspection_cache_s)},
+                                         std::chrono::seconds(settings_.introspection_cache_s),
+                                         std::chrono::seconds(settings_.introspection_refused_cache_s),
+                                         settings_.introspection_calls_per_address_per_minute},
             rules, *fetcher_);
         break;
     case Mode::api_keys: api_keys_ = std::make_unique<ApiKeyTable>(settings_.api_keys); break;
@@ -87,7 +93,7 @@ void RequestAuthenticator::start(std::uint16_t bound_port) {
 }
 
 void RequestAuthenticator::authenticate(std::optional<std::string_view> authorization, std::size_t header_count,
-                                        std::string_view target, VerdictDone done) {
+                                        std::string_view target, const std::string& client_address, VerdictDone done) {
     auto bearer = find_bearer_token(authorization, header_count, target);
     switch (bearer.found) {
     case BearerToken::Found::none: return done({TokenVerdict::Kind::missing, {}, "no bearer token"});
@@ -96,7 +102,7 @@ void RequestAuthenticator::authenticate(std::optional<std::string_view> authoriz
     }
     switch (mode_) {
     case Mode::jwt: return jwt_->verify(std::move(bearer.token), std::move(done));
-    case Mode::introspection: return introspection_->verify(std::move(bearer.token), std::move(done));
+    case Mode::introspection: return introspection_->verify(std::move(bearer.token), client_address, std::move(done));
     case Mode::api_keys: return done(api_keys_->verify(bearer.token));
     case Mode::none: break;
     }

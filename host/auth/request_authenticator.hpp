@@ -33,9 +33,10 @@ public:
     void start(std::uint16_t bound_port);
 
     // `done` runs at once or, when an authorization server must be asked,
-    // later on another thread.
+    // later on another thread. `client_address`: the peer's IP address, what
+    // calls to an introspection endpoint are counted by.
     void authenticate(std::optional<std::string_view> authorization, std::size_t header_count, std::string_view target,
-                      VerdictDone done);
+                      const std::string& client_address, VerdictDone done);
 
     // RFC 9728: served at /.well-known/oauth-protected-resource and its
     // path-suffixed form.
@@ -61,6 +62,7 @@ private:
     std::string metadata_url_;
     std::string metadata_path_;
     std::unique_ptr<HttpFetcher> fetcher_;
+    KeySources key_sources_; // before jwt_: its issuers' keys claim sources here
     std::unique_ptr<JwtVerifier> jwt_;
     std::unique_ptr<TokenIntrospection> introspection_;
     std::unique_ptr<ApiKeyTable> api_keys_;

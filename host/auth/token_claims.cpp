@@ -1,6 +1,7 @@
 #include "auth/token_claims.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 namespace gatehouse::auth {
@@ -29,6 +30,30 @@ std::vector<std::string> scopes_of(const nlohmann::json& claims) {
 }
 
 } // namespace
+
+nlohmann::json parse_claims_object(std::string_view text) {
+    using Event = nlohmann::json::parse_event_t;
+    // The member names seen so far in each object being read, innermost last.
+    std::vector<std::set<std::string>> open_objects;
+    bool duplicate = false;
+    const auto watch = [&](int, Event event, nlohmann::json& parsed) {
+        switch (event) {
+        case Event::object_start: open_objects.emplace_back(); break;
+        case Event::object_end:
+            if (!open_objects.empty()) open_objects.pop_back();
+            break;
+        case Event::key:
+            if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second)
+                duplicate = true;
+            break;
+        default: break;
+        }
+        return true;
+    };
+    auto parsed = nlohmann::json::parse(text.begin(), text.end(), watch, false);
+    if (duplicate || !parsed.is_object()) return nlohmann::json(nlohmann::json::value_t::discarded);
+    return parsed;
+}
 
 TokenVerdict check_claims(const nlohmann::json& claims, const ClaimRules& rules,
                           std::chrono::system_clock::time_point now_point) {

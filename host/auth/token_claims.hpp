@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gatehouse::auth {
@@ -19,6 +20,13 @@ struct ClaimRules {
     bool require_expiry = true;
     bool prefix_subject_with_issuer = false; // several issuers: their subjects must not meet
 };
+
+// The JSON object a token's claims (or JOSE header, or introspection answer)
+// are written in. A member named twice, at any depth, makes it unreadable: a
+// parser that lets the last one win would read another `sub` or `aud` than
+// one that lets the first win. Discarded (is_discarded()) when it is not
+// JSON, not an object, or names a member twice.
+nlohmann::json parse_claims_object(std::string_view text);
 
 // Checks iss, aud, exp, nbf and sub and reads the principal (sub, client_id
 // or azp, scope or scp).

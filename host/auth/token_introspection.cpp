@@ -6,12 +6,16 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 
 namespace gatehouse::auth {
 
 namespace {
 
 constexpr std::size_t kMaxCached = 10000;
+constexpr std::size_t kMaxAddresses = 10000;
+constexpr auto kCallWindow = std::chrono::minutes(1);
 
 } // namespace
 
@@ -21,16 +25,53 @@ TokenIntrospection::TokenIntrospection(Endpoint endpoint, ClaimRules rules, Http
     rules_.require_expiry = false;
 }
 
-void TokenIntrospection::verify(std::string token, VerdictDone done) {
+std::uint64_t TokenIntrospection::take_call(const std::string& address, Clock::time_point now) {
+    if (calls_by_address_.size() >= kMaxAddresses && !calls_by_address_.count(address)) {
+        for (auto it = calls_by_address_.begin(); it != calls_by_address_.end();)
+            it = now - it->second.started >= kCallWindow ? calls_by_address_.erase(it) : std::next(it);
+        // Still full: every entry is this minute's. Starting over lets each
+        // address a minute's calls again, which bounds the calls all the same.
+        if (calls_by_address_.size() >= kMaxAddresses) calls_by_address_.clear();
+    }
+    auto& window = calls_by_address_[address];
+    if (now - window.started >= kCallWindow) window = {now, 0};
+    if (window.calls >= endpoint_.calls_per_address_per_minute) {
+        const auto left = std::chrono::duration_cast<std::chrono::seconds>(window.started + kCallWindow - now);
+        return static_cast<std::uint64_t>(std::max<std::int64_t>(1, left.count() + 1));
+    }
+    ++window.calls;
+    return 0;
+}
+
+void TokenIntrospection::remember(const std::string& digest, const TokenVerdict& verdict, Clock::time_point until) {
+    auto& table = verdict.kind == TokenVerdict::Kind::accepted ? accepted_ : refused_;
+    if (table.size() >= kMaxCached) table.clear();
+    table[digest] = {verdict, until};
+}
+
+void TokenIntrospection::verify(std::string token, const std::string& client_address, VerdictDone done) {
     const std::string digest = crypto::sha256_hex(token);
+    std::optional<TokenVerdict> known;
     {
         std::lock_guard lock(mutex_);
-        if (const auto it = cache_.find(digest); it != cache_.end()) {
-            if (std::chrono::steady_clock::now() < it->second.until)
-                return done(TokenVerdict::accept(it->second.principal));
-            cache_.erase(it);
+        const auto now = Clock::now();
+        for (auto* table : {&accepted_, &refused_}) {
+            if (const auto it = table->find(digest); it != table->end() && !known) {
+                if (now < it->second.until)
+                    known = it->second.verdict;
+                else
+                    table->erase(it);
+            }
         }
+        if (!known)
+            if (const auto wait_s = take_call(client_address, now)) {
+                spdlog::warn("auth: {} asked about {} unknown tokens within a minute; introspection paused for it",
+                             client_address, endpoint_.calls_per_address_per_minute);
+                known = TokenVerdict::throttle("too many unknown tokens from this address", wait_s);
+            }
     }
+    // Outside the lock: `done` may go on to answer the request on this thread.
+    if (known) return done(std::move(*known));
     const std::string body = "token=" + form_escape(token) + "&token_type_hint=access_token";
     // RFC 6749 §2.3.1: both halves of client credentials are form-encoded first.
     const std::string credentials = form_escape(endpoint_.client_id) + ":" + form_escape(endpoint_.client_secret);
@@ -39,28 +80,34 @@ void TokenIntrospection::verify(std::string token, VerdictDone done) {
             spdlog::warn("auth: introspection at {} failed: {}", endpoint_.url, r.failure());
             return done(TokenVerdict::cannot_check("the introspection endpoint did not answer"));
         }
-        const auto answer = nlohmann::json::parse(r.body, nullptr, false);
+        const auto answer = parse_claims_object(r.body);
         if (!answer.is_object() || !answer.contains("active") || !answer["active"].is_boolean()) {
             spdlog::warn("auth: introspection at {} answered no boolean 'active'", endpoint_.url);
             return done(TokenVerdict::cannot_check("the introspection endpoint answered nonsense"));
         }
-        if (!answer["active"].get<bool>()) return done(TokenVerdict::reject("the token is not active"));
+        TokenVerdict verdict = TokenVerdict::reject("the token is not active");
         nlohmann::json claims = answer;
-        if (!claims.contains("sub") && claims.contains("username")) claims["sub"] = claims["username"];
-        auto verdict = check_claims(claims, rules_, std::chrono::system_clock::now());
-        if (verdict.kind == TokenVerdict::Kind::accepted && endpoint_.cache_for.count() > 0) {
-            auto until = std::chrono::steady_clock::now() + endpoint_.cache_for;
+        if (answer["active"].get<bool>()) {
+            if (!claims.contains("sub") && claims.contains("username")) claims["sub"] = claims["username"];
+            verdict = check_claims(claims, rules_, std::chrono::system_clock::now());
+        }
+        const auto now = Clock::now();
+        if (verdict.kind != TokenVerdict::Kind::accepted) {
+            if (endpoint_.refused_cache_for.count() > 0) {
+                std::lock_guard lock(mutex_);
+                remember(digest, verdict, now + endpoint_.refused_cache_for);
+            }
+        } else if (endpoint_.cache_for.count() > 0) {
+            auto until = now + endpoint_.cache_for;
             if (const auto exp = claims.find("exp"); exp != claims.end() && exp->is_number()) {
                 const double now_s =
                     std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
                 const double left =
                     std::clamp(exp->get<double>() - now_s, 0.0, static_cast<double>(endpoint_.cache_for.count()));
-                until = std::min(until, std::chrono::steady_clock::now() +
-                                            std::chrono::seconds(static_cast<std::int64_t>(left)));
+                until = std::min(until, now + std::chrono::seconds(static_cast<std::int64_t>(left)));
             }
             std::lock_guard lock(mutex_);
-            if (cache_.size() >= kMaxCached) cache_.clear();
-            cache_[digest] = {verdict.principal, until};
+            remember(digest, verdict, until);
         }
         done(std::move(verdict));
     });

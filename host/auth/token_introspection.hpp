@@ -13,7 +13,11 @@ namespace gatehouse::auth {
 
 // Opaque tokens, asked about at the authorization server's RFC 7662
 // introspection endpoint. An active answer is kept (by the token's SHA-256,
-// never the token) for at most `cache_for` and never past the token's exp.
+// never the token) for at most `cache_for` and never past the token's exp; a
+// refused one for `refused_cache_for`, so a token asked about again costs no
+// second call. Each client address may cause at most
+// `calls_per_address_per_minute` calls: made-up tokens cannot turn the host
+// into a load on the authorization server.
 class TokenIntrospection {
 public:
     struct Endpoint {
@@ -21,23 +25,37 @@ public:
         std::string client_id;
         std::string client_secret;
         std::chrono::seconds cache_for{60};
+        std::chrono::seconds refused_cache_for{30};
+        unsigned calls_per_address_per_minute = 60;
     };
 
     TokenIntrospection(Endpoint endpoint, ClaimRules rules, HttpFetcher& fetcher);
 
-    void verify(std::string token, VerdictDone done);
+    // `client_address`: the peer the token came from.
+    void verify(std::string token, const std::string& client_address, VerdictDone done);
 
 private:
     struct Cached {
-        Principal principal;
+        TokenVerdict verdict; // accepted, or rejected with its reason
         std::chrono::steady_clock::time_point until;
     };
+    struct CallWindow {
+        std::chrono::steady_clock::time_point started;
+        unsigned calls = 0;
+    };
+    using Clock = std::chrono::steady_clock;
+
+    // Takes one call of `address`'s minute; 0, or the seconds until one is free.
+    std::uint64_t take_call(const std::string& address, Clock::time_point now);
+    void remember(const std::string& digest, const TokenVerdict& verdict, Clock::time_point until);
 
     Endpoint endpoint_;
     ClaimRules rules_;
     HttpFetcher& fetcher_;
     std::mutex mutex_;
-    std::unordered_map<std::string, Cached> cache_;
+    std::unordered_map<std::string, Cached> accepted_; // apart, so refusals never push out what was accepted
+    std::unordered_map<std::string, Cached> refused_;
+    std::unordered_map<std::string, CallWindow> calls_by_address_;
 };
 
 } // namespace gatehouse::auth

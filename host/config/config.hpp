@@ -132,9 +132,10 @@ struct HttpSettings {
     std::uint64_t keepalive_ms = 15000;       // SSE comment on a quiet long-lived stream
     std::uint64_t drain_timeout_ms = 10000;   // SIGTERM: in-flight requests get this long
     unsigned max_connections = 1024;
-    unsigned max_streams = 256;              // SSE streams open at once
-    unsigned max_streams_per_principal = 32; // of them, one caller's
-    unsigned max_legacy_sessions = 1024;     // 2025-11-25 Mcp-Session-Id records
+    unsigned max_streams = 256;                      // SSE streams open at once
+    unsigned max_streams_per_principal = 32;         // of them, one caller's
+    unsigned max_legacy_sessions = 1024;             // 2025-11-25 Mcp-Session-Id records
+    unsigned max_legacy_sessions_per_principal = 32; // of them, one caller's
     std::uint64_t legacy_session_idle_s = 3600;
     // I/O threads, one event loop each; with 2 or more, quick tool calls run
     // on their connection's loop (HttpService::run_call).
@@ -183,7 +184,10 @@ struct AuthSettings {
     std::string resource;
     std::vector<std::string> issuers;   // authorization servers; a JWT's `iss` must be one
     std::vector<std::string> audiences; // accepted besides `resource`
-    std::string jwks_uri;               // else read from each issuer's RFC 8414 metadata
+    // An issuer's own configured JWK Set (`issuers: [{issuer, jwks_uri}]`, or
+    // `jwks_uri` beside a single issuer); an issuer without one has its keys
+    // read from its RFC 8414 metadata. No two issuers share a key source.
+    std::map<std::string, std::string> issuer_jwks_uris;
     std::vector<std::string> scopes_supported;
     std::uint64_t clock_skew_s = 60;
     std::uint64_t fetch_timeout_ms = 3000;       // one call to an authorization server
@@ -193,6 +197,8 @@ struct AuthSettings {
     std::string client_id; // the host's own credentials at the introspection endpoint
     std::string client_secret;
     std::uint64_t introspection_cache_s = 60;
+    std::uint64_t introspection_refused_cache_s = 30;         // an inactive or refused token is not asked about again
+    unsigned introspection_calls_per_address_per_minute = 60; // beyond it, 429 until the minute is over
     std::vector<ApiKeyEntry> api_keys;
     SourceLocation where;
 

@@ -422,7 +422,8 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
     r.only_keys(node,
                 {"listen", "path", "allowed_origins", "allowed_hosts", "request_timeout_ms", "idle_timeout_ms",
                  "keepalive_ms", "drain_timeout_ms", "max_connections", "max_streams", "max_streams_per_principal",
-                 "max_legacy_sessions", "legacy_session_idle_s", "threads", "public_url"},
+                 "max_legacy_sessions", "max_legacy_sessions_per_principal", "legacy_session_idle_s", "threads",
+                 "public_url"},
                 "http");
     out.where = r.at(node);
     if (node["listen"]) read_listen(r, node["listen"], out);
@@ -448,6 +449,9 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
             r.count(node["max_streams_per_principal"], "http.max_streams_per_principal", 1, 1u << 20);
     if (node["max_legacy_sessions"])
         out.max_legacy_sessions = r.count(node["max_legacy_sessions"], "http.max_legacy_sessions", 1, 1u << 20);
+    if (node["max_legacy_sessions_per_principal"])
+        out.max_legacy_sessions_per_principal =
+            r.count(node["max_legacy_sessions_per_principal"], "http.max_legacy_sessions_per_principal", 1, 1u << 20);
     if (node["legacy_session_idle_s"])
         out.legacy_session_idle_s =
             r.count(node["legacy_session_idle_s"], "http.legacy_session_idle_s", 1, 86400ull * 30);
@@ -524,7 +528,8 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
     r.only_keys(node,
                 {"mode", "resource", "issuers", "audiences", "jwks_uri", "scopes_supported", "clock_skew_s",
                  "fetch_timeout_ms", "jwks_refresh_interval_s", "jwks_min_refresh_s", "introspection_endpoint",
-                 "client_id", "client_secret", "introspection_cache_s", "api_keys"},
+                 "client_id", "client_secret", "introspection_cache_s", "introspection_refused_cache_s",
+                 "introspection_calls_per_address_per_minute", "api_keys"},
                 "auth");
     out.configured = true;
     out.where = r.at(node);
@@ -540,9 +545,50 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
         for (const auto& item : list)
             field.push_back(url_in(r, item, std::string("an entry of auth.") + key));
     };
-    urls("issuers", out.issuers);
+    if (node["issuers"]) {
+        const auto& list = node["issuers"];
+        if (!list.IsSequence())
+            r.fail(list, "auth.issuers must be a list of URLs (or of {issuer: URL, jwks_uri: URL})");
+        for (const auto& item : list) {
+            std::string issuer;
+            if (item.IsMap()) {
+                r.only_keys(item, {"issuer", "jwks_uri"}, "an entry of auth.issuers");
+                if (!item["issuer"])
+                    r.fail(item, "an entry of auth.issuers needs issuer: the authorization server's URL");
+                issuer = url_in(r, item["issuer"], "auth.issuers[].issuer");
+                if (item["jwks_uri"])
+                    out.issuer_jwks_uris[issuer] = url_in(r, item["jwks_uri"], "auth.issuers[].jwks_uri");
+            } else {
+                issuer = url_in(r, item, "an entry of auth.issuers");
+            }
+            if (std::find(out.issuers.begin(), out.issuers.end(), issuer) != out.issuers.end())
+                r.fail(item, "the issuer " + issuer + " is listed twice in auth.issuers");
+            out.issuers.push_back(std::move(issuer));
+        }
+    }
     urls("audiences", out.audiences);
-    if (node["jwks_uri"]) out.jwks_uri = url_in(r, node["jwks_uri"], "auth.jwks_uri");
+    if (node["jwks_uri"]) {
+        // One key source for several issuers would let each mint tokens in
+        // the others' names, reaching their subjects.
+        if (out.issuers.size() != 1)
+            r.fail(node["jwks_uri"], "auth.jwks_uri names the keys of one issuer, and auth.issuers lists " +
+                                         std::to_string(out.issuers.size()) +
+                                         ": give each issuer its own, as {issuer: URL, jwks_uri: URL}");
+        if (out.issuer_jwks_uris.count(out.issuers.front()))
+            r.fail(node["jwks_uri"], "auth.jwks_uri and the issuer's own jwks_uri both name its keys; keep one");
+        out.issuer_jwks_uris[out.issuers.front()] = url_in(r, node["jwks_uri"], "auth.jwks_uri");
+    }
+    {
+        std::map<std::string, std::string> issuer_of_source;
+        for (const auto& [issuer, uri] : out.issuer_jwks_uris) {
+            const auto [it, fresh] = issuer_of_source.emplace(uri, issuer);
+            if (!fresh)
+                r.fail(node["issuers"], "the issuers " + it->second + " and " + issuer + " both take their keys from " +
+                                            uri +
+                                            ": each could then sign tokens in the other's name; give each issuer "
+                                            "its own key source");
+        }
+    }
     if (node["scopes_supported"])
         out.scopes_supported = string_list(r, node["scopes_supported"], "auth.scopes_supported");
     if (node["clock_skew_s"]) out.clock_skew_s = r.count(node["clock_skew_s"], "auth.clock_skew_s", 0, 600);
@@ -559,6 +605,13 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
     if (node["client_secret"]) out.client_secret = r.string(node["client_secret"], "auth.client_secret");
     if (node["introspection_cache_s"])
         out.introspection_cache_s = r.count(node["introspection_cache_s"], "auth.introspection_cache_s", 0, 3600);
+    if (node["introspection_refused_cache_s"])
+        out.introspection_refused_cache_s =
+            r.count(node["introspection_refused_cache_s"], "auth.introspection_refused_cache_s", 0, 3600);
+    if (node["introspection_calls_per_address_per_minute"])
+        out.introspection_calls_per_address_per_minute =
+            static_cast<unsigned>(r.count(node["introspection_calls_per_address_per_minute"],
+                                          "auth.introspection_calls_per_address_per_minute", 1, 100000));
     if (node["api_keys"]) {
         const auto& list = node["api_keys"];
         if (!list.IsSequence()) r.fail(list, "auth.api_keys must be a list of {sha256, subject, client_id, scopes}");

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <vector>
 
 namespace gatehouse::transport {
 
@@ -129,45 +130,61 @@ private:
     bool modern_;
 };
 
-// A 2025-11-25 session's own channel: what the host sends outside any
-// request (resource updates) goes to the GET stream the client holds open,
-// and is dropped while none is.
+// A 2025-11-25 session's own channel: the GET streams the client holds open.
+// What the host sends outside any request (resource updates) goes to one of
+// them, the newest (the transport sends each message on one stream only), and
+// is dropped while none is open. Every stream is held until it ends or the
+// session does.
 class SessionStream final : public protocol::Outbound {
 public:
     void attach(std::weak_ptr<HttpConnection> connection, std::uint64_t exchange) {
         std::lock_guard lock(mutex_);
-        connection_ = std::move(connection);
-        exchange_ = exchange;
+        std::erase_if(streams_, [](const Stream& s) { return s.connection.expired(); });
+        streams_.push_back({std::move(connection), exchange});
+    }
+
+    // The stream `exchange` of `connection` ended on its own.
+    void detach(const HttpConnection* connection, std::uint64_t exchange) {
+        std::lock_guard lock(mutex_);
+        std::erase_if(streams_, [&](const Stream& s) {
+            const auto held = s.connection.lock();
+            return !held || (held.get() == connection && s.exchange == exchange);
+        });
     }
 
     void send(const Json& message) override {
-        std::weak_ptr<HttpConnection> target;
-        std::uint64_t exchange;
+        std::shared_ptr<HttpConnection> target;
+        std::uint64_t exchange = 0;
         {
             std::lock_guard lock(mutex_);
-            target = connection_;
-            exchange = exchange_;
+            for (auto it = streams_.rbegin(); it != streams_.rend() && !target; ++it) {
+                target = it->connection.lock();
+                exchange = it->exchange;
+            }
         }
-        if (auto connection = target.lock()) connection->deliver(exchange, protocol::encode(message), false, 200);
+        if (target) target->deliver(exchange, protocol::encode(message), false, 200);
     }
 
-    // The session ended: its GET stream ends with it, so the client sees the
-    // stream close instead of waiting on a session that is gone.
+    // The session ended: every GET stream of it ends with it, so the client
+    // sees them close instead of waiting on a session that is gone, and
+    // their stream slots are free again.
     void close() override {
-        std::weak_ptr<HttpConnection> target;
-        std::uint64_t exchange;
+        std::vector<Stream> ending;
         {
             std::lock_guard lock(mutex_);
-            target.swap(connection_);
-            exchange = exchange_;
+            ending.swap(streams_);
         }
-        if (auto connection = target.lock()) connection->deliver_end(exchange);
+        for (const auto& stream : ending)
+            if (auto connection = stream.connection.lock()) connection->deliver_end(stream.exchange);
     }
 
 private:
+    struct Stream {
+        std::weak_ptr<HttpConnection> connection;
+        std::uint64_t exchange = 0;
+    };
     std::mutex mutex_;
-    std::weak_ptr<HttpConnection> connection_;
-    std::uint64_t exchange_ = 0;
+    std::vector<Stream> streams_;
 };
 
 // Where a notification POST's answers go: nowhere (the client gets 202).
@@ -346,7 +363,7 @@ void HttpConnection::on_request(Request request) {
             const auto value = request[name];
             return std::string_view(value.data(), value.size());
         };
-        respond_page(serve_page(service_.registry,
+        respond_page(serve_page(service_.registry, *service_.page_form_tokens,
                                 {std::string_view(request.method_string().data(), request.method_string().size()), path,
                                  field(http::field::host), field(http::field::origin), field(http::field::cookie),
                                  field(http::field::content_type), request.body()}));
@@ -397,8 +414,12 @@ void HttpConnection::authenticate(Request request) {
     const auto count = static_cast<std::size_t>(std::distance(held->equal_range(http::field::authorization).first,
                                                               held->equal_range(http::field::authorization).second));
     const std::string_view target(held->target().data(), held->target().size());
+    boost::system::error_code no_peer;
+    const auto peer = socket_.remote_endpoint(no_peer);
+    const std::string client_address = no_peer ? std::string() : peer.address().to_string();
     service_.authenticator.authenticate(
-        authorization, count, target, [self = shared_from_this(), held](auth::TokenVerdict verdict) mutable {
+        authorization, count, target, client_address,
+        [self = shared_from_this(), held](auth::TokenVerdict verdict) mutable {
             auto executor = self->socket_.get_executor();
             net::dispatch(executor, [self = std::move(self), held = std::move(held),
                                      verdict = std::move(verdict)]() mutable {
@@ -414,6 +435,12 @@ void HttpConnection::authenticate(Request request) {
                                         "The access token cannot be checked now (" + verdict.reason +
                                             "); retry shortly.",
                                         "Retry-After: 5\r\n");
+                    return;
+                case Kind::throttled:
+                    self->respond_error(429, nullptr, protocol::error_code::invalid_request,
+                                        "The access token was not checked: " + verdict.reason + "; retry in " +
+                                            std::to_string(verdict.retry_after_s) + " s.",
+                                        "Retry-After: " + std::to_string(verdict.retry_after_s) + "\r\n");
                     return;
                 case Kind::malformed:
                     self->respond_error(400, nullptr, protocol::error_code::invalid_request,
@@ -508,9 +535,10 @@ void HttpConnection::on_post(const Request& request) {
         mcp = std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), principal_);
         const auto sid = service_.legacy_sessions.open(mcp);
         if (!sid) {
-            respond_error(503, id, protocol::error_code::internal_error,
-                          "The server holds " + std::to_string(service_.settings.max_legacy_sessions) +
-                              " sessions, its limit; retry later.",
+            respond_error(429, id, protocol::error_code::internal_error,
+                          "You hold " + std::to_string(service_.legacy_sessions.per_principal()) +
+                              " sessions, the limit per caller (http.max_legacy_sessions_per_principal); end one "
+                              "with DELETE first.",
                           "Retry-After: 5\r\n");
             return;
         }
@@ -616,8 +644,10 @@ void HttpConnection::on_get(const Request& request) {
     // requests of its own toward a 2025-11-25 client. Keep-alive comments
     // fill the quiet until either side closes it.
     ++exchange_;
-    if (auto stream = std::dynamic_pointer_cast<SessionStream>(session->outbound_ptr()))
+    if (auto stream = std::dynamic_pointer_cast<SessionStream>(session->outbound_ptr())) {
         stream->attach(weak_from_this(), exchange_);
+        session_stream_ = stream;
+    }
     counted_ = false;
     stream_slot_ = true;
     legacy_ = true;
@@ -748,6 +778,8 @@ void HttpConnection::release_exchange() {
         stream_slot_ = false;
         service_.release_stream(stream_owner_);
     }
+    if (auto stream = std::dynamic_pointer_cast<SessionStream>(session_stream_.lock())) stream->detach(this, exchange_);
+    session_stream_.reset();
     mcp_connection_.reset();
 }
 

@@ -100,6 +100,9 @@ private:
     std::string stream_owner_;   // whose share of the SSE slots it is
     bool may_stream_ = true;     // false: no SSE slot was free, notifications are dropped
     std::string session_header_; // "Mcp-Session-Id: …\r\n" on the answer to initialize
+    // The 2025-11-25 session whose GET stream this exchange is: told when
+    // the stream ends, so the session stops sending to it.
+    std::weak_ptr<protocol::Outbound> session_stream_;
 
     std::deque<std::string> writes_;
     std::size_t queued_bytes_ = 0;

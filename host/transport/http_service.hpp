@@ -4,6 +4,7 @@
 #include "auth/request_authenticator.hpp"
 #include "config/config.hpp"
 #include "plugins/tool_registry.hpp"
+#include "mrtr/request_state_sealer.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/http_access.hpp"
 #include "transport/legacy_http_sessions.hpp"
@@ -24,8 +25,12 @@ namespace gatehouse::transport {
 
 // What every HTTP connection of one transport shares.
 struct HttpService {
+    // `page_form_tokens`: seals the cross-site tokens of pages' forms; shared
+    // with the other instances of a cluster through its keys. Null: a key
+    // of this process only.
     HttpService(protocol::McpServer& server, const plugins::ToolRegistry& registry, config::HttpSettings settings,
-                config::Limits limits, config::AuthSettings auth = {});
+                config::Limits limits, config::AuthSettings auth = {},
+                std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens = nullptr);
 
     protocol::McpServer& server;
     const plugins::ToolRegistry& registry;
@@ -35,6 +40,7 @@ struct HttpService {
     const config::AuthSettings auth_settings;
     const auth::Principal principal; // the caller under auth.mode none: the local user
     LegacyHttpSessions legacy_sessions;
+    const std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens;
 
     std::atomic<bool> draining{false};
     std::atomic<unsigned> connections{0};

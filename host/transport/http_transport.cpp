@@ -19,8 +19,9 @@ using tcp = net::ip::tcp;
 
 HttpTransport::HttpTransport(protocol::McpServer& server, const plugins::ToolRegistry& registry,
                              const config::HttpSettings& settings, const config::Limits& limits,
-                             const config::AuthSettings& auth)
-    : service_(server, registry, settings, limits, auth), acceptor_(service_.io()) {}
+                             const config::AuthSettings& auth,
+                             std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens)
+    : service_(server, registry, settings, limits, auth, std::move(page_form_tokens)), acceptor_(service_.io()) {}
 
 HttpTransport::~HttpTransport() = default;
 

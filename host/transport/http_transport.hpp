@@ -20,7 +20,8 @@ class HttpTransport {
 public:
     HttpTransport(protocol::McpServer& server, const plugins::ToolRegistry& registry,
                   const config::HttpSettings& settings, const config::Limits& limits,
-                  const config::AuthSettings& auth = {});
+                  const config::AuthSettings& auth = {},
+                  std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens = nullptr);
     ~HttpTransport();
 
     // Binds the listening socket; throws std::runtime_error saying why not.

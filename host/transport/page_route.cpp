@@ -76,10 +76,14 @@ PageResponse message_page(int status, const std::string& title, const std::strin
             document(title, "<h1>" + escape_html(title) + "</h1><p id=\"message\">" + escape_html(message) + "</p>")};
 }
 
+// A link is its page's only credential: one short enough to try out is
+// never served, whatever the family would answer.
+constexpr std::size_t kMinLinkTokenChars = 32;
+
 bool valid_token(std::string_view token) {
-    return !token.empty() && token.size() <= 128 && std::all_of(token.begin(), token.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-    });
+    return token.size() >= kMinLinkTokenChars && token.size() <= 128 &&
+           std::all_of(token.begin(), token.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
 }
 
 bool valid_action_id(std::string_view id) {
@@ -158,6 +162,11 @@ bool same_secret(const std::string& a, const std::string& b) {
     return !a.empty() && crypto::equal_in_constant_time(a, b);
 }
 
+// What a page's form token is sealed to: that page's link, nothing else.
+mrtr::StateBinding form_binding(std::string_view path) {
+    return {"page", "pages/form", std::string(path), ""};
+}
+
 struct Answer {
     int32_t status;
     std::string bytes;
@@ -184,7 +193,8 @@ PageResponse failed(const plugins::Page& page, const Answer& answer) {
     return message_page(500, "Something went wrong", "The server could not show this page; try again later.");
 }
 
-PageResponse show(const plugins::Page& page, std::string_view token, std::string_view path) {
+PageResponse show(const plugins::Page& page, const mrtr::RequestStateSealer& form_tokens, std::string_view token,
+                  std::string_view path) {
     const Answer answer = call_page(page, page.show, token, {});
     if (answer.status != GH_STATUS_OK) return failed(page, answer);
     Json shown;
@@ -212,7 +222,7 @@ PageResponse show(const plugins::Page& page, std::string_view token, std::string
     std::string headers = kSecurityHeaders;
     const auto actions = shown.value("actions", Json::array());
     if (actions.is_array() && !actions.empty()) {
-        const std::string csrf = session::random_token(32);
+        const std::string csrf = form_tokens.seal(form_binding(path), session::random_token(16));
         main += "<form method=\"post\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf + "\">";
         for (const auto& action : actions) {
             const std::string id = action.is_object() ? action.value("id", std::string()) : std::string();
@@ -227,7 +237,8 @@ PageResponse show(const plugins::Page& page, std::string_view token, std::string
     return {200, std::move(headers), document(title, main)};
 }
 
-PageResponse act(const plugins::Page& page, std::string_view token, const PageRequest& request) {
+PageResponse act(const plugins::Page& page, const mrtr::RequestStateSealer& form_tokens, std::string_view token,
+                 const PageRequest& request) {
     // A form posted from another site carries its own Origin; a browser that
     // sends none still needs the cookie only this page's own answer set.
     if (!request.origin.empty() && request.origin != "http://" + std::string(request.host) &&
@@ -236,7 +247,8 @@ PageResponse act(const plugins::Page& page, std::string_view token, const PageRe
     if (request.content_type.rfind("application/x-www-form-urlencoded", 0) != 0)
         return message_page(415, "Refused", "Send the page's own form.");
     const std::string csrf = form_field(request.body, "csrf");
-    if (!same_secret(csrf, cookie_value(request.cookie, kCsrfCookie)))
+    if (!same_secret(csrf, cookie_value(request.cookie, kCsrfCookie)) ||
+        !form_tokens.open(csrf, form_binding(request.path)))
         return message_page(403, "Refused",
                             "This form has expired or was not sent from this page; open the link "
                             "again and choose once more.");
@@ -276,7 +288,8 @@ bool is_page_path(std::string_view path) {
     return path.substr(0, kPrefix.size()) == kPrefix;
 }
 
-PageResponse serve_page(const plugins::ToolRegistry& registry, const PageRequest& request) {
+PageResponse serve_page(const plugins::ToolRegistry& registry, const mrtr::RequestStateSealer& form_tokens,
+                        const PageRequest& request) {
     std::vector<std::string_view> parts;
     std::string_view rest = request.path.substr(kPrefix.size());
     while (!rest.empty()) {
@@ -290,8 +303,8 @@ PageResponse serve_page(const plugins::ToolRegistry& registry, const PageRequest
     const plugins::Page* page = registry.find_page(parts[0], parts[1]);
     if (!page) return message_page(404, "Not found", "This link is unknown or no longer valid.");
     try {
-        if (request.method == "GET") return show(*page, parts[2], request.path);
-        if (request.method == "POST") return act(*page, parts[2], request);
+        if (request.method == "GET") return show(*page, form_tokens, parts[2], request.path);
+        if (request.method == "POST") return act(*page, form_tokens, parts[2], request);
     } catch (const std::exception& e) {
         spdlog::error("page '{}' of family '{}': {}", page->name, page->family, e.what());
         return message_page(500, "Something went wrong", "The server could not show this page; try again later.");

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "mrtr/request_state_sealer.hpp"
 #include "plugins/tool_registry.hpp"
 
 #include <string>
@@ -27,11 +28,16 @@ struct PageResponse {
 };
 
 // Serves /pages/...: GET renders what the family's show() answers; POST
-// checks the form's cross-site token (a double-submit cookie scoped to the
-// page's path, plus a same-origin Origin when one is sent) and runs act().
-// Every value is HTML-escaped, nothing is cached, the page cannot be framed,
-// and a redirect is followed only to an absolute http(s) URL.
-PageResponse serve_page(const plugins::ToolRegistry& registry, const PageRequest& request);
+// checks the form's cross-site token and runs act(). The token is one the
+// host issued: sealed by `form_tokens` for this page's path (so it expires,
+// and no other page's, nor any a client makes up, fits), in the form and in
+// a cookie scoped to that path that must match it, plus a same-origin Origin
+// when one is sent. No bearer token is asked for: a browser has none, and
+// the link, unguessable, is the credential. Every value is HTML-escaped,
+// nothing is cached, the page cannot be framed, and a redirect is followed
+// only to an absolute http(s) URL.
+PageResponse serve_page(const plugins::ToolRegistry& registry, const mrtr::RequestStateSealer& form_tokens,
+                        const PageRequest& request);
 
 bool is_page_path(std::string_view path);
 

@@ -3,7 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { HttpHost, withHttpHost, modernMeta, MODERN, LEGACY } from './lib/http_host.mjs';
+import { sha256Hex } from './lib/authorization_server.mjs';
 
 const ECHO = ['echo.so', 'headers.so'];
 
@@ -209,6 +211,71 @@ test('2025-11-25 on the same endpoint: initialize mints Mcp-Session-Id, DELETE e
     const again = await fetch(host.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': sessionId } });
     assert.equal(again.status, 404);
   }));
+
+test('2025-11-25: DELETE ends every GET stream of the session and gives their slots back', () =>
+  withHttpHost({ plugins: ECHO, http: { max_streams_per_principal: 3 } }, async (host) => {
+    const openStreams = async (sessionId) => {
+      const streams = [];
+      for (let i = 0; i < 3; i++) {
+        const stream = await fetch(host.url, { headers: { 'Mcp-Session-Id': sessionId, Accept: 'text/event-stream' } });
+        assert.equal(stream.status, 200, `stream ${i + 1}`);
+        streams.push(stream);
+      }
+      return streams;
+    };
+    const { sessionId } = await host.initialize();
+    const streams = await openStreams(sessionId);
+    const ended = streams.map(async (stream) => {
+      for await (const _ of stream.body); // ends when the server ends the stream
+      return 'ended';
+    });
+    const end = await fetch(host.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': sessionId } });
+    assert.equal(end.status, 204);
+    const timeout = new Promise((resolve) => setTimeout(() => resolve('still open'), 5000).unref());
+    for (const stream of ended) assert.equal(await Promise.race([stream, timeout]), 'ended', 'every GET stream ends with its session');
+    // The slots they held are free: a new session opens as many again.
+    const next = await host.initialize();
+    for (const stream of await openStreams(next.sessionId)) await stream.body.cancel();
+  }));
+
+test('2025-11-25: one principal cannot fill the session table; a full table makes room for a newcomer', async () => {
+  const keys = { ann: randomBytes(24).toString('base64url'), bob: randomBytes(24).toString('base64url'), cy: randomBytes(24).toString('base64url') };
+  const host = await HttpHost.start({
+    plugins: ECHO,
+    http: { max_legacy_sessions: 4, max_legacy_sessions_per_principal: 2 },
+    sections: { auth: { mode: 'api_keys', api_keys: Object.entries(keys).map(([subject, key]) => ({ sha256: sha256Hex(key), subject })) } },
+  });
+  const as = (who) => ({ Authorization: `Bearer ${keys[who]}` });
+  const initialize = (who) =>
+    host.post(
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: who, version: '1' } } },
+      { headers: as(who) },
+    );
+  const alive = async (who, sid) =>
+    (await host.post({ jsonrpc: '2.0', id: 2, method: 'ping' }, { headers: { ...as(who), 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': LEGACY } })).status === 200;
+  try {
+    const ann = [];
+    for (let i = 0; i < 2; i++) ann.push((await initialize('ann')).headers.get('mcp-session-id'));
+    const third = await initialize('ann');
+    assert.equal(third.status, 429, third.text);
+    assert.match(third.messages[0].error.message, /http\.max_legacy_sessions_per_principal/);
+    assert.ok(third.headers.get('retry-after'));
+    for (const sid of ann) assert.ok(await alive('ann', sid), 'refusing the third ends none of the first two');
+
+    const bob = [];
+    for (let i = 0; i < 2; i++) bob.push((await initialize('bob')).headers.get('mcp-session-id'));
+    await alive('bob', bob[1]);
+    // The table is full: a newcomer gets in, and the least recently used
+    // session of a largest holder makes room.
+    const cy = await initialize('cy');
+    assert.equal(cy.status, 200, cy.text);
+    const states = [await alive('ann', ann[0]), await alive('ann', ann[1]), await alive('bob', bob[0]), await alive('bob', bob[1])];
+    assert.deepEqual(states, [false, true, true, true], 'ann\'s oldest session made room');
+    assert.ok(await alive('cy', cy.headers.get('mcp-session-id')));
+  } finally {
+    await host.stop();
+  }
+});
 
 test('SSE: progress and log notifications arrive in order before the result, which ends the stream', () =>
   withHttpHost({ plugins: ECHO }, async (host) => {

@@ -281,3 +281,59 @@ test('a 2025-11-25 session belongs to the principal that opened it', async () =>
   assert.equal(del.status, 404, 'bob cannot end it either');
   assert.equal((await inSession(alice, 4)).status, 200, 'the session is still alice\'s');
 });
+
+test('a JWK Set beyond 1 MiB is not read, whether a Content-Length declares it or it comes in chunks', async () => {
+  for (const framing of ['length', 'chunked']) {
+    const big = await AuthorizationServer.start();
+    big.jwksPadding = 1024 * 1024;
+    big.jwksFraming = framing;
+    const bigHost = await HttpHost.start({
+      plugins: ['echo.so'],
+      sections: { auth: { mode: 'jwt', issuers: [big.issuer], fetch_timeout_ms: 1500, jwks_min_refresh_s: 0 } },
+    });
+    try {
+      const call = () => bigHost.modern('tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(big.mint({ aud: bigHost.url })) });
+      const refused = await call();
+      assert.equal(refused.status, 503, `${framing}: ${refused.text}`);
+      await bigHost.stderrMatching(/the JWK Set at \S+ could not be read/);
+      // The same keys within the limit are taken: only the size was refused.
+      big.jwksPadding = 1024;
+      const served = await call();
+      assert.equal(served.status, 200, `${framing}: ${served.text}`);
+    } finally {
+      await bigHost.stop();
+      await big.stop();
+    }
+  }
+});
+
+test('a JWT naming a claim twice is refused, whichever value would win', async () => {
+  const twice = token({ sub: 'alice' }, { editPayload: (text) => text.replace(/}$/, ',"sub":"admin"}') });
+  const reply = await whoami(bearer(twice));
+  assert.equal(reply.status, 401, reply.text);
+  assert.equal(challenge(reply).error, 'invalid_token');
+  assert.match(challenge(reply).error_description, /naming each member once/);
+});
+
+test('an issuer whose metadata names another issuer\'s JWK Set gets no keys from it', async () => {
+  const first = await AuthorizationServer.start();
+  const second = await AuthorizationServer.start();
+  second.jwksUri = `${first.issuer}/jwks`;
+  const shared = await HttpHost.start({
+    plugins: ['echo.so'],
+    sections: { auth: { mode: 'jwt', issuers: [first.issuer, second.issuer], fetch_timeout_ms: 1500, jwks_min_refresh_s: 0 } },
+  });
+  try {
+    await shared.stderrMatching(/names the JWK Set \S+, the key source of issuer/);
+    const call = (claims) => shared.modern('tools/call', { name: 'whoami', arguments: {} }, { headers: bearer(first.mint({ aud: shared.url, ...claims })) });
+    // Whichever issuer read the set first owns it; a token signed with its
+    // keys passes under that issuer's name only.
+    const asFirst = await call({ iss: first.issuer, sub: 'alice' });
+    const asSecond = await call({ iss: second.issuer, sub: 'alice' });
+    assert.deepEqual([asFirst.status, asSecond.status].sort(), [200, 503], `${asFirst.text} / ${asSecond.text}`);
+  } finally {
+    await shared.stop();
+    await first.stop();
+    await second.stop();
+  }
+});

@@ -108,3 +108,44 @@ test('beyond loopback without an auth section the host refuses to start; auth.mo
     await open.stop();
   }
 });
+
+test('introspection: a refused token is not asked about twice, and one address gets a bounded number of calls', async () => {
+  const as = await AuthorizationServer.start({ tokens: 'opaque' });
+  as.introspectionClients['gatehouse-rs'] = 'secret';
+  const host = await HttpHost.start({
+    plugins: ['echo.so'],
+    sections: {
+      auth: {
+        mode: 'introspection',
+        issuers: [as.issuer],
+        introspection_endpoint: `${as.issuer}/introspect`,
+        client_id: 'gatehouse-rs',
+        client_secret: 'secret',
+        introspection_calls_per_address_per_minute: 4,
+      },
+    },
+  });
+  try {
+    const opaque = as.mintOpaque({ aud: host.url, sub: 'carol' });
+    assert.equal((await whoami(host, bearer(opaque))).status, 200);
+    const madeUp = () => randomBytes(18).toString('base64url');
+    const once = madeUp();
+    assert.equal((await whoami(host, bearer(once))).status, 401);
+    assert.equal((await whoami(host, bearer(once))).status, 401);
+    assert.equal(as.count('POST /introspect'), 2, 'the refusal is remembered');
+    const noAud = as.mintOpaque({ aud: undefined });
+    assert.equal((await whoami(host, bearer(noAud))).status, 401, 'an answer without aud is refused');
+    assert.equal((await whoami(host, bearer(madeUp()))).status, 401);
+    assert.equal(as.count('POST /introspect'), 4);
+
+    const throttled = await whoami(host, bearer(madeUp()));
+    assert.equal(throttled.status, 429, throttled.text);
+    assert.ok(Number(throttled.headers.get('retry-after')) >= 1);
+    assert.match(throttled.messages[0].error.message, /too many unknown tokens/);
+    assert.equal(as.count('POST /introspect'), 4, 'no call beyond the address\'s share');
+    assert.equal((await whoami(host, bearer(opaque))).status, 200, 'a remembered token is still served');
+  } finally {
+    await host.stop();
+    await as.stop();
+  }
+});

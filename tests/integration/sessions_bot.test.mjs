@@ -10,11 +10,13 @@ import path from 'node:path';
 import { readFileSync, existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { DatabaseSync } from 'node:sqlite';
+import { randomBytes } from 'node:crypto';
 import puppeteer from 'puppeteer-core';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { HttpHost } from './lib/http_host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
 import { binaryPath, MODERN } from './lib/host.mjs';
+import { sha256Hex } from './lib/authorization_server.mjs';
 
 const pluginPath = (name) => path.resolve(path.dirname(binaryPath()), `../lib/gatehouse/plugins/${name}`);
 const CHROMIUM = process.env.GATEHOUSE_CHROMIUM ?? '/usr/bin/chromium';
@@ -27,7 +29,8 @@ const BOTS = [
   { slug: 'other-bot', name: 'Other Bot', user_seq_id: 7 },
 ];
 
-async function startHost({ expiry_s = 300, capabilities = {} } = {}) {
+// auth: an auth section; bearer: the token the MCP client sends.
+async function startHost({ expiry_s = 300, capabilities = {}, auth, bearer } = {}) {
   let stateFile;
   const host = await HttpHost.start({
     gate: true,
@@ -38,9 +41,11 @@ async function startHost({ expiry_s = 300, capabilities = {} } = {}) {
         stateFile = path.join(dir, 'state.sqlite3');
         return { backend: 'sqlite', state_file: stateFile, pinned: { store: 'shop', user: 'ann' }, grants: { shop: { ann: ['sessions'] } } };
       },
+      ...(auth ? { auth } : {}),
     },
   });
-  const transport = new CheckedTransport(new StreamableHTTPClientTransport(new URL(host.url)));
+  const requestInit = bearer ? { headers: { Authorization: `Bearer ${bearer}` } } : undefined;
+  const transport = new CheckedTransport(new StreamableHTTPClientTransport(new URL(host.url), { requestInit }));
   const client = new Client({ name: 'itest-sessions-bot', version: '2.0.0' }, { capabilities, versionNegotiation: { mode: { pin: MODERN } } });
   await client.connect(transport);
   const session = (await client.callTool({ name: 'session_connect', arguments: { topic: 'bots' } })).structuredContent.session;
@@ -116,6 +121,15 @@ test('LOGIN: pending, approved in the browser, one exchange for tokens, a second
       redirect: 'manual',
     });
     assert.equal(crossSite.status, 403);
+    // A cookie and a field the client made equal are no token the host issued.
+    const madeUp = 'A'.repeat(64);
+    const chosen = await fetch(confirmation_url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: `gh_page_csrf=${madeUp}` },
+      body: `csrf=${madeUp}&action=approve`,
+      redirect: 'manual',
+    });
+    assert.equal(chosen.status, 403);
     assert.equal((await call('get_session_status', { session_id })).structuredContent.state, 'pending');
 
     await Promise.all([page.waitForNavigation(), page.click('#action-approve')]);
@@ -271,6 +285,55 @@ test('money sessions ask the person through elicitation: created only on an expl
     await call('create_session', { type: 'LOGIN' });
     assert.equal(asked.length, 3);
   } finally {
+    await stop();
+  }
+});
+
+// The page's own form token, as a browser would send it back.
+async function formOf(url) {
+  const shown = await fetch(url);
+  assert.equal(shown.status, 200);
+  const cookie = shown.headers.get('set-cookie').split(';')[0];
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await shown.text())[1];
+  return { cookie, csrf };
+}
+
+test('with auth on, pages need no bearer token: their unguessable link is the credential', async () => {
+  const key = randomBytes(24).toString('base64url');
+  const { host, call, stop } = await startHost({
+    auth: { mode: 'api_keys', api_keys: [{ sha256: sha256Hex(key), subject: 'desk', scopes: ['sessions'] }] },
+    bearer: key,
+  });
+  const page = await browser.newPage();
+  try {
+    const mcp = await fetch(host.url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    assert.equal(mcp.status, 401, 'the MCP endpoint still needs a token');
+    const first = (await call('create_session', { type: 'LOGIN' })).structuredContent;
+    const second = (await call('create_session', { type: 'LOGIN' })).structuredContent;
+
+    // A link of the family's own is served without a token; one made up is not found.
+    const response = await page.goto(first.confirmation_url);
+    assert.equal(response.status(), 200);
+    assert.equal((await page.$$('button')).length, 2);
+    const pages = first.confirmation_url.slice(0, first.confirmation_url.lastIndexOf('/') + 1);
+    assert.equal((await fetch(pages + 'f'.repeat(64))).status, 404, 'a guessed link of the right form');
+    assert.equal((await fetch(pages + 'abc')).status, 404, 'a link too short to be unguessable');
+
+    // The form token of one page does not fit another's form.
+    const { cookie, csrf } = await formOf(first.confirmation_url);
+    const elsewhere = await fetch(second.confirmation_url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookie },
+      body: `csrf=${encodeURIComponent(csrf)}&action=approve`,
+      redirect: 'manual',
+    });
+    assert.equal(elsewhere.status, 403);
+    assert.equal((await call('get_session_status', { session_id: second.session_id })).structuredContent.state, 'pending');
+
+    await Promise.all([page.waitForNavigation(), page.click('#action-approve')]);
+    assert.equal((await call('get_session_status', { session_id: first.session_id })).structuredContent.state, 'approved');
+  } finally {
+    await page.close();
     await stop();
   }
 });

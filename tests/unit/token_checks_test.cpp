@@ -129,3 +129,32 @@ TEST_CASE("the auth section: modes, what each needs, file:line on mistakes", "[a
                            ", subject: a}\n    - {sha256: " + hash + ", subject: b}\n"),
                       Catch::Contains("listed twice"));
 }
+
+TEST_CASE("claims naming a member twice are not read", "[auth]") {
+    CHECK(auth::parse_claims_object(R"({"sub":"alice","aud":["a","b"]})")["sub"] == "alice");
+    CHECK(auth::parse_claims_object(R"({"sub":"alice","sub":"admin"})").is_discarded());
+    CHECK(auth::parse_claims_object(R"({"cnf":{"jkt":"a","jkt":"b"}})").is_discarded());
+    CHECK(auth::parse_claims_object(R"({"a":{"x":1},"b":{"x":1}})").is_object());
+    CHECK(auth::parse_claims_object(R"([{"sub":"a"}])").is_discarded());
+    CHECK(auth::parse_claims_object("not json").is_discarded());
+}
+
+TEST_CASE("each issuer's keys come from its own source; a shared one is refused at load", "[auth][config]") {
+    auto load = [](const std::string& yaml) { return config::load_config_text(yaml, "auth.yaml", "/tmp"); };
+    const auto own = load("auth:\n  mode: jwt\n  issuers:\n    - {issuer: https://a.example, jwks_uri: "
+                          "https://a.example/keys}\n    - https://b.example\n");
+    CHECK(own.auth.issuers == std::vector<std::string>{"https://a.example", "https://b.example"});
+    CHECK(own.auth.issuer_jwks_uris ==
+          std::map<std::string, std::string>{{"https://a.example", "https://a.example/keys"}});
+    const auto single = load("auth:\n  mode: jwt\n  issuers: [https://a.example]\n  jwks_uri: https://a.example/k\n");
+    CHECK(single.auth.issuer_jwks_uris.at("https://a.example") == "https://a.example/k");
+    CHECK_THROWS_WITH(load("auth:\n  mode: jwt\n  issuers: [https://a.example, https://b.example]\n"
+                           "  jwks_uri: https://keys.example/jwks\n"),
+                      Catch::Contains("auth.yaml:4") && Catch::Contains("names the keys of one issuer"));
+    CHECK_THROWS_WITH(load("auth:\n  mode: jwt\n  issuers:\n    - {issuer: https://a.example, jwks_uri: "
+                           "https://keys.example/jwks}\n    - {issuer: https://b.example, jwks_uri: "
+                           "https://keys.example/jwks}\n"),
+                      Catch::Contains("both take their keys from https://keys.example/jwks"));
+    CHECK_THROWS_WITH(load("auth:\n  mode: jwt\n  issuers: [https://a.example, https://a.example/]\n"),
+                      Catch::Contains("listed twice"));
+}

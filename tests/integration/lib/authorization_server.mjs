@@ -30,6 +30,11 @@ export class AuthorizationServer {
     this.requests = []; // "METHOD path" of every request received
     this.introspectionClients = {}; // resource servers allowed to introspect: id -> secret
     this.delayMs = 0;
+    // A JWK Set padded with this many bytes of white space, sent with a
+    // Content-Length ('length') or in chunks ('chunked').
+    this.jwksPadding = 0;
+    this.jwksFraming = 'length';
+    this.jwksUri = undefined; // the metadata's jwks_uri when not its own /jwks
     this.server = http.createServer((req, res) => this.#handle(req, res));
     this.sockets = new Set();
     this.server.on('connection', (s) => {
@@ -85,8 +90,10 @@ export class AuthorizationServer {
 
   // A signed JWT access token. claims override the defaults (iss, sub, aud,
   // iat, nbf, exp, client_id, scope); kid picks the key, signWith another
-  // key's private half (a forged signature).
-  mint(claims = {}, { kid = this.signingKid, signWith, typ = 'at+jwt' } = {}) {
+  // key's private half (a forged signature); editPayload rewrites the
+  // payload's JSON text before it is signed (members JSON.stringify cannot
+  // write, such as one named twice).
+  mint(claims = {}, { kid = this.signingKid, signWith, typ = 'at+jwt', editPayload = (text) => text } = {}) {
     const key = this.keys.get(kid);
     const now = Math.floor(Date.now() / 1000);
     const payload = {
@@ -101,7 +108,7 @@ export class AuthorizationServer {
     };
     for (const k of Object.keys(payload)) if (payload[k] === undefined) delete payload[k];
     const header = { alg: key.alg, typ, kid };
-    const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(payload))}`;
+    const input = `${b64url(JSON.stringify(header))}.${b64url(editPayload(JSON.stringify(payload)))}`;
     const signer = signWith ? this.keys.get(signWith) : key;
     const signature =
       key.alg === 'EdDSA'
@@ -122,7 +129,7 @@ export class AuthorizationServer {
     return {
       issuer: this.issuer,
       token_endpoint: `${this.issuer}/token`,
-      jwks_uri: `${this.issuer}/jwks`,
+      jwks_uri: this.jwksUri ?? `${this.issuer}/jwks`,
       introspection_endpoint: `${this.issuer}/introspect`,
       authorization_endpoint: `${this.issuer}/authorize`,
       grant_types_supported: ['client_credentials'],
@@ -147,11 +154,24 @@ export class AuthorizationServer {
       res.end(JSON.stringify(value));
     };
     if (req.method === 'GET' && url.pathname === '/.well-known/oauth-authorization-server') return json(200, this.metadata());
-    if (req.method === 'GET' && url.pathname === '/jwks')
-      return json(200, { keys: [...this.published].map((kid) => this.keys.get(kid).jwk) });
+    if (req.method === 'GET' && url.pathname === '/jwks') {
+      const set = { keys: [...this.published].map((kid) => this.keys.get(kid).jwk) };
+      if (!this.jwksPadding) return json(200, set);
+      return this.#padded(res, JSON.stringify(set) + ' '.repeat(this.jwksPadding));
+    }
     if (req.method === 'POST' && url.pathname === '/token') return this.#token(req, new URLSearchParams(body), json);
     if (req.method === 'POST' && url.pathname === '/introspect') return this.#introspect(req, new URLSearchParams(body), json);
     json(404, { error: 'not_found' });
+  }
+
+  #padded(res, body) {
+    if (this.jwksFraming === 'length') {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      return res.end(body);
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    for (let at = 0; at < body.length; at += 64 * 1024) res.write(body.slice(at, at + 64 * 1024));
+    res.end();
   }
 
   #basic(req) {
