@@ -1,4 +1,6 @@
 #include "transport/http_access.hpp"
+#include "transport/http_framing.hpp"
+#include "transport/http_media_types.hpp"
 #include "transport/mcp_http_headers.hpp"
 
 #include <catch2/catch.hpp>
@@ -109,4 +111,94 @@ TEST_CASE("Host and Origin checks against DNS rebinding and foreign pages", "[ht
     CHECK_FALSE(remote.host_allowed("localhost"));
     CHECK(remote.origin_allowed("https://app.example.com"));
     CHECK_FALSE(remote.origin_allowed("http://localhost:3000"));
+}
+
+TEST_CASE("Content-Type names application/json itself, with or without parameters", "[http]") {
+    CHECK(is_json_media_type("application/json"));
+    CHECK(is_json_media_type("Application/JSON; charset=utf-8"));
+    CHECK(is_json_media_type(" application/json ;charset=UTF-8"));
+    CHECK_FALSE(is_json_media_type(""));
+    CHECK_FALSE(is_json_media_type("application/jsonl"));
+    CHECK_FALSE(is_json_media_type("application/json-seq"));
+    CHECK_FALSE(is_json_media_type("text/application/json"));
+    CHECK_FALSE(is_json_media_type("application/json2; x=1"));
+}
+
+TEST_CASE("Accept allows JSON, SSE, both or neither, the most specific range deciding", "[http]") {
+    const auto both = [](std::optional<std::string_view> accept) {
+        const auto a = accepted_answers(accept);
+        return std::pair{a.json, a.event_stream};
+    };
+    CHECK(both(std::nullopt) == std::pair{true, true});
+    CHECK(both("application/json, text/event-stream") == std::pair{true, true});
+    CHECK(both("text/event-stream") == std::pair{false, true});
+    CHECK(both("application/json") == std::pair{true, false});
+    CHECK(both("*/*") == std::pair{true, true});
+    CHECK(both("text/*") == std::pair{false, true});
+    CHECK(both("application/*;q=0.3") == std::pair{true, false});
+    CHECK(both("text/html") == std::pair{false, false});
+    CHECK(both("") == std::pair{false, false});
+    CHECK(both("application/json;q=0, text/event-stream") == std::pair{false, true});
+    CHECK(both("application/json; q=0.000") == std::pair{false, false});
+    CHECK(both("application/json;q=0.001") == std::pair{true, false});
+    CHECK(both("*/*, text/event-stream;q=0") == std::pair{true, false});
+    CHECK(both("text/event-stream;q=0, */*") == std::pair{true, false});
+    CHECK(both("application/jsonx, text/event-streams") == std::pair{false, false});
+}
+
+namespace {
+boost::beast::http::request_header<> header_of(std::initializer_list<std::pair<const char*, const char*>> fields,
+                                               unsigned version = 11) {
+    boost::beast::http::request_header<> header;
+    header.version(version);
+    for (const auto& [name, value] : fields)
+        header.insert(name, value);
+    return header;
+}
+} // namespace
+
+TEST_CASE("Transfer-Encoding is chunked alone, on HTTP/1.1", "[http]") {
+    CHECK_FALSE(refuse_transfer_encoding(header_of({})));
+    CHECK_FALSE(refuse_transfer_encoding(header_of({{"Transfer-Encoding", "chunked"}})));
+    CHECK_FALSE(refuse_transfer_encoding(header_of({{"Transfer-Encoding", " Chunked "}})));
+    const auto status = [](const boost::beast::http::request_header<>& h) {
+        const auto refusal = refuse_transfer_encoding(h);
+        return refusal ? refusal->status : 0;
+    };
+    CHECK(status(header_of({{"Transfer-Encoding", "chunked, identity"}})) == 400);
+    CHECK(status(header_of({{"Transfer-Encoding", "identity"}})) == 400);
+    CHECK(status(header_of({{"Transfer-Encoding", ""}})) == 400);
+    CHECK(status(header_of({{"Transfer-Encoding", "chunked, chunked"}})) == 400);
+    CHECK(status(header_of({{"Transfer-Encoding", "chunked"}, {"Transfer-Encoding", "identity"}})) == 400);
+    CHECK(status(header_of({{"Transfer-Encoding", "gzip, chunked"}})) == 501);
+    CHECK(status(header_of({{"Transfer-Encoding", "gzip"}, {"Transfer-Encoding", "chunked"}})) == 501);
+    CHECK(status(header_of({{"Transfer-Encoding", "chunked"}}, 10)) == 400);
+    const auto refusal = refuse_transfer_encoding(header_of({{"Transfer-Encoding", "chunked, identity"}}));
+    CHECK_THAT(refusal->message, Catch::Contains("'chunked, identity'"));
+}
+
+TEST_CASE("a header read once, sent twice, is refused by its name", "[http]") {
+    const auto refused = [](std::initializer_list<std::pair<const char*, const char*>> fields) -> std::string {
+        const auto refusal = refuse_repeated_header(header_of(fields));
+        return refusal ? refusal->message : "";
+    };
+    CHECK(refused({{"Host", "a"},
+                   {"Origin", "b"},
+                   {"Accept", "x"},
+                   {"Accept", "y"},
+                   {"Mcp-Param-A", "1"},
+                   {"Mcp-Param-B", "2"},
+                   {"X-Other", "1"},
+                   {"X-Other", "2"}})
+              .empty());
+    for (const char* name : {"Host", "Origin", "Authorization", "Content-Type", "MCP-Protocol-Version", "Mcp-Method",
+                             "Mcp-Name", "Mcp-Session-Id"}) {
+        INFO(name);
+        CHECK(refused({{name, "a"}, {"X-Between", "1"}, {name, "b"}}) ==
+              std::string("The request carries the ") + name + " header more than once; send it once.");
+    }
+    CHECK(refused({{"mcp-method", "a"}, {"MCP-METHOD", "b"}}) ==
+          "The request carries the Mcp-Method header more than once; send it once.");
+    CHECK(refused({{"Mcp-Param-Zone", "a"}, {"mcp-param-zone", "b"}}) ==
+          "The request carries the Mcp-Param-Zone header more than once; send it once.");
 }
