@@ -129,15 +129,22 @@ void McpServer::handle(const std::shared_ptr<Connection>& connection, Json&& mes
         return;
     }
     if (!has_method) {
-        if (message.contains("result") || message.contains("error")) {
+        const bool has_result = message.contains("result");
+        const bool has_error = message.contains("error");
+        if (has_id && has_result != has_error) {
             // A response to what a request asked the client (2025-11-25);
             // the spec says never to reply to a response.
             if (!connection->client_requests().deliver(message))
-                spdlog::debug("ignoring a response nothing waits for (id {})", has_id ? message["id"].dump() : "none");
+                spdlog::debug("ignoring a response nothing waits for (id {})", message["id"].dump());
             return;
         }
+        // Neither request, notification nor response: an answer is the only
+        // way the sender learns it was dropped.
         const Json id = has_id && valid_id(message["id"]) ? message["id"] : Json();
-        out.send(make_error(id, error_code::invalid_request, "The message has no \"method\"."));
+        out.send(make_error(id, error_code::invalid_request,
+                            has_result || has_error
+                                ? "A response carries an \"id\" and exactly one of \"result\" and \"error\"."
+                                : "The message has no \"method\"."));
         return;
     }
     if (!message["method"].is_string()) {

@@ -158,3 +158,20 @@ test('the host keeps serving after every kind of garbage in one stream', () =>
     const call = await host.request('tools/call', { name: 'echo', arguments: { text: 'survived' } });
     assert.equal(call.result.structuredContent.text, 'survived');
   }));
+
+test('a message that is neither request, notification nor response is -32600 without an id', () =>
+  withHost(async (host) => {
+    await host.initialize();
+    for (const line of [
+      '{}',
+      '{"jsonrpc":"2.0"}',
+      '{"jsonrpc":"2.0","result":{}}',
+      '{"jsonrpc":"2.0","error":{"code":1,"message":"x"}}',
+      '{"jsonrpc":"2.0","result":{},"error":{"code":1,"message":"x"}}',
+    ]) {
+      const answers = await answersTo(host, line);
+      assert.equal(answers.length, 1, `one answer to ${line}`);
+      assert.equal(answers[0].error.code, -32600, line);
+      assert.equal(Object.hasOwn(answers[0], 'id'), false, line);
+    }
+  }));
