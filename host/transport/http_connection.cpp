@@ -3,11 +3,12 @@
 #include "gate/refusal.hpp"
 #include "protocol/revision.hpp"
 #include "protocol/tool_call.hpp"
+#include "transport/http_framing.hpp"
+#include "transport/http_media_types.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
 #include <spdlog/spdlog.h>
 
@@ -27,6 +28,11 @@ namespace {
 // A queue this large means the peer stopped reading; it is dropped.
 constexpr std::size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 
+// After its last answer a closing connection reads and drops what the
+// client still sends, this much at most, and closes after this long.
+constexpr std::uint64_t kLingerMs = 2000;
+constexpr std::size_t kMaxLingerBytes = 1024 * 1024;
+
 bool names_modern_revision(const Json& message) {
     const auto params = message.find("params");
     if (params == message.end() || !params->is_object()) return false;
@@ -38,12 +44,6 @@ std::optional<std::string_view> header_value(const HttpConnection::Request& requ
     const auto it = request.find(boost::beast::string_view(name.data(), name.size()));
     if (it == request.end()) return std::nullopt;
     return std::string_view(it->value().data(), it->value().size());
-}
-
-bool contains_ignoring_case(std::string_view haystack, std::string_view needle) {
-    return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
-                       [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); }) !=
-           haystack.end();
 }
 
 // The HTTP status a JSON-RPC error travels with. 2026-07-28 names 400 for
@@ -193,6 +193,17 @@ public:
     void send(const Json&) override {}
 };
 
+// What a POST that is no request gets back from the protocol layer: nothing
+// for a notification or a response, an error for a message that is neither.
+// handle() answers such a message before it returns.
+class RefusalCapture final : public protocol::Outbound {
+public:
+    void send(const Json& message) override {
+        if (!error && message.contains("error")) error = message;
+    }
+    std::optional<Json> error;
+};
+
 std::string chunk(std::string_view payload) {
     char size[32];
     const int n = std::snprintf(size, sizeof size, "%zx\r\n", payload.size());
@@ -221,7 +232,7 @@ std::string status_line(int status) {
 } // namespace
 
 HttpConnection::HttpConnection(Socket socket, HttpService& service)
-    : socket_(std::move(socket)), service_(service), timer_(socket_.get_executor()) {
+    : socket_(std::move(socket)), service_(service), timer_(socket_.get_executor()), buffer_(kMaxHeaderBytes) {
     ++service_.connections;
 }
 
@@ -243,7 +254,7 @@ void HttpConnection::drain() {
         // as a subscription's final result) goes out first.
         if (self->phase_ == Phase::waiting_for_request || (self->phase_ == Phase::streaming && !self->counted_)) {
             if (self->writing_)
-                self->close_after_writes_ = true;
+                self->close_gracefully();
             else
                 self->close();
         }
@@ -256,11 +267,19 @@ void HttpConnection::abort() {
 
 // ---------------------------------------------------------------- reading
 
+// One read at a time is pending on the socket, whatever the phase: bytes it
+// brings are parsed when a request is due, and wait in the buffer while one
+// is answered. The buffer holds at most kMaxHeaderBytes, so framing that
+// never ends (a chunk line, trailers) cannot grow it.
 void HttpConnection::wait_for_bytes() {
     if (phase_ == Phase::closed || reading_) return;
+    const std::size_t room = buffer_.max_size() - buffer_.size();
+    // Full while an answer is pending: pipelined requests wait there, and
+    // reading resumes once they are handled.
+    if (room == 0) return;
     if (phase_ == Phase::waiting_for_request) arm_timer(service_.settings.idle_timeout_ms);
     reading_ = true;
-    socket_.async_read_some(buffer_.prepare(16 * 1024),
+    socket_.async_read_some(buffer_.prepare(room),
                             [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
                                 self->reading_ = false;
                                 if (self->phase_ == Phase::closed) return;
@@ -273,59 +292,151 @@ void HttpConnection::wait_for_bytes() {
                                     return;
                                 }
                                 self->buffer_.commit(n);
-                                // Bytes that arrive while an answer is pending are the next
-                                // (pipelined) request; they wait in the buffer until it is done.
-                                if (self->phase_ == Phase::waiting_for_request) self->read_request();
+                                switch (self->phase_) {
+                                case Phase::waiting_for_request:
+                                case Phase::reading_request: self->parse_request(); return;
+                                case Phase::lingering:
+                                    // Past the bound the socket is no longer read: the client's
+                                    // writes stall rather than meet a reset that could destroy
+                                    // the answer unread, and the timer closes it.
+                                    self->lingered_bytes_ += n;
+                                    self->buffer_.consume(self->buffer_.size());
+                                    if (self->lingered_bytes_ <= kMaxLingerBytes) self->wait_for_bytes();
+                                    return;
+                                default:
+                                    // Bytes that arrive while an answer is pending are the next
+                                    // (pipelined) request; they wait in the buffer until it is done,
+                                    // and the socket stays watched for the peer closing.
+                                    self->wait_for_bytes();
+                                    return;
+                                }
                             });
 }
 
-void HttpConnection::read_request() {
-    phase_ = Phase::reading_request;
-    parser_.emplace();
-    parser_->body_limit(service_.limits.max_message_bytes);
-    parser_->header_limit(16 * 1024);
-    arm_timer(service_.settings.request_timeout_ms);
-    reading_ = true;
-    http::async_read(
-        socket_, buffer_, *parser_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-            self->reading_ = false;
-            if (self->phase_ == Phase::closed) return;
-            self->timer_.cancel();
-            if (ec == http::error::body_limit) {
-                self->keep_alive_ = false;
-                self->respond_error(413, nullptr, protocol::error_code::invalid_request,
-                                    "The request body is larger than " +
-                                        std::to_string(self->service_.limits.max_message_bytes) +
-                                        " bytes, this server's limit.");
-                return;
-            }
-            if (ec == http::error::header_limit) {
-                self->keep_alive_ = false;
-                self->respond_status(431, "The request headers are larger than 16384 bytes.");
-                return;
-            }
-            if (ec) {
-                // The peer closed, the timer closed the socket, or the bytes are not HTTP.
-                if (ec != http::error::end_of_stream && ec != net::error::operation_aborted && ec != net::error::eof &&
-                    ec != net::error::connection_reset && self->socket_.is_open()) {
-                    self->keep_alive_ = false;
-                    self->respond_status(400, "Malformed HTTP request: " + ec.message());
-                    return;
-                }
-                self->close();
-                return;
-            }
-            self->on_request(self->parser_->release());
-        });
+void HttpConnection::parse_request() {
+    if (phase_ == Phase::waiting_for_request) {
+        phase_ = Phase::reading_request;
+        parser_.emplace();
+        parser_->body_limit(service_.limits.max_message_bytes);
+        parser_->header_limit(kMaxHeaderBytes);
+        // Not eager until the header section is read: put() then stops right
+        // after it, and the bytes it took are the section's size.
+        parser_->eager(false);
+        parser_->on_chunk_header(chunk_budget_);
+        request_bytes_ = 0;
+        header_bytes_ = 0;
+        arm_timer(service_.settings.request_timeout_ms);
+    }
+    boost::beast::error_code ec;
+    while (buffer_.size() > 0) {
+        const std::size_t used = parser_->put(buffer_.data(), ec);
+        buffer_.consume(used);
+        request_bytes_ += used;
+        if (ec == http::error::need_more) break;
+        if (ec) {
+            refuse_framing(ec);
+            return;
+        }
+        if (header_bytes_ == 0 && parser_->is_header_done()) {
+            header_bytes_ = request_bytes_;
+            if (!on_header_section()) return;
+        }
+        if (parser_->is_done()) {
+            timer_.cancel();
+            if (parser_->chunked() && !discard_trailer_fields()) return;
+            on_request(parser_->release());
+            return;
+        }
+        if (used == 0) break;
+    }
+    // What is buffered is not a whole request, and no more fits: a chunk
+    // line or trailer section that does not end within the bound.
+    if (buffer_.size() == buffer_.max_size()) {
+        refuse_framing(http::error::header_limit);
+        return;
+    }
+    wait_for_bytes();
 }
 
+// Refusals the header section earns before its body is read; after any of
+// them the body's bytes cannot be told from the next request's, so the
+// connection closes.
+bool HttpConnection::on_header_section() {
+    const auto& header = parser_->get();
+    auto refusal = refuse_transfer_encoding(header);
+    if (!refusal) refusal = refuse_repeated_header(header);
+    if (refusal) {
+        keep_alive_ = false;
+        timer_.cancel();
+        respond_error(refusal->status, nullptr, protocol::error_code::invalid_request, refusal->message);
+        return false;
+    }
+    if (parser_->chunked()) {
+        header_fields_ = static_cast<std::size_t>(std::distance(header.begin(), header.end()));
+        chunk_budget_.left = kMaxHeaderBytes > header_bytes_ ? kMaxHeaderBytes - header_bytes_ : 0;
+    }
+    parser_->eager(true);
+    return true;
+}
+
+void HttpConnection::ChunkExtensionBudget::operator()(std::uint64_t, boost::beast::string_view extensions,
+                                                      boost::beast::error_code& ec) {
+    if (extensions.size() > left) {
+        ec = http::error::header_limit;
+        return;
+    }
+    left -= extensions.size();
+}
+
+// Trailer fields land among the header fields in Beast's message; the host
+// takes none (RFC 9110 §6.5.1 lets a recipient discard them), so a trailer
+// can never stand in for a header the request did not send. They count
+// against the header bound all the same.
+bool HttpConnection::discard_trailer_fields() {
+    auto& message = parser_->get();
+    auto it = message.begin();
+    std::advance(it, static_cast<std::ptrdiff_t>(header_fields_));
+    std::size_t trailer_bytes = 0;
+    for (auto t = it; t != message.end(); ++t)
+        trailer_bytes += field_bytes(*t);
+    if (trailer_bytes > chunk_budget_.left) {
+        refuse_framing(http::error::header_limit);
+        return false;
+    }
+    while (it != message.end())
+        it = message.erase(it);
+    return true;
+}
+
+void HttpConnection::refuse_framing(boost::beast::error_code ec) {
+    // After a framing error the next request's first byte is unknown.
+    keep_alive_ = false;
+    timer_.cancel();
+    if (ec == http::error::body_limit) {
+        respond_error(413, nullptr, protocol::error_code::invalid_request,
+                      "The request body is larger than " + std::to_string(service_.limits.max_message_bytes) +
+                          " bytes, this server's limit.");
+        return;
+    }
+    if (ec == http::error::header_limit) {
+        const bool in_body = parser_ && parser_->is_header_done();
+        respond_status(431, in_body
+                                ? "The request's header section, chunk extensions and trailer fields together are "
+                                  "larger than " +
+                                      std::to_string(kMaxHeaderBytes) + " bytes."
+                                : "The request headers are larger than " + std::to_string(kMaxHeaderBytes) + " bytes.");
+        return;
+    }
+    respond_status(400, "Malformed HTTP request: " + ec.message());
+}
 void HttpConnection::arm_timer(std::uint64_t ms) {
     timer_.expires_after(std::chrono::milliseconds(ms));
     timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
         if (ec || self->phase_ == Phase::closed) return;
         switch (self->phase_) {
         case Phase::waiting_for_request:
-        case Phase::reading_request: self->close(); break;
+        case Phase::reading_request:
+        case Phase::lingering: self->close(); break;
         case Phase::streaming:
             // A comment line keeps proxies and clients from timing out a quiet stream.
             self->write(chunk(":\n\n"));
@@ -472,19 +583,22 @@ void HttpConnection::on_authenticated(const Request& request) {
 
 void HttpConnection::on_post(const Request& request) {
     const auto content_type = request[http::field::content_type];
-    if (!contains_ignoring_case(std::string_view(content_type.data(), content_type.size()), "application/json")) {
+    if (!is_json_media_type(std::string_view(content_type.data(), content_type.size()))) {
         respond_error(415, nullptr, protocol::error_code::invalid_request,
                       "Content-Type must be application/json, not '" + std::string(content_type) + "'.");
         return;
     }
-    if (const auto accept = request.find(http::field::accept); accept != request.end()) {
-        const std::string_view a(accept->value().data(), accept->value().size());
-        if (!contains_ignoring_case(a, "application/json") && !contains_ignoring_case(a, "text/event-stream") &&
-            !contains_ignoring_case(a, "*/*") && !contains_ignoring_case(a, "application/*")) {
-            respond_error(406, nullptr, protocol::error_code::invalid_request,
-                          "Accept must allow application/json and text/event-stream, not '" + std::string(a) + "'.");
-            return;
-        }
+    // The answer is JSON or an SSE stream, whichever the client takes: with
+    // JSON only, notifications before the result are dropped; with SSE
+    // only, even a lone result comes as a stream.
+    const auto accept = header_value(request, "Accept");
+    const AcceptedAnswers answers = accepted_answers(accept);
+    if (!answers.json && !answers.event_stream) {
+        respond_error(406, nullptr, protocol::error_code::invalid_request,
+                      "Accept must allow application/json or text/event-stream (this endpoint answers with one of "
+                      "them), not '" +
+                          std::string(accept.value_or("")) + "'.");
+        return;
     }
     const std::string& body = request.body();
     if (protocol::nests_deeper_than(body, service_.limits.max_json_depth)) {
@@ -512,11 +626,14 @@ void HttpConnection::on_post(const Request& request) {
     const auto id_it = message.find("id");
     const bool is_request = method_it != message.end() && id_it != message.end();
     const Json id = is_request && (id_it->is_string() || id_it->is_number_integer()) ? *id_it : Json();
+    const bool modern = names_modern_revision(message);
 
     std::shared_ptr<protocol::Connection> mcp;
     bool legacy = false;
     std::string session_header;
-    const auto session_id = request.find("Mcp-Session-Id");
+    // A 2026-07-28 request ignores an Mcp-Session-Id (its transport has no
+    // sessions): a client that kept a stale one is still served.
+    const auto session_id = modern ? request.end() : request.find("Mcp-Session-Id");
     if (session_id != request.end()) {
         const std::string sid(session_id->value());
         mcp = service_.legacy_sessions.find(sid, principal_.subject);
@@ -525,8 +642,9 @@ void HttpConnection::on_post(const Request& request) {
                           "Session not found: it ended, expired or never existed; initialize again.");
             return;
         }
+        if (refuse_unsupported_legacy_version(request, id)) return;
         legacy = true;
-    } else if (method == "initialize" && !names_modern_revision(message) &&
+    } else if (method == "initialize" && !modern &&
                header_value(request, "MCP-Protocol-Version") != protocol::kModernVersion) {
         if (!is_request) {
             respond_error(400, nullptr, protocol::error_code::invalid_request, "initialize must be a request.");
@@ -545,7 +663,7 @@ void HttpConnection::on_post(const Request& request) {
         session_header = *sid;
         legacy = true;
     } else if (const auto version = header_value(request, "MCP-Protocol-Version");
-               version && *version < protocol::kModernVersion && is_request && !names_modern_revision(message)) {
+               version && *version < protocol::kModernVersion && is_request && !modern) {
         // An older revision's request with no session: its client skipped initialize.
         respond_error(400, id, protocol::error_code::invalid_request,
                       "Protocol version " + std::string(*version) +
@@ -569,18 +687,44 @@ void HttpConnection::on_post(const Request& request) {
     if (is_request && method == "tools/call" && refuse_missing_scope(message, id)) return;
 
     if (!is_request) {
-        // Notifications and responses: accepted (202) once handled.
+        // Notifications and responses: accepted (202) once handled. What is
+        // neither (no method and no result, "{}") is refused as the
+        // protocol layer words it.
         if (!mcp) mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), principal_);
-        service_.server.handle(mcp, std::move(message), std::make_shared<DiscardingOutbound>());
+        auto refusal = std::make_shared<RefusalCapture>();
+        service_.server.handle(mcp, std::move(message), refusal);
+        if (refusal->error) {
+            respond_json(400, protocol::encode(*refusal->error));
+            return;
+        }
         respond_status(202);
         return;
     }
     if (method == "subscriptions/listen" && !legacy) {
-        // A subscription is nothing but its stream: without a slot, refuse it
-        // now rather than acknowledge it and drop everything after.
+        // A subscription is nothing but its stream: refused at once when the
+        // client takes no SSE or no slot is free, rather than acknowledged
+        // with everything after it dropped.
+        if (!answers.event_stream) {
+            respond_error(406, id, protocol::error_code::invalid_request,
+                          "subscriptions/listen answers with an SSE stream: Accept must allow text/event-stream.");
+            return;
+        }
         if (!claim_stream_or_refuse(id)) return;
     }
-    begin_exchange(mcp, id, std::move(message), session_header, legacy);
+    begin_exchange(mcp, id, std::move(message), session_header, legacy, answers);
+}
+
+// A 2025-11-25 session speaks its one revision: a request in it naming
+// another in MCP-Protocol-Version is refused with 400, as that revision's
+// transport asks. Without the header the session's own revision holds.
+bool HttpConnection::refuse_unsupported_legacy_version(const Request& request, const Json& id) {
+    const auto version = header_value(request, "MCP-Protocol-Version");
+    if (!version || *version == protocol::kLegacyVersion) return false;
+    respond_error(400, id, protocol::error_code::invalid_request,
+                  "MCP-Protocol-Version '" + std::string(*version) + "' is not supported in a " +
+                      std::string(protocol::kLegacyVersion) +
+                      " session; send MCP-Protocol-Version: " + std::string(protocol::kLegacyVersion) + ".");
+    return true;
 }
 
 // A direct call of a tool whose scope the token lacks is answered the HTTP
@@ -639,6 +783,13 @@ void HttpConnection::on_get(const Request& request) {
                       "Session not found: it ended, expired or never existed; initialize again.");
         return;
     }
+    if (refuse_unsupported_legacy_version(request, nullptr)) return;
+    if (const auto accept = header_value(request, "Accept"); !accepted_answers(accept).event_stream) {
+        respond_error(406, nullptr, protocol::error_code::invalid_request,
+                      "GET opens an SSE stream: Accept must allow text/event-stream, not '" + std::string(*accept) +
+                          "'.");
+        return;
+    }
     if (!claim_stream_or_refuse(nullptr)) return;
     // The session's resource updates come here; this server starts no
     // requests of its own toward a 2025-11-25 client. Keep-alive comments
@@ -663,6 +814,7 @@ void HttpConnection::on_delete(const Request& request) {
         respond_status(405, "DELETE ends a 2025-11-25 session; send its Mcp-Session-Id.", "Allow: POST\r\n");
         return;
     }
+    if (refuse_unsupported_legacy_version(request, nullptr)) return;
     if (!service_.legacy_sessions.close(std::string(session_id->value()), principal_.subject)) {
         respond_error(404, nullptr, protocol::error_code::invalid_request,
                       "Session not found: it ended, expired or never existed.");
@@ -674,12 +826,13 @@ void HttpConnection::on_delete(const Request& request) {
 // ---------------------------------------------------------------- answering
 
 void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, const Json& id, Json&& message,
-                                    const std::string& session_header, bool legacy) {
+                                    const std::string& session_header, bool legacy, AcceptedAnswers answers) {
     ++exchange_;
     phase_ = Phase::answering;
     request_id_ = id;
     legacy_ = legacy;
-    may_stream_ = true;
+    may_stream_ = answers.event_stream;
+    must_stream_ = !answers.json;
     counted_ = true;
     ++service_.exchanges;
     session_header_ = session_header.empty() ? "" : "Mcp-Session-Id: " + session_header + "\r\n";
@@ -747,19 +900,26 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
         session_header_.clear();
     }
     if (phase_ == Phase::answering) {
-        respond_json(status, encoded, session_header_ + headers);
-        return;
+        // Refusals keep their status and come as JSON, whatever Accept says
+        // (RFC 9110 §12.5.1 lets an error ignore it).
+        if (!must_stream_ || status != 200) {
+            respond_json(status, encoded, session_header_ + headers);
+            return;
+        }
+        // A lone result needs no stream slot: the stream ends with it.
+        start_stream(headers);
     }
     write(sse_event(encoded));
     write("0\r\n\r\n");
     finish_exchange();
 }
 
-void HttpConnection::start_stream() {
+void HttpConnection::start_stream(const std::string& extra_headers) {
     std::string head = status_line(200);
     head += "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
             "Transfer-Encoding: chunked\r\n";
     head += session_header_;
+    head += extra_headers;
     if (!keep_alive_) head += "Connection: close\r\n";
     head += "\r\n";
     write(std::move(head));
@@ -789,13 +949,19 @@ void HttpConnection::finish_exchange() {
     timer_.cancel();
     phase_ = Phase::waiting_for_request;
     if (!keep_alive_ || drained_ || service_.draining) {
-        close_after_writes_ = true;
-        if (!writing_) close();
+        close_gracefully();
         return;
     }
-    if (buffer_.size() > 0 && !reading_)
-        read_request();
-    else if (reading_)
+    if (buffer_.size() > 0) {
+        // Requests pipelined behind this one are handled now, in order, from
+        // the buffer, whether or not a read is pending. Posted, so a long
+        // pipeline answered at once does not nest one call per request.
+        net::post(socket_.get_executor(), [self = shared_from_this()] {
+            if (self->phase_ == Phase::waiting_for_request && self->buffer_.size() > 0) self->parse_request();
+        });
+        return;
+    }
+    if (reading_)
         arm_timer(service_.settings.idle_timeout_ms); // the pending read waits for the next request
     else
         wait_for_bytes();
@@ -893,11 +1059,27 @@ void HttpConnection::do_write() {
             self->queued_bytes_ -= self->writes_.front().size();
             self->writes_.pop_front();
         }
-        if (!self->writes_.empty())
+        if (!self->writes_.empty()) {
             self->do_write();
-        else if (self->close_after_writes_)
-            self->close();
+        } else if (self->phase_ == Phase::lingering) {
+            boost::system::error_code ignored;
+            self->socket_.shutdown(Socket::shutdown_send, ignored);
+        }
     });
+}
+
+void HttpConnection::close_gracefully() {
+    if (phase_ == Phase::closed || phase_ == Phase::lingering) return;
+    phase_ = Phase::lingering;
+    release_exchange();
+    lingered_bytes_ = 0;
+    buffer_.consume(buffer_.size());
+    arm_timer(kLingerMs);
+    if (!writing_) {
+        boost::system::error_code ignored;
+        socket_.shutdown(Socket::shutdown_send, ignored);
+    }
+    wait_for_bytes();
 }
 
 void HttpConnection::close() {

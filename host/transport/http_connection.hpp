@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/connection.hpp"
+#include "transport/http_media_types.hpp"
 #include "transport/http_service.hpp"
 #include "transport/page_route.hpp"
 
@@ -45,11 +46,25 @@ public:
     void abort();
 
 private:
-    enum class Phase { waiting_for_request, reading_request, answering, streaming, closed };
+    // lingering: the last answer is out and the sending side shut; what the
+    // client still sends is read and dropped, so a reset does not destroy
+    // that answer before the client reads it (RFC 9112 §9.6).
+    enum class Phase { waiting_for_request, reading_request, answering, streaming, lingering, closed };
+
+    // Counts a chunked body's chunk extensions against what the header
+    // section left of kMaxHeaderBytes (Beast's parser calls it per chunk).
+    struct ChunkExtensionBudget {
+        std::size_t left = 0;
+        void operator()(std::uint64_t size, boost::beast::string_view extensions, boost::beast::error_code& ec);
+    };
 
     void wait_for_bytes();
-    void read_request();
+    void parse_request();
+    bool on_header_section();
+    bool discard_trailer_fields();
+    void refuse_framing(boost::beast::error_code ec);
     void on_request(Request request);
+    bool refuse_unsupported_legacy_version(const Request& request, const protocol::Json& id);
     void authenticate(Request request);
     void on_authenticated(const Request& request);
     bool refuse_missing_scope(const protocol::Json& message, const protocol::Json& id);
@@ -58,10 +73,11 @@ private:
     void on_delete(const Request& request);
     bool claim_stream_or_refuse(const protocol::Json& id);
     void begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, const protocol::Json& id,
-                        protocol::Json&& message, const std::string& session_header, bool legacy);
+                        protocol::Json&& message, const std::string& session_header, bool legacy,
+                        AcceptedAnswers answers);
 
     void on_message(std::uint64_t exchange, std::string encoded, bool final, int status, const std::string& headers);
-    void start_stream();
+    void start_stream(const std::string& extra_headers = "");
     void release_exchange();
     void finish_exchange();
     void peer_gone();
@@ -77,6 +93,7 @@ private:
     void write(std::string bytes);
     void do_write();
     void arm_timer(std::uint64_t ms);
+    void close_gracefully();
     void close();
 
     Socket socket_;
@@ -84,6 +101,11 @@ private:
     boost::asio::steady_timer timer_;
     boost::beast::flat_buffer buffer_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+    ChunkExtensionBudget chunk_budget_;
+    std::size_t request_bytes_ = 0; // of the request being read, so far
+    std::size_t header_bytes_ = 0;  // of its header section, once read
+    std::size_t header_fields_ = 0; // fields in that header section: any after them are trailers
+    std::size_t lingered_bytes_ = 0;
     Phase phase_ = Phase::waiting_for_request;
     bool keep_alive_ = true;
     bool reading_ = false;      // a read is pending on the socket
@@ -98,7 +120,8 @@ private:
     bool counted_ = false;       // holds one of the service's exchanges
     bool stream_slot_ = false;   // holds one of the service's SSE slots
     std::string stream_owner_;   // whose share of the SSE slots it is
-    bool may_stream_ = true;     // false: no SSE slot was free, notifications are dropped
+    bool may_stream_ = true;     // false: no SSE slot was free, or the client takes no SSE: notifications are dropped
+    bool must_stream_ = false;   // the client takes SSE but not JSON: even a lone result comes as a stream
     std::string session_header_; // "Mcp-Session-Id: …\r\n" on the answer to initialize
     // The 2025-11-25 session whose GET stream this exchange is: told when
     // the stream ends, so the session stops sending to it.
@@ -107,7 +130,6 @@ private:
     std::deque<std::string> writes_;
     std::size_t queued_bytes_ = 0;
     bool writing_ = false;
-    bool close_after_writes_ = false;
 };
 
 } // namespace gatehouse::transport

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { HttpHost, withHttpHost, modernMeta, MODERN, LEGACY } from './lib/http_host.mjs';
 import { sha256Hex } from './lib/authorization_server.mjs';
 
@@ -472,4 +473,343 @@ test('a caller holding max_streams_per_principal streams gets 429 for another; t
       await new Promise((r) => setTimeout(r, 20));
     }
     assert.equal(again.status, 200);
+  }));
+
+// ------------------------------------------------------------ raw framing
+
+// The responses in `text`, in order: { status, headers (lower-case names),
+// body } for each, Content-Length or chunked bodies; `rest` is what follows
+// the last whole one.
+function parseResponses(text) {
+  const responses = [];
+  let at = 0;
+  for (;;) {
+    const end = text.indexOf('\r\n\r\n', at);
+    if (end < 0) break;
+    const [statusLine, ...lines] = text.slice(at, end).split('\r\n');
+    const headers = {};
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    let bodyAt = end + 4;
+    let body = '';
+    if (headers['transfer-encoding'] === 'chunked') {
+      let complete = false;
+      for (;;) {
+        const lineEnd = text.indexOf('\r\n', bodyAt);
+        if (lineEnd < 0) break;
+        const size = parseInt(text.slice(bodyAt, lineEnd), 16);
+        if (text.length < lineEnd + 2 + size + 2) break;
+        body += text.slice(lineEnd + 2, lineEnd + 2 + size);
+        bodyAt = lineEnd + 2 + size + 2;
+        if (size === 0) {
+          complete = true;
+          break;
+        }
+      }
+      if (!complete) break;
+    } else {
+      const length = Number(headers['content-length'] ?? 0);
+      if (text.length < bodyAt + length) break;
+      body = text.slice(bodyAt, bodyAt + length);
+      bodyAt += length;
+    }
+    responses.push({ status: Number(statusLine.split(' ')[1]), headers, body });
+    at = bodyAt;
+  }
+  return { responses, rest: text.slice(at) };
+}
+
+// Writes `chunks` on a fresh connection and resolves once the host has
+// closed it, or once `until(responses)` holds: { text, responses, closed }.
+function rawExchange(host, chunks, { until } = {}) {
+  const { port } = new URL(host.url);
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let text = '';
+    let done = false;
+    const finish = (closed) => {
+      if (done) return;
+      done = true;
+      socket.destroy();
+      resolve({ text, responses: parseResponses(text).responses, closed });
+    };
+    socket.setEncoding('latin1');
+    socket.on('connect', () => {
+      for (const c of [].concat(chunks)) socket.write(c);
+    });
+    socket.on('data', (d) => {
+      text += d;
+      if (until && until(parseResponses(text).responses)) finish(false);
+    });
+    socket.on('end', () => finish(true));
+    socket.on('close', () => finish(true));
+    socket.on('error', () => finish(true));
+  });
+}
+
+// Writes `head`, then `piece` over and over (waiting for the socket to
+// drain) until the host answers, closes, or `limit` bytes went out. Resolves
+// once the connection is closed: { text, sent }.
+function flood(host, head, piece, limit) {
+  const { port } = new URL(host.url);
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let text = '';
+    let sent = 0;
+    let stopped = false;
+    const pump = () => {
+      while (!stopped && sent < limit) {
+        sent += piece.length;
+        if (!socket.write(piece)) {
+          socket.once('drain', pump);
+          return;
+        }
+      }
+    };
+    socket.setEncoding('latin1');
+    socket.on('connect', () => {
+      socket.write(head);
+      pump();
+    });
+    socket.on('data', (d) => {
+      text += d;
+      stopped = true;
+    });
+    socket.on('end', () => {
+      stopped = true;
+      socket.end();
+    });
+    socket.on('error', () => (stopped = true));
+    socket.on('close', () => resolve({ text, sent }));
+  });
+}
+
+function peakRssKiB(host) {
+  return Number(/^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${host.child.pid}/status`, 'utf8'))[1]);
+}
+
+function rawPost(host, message, { headers = {}, extra = '' } = {}) {
+  const body = typeof message === 'string' ? message : JSON.stringify(message);
+  const lines = [
+    'POST /mcp HTTP/1.1',
+    'Host: 127.0.0.1',
+    'Content-Type: application/json',
+    'Accept: application/json, text/event-stream',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    `Content-Length: ${Buffer.byteLength(body)}`,
+  ];
+  return `${lines.join('\r\n')}\r\n${extra}\r\n${body}`;
+}
+
+const CHUNKED_HEAD = (message) =>
+  ['POST /mcp HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', 'Accept: application/json, text/event-stream',
+    ...Object.entries(HttpHost.modernHeaders(message)).map(([k, v]) => `${k}: ${v}`), 'Transfer-Encoding: chunked', '', ''].join('\r\n');
+
+test('chunk extensions and trailers count against the 16 KiB header bound: 431 and close, memory flat, on several connections', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const message = modernMessage('tools/list');
+    await host.modern('tools/list'); // the host is up and warm
+    const before = peakRssKiB(host);
+
+    // A chunk line whose extension never ends, and a trailer section that
+    // never ends, each on two connections at once.
+    const endlessExtension = flood(host, CHUNKED_HEAD(message) + '10;name=', Buffer.alloc(64 * 1024, 'x'), 48 * 1024 * 1024);
+    const endlessExtension2 = flood(host, CHUNKED_HEAD(message) + '10;name=', Buffer.alloc(64 * 1024, 'x'), 48 * 1024 * 1024);
+    const trailerLine = Buffer.from(`X-Pad: ${'y'.repeat(1000)}\r\n`);
+    const endlessTrailer = flood(host, CHUNKED_HEAD(message) + '2\r\n{}\r\n0\r\n', trailerLine, 48 * 1024 * 1024);
+    const endlessTrailer2 = flood(host, CHUNKED_HEAD(message) + '2\r\n{}\r\n0\r\n', trailerLine, 48 * 1024 * 1024);
+    for (const { text } of await Promise.all([endlessExtension, endlessExtension2, endlessTrailer, endlessTrailer2])) {
+      const [answer] = parseResponses(text).responses;
+      assert.ok(answer, `an answer before the close: ${JSON.stringify(text.slice(0, 200))}`);
+      assert.equal(answer.status, 431);
+      assert.equal(answer.headers.connection, 'close');
+      assert.match(answer.body, /chunk extensions and trailer fields together are larger than 16384 bytes/);
+    }
+    const grownKiB = peakRssKiB(host) - before;
+    assert.ok(grownKiB < 16 * 1024, `peak RSS grew by ${grownKiB} KiB while four connections sent endless framing`);
+
+    // Many chunks, each extension small, add up past the bound too.
+    const json = JSON.stringify(message);
+    let body = '';
+    for (const ch of json) body += `1;e=${'z'.repeat(1000)}\r\n${ch}\r\n`;
+    const many = await rawExchange(host, CHUNKED_HEAD(message) + body + '0\r\n\r\n', { until: (r) => r.length === 1 });
+    assert.equal(many.responses[0]?.status, 431, many.text.slice(0, 200));
+    assert.equal(many.responses[0].headers.connection, 'close');
+
+    // Small extensions and trailers are fine; trailers are dropped, never
+    // read as headers (an Origin there would have been refused with 403).
+    const fine = await rawExchange(
+      host,
+      CHUNKED_HEAD(message) + `${json.length.toString(16)};ext=1\r\n${json}\r\n0;last\r\nOrigin: https://evil.example.net\r\nX-Note: t\r\n\r\n`,
+      { until: (r) => r.length === 1 },
+    );
+    assert.equal(fine.responses[0]?.status, 200, fine.text.slice(0, 300));
+    const answer = JSON.parse(fine.responses[0].body);
+    host.check(answer, message);
+    assert.ok(answer.result.tools.some((t) => t.name === 'echo'));
+  }));
+
+test('pipelined requests on one keep-alive connection are all answered, in order, without more bytes', () =>
+  // A request left waiting in the buffer would only end with the idle close.
+  withHttpHost({ plugins: ECHO, http: { idle_timeout_ms: 3000 } }, async (host) => {
+    const call = modernMessage('tools/call', { name: 'slow', arguments: { ms: 100 } }, 1);
+    const echo = modernMessage('tools/call', { name: 'echo', arguments: { text: 'second' } }, 2);
+    const list = modernMessage('tools/list', {}, 3);
+    const bytes = [call, echo, list].map((m) => rawPost(host, m, { headers: HttpHost.modernHeaders(m) })).join('');
+    const { responses, closed } = await rawExchange(host, bytes, { until: (r) => r.length === 3 });
+    assert.equal(closed, false, 'the connection stays open');
+    assert.deepEqual(responses.map((r) => r.status), [200, 200, 200]);
+    const answers = responses.map((r) => JSON.parse(r.body));
+    answers.forEach((a, i) => host.check(a, [call, echo, list][i]));
+    assert.deepEqual(answers.map((a) => a.id), [1, 2, 3]);
+    assert.equal(answers[0].result.content[0].text, 'slept');
+    assert.equal(answers[1].result.structuredContent.text, 'second');
+  }));
+
+test('framing the host cannot read reliably is refused and the connection closed: no smuggled request runs', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const smuggled = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    const head = (te, version = '1.1') =>
+      `POST /mcp HTTP/${version}\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: ${te}\r\n\r\n`;
+    const cases = [
+      [head('chunked, identity') + `${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n`, 400, /does not end the body with chunked/],
+      [head('identity') + smuggled, 400, /does not end the body with chunked/],
+      [head('chunked, chunked') + `2\r\n{}\r\n0\r\n\r\n` + smuggled, 400, /does not end the body with chunked/],
+      [head('gzip, chunked') + `2\r\n{}\r\n0\r\n\r\n` + smuggled, 501, /coding this server does not decode/],
+      [head('chunked', '1.0') + `2\r\n{}\r\n0\r\n\r\n` + smuggled, 400, /HTTP\/1.0 has no Transfer-Encoding/],
+      [`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}` + smuggled, 400, /Malformed HTTP request/],
+    ];
+    for (const [bytes, status, pattern] of cases) {
+      const { text, responses, closed } = await rawExchange(host, bytes);
+      assert.equal(closed, true, `closed after ${JSON.stringify(bytes.slice(0, 90))}`);
+      assert.equal(responses.length, 1, `one answer, not the smuggled request's too: ${text}`);
+      assert.equal(responses[0].status, status, text);
+      assert.match(responses[0].body, pattern);
+      assert.equal(responses[0].headers.connection, 'close');
+    }
+
+    // Content-Type is the media type itself, with parameters or none.
+    const message = modernMessage('tools/list');
+    const headers = HttpHost.modernHeaders(message);
+    for (const type of ['application/jsonl', 'application/json-seq', 'text/application/json', 'application/json2; x=1']) {
+      const r = await host.post(message, { headers: { ...headers, 'Content-Type': type } });
+      assert.equal(r.status, 415, type);
+    }
+    for (const type of ['application/json; charset=utf-8', 'Application/JSON', 'application/json ;charset=UTF-8']) {
+      const r = await host.post(message, { headers: { ...headers, 'Content-Type': type } });
+      assert.equal(r.status, 200, type);
+    }
+  }));
+
+test('a header the host reads once, sent twice, is refused naming it', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const message = modernMessage('tools/call', { name: 'echo', arguments: { text: 'x' } });
+    const headers = HttpHost.modernHeaders(message);
+    const twice = [
+      ['Host', 'Host: 127.0.0.1'],
+      ['Origin', `Origin: ${host.origin}\r\nOrigin: https://evil.example.net`],
+      ['Mcp-Method', 'Mcp-Method: tools/list'],
+      ['Mcp-Name', 'mcp-name: noop'],
+      ['MCP-Protocol-Version', `MCP-Protocol-Version: ${LEGACY}`],
+      ['Authorization', 'Authorization: Bearer a\r\nAuthorization: Bearer b'],
+      ['Content-Type', 'Content-Type: application/json'],
+      ['Mcp-Session-Id', 'Mcp-Session-Id: a\r\nMcp-Session-Id: b'],
+      ['Mcp-Param-Zone', 'Mcp-Param-Zone: a\r\nmcp-param-zone: b'],
+    ];
+    for (const [name, extra] of twice) {
+      const { responses } = await rawExchange(host, rawPost(host, message, { headers, extra: extra + '\r\n' }), { until: (r) => r.length === 1 });
+      assert.equal(responses[0]?.status, 400, name);
+      const answer = JSON.parse(responses[0].body);
+      host.check(answer);
+      assert.equal(answer.error.code, -32600);
+      assert.equal(answer.error.message, `The request carries the ${name} header more than once; send it once.`);
+    }
+    // Once each, the same request is served.
+    const { responses } = await rawExchange(host, rawPost(host, message, { headers }), { until: (r) => r.length === 1 });
+    assert.equal(responses[0].status, 200);
+  }));
+
+test('Mcp-Session-Id is ignored on a 2026-07-28 request; a 2025-11-25 session refuses another MCP-Protocol-Version', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const stale = await host.modern('tools/list', {}, { headers: { 'Mcp-Session-Id': '0123456789abcdef0123456789abcdef' } });
+    assert.equal(stale.status, 200);
+    assert.ok(stale.answer.result.tools.length > 0);
+    assert.equal(stale.headers.get('mcp-session-id'), null, 'no session id echoed');
+
+    const { sessionId } = await host.initialize();
+    const live = await host.modern('tools/call', { name: 'echo', arguments: { text: 'm' } }, { headers: { 'Mcp-Session-Id': sessionId } });
+    assert.equal(live.status, 200);
+    assert.equal(live.answer.result.resultType, 'complete', 'served as 2026-07-28, not inside the session');
+
+    for (const version of ['2024-01-01', 'not-a-version', MODERN]) {
+      const reply = await host.post(
+        { jsonrpc: '2.0', id: 40, method: 'tools/list' },
+        { headers: { 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': version } },
+      );
+      assert.equal(reply.status, 400, version);
+      assert.equal(reply.messages[0].id, 40);
+      assert.match(reply.messages[0].error.message, new RegExp(`MCP-Protocol-Version '${version}' is not supported in a 2025-11-25 session`));
+      const get = await fetch(host.url, { headers: { 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': version } });
+      assert.equal(get.status, 400);
+      await get.text();
+    }
+    // Its own version, or none, is served.
+    assert.equal((await host.legacy(sessionId, 'tools/list')).status, 200);
+    const bare = await host.post({ jsonrpc: '2.0', id: 41, method: 'tools/list' }, { headers: { 'Mcp-Session-Id': sessionId } });
+    assert.equal(bare.status, 200);
+  }));
+
+test('Accept decides between JSON and SSE; neither is 406 naming what is accepted', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const call = (accept, { _meta, ...params } = { name: 'echo', arguments: { text: 'a' } }) => {
+      const message = modernMessage('tools/call', params, 9);
+      Object.assign(message.params._meta, _meta ?? {});
+      return host.post(message, { headers: { ...HttpHost.modernHeaders(message), Accept: accept } });
+    };
+    const sseOnly = await call('text/event-stream');
+    assert.equal(sseOnly.status, 200);
+    assert.match(sseOnly.contentType, /^text\/event-stream/);
+    assert.equal(sseOnly.messages.length, 1);
+    assert.equal(sseOnly.messages[0].result.structuredContent.text, 'a');
+
+    // JSON only: the notifications are dropped, the result comes as JSON.
+    const jsonOnly = await call('application/json', { name: 'progress', arguments: { steps: 2 }, _meta: { progressToken: 'p' } });
+    assert.match(jsonOnly.contentType, /^application\/json/);
+    assert.equal(jsonOnly.messages.length, 1);
+    assert.equal(jsonOnly.messages[0].id, 9);
+
+    for (const accept of ['text/event-stream, application/json;q=0', 'text/*', 'application/json;q=0.5, text/event-stream']) {
+      assert.match((await call(accept)).contentType, /^(text\/event-stream|application\/json)/, accept);
+    }
+    assert.match((await call('text/*, application/json;q=0')).contentType, /^text\/event-stream/);
+    assert.match((await call('application/*')).contentType, /^application\/json/);
+
+    for (const accept of ['text/html', 'application/json;q=0, text/event-stream;q=0', 'application/jsonx, text/event-streams']) {
+      const refused = await call(accept);
+      assert.equal(refused.status, 406, accept);
+      assert.equal(
+        refused.messages[0].error.message,
+        `Accept must allow application/json or text/event-stream (this endpoint answers with one of them), not '${accept}'.`,
+      );
+    }
+
+    // A subscription is nothing but its stream.
+    const listen = { jsonrpc: '2.0', id: 12, method: 'subscriptions/listen', params: { _meta: modernMeta(), notifications: { toolsListChanged: true } } };
+    const noStream = await host.post(listen, { headers: { ...HttpHost.modernHeaders(listen), Accept: 'application/json' } });
+    assert.equal(noStream.status, 406);
+    assert.match(noStream.messages[0].error.message, /Accept must allow text\/event-stream/);
+  }));
+
+test('a POST that is neither request, notification nor response is -32600 with 400, not 202', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    for (const body of ['{}', '{"jsonrpc":"2.0"}', '{"jsonrpc":"2.0","id":3}', '{"jsonrpc":"2.0","method":7}']) {
+      const reply = await host.post(body, { headers: { 'MCP-Protocol-Version': MODERN } });
+      assert.equal(reply.status, 400, body);
+      assert.equal(reply.messages.length, 1, body);
+      assert.equal(reply.messages[0].error.code, -32600, body);
+    }
+    const note = await host.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: { 'MCP-Protocol-Version': MODERN } });
+    assert.equal(note.status, 202);
   }));

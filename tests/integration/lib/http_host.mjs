@@ -102,6 +102,11 @@ export class HttpHost {
     return { status: response.status, headers: response.headers, contentType, messages, text };
   }
 
+  // Schema-checks a message read some other way (a raw socket), as post() does.
+  check(message, request) {
+    this.#check(message, request);
+  }
+
   #check(message, request) {
     const problems =
       typeof message.method === 'string'
