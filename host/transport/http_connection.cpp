@@ -40,6 +40,14 @@ bool names_modern_revision(const Json& message) {
     return meta != params->end() && meta->is_object() && meta->contains(protocol::meta_key::protocol_version);
 }
 
+// Whether _meta names a revision of the stateless era (not 2025-11-25,
+// which a confused client may put there inside its session).
+bool names_stateless_revision(const Json& message) {
+    if (!names_modern_revision(message)) return false;
+    const Json& version = message["params"]["_meta"][protocol::meta_key::protocol_version];
+    return !version.is_string() || version.get_ref<const std::string&>() != protocol::kLegacyVersion;
+}
+
 std::optional<std::string_view> header_value(const HttpConnection::Request& request, std::string_view name) {
     const auto it = request.find(boost::beast::string_view(name.data(), name.size()));
     if (it == request.end()) return std::nullopt;
@@ -633,7 +641,7 @@ void HttpConnection::on_post(const Request& request) {
     std::string session_header;
     // A 2026-07-28 request ignores an Mcp-Session-Id (its transport has no
     // sessions): a client that kept a stale one is still served.
-    const auto session_id = modern ? request.end() : request.find("Mcp-Session-Id");
+    const auto session_id = names_stateless_revision(message) ? request.end() : request.find("Mcp-Session-Id");
     if (session_id != request.end()) {
         const std::string sid(session_id->value());
         mcp = service_.legacy_sessions.find(sid, principal_.subject);
