@@ -755,6 +755,10 @@ test('Mcp-Session-Id is ignored on a 2026-07-28 request; a 2025-11-25 session re
       assert.equal(get.status, 400);
       await get.text();
     }
+    // Its GET stream is SSE only.
+    const jsonGet = await fetch(host.url, { headers: { 'Mcp-Session-Id': sessionId, Accept: 'application/json' } });
+    assert.equal(jsonGet.status, 406);
+    assert.match((await jsonGet.json()).error.message, /GET opens an SSE stream: Accept must allow text\/event-stream/);
     // Its own version, or none, is served.
     assert.equal((await host.legacy(sessionId, 'tools/list')).status, 200);
     const bare = await host.post({ jsonrpc: '2.0', id: 41, method: 'tools/list' }, { headers: { 'Mcp-Session-Id': sessionId } });
