@@ -155,6 +155,6 @@ TEST_CASE("each issuer's keys come from its own source; a shared one is refused 
                            "https://keys.example/jwks}\n    - {issuer: https://b.example, jwks_uri: "
                            "https://keys.example/jwks}\n"),
                       Catch::Contains("both take their keys from https://keys.example/jwks"));
-    CHECK_THROWS_WITH(load("auth:\n  mode: jwt\n  issuers: [https://a.example, https://a.example/]\n"),
+    CHECK_THROWS_WITH(load("auth:\n  mode: jwt\n  issuers: [https://a.example, https://a.example]\n"),
                       Catch::Contains("listed twice"));
 }
