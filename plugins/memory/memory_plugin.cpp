@@ -1,8 +1,9 @@
 // Family "memory": notes an agent keeps for a person, across conversations.
 //   remember     write        keeps a note (text, tags, critical flag); refuses card numbers
+//                             (CARD_NUMBER_IN_NOTE)
 //   recall       read         finds notes by words and tags, or the latest; marks critical ones read
 //                             (reads_critical: runs while a session still has critical notes unread)
-//   forget       destructive  deletes one note by its id
+//   forget       destructive  deletes one note by its id (NOTE_NOT_FOUND when there is none)
 //   forget_all   destructive  deletes every note of the caller (needs confirm: true)
 //
 // Every call works on the caller's own notes only: the owner is the
@@ -44,8 +45,10 @@ Owner owner_of(const gh::Call& call) {
     // person's notes for two shops never mix.
     owner.store = context.value(gh::Json::json_pointer("/session/store"), std::string());
     if (owner.subject.empty())
-        throw gh::ToolError("The host did not say who is calling, so there is no one to keep notes for. Tell the "
-                            "operator: the memory family needs a principal.");
+        throw gh::Refusal("NO_PRINCIPAL",
+                          "The host did not say who is calling, so there is no one to keep notes for. Tell the "
+                          "operator: the memory family needs a principal.",
+                          {{"action", "tell the operator"}});
     return owner;
 }
 
@@ -79,6 +82,9 @@ std::string iso_time(int64_t ms) {
 template <class F> auto guarded(F&& body) {
     try {
         return body();
+    } catch (const memory::CardNumberInNote& e) {
+        // A rule of the family, not a slip in the arguments: refused with a code.
+        throw gh::Refusal("CARD_NUMBER_IN_NOTE", e.what(), {{"argument", "text"}, {"last4", e.last4()}});
     } catch (const memory::NoteRejected& e) {
         throw gh::InvalidArguments(e.what());
     }
@@ -189,8 +195,10 @@ const auto& forget = plugin.tool({
         [](gh::Call& call) {
             const auto id = call.arg<int64_t>("note_id");
             if (!store().forget(owner_of(call), id))
-                throw gh::ToolError("No note " + std::to_string(id) +
-                                    ": nothing was deleted. recall lists the notes and their ids.");
+                throw gh::Refusal("NOTE_NOT_FOUND",
+                                  "No note " + std::to_string(id) +
+                                      ": nothing was deleted. recall lists the notes and their ids.",
+                                  {{"tool", "recall"}, {"note_id", id}});
             return gh::Result::structured({{"id", id}, {"deleted", true}}, "Forgot note " + std::to_string(id) + ".");
         },
 });

@@ -15,7 +15,8 @@
 // takes it (state_take, ABI 1.4) mints tokens. Tokens are random and kept
 // only as SHA-256 hashes, and nothing secret is ever logged.
 // A call naming a bot that is not the active one is refused with
-// ACTIVE_BOT_CHANGED before anything is read or written.
+// ACTIVE_BOT_CHANGED before anything is read or written. Every refusal is a
+// gh::Refusal: a stable code, the sentence and what the next step needs.
 //
 // Settings (domains.sessions.settings): bots ([{slug, name, user_seq_id}]),
 // active_bot (slug; default the first), expiry_s (1..86400, default 600),
@@ -62,9 +63,10 @@ const char* type_label(std::string_view type) {
     return "Open support";
 }
 
-// A refusal the agent can act on: a stable code first, then the sentence.
-[[noreturn]] void refuse(std::string_view code, const std::string& message) {
-    throw gh::ToolError(std::string(code) + ": " + message);
+// A refusal the agent can act on, shaped like the gate's: a stable code, the
+// sentence, and what the next step needs.
+[[noreturn]] void refuse(std::string_view code, const std::string& message, Json next = Json::object()) {
+    throw gh::Refusal(std::string(code), message, std::move(next));
 }
 
 std::string iso_time(std::int64_t ms) {
@@ -79,17 +81,21 @@ std::string iso_time(std::int64_t ms) {
 std::string owner_of(const Json& context) {
     const auto subject = context.value(Json::json_pointer("/principal/subject"), std::string());
     if (subject.empty())
-        refuse("NO_PRINCIPAL", "The host did not say who is calling, so no session can be kept for you. Tell the "
-                               "operator: the sessions family needs a principal.");
+        refuse("NO_PRINCIPAL",
+               "The host did not say who is calling, so no session can be kept for you. Tell the "
+               "operator: the sessions family needs a principal.",
+               {{"action", "tell the operator"}});
     return context.value(Json::json_pointer("/principal/kind"), std::string("user")) + ":" + subject;
 }
 
 const sessions_bot::Bot& active_bot() {
     const sessions_bot::Bot* bot = g_bots.active();
     if (!bot)
-        refuse("NO_ACTIVE_BOT", "No bot is active on this server (none is configured under "
-                                "domains.sessions.settings.bots, or the chosen one was removed). Tell the person: "
-                                "`gatehouse bot use SLUG` chooses one.");
+        refuse("NO_ACTIVE_BOT",
+               "No bot is active on this server (none is configured under "
+               "domains.sessions.settings.bots, or the chosen one was removed). Tell the person: "
+               "`gatehouse bot use SLUG` chooses one.",
+               {{"action", "tell the person"}});
     return *bot;
 }
 
@@ -99,11 +105,22 @@ const sessions_bot::Bot& check_bot(const gh::Call& call) {
     const auto& active = active_bot();
     const auto named = call.arg_or<std::string>("bot", "");
     if (!named.empty() && named != active.slug)
-        refuse("ACTIVE_BOT_CHANGED", "The active bot is now '" + active.slug + "' (" + active.name + "), not '" +
-                                         named +
-                                         "'; nothing was done. Call get_active_bot, then repeat the call naming "
-                                         "the active bot.");
+        refuse("ACTIVE_BOT_CHANGED",
+               "The active bot is now '" + active.slug + "' (" + active.name + "), not '" + named +
+                   "'; nothing was done. Call get_active_bot, then repeat the call naming the active bot.",
+               {{"tool", "get_active_bot"}, {"active_bot", active.slug}, {"named_bot", named}});
     return active;
+}
+
+[[noreturn]] void code_used(const std::string& session_id) {
+    refuse("APPROVAL_CODE_USED",
+           "That approval code was already exchanged; each code works once. Create a new session to get new tokens.",
+           {{"tool", "create_session"}, {"session_id", session_id}});
+}
+
+[[noreturn]] void session_expired(const std::string& session_id) {
+    refuse("SESSION_EXPIRED", "The session expired before its code was exchanged. Create a new session.",
+           {{"tool", "create_session"}, {"session_id", session_id}});
 }
 
 bool safe_redirect(std::string_view url) {
@@ -132,7 +149,8 @@ void require_money_consent(gh::Call& call, const std::string& type, const std::s
                "A " + type +
                    " session moves money, so the person must confirm it first, and this client cannot show a "
                    "consent prompt (no elicitation). Nothing was created. Ask the person to start it from a client "
-                   "that supports elicitation.");
+                   "that supports elicitation.",
+               {{"action", "ask the person"}, {"type", type}, {"needs", "elicitation"}});
     std::string what = "Start a " + type + " session in " + bot_name;
     if (auto product = call.arguments().find("product_seq_id"); product != call.arguments().end())
         what += " for product " + product->dump();
@@ -146,7 +164,8 @@ void require_money_consent(gh::Call& call, const std::string& type, const std::s
                       {{"type", "boolean"}, {"title", "Yes, start this " + type + " session"}, {"default", false}}}}},
                    {"required", {"confirm"}}}));
     if (!gh::input::accepted(answer) || answer["content"].value("confirm", false) != true)
-        refuse("CONSENT_DECLINED", "The person did not confirm the " + type + " session, so nothing was created.");
+        refuse("CONSENT_DECLINED", "The person did not confirm the " + type + " session, so nothing was created.",
+               {{"type", type}});
 }
 
 std::string schema_header() {
@@ -187,15 +206,19 @@ static auto& create_session = plugin.tool({
             const auto type = call.arg<std::string>("type");
             const auto redirect = call.arg_or<std::string>("redirect_url", "");
             if (!redirect.empty() && !safe_redirect(redirect))
-                refuse("INVALID_REDIRECT_URL", "redirect_url must be an absolute http or https URL without user "
-                                               "information or spaces; fix it or leave it out.");
+                refuse("INVALID_REDIRECT_URL",
+                       "redirect_url must be an absolute http or https URL without user information or spaces; fix "
+                       "it or leave it out.",
+                       {{"argument", "redirect_url"}});
             if (type == "PAY_PRODUCT" && !call.arguments().contains("product_seq_id"))
-                refuse("PRODUCT_REQUIRED", "A PAY_PRODUCT session needs product_seq_id, the product to pay for.");
+                refuse("PRODUCT_REQUIRED", "A PAY_PRODUCT session needs product_seq_id, the product to pay for.",
+                       {{"argument", "product_seq_id"}});
             const auto pages = context.value("pages_url", std::string());
             if (pages.empty())
-                refuse("NO_CONFIRMATION_PAGE", "This server serves no HTTP, so the person has nowhere to confirm "
-                                               "the session; nothing was created. Tell the operator to serve HTTP "
-                                               "(gatehouse serve --transport http).");
+                refuse("NO_CONFIRMATION_PAGE",
+                       "This server serves no HTTP, so the person has nowhere to confirm the session; nothing was "
+                       "created. Tell the operator to serve HTTP (gatehouse serve --transport http).",
+                       {{"action", "tell the operator"}});
             if (type == "PAY_PRODUCT" || type == "OPEN_BILLING") require_money_consent(call, type, bot.name);
 
             BotSession session;
@@ -250,9 +273,11 @@ static auto& get_session_status = plugin.tool({
             const BotSessionStore store(call, g_settings.retention);
             auto session = store.load(id);
             if (!session || session->owner != owner)
-                refuse("SESSION_UNKNOWN", "There is no session " + id +
-                                              " of yours (never created, created by someone else, or ended long "
-                                              "ago). Create a new one with create_session.");
+                refuse("SESSION_UNKNOWN",
+                       "There is no session " + id +
+                           " of yours (never created, created by someone else, or ended long ago). Create a new one "
+                           "with create_session.",
+                       {{"tool", "create_session"}, {"session_id", id}});
             const std::string state = session->visible_state(sessions_bot::now_ms());
             Json answer = {{"session_id", session->session_id}, {"state", state}, {"user", nullptr}};
             if (session->user_seq_id && state == "approved") answer["user"] = {{"seq_id", *session->user_seq_id}};
@@ -287,28 +312,27 @@ static auto& exchange_code = plugin.tool({
             std::optional<BotSession> session;
             if (auto id = store.linked("code", code_hash)) session = store.load(*id);
             if (!session || session->owner != owner || session->approval_code_hash != code_hash)
-                refuse("APPROVAL_CODE_UNKNOWN", "That approval code is not one of yours. Take the code from "
-                                                "get_session_status of an approved session.");
-            if (session->exchanged)
-                refuse("APPROVAL_CODE_USED", "That approval code was already exchanged; each code works once. "
-                                             "Create a new session to get new tokens.");
+                refuse("APPROVAL_CODE_UNKNOWN",
+                       "That approval code is not one of yours. Take the code from get_session_status of an approved "
+                       "session.",
+                       {{"tool", "get_session_status"}});
+            if (session->exchanged) code_used(session->session_id);
             const std::string state = session->visible_state(sessions_bot::now_ms());
-            if (state == "expired")
-                refuse("SESSION_EXPIRED", "The session expired before its code was exchanged. Create a new "
-                                          "session.");
+            if (state == "expired") session_expired(session->session_id);
             if (state != "approved")
                 refuse(state == "denied" ? "SESSION_DENIED" : "SESSION_NOT_APPROVED",
-                       "The session is " + state + ", so it has no tokens to give.");
+                       "The session is " + state + ", so it has no tokens to give.",
+                       {{"session_id", session->session_id},
+                        {"state", state},
+                        {"tool", state == "denied" ? "create_session" : "get_session_status"}});
             // Every check above passed on what this instance read; another
             // exchange (here or on another instance) may have passed them at
             // the same moment. Only the one that takes the ticket goes on.
             if (!store.take_ticket(code_hash, session->session_id)) {
                 const auto now = store.load(session->session_id);
                 if (now && !now->exchanged && now->visible_state(sessions_bot::now_ms()) == "expired")
-                    refuse("SESSION_EXPIRED", "The session expired before its code was exchanged. Create a new "
-                                              "session.");
-                refuse("APPROVAL_CODE_USED", "That approval code was already exchanged; each code works once. "
-                                             "Create a new session to get new tokens.");
+                    session_expired(session->session_id);
+                code_used(session->session_id);
             }
 
             const std::string access = "gha_" + sessions_bot::random_hex(32);

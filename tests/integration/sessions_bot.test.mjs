@@ -21,8 +21,15 @@ import { sha256Hex } from './lib/authorization_server.mjs';
 const pluginPath = (name) => path.resolve(path.dirname(binaryPath()), `../lib/gatehouse/plugins/${name}`);
 const CHROMIUM = process.env.GATEHOUSE_CHROMIUM ?? '/usr/bin/chromium';
 
-// A refusal of the family: "CODE: sentence".
-const code = (result) => (result.isError ? result.content?.[0]?.text?.split(':')[0] : undefined);
+// A refusal of the family, shaped like the gate's: isError, the text
+// "CODE: sentence" and structuredContent {code, message, next}.
+const code = (result) => {
+  if (!result.isError) return undefined;
+  const { code: refusal, message, next } = result.structuredContent ?? {};
+  assert.equal(result.content[0].text, `${refusal}: ${message}`, JSON.stringify(result));
+  assert.equal(typeof next, 'object', JSON.stringify(result));
+  return refusal;
+};
 
 const BOTS = [
   { slug: 'shop-bot', name: 'Shop Bot', user_seq_id: 42 },
@@ -145,6 +152,7 @@ test('LOGIN: pending, approved in the browser, one exchange for tokens, a second
     const stale = await call('exchange_session_approval_code', { approval_code: approved.approval_code, bot: 'other-bot' });
     assert.equal(code(stale), 'ACTIVE_BOT_CHANGED');
     assert.match(stale.content[0].text, /active bot is now 'shop-bot'/);
+    assert.deepEqual(stale.structuredContent.next, { tool: 'get_active_bot', active_bot: 'shop-bot', named_bot: 'other-bot' });
     assert.equal(code(await call('create_session', { type: 'LOGIN', bot: 'other-bot' })), 'ACTIVE_BOT_CHANGED');
     assert.equal(code(await call('get_session_status', { session_id, bot: 'other-bot' })), 'ACTIVE_BOT_CHANGED');
     assert.deepEqual(familyRows(stateFile), before, 'the refused calls wrote nothing');
@@ -232,7 +240,9 @@ test('money sessions need consent, redirects must be safe: refused, and nothing 
     for (const redirect_url of ['javascript:alert(1)', 'http://user@evil.example/', 'https://ok.example/a b'])
       assert.equal(code(await call('create_session', { type: 'LOGIN', redirect_url })), 'INVALID_REDIRECT_URL');
     assert.deepEqual(familyRows(stateFile), before);
-    assert.equal(code(await call('get_session_status', { session_id: '00000000-0000-4000-8000-000000000000' })), 'SESSION_UNKNOWN');
+    const unknown = await call('get_session_status', { session_id: '00000000-0000-4000-8000-000000000000' });
+    assert.equal(code(unknown), 'SESSION_UNKNOWN');
+    assert.deepEqual(unknown.structuredContent.next, { tool: 'create_session', session_id: '00000000-0000-4000-8000-000000000000' });
   } finally {
     await stop();
   }
