@@ -17,6 +17,8 @@
 // A call naming a bot that is not the active one is refused with
 // ACTIVE_BOT_CHANGED before anything is read or written. Every refusal is a
 // gh::Refusal: a stable code, the sentence and what the next step needs.
+// create_session, exchange_session_approval_code and get_session_status are
+// published exactly as the platform's registry defines them (below).
 //
 // Settings (domains.sessions.settings): bots ([{slug, name, user_seq_id}]),
 // active_bot (slug; default the first), expiry_s (1..86400, default 600),
@@ -172,29 +174,35 @@ std::string schema_header() {
     return R"("$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,)";
 }
 
+// The published definitions of the platform's registry (its "MCP: sessions"
+// page, platform 1.0.19) are the contract agents are written against: names,
+// titles, schemas and property descriptions as published, word for word. A
+// tool's description may add guidance after the published sentence.
 const std::string kBotProperty =
-    R"("bot":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[a-z0-9_-]+$","description":"The bot the caller believes is active; refused with ACTIVE_BOT_CHANGED when it is not."})";
-const std::string kSessionIdPattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+    R"("bot":{"description":"Optional slug of the bot you expect to act on (get_active_bot). If the active bot differs, the call is refused with ACTIVE_BOT_CHANGED and nothing runs.","maxLength":128,"minLength":1,"type":"string"})";
+// UUID versions 1-8 (RFC 9562), the nil UUID and the max UUID.
+const std::string kSessionIdPattern = "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-"
+                                      "[0-9a-fA-F]{12}"
+                                      "|00000000-0000-0000-0000-000000000000"
+                                      "|ffffffff-ffff-ffff-ffff-ffffffffffff)$";
 
 static auto& create_session = plugin.tool({
     .name = "create_session",
-    .title = "Create a bot session",
-    .description = "Starts a session the person confirms in the active bot: LOGIN, LINK, OPEN_BILLING, PAY_PRODUCT "
-                   "or OPEN_SUPPORT. Answers the session_id and the confirmation_url to hand to the person; poll "
-                   "get_session_status until it is approved, then exchange the approval code. PAY_PRODUCT and "
-                   "OPEN_BILLING need the person's consent first.",
-    .input_schema = "{" + schema_header() + R"("properties":{
-        "type":{"type":"string","enum":["LOGIN","LINK","OPEN_BILLING","PAY_PRODUCT","OPEN_SUPPORT"]},
-        "external_user_id":{"type":"string","minLength":1,"maxLength":255},
-        "login_session_id":{"type":"string","minLength":1,"maxLength":255},
-        "metadata":{"type":"object"},
-        "product_seq_id":{"type":"integer","minimum":1,"maximum":9007199254740991},
-        "redirect_url":{"type":"string","format":"uri","maxLength":2048},)" +
-                    kBotProperty + R"(},"required":["type"]})",
-    .output_schema = "{" + schema_header() + R"("properties":{
-        "session_id":{"type":"string"},"state":{"const":"pending"},"type":{"type":"string"},
-        "bot":{"type":"string"},"confirmation_url":{"type":"string"},"expires_at":{"type":"string"}},
-        "required":["session_id","state","type","bot","confirmation_url","expires_at"]})",
+    .title = "Create Session",
+    .description = "Create a third-party login / link / pay session that the user confirms in-bot. Answers the "
+                   "session_id and the confirmation_url to hand to the person; poll get_session_status until it is "
+                   "approved, then exchange the approval code. PAY_PRODUCT and OPEN_BILLING need the person's "
+                   "consent first.",
+    .input_schema = "{" + schema_header() + R"("properties":{)" + kBotProperty + R"(,
+        "external_user_id":{"description":"Value for external user id.","maxLength":255,"type":"string"},
+        "login_session_id":{"description":"Value for login session id.","maxLength":255,"type":"string"},
+        "metadata":{"additionalProperties":{},"description":"Value for metadata.",
+                    "propertyNames":{"type":"string"},"type":"object"},
+        "product_seq_id":{"description":"Value for product seq id.","exclusiveMinimum":0,
+                          "maximum":9007199254740991,"type":"integer"},
+        "redirect_url":{"description":"Value for redirect url.","format":"uri","maxLength":2048,"type":"string"},
+        "type":{"description":"Value for type.","enum":["LOGIN","LINK","OPEN_BILLING","PAY_PRODUCT","OPEN_SUPPORT"],
+                "type":"string"}},"required":["type"]})",
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::write,
@@ -248,24 +256,24 @@ static auto& create_session = plugin.tool({
 
 static auto& get_session_status = plugin.tool({
     .name = "get_session_status",
-    .title = "Get a bot session's status",
-    .description = "Answers whether the person approved the session (then with its single-use approval_code and "
-                   "the bot user), denied it, or let it expire; pending until they decide.",
-    .input_schema = "{" + schema_header() + R"("properties":{"session_id":{"type":"string","pattern":")" +
-                    kSessionIdPattern + R"("},)" + kBotProperty + R"(},"required":["session_id"]})",
+    .title = "Get Session Status",
+    .description = "Poll session state (pending / approved / denied / expired). Approved comes with the session's "
+                   "single-use approval_code and the bot user; pending lasts until the person decides.",
+    .input_schema = "{" + schema_header() +
+                    R"("properties":{"session_id":{"description":"Value for session id.","format":"uuid","pattern":")" +
+                    kSessionIdPattern + R"(","type":"string"}},"required":["session_id"]})",
     .output_schema = "{" + schema_header() + R"("properties":{
+        "approval_code":{"type":"string"},
         "session_id":{"type":"string"},
-        "state":{"type":"string","enum":["pending","approved","denied","expired"]},
-        "user":{"oneOf":[{"type":"object","properties":{"seq_id":{"type":"integer","minimum":1}},
-                          "required":["seq_id"],"additionalProperties":false},{"type":"null"}]},
-        "approval_code":{"type":"string"}},
+        "state":{"type":"string"},
+        "user":{"anyOf":[{"additionalProperties":false,"properties":{"seq_id":{"exclusiveMinimum":0,
+                "maximum":2147483647,"type":"integer"}},"required":["seq_id"],"type":"object"},{"type":"null"}]}},
         "required":["session_id","state","user"]})",
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::read,
     .handler =
         [](gh::Call& call) {
-            check_bot(call);
             const std::string owner = owner_of(call.context());
             auto id = call.arg<std::string>("session_id");
             for (auto& c : id)
@@ -289,17 +297,13 @@ static auto& get_session_status = plugin.tool({
 
 static auto& exchange_code = plugin.tool({
     .name = "exchange_session_approval_code",
-    .title = "Exchange an approval code for tokens",
-    .description = "Exchanges the approval code of an approved, unexpired session for an access token and a "
-                   "refresh token. Each code works once.",
+    .title = "Exchange Session Approval Code",
+    .description = "Exchange an approval_code for access + refresh tokens. The session must be approved and "
+                   "unexpired; each code works once.",
     .input_schema = "{" + schema_header() +
-                    R"("properties":{"approval_code":{"type":"string","minLength":1,"maxLength":256},)" + kBotProperty +
-                    R"(},"required":["approval_code"]})",
-    .output_schema = "{" + schema_header() + R"("properties":{
-        "access_token":{"type":"string"},"refresh_token":{"type":"string"},"token_type":{"const":"Bearer"},
-        "expires_in":{"type":"integer"},"refresh_expires_in":{"type":"integer"},"session_id":{"type":"string"},
-        "user":{"type":"object","properties":{"seq_id":{"type":"integer"}},"required":["seq_id"]}},
-        "required":["access_token","refresh_token","token_type","expires_in","session_id","user"]})",
+                    R"("properties":{"approval_code":{"description":"Value for approval code.","minLength":1,
+                        "type":"string"},)" +
+                    kBotProperty + R"(},"required":["approval_code"]})",
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::write,
