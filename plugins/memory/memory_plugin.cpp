@@ -2,9 +2,11 @@
 //   remember     write        keeps a note (text, tags, critical flag); refuses card numbers
 //                             (CARD_NUMBER_IN_NOTE)
 //   recall       read         finds notes by words and tags, or the latest; marks critical ones read
-//                             (reads_critical: runs while a session still has critical notes unread)
+//                             (reads_critical: runs while a session still has critical notes unread),
+//                             so it is not readOnlyHint: it writes those marks
 //   forget       destructive  deletes one note by its id (NOTE_NOT_FOUND when there is none)
 //   forget_all   destructive  deletes every note of the caller (needs confirm: true)
+// No tool reaches beyond this server's note database (openWorldHint false).
 //
 // Every call works on the caller's own notes only: the owner is the
 // principal's subject plus, inside a session, the store (see NoteStore).
@@ -104,6 +106,7 @@ const auto& remember = plugin.tool({
         "required":["text"],"additionalProperties":false})",
     .output_schema = R"({"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]})",
     .risk = gh::Risk::write,
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             return guarded([&] {
@@ -140,6 +143,9 @@ const auto& recall = plugin.tool({
             "description":"Inside a session, when critical notes were shown: how many are still unread."}},
         "required":["notes"]})",
     .risk = gh::Risk::read,
+    // Marks the critical notes it shows as read (the gate then lets other
+    // tools run): a write, though only of marks, and the same again changes nothing.
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             return guarded([&] {
@@ -191,6 +197,7 @@ const auto& forget = plugin.tool({
     .output_schema = R"({"type":"object","properties":{"id":{"type":"integer"},"deleted":{"type":"boolean"}},
         "required":["id","deleted"]})",
     .risk = gh::Risk::destructive,
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             const auto id = call.arg<int64_t>("note_id");
@@ -213,6 +220,7 @@ const auto& forget_all = plugin.tool({
         "required":["confirm"],"additionalProperties":false})",
     .output_schema = R"({"type":"object","properties":{"deleted":{"type":"integer"}},"required":["deleted"]})",
     .risk = gh::Risk::destructive,
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             const int64_t deleted = store().forget_all(owner_of(call));

@@ -186,6 +186,12 @@ const std::string kSessionIdPattern = "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9
                                       "|00000000-0000-0000-0000-000000000000"
                                       "|ffffffff-ffff-ffff-ffff-ffffffffffff)$";
 
+// What the hints say is what the tools do: nothing here reaches beyond this
+// server's own state, so no tool is open-world.
+const char* const kCreates =
+    R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false})";
+const char* const kReads = R"({"readOnlyHint":true,"idempotentHint":true,"openWorldHint":false})";
+
 static auto& create_session = plugin.tool({
     .name = "create_session",
     .title = "Create Session",
@@ -206,6 +212,7 @@ static auto& create_session = plugin.tool({
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::write,
+    .annotations = kCreates,
     .handler =
         [](gh::Call& call) {
             const auto& bot = check_bot(call);
@@ -272,6 +279,7 @@ static auto& get_session_status = plugin.tool({
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::read,
+    .annotations = kReads,
     .handler =
         [](gh::Call& call) {
             const std::string owner = owner_of(call.context());
@@ -307,6 +315,9 @@ static auto& exchange_code = plugin.tool({
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::write,
+    // Mints tokens and spends the code: a second call with the same code is
+    // refused, so it is not idempotent; nothing existing is destroyed.
+    .annotations = kCreates,
     .handler =
         [](gh::Call& call) {
             check_bot(call);
@@ -378,6 +389,7 @@ static auto& get_active_bot = plugin.tool({
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::read,
+    .annotations = kReads,
     .handler =
         [](gh::Call&) {
             const auto& bot = active_bot();
