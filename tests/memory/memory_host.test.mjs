@@ -115,6 +115,8 @@ test('hostile input gets a result or a clear error, and the memory keeps working
   assert.match(text(card), /card number/);
   assert.doesNotMatch(JSON.stringify(card), /4111-1111-1111-1111/);
   assert.deepEqual(card.structuredContent.next, { argument: 'text', last4: '1111' });
+  const hidden = await host.call('remember', { text: 'card \u0664\u0661\u0661\u0661\u00a01111\u200b1111.1111' });
+  assert.equal(refusalCode(hidden), 'CARD_NUMBER_IN_NOTE');
   const wrongType = await host.call('remember', { text: 42 });
   assert.equal(wrongType.isError, true);
   const noConfirm = await host.call('forget_all', { confirm: false });
