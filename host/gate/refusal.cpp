@@ -5,6 +5,13 @@
 
 namespace gatehouse::gate {
 
+bool valid_refusal_code(std::string_view code) {
+    if (code.empty() || code.size() > 64 || code[0] < 'A' || code[0] > 'Z') return false;
+    for (char c : code)
+        if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    return true;
+}
+
 nlohmann::json Refusal::to_tool_result() const {
     nlohmann::json structured = {{"code", code}, {"message", message}, {"next", next}};
     if (retry_after_ms) structured["next"]["retryAfterMs"] = *retry_after_ms;

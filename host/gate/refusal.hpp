@@ -50,6 +50,10 @@ inline constexpr std::string_view insufficient_scope = "INSUFFICIENT_SCOPE";
 inline constexpr std::string_view integer_out_of_range = "INTEGER_OUT_OF_RANGE";
 } // namespace refusal_code
 
+// A refusal code as the wire carries it: UPPER_SNAKE, a letter first, at
+// most 64 characters. Families' own codes (GH_STATUS_REFUSED) must fit too.
+bool valid_refusal_code(std::string_view code);
+
 // The gate said no: nothing in the plugin ran. Becomes a tool result with
 // isError and structuredContent {code, message, next}.
 struct Refusal {

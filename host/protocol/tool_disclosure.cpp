@@ -21,9 +21,13 @@ std::unique_ptr<plugins::Tool> make_meta_tool(std::string_view name, std::string
     tool->input_schema = schema::JsonSchema::compile(input_schema);
     tool->risk = plugins::Risk::read;
     tool->gate_exempt = true; // the tool call_tool forwards to meets the gate itself
-    tool->annotations = {{"readOnlyHint", name != ToolDisclosure::kCallTool},
-                         {"destructiveHint", name == ToolDisclosure::kCallTool},
-                         {"openWorldHint", false}};
+    // call_tool does whatever the tool it forwards to does, so its hints are
+    // the worst any tool may have; the others only read the registry.
+    const bool forwards = name == ToolDisclosure::kCallTool;
+    tool->annotations = {{"readOnlyHint", !forwards},
+                         {"destructiveHint", forwards},
+                         {"idempotentHint", !forwards},
+                         {"openWorldHint", forwards}};
     tool->listing = {{"name", tool->name},
                      {"title", tool->title},
                      {"description", tool->description},

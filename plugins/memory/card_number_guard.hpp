@@ -1,8 +1,13 @@
-// Refuses payment card numbers in note text: 13-19 digits, optionally grouped
-// by single spaces or dashes, that pass the Luhn check. A guard against the
-// common slip, not a guarantee: it cannot see a number spelled out, split
-// across notes or written with other separators, and about one in ten random
-// digit runs of that length passes Luhn, so an order number can be refused.
+// Refuses payment card numbers in note text: 13-19 digits that pass the Luhn
+// check. Digits of any script count as 0-9 (Arabic-Indic, Devanagari,
+// fullwidth, ...), and any run of separators between digits is skipped:
+// spaces of every width (no-break ones too), dots, dashes, zero-width and
+// other invisible characters. Dates (31.12.2025, 2025-12-31) and IPv4
+// addresses inside such a run stay what they are and cut it. A guard against
+// the common slip, not a guarantee: it cannot see a number spelled out, split
+// across notes or lines, or broken by letters or other punctuation, and about
+// one in ten random digit runs of that length passes Luhn, so an order number
+// can be refused.
 #pragma once
 
 #include <optional>

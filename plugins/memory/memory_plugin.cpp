@@ -1,9 +1,12 @@
 // Family "memory": notes an agent keeps for a person, across conversations.
 //   remember     write        keeps a note (text, tags, critical flag); refuses card numbers
+//                             (CARD_NUMBER_IN_NOTE)
 //   recall       read         finds notes by words and tags, or the latest; marks critical ones read
-//                             (reads_critical: runs while a session still has critical notes unread)
-//   forget       destructive  deletes one note by its id
+//                             (reads_critical: runs while a session still has critical notes unread),
+//                             so it is not readOnlyHint: it writes those marks
+//   forget       destructive  deletes one note by its id (NOTE_NOT_FOUND when there is none)
 //   forget_all   destructive  deletes every note of the caller (needs confirm: true)
+// No tool reaches beyond this server's note database (openWorldHint false).
 //
 // Every call works on the caller's own notes only: the owner is the
 // principal's subject plus, inside a session, the store (see NoteStore).
@@ -44,8 +47,10 @@ Owner owner_of(const gh::Call& call) {
     // person's notes for two shops never mix.
     owner.store = context.value(gh::Json::json_pointer("/session/store"), std::string());
     if (owner.subject.empty())
-        throw gh::ToolError("The host did not say who is calling, so there is no one to keep notes for. Tell the "
-                            "operator: the memory family needs a principal.");
+        throw gh::Refusal("NO_PRINCIPAL",
+                          "The host did not say who is calling, so there is no one to keep notes for. Tell the "
+                          "operator: the memory family needs a principal.",
+                          {{"action", "tell the operator"}});
     return owner;
 }
 
@@ -79,6 +84,9 @@ std::string iso_time(int64_t ms) {
 template <class F> auto guarded(F&& body) {
     try {
         return body();
+    } catch (const memory::CardNumberInNote& e) {
+        // A rule of the family, not a slip in the arguments: refused with a code.
+        throw gh::Refusal("CARD_NUMBER_IN_NOTE", e.what(), {{"argument", "text"}, {"last4", e.last4()}});
     } catch (const memory::NoteRejected& e) {
         throw gh::InvalidArguments(e.what());
     }
@@ -98,6 +106,7 @@ const auto& remember = plugin.tool({
         "required":["text"],"additionalProperties":false})",
     .output_schema = R"({"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]})",
     .risk = gh::Risk::write,
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             return guarded([&] {
@@ -134,6 +143,9 @@ const auto& recall = plugin.tool({
             "description":"Inside a session, when critical notes were shown: how many are still unread."}},
         "required":["notes"]})",
     .risk = gh::Risk::read,
+    // Marks the critical notes it shows as read (the gate then lets other
+    // tools run): a write, though only of marks, and the same again changes nothing.
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             return guarded([&] {
@@ -185,12 +197,15 @@ const auto& forget = plugin.tool({
     .output_schema = R"({"type":"object","properties":{"id":{"type":"integer"},"deleted":{"type":"boolean"}},
         "required":["id","deleted"]})",
     .risk = gh::Risk::destructive,
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             const auto id = call.arg<int64_t>("note_id");
             if (!store().forget(owner_of(call), id))
-                throw gh::ToolError("No note " + std::to_string(id) +
-                                    ": nothing was deleted. recall lists the notes and their ids.");
+                throw gh::Refusal("NOTE_NOT_FOUND",
+                                  "No note " + std::to_string(id) +
+                                      ": nothing was deleted. recall lists the notes and their ids.",
+                                  {{"tool", "recall"}, {"note_id", id}});
             return gh::Result::structured({{"id", id}, {"deleted", true}}, "Forgot note " + std::to_string(id) + ".");
         },
 });
@@ -205,6 +220,7 @@ const auto& forget_all = plugin.tool({
         "required":["confirm"],"additionalProperties":false})",
     .output_schema = R"({"type":"object","properties":{"deleted":{"type":"integer"}},"required":["deleted"]})",
     .risk = gh::Risk::destructive,
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             const int64_t deleted = store().forget_all(owner_of(call));

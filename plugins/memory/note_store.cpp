@@ -193,8 +193,9 @@ int64_t NoteStore::remember(const Owner& owner, const NewNote& note) {
                            " bytes (settings.max_text_bytes). Shorten it or split it into several notes.");
     if (is_space_only(note.text)) throw NoteRejected("The note is empty; give remember the text to keep.");
     if (auto last4 = find_card_number(note.text))
-        throw NoteRejected("The note seems to hold a payment card number (one ending in " + *last4 +
-                           "); notes must not keep card numbers. Remove it and call remember again.");
+        throw CardNumberInNote("The note seems to hold a payment card number (one ending in " + *last4 +
+                                   "); notes must not keep card numbers. Remove it and call remember again.",
+                               *last4);
 
     auto db = pool_->acquire();
     const auto tags = check_tags((*db).tokenizer(), note.tags, limits, "The note");

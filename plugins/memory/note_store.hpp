@@ -71,6 +71,17 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The text holds what looks like a payment card number: refused by rule, not
+// for a malformed argument. last4() names it without repeating it.
+class CardNumberInNote : public NoteRejected {
+public:
+    CardNumberInNote(const std::string& message, std::string last4) : NoteRejected(message), last4_(std::move(last4)) {}
+    const std::string& last4() const { return last4_; }
+
+private:
+    std::string last4_;
+};
+
 class NoteStore {
 public:
     explicit NoteStore(StoreSettings settings);

@@ -3,10 +3,15 @@
 // need no scopes. The work is the host's (ABI 1.1 session services); this
 // family gives it tool names, schemas and readable answers.
 //   session_init          read         look around: store, user, program running; changes nothing
-//   session_connect       read         open the session of a topic anew; answers the handle and general rules
-//   session_rules_accept  read         accept a tool's rules with the code its refusal carried
+//   session_connect       write        open the session of a topic anew (the topic's previous handle
+//                                      stops working, with what it had accepted and read); creates the
+//                                      conversation folder; answers the handle and general rules
+//   session_rules_accept  write        accept a tool's rules with the code its refusal carried
 //   session_clear         destructive  list conversation folders; delete those the person ticks in a
 //                                      form (elicitation), or without forms only those named
+// The host's refusals (TOPIC_INVALID, NOT_CONNECTED, RULES_CODE_INVALID, ...)
+// reach the agent as they came: code, sentence and next step. The hints say
+// what each tool does; none reaches beyond this computer (openWorldHint false).
 #include "conversation_folders.hpp"
 
 #include <gatehouse/plugin.hpp>
@@ -23,6 +28,7 @@ static const auto& session_init = plugin.tool({
     .input_schema = R"({"type":"object","properties":{},"additionalProperties":false})",
     .risk = gh::Risk::read,
     .gate_exempt = true,
+    .annotations = R"({"readOnlyHint":true,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             gh::Json d = call.session_describe();
@@ -46,8 +52,11 @@ static const auto& session_connect = plugin.tool({
     .input_schema = R"({"type":"object","properties":{"topic":{"type":"string",
                         "description":"One word naming the conversation."}},"required":["topic"],
                         "additionalProperties":false})",
-    .risk = gh::Risk::read,
+    .risk = gh::Risk::write,
     .gate_exempt = true,
+    // Ends the topic's previous session (not an additive update) and mints a
+    // new handle on every call.
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             gh::Json s = call.session_open(call.arg<std::string>("topic"));
@@ -69,8 +78,10 @@ static const auto& session_rules_accept = plugin.tool({
                    "repeat the refused call.",
     .input_schema = R"({"type":"object","properties":{"session":{"type":"string"},"code":{"type":"string"}},
                         "required":["session","code"],"additionalProperties":false})",
-    .risk = gh::Risk::read,
+    .risk = gh::Risk::write,
     .gate_exempt = true,
+    // Records the acceptance in the session; accepting again changes nothing more.
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             gh::Json a = call.rules_accept(call.arg<std::string>("session"), call.arg<std::string>("code"));
@@ -113,6 +124,8 @@ static const auto& session_clear = plugin.tool({
                         "required":["session"],"additionalProperties":false})",
     .risk = gh::Risk::destructive,
     .gate_exempt = true,
+    // Where the person picks in a form, the same arguments can delete other folders.
+    .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":false})",
     .handler =
         [](gh::Call& call) {
             gh::Json d = call.session_describe(call.arg<std::string>("session"));

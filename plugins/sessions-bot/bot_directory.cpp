@@ -30,9 +30,9 @@ BotDirectory::BotDirectory(const nlohmann::json& settings, std::filesystem::path
         bot.name = entry.value("name", bot.slug);
         if (entry.contains("user_seq_id")) {
             const auto& seq = entry["user_seq_id"];
-            if (!seq.is_number_unsigned() || seq.get<std::uint64_t>() < 1 ||
-                seq.get<std::uint64_t>() > 9007199254740991ull)
-                throw std::invalid_argument(where + ".user_seq_id must be an integer from 1 to 2^53-1");
+            // The published get_session_status answers seq_id up to 2^31-1.
+            if (!seq.is_number_unsigned() || seq.get<std::uint64_t>() < 1 || seq.get<std::uint64_t>() > 2147483647ull)
+                throw std::invalid_argument(where + ".user_seq_id must be an integer from 1 to 2147483647");
             bot.user_seq_id = seq.get<std::uint64_t>();
         }
         bots_.push_back(std::move(bot));

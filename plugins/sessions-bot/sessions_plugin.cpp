@@ -15,7 +15,10 @@
 // takes it (state_take, ABI 1.4) mints tokens. Tokens are random and kept
 // only as SHA-256 hashes, and nothing secret is ever logged.
 // A call naming a bot that is not the active one is refused with
-// ACTIVE_BOT_CHANGED before anything is read or written.
+// ACTIVE_BOT_CHANGED before anything is read or written. Every refusal is a
+// gh::Refusal: a stable code, the sentence and what the next step needs.
+// create_session, exchange_session_approval_code and get_session_status are
+// published exactly as the platform's registry defines them (below).
 //
 // Settings (domains.sessions.settings): bots ([{slug, name, user_seq_id}]),
 // active_bot (slug; default the first), expiry_s (1..86400, default 600),
@@ -62,9 +65,10 @@ const char* type_label(std::string_view type) {
     return "Open support";
 }
 
-// A refusal the agent can act on: a stable code first, then the sentence.
-[[noreturn]] void refuse(std::string_view code, const std::string& message) {
-    throw gh::ToolError(std::string(code) + ": " + message);
+// A refusal the agent can act on, shaped like the gate's: a stable code, the
+// sentence, and what the next step needs.
+[[noreturn]] void refuse(std::string_view code, const std::string& message, Json next = Json::object()) {
+    throw gh::Refusal(std::string(code), message, std::move(next));
 }
 
 std::string iso_time(std::int64_t ms) {
@@ -79,17 +83,21 @@ std::string iso_time(std::int64_t ms) {
 std::string owner_of(const Json& context) {
     const auto subject = context.value(Json::json_pointer("/principal/subject"), std::string());
     if (subject.empty())
-        refuse("NO_PRINCIPAL", "The host did not say who is calling, so no session can be kept for you. Tell the "
-                               "operator: the sessions family needs a principal.");
+        refuse("NO_PRINCIPAL",
+               "The host did not say who is calling, so no session can be kept for you. Tell the "
+               "operator: the sessions family needs a principal.",
+               {{"action", "tell the operator"}});
     return context.value(Json::json_pointer("/principal/kind"), std::string("user")) + ":" + subject;
 }
 
 const sessions_bot::Bot& active_bot() {
     const sessions_bot::Bot* bot = g_bots.active();
     if (!bot)
-        refuse("NO_ACTIVE_BOT", "No bot is active on this server (none is configured under "
-                                "domains.sessions.settings.bots, or the chosen one was removed). Tell the person: "
-                                "`gatehouse bot use SLUG` chooses one.");
+        refuse("NO_ACTIVE_BOT",
+               "No bot is active on this server (none is configured under "
+               "domains.sessions.settings.bots, or the chosen one was removed). Tell the person: "
+               "`gatehouse bot use SLUG` chooses one.",
+               {{"action", "tell the person"}});
     return *bot;
 }
 
@@ -99,11 +107,22 @@ const sessions_bot::Bot& check_bot(const gh::Call& call) {
     const auto& active = active_bot();
     const auto named = call.arg_or<std::string>("bot", "");
     if (!named.empty() && named != active.slug)
-        refuse("ACTIVE_BOT_CHANGED", "The active bot is now '" + active.slug + "' (" + active.name + "), not '" +
-                                         named +
-                                         "'; nothing was done. Call get_active_bot, then repeat the call naming "
-                                         "the active bot.");
+        refuse("ACTIVE_BOT_CHANGED",
+               "The active bot is now '" + active.slug + "' (" + active.name + "), not '" + named +
+                   "'; nothing was done. Call get_active_bot, then repeat the call naming the active bot.",
+               {{"tool", "get_active_bot"}, {"active_bot", active.slug}, {"named_bot", named}});
     return active;
+}
+
+[[noreturn]] void code_used(const std::string& session_id) {
+    refuse("APPROVAL_CODE_USED",
+           "That approval code was already exchanged; each code works once. Create a new session to get new tokens.",
+           {{"tool", "create_session"}, {"session_id", session_id}});
+}
+
+[[noreturn]] void session_expired(const std::string& session_id) {
+    refuse("SESSION_EXPIRED", "The session expired before its code was exchanged. Create a new session.",
+           {{"tool", "create_session"}, {"session_id", session_id}});
 }
 
 bool safe_redirect(std::string_view url) {
@@ -132,7 +151,8 @@ void require_money_consent(gh::Call& call, const std::string& type, const std::s
                "A " + type +
                    " session moves money, so the person must confirm it first, and this client cannot show a "
                    "consent prompt (no elicitation). Nothing was created. Ask the person to start it from a client "
-                   "that supports elicitation.");
+                   "that supports elicitation.",
+               {{"action", "ask the person"}, {"type", type}, {"needs", "elicitation"}});
     std::string what = "Start a " + type + " session in " + bot_name;
     if (auto product = call.arguments().find("product_seq_id"); product != call.arguments().end())
         what += " for product " + product->dump();
@@ -146,39 +166,53 @@ void require_money_consent(gh::Call& call, const std::string& type, const std::s
                       {{"type", "boolean"}, {"title", "Yes, start this " + type + " session"}, {"default", false}}}}},
                    {"required", {"confirm"}}}));
     if (!gh::input::accepted(answer) || answer["content"].value("confirm", false) != true)
-        refuse("CONSENT_DECLINED", "The person did not confirm the " + type + " session, so nothing was created.");
+        refuse("CONSENT_DECLINED", "The person did not confirm the " + type + " session, so nothing was created.",
+               {{"type", type}});
 }
 
 std::string schema_header() {
     return R"("$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,)";
 }
 
+// The published definitions of the platform's registry (its "MCP: sessions"
+// page, platform 1.0.19) are the contract agents are written against: names,
+// titles, schemas and property descriptions as published, word for word. A
+// tool's description may add guidance after the published sentence.
 const std::string kBotProperty =
-    R"("bot":{"type":"string","minLength":1,"maxLength":128,"pattern":"^[a-z0-9_-]+$","description":"The bot the caller believes is active; refused with ACTIVE_BOT_CHANGED when it is not."})";
-const std::string kSessionIdPattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+    R"("bot":{"description":"Optional slug of the bot you expect to act on (get_active_bot). If the active bot differs, the call is refused with ACTIVE_BOT_CHANGED and nothing runs.","maxLength":128,"minLength":1,"type":"string"})";
+// UUID versions 1-8 (RFC 9562), the nil UUID and the max UUID.
+const std::string kSessionIdPattern = "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-"
+                                      "[0-9a-fA-F]{12}"
+                                      "|00000000-0000-0000-0000-000000000000"
+                                      "|ffffffff-ffff-ffff-ffff-ffffffffffff)$";
+
+// What the hints say is what the tools do: nothing here reaches beyond this
+// server's own state, so no tool is open-world.
+const char* const kCreates =
+    R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false})";
+const char* const kReads = R"({"readOnlyHint":true,"idempotentHint":true,"openWorldHint":false})";
 
 static auto& create_session = plugin.tool({
     .name = "create_session",
-    .title = "Create a bot session",
-    .description = "Starts a session the person confirms in the active bot: LOGIN, LINK, OPEN_BILLING, PAY_PRODUCT "
-                   "or OPEN_SUPPORT. Answers the session_id and the confirmation_url to hand to the person; poll "
-                   "get_session_status until it is approved, then exchange the approval code. PAY_PRODUCT and "
-                   "OPEN_BILLING need the person's consent first.",
-    .input_schema = "{" + schema_header() + R"("properties":{
-        "type":{"type":"string","enum":["LOGIN","LINK","OPEN_BILLING","PAY_PRODUCT","OPEN_SUPPORT"]},
-        "external_user_id":{"type":"string","minLength":1,"maxLength":255},
-        "login_session_id":{"type":"string","minLength":1,"maxLength":255},
-        "metadata":{"type":"object"},
-        "product_seq_id":{"type":"integer","minimum":1,"maximum":9007199254740991},
-        "redirect_url":{"type":"string","format":"uri","maxLength":2048},)" +
-                    kBotProperty + R"(},"required":["type"]})",
-    .output_schema = "{" + schema_header() + R"("properties":{
-        "session_id":{"type":"string"},"state":{"const":"pending"},"type":{"type":"string"},
-        "bot":{"type":"string"},"confirmation_url":{"type":"string"},"expires_at":{"type":"string"}},
-        "required":["session_id","state","type","bot","confirmation_url","expires_at"]})",
+    .title = "Create Session",
+    .description = "Create a third-party login / link / pay session that the user confirms in-bot. Answers the "
+                   "session_id and the confirmation_url to hand to the person; poll get_session_status until it is "
+                   "approved, then exchange the approval code. PAY_PRODUCT and OPEN_BILLING need the person's "
+                   "consent first.",
+    .input_schema = "{" + schema_header() + R"("properties":{)" + kBotProperty + R"(,
+        "external_user_id":{"description":"Value for external user id.","maxLength":255,"type":"string"},
+        "login_session_id":{"description":"Value for login session id.","maxLength":255,"type":"string"},
+        "metadata":{"additionalProperties":{},"description":"Value for metadata.",
+                    "propertyNames":{"type":"string"},"type":"object"},
+        "product_seq_id":{"description":"Value for product seq id.","exclusiveMinimum":0,
+                          "maximum":9007199254740991,"type":"integer"},
+        "redirect_url":{"description":"Value for redirect url.","format":"uri","maxLength":2048,"type":"string"},
+        "type":{"description":"Value for type.","enum":["LOGIN","LINK","OPEN_BILLING","PAY_PRODUCT","OPEN_SUPPORT"],
+                "type":"string"}},"required":["type"]})",
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::write,
+    .annotations = kCreates,
     .handler =
         [](gh::Call& call) {
             const auto& bot = check_bot(call);
@@ -187,15 +221,19 @@ static auto& create_session = plugin.tool({
             const auto type = call.arg<std::string>("type");
             const auto redirect = call.arg_or<std::string>("redirect_url", "");
             if (!redirect.empty() && !safe_redirect(redirect))
-                refuse("INVALID_REDIRECT_URL", "redirect_url must be an absolute http or https URL without user "
-                                               "information or spaces; fix it or leave it out.");
+                refuse("INVALID_REDIRECT_URL",
+                       "redirect_url must be an absolute http or https URL without user information or spaces; fix "
+                       "it or leave it out.",
+                       {{"argument", "redirect_url"}});
             if (type == "PAY_PRODUCT" && !call.arguments().contains("product_seq_id"))
-                refuse("PRODUCT_REQUIRED", "A PAY_PRODUCT session needs product_seq_id, the product to pay for.");
+                refuse("PRODUCT_REQUIRED", "A PAY_PRODUCT session needs product_seq_id, the product to pay for.",
+                       {{"argument", "product_seq_id"}});
             const auto pages = context.value("pages_url", std::string());
             if (pages.empty())
-                refuse("NO_CONFIRMATION_PAGE", "This server serves no HTTP, so the person has nowhere to confirm "
-                                               "the session; nothing was created. Tell the operator to serve HTTP "
-                                               "(gatehouse serve --transport http).");
+                refuse("NO_CONFIRMATION_PAGE",
+                       "This server serves no HTTP, so the person has nowhere to confirm the session; nothing was "
+                       "created. Tell the operator to serve HTTP (gatehouse serve --transport http).",
+                       {{"action", "tell the operator"}});
             if (type == "PAY_PRODUCT" || type == "OPEN_BILLING") require_money_consent(call, type, bot.name);
 
             BotSession session;
@@ -225,24 +263,25 @@ static auto& create_session = plugin.tool({
 
 static auto& get_session_status = plugin.tool({
     .name = "get_session_status",
-    .title = "Get a bot session's status",
-    .description = "Answers whether the person approved the session (then with its single-use approval_code and "
-                   "the bot user), denied it, or let it expire; pending until they decide.",
-    .input_schema = "{" + schema_header() + R"("properties":{"session_id":{"type":"string","pattern":")" +
-                    kSessionIdPattern + R"("},)" + kBotProperty + R"(},"required":["session_id"]})",
+    .title = "Get Session Status",
+    .description = "Poll session state (pending / approved / denied / expired). Approved comes with the session's "
+                   "single-use approval_code and the bot user; pending lasts until the person decides.",
+    .input_schema = "{" + schema_header() +
+                    R"("properties":{"session_id":{"description":"Value for session id.","format":"uuid","pattern":")" +
+                    kSessionIdPattern + R"(","type":"string"}},"required":["session_id"]})",
     .output_schema = "{" + schema_header() + R"("properties":{
+        "approval_code":{"type":"string"},
         "session_id":{"type":"string"},
-        "state":{"type":"string","enum":["pending","approved","denied","expired"]},
-        "user":{"oneOf":[{"type":"object","properties":{"seq_id":{"type":"integer","minimum":1}},
-                          "required":["seq_id"],"additionalProperties":false},{"type":"null"}]},
-        "approval_code":{"type":"string"}},
+        "state":{"type":"string"},
+        "user":{"anyOf":[{"additionalProperties":false,"properties":{"seq_id":{"exclusiveMinimum":0,
+                "maximum":2147483647,"type":"integer"}},"required":["seq_id"],"type":"object"},{"type":"null"}]}},
         "required":["session_id","state","user"]})",
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::read,
+    .annotations = kReads,
     .handler =
         [](gh::Call& call) {
-            check_bot(call);
             const std::string owner = owner_of(call.context());
             auto id = call.arg<std::string>("session_id");
             for (auto& c : id)
@@ -250,9 +289,11 @@ static auto& get_session_status = plugin.tool({
             const BotSessionStore store(call, g_settings.retention);
             auto session = store.load(id);
             if (!session || session->owner != owner)
-                refuse("SESSION_UNKNOWN", "There is no session " + id +
-                                              " of yours (never created, created by someone else, or ended long "
-                                              "ago). Create a new one with create_session.");
+                refuse("SESSION_UNKNOWN",
+                       "There is no session " + id +
+                           " of yours (never created, created by someone else, or ended long ago). Create a new one "
+                           "with create_session.",
+                       {{"tool", "create_session"}, {"session_id", id}});
             const std::string state = session->visible_state(sessions_bot::now_ms());
             Json answer = {{"session_id", session->session_id}, {"state", state}, {"user", nullptr}};
             if (session->user_seq_id && state == "approved") answer["user"] = {{"seq_id", *session->user_seq_id}};
@@ -264,20 +305,19 @@ static auto& get_session_status = plugin.tool({
 
 static auto& exchange_code = plugin.tool({
     .name = "exchange_session_approval_code",
-    .title = "Exchange an approval code for tokens",
-    .description = "Exchanges the approval code of an approved, unexpired session for an access token and a "
-                   "refresh token. Each code works once.",
+    .title = "Exchange Session Approval Code",
+    .description = "Exchange an approval_code for access + refresh tokens. The session must be approved and "
+                   "unexpired; each code works once.",
     .input_schema = "{" + schema_header() +
-                    R"("properties":{"approval_code":{"type":"string","minLength":1,"maxLength":256},)" + kBotProperty +
-                    R"(},"required":["approval_code"]})",
-    .output_schema = "{" + schema_header() + R"("properties":{
-        "access_token":{"type":"string"},"refresh_token":{"type":"string"},"token_type":{"const":"Bearer"},
-        "expires_in":{"type":"integer"},"refresh_expires_in":{"type":"integer"},"session_id":{"type":"string"},
-        "user":{"type":"object","properties":{"seq_id":{"type":"integer"}},"required":["seq_id"]}},
-        "required":["access_token","refresh_token","token_type","expires_in","session_id","user"]})",
+                    R"("properties":{"approval_code":{"description":"Value for approval code.","minLength":1,
+                        "type":"string"},)" +
+                    kBotProperty + R"(},"required":["approval_code"]})",
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::write,
+    // Mints tokens and spends the code: a second call with the same code is
+    // refused, so it is not idempotent; nothing existing is destroyed.
+    .annotations = kCreates,
     .handler =
         [](gh::Call& call) {
             check_bot(call);
@@ -287,28 +327,27 @@ static auto& exchange_code = plugin.tool({
             std::optional<BotSession> session;
             if (auto id = store.linked("code", code_hash)) session = store.load(*id);
             if (!session || session->owner != owner || session->approval_code_hash != code_hash)
-                refuse("APPROVAL_CODE_UNKNOWN", "That approval code is not one of yours. Take the code from "
-                                                "get_session_status of an approved session.");
-            if (session->exchanged)
-                refuse("APPROVAL_CODE_USED", "That approval code was already exchanged; each code works once. "
-                                             "Create a new session to get new tokens.");
+                refuse("APPROVAL_CODE_UNKNOWN",
+                       "That approval code is not one of yours. Take the code from get_session_status of an approved "
+                       "session.",
+                       {{"tool", "get_session_status"}});
+            if (session->exchanged) code_used(session->session_id);
             const std::string state = session->visible_state(sessions_bot::now_ms());
-            if (state == "expired")
-                refuse("SESSION_EXPIRED", "The session expired before its code was exchanged. Create a new "
-                                          "session.");
+            if (state == "expired") session_expired(session->session_id);
             if (state != "approved")
                 refuse(state == "denied" ? "SESSION_DENIED" : "SESSION_NOT_APPROVED",
-                       "The session is " + state + ", so it has no tokens to give.");
+                       "The session is " + state + ", so it has no tokens to give.",
+                       {{"session_id", session->session_id},
+                        {"state", state},
+                        {"tool", state == "denied" ? "create_session" : "get_session_status"}});
             // Every check above passed on what this instance read; another
             // exchange (here or on another instance) may have passed them at
             // the same moment. Only the one that takes the ticket goes on.
             if (!store.take_ticket(code_hash, session->session_id)) {
                 const auto now = store.load(session->session_id);
                 if (now && !now->exchanged && now->visible_state(sessions_bot::now_ms()) == "expired")
-                    refuse("SESSION_EXPIRED", "The session expired before its code was exchanged. Create a new "
-                                              "session.");
-                refuse("APPROVAL_CODE_USED", "That approval code was already exchanged; each code works once. "
-                                             "Create a new session to get new tokens.");
+                    session_expired(session->session_id);
+                code_used(session->session_id);
             }
 
             const std::string access = "gha_" + sessions_bot::random_hex(32);
@@ -350,6 +389,7 @@ static auto& get_active_bot = plugin.tool({
     .scope = "sessions",
     .required_scopes = {"sessions"},
     .risk = gh::Risk::read,
+    .annotations = kReads,
     .handler =
         [](gh::Call&) {
             const auto& bot = active_bot();

@@ -136,3 +136,76 @@ TEST_CASE("a V3 (ABI 1.2) descriptor reads with no pages", "[abi]") {
     CHECK(desc->pages == nullptr);
     CHECK(GH_PLUGIN_DESC_SIZE_V4 > GH_PLUGIN_DESC_SIZE_V3);
 }
+
+namespace {
+// A session service that refuses the way the host's does: code, sentence, next.
+class RefusingSessions final : public gatehouse::plugins::CallEnvironment {
+public:
+    bool cancelled() const override { return false; }
+    void log(int32_t, std::string_view, std::string_view) override {}
+    void progress(double, double, std::string_view) override {}
+    std::string_view context_json() override { return "{}"; }
+    int32_t session_request(std::string_view, std::string_view, std::string_view, std::string& reply) override {
+        reply = R"({"code":"TOPIC_INVALID","message":"A topic is one word.","next":{"argument":"topic"}})";
+        return GH_STATUS_TOOL_ERROR;
+    }
+};
+
+// Runs the one tool of `desc` as the host would, on `api`'s behalf.
+int32_t run_only_tool(const gh_plugin_desc* desc, gh_sink& out) {
+    NoToolCall environment;
+    gh_call call{&environment, "refuser", {}};
+    const gh_tool_desc* tool = desc->tools[0];
+    return tool->call(nullptr, tool->tool_data, &call, gh::view(std::string_view("{}")), &out);
+}
+} // namespace
+
+TEST_CASE("GH_HOST_KNOWS_REFUSALS is true from ABI 1.5 of the same major only", "[abi]") {
+    const gh_host_api* api = gatehouse::plugins::host_api();
+    CHECK(GH_ABI_VERSION_MINOR >= 5);
+    CHECK(GH_HOST_KNOWS_REFUSALS(api));
+    gh_host_api older = *api;
+    older.abi_version = (1u << 16) | 4u; // what a 1.4 host hands out
+    CHECK_FALSE(GH_HOST_KNOWS_REFUSALS(&older));
+    older.abi_version = (2u << 16) | 9u;
+    CHECK_FALSE(GH_HOST_KNOWS_REFUSALS(&older));
+    CHECK_FALSE(GH_HOST_KNOWS_REFUSALS(static_cast<const gh_host_api*>(nullptr)));
+}
+
+TEST_CASE("gh::Refusal crosses as GH_STATUS_REFUSED with {code, message, next}, and as text to a 1.4 host", "[abi]") {
+    static gh::Plugin plugin{{.name = "test-refuser", .version = "1.0.0", .family = "refuser"}};
+    static const auto& refuse = plugin.tool({
+        .name = "refuse",
+        .handler = [](gh::Call&) -> gh::Result {
+            throw gh::Refusal("QUOTA_USED", "The quota is used up; try again next month.", {{"retry", "next month"}});
+        },
+    });
+    (void)refuse;
+
+    gh_sink out;
+    CHECK(run_only_tool(plugin.descriptor(gatehouse::plugins::host_api(), nullptr), out) == GH_STATUS_REFUSED);
+    CHECK(gh::Json::parse(out.bytes) == gh::Json{{"code", "QUOTA_USED"},
+                                                 {"message", "The quota is used up; try again next month."},
+                                                 {"next", {{"retry", "next month"}}}});
+
+    gh_host_api older = *gatehouse::plugins::host_api();
+    older.abi_version = (1u << 16) | 4u; // a 1.4 host would take the new status for a fault
+    gh_sink text;
+    CHECK(run_only_tool(plugin.descriptor(&older, nullptr), text) == GH_STATUS_TOOL_ERROR);
+    CHECK(text.bytes == "QUOTA_USED: The quota is used up; try again next month.");
+}
+
+TEST_CASE("a host service's refusal reaches the handler as gh::Refusal with the host's code and next", "[abi]") {
+    RefusingSessions environment;
+    gh_call call{&environment, "session", {}};
+    const gh::Call c(gatehouse::plugins::host_api(), &call, gh::Json::object());
+    try {
+        c.session_open("a b");
+        FAIL("session_open did not throw");
+    } catch (const gh::Refusal& refusal) {
+        CHECK(refusal.code() == "TOPIC_INVALID");
+        CHECK(refusal.message() == "A topic is one word.");
+        CHECK(refusal.next() == gh::Json{{"argument", "topic"}});
+        CHECK(std::string(refusal.what()) == "TOPIC_INVALID: A topic is one word.");
+    }
+}

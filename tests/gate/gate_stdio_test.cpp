@@ -58,11 +58,17 @@ struct Scene {
     StdioHost start() const { return StdioHost(config.string(), {{"GATEHOUSE_PRINCIPAL", "alice"}}); }
 };
 
+// The code of a refusal: the gate's and the session tools' alike carry
+// structuredContent {code, message, next} and the text "CODE: message".
 std::string code_of(const json& result) {
     if (!result.value("isError", false)) return "";
-    if (result.contains("structuredContent") && result["structuredContent"].contains("code"))
-        return result["structuredContent"]["code"];
-    return result["content"][0]["text"]; // a session tool's error: "CODE: sentence"
+    INFO(result.dump());
+    if (!result.contains("structuredContent")) return "(no refusal) " + result["content"][0]["text"].get<std::string>();
+    const json& refusal = result["structuredContent"];
+    CHECK(refusal["next"].is_object());
+    CHECK(result["content"][0]["text"] ==
+          refusal["code"].get<std::string>() + ": " + refusal["message"].get<std::string>());
+    return refusal["code"];
 }
 
 json structured(const json& result) {
@@ -160,8 +166,7 @@ TEST_CASE("the gate over stdio, check by check", "[gate][stdio]") {
     // The same code in another session never fits.
     const std::string other = open_session(host, "returns");
     CHECK(host.call("session_rules_accept", {{"session", other}, {"code", code}}).value("isError", false));
-    CHECK(code_of(host.call("session_rules_accept", {{"session", other}, {"code", code}}))
-              .rfind("RULES_CODE_INVALID", 0) == 0);
+    CHECK(code_of(host.call("session_rules_accept", {{"session", other}, {"code", code}})) == "RULES_CODE_INVALID");
 
     // A grant change takes effect only after reconnecting, which resets everything.
     scene.set_grants("[orders.read, vault.open]");
@@ -219,7 +224,7 @@ TEST_CASE("a credentials file open to others is refused", "[gate][stdio]") {
     ::chmod(scene.credentials.c_str(), 0644);
     auto host = scene.start();
     auto r = host.call("session_connect", {{"topic", "orders"}});
-    CHECK(code_of(r).rfind("CREDENTIALS_REFUSED", 0) == 0);
+    CHECK(code_of(r) == "CREDENTIALS_REFUSED");
     host.stop();
     CHECK(host.stdout_text().find(kPassword) == std::string::npos);
     CHECK(host.stderr_text().find(kPassword) == std::string::npos);
@@ -234,7 +239,7 @@ TEST_CASE("a family that cannot list its critical notes keeps sessions from open
     yaml.replace(yaml.find("    settings:\n"), 14, "    settings:\n      critical_fails: true\n");
     std::ofstream(scene.config) << yaml;
     auto host = scene.start();
-    CHECK(code_of(host.call("session_connect", {{"topic", "orders"}})).rfind("CRITICAL_NOTES_UNAVAILABLE", 0) == 0);
+    CHECK(code_of(host.call("session_connect", {{"topic", "orders"}})) == "CRITICAL_NOTES_UNAVAILABLE");
     host.stop();
     CHECK(host.stderr_text().find("the notes database is locked") != std::string::npos);
 }
@@ -299,8 +304,7 @@ TEST_CASE("session_clear lists and deletes only what was named", "[gate][stdio]"
     CHECK(fs::exists(root / "gamma")); // the open session's own folder, not named
     CHECK(fs::exists(outside / "precious.txt"));
     CHECK(fs::is_symlink(root / "evil"));
-    CHECK(code_of(host.call("session_clear", {{"session", "ffffffffffffffffffffffffffffffff"}}))
-              .rfind("NOT_CONNECTED", 0) == 0);
+    CHECK(code_of(host.call("session_clear", {{"session", "ffffffffffffffffffffffffffffffff"}})) == "NOT_CONNECTED");
 }
 
 TEST_CASE("hostile topics are refused or contained", "[gate][stdio]") {
@@ -312,7 +316,9 @@ TEST_CASE("hostile topics are refused or contained", "[gate][stdio]") {
                       "b"),
           std::string("a\nb"), std::string(".."), std::string("a b")}) {
         INFO("topic: " << json(topic).dump());
-        CHECK(code_of(host.call("session_connect", {{"topic", topic}})).rfind("TOPIC_INVALID", 0) == 0);
+        const json refused = host.call("session_connect", {{"topic", topic}});
+        CHECK(code_of(refused) == "TOPIC_INVALID");
+        CHECK(refused["structuredContent"]["next"]["argument"] == "topic");
     }
     // A symlink planted under a topic's name is never followed.
     const std::string handle = open_session(host, "fine");
@@ -322,7 +328,7 @@ TEST_CASE("hostile topics are refused or contained", "[gate][stdio]") {
     REQUIRE(fs::is_directory(root / "fine"));
     fs::create_directories(scene.dir / "elsewhere");
     fs::create_directory_symlink(scene.dir / "elsewhere", root / "planted");
-    CHECK(code_of(host.call("session_connect", {{"topic", "planted"}})).rfind("CONVERSATION_FOLDER_UNSAFE", 0) == 0);
+    CHECK(code_of(host.call("session_connect", {{"topic", "planted"}})) == "CONVERSATION_FOLDER_UNSAFE");
     CHECK(structured(host.call("session_connect", {{"topic", "заказы"}}))["folder"].get<std::string>().find("заказы") !=
           std::string::npos);
 }

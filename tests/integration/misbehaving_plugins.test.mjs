@@ -79,6 +79,25 @@ test('a result that breaks the protocol schema never reaches the client: a tool 
     await host.stderrMatching(/rawjson_mirror.*breaks the protocol's schema/);
   }));
 
+test('a family refusal (GH_STATUS_REFUSED) reaches the agent in the gate\'s shape; a malformed one is a fault of the tool', () =>
+  withHost({ plugins: ['rawjson.so'] }, async (host) => {
+    const refused = await host.modern('tools/call', { name: 'rawjson_refused', arguments: {} });
+    assert.deepEqual(refused.result.content, [{ type: 'text', text: 'QUOTA_USED: The monthly quota is used up.' }]);
+    assert.equal(refused.result.isError, true);
+    assert.deepEqual(refused.result.structuredContent, {
+      code: 'QUOTA_USED',
+      message: 'The monthly quota is used up.',
+      next: { retry: 'next month' },
+    });
+    for (const name of ['rawjson_refused_lowercase', 'rawjson_refused_next_array', 'rawjson_refused_no_message']) {
+      const answer = await host.modern('tools/call', { name, arguments: {} });
+      assert.equal(answer.result.isError, true, name);
+      assert.equal(answer.result.structuredContent, undefined, name);
+      assert.match(answer.result.content[0].text, new RegExp(`'${name}' refused with a malformed answer.*fault in the tool`), name);
+    }
+    await host.stderrMatching(/rawjson_refused_lowercase.*refused with an answer that is not/);
+  }));
+
 test('a plugin that throws and one that breaks its outputSchema get tool errors; the host goes on', () =>
   withHost(async (host) => {
     const crash = await host.modern('tools/call', { name: 'crash', arguments: {} });

@@ -83,7 +83,8 @@ test('two token subjects over HTTP never see, find, count or delete each other\'
     for (let id = 0; id <= 3; id++) {
       const theft = await call(bob, 'forget', { note_id: id });
       assert.equal(theft.isError, true, `bob cannot forget note ${id} of alice`);
-      assert.match(text(theft), new RegExp(`^No note ${id}:`));
+      assert.equal(theft.structuredContent.code, 'NOTE_NOT_FOUND');
+      assert.match(text(theft), new RegExp(`^NOTE_NOT_FOUND: No note ${id}:`));
     }
     const bobs = await call(bob, 'remember', { text: 'bob salary too', tags: ['hr'] });
     assert.equal(bobs.structuredContent.id, 1, 'numbers are per owner: nothing to count');

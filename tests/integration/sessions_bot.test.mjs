@@ -7,22 +7,46 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { readFileSync, existsSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { readFileSync, existsSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { randomBytes } from 'node:crypto';
 import puppeteer from 'puppeteer-core';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { HttpHost } from './lib/http_host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
-import { binaryPath, MODERN } from './lib/host.mjs';
+import { binaryPath, MODERN, writeConfig } from './lib/host.mjs';
 import { sha256Hex } from './lib/authorization_server.mjs';
 
 const pluginPath = (name) => path.resolve(path.dirname(binaryPath()), `../lib/gatehouse/plugins/${name}`);
 const CHROMIUM = process.env.GATEHOUSE_CHROMIUM ?? '/usr/bin/chromium';
 
-// A refusal of the family: "CODE: sentence".
-const code = (result) => (result.isError ? result.content?.[0]?.text?.split(':')[0] : undefined);
+// A refusal of the family, shaped like the gate's: isError, the text
+// "CODE: sentence" and structuredContent {code, message, next}.
+const code = (result) => {
+  if (!result.isError) return undefined;
+  const { code: refusal, message, next } = result.structuredContent ?? {};
+  assert.equal(result.content[0].text, `${refusal}: ${message}`, JSON.stringify(result));
+  assert.equal(typeof next, 'object', JSON.stringify(result));
+  return refusal;
+};
+
+// The schema a tool declared, from the one the host publishes: every
+// refusal's structuredContent {code, message, next} must fit the published
+// outputSchema too, so the host offers the declared schema and the
+// refusal's side by side (anyOf), root keywords kept at the root.
+function ownOutputSchema(published) {
+  if (published === undefined) return null;
+  const { anyOf, type, ...root } = published;
+  assert.equal(anyOf.length, 2);
+  assert.deepEqual(anyOf[1].required, ['code', 'message', 'next'], 'the second branch is the refusal');
+  assert.equal(type, 'object');
+  return { ...root, ...anyOf[0] };
+}
+
+// The platform's published definitions of the sessions domain.
+const REGISTRY = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/registry/sessions-domain.json');
 
 const BOTS = [
   { slug: 'shop-bot', name: 'Shop Bot', user_seq_id: 42 },
@@ -145,8 +169,12 @@ test('LOGIN: pending, approved in the browser, one exchange for tokens, a second
     const stale = await call('exchange_session_approval_code', { approval_code: approved.approval_code, bot: 'other-bot' });
     assert.equal(code(stale), 'ACTIVE_BOT_CHANGED');
     assert.match(stale.content[0].text, /active bot is now 'shop-bot'/);
+    assert.deepEqual(stale.structuredContent.next, { tool: 'get_active_bot', active_bot: 'shop-bot', named_bot: 'other-bot' });
     assert.equal(code(await call('create_session', { type: 'LOGIN', bot: 'other-bot' })), 'ACTIVE_BOT_CHANGED');
-    assert.equal(code(await call('get_session_status', { session_id, bot: 'other-bot' })), 'ACTIVE_BOT_CHANGED');
+    // get_session_status names no bot, as published.
+    const named = await call('get_session_status', { session_id, bot: 'other-bot' });
+    assert.equal(named.isError, true);
+    assert.match(named.content[0].text, /Invalid arguments/);
     assert.deepEqual(familyRows(stateFile), before, 'the refused calls wrote nothing');
 
     const exchanged = await call('exchange_session_approval_code', { approval_code: approved.approval_code, bot: 'shop-bot' });
@@ -176,6 +204,111 @@ test('LOGIN: pending, approved in the browser, one exchange for tokens, a second
   } finally {
     await page.close();
     await stop();
+  }
+});
+
+test('create_session, exchange_session_approval_code and get_session_status are published as the registry publishes them', async () => {
+  const published = JSON.parse(readFileSync(REGISTRY, 'utf8')).tools;
+  assert.deepEqual(published.map((t) => t.name).sort(), ['create_session', 'exchange_session_approval_code', 'get_session_status']);
+  const { host, client, stop } = await startHost();
+  try {
+    const listed = new Map((await client.listTools()).tools.map((t) => [t.name, t]));
+    const plugins = JSON.parse(execFileSync(binaryPath(), ['plugins', '--config', host.config.file, '--json'], { encoding: 'utf8' }));
+    for (const want of published) {
+      const tool = listed.get(want.name);
+      assert.ok(tool, `${want.name} is listed`);
+      // Every field of the published definition; platform_version names the
+      // platform release that published the page, not this family's version.
+      for (const field of Object.keys(want)) {
+        const where = `${want.name}.${field}`;
+        switch (field) {
+          case 'name':
+            assert.equal(tool.name, want.name);
+            break;
+          case 'title':
+            assert.equal(tool.title, want.title, where);
+            break;
+          case 'description':
+            // Guidance may follow the published sentence, never replace it.
+            assert.ok(tool.description.startsWith(want.description), `${where}: ${tool.description}`);
+            break;
+          case 'inputSchema': {
+            // The host adds the session handle to every gated tool's schema; all else is the registry's.
+            const input = structuredClone(tool.inputSchema);
+            assert.deepEqual(input.properties.session.type, 'string');
+            delete input.properties.session;
+            input.required = input.required.filter((r) => r !== 'session');
+            assert.deepEqual(input, want.inputSchema, where);
+            break;
+          }
+          case 'outputSchema':
+            assert.deepEqual(ownOutputSchema(tool.outputSchema), want.outputSchema, where);
+            break;
+          case 'domain': {
+            const family = plugins.families.find((f) => f.tools.some((t) => t.name === want.name));
+            assert.equal(family.family, want.domain, where);
+            break;
+          }
+          case 'risk':
+            assert.equal(tool._meta['dev.gatehouse/risk'], want.risk, where);
+            break;
+          case 'scope':
+            assert.equal(tool._meta['dev.gatehouse/scope'], want.scope, where);
+            break;
+          case 'required_scopes':
+            assert.deepEqual(tool._meta['dev.gatehouse/requiredScopes'], want.required_scopes, where);
+            break;
+          case 'platform_version':
+            break;
+          default:
+            assert.fail(`${where}: a published field this test does not compare`);
+        }
+      }
+    }
+    // The published session_id pattern: UUID versions 1-8, the nil and the max UUID.
+    const pattern = new RegExp(listed.get('get_session_status').inputSchema.properties.session_id.pattern);
+    for (const id of ['00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff', '01890a5d-ac96-7ab2-80e2-4536629c90de'])
+      assert.match(id, pattern);
+    for (const id of ['00000000-0000-0000-0000-000000000001', '01890a5d-ac96-9ab2-80e2-4536629c90de', '01890a5d-ac96-7ab2-c0e2-4536629c90de'])
+      assert.doesNotMatch(id, pattern);
+  } finally {
+    await stop();
+  }
+});
+
+test('the published schemas hold at run time: the nil session id is looked up, product 0 and a bot on get_session_status are refused', async () => {
+  const { call, stop } = await startHost();
+  try {
+    assert.equal(code(await call('get_session_status', { session_id: '00000000-0000-0000-0000-000000000000' })), 'SESSION_UNKNOWN');
+    assert.equal(code(await call('get_session_status', { session_id: 'ffffffff-ffff-ffff-ffff-ffffffffffff' })), 'SESSION_UNKNOWN');
+    assert.equal(code(await call('get_session_status', { session_id: '0190A5D0-AC96-7AB2-80E2-4536629C90DE' })), 'SESSION_UNKNOWN');
+    const version9 = await call('get_session_status', { session_id: '01890a5d-ac96-9ab2-80e2-4536629c90de' });
+    assert.equal(version9.isError, true);
+    assert.match(version9.content[0].text, /Invalid arguments.*session_id/);
+    const zero = await call('create_session', { type: 'PAY_PRODUCT', product_seq_id: 0 });
+    assert.equal(zero.isError, true);
+    assert.match(zero.content[0].text, /Invalid arguments.*product_seq_id/);
+    // Published without a minimum length: an empty external_user_id is taken.
+    const created = await call('create_session', { type: 'LOGIN', external_user_id: '' });
+    assert.equal(created.isError, undefined, JSON.stringify(created));
+  } finally {
+    await stop();
+  }
+});
+
+test('a bot user the published status cannot carry (seq_id above 2147483647) keeps the family from loading, saying why', () => {
+  const { dir, file } = writeConfig({
+    plugins: [pluginPath('sessions.so')],
+    sections: { domains: { sessions: { settings: { bots: [{ slug: 'big-bot', user_seq_id: 2147483648 }] } } } },
+  });
+  try {
+    const listed = spawnSync(binaryPath(), ['plugins', '--config', file, '--json'], { encoding: 'utf8' });
+    assert.equal(listed.status, 1, 'a load failure is reported');
+    const report = JSON.parse(listed.stdout);
+    assert.deepEqual(report.families, []);
+    assert.match(report.failures[0].reason, /settings\.bots\[0\]\.user_seq_id must be an integer from 1 to 2147483647/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
@@ -232,7 +365,9 @@ test('money sessions need consent, redirects must be safe: refused, and nothing 
     for (const redirect_url of ['javascript:alert(1)', 'http://user@evil.example/', 'https://ok.example/a b'])
       assert.equal(code(await call('create_session', { type: 'LOGIN', redirect_url })), 'INVALID_REDIRECT_URL');
     assert.deepEqual(familyRows(stateFile), before);
-    assert.equal(code(await call('get_session_status', { session_id: '00000000-0000-4000-8000-000000000000' })), 'SESSION_UNKNOWN');
+    const unknown = await call('get_session_status', { session_id: '00000000-0000-4000-8000-000000000000' });
+    assert.equal(code(unknown), 'SESSION_UNKNOWN');
+    assert.deepEqual(unknown.structuredContent.next, { tool: 'create_session', session_id: '00000000-0000-4000-8000-000000000000' });
   } finally {
     await stop();
   }

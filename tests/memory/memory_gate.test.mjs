@@ -112,8 +112,8 @@ test("inside a session the owner key is the session's store", async () => {
   assert.deepEqual((await host.call('recall', { session: b.session, tags: ['supplier'] })).structuredContent.notes, []);
   assert.deepEqual((await host.call('recall', { session: b.session })).structuredContent.notes, []);
   const missing = await host.call('forget', { session: b.session, note_id: 1 });
-  assert.equal(missing.isError, true);
-  assert.match(text(missing), /^No note 1:/);
+  assert.equal(refusalCode(missing), 'NOTE_NOT_FOUND');
+  assert.match(text(missing), /^NOTE_NOT_FOUND: No note 1:/);
   const other = await host.call('remember', { session: b.session, text: 'Supplier for shop B is Sidorov' });
   assert.equal(other.structuredContent.id, 1); // numbers are per owner, and this is another owner
   assert.equal((await host.call('forget_all', { session: b.session, confirm: true })).structuredContent.deleted, 1);

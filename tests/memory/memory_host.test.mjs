@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { Gatehouse, makeHome, text } from './gatehouse_process.mjs';
+import { Gatehouse, makeHome, refusalCode, text } from './gatehouse_process.mjs';
 
 test('the story: a contract and a call, a restart, recall and forget(99)', async () => {
   const home = makeHome();
@@ -28,8 +28,13 @@ test('the story: a contract and a call, a restart, recall and forget(99)', async
   assert.match(text(found), /Ромашка/);
 
   const missing = await host.call('forget', { note_id: 99 });
-  assert.equal(missing.isError, true);
-  assert.match(text(missing), /^No note 99/);
+  assert.equal(refusalCode(missing), 'NOTE_NOT_FOUND');
+  assert.match(text(missing), /^NOTE_NOT_FOUND: No note 99/);
+  assert.deepEqual(missing.structuredContent, {
+    code: 'NOTE_NOT_FOUND',
+    message: 'No note 99: nothing was deleted. recall lists the notes and their ids.',
+    next: { tool: 'recall', note_id: 99 },
+  });
   await host.stop();
   fs.rmSync(home.dir, { recursive: true });
 });
@@ -61,8 +66,8 @@ test('alice and bob never see, find, count or delete each other\'s notes', async
   assert.deepEqual((await bob.call('recall', { tags: ['hr'] })).structuredContent.notes, []);
   for (let id = 0; id <= 5; id++) {
     const r = await bob.call('forget', { note_id: id });
-    assert.equal(r.isError, true);
-    assert.match(text(r), new RegExp(`^No note ${id}:`));
+    assert.equal(refusalCode(r), 'NOTE_NOT_FOUND');
+    assert.match(text(r), new RegExp(`^NOTE_NOT_FOUND: No note ${id}:`));
   }
   const bobs = await bob.call('remember', { text: 'bob salary too', tags: ['hr'] });
   assert.equal(bobs.structuredContent.id, 1); // numbers are per owner: nothing to count
@@ -106,9 +111,12 @@ test('hostile input gets a result or a clear error, and the memory keeps working
   assert.equal(longTag.isError, true);
   assert.match(text(longTag), /1000 characters/);
   const card = await host.call('remember', { text: 'card 4111-1111-1111-1111 exp 12/30' });
-  assert.equal(card.isError, true);
+  assert.equal(refusalCode(card), 'CARD_NUMBER_IN_NOTE');
   assert.match(text(card), /card number/);
-  assert.doesNotMatch(text(card), /4111-1111-1111-1111/);
+  assert.doesNotMatch(JSON.stringify(card), /4111-1111-1111-1111/);
+  assert.deepEqual(card.structuredContent.next, { argument: 'text', last4: '1111' });
+  const hidden = await host.call('remember', { text: 'card \u0664\u0661\u0661\u0661\u00a01111\u200b1111.1111' });
+  assert.equal(refusalCode(hidden), 'CARD_NUMBER_IN_NOTE');
   const wrongType = await host.call('remember', { text: 42 });
   assert.equal(wrongType.isError, true);
   const noConfirm = await host.call('forget_all', { confirm: false });

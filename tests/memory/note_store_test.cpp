@@ -327,6 +327,56 @@ TEST_CASE("card numbers are refused, other numbers are kept") {
     CHECK(keep(store, alice, "order 4111 1111 1111 1112") == 1);
 }
 
+TEST_CASE("card numbers are found whatever separates their digits and whatever script writes them") {
+    const std::optional<std::string> ends_1111("1111");
+    for (const char* text : {
+             "4111\u00A01111\u00A01111\u00A01111",       // no-break spaces
+             "4111\u202F1111\u202F1111\u202F1111",       // narrow no-break spaces
+             "4111\u20071111\u30001111\u20031111",       // figure, ideographic and em spaces
+             "4111.1111.1111.1111",                      // dots
+             "4111  1111 -- 1111 . 1111",                // doubled and mixed separators
+             "4111\t1111\t1111\t1111",                   // tabs
+             "4111\u200B1111\u200C1111\u200D1111",       // zero-width space, non-joiner, joiner
+             "41\u206011\u00AD1111\uFEFF1111\u200E1111", // word joiner, soft hyphen, BOM, LRM
+             "4111\u20131111\u20141111\u22121111",       // en dash, em dash, minus sign
+             "4 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1",          // one digit at a time
+             "\u0664\u0661\u0661\u0661 \u0661\u0661\u0661\u0661 \u0661\u0661\u0661\u0661 "
+             "\u0661\u0661\u0661\u0661", // Arabic-Indic digits
+             "\u096A\u0967\u0967\u0967\u0967\u0967\u0967\u0967\u0967\u0967\u0967\u0967\u0967\u0967\u0967"
+             "\u0967", // Devanagari digits
+             "\uFF14\uFF11\uFF11\uFF11\uFF0D\uFF11\uFF11\uFF11\uFF11\uFF0D\uFF11\uFF11\uFF11\uFF11\uFF0D"
+             "\uFF11\uFF11\uFF11\uFF11", // fullwidth digits and hyphens
+             "\u06F4\u0661\u09E7\u0E51 1111 \U0001D7CF\U0001D7CF\U0001D7CF\U0001D7CF 1111", // mixed scripts
+             "paid 01.03.2024 with 4111 1111 1111 1111", // a date beside it changes nothing
+         }) {
+        INFO(text);
+        CHECK(find_card_number(text) == ends_1111);
+    }
+    CHECK(find_card_number("3782\u00A0822463\u00A010005") == std::optional<std::string>("0005"));
+}
+
+TEST_CASE("ordinary text, dates and addresses are not card numbers") {
+    for (const char* text : {
+             "4111\u00A01111\u00A01111\u00A01112", // fails Luhn, however it is written
+             "\u0664\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661\u0661"
+             "\u0662",                       // the same in Arabic-Indic digits
+             "01.03.2024 - 08.04.2024",      // a date range: its digits would pass Luhn
+             "2024-03-01 \u2013 2024-04-08", // the same, ISO dates and an en dash
+             "192.168.1.2 10.0.0.15",        // two IPv4 addresses: their digits would pass Luhn
+             "4111\n1111\n1111\n1111",       // four numbers on four lines
+             "Call +7 999 123-45-67, room 12, 3rd floor, since 2024.", "Order 42 of 31.12.2025 costs 1 234,50.",
+             "41111111111111111111111",                                // 23 digits: some other number
+             "4111\u00A01111\u00A01111\u00A01111\u00A01111\u00A01111", // 24 digits in groups
+         }) {
+        INFO(text);
+        CHECK_FALSE(find_card_number(text));
+    }
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    CHECK_THROWS_AS(keep(store, alice, "card 4111\u200B1111\u200B1111\u200B1111"), CardNumberInNote);
+    CHECK(keep(store, alice, "holiday 01.03.2024 - 08.04.2024") == 1);
+}
+
 TEST_CASE("critical notes: flagged, returned, marked read per owner") {
     TempDatabase tmp;
     NoteStore store(tmp.settings());

@@ -30,9 +30,10 @@ extern "C" {
  * a plugin whose major differs from its own; minor growth is backward
  * compatible in both directions (struct_size tells what each side knows). */
 #define GH_ABI_VERSION_MAJOR 1
-#define GH_ABI_VERSION_MINOR 4
+#define GH_ABI_VERSION_MINOR 5
 #define GH_ABI_VERSION ((uint32_t)((GH_ABI_VERSION_MAJOR << 16) | GH_ABI_VERSION_MINOR))
 #define GH_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
+#define GH_ABI_MINOR(v) ((uint32_t)(v)&0xFFFFu)
 
 #if defined(_WIN32)
 #define GH_EXPORT __declspec(dllexport)
@@ -74,6 +75,18 @@ extern "C" {
  * client did not declare a capability for: the call fails instead, so check
  * "clientCapabilities" in api->call_context first when there is another way. */
 #define GH_STATUS_INPUT_REQUIRED 6
+/* ABI 1.5+, from a tool call only: the family refuses, the way the gate does.
+ * The sink holds a JSON object
+ *   {"code": "<UPPER_SNAKE: A-Z first, then A-Z, 0-9, '_'; at most 64>",
+ *    "message": "<a sentence the agent can act on>",
+ *    "next": {<what the agent needs for its next step>}}   ("next" optional)
+ * and the agent gets what a gate refusal looks like: isError, the text
+ * "CODE: message" and structuredContent {code, message, next}. A code, once
+ * shipped, keeps its meaning. A host older than 1.5 does not know this
+ * status (it reports a fault inside the plugin): test GH_HOST_KNOWS_REFUSALS
+ * first and answer GH_STATUS_TOOL_ERROR with "CODE: message" there, as
+ * plugin.hpp does. */
+#define GH_STATUS_REFUSED 7
 
 /* ---- Risk of a tool (what calling it can do) --------------------------- */
 
@@ -286,6 +299,12 @@ typedef struct gh_host_api {
 #define GH_CHANGE_PROMPTS_LIST 2
 #define GH_CHANGE_RESOURCES_LIST 3
 #define GH_CHANGE_RESOURCE_UPDATED 4
+
+/* True when the host answers GH_STATUS_REFUSED as a refusal (ABI 1.5+): a
+ * status, not a function, so its host is told by the table's abi_version. */
+#define GH_HOST_KNOWS_REFUSALS(api)                                                                                    \
+    ((api) != NULL && GH_ABI_MAJOR((api)->abi_version) == GH_ABI_VERSION_MAJOR &&                                      \
+     GH_ABI_MINOR((api)->abi_version) >= 5u)
 
 /* True when the host's table is large enough to hold `field`. */
 #define GH_HAS(api, field)                                                                                             \

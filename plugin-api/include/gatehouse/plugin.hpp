@@ -20,6 +20,14 @@
 //
 //   GH_EXPORT_PLUGIN(plugin)
 //
+// A handler refuses the way the gate does (ABI 1.5) by throwing gh::Refusal
+// with a stable code, a sentence naming the next step and what that step
+// needs: the agent gets isError, "CODE: sentence" and structuredContent
+// {code, message, next}.
+//
+//   throw gh::Refusal("QUOTA_USED", "This month's quota is used up; try again next month.",
+//                     {{"retry_after", "next month"}});
+//
 // Resources, resource templates and prompts (ABI 1.2) are declared the same way:
 //
 //   static auto& readme = plugin.resource({
@@ -97,6 +105,36 @@ enum class LogLevel : int32_t {
 class ToolError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+};
+
+// Throw from a tool handler to refuse the way the gate does (ABI 1.5): the
+// agent gets isError, the text "CODE: message" and structuredContent {code,
+// message, next}, so a program can branch on the code. The code is
+// UPPER_SNAKE (a letter first; at most 64) and keeps its meaning once
+// shipped; the message names the next step; `next` (a JSON object) carries
+// what that step needs. A host older than ABI 1.5 shows the text only, as a
+// tool error. A Refusal is a ToolError, so code that catches tool errors
+// catches it too.
+class Refusal : public ToolError {
+public:
+    Refusal(std::string code, std::string message, nlohmann::json next = nlohmann::json::object())
+        : ToolError(code + ": " + message), code_(std::move(code)), message_(std::move(message)),
+          next_(std::move(next)) {}
+
+    const std::string& code() const { return code_; }
+    const std::string& message() const { return message_; }
+    const nlohmann::json& next() const { return next_; }
+
+    // What GH_STATUS_REFUSED carries in the sink.
+    std::string answer() const {
+        return nlohmann::json{{"code", code_}, {"message", message_}, {"next", next_}}.dump(
+            -1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+
+private:
+    std::string code_;
+    std::string message_;
+    nlohmann::json next_;
 };
 
 // Throw from a handler when the arguments are wrong in a way the inputSchema
@@ -240,6 +278,8 @@ struct StoreCredentials {
     explicit operator bool() const { return granted; }
     // "CODE: sentence", ready to be thrown as a ToolError.
     std::string refusal() const { return code + ": " + message; }
+    // The host's refusal, to pass on to the agent as it came: throw it.
+    Refusal refused() const { return Refusal(code, message); }
 };
 
 // One tool call as the handler sees it. Valid only during the handler.
@@ -276,8 +316,8 @@ public:
 
     // Session services of the host (ABI 1.1+). Each returns the host's JSON
     // answer; when the host refuses (unknown session, a code that does not
-    // fit, ...) it throws ToolError with the host's code and sentence, which
-    // the agent sees as the tool's error.
+    // fit, ...) it throws the host's Refusal (code, sentence, next), which
+    // reaches the agent as the tool's refusal unless the handler catches it.
     Json session_describe(std::string_view handle = {}) const {
         if (!GH_HAS(api_, session_describe)) throw ToolError(no_session_services());
         return host_answer([&](gh_sink* out) { return api_->session_describe(raw_, view(handle), out); });
@@ -463,8 +503,11 @@ private:
         if (status == GH_STATUS_OK) return answer;
         if (status == GH_STATUS_TOOL_ERROR || status == GH_STATUS_INVALID_ARGS) {
             std::string text = answer.value("message", std::string("The host refused."));
-            if (answer.contains("code")) text = answer["code"].get<std::string>() + ": " + text;
-            throw ToolError(text);
+            auto code = answer.find("code");
+            if (code == answer.end() || !code->is_string()) throw ToolError(text);
+            auto next = answer.find("next");
+            throw Refusal(code->get<std::string>(), std::move(text),
+                          next != answer.end() && next->is_object() ? *next : Json::object());
         }
         throw std::runtime_error("host session service failed: " + answer.value("message", std::string()));
     }
@@ -1065,6 +1108,14 @@ private:
         } catch (const InputRequired& e) {
             write(api, out, e.answer());
             return GH_STATUS_INPUT_REQUIRED;
+        } catch (const Refusal& e) {
+            // An older host would take the new status for a fault: it gets the text.
+            if (!GH_HOST_KNOWS_REFUSALS(api)) {
+                write(api, out, e.what());
+                return GH_STATUS_TOOL_ERROR;
+            }
+            write(api, out, e.answer());
+            return GH_STATUS_REFUSED;
         } catch (const ToolError& e) {
             write(api, out, e.what());
             return GH_STATUS_TOOL_ERROR;
