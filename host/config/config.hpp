@@ -35,11 +35,24 @@ struct PluginEntry {
     bool store_credentials = false;
 };
 
+// The operator's word on one tool of a family (YAML domains.<family>.tools.<tool>),
+// laid over what the plugin declared before the registry is frozen. Unset
+// fields keep the plugin's declaration.
+struct ToolOverride {
+    std::optional<std::string> rules;                        // the tool's own rules, accepted before its first run
+    std::optional<std::string> risk;                         // read | write | money | destructive
+    std::optional<std::vector<std::string>> required_scopes; // all must be granted; [] needs none
+    std::optional<bool> gated;                               // false: the gate does not check the tool
+    std::optional<bool> on_demand;                           // exposure, over the family's
+    SourceLocation where;                                    // the tool's key
+};
+
 struct DomainSettings {
     bool enabled = true;
     std::string prefix;     // prepended to every tool name of the family
     bool on_demand = false; // exposure: on_demand keeps the family out of tools/list (load_domain reveals it)
     nlohmann::json settings = nlohmann::json::object(); // handed to the plugin's init
+    std::map<std::string, ToolOverride> tools;          // by the name the plugin declares (without prefix)
     SourceLocation where;
 };
 

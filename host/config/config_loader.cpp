@@ -37,6 +37,29 @@ public:
         throw ConfigError(at(node), message);
     }
 
+    // A mistake that leaves the rest readable: noted, and reading goes on.
+    void note(const YAML::Node& node, const std::string& message) const { problems_.push_back({at(node), message}); }
+
+    // Runs one reading that does not depend on the others. A mistake in it is
+    // noted and the next reading goes on, so one run names every mistake.
+    // False when it failed.
+    template <class Read> bool attempt(Read&& read) const {
+        try {
+            read();
+            return true;
+        } catch (const ConfigError& e) {
+            problems_.insert(problems_.end(), e.problems().begin(), e.problems().end());
+        } catch (const YAML::Exception& e) {
+            problems_.push_back({e.mark.is_null() ? SourceLocation{source_, 0, 0}
+                                                  : SourceLocation{source_, e.mark.line + 1, e.mark.column + 1},
+                                 e.msg});
+        }
+        return false;
+    }
+
+    std::size_t problem_count() const { return problems_.size(); }
+    std::vector<ConfigProblem> take_problems() const { return std::move(problems_); }
+
     // A key is a plain name; YAML also allows lists and maps as keys.
     std::string key(const YAML::Node& node, const std::string& what) const {
         if (!node.IsScalar()) fail(node, "a key in " + what + " must be a plain name");
@@ -52,7 +75,7 @@ public:
             const auto name = key(kv.first, what);
             auto [first, inserted] = seen.emplace(name, at(kv.first));
             if (!inserted)
-                fail(kv.first, "'" + name + "' is set twice in " + what + " (first at line " +
+                note(kv.first, "'" + name + "' is set twice in " + what + " (first at line " +
                                    std::to_string(first->second.line) + ", column " +
                                    std::to_string(first->second.column) + ")");
         }
@@ -66,7 +89,7 @@ public:
                 std::string list;
                 for (const auto& a : allowed)
                     list += (list.empty() ? "" : ", ") + a;
-                fail(kv.first, "unknown key '" + name + "' in " + what + " (allowed: " + list + ")");
+                note(kv.first, "unknown key '" + name + "' in " + what + " (allowed: " + list + ")");
             }
         }
     }
@@ -140,6 +163,7 @@ public:
 private:
     std::string source_;
     std::filesystem::path base_dir_;
+    mutable std::vector<ConfigProblem> problems_;
 };
 
 std::string fmt_number(double value) {
@@ -153,10 +177,14 @@ const std::set<std::string> kLogLevels{"trace", "debug", "info", "warn", "error"
 void read_server(const YamlReader& r, const YAML::Node& node, ServerIdentity& out) {
     r.expect_map(node, "server");
     r.only_keys(node, {"name", "title", "instructions"}, "server");
-    if (node["name"]) out.name = r.string(node["name"], "server.name");
-    if (node["title"]) out.title = r.string(node["title"], "server.title");
-    if (node["instructions"]) out.instructions = r.string(node["instructions"], "server.instructions");
-    if (out.name.empty()) r.fail(node, "server.name must not be empty");
+    if (node["name"])
+        r.attempt([&] {
+            out.name = r.string(node["name"], "server.name");
+            if (out.name.empty()) r.fail(node["name"], "server.name must not be empty");
+        });
+    if (node["title"]) r.attempt([&] { out.title = r.string(node["title"], "server.title"); });
+    if (node["instructions"])
+        r.attempt([&] { out.instructions = r.string(node["instructions"], "server.instructions"); });
 }
 
 void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
@@ -165,25 +193,23 @@ void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
                 {"max_message_bytes", "max_json_depth", "workers", "max_in_flight", "page_size", "tools_list_ttl_ms",
                  "max_string_bytes", "max_in_flight_per_principal", "max_in_flight_per_plugin", "tool_timeout_ms"},
                 "limits");
-    if (node["max_message_bytes"])
-        out.max_message_bytes =
-            r.count(node["max_message_bytes"], "limits.max_message_bytes", 1024, std::uint64_t{1} << 32);
-    if (node["max_json_depth"]) out.max_json_depth = r.count(node["max_json_depth"], "limits.max_json_depth", 4, 10000);
-    if (node["workers"]) out.workers = r.count(node["workers"], "limits.workers", 1, 1024);
-    if (node["max_in_flight"]) out.max_in_flight = r.count(node["max_in_flight"], "limits.max_in_flight", 1, 1u << 20);
-    if (node["page_size"]) out.page_size = r.count(node["page_size"], "limits.page_size", 1, 10000);
-    if (node["tools_list_ttl_ms"])
-        out.tools_list_ttl_ms = r.count(node["tools_list_ttl_ms"], "limits.tools_list_ttl_ms", 0, 86400000ull * 365);
-    if (node["max_string_bytes"])
-        out.max_string_bytes = r.count(node["max_string_bytes"], "limits.max_string_bytes", 16, 1u << 20);
-    if (node["max_in_flight_per_principal"])
-        out.max_in_flight_per_principal =
-            r.count(node["max_in_flight_per_principal"], "limits.max_in_flight_per_principal", 1, 1u << 20);
-    if (node["max_in_flight_per_plugin"])
-        out.max_in_flight_per_plugin =
-            r.count(node["max_in_flight_per_plugin"], "limits.max_in_flight_per_plugin", 1, 1024);
-    if (node["tool_timeout_ms"])
-        out.tool_timeout_ms = r.count(node["tool_timeout_ms"], "limits.tool_timeout_ms", 1, 86400000);
+    const auto number = [&](const char* key, auto& field, std::uint64_t min, std::uint64_t max) {
+        if (node[key])
+            r.attempt([&] {
+                field = static_cast<std::decay_t<decltype(field)>>(
+                    r.count(node[key], std::string("limits.") + key, min, max));
+            });
+    };
+    number("max_message_bytes", out.max_message_bytes, 1024, std::uint64_t{1} << 32);
+    number("max_json_depth", out.max_json_depth, 4, 10000);
+    number("workers", out.workers, 1, 1024);
+    number("max_in_flight", out.max_in_flight, 1, 1u << 20);
+    number("page_size", out.page_size, 1, 10000);
+    number("tools_list_ttl_ms", out.tools_list_ttl_ms, 0, 86400000ull * 365);
+    number("max_string_bytes", out.max_string_bytes, 16, 1u << 20);
+    number("max_in_flight_per_principal", out.max_in_flight_per_principal, 1, 1u << 20);
+    number("max_in_flight_per_plugin", out.max_in_flight_per_plugin, 1, 1024);
+    number("tool_timeout_ms", out.tool_timeout_ms, 1, 86400000);
 }
 
 void read_input_requests(const YamlReader& r, const YAML::Node& node, InputRequestSettings& out) {
@@ -191,19 +217,27 @@ void read_input_requests(const YamlReader& r, const YAML::Node& node, InputReque
     r.only_keys(node, {"state_keys", "state_ttl_ms", "client_timeout_ms"}, "input_requests");
     out.where = r.at(node);
     if (const auto& keys = node["state_keys"]) {
-        if (!keys.IsSequence()) r.fail(keys, "input_requests.state_keys must be a list of base64 keys");
-        for (const auto& item : keys) {
-            auto key = mrtr::RequestStateSealer::parse_key(r.string(item, "a key in input_requests.state_keys"));
-            if (!key)
-                r.fail(item, "a key in input_requests.state_keys must be base64 of exactly 32 random bytes "
-                             "(openssl rand -base64 32)");
-            out.state_keys.push_back(std::move(*key));
+        if (!keys.IsSequence()) {
+            r.note(keys, "input_requests.state_keys must be a list of base64 keys");
+        } else {
+            for (const auto& item : keys)
+                r.attempt([&] {
+                    auto key =
+                        mrtr::RequestStateSealer::parse_key(r.string(item, "a key in input_requests.state_keys"));
+                    if (!key)
+                        r.fail(item, "a key in input_requests.state_keys must be base64 of exactly 32 random bytes "
+                                     "(openssl rand -base64 32)");
+                    out.state_keys.push_back(std::move(*key));
+                });
         }
     }
     if (node["state_ttl_ms"])
-        out.state_ttl_ms = r.count(node["state_ttl_ms"], "input_requests.state_ttl_ms", 1000, 86400000);
+        r.attempt(
+            [&] { out.state_ttl_ms = r.count(node["state_ttl_ms"], "input_requests.state_ttl_ms", 1000, 86400000); });
     if (node["client_timeout_ms"])
-        out.client_timeout_ms = r.count(node["client_timeout_ms"], "input_requests.client_timeout_ms", 1, 86400000);
+        r.attempt([&] {
+            out.client_timeout_ms = r.count(node["client_timeout_ms"], "input_requests.client_timeout_ms", 1, 86400000);
+        });
 }
 
 double rate(const YamlReader& r, const YAML::Node& node, const std::string& what, double min, double max) {
@@ -228,87 +262,162 @@ RateLimit read_bucket(const YamlReader& r, const YAML::Node& node, const std::st
 void read_rate_limits(const YamlReader& r, const YAML::Node& node, RateLimits& out) {
     r.expect_map(node, "rate_limits");
     r.only_keys(node, {"calls_per_second", "burst", "per_tool"}, "rate_limits");
-    if (node["calls_per_second"] || node["burst"]) out.per_principal = read_bucket(r, node, "rate_limits");
-    if (node["per_tool"]) {
-        const auto& tools = node["per_tool"];
-        r.expect_map(tools, "rate_limits.per_tool");
-        for (const auto& kv : tools) {
-            const auto name = r.key(kv.first, "rate_limits.per_tool");
-            const auto what = "rate_limits.per_tool." + name;
-            r.expect_map(kv.second, what);
-            r.only_keys(kv.second, {"calls_per_second", "burst"}, what);
-            out.per_tool[name] = read_bucket(r, kv.second, what);
-        }
-    }
+    if (node["calls_per_second"] || node["burst"])
+        r.attempt([&] { out.per_principal = read_bucket(r, node, "rate_limits"); });
+    if (node["per_tool"])
+        r.attempt([&] {
+            const auto& tools = node["per_tool"];
+            r.expect_map(tools, "rate_limits.per_tool");
+            for (const auto& kv : tools)
+                r.attempt([&] {
+                    const auto name = r.key(kv.first, "rate_limits.per_tool");
+                    const auto what = "rate_limits.per_tool." + name;
+                    r.expect_map(kv.second, what);
+                    r.only_keys(kv.second, {"calls_per_second", "burst"}, what);
+                    out.per_tool[name] = read_bucket(r, kv.second, what);
+                });
+        });
 }
+
+PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item);
 
 void read_plugins(const YamlReader& r, const YAML::Node& node, std::vector<PluginEntry>& out) {
     if (!node.IsSequence()) r.fail(node, "plugins must be a list of plugin files");
-    for (const auto& item : node) {
-        PluginEntry entry;
-        if (item.IsMap()) {
-            r.expect_map(item, "a plugins entry");
-            r.only_keys(item, {"path", "max_in_flight", "tool_timeout_ms", "store_credentials"}, "a plugins entry");
-            if (!item["path"]) r.fail(item, "a plugins entry needs a path");
-            if (item["max_in_flight"])
+    for (const auto& item : node)
+        r.attempt([&] { out.push_back(read_plugin_entry(r, item)); });
+}
+
+PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
+    PluginEntry entry;
+    if (item.IsMap()) {
+        r.expect_map(item, "a plugins entry");
+        r.only_keys(item, {"path", "max_in_flight", "tool_timeout_ms", "store_credentials"}, "a plugins entry");
+        if (!item["path"]) r.fail(item, "a plugins entry needs a path");
+        if (item["max_in_flight"])
+            r.attempt([&] {
                 entry.max_in_flight = r.count(item["max_in_flight"], "a plugins entry's max_in_flight", 1, 1024);
-            if (item["tool_timeout_ms"])
+            });
+        if (item["tool_timeout_ms"])
+            r.attempt([&] {
                 entry.tool_timeout_ms =
                     r.count(item["tool_timeout_ms"], "a plugins entry's tool_timeout_ms", 1, 86400000);
-            if (item["store_credentials"])
+            });
+        if (item["store_credentials"])
+            r.attempt([&] {
                 entry.store_credentials = r.boolean(item["store_credentials"], "a plugins entry's store_credentials");
-        }
-        // Not `path_node = item["path"]` on a copy: assigning to a yaml-cpp
-        // node overwrites the node it refers to, here the entry itself.
-        const YAML::Node path_node = item.IsMap() ? item["path"] : item;
-        entry.as_written = r.string(path_node, "a plugin path");
-        entry.where = r.at(path_node);
-        if (entry.as_written.empty()) r.fail(path_node, "a plugin path must not be empty");
-        // A bare file name is looked up in plugin_dir; anything with a slash is a
-        // path relative to the config file (or absolute).
-        if (entry.as_written.find('/') == std::string::npos)
-            entry.path = entry.as_written;
-        else
-            entry.path = r.path(path_node, "a plugin path");
-        out.push_back(std::move(entry));
+            });
     }
+    // Not `path_node = item["path"]` on a copy: assigning to a yaml-cpp
+    // node overwrites the node it refers to, here the entry itself.
+    const YAML::Node path_node = item.IsMap() ? item["path"] : item;
+    entry.as_written = r.string(path_node, "a plugin path");
+    entry.where = r.at(path_node);
+    if (entry.as_written.empty()) r.fail(path_node, "a plugin path must not be empty");
+    // A bare file name is looked up in plugin_dir; anything with a slash is a
+    // path relative to the config file (or absolute).
+    if (entry.as_written.find('/') == std::string::npos)
+        entry.path = entry.as_written;
+    else
+        entry.path = r.path(path_node, "a plugin path");
+    return entry;
+}
+
+// domains.<family>.tools.<tool>: what the operator says of one tool. Whether
+// the family declares such a tool is known only once its plugin is loaded
+// (plugins/tool_overrides.cpp checks it there).
+ToolOverride read_tool_override(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+    ToolOverride t;
+    r.expect_map(node, what);
+    r.only_keys(node, {"rules", "risk", "required_scopes", "gated", "exposure"}, what);
+    if (node["rules"])
+        r.attempt([&] {
+            t.rules = r.string(node["rules"], what + ".rules");
+            if (t.rules->empty()) r.fail(node["rules"], what + ".rules must not be empty (leave it out instead)");
+        });
+    if (node["risk"])
+        r.attempt([&] {
+            t.risk = r.string(node["risk"], what + ".risk");
+            if (*t.risk != "read" && *t.risk != "write" && *t.risk != "money" && *t.risk != "destructive")
+                r.fail(node["risk"],
+                       what + ".risk must be one of read, write, money, destructive, not '" + *t.risk + "'");
+        });
+    if (node["required_scopes"])
+        r.attempt([&] {
+            const auto& list = node["required_scopes"];
+            if (!list.IsSequence()) r.fail(list, what + ".required_scopes must be a list of scopes ([] for none)");
+            std::vector<std::string> scopes;
+            for (const auto& item : list) {
+                auto scope = r.string(item, "a scope in " + what + ".required_scopes");
+                if (scope.empty()) r.fail(item, "a scope in " + what + ".required_scopes must not be empty");
+                scopes.push_back(std::move(scope));
+            }
+            t.required_scopes = std::move(scopes);
+        });
+    if (node["gated"]) r.attempt([&] { t.gated = r.boolean(node["gated"], what + ".gated"); });
+    if (node["exposure"])
+        r.attempt([&] {
+            const std::string exposure = r.string(node["exposure"], what + ".exposure");
+            if (exposure != "listed" && exposure != "on_demand")
+                r.fail(node["exposure"], what + ".exposure must be listed or on_demand");
+            t.on_demand = exposure == "on_demand";
+        });
+    return t;
+}
+
+DomainSettings read_domain(const YamlReader& r, const std::string& family, const YAML::Node& v) {
+    DomainSettings d;
+    if (v.IsScalar()) {
+        d.enabled = r.boolean(v, "domains." + family);
+        return d;
+    }
+    if (v.IsNull()) return d;
+    const std::string what = "domains." + family;
+    r.expect_map(v, what);
+    r.only_keys(v, {"enabled", "prefix", "exposure", "settings", "tools"}, what);
+    if (v["enabled"]) r.attempt([&] { d.enabled = r.boolean(v["enabled"], what + ".enabled"); });
+    if (v["prefix"])
+        r.attempt([&] {
+            d.prefix = r.string(v["prefix"], what + ".prefix");
+            for (char c : d.prefix)
+                if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+                    r.fail(v["prefix"], what + ".prefix may hold only letters, digits, '_', '-' and '.'");
+        });
+    if (v["exposure"])
+        r.attempt([&] {
+            const std::string exposure = r.string(v["exposure"], what + ".exposure");
+            if (exposure != "listed" && exposure != "on_demand")
+                r.fail(v["exposure"], what + ".exposure must be listed or on_demand");
+            d.on_demand = exposure == "on_demand";
+        });
+    if (v["settings"])
+        r.attempt([&] {
+            r.expect_map(v["settings"], what + ".settings");
+            d.settings = r.to_json(v["settings"]);
+        });
+    if (v["tools"])
+        r.attempt([&] {
+            const auto& tools = v["tools"];
+            r.expect_map(tools, what + ".tools");
+            for (const auto& kv : tools)
+                r.attempt([&] {
+                    const auto name = r.key(kv.first, what + ".tools");
+                    ToolOverride t = read_tool_override(r, kv.second, what + ".tools." + name);
+                    t.where = r.at(kv.first);
+                    d.tools[name] = std::move(t);
+                });
+        });
+    return d;
 }
 
 void read_domains(const YamlReader& r, const YAML::Node& node, std::map<std::string, DomainSettings>& out) {
     r.expect_map(node, "domains");
-    for (const auto& kv : node) {
-        const std::string family = r.key(kv.first, "domains");
-        DomainSettings d;
-        d.where = r.at(kv.first);
-        const YAML::Node& v = kv.second;
-        if (v.IsScalar()) {
-            d.enabled = r.boolean(v, "domains." + family);
-        } else if (v.IsNull()) {
-            d.enabled = true;
-        } else {
-            r.expect_map(v, "domains." + family);
-            r.only_keys(v, {"enabled", "prefix", "exposure", "settings"}, "domains." + family);
-            if (v["enabled"]) d.enabled = r.boolean(v["enabled"], "domains." + family + ".enabled");
-            if (v["prefix"]) {
-                d.prefix = r.string(v["prefix"], "domains." + family + ".prefix");
-                for (char c : d.prefix)
-                    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
-                        r.fail(v["prefix"],
-                               "domains." + family + ".prefix may hold only letters, digits, '_', '-' and '.'");
-            }
-            if (v["exposure"]) {
-                const std::string exposure = r.string(v["exposure"], "domains." + family + ".exposure");
-                if (exposure != "listed" && exposure != "on_demand")
-                    r.fail(v["exposure"], "domains." + family + ".exposure must be listed or on_demand");
-                d.on_demand = exposure == "on_demand";
-            }
-            if (v["settings"]) {
-                r.expect_map(v["settings"], "domains." + family + ".settings");
-                d.settings = r.to_json(v["settings"]);
-            }
-        }
-        out[family] = std::move(d);
-    }
+    for (const auto& kv : node)
+        r.attempt([&] {
+            const std::string family = r.key(kv.first, "domains");
+            DomainSettings d = read_domain(r, family, kv.second);
+            d.where = r.at(kv.first);
+            out[family] = std::move(d);
+        });
 }
 
 // grants: {<store>: {<user>: [scope, ...]}}
@@ -339,36 +448,47 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
                 "session");
     out.configured = true;
     out.where = r.at(node);
-    if (node["backend"]) {
-        out.backend = r.string(node["backend"], "session.backend");
-        if (out.backend != "memory" && out.backend != "sqlite")
-            r.fail(node["backend"], "session.backend must be memory or sqlite");
-    }
-    out.state_file = node["state_file"] ? r.path(node["state_file"], "session.state_file") : data_dir / "state.sqlite3";
-    out.conversations_dir = node["conversations_dir"] ? r.path(node["conversations_dir"], "session.conversations_dir")
-                                                      : data_dir / "conversations";
+    if (node["backend"])
+        r.attempt([&] {
+            out.backend = r.string(node["backend"], "session.backend");
+            if (out.backend != "memory" && out.backend != "sqlite")
+                r.fail(node["backend"], "session.backend must be memory or sqlite");
+        });
+    out.state_file = data_dir / "state.sqlite3";
+    if (node["state_file"]) r.attempt([&] { out.state_file = r.path(node["state_file"], "session.state_file"); });
+    out.conversations_dir = data_dir / "conversations";
+    if (node["conversations_dir"])
+        r.attempt([&] { out.conversations_dir = r.path(node["conversations_dir"], "session.conversations_dir"); });
     if (node["idle_expiry_s"])
-        out.idle_expiry_s = r.count(node["idle_expiry_s"], "session.idle_expiry_s", 1, 86400ull * 365);
-    if (node["pinned"]) {
-        const auto& p = node["pinned"];
-        r.expect_map(p, "session.pinned");
-        r.only_keys(p, {"store", "user"}, "session.pinned");
-        if (!p["store"] || !p["user"]) r.fail(p, "session.pinned needs both store and user");
-        out.pinned_store = r.string(p["store"], "session.pinned.store");
-        out.pinned_user = r.string(p["user"], "session.pinned.user");
-        if (out.pinned_store.empty() || out.pinned_user.empty())
-            r.fail(p, "session.pinned.store and session.pinned.user must not be empty");
-    }
+        r.attempt(
+            [&] { out.idle_expiry_s = r.count(node["idle_expiry_s"], "session.idle_expiry_s", 1, 86400ull * 365); });
+    // Whether exactly one of the two is set says something only when both read well.
+    bool store_source_read = true;
+    if (node["pinned"])
+        store_source_read &= r.attempt([&] {
+            const auto& p = node["pinned"];
+            r.expect_map(p, "session.pinned");
+            r.only_keys(p, {"store", "user"}, "session.pinned");
+            if (!p["store"] || !p["user"]) r.fail(p, "session.pinned needs both store and user");
+            out.pinned_store = r.string(p["store"], "session.pinned.store");
+            out.pinned_user = r.string(p["user"], "session.pinned.user");
+            if (out.pinned_store.empty() || out.pinned_user.empty())
+                r.fail(p, "session.pinned.store and session.pinned.user must not be empty");
+        });
     if (node["program_state_file"])
-        out.program_state_file = r.path(node["program_state_file"], "session.program_state_file");
-    if (out.pinned() == !out.program_state_file.empty())
-        r.fail(node, "session needs exactly one of pinned: {store, user} or program_state_file");
+        store_source_read &= r.attempt(
+            [&] { out.program_state_file = r.path(node["program_state_file"], "session.program_state_file"); });
+    if (store_source_read && out.pinned() == !out.program_state_file.empty())
+        r.note(node, "session needs exactly one of pinned: {store, user} or program_state_file");
     if (node["program_settings_file"])
-        out.program_settings_file = r.path(node["program_settings_file"], "session.program_settings_file");
-    if (node["credentials_file"]) out.credentials_file = r.path(node["credentials_file"], "session.credentials_file");
-    if (node["grants_file"]) out.grants_file = r.path(node["grants_file"], "session.grants_file");
-    if (node["grants"]) out.grants = read_grants(r, node["grants"], "session.grants");
-    if (node["rules"]) out.rules = r.string(node["rules"], "session.rules");
+        r.attempt([&] {
+            out.program_settings_file = r.path(node["program_settings_file"], "session.program_settings_file");
+        });
+    if (node["credentials_file"])
+        r.attempt([&] { out.credentials_file = r.path(node["credentials_file"], "session.credentials_file"); });
+    if (node["grants_file"]) r.attempt([&] { out.grants_file = r.path(node["grants_file"], "session.grants_file"); });
+    if (node["grants"]) r.attempt([&] { out.grants = read_grants(r, node["grants"], "session.grants"); });
+    if (node["rules"]) r.attempt([&] { out.rules = r.string(node["rules"], "session.rules"); });
 }
 
 std::vector<std::string> string_list(const YamlReader& r, const YAML::Node& node, const std::string& what) {
@@ -426,37 +546,40 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
                  "public_url"},
                 "http");
     out.where = r.at(node);
-    if (node["listen"]) read_listen(r, node["listen"], out);
-    if (node["path"]) {
-        out.path = r.string(node["path"], "http.path");
-        if (out.path.empty() || out.path[0] != '/' || out.path.find_first_of("?# ") != std::string::npos)
-            r.fail(node["path"], "http.path must start with '/' and hold no '?', '#' or space");
-    }
-    if (node["allowed_origins"]) out.allowed_origins = string_list(r, node["allowed_origins"], "http.allowed_origins");
-    if (node["allowed_hosts"]) out.allowed_hosts = string_list(r, node["allowed_hosts"], "http.allowed_hosts");
+    if (node["listen"]) r.attempt([&] { read_listen(r, node["listen"], out); });
+    if (node["path"])
+        r.attempt([&] {
+            out.path = r.string(node["path"], "http.path");
+            if (out.path.empty() || out.path[0] != '/' || out.path.find_first_of("?# ") != std::string::npos)
+                r.fail(node["path"], "http.path must start with '/' and hold no '?', '#' or space");
+        });
+    if (node["allowed_origins"])
+        r.attempt([&] { out.allowed_origins = string_list(r, node["allowed_origins"], "http.allowed_origins"); });
+    if (node["allowed_hosts"])
+        r.attempt([&] { out.allowed_hosts = string_list(r, node["allowed_hosts"], "http.allowed_hosts"); });
     const auto ms = [&](const char* key, std::uint64_t& field, std::uint64_t min) {
-        if (node[key]) field = r.count(node[key], std::string("http.") + key, min, 86400000ull);
+        if (node[key]) r.attempt([&] { field = r.count(node[key], std::string("http.") + key, min, 86400000ull); });
+    };
+    const auto number = [&](const char* key, unsigned& field, std::uint64_t max) {
+        if (node[key])
+            r.attempt([&] { field = static_cast<unsigned>(r.count(node[key], std::string("http.") + key, 1, max)); });
     };
     ms("request_timeout_ms", out.request_timeout_ms, 100);
     ms("idle_timeout_ms", out.idle_timeout_ms, 100);
     ms("keepalive_ms", out.keepalive_ms, 100);
     ms("drain_timeout_ms", out.drain_timeout_ms, 0);
-    if (node["max_connections"])
-        out.max_connections = r.count(node["max_connections"], "http.max_connections", 1, 1u << 20);
-    if (node["max_streams"]) out.max_streams = r.count(node["max_streams"], "http.max_streams", 1, 1u << 20);
-    if (node["max_streams_per_principal"])
-        out.max_streams_per_principal =
-            r.count(node["max_streams_per_principal"], "http.max_streams_per_principal", 1, 1u << 20);
-    if (node["max_legacy_sessions"])
-        out.max_legacy_sessions = r.count(node["max_legacy_sessions"], "http.max_legacy_sessions", 1, 1u << 20);
-    if (node["max_legacy_sessions_per_principal"])
-        out.max_legacy_sessions_per_principal =
-            r.count(node["max_legacy_sessions_per_principal"], "http.max_legacy_sessions_per_principal", 1, 1u << 20);
+    number("max_connections", out.max_connections, 1u << 20);
+    number("max_streams", out.max_streams, 1u << 20);
+    number("max_streams_per_principal", out.max_streams_per_principal, 1u << 20);
+    number("max_legacy_sessions", out.max_legacy_sessions, 1u << 20);
+    number("max_legacy_sessions_per_principal", out.max_legacy_sessions_per_principal, 1u << 20);
     if (node["legacy_session_idle_s"])
-        out.legacy_session_idle_s =
-            r.count(node["legacy_session_idle_s"], "http.legacy_session_idle_s", 1, 86400ull * 30);
-    if (node["threads"]) out.threads = r.count(node["threads"], "http.threads", 1, 64);
-    if (node["public_url"]) out.public_url = read_public_url(r, node["public_url"]);
+        r.attempt([&] {
+            out.legacy_session_idle_s =
+                r.count(node["legacy_session_idle_s"], "http.legacy_session_idle_s", 1, 86400ull * 30);
+        });
+    number("threads", out.threads, 64);
+    if (node["public_url"]) r.attempt([&] { out.public_url = read_public_url(r, node["public_url"]); });
 }
 
 void read_license(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,
@@ -465,51 +588,56 @@ void read_license(const YamlReader& r, const YAML::Node& node, const std::filesy
     r.only_keys(node, {"file", "files", "directory", "free_families", "vendor_keys"}, "license");
     out.configured = true;
     out.where = r.at(node);
-    if (node["file"]) out.file = r.path(node["file"], "license.file");
-    if (node["files"]) {
-        const auto& list = node["files"];
-        if (!list.IsSequence()) r.fail(list, "license.files must be a list of license file paths");
-        for (const auto& item : list) {
-            auto path = r.path(item, "a file in license.files");
-            if (path == out.file || std::find(out.files.begin(), out.files.end(), path) != out.files.end())
-                r.fail(item, "'" + path.string() + "' is named twice in license.file and license.files");
-            out.files.push_back(std::move(path));
-        }
-    }
-    if (node["directory"]) out.directory = r.path(node["directory"], "license.directory");
-    if (out.file.empty() && out.files.empty() && out.directory.empty()) out.file = data_dir / "license.json";
-    if (node["free_families"]) {
-        const auto& list = node["free_families"];
-        if (!list.IsSequence()) r.fail(list, "license.free_families must be a list of family names");
-        for (const auto& item : list) {
-            auto family = r.string(item, "a family in license.free_families");
-            if (!license::valid_license_name(family))
-                r.fail(item, "'" + family +
-                                 "' in license.free_families is not a family name (1 to 64 of letters, digits, '_', "
-                                 "'-' and '.')");
-            if (std::find(out.free_families.begin(), out.free_families.end(), family) != out.free_families.end())
-                r.fail(item, "'" + family + "' is listed twice in license.free_families");
-            out.free_families.push_back(std::move(family));
-        }
-    }
-    if (node["vendor_keys"]) {
-        const auto& keys = node["vendor_keys"];
-        if (keys.IsNull()) return;
-        r.expect_map(keys, "license.vendor_keys");
-        for (const auto& kv : keys) {
-            const auto id = r.key(kv.first, "license.vendor_keys");
-            if (!license::valid_license_name(id))
-                r.fail(kv.first, "'" + id +
-                                     "' is not a key id (1 to 64 of letters, digits, '_', '-' and '.'), as a "
-                                     "license's key_id names it");
-            const auto text = r.string(kv.second, "license.vendor_keys." + id);
-            try {
-                out.vendor_keys.emplace(id, license::VendorKey::parse(text));
-            } catch (const std::invalid_argument& e) {
-                r.fail(kv.second, "license.vendor_keys." + id + " " + e.what());
+    if (node["file"]) r.attempt([&] { out.file = r.path(node["file"], "license.file"); });
+    if (node["files"])
+        r.attempt([&] {
+            const auto& list = node["files"];
+            if (!list.IsSequence()) r.fail(list, "license.files must be a list of license file paths");
+            for (const auto& item : list) {
+                auto path = r.path(item, "a file in license.files");
+                if (path == out.file || std::find(out.files.begin(), out.files.end(), path) != out.files.end())
+                    r.fail(item, "'" + path.string() + "' is named twice in license.file and license.files");
+                out.files.push_back(std::move(path));
             }
-        }
-    }
+        });
+    if (node["directory"]) r.attempt([&] { out.directory = r.path(node["directory"], "license.directory"); });
+    if (out.file.empty() && out.files.empty() && out.directory.empty()) out.file = data_dir / "license.json";
+    if (node["free_families"])
+        r.attempt([&] {
+            const auto& list = node["free_families"];
+            if (!list.IsSequence()) r.fail(list, "license.free_families must be a list of family names");
+            for (const auto& item : list) {
+                auto family = r.string(item, "a family in license.free_families");
+                if (!license::valid_license_name(family))
+                    r.fail(item,
+                           "'" + family +
+                               "' in license.free_families is not a family name (1 to 64 of letters, digits, '_', "
+                               "'-' and '.')");
+                if (std::find(out.free_families.begin(), out.free_families.end(), family) != out.free_families.end())
+                    r.fail(item, "'" + family + "' is listed twice in license.free_families");
+                out.free_families.push_back(std::move(family));
+            }
+        });
+    if (node["vendor_keys"])
+        r.attempt([&] {
+            const auto& keys = node["vendor_keys"];
+            if (keys.IsNull()) return;
+            r.expect_map(keys, "license.vendor_keys");
+            for (const auto& kv : keys)
+                r.attempt([&] {
+                    const auto id = r.key(kv.first, "license.vendor_keys");
+                    if (!license::valid_license_name(id))
+                        r.fail(kv.first, "'" + id +
+                                             "' is not a key id (1 to 64 of letters, digits, '_', '-' and '.'), as a "
+                                             "license's key_id names it");
+                    const auto text = r.string(kv.second, "license.vendor_keys." + id);
+                    try {
+                        out.vendor_keys.emplace(id, license::VendorKey::parse(text));
+                    } catch (const std::invalid_argument& e) {
+                        r.fail(kv.second, "license.vendor_keys." + id + " " + e.what());
+                    }
+                });
+        });
 }
 
 bool is_http_url(const std::string& text) {
@@ -533,52 +661,61 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
                 "auth");
     out.configured = true;
     out.where = r.at(node);
+    // What one mode needs is judged only when everything else read well.
+    const std::size_t problems_before = r.problem_count();
     if (!node["mode"]) r.fail(node, "auth.mode is required (none, jwt, introspection or api_keys)");
     out.mode = r.string(node["mode"], "auth.mode");
     if (out.mode != "none" && out.mode != "jwt" && out.mode != "introspection" && out.mode != "api_keys")
         r.fail(node["mode"], "auth.mode must be one of none, jwt, introspection, api_keys, not '" + out.mode + "'");
-    if (node["resource"]) out.resource = url_in(r, node["resource"], "auth.resource");
+    if (node["resource"]) r.attempt([&] { out.resource = url_in(r, node["resource"], "auth.resource"); });
     const auto urls = [&](const char* key, std::vector<std::string>& field) {
         if (!node[key]) return;
         const auto& list = node[key];
-        if (!list.IsSequence()) r.fail(list, std::string("auth.") + key + " must be a list of URLs");
+        if (!list.IsSequence()) {
+            r.note(list, std::string("auth.") + key + " must be a list of URLs");
+            return;
+        }
         for (const auto& item : list)
-            field.push_back(url_in(r, item, std::string("an entry of auth.") + key));
+            r.attempt([&] { field.push_back(url_in(r, item, std::string("an entry of auth.") + key)); });
     };
+    bool issuers_read = true;
     if (node["issuers"]) {
         const auto& list = node["issuers"];
         if (!list.IsSequence())
             r.fail(list, "auth.issuers must be a list of URLs (or of {issuer: URL, jwks_uri: URL})");
-        for (const auto& item : list) {
-            std::string issuer;
-            if (item.IsMap()) {
-                r.only_keys(item, {"issuer", "jwks_uri"}, "an entry of auth.issuers");
-                if (!item["issuer"])
-                    r.fail(item, "an entry of auth.issuers needs issuer: the authorization server's URL");
-                issuer = url_in(r, item["issuer"], "auth.issuers[].issuer");
-                if (item["jwks_uri"])
-                    out.issuer_jwks_uris[issuer] = url_in(r, item["jwks_uri"], "auth.issuers[].jwks_uri");
-            } else {
-                issuer = url_in(r, item, "an entry of auth.issuers");
-            }
-            if (std::find(out.issuers.begin(), out.issuers.end(), issuer) != out.issuers.end())
-                r.fail(item, "the issuer " + issuer + " is listed twice in auth.issuers");
-            out.issuers.push_back(std::move(issuer));
-        }
+        for (const auto& item : list)
+            issuers_read &= r.attempt([&] {
+                std::string issuer;
+                if (item.IsMap()) {
+                    r.only_keys(item, {"issuer", "jwks_uri"}, "an entry of auth.issuers");
+                    if (!item["issuer"])
+                        r.fail(item, "an entry of auth.issuers needs issuer: the authorization server's URL");
+                    issuer = url_in(r, item["issuer"], "auth.issuers[].issuer");
+                    if (item["jwks_uri"])
+                        out.issuer_jwks_uris[issuer] = url_in(r, item["jwks_uri"], "auth.issuers[].jwks_uri");
+                } else {
+                    issuer = url_in(r, item, "an entry of auth.issuers");
+                }
+                if (std::find(out.issuers.begin(), out.issuers.end(), issuer) != out.issuers.end())
+                    r.fail(item, "the issuer " + issuer + " is listed twice in auth.issuers");
+                out.issuers.push_back(std::move(issuer));
+            });
     }
     urls("audiences", out.audiences);
-    if (node["jwks_uri"]) {
-        // One key source for several issuers would let each mint tokens in
-        // the others' names, reaching their subjects.
-        if (out.issuers.size() != 1)
-            r.fail(node["jwks_uri"], "auth.jwks_uri names the keys of one issuer, and auth.issuers lists " +
-                                         std::to_string(out.issuers.size()) +
-                                         ": give each issuer its own, as {issuer: URL, jwks_uri: URL}");
-        if (out.issuer_jwks_uris.count(out.issuers.front()))
-            r.fail(node["jwks_uri"], "auth.jwks_uri and the issuer's own jwks_uri both name its keys; keep one");
-        out.issuer_jwks_uris[out.issuers.front()] = url_in(r, node["jwks_uri"], "auth.jwks_uri");
-    }
-    {
+    // A key source is judged against the issuers only when they read well.
+    if (node["jwks_uri"] && issuers_read)
+        r.attempt([&] {
+            // One key source for several issuers would let each mint tokens in
+            // the others' names, reaching their subjects.
+            if (out.issuers.size() != 1)
+                r.fail(node["jwks_uri"], "auth.jwks_uri names the keys of one issuer, and auth.issuers lists " +
+                                             std::to_string(out.issuers.size()) +
+                                             ": give each issuer its own, as {issuer: URL, jwks_uri: URL}");
+            if (out.issuer_jwks_uris.count(out.issuers.front()))
+                r.fail(node["jwks_uri"], "auth.jwks_uri and the issuer's own jwks_uri both name its keys; keep one");
+            out.issuer_jwks_uris[out.issuers.front()] = url_in(r, node["jwks_uri"], "auth.jwks_uri");
+        });
+    r.attempt([&] {
         std::map<std::string, std::string> issuer_of_source;
         for (const auto& [issuer, uri] : out.issuer_jwks_uris) {
             const auto [it, fresh] = issuer_of_source.emplace(uri, issuer);
@@ -588,56 +725,62 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
                                             ": each could then sign tokens in the other's name; give each issuer "
                                             "its own key source");
         }
-    }
+    });
     if (node["scopes_supported"])
-        out.scopes_supported = string_list(r, node["scopes_supported"], "auth.scopes_supported");
-    if (node["clock_skew_s"]) out.clock_skew_s = r.count(node["clock_skew_s"], "auth.clock_skew_s", 0, 600);
-    if (node["fetch_timeout_ms"])
-        out.fetch_timeout_ms = r.count(node["fetch_timeout_ms"], "auth.fetch_timeout_ms", 100, 60000);
-    if (node["jwks_refresh_interval_s"])
-        out.jwks_refresh_interval_s =
-            r.count(node["jwks_refresh_interval_s"], "auth.jwks_refresh_interval_s", 10, 86400);
-    if (node["jwks_min_refresh_s"])
-        out.jwks_min_refresh_s = r.count(node["jwks_min_refresh_s"], "auth.jwks_min_refresh_s", 0, 3600);
+        r.attempt([&] { out.scopes_supported = string_list(r, node["scopes_supported"], "auth.scopes_supported"); });
+    const auto number = [&](const char* key, std::uint64_t& field, std::uint64_t min, std::uint64_t max) {
+        if (node[key]) r.attempt([&] { field = r.count(node[key], std::string("auth.") + key, min, max); });
+    };
+    number("clock_skew_s", out.clock_skew_s, 0, 600);
+    number("fetch_timeout_ms", out.fetch_timeout_ms, 100, 60000);
+    number("jwks_refresh_interval_s", out.jwks_refresh_interval_s, 10, 86400);
+    number("jwks_min_refresh_s", out.jwks_min_refresh_s, 0, 3600);
     if (node["introspection_endpoint"])
-        out.introspection_endpoint = url_in(r, node["introspection_endpoint"], "auth.introspection_endpoint");
-    if (node["client_id"]) out.client_id = r.string(node["client_id"], "auth.client_id");
-    if (node["client_secret"]) out.client_secret = r.string(node["client_secret"], "auth.client_secret");
-    if (node["introspection_cache_s"])
-        out.introspection_cache_s = r.count(node["introspection_cache_s"], "auth.introspection_cache_s", 0, 3600);
-    if (node["introspection_refused_cache_s"])
-        out.introspection_refused_cache_s =
-            r.count(node["introspection_refused_cache_s"], "auth.introspection_refused_cache_s", 0, 3600);
+        r.attempt([&] {
+            out.introspection_endpoint = url_in(r, node["introspection_endpoint"], "auth.introspection_endpoint");
+        });
+    if (node["client_id"]) r.attempt([&] { out.client_id = r.string(node["client_id"], "auth.client_id"); });
+    if (node["client_secret"])
+        r.attempt([&] { out.client_secret = r.string(node["client_secret"], "auth.client_secret"); });
+    number("introspection_cache_s", out.introspection_cache_s, 0, 3600);
+    number("introspection_refused_cache_s", out.introspection_refused_cache_s, 0, 3600);
     if (node["introspection_calls_per_address_per_minute"])
-        out.introspection_calls_per_address_per_minute =
-            static_cast<unsigned>(r.count(node["introspection_calls_per_address_per_minute"],
-                                          "auth.introspection_calls_per_address_per_minute", 1, 100000));
-    if (node["api_keys"]) {
-        const auto& list = node["api_keys"];
-        if (!list.IsSequence()) r.fail(list, "auth.api_keys must be a list of {sha256, subject, client_id, scopes}");
-        for (const auto& item : list) {
-            r.expect_map(item, "an entry of auth.api_keys");
-            r.only_keys(item, {"sha256", "subject", "client_id", "scopes"}, "an entry of auth.api_keys");
-            ApiKeyEntry key;
-            key.where = r.at(item);
-            if (!item["sha256"] || !item["subject"])
-                r.fail(item, "an entry of auth.api_keys needs sha256 (the key's SHA-256 in hex) and subject");
-            key.sha256_hex = r.string(item["sha256"], "auth.api_keys[].sha256");
-            std::transform(key.sha256_hex.begin(), key.sha256_hex.end(), key.sha256_hex.begin(),
-                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-            if (key.sha256_hex.size() != 64 ||
-                key.sha256_hex.find_first_not_of("0123456789abcdef") != std::string::npos)
-                r.fail(item["sha256"], "auth.api_keys[].sha256 must be 64 hex digits (printf %s KEY | sha256sum)");
-            key.subject = r.string(item["subject"], "auth.api_keys[].subject");
-            if (key.subject.empty()) r.fail(item["subject"], "auth.api_keys[].subject must not be empty");
-            if (item["client_id"]) key.client_id = r.string(item["client_id"], "auth.api_keys[].client_id");
-            if (item["scopes"]) key.scopes = string_list(r, item["scopes"], "auth.api_keys[].scopes");
-            for (const auto& other : out.api_keys)
-                if (other.sha256_hex == key.sha256_hex)
-                    r.fail(item["sha256"], "this API key is listed twice in auth.api_keys");
-            out.api_keys.push_back(std::move(key));
-        }
-    }
+        r.attempt([&] {
+            out.introspection_calls_per_address_per_minute =
+                static_cast<unsigned>(r.count(node["introspection_calls_per_address_per_minute"],
+                                              "auth.introspection_calls_per_address_per_minute", 1, 100000));
+        });
+    if (node["api_keys"])
+        r.attempt([&] {
+            const auto& list = node["api_keys"];
+            if (!list.IsSequence())
+                r.fail(list, "auth.api_keys must be a list of {sha256, subject, client_id, scopes}");
+            for (const auto& item : list)
+                r.attempt([&] {
+                    r.expect_map(item, "an entry of auth.api_keys");
+                    r.only_keys(item, {"sha256", "subject", "client_id", "scopes"}, "an entry of auth.api_keys");
+                    ApiKeyEntry key;
+                    key.where = r.at(item);
+                    if (!item["sha256"] || !item["subject"])
+                        r.fail(item, "an entry of auth.api_keys needs sha256 (the key's SHA-256 in hex) and subject");
+                    key.sha256_hex = r.string(item["sha256"], "auth.api_keys[].sha256");
+                    std::transform(key.sha256_hex.begin(), key.sha256_hex.end(), key.sha256_hex.begin(),
+                                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+                    if (key.sha256_hex.size() != 64 ||
+                        key.sha256_hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+                        r.fail(item["sha256"],
+                               "auth.api_keys[].sha256 must be 64 hex digits (printf %s KEY | sha256sum)");
+                    key.subject = r.string(item["subject"], "auth.api_keys[].subject");
+                    if (key.subject.empty()) r.fail(item["subject"], "auth.api_keys[].subject must not be empty");
+                    if (item["client_id"]) key.client_id = r.string(item["client_id"], "auth.api_keys[].client_id");
+                    if (item["scopes"]) key.scopes = string_list(r, item["scopes"], "auth.api_keys[].scopes");
+                    for (const auto& other : out.api_keys)
+                        if (other.sha256_hex == key.sha256_hex)
+                            r.fail(item["sha256"], "this API key is listed twice in auth.api_keys");
+                    out.api_keys.push_back(std::move(key));
+                });
+        });
+    if (r.problem_count() != problems_before) return;
     if (out.mode == "jwt" && out.issuers.empty())
         r.fail(node, "auth.mode jwt needs auth.issuers: the authorization servers whose tokens are accepted");
     if (out.mode == "introspection" && (out.introspection_endpoint.empty() || out.client_id.empty()))
@@ -658,56 +801,69 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
                 {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
                  "rate_limits", "transports", "http", "session", "license", "input_requests", "auth"},
                 "the configuration");
-    if (root["server"]) read_server(r, root["server"], cfg.server);
-    if (root["strict"]) cfg.strict = r.boolean(root["strict"], "strict");
-    if (root["gate"]) cfg.gate = r.boolean(root["gate"], "gate");
-    if (root["log_level"]) {
-        cfg.log_level = r.string(root["log_level"], "log_level");
+    // Each section alone: a mistake in one does not hide those in the next.
+    const auto section = [&](const char* key, auto&& read) {
+        if (root[key]) r.attempt([&] { read(root[key]); });
+    };
+    section("server", [&](const YAML::Node& n) { read_server(r, n, cfg.server); });
+    section("strict", [&](const YAML::Node& n) { cfg.strict = r.boolean(n, "strict"); });
+    section("gate", [&](const YAML::Node& n) { cfg.gate = r.boolean(n, "gate"); });
+    section("log_level", [&](const YAML::Node& n) {
+        cfg.log_level = r.string(n, "log_level");
         if (!kLogLevels.count(cfg.log_level))
-            r.fail(root["log_level"], "log_level must be one of trace, debug, info, warn, error, critical, off");
-    }
-    if (root["plugin_dir"]) cfg.plugin_dir = r.path(root["plugin_dir"], "plugin_dir");
-    if (root["data_dir"]) cfg.data_dir = r.path(root["data_dir"], "data_dir");
-    if (root["plugins"]) read_plugins(r, root["plugins"], cfg.plugins);
-    if (root["domains"]) read_domains(r, root["domains"], cfg.domains);
-    if (root["limits"]) read_limits(r, root["limits"], cfg.limits);
-    if (root["rate_limits"]) read_rate_limits(r, root["rate_limits"], cfg.rate_limits);
-    if (root["session"]) read_session(r, root["session"], cfg.data_dir, cfg.session);
-    if (root["license"]) read_license(r, root["license"], cfg.data_dir, cfg.license);
-    if (root["input_requests"]) read_input_requests(r, root["input_requests"], cfg.input_requests);
-    if (root["transports"]) {
-        const auto& t = root["transports"];
+            r.fail(n, "log_level must be one of trace, debug, info, warn, error, critical, off");
+    });
+    section("plugin_dir", [&](const YAML::Node& n) { cfg.plugin_dir = r.path(n, "plugin_dir"); });
+    section("data_dir", [&](const YAML::Node& n) { cfg.data_dir = r.path(n, "data_dir"); });
+    section("plugins", [&](const YAML::Node& n) { read_plugins(r, n, cfg.plugins); });
+    section("domains", [&](const YAML::Node& n) { read_domains(r, n, cfg.domains); });
+    section("limits", [&](const YAML::Node& n) { read_limits(r, n, cfg.limits); });
+    section("rate_limits", [&](const YAML::Node& n) { read_rate_limits(r, n, cfg.rate_limits); });
+    section("session", [&](const YAML::Node& n) { read_session(r, n, cfg.data_dir, cfg.session); });
+    section("license", [&](const YAML::Node& n) { read_license(r, n, cfg.data_dir, cfg.license); });
+    section("input_requests", [&](const YAML::Node& n) { read_input_requests(r, n, cfg.input_requests); });
+    section("transports", [&](const YAML::Node& t) {
         if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio, http)");
         cfg.transports.clear();
-        for (const auto& item : t) {
-            auto name = r.string(item, "a transport");
-            if (name != "stdio" && name != "http")
-                r.fail(item, "unknown transport '" + name + "' (allowed: stdio, http)");
-            if (std::find(cfg.transports.begin(), cfg.transports.end(), name) != cfg.transports.end())
-                r.fail(item, "transport '" + name + "' is listed twice");
-            cfg.transports.push_back(name);
-        }
-        if (cfg.transports.empty()) r.fail(t, "transports must name at least one of stdio, http");
-    }
-    if (root["http"]) read_http(r, root["http"], cfg.http);
-    if (root["auth"]) read_auth(r, root["auth"], cfg.auth);
+        for (const auto& item : t)
+            r.attempt([&] {
+                auto name = r.string(item, "a transport");
+                if (name != "stdio" && name != "http")
+                    r.fail(item, "unknown transport '" + name + "' (allowed: stdio, http)");
+                if (std::find(cfg.transports.begin(), cfg.transports.end(), name) != cfg.transports.end())
+                    r.fail(item, "transport '" + name + "' is listed twice");
+                cfg.transports.push_back(name);
+            });
+        if (t.size() == 0) r.fail(t, "transports must name at least one of stdio, http");
+    });
+    section("http", [&](const YAML::Node& n) { read_http(r, n, cfg.http); });
+    section("auth", [&](const YAML::Node& n) { read_auth(r, n, cfg.auth); });
     return cfg;
 }
 
-Config parse(std::string_view yaml, const std::string& source, const std::filesystem::path& base_dir) {
+ConfigReading parse(std::string_view yaml, const std::string& source, const std::filesystem::path& base_dir) {
+    ConfigReading reading;
     YamlReader reader(source, base_dir);
     YAML::Node root;
     try {
         root = YAML::Load(std::string(yaml));
     } catch (const YAML::ParserException& e) {
-        throw ConfigError({source, e.mark.line + 1, e.mark.column + 1}, e.msg);
+        reading.problems.push_back({{source, e.mark.line + 1, e.mark.column + 1}, e.msg});
+        return reading;
     }
-    try {
-        return read_root(reader, root);
-    } catch (const YAML::Exception& e) {
-        throw ConfigError({source, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1},
-                          e.msg);
-    }
+    reading.parsed = true;
+    reader.attempt([&] { reading.config = read_root(reader, root); });
+    reading.problems = reader.take_problems();
+    std::stable_sort(reading.problems.begin(), reading.problems.end(),
+                     [](const ConfigProblem& a, const ConfigProblem& b) {
+                         return std::pair(a.where.line, a.where.column) < std::pair(b.where.line, b.where.column);
+                     });
+    return reading;
+}
+
+Config loaded(ConfigReading reading) {
+    if (!reading.problems.empty()) throw ConfigError(std::move(reading.problems));
+    return std::move(reading.config);
 }
 
 } // namespace
@@ -734,17 +890,25 @@ std::filesystem::path default_data_dir() {
     return std::filesystem::temp_directory_path() / "gatehouse";
 }
 
-Config load_config_file(const std::filesystem::path& file) {
+ConfigReading read_config_file(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw ConfigError({file.string(), 0, 0}, "cannot read the config file");
+    if (!in) {
+        ConfigReading unreadable;
+        unreadable.problems.push_back({{file.string(), 0, 0}, "cannot read the config file"});
+        return unreadable;
+    }
     std::stringstream text;
     text << in.rdbuf();
     auto absolute = std::filesystem::absolute(file);
     return parse(text.str(), file.string(), absolute.parent_path());
 }
 
+Config load_config_file(const std::filesystem::path& file) {
+    return loaded(read_config_file(file));
+}
+
 Config load_config_text(std::string_view yaml, const std::string& source_name, const std::filesystem::path& base_dir) {
-    return parse(yaml, source_name, base_dir);
+    return loaded(parse(yaml, source_name, base_dir));
 }
 
 } // namespace gatehouse::config

@@ -9,8 +9,18 @@
 namespace gatehouse::config {
 
 // Reads and checks a YAML config file. Throws ConfigError naming
-// file:line:column for anything unreadable, unknown or ill-typed.
+// file:line:column of every mistake: anything unreadable, unknown or ill-typed.
 Config load_config_file(const std::filesystem::path& file);
+
+// What a config file holds and every mistake in it, without throwing (for
+// check-config). `config` holds what was read well; it is empty when the file
+// could not be read or parsed as YAML at all (`parsed` false).
+struct ConfigReading {
+    Config config;
+    std::vector<ConfigProblem> problems; // in the order of the file
+    bool parsed = false;
+};
+ConfigReading read_config_file(const std::filesystem::path& file);
 
 // Reads YAML text that has no file of its own (the embedded default).
 // Relative paths resolve against base_dir.

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
 using gatehouse::config::ConfigError;
 using gatehouse::config::load_config_file;
 using gatehouse::test::TempDir;
@@ -155,6 +157,22 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
         {"domains:\n  echo:\n    settings: [1]\n", ":3:15: ", "domains.echo.settings must be a mapping"},
         {"domains:\n  echo:\n    prefix: \"a b\"\n", ":3:13: ", "prefix may hold only"},
         {"domains:\n  echo:\n    exposure: hidden\n", ":3:15: ", "domains.echo.exposure must be listed or on_demand"},
+        {"domains:\n  echo:\n    tools: [echo]\n", ":3:12: ", "domains.echo.tools must be a mapping"},
+        {"domains:\n  echo:\n    tools:\n      echo: {rule: x}\n", ":4:14: ",
+         "unknown key 'rule' in domains.echo.tools.echo (allowed: exposure, gated, required_scopes, risk, rules)"},
+        {"domains:\n  echo:\n    tools:\n      echo: {risk: huge}\n",
+         ":4:20: ", "domains.echo.tools.echo.risk must be one of read, write, money, destructive, not 'huge'"},
+        {"domains:\n  echo:\n    tools:\n      echo: {gated: maybe}\n",
+         ":4:21: ", "domains.echo.tools.echo.gated must be true or false"},
+        {"domains:\n  echo:\n    tools:\n      echo: {exposure: hidden}\n",
+         ":4:24: ", "domains.echo.tools.echo.exposure must be listed or on_demand"},
+        {"domains:\n  echo:\n    tools:\n      echo: {required_scopes: a}\n",
+         ":4:31: ", "domains.echo.tools.echo.required_scopes must be a list of scopes"},
+        {"domains:\n  echo:\n    tools:\n      echo: {required_scopes: [a, '']}\n",
+         ":4:35: ", "a scope in domains.echo.tools.echo.required_scopes must not be empty"},
+        {"domains:\n  echo:\n    tools:\n      echo: {rules: ''}\n",
+         ":4:21: ", "domains.echo.tools.echo.rules must not be empty"},
+        {"domains:\n  echo:\n    tools:\n      echo: 5\n", ":4:13: ", "domains.echo.tools.echo must be a mapping"},
         {"log_level: loud\n", ":1:12: ", "log_level must be one of trace, debug, info"},
         {"limits:\n  workers: 0\n", ":2:12: ", "limits.workers must be between 1 and 1024"},
         {"input_requests:\n  state_keys: [c2hvcnQ=]\n", ":2:16: ", "must be base64 of exactly 32 random bytes"},
@@ -180,6 +198,103 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
         CHECK_THAT(error, Catch::StartsWith(file + c.where));
         CHECK_THAT(error, Catch::Contains(c.words));
     }
+}
+
+TEST_CASE("every mistake of a file is reported at once, in the order of the file", "[config]") {
+    TempDir dir;
+    const auto file = dir.write("many.yaml", "strict: maybe\n"            // 1:9
+                                             "limits:\n"                  //
+                                             "  workers: 0\n"             // 3:12
+                                             "  page_size: ten\n"         // 4:14, beside the one above
+                                             "plugins:\n"                 //
+                                             "  - [a]\n"                  // 6:5
+                                             "  - b.so\n"                 //   (read well)
+                                             "domains:\n"                 //
+                                             "  echo:\n"                  //
+                                             "    prefx: e_\n"            // 10:5
+                                             "    tools:\n"               //
+                                             "      echo: {risk: huge}\n" // 12:20
+                                             "      other: {gated: 2}\n"  // 13:22
+                                             "session:\n"                 //
+                                             "  backend: redis\n"         // 15:12
+                                             "  pinned: {store: s}\n"     // 16:11
+                                             "transports: [smtp]\n");     // 17:14
+    try {
+        load_config_file(file);
+        FAIL("no error raised");
+    } catch (const ConfigError& e) {
+        std::vector<std::pair<int, int>> places;
+        for (const auto& p : e.problems())
+            places.emplace_back(p.where.line, p.where.column);
+        CHECK(places ==
+              std::vector<std::pair<int, int>>{
+                  {1, 9}, {3, 12}, {4, 14}, {6, 5}, {10, 5}, {12, 20}, {13, 22}, {15, 12}, {16, 11}, {17, 14}});
+        // One line each in what(), every one naming its place.
+        std::vector<std::string> lines;
+        std::istringstream text(e.what());
+        for (std::string line; std::getline(text, line);)
+            lines.push_back(line);
+        REQUIRE(lines.size() == e.problems().size());
+        for (std::size_t i = 0; i < lines.size(); ++i)
+            CHECK_THAT(lines[i], Catch::StartsWith(file.string() + ":" + std::to_string(places[i].first) + ":" +
+                                                   std::to_string(places[i].second) + ": "));
+        CHECK_THAT(lines[3], Catch::Contains("a plugin path must be a string"));
+        CHECK_THAT(lines[8], Catch::Contains("session.pinned needs both store and user"));
+        CHECK(e.where().line == 1);
+    }
+}
+
+TEST_CASE("check-config's reading keeps what read well beside every mistake", "[config]") {
+    TempDir dir;
+    const auto reading = gatehouse::config::read_config_file(
+        dir.write("partial.yaml", "plugins: [a.so, [b], c.so]\nlimits: {workers: none}\n"));
+    CHECK(reading.parsed);
+    REQUIRE(reading.problems.size() == 2);
+    REQUIRE(reading.config.plugins.size() == 2);
+    CHECK(reading.config.plugins[0].as_written == "a.so");
+    CHECK(reading.config.plugins[1].as_written == "c.so");
+
+    const auto broken = gatehouse::config::read_config_file(dir.write("broken.yaml", "server: {name: x\n"));
+    CHECK_FALSE(broken.parsed);
+    REQUIRE(broken.problems.size() == 1);
+    CHECK(broken.problems[0].where.line == 2);
+}
+
+TEST_CASE("tool settings are read per family and tool, as the family names its tools", "[config]") {
+    TempDir dir;
+    const auto cfg = load_config_file(dir.write("tools.yaml", R"(
+domains:
+  ledger:
+    prefix: l_
+    tools:
+      ledger_refund:
+        rules: Ask the person twice.
+        risk: destructive
+        required_scopes: [books, refunds.big]
+        gated: true
+        exposure: on_demand
+      ledger_close:
+        gated: false
+        required_scopes: []
+        exposure: listed
+)"));
+    const auto& tools = cfg.domains.at("ledger").tools;
+    REQUIRE(tools.size() == 2);
+    const auto& refund = tools.at("ledger_refund");
+    CHECK(refund.rules == std::optional<std::string>("Ask the person twice."));
+    CHECK(refund.risk == std::optional<std::string>("destructive"));
+    CHECK(refund.required_scopes ==
+          std::optional<std::vector<std::string>>(std::vector<std::string>{"books", "refunds.big"}));
+    CHECK(refund.gated == std::optional<bool>(true));
+    CHECK(refund.on_demand == std::optional<bool>(true));
+    CHECK(refund.where.line == 6);
+    CHECK(refund.where.column == 7);
+    const auto& close = tools.at("ledger_close");
+    CHECK_FALSE(close.rules);
+    CHECK_FALSE(close.risk);
+    CHECK(close.required_scopes == std::optional<std::vector<std::string>>(std::vector<std::string>{}));
+    CHECK(close.gated == std::optional<bool>(false));
+    CHECK(close.on_demand == std::optional<bool>(false));
 }
 
 TEST_CASE("ConfigError carries the location as data", "[config]") {
