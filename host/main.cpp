@@ -20,6 +20,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -130,11 +131,20 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
     return a;
 }
 
-std::set<std::string> on_demand_families(const config::Config& cfg) {
-    std::set<std::string> out;
-    for (const auto& [family, domain] : cfg.domains)
-        if (domain.on_demand) out.insert(family);
-    return out;
+// What the YAML says tools/list shows: each domain's exposure, and a tool's
+// own (domains.<family>.tools.<tool>.exposure) over its family's.
+void apply_exposure(protocol::McpServer& server, const plugins::ToolRegistry& registry, const config::Config& cfg) {
+    std::set<std::string> families;
+    std::map<std::string, bool> tools;
+    for (const auto& [family, domain] : cfg.domains) {
+        if (domain.on_demand) families.insert(family);
+        for (const auto& [name, change] : domain.tools) {
+            if (!change.on_demand) continue;
+            for (const plugins::Tool* tool : registry.ordered())
+                if (tool->family == family && tool->plugin_name == name) tools[tool->name] = *change.on_demand;
+        }
+    }
+    server.apply_exposure(families, tools);
 }
 
 int serve(const Arguments& args) {
@@ -142,10 +152,11 @@ int serve(const Arguments& args) {
     // thread inherits the blocked stop and reload signals, and one thread
     // waits for them.
     // SIGHUP re-reads the YAML; what it changes at run time is each
-    // domain's exposure (tools/list), announced to every listener.
+    // domain's and tool's exposure (tools/list), announced to every listener.
     std::atomic<protocol::McpServer*> reloadable{nullptr};
-    transport::StopSignal stop([&reloadable, &args] {
-        if (auto* server = reloadable.load()) server->apply_exposure(on_demand_families(cli::load_config(args.config)));
+    std::unique_ptr<plugins::ToolRegistry> registry;
+    transport::StopSignal stop([&reloadable, &registry, &args] {
+        if (auto* server = reloadable.load()) apply_exposure(*server, *registry, cli::load_config(args.config));
     });
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(cfg.log_level);
@@ -174,7 +185,6 @@ int serve(const Arguments& args) {
         opening_backend = std::async(
             std::launch::async, [path = cfg.session.state_file.string()] { return state::make_sqlite_backend(path); });
     plugins::LoadReport report;
-    std::unique_ptr<plugins::ToolRegistry> registry;
     {
         cli::StdoutDiversion plugins_print_to_stderr;
         registry = cli::load_plugins(cfg, report);
@@ -240,7 +250,7 @@ int serve(const Arguments& args) {
     const auto page_form_tokens = state_sealer;
     protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits, cfg.input_requests,
                                std::move(state_sealer));
-    server.apply_exposure(on_demand_families(cfg));
+    apply_exposure(server, *registry, cfg);
     reloadable = &server;
     struct StopReloading {
         std::atomic<protocol::McpServer*>& server;

@@ -44,7 +44,7 @@ std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, p
     for (const auto& d : report.disabled)
         spdlog::info("family '{}' from {} is disabled by domains.{}.enabled", d.family, d.path, d.family);
     for (const auto& failure : report.failures)
-        spdlog::error("plugin {} not loaded: {} (listed at {})", failure.path, failure.reason, failure.where.str());
+        spdlog::error("{}: plugin {} not loaded: {}", failure.where.str(), failure.path, failure.reason);
     for (const auto& [family, domain] : cfg.domains) {
         bool present = false;
         for (const auto& f : registry->families())

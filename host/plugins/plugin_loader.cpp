@@ -1,8 +1,9 @@
 #include "plugins/plugin_loader.hpp"
 
-#include "gate/refusal.hpp"
 #include "plugins/abi_struct.hpp"
 #include "plugins/host_api.hpp"
+#include "plugins/tool_listing.hpp"
+#include "plugins/tool_overrides.hpp"
 
 #include <boost/dll/shared_library.hpp>
 #include <spdlog/spdlog.h>
@@ -100,16 +101,6 @@ void default_annotations(nlohmann::json& annotations, Risk risk) {
         annotations["destructiveHint"] = risk == Risk::destructive;
 }
 
-// A gated tool carries the session handle as an ordinary argument; the host
-// checks and strips it, so only the published schema shows it.
-void publish_session_argument(nlohmann::json& input_schema) {
-    input_schema["properties"]["session"] = {{"type", "string"},
-                                             {"description", "The session handle session_connect returned."}};
-    auto& required = input_schema["required"];
-    if (!required.is_array()) required = nlohmann::json::array();
-    required.push_back("session");
-}
-
 std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, const std::string& prefix,
                                 bool sessions = false) {
     std::string why;
@@ -166,19 +157,7 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
         if (!tool->annotations.is_object()) throw Refused("annotations of tool '" + n + "' must be a JSON object");
     }
     default_annotations(tool->annotations, tool->risk);
-
-    auto& l = tool->listing;
-    l["name"] = tool->name;
-    if (!tool->title.empty()) l["title"] = tool->title;
-    if (!tool->description.empty()) l["description"] = tool->description;
-    l["inputSchema"] = tool->input_schema->document();
-    if (sessions && !tool->gate_exempt) publish_session_argument(l["inputSchema"]);
-    if (tool->output_schema) l["outputSchema"] = gate::published_output_schema(tool->output_schema->document());
-    l["annotations"] = tool->annotations;
-    l["_meta"] = {{"dev.gatehouse/risk", risk_name(tool->risk)},
-                  {"dev.gatehouse/requiredScopes", tool->required_scopes}};
-    if (!tool->scope.empty()) l["_meta"]["dev.gatehouse/scope"] = tool->scope;
-    if (!tool->rules.empty()) l["_meta"]["dev.gatehouse/hasRules"] = true;
+    publish_listing(*tool, sessions);
     return tool;
 }
 
@@ -396,11 +375,6 @@ struct Candidate {
     nlohmann::json settings;
 };
 
-std::filesystem::path resolve(const config::PluginEntry& entry, const config::Config& cfg) {
-    if (entry.path.has_parent_path() || entry.path.is_absolute()) return entry.path;
-    return cfg.plugin_dir / entry.path;
-}
-
 // ABI 1.2: the family's resources, resource templates and prompts, each
 // checked and unique within the family (across families, load() checks).
 void read_offer(const gh_plugin_desc& desc, Candidate& c) {
@@ -503,12 +477,18 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
         tool->family = family;
         c.tools.push_back(std::move(tool));
     }
+    if (domain != cfg.domains.end()) apply_tool_overrides(domain->second, family, c.tools, cfg.session.configured);
     read_offer(*desc, c);
     c.plugin = std::make_unique<LoadedPlugin>(std::move(library), path, *desc);
     return c;
 }
 
 } // namespace
+
+std::filesystem::path resolve_plugin_path(const config::PluginEntry& entry, const config::Config& cfg) {
+    if (entry.path.has_parent_path() || entry.path.is_absolute()) return entry.path;
+    return cfg.plugin_dir / entry.path;
+}
 
 std::unique_ptr<Tool> read_tool_descriptor(const gh_tool_desc* raw, std::size_t index, const std::string& prefix,
                                            bool sessions) {
@@ -538,7 +518,7 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
     std::set<std::filesystem::path> opened;
 
     for (const auto& entry : cfg.plugins) {
-        const auto path = resolve(entry, cfg);
+        const auto path = resolve_plugin_path(entry, cfg);
         try {
             // The same library opened twice is one dlopen handle with one
             // static descriptor; say what happened instead of a family clash.
@@ -604,6 +584,11 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
             registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix, std::move(c.offer));
         } catch (const Refused& e) {
             report.failures.push_back({path.string(), e.what(), entry.where});
+        } catch (const config::ConfigError& e) {
+            // The family's own config is at fault (a tool override naming no
+            // tool of it): the report points there.
+            for (const auto& problem : e.problems())
+                report.failures.push_back({path.string(), problem.message, problem.where});
         } catch (const std::exception& e) {
             report.failures.push_back({path.string(), std::string("unexpected error: ") + e.what(), entry.where});
         }

@@ -35,6 +35,10 @@ public:
     static std::unique_ptr<ToolRegistry> load(const config::Config& config, LoadReport& report);
 };
 
+// Where the loader looks for a plugins entry's file: a bare file name in
+// plugin_dir, anything else as written (already resolved against the config).
+std::filesystem::path resolve_plugin_path(const config::PluginEntry& entry, const config::Config& config);
+
 // Reads one tool descriptor through read_abi_struct and checks everything in
 // it that needs no loaded library: name, flags, risk, the JSON fields and the
 // schemas (compiled). `raw` must span its own struct_size bytes, and its gh_str

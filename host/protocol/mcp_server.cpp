@@ -722,8 +722,9 @@ Json McpServer::list_tools(const Request& request) const {
     return cacheable(request, list_page(request, callable, "tools", fingerprint, limits_.page_size), true);
 }
 
-void McpServer::apply_exposure(const std::set<std::string>& on_demand_families) {
-    if (disclosure_.apply(on_demand_families)) bus_->publish({Change::Kind::tools_list, {}});
+void McpServer::apply_exposure(const std::set<std::string>& on_demand_families,
+                               const std::map<std::string, bool>& tool_on_demand) {
+    if (disclosure_.apply(on_demand_families, tool_on_demand)) bus_->publish({Change::Kind::tools_list, {}});
 }
 
 Json McpServer::list_resources(const Request& request) const {

@@ -58,9 +58,11 @@ public:
     // subscriptions/listen streams.
     NotificationBus& bus() { return *bus_; }
 
-    // Which families tools/list shows (progressive disclosure). Applying a
-    // new exposure that changes the list tells every listener.
-    void apply_exposure(const std::set<std::string>& on_demand_families);
+    // Which families and tools tools/list shows (progressive disclosure,
+    // ToolDisclosure::apply). Applying a new exposure that changes the list
+    // tells every listener.
+    void apply_exposure(const std::set<std::string>& on_demand_families,
+                        const std::map<std::string, bool>& tool_on_demand = {});
     const ToolDisclosure& disclosure() const { return disclosure_; }
 
     // Ends every open subscription gracefully (its final result), as on

@@ -77,13 +77,20 @@ ToolDisclosure::ToolDisclosure(const plugins::ToolRegistry& registry) : registry
 
 ToolDisclosure::~ToolDisclosure() = default;
 
-bool ToolDisclosure::apply(const std::set<std::string>& on_demand_families) {
+bool ToolDisclosure::apply(const std::set<std::string>& on_demand_families,
+                           const std::map<std::string, bool>& tool_on_demand) {
     auto next = std::make_shared<Listing>();
     for (const auto& family : registry_.families())
         if (on_demand_families.count(family.family)) next->on_demand.insert(family.family);
-    for (const plugins::Tool* tool : registry_.ordered())
-        if (!next->on_demand.count(tool->family)) next->tools.push_back(tool);
-    if (!next->on_demand.empty()) {
+    next->hides_tools = !next->on_demand.empty();
+    for (const plugins::Tool* tool : registry_.ordered()) {
+        const auto own = tool_on_demand.find(tool->name);
+        if (own != tool_on_demand.end() ? own->second : next->on_demand.count(tool->family) > 0)
+            next->hides_tools = true;
+        else
+            next->tools.push_back(tool);
+    }
+    if (next->hides_tools) {
         for (const auto& meta : meta_tools_)
             if (!registry_.find(meta->name)) next->tools.push_back(meta.get());
         std::sort(next->tools.begin(), next->tools.end(),
@@ -108,7 +115,7 @@ std::shared_ptr<const ToolDisclosure::Listing> ToolDisclosure::listing() const {
 }
 
 const plugins::Tool* ToolDisclosure::meta_tool(std::string_view name) const {
-    if (listing()->on_demand.empty()) return nullptr;
+    if (!listing()->hides_tools) return nullptr;
     for (const auto& meta : meta_tools_)
         if (meta->name == name) return meta.get();
     return nullptr;

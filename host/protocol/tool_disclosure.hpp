@@ -4,6 +4,7 @@
 #include "plugins/tool_registry.hpp"
 #include "protocol/json_rpc.hpp"
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -29,15 +30,18 @@ public:
     explicit ToolDisclosure(const plugins::ToolRegistry& registry);
     ~ToolDisclosure();
 
-    // Families named here go on demand, every other one is listed. True when
-    // the published tool list changed.
-    bool apply(const std::set<std::string>& on_demand_families);
+    // Families named here go on demand, every other one is listed; a tool
+    // named in tool_on_demand (by published name) is on demand or listed as
+    // it says, whatever its family is. True when the published tool list
+    // changed.
+    bool apply(const std::set<std::string>& on_demand_families, const std::map<std::string, bool>& tool_on_demand = {});
 
     struct Listing {
         std::vector<const plugins::Tool*> tools; // by published name
         std::string fingerprint;                 // what tools/list cursors carry
         std::set<std::string> on_demand;
         bool scoped = false; // some listed tool needs a token scope: tools/list differs per token
+        bool hides_tools = false; // some tool is on demand: the meta tools are offered
     };
     std::shared_ptr<const Listing> listing() const;
 

@@ -22,3 +22,34 @@ test('gate: false serves gated tools unchecked, and says so on stderr', () =>
     assert.equal(answer.result.structuredContent.text, 'hello');
     await host.stderrMatching(/WITHOUT the gate's checks/);
   }));
+
+// A fresh install: `gatehouse serve` with no --config runs on the default
+// compiled into the binary, and that default puts rules on forget_all.
+test('the embedded default: forget_all is refused with RULES_NOT_ACCEPTED until its rules are accepted', () =>
+  withHost({ embedded: true }, async (host) => {
+    const call = async (name, args) => (await host.modern('tools/call', { name, arguments: args })).result;
+    const listed = (await host.modern('tools/list')).result.tools.find((t) => t.name === 'forget_all');
+    assert.ok(listed, 'forget_all is listed');
+    assert.equal(listed._meta['dev.gatehouse/hasRules'], true);
+    assert.ok(listed.inputSchema.required.includes('session'), 'a gated tool takes the session handle');
+
+    const session = (await call('session_connect', { topic: 'groceries' })).structuredContent.session;
+    assert.equal((await call('remember', { session, text: 'buy milk' })).isError, undefined);
+
+    const refused = await call('forget_all', { session, confirm: true });
+    assert.equal(refused.isError, true);
+    assert.equal(refused.structuredContent.code, 'RULES_NOT_ACCEPTED');
+    assert.match(refused.structuredContent.next.rules, /forget_all deletes every note/);
+    assert.equal((await call('recall', { session })).structuredContent.notes.length, 1, 'nothing was deleted');
+
+    // A code accepts the rules of this session only.
+    const other = (await call('session_connect', { topic: 'errands' })).structuredContent.session;
+    const code = refused.structuredContent.next.code;
+    assert.equal((await call('session_rules_accept', { session: other, code })).isError, true);
+    assert.equal((await call('session_rules_accept', { session, code })).structuredContent.accepted, 'forget_all');
+
+    const done = await call('forget_all', { session, confirm: true });
+    assert.equal(done.isError, undefined, JSON.stringify(done));
+    assert.equal(done.structuredContent.deleted, 1);
+    assert.equal((await call('recall', { session })).structuredContent.notes.length, 0);
+  }));

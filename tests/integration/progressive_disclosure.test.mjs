@@ -16,7 +16,7 @@ import { StreamableHTTPClientTransport as LegacyHttpTransport } from '@modelcont
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { HttpHost } from './lib/http_host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
-import { binaryPath, MODERN, modernMeta } from './lib/host.mjs';
+import { binaryPath, MODERN, modernMeta, withHost } from './lib/host.mjs';
 
 const pluginPath = (name) => path.resolve(path.dirname(binaryPath()), `../lib/gatehouse/plugins/${name}`);
 const SESSIONS_TOOLS = ['create_session', 'exchange_session_approval_code', 'get_active_bot', 'get_session_status'];
@@ -155,3 +155,29 @@ test('gatehouse docs writes one reference page per domain with full schemas', ()
   assert.match(page, /"platform_version": "1.0.0"/);
   assert.ok(readFileSync(path.join(out, 'session.md'), 'utf8').includes('session_connect'));
 });
+
+// domains.<family>.tools.<tool>.exposure: one tool's own word over its domain's.
+test("a tool's own exposure wins over its domain's, both ways", () =>
+  withHost(
+    {
+      plugins: ['echo.so', 'ledger.so'],
+      sections: {
+        domains: {
+          echo: { tools: { slow: { exposure: 'on_demand' } } },
+          ledger: { exposure: 'on_demand', tools: { ledger_balance: { exposure: 'listed' } } },
+        },
+      },
+    },
+    async (host) => {
+      const names = (await host.modern('tools/list')).result.tools.map((t) => t.name);
+      assert.ok(names.includes('echo'), 'the rest of a listed domain stays listed');
+      assert.ok(!names.includes('slow'), 'a tool on demand is not listed');
+      assert.ok(names.includes('ledger_balance'), 'a listed tool of an on-demand domain is listed');
+      assert.ok(!names.includes('ledger_refund') && !names.includes('ledger_close'));
+      for (const name of META_TOOLS) assert.ok(names.includes(name), `${name} is offered while a tool is on demand`);
+      const loaded = (await host.modern('tools/call', { name: 'load_domain', arguments: { domain: 'echo' } })).result;
+      assert.ok(loaded.structuredContent.tools.some((t) => t.name === 'slow'), 'load_domain reveals it');
+      const direct = (await host.modern('tools/call', { name: 'ledger_close', arguments: {} })).result;
+      assert.equal(direct.content[0].text, 'closed', 'a tool on demand is still called by name');
+    },
+  ));

@@ -297,6 +297,14 @@ domains:
     CHECK(close.on_demand == std::optional<bool>(false));
 }
 
+TEST_CASE("the embedded default puts rules on the memory family's forget_all", "[config]") {
+    const auto cfg = gatehouse::config::load_config_text(gatehouse::cli::kEmbeddedConfig, "<embedded>", "/opt/gh");
+    const auto& forget_all = cfg.domains.at("memory").tools.at("forget_all");
+    REQUIRE(forget_all.rules);
+    CHECK_THAT(*forget_all.rules, Catch::Contains("forget_all deletes every note"));
+    CHECK_FALSE(forget_all.gated); // the family's declaration stands: gated
+}
+
 TEST_CASE("ConfigError carries the location as data", "[config]") {
     TempDir dir;
     const auto file = dir.write("c.yaml", "strict: true\nlog_level: 3x\n");

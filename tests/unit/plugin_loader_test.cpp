@@ -275,3 +275,77 @@ TEST_CASE("a resource URI or prompt name served by another family refuses the la
         CHECK(loaded.registry->find_prompt("test_simple_prompt")->family == "conformance");
     }
 }
+
+TEST_CASE("tool settings in domains are laid over what the plugin declared before the registry freezes",
+          "[loader][overrides]") {
+    const std::string plugins = "plugins: [ledger.so]\nsession: {pinned: {store: s, user: u}}\n";
+    auto plain = load(plugins);
+    auto loaded = load(plugins + "domains:\n"
+                                 "  ledger:\n"
+                                 "    prefix: l_\n"
+                                 "    tools:\n"
+                                 "      ledger_balance:\n"
+                                 "        rules: Read the balance aloud.\n"
+                                 "        risk: write\n"
+                                 "        required_scopes: [books, audit]\n"
+                                 "      ledger_refund: {required_scopes: [], gated: false}\n"
+                                 "      ledger_close: {gated: true, risk: read}\n");
+    REQUIRE(loaded.report.failures.empty());
+    CHECK(loaded.registry->fingerprint() != plain.registry->fingerprint());
+
+    const auto* balance = loaded.registry->find("l_ledger_balance");
+    REQUIRE(balance);
+    CHECK(balance->rules == "Read the balance aloud.");
+    CHECK(balance->risk == gatehouse::plugins::Risk::write);
+    CHECK(balance->required_scopes == std::vector<std::string>{"books", "audit"});
+    CHECK(balance->listing["_meta"]["dev.gatehouse/hasRules"] == true);
+    CHECK(balance->listing["_meta"]["dev.gatehouse/risk"] == "write");
+    CHECK(balance->listing["_meta"]["dev.gatehouse/requiredScopes"] == nlohmann::json::array({"books", "audit"}));
+    CHECK(balance->listing["annotations"]["readOnlyHint"] == false);
+    CHECK(balance->listing["annotations"]["destructiveHint"] == false);
+    CHECK(balance->listing["_meta"]["dev.gatehouse/scope"] == "ledger:read"); // what is not set stays
+
+    // Made ungated: no session argument, and the gate lets it by; its own rules stay.
+    const auto* refund = loaded.registry->find("l_ledger_refund");
+    REQUIRE(refund);
+    CHECK(refund->gate_exempt);
+    CHECK(refund->required_scopes.empty());
+    CHECK(refund->rules == "Ask the person before every refund.");
+    CHECK_FALSE(refund->listing["inputSchema"]["properties"].contains("session"));
+    CHECK(refund->listing["inputSchema"]["required"] == nlohmann::json::array({"amount"}));
+    CHECK(plain.registry->find("ledger_refund")->listing["inputSchema"]["properties"].contains("session"));
+
+    // Made gated: the published schema asks for the session handle.
+    const auto* close = loaded.registry->find("l_ledger_close");
+    REQUIRE(close);
+    CHECK_FALSE(close->gate_exempt);
+    CHECK(close->listing["inputSchema"]["properties"].contains("session"));
+    CHECK(close->listing["inputSchema"]["required"] == nlohmann::json::array({"session"}));
+    CHECK(close->listing["annotations"]["readOnlyHint"] == true);
+    CHECK_FALSE(close->listing["annotations"].contains("destructiveHint"));
+    CHECK_FALSE(plain.registry->find("ledger_close")->listing["inputSchema"].contains("required"));
+}
+
+TEST_CASE("a tool setting naming no tool of the family refuses that family, at the setting's place",
+          "[loader][overrides]") {
+    auto loaded = load("plugins: [ledger.so, echo.so]\n"
+                       "domains:\n"
+                       "  ledger:\n"
+                       "    tools:\n"
+                       "      ledger_refund: {rules: Ask twice.}\n"
+                       "      ledger_balanse: {rules: x}\n"
+                       "      ledger_clos: {gated: true}\n");
+    CHECK(loaded.serves_family("echo"));
+    CHECK_FALSE(loaded.serves_family("ledger"));
+    CHECK_FALSE(loaded.registry->find("ledger_refund"));
+    REQUIRE(loaded.report.failures.size() == 2);
+    const auto& first = loaded.report.failures[0];
+    CHECK(first.path == (plugin_dir() / "ledger.so").string());
+    CHECK(first.where.file == "test.yaml");
+    CHECK(first.where.line == 7);
+    CHECK(first.where.column == 7);
+    CHECK(first.reason == "domains.ledger.tools names 'ledger_balanse', but the ledger family declares no such tool "
+                          "(its tools: ledger_balance, ledger_refund, ledger_close)");
+    CHECK(loaded.report.failures[1].where.line == 8);
+    CHECK_THAT(loaded.report.failures[1].reason, Catch::Contains("'ledger_clos'"));
+}

@@ -82,11 +82,15 @@ export function listedToolNames(configFile) {
 }
 
 export class Host {
+  // options.embedded: serve with no --config, on the default compiled into
+  // the binary, as on a fresh install (its data under this host's temp folder).
   constructor(options = {}) {
     this.config = writeConfig(options);
-    this.child = spawn(binaryPath(), ['serve', '--config', this.config.file], {
+    const args = options.embedded ? ['serve'] : ['serve', '--config', this.config.file];
+    const fresh = options.embedded ? { GATEHOUSE_DATA_DIR: path.join(this.config.dir, 'data') } : {};
+    this.child = spawn(binaryPath(), args, {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, GATEHOUSE_LOG: options.logLevel ?? 'info', ...(options.env ?? {}) },
+      env: { ...process.env, GATEHOUSE_LOG: options.logLevel ?? 'info', ...fresh, ...(options.env ?? {}) },
     });
     this.pid = this.child.pid;
     this.messages = []; // { index, message, problems } for every stdout message, in arrival order
