@@ -11,6 +11,7 @@
 #include "gate/no_sessions_check.hpp"
 #include "gate/session_gate.hpp"
 #include "plugins/host_api.hpp"
+#include "plugins/plugin_loader.hpp"
 #include "limits/argument_bounds.hpp"
 #include "mrtr/state_keys.hpp"
 #include "protocol/mcp_server.hpp"
@@ -25,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <iostream>
 #include <map>
@@ -45,7 +47,10 @@ Usage:
       without --transport, the transports the configuration lists (both may
       run at once). --listen sets the HTTP address (default 127.0.0.1:8765).
   gatehouse check-config FILE
-      Check a configuration file; errors name FILE:LINE:COLUMN.
+      Check a configuration file and report every error, each naming
+      FILE:LINE:COLUMN; then load its plugins as serve would (their init
+      runs) and report each that does not load, with its path and reason.
+      Exits 1 when there is any error.
   gatehouse plugins [--config FILE] [--json]
       Load the configured plugins and list families, tools, scopes, risk,
       rules, the license file that covers each family, and load errors.
@@ -316,13 +321,60 @@ int serve(const Arguments& args) {
     return status;
 }
 
+// Every mistake in one run: the YAML's, then (when the YAML holds none) each
+// plugin that does not load as serve would load it, init included.
 int check_config(const Arguments& args) {
     if (args.positional.size() != 1 && !args.config) {
         std::cerr << "gatehouse: check-config needs exactly one FILE\n";
         return 2;
     }
     const std::string file = args.config ? *args.config : args.positional[0];
-    config::Config cfg = config::load_config_file(file);
+    config::ConfigReading reading = config::read_config_file(file);
+    std::vector<config::ConfigProblem> problems = std::move(reading.problems);
+    config::Config& cfg = reading.config;
+    cli::fill_host_defaults(cfg);
+    if (reading.parsed && !problems.empty()) {
+        // Plugins are not loaded under a config with mistakes (their settings
+        // may be among them), but a missing file is worth saying now.
+        for (const auto& entry : cfg.plugins) {
+            const auto path = plugins::resolve_plugin_path(entry, cfg);
+            std::error_code ec;
+            if (!std::filesystem::exists(path, ec))
+                problems.push_back({entry.where, "plugin " + path.string() + " does not load: file not found"});
+        }
+    } else if (reading.parsed) {
+        cli::setup_logging("off");
+        plugins::LoadReport report;
+        std::unique_ptr<plugins::ToolRegistry> registry;
+        {
+            cli::StdoutDiversion plugins_print_to_stderr;
+            registry = plugins::PluginLoader::load(cfg, report);
+        }
+        for (const auto& failure : report.failures)
+            problems.push_back({failure.where, "plugin " + failure.path + " does not load: " + failure.reason});
+        if (report.failures.empty())
+            for (const auto& [family, domain] : cfg.domains) {
+                if (domain.tools.empty() || !domain.enabled) continue;
+                bool served = false;
+                for (const auto& f : registry->families())
+                    served |= f.family == family;
+                if (!served)
+                    problems.push_back({domain.where, "domains." + family +
+                                                          ".tools: no plugin under plugins serves the " + family +
+                                                          " family, so these tool settings apply to nothing"});
+            }
+        cli::StdoutDiversion plugins_print_to_stderr;
+        registry.reset();
+    }
+    std::stable_sort(problems.begin(), problems.end(), [](const auto& a, const auto& b) {
+        return std::pair(a.where.line, a.where.column) < std::pair(b.where.line, b.where.column);
+    });
+    for (const auto& problem : problems)
+        std::cerr << problem.str() << "\n";
+    if (!problems.empty()) {
+        std::cerr << file << ": " << problems.size() << " error(s)\n";
+        return 1;
+    }
     std::cout << file << ": OK (" << cfg.plugins.size() << " plugin(s), " << cfg.domains.size()
               << " domain setting(s))\n";
     return 0;

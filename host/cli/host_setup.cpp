@@ -18,13 +18,16 @@
 namespace gatehouse::cli {
 
 config::Config load_config(const std::optional<std::string>& file) {
-    const auto install_root = config::install_root();
     config::Config cfg =
         file ? config::load_config_file(*file)
-             : config::load_config_text(cli::kEmbeddedConfig, "<embedded gatehouse.yaml>", install_root);
-    if (cfg.plugin_dir.empty()) cfg.plugin_dir = install_root / "lib" / "gatehouse" / "plugins";
-    cfg.server.version = GATEHOUSE_VERSION;
+             : config::load_config_text(cli::kEmbeddedConfig, "<embedded gatehouse.yaml>", config::install_root());
+    fill_host_defaults(cfg);
     return cfg;
+}
+
+void fill_host_defaults(config::Config& cfg) {
+    if (cfg.plugin_dir.empty()) cfg.plugin_dir = config::install_root() / "lib" / "gatehouse" / "plugins";
+    cfg.server.version = GATEHOUSE_VERSION;
 }
 
 void setup_logging(const std::string& configured_level) {

@@ -13,6 +13,9 @@ namespace gatehouse::cli {
 // Fills what the YAML left to the host (plugin_dir, server version).
 config::Config load_config(const std::optional<std::string>& file);
 
+// What the host fills in that the YAML left out: plugin_dir, server version.
+void fill_host_defaults(config::Config& config);
+
 // Sets up spdlog on stderr. GATEHOUSE_LOG overrides the configured level.
 void setup_logging(const std::string& configured_level);
 

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <sstream>
 
 using gatehouse::test::ChildResult;
@@ -88,7 +91,8 @@ TEST_CASE("an unknown command or option fails with exit code 2", "[cli]") {
 
 TEST_CASE("check-config accepts a good file and names FILE:LINE:COLUMN of a bad one", "[cli]") {
     TempDir dir;
-    const auto good = dir.write("good.yaml", "strict: true\nplugins: [echo.so]\ndomains: {echo: {prefix: e_}}\n");
+    const auto good = dir.write("good.yaml", "plugin_dir: " + plugin_dir().string() +
+                                                 "\nstrict: true\nplugins: [echo.so]\ndomains: {echo: {prefix: e_}}\n");
     auto ok = run_gatehouse({"check-config", good.string()});
     CHECK(ok.exit_code == 0);
     CHECK_THAT(ok.out, Catch::Contains("OK"));
@@ -111,6 +115,107 @@ TEST_CASE("check-config accepts a good file and names FILE:LINE:COLUMN of a bad 
     CHECK_THAT(absent.err, Catch::Contains("absent.yaml"));
 
     CHECK(run_gatehouse({"check-config"}).exit_code == 2);
+}
+
+TEST_CASE("check-config reports every error in one run, each at FILE:LINE:COLUMN, and exits 1", "[cli]") {
+    TempDir dir;
+    const auto file = dir.write("many.yaml", "plugin_dir: " + plugin_dir().string() +
+                                                 "\n"
+                                                 "strict: maybe\n"
+                                                 "limits:\n"
+                                                 "  workers: lots\n"
+                                                 "  page_size: 0\n"
+                                                 "plugins: [echo.so, missing.so]\n"
+                                                 "transports: [smtp]\n")
+                          .string();
+    auto r = run_gatehouse({"check-config", file});
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    const auto errors = lines(r.err);
+    REQUIRE(errors.size() == 6);
+    CHECK_THAT(errors[0], Catch::StartsWith(file + ":2:9: ") && Catch::Contains("strict must be true or false"));
+    CHECK_THAT(errors[1],
+               Catch::StartsWith(file + ":4:12: ") && Catch::Contains("limits.workers must be a whole number"));
+    CHECK_THAT(errors[2], Catch::StartsWith(file + ":5:14: ") && Catch::Contains("limits.page_size must be between 1"));
+    // A plugin file that does not exist is said even while the YAML has mistakes.
+    CHECK_THAT(errors[3], Catch::StartsWith(file + ":6:20: ") &&
+                              Catch::Contains("plugin " + (plugin_dir() / "missing.so").string() +
+                                              " does not load: file not found"));
+    CHECK_THAT(errors[4], Catch::StartsWith(file + ":7:14: ") && Catch::Contains("unknown transport 'smtp'"));
+    CHECK_THAT(errors[5], Catch::Contains("5 error(s)"));
+}
+
+TEST_CASE("check-config loads each plugin and reports every one that does not load, with path and reason", "[cli]") {
+    TempDir dir;
+    const auto file = dir.write("plugins.yaml", "plugin_dir: " + plugin_dir().string() +
+                                                    "\n"
+                                                    "plugins:\n"
+                                                    "  - echo.so\n"
+                                                    "  - missing.so\n"
+                                                    "  - broken_init_fails.so\n"
+                                                    "  - broken_abi_major_two.so\n")
+                          .string();
+    auto r = run_gatehouse({"check-config", file});
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    const auto errors = lines(r.err);
+    REQUIRE(errors.size() == 4);
+    CHECK_THAT(errors[0], Catch::StartsWith(file + ":4:5: plugin " + (plugin_dir() / "missing.so").string() +
+                                            " does not load: file not found"));
+    CHECK_THAT(errors[1], Catch::StartsWith(file + ":5:5: plugin " + (plugin_dir() / "broken_init_fails.so").string() +
+                                            " does not load: ") &&
+                              Catch::Contains("settings.api_key is missing"));
+    CHECK_THAT(errors[2], Catch::StartsWith(file + ":6:5: plugin " +
+                                            (plugin_dir() / "broken_abi_major_two.so").string() + " does not load: ") &&
+                              Catch::Contains("ABI version mismatch"));
+    CHECK_THAT(errors[3], Catch::Contains("3 error(s)"));
+}
+
+TEST_CASE("check-config names a tool setting whose family declares no such tool", "[cli]") {
+    TempDir dir;
+    const auto file = dir.write("tools.yaml", "plugin_dir: " + plugin_dir().string() +
+                                                  "\n"
+                                                  "plugins: [ledger.so]\n"
+                                                  "domains:\n"
+                                                  "  ledger:\n"
+                                                  "    tools:\n"
+                                                  "      ledger_refund: {rules: Ask twice.}\n"
+                                                  "      ledger_balanse: {risk: read}\n"
+                                                  "  echo:\n"
+                                                  "    tools: {echo: {gated: false}}\n")
+                          .string();
+    auto r = run_gatehouse({"check-config", file});
+    CHECK(r.exit_code == 1);
+    const auto errors = lines(r.err);
+    REQUIRE(errors.size() == 2);
+    CHECK_THAT(errors[0], Catch::StartsWith(file + ":7:7: ") && Catch::Contains("'ledger_balanse'") &&
+                              Catch::Contains("its tools: ledger_balance, ledger_refund, ledger_close") &&
+                              Catch::Contains((plugin_dir() / "ledger.so").string()));
+    CHECK_THAT(errors[1], Catch::Contains("1 error(s)"));
+
+    const auto fixed = dir.write("fixed.yaml", "plugin_dir: " + plugin_dir().string() +
+                                                   "\n"
+                                                   "plugins: [ledger.so]\n"
+                                                   "domains:\n"
+                                                   "  ledger:\n"
+                                                   "    tools: {ledger_refund: {rules: Ask twice.}}\n"
+                                                   "  echo:\n"
+                                                   "    tools: {echo: {gated: false}}\n")
+                           .string();
+    // Once every plugin loads: no plugin serves the echo family here, so its
+    // tool settings would apply to nothing.
+    auto unserved = run_gatehouse({"check-config", fixed});
+    CHECK(unserved.exit_code == 1);
+    CHECK_THAT(unserved.err, Catch::StartsWith(fixed + ":6:3: ") && Catch::Contains("no plugin under plugins serves"));
+
+    const auto good = dir.write("good.yaml", "plugin_dir: " + plugin_dir().string() +
+                                                 "\n"
+                                                 "plugins: [ledger.so]\n"
+                                                 "domains: {ledger: {tools: {ledger_refund: {rules: Ask twice.}}}}\n")
+                          .string();
+    auto ok = run_gatehouse({"check-config", good});
+    CHECK(ok.exit_code == 0);
+    CHECK_THAT(ok.out, Catch::Contains("OK"));
 }
 
 TEST_CASE("plugins lists families, tools, scopes, risk, rules and every load failure", "[cli]") {
@@ -313,3 +418,4 @@ TEST_CASE("nothing but JSON-RPC reaches stdout during serve, even from a plugin 
         CHECK_THAT(r.err, Catch::Contains(std::string("noisy write ") + when));
     }
 }
+
