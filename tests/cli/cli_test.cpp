@@ -419,3 +419,38 @@ TEST_CASE("nothing but JSON-RPC reaches stdout during serve, even from a plugin 
     }
 }
 
+namespace {
+
+std::string file_text(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::set<std::string> markdown_files(const std::filesystem::path& dir) {
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+        if (entry.path().extension() == ".md") names.insert(entry.path().filename().string());
+    return names;
+}
+
+} // namespace
+
+// docs/reference/ is what `gatehouse docs` writes for the embedded default:
+// a changed schema, rule or risk fails here until the pages are written
+// again (gatehouse docs --out docs/reference).
+TEST_CASE("docs/reference holds exactly what gatehouse docs writes for the default config", "[cli][docs]") {
+    TempDir dir;
+    const auto out = dir.path() / "reference";
+    auto r = run_gatehouse({"docs", "--out", out.string()});
+    REQUIRE(r.exit_code == 0);
+    const std::filesystem::path shipped = std::filesystem::path(GATEHOUSE_SOURCE_DIR) / "docs" / "reference";
+    const auto written = markdown_files(out);
+    CHECK(written.size() >= 3); // session, memory, sessions
+    CHECK(markdown_files(shipped) == written);
+    for (const auto& name : written) {
+        INFO("docs/reference/" << name << " differs from what `gatehouse docs --out docs/reference` writes");
+        CHECK(file_text(shipped / name) == file_text(out / name));
+    }
+}
