@@ -2,7 +2,10 @@
 // without sessions refuses every gated tool instead of serving it unchecked.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withHost } from './lib/host.mjs';
+import path from 'node:path';
+import { withHost, binaryPath } from './lib/host.mjs';
+
+const sessionPlugin = path.resolve(path.dirname(binaryPath()), '../lib/gatehouse/plugins/session.so');
 
 test('without a session section, gated tools are refused with NOT_CONNECTED and never run', () =>
   withHost({ gate: true }, async (host) => {
@@ -53,3 +56,41 @@ test('the embedded default: forget_all is refused with RULES_NOT_ACCEPTED until 
     assert.equal(done.structuredContent.deleted, 1);
     assert.equal((await call('recall', { session })).structuredContent.notes.length, 0);
   }));
+
+// The operator's tool settings are what the gate checks: gated or not, the
+// scopes required, the rules.
+test('tool settings decide what the gate checks: gated, required scopes, rules', () =>
+  withHost(
+    {
+      gate: true,
+      plugins: [sessionPlugin, 'ledger.so'],
+      sections: {
+        session: { backend: 'memory', pinned: { store: 'shop', user: 'ann' }, grants: { shop: { ann: ['books'] } } },
+        domains: {
+          ledger: {
+            tools: {
+              ledger_balance: { gated: false },
+              ledger_close: { gated: true },
+              ledger_refund: { required_scopes: ['books'], rules: 'Refund only what the person named.' },
+            },
+          },
+        },
+      },
+    },
+    async (host) => {
+      const call = async (name, args) => (await host.modern('tools/call', { name, arguments: args })).result;
+      // Ungated: runs with no session at all.
+      assert.equal((await call('ledger_balance', {})).structuredContent.balance, 100);
+      // Declared gate-exempt, made gated: needs a session now.
+      assert.equal((await call('ledger_close', {})).structuredContent.code, 'NOT_CONNECTED');
+      const session = (await call('session_connect', { topic: 'books' })).structuredContent.session;
+      assert.equal((await call('ledger_close', { session })).content[0].text, 'closed');
+      // The family asks for books and refunds; the operator asks for books only,
+      // which ann holds: the grant check passes and the operator's rules come next.
+      const refund = await call('ledger_refund', { session, amount: 5 });
+      assert.equal(refund.structuredContent.code, 'RULES_NOT_ACCEPTED');
+      assert.equal(refund.structuredContent.next.rules, 'Refund only what the person named.');
+      await call('session_rules_accept', { session, code: refund.structuredContent.next.code });
+      assert.equal((await call('ledger_refund', { session, amount: 5 })).content[0].text, 'refunded 5');
+    },
+  ));
