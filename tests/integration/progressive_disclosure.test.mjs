@@ -179,5 +179,15 @@ test("a tool's own exposure wins over its domain's, both ways", () =>
       assert.ok(loaded.structuredContent.tools.some((t) => t.name === 'slow'), 'load_domain reveals it');
       const direct = (await host.modern('tools/call', { name: 'ledger_close', arguments: {} })).result;
       assert.equal(direct.content[0].text, 'closed', 'a tool on demand is still called by name');
+
+      // SIGHUP re-reads a tool's exposure too; a 2025-11-25 session on stdio is told.
+      await host.initialize();
+      const from = host.messages.length;
+      const yaml = readFileSync(host.config.file, 'utf8');
+      assert.ok(yaml.includes('{"slow":{"exposure":"on_demand"}}'));
+      writeFileSync(host.config.file, yaml.replace('{"slow":{"exposure":"on_demand"}}', '{"slow":{"exposure":"listed"}}'));
+      host.child.kill('SIGHUP');
+      await host.waitFor((m) => m.method === 'notifications/tools/list_changed', { fromIndex: from, what: 'tools/list_changed' });
+      assert.ok((await host.modern('tools/list')).result.tools.some((t) => t.name === 'slow'), 'now listed');
     },
   ));
