@@ -1,6 +1,8 @@
 #include "sqlite_database.hpp"
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace memory {
 
@@ -106,16 +108,7 @@ SqliteDatabase::SqliteDatabase(const std::string& path, Synchronous synchronous)
         // Another process on the same file (a second host) waits instead of
         // failing; inside this process writers queue on NoteStore's mutex.
         sqlite3_busy_timeout(db_, 5000);
-        // WAL is remembered by the file, so only a connection that finds
-        // another mode switches it. The switch needs the file to itself and
-        // can fail at once as "database is locked" without waiting on the
-        // busy timeout, which is what the pool's connections opened side by
-        // side under a burst (or beside a recovering second host) ran into.
-        const bool wal = [this] {
-            Statement mode(db_, "PRAGMA journal_mode");
-            return mode.step() && mode.text(0) == "wal";
-        }();
-        if (!wal) exec("PRAGMA journal_mode = WAL");
+        switch_to_wal();
         exec(synchronous == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
         exec("PRAGMA foreign_keys = ON");
         // Recall reads a few hundred scattered rows (one per candidate note).
@@ -133,6 +126,30 @@ SqliteDatabase::SqliteDatabase(const std::string& path, Synchronous synchronous)
         tokenizer_.reset();
         sqlite3_close(db_);
         throw;
+    }
+}
+
+// WAL is remembered by the file, so only a connection that finds another
+// mode switches it. The switch needs the file to itself, and SQLite answers
+// "database is locked" at once instead of waiting on the busy timeout: two
+// hosts starting on one new file, or the pool's connections opened side by
+// side, would fail their start. So the switch is tried again, within the
+// same five seconds a busy statement waits.
+void SqliteDatabase::switch_to_wal() {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+        {
+            Statement mode(db_, "PRAGMA journal_mode");
+            if (mode.step() && mode.text(0) == "wal") return;
+        }
+        try {
+            exec("PRAGMA journal_mode = WAL");
+            return;
+        } catch (const SqliteError& e) {
+            if ((e.code() & 0xff) != SQLITE_BUSY && (e.code() & 0xff) != SQLITE_LOCKED) throw;
+            if (std::chrono::steady_clock::now() >= give_up) throw;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
 }
 

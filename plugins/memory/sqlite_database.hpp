@@ -70,6 +70,7 @@ public:
     sqlite3* handle() const { return db_; }
 
 private:
+    void switch_to_wal();
     sqlite3* db_ = nullptr;
     std::unordered_map<std::string, std::unique_ptr<Statement>> statements_;
     std::unique_ptr<FoldingTokenizer> tokenizer_;
