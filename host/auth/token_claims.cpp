@@ -89,6 +89,7 @@ TokenVerdict check_claims(const nlohmann::json& claims, const ClaimRules& rules,
 
     Principal principal;
     principal.kind = "token";
+    principal.issuer = issuer;
     principal.subject =
         rules.prefix_subject_with_issuer ? issuer + " " + sub->get<std::string>() : sub->get<std::string>();
     if (const auto c = claims.find("client_id"); c != claims.end() && c->is_string())

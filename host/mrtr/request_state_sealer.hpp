@@ -14,7 +14,7 @@ namespace gatehouse::mrtr {
 // The one request a requestState may be echoed on: who asked, what they
 // called, with which arguments. A state presented on anything else is refused.
 struct StateBinding {
-    std::string principal;             // the caller, as protocol::principal_key writes it
+    std::string principal;             // the caller: auth::Principal::owner_key()
     std::string method;                // tools/call, prompts/get or resources/read
     std::string target;                // the tool, the prompt, or the resource URI
     std::string arguments_fingerprint; // RequestStateSealer::fingerprint of the arguments

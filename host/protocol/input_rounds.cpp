@@ -64,7 +64,7 @@ mrtr::InputRequired checked_input_required(const Request& request, const PluginA
 } // namespace
 
 mrtr::StateBinding InputRounds::binding(const Request& request, Subject subject) {
-    return {principal_key(request.connection->principal()), request.method, subject.target,
+    return {request.connection->principal().owner_key(), request.method, subject.target,
             mrtr::RequestStateSealer::fingerprint(subject.arguments)};
 }
 

@@ -203,7 +203,7 @@ void McpServer::on_request(const std::shared_ptr<Connection>& connection, Json&&
         request.reply->send(dispatch(request));
         return;
     }
-    const std::string principal = principal_key(connection->principal());
+    const std::string principal = connection->principal().owner_key();
     if (auto full = in_flight_.acquire(principal)) {
         request.reply->send(make_error(
             id, error_code::internal_error, full->message,

@@ -210,10 +210,6 @@ std::string echoed_name(const std::string& name) {
 
 } // namespace
 
-std::string principal_key(const auth::Principal& principal) {
-    return principal.kind + ":" + principal.subject;
-}
-
 std::optional<gate::Refusal> scope_refusal(const plugins::Tool& tool, const auth::Principal& principal) {
     // Only a verified token carries scopes; stdio and HTTP without auth have none to check.
     if (principal.kind != "token" || tool.scope.empty() || principal.has_scope(tool.scope)) return std::nullopt;
@@ -255,7 +251,7 @@ Json ToolCall::run(Request& request) const {
 
     // call_tool spends nothing itself: the call it forwards is counted.
     if (tool->name != ToolDisclosure::kCallTool || tool->plugin)
-        if (auto refused = rate_limiter_.acquire(principal_key(request.connection->principal()), tool->name,
+        if (auto refused = rate_limiter_.acquire(request.connection->principal().owner_key(), tool->name,
                                                  limits::RateLimiter::Clock::now()))
             return rate_limited(*refused).to_tool_result();
     if (auto refusal = limits::argument_beyond_bounds(*arguments, max_string_bytes_, tool->name))

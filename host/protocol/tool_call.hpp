@@ -42,9 +42,6 @@ private:
     const ToolDisclosure* disclosure_;
 };
 
-// The key a principal's per-caller limits are counted under.
-std::string principal_key(const auth::Principal& principal);
-
 // The token layer of scopes, decided here for every route to a tool: a
 // verified access token without the tool's scope gets INSUFFICIENT_SCOPE
 // (an HTTP transport answers a direct call with 403 and a step-up challenge

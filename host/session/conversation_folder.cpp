@@ -1,14 +1,22 @@
 #include "session/conversation_folder.hpp"
 
+#include "crypto/openssl.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstring>
+#include <utility>
 
 namespace gatehouse::session {
 
 namespace {
+
+// Well below NAME_MAX (255), with room for the ".principal" suffix.
+constexpr std::size_t kMaxEncodedName = 200;
 
 std::string encode_name(const std::string& name) {
     static constexpr char kHex[] = "0123456789ABCDEF";
@@ -25,6 +33,13 @@ std::string encode_name(const std::string& name) {
     return out.empty() ? "%" : out;
 }
 
+// An encoded name never holds '.', so the digest's form cannot be one.
+std::string level_name(const std::string& text) {
+    std::string encoded = encode_name(text);
+    if (encoded.size() <= kMaxEncodedName) return encoded;
+    return crypto::sha256_hex(text) + ".sha256";
+}
+
 class Descriptor {
 public:
     explicit Descriptor(int fd) : fd_(fd) {}
@@ -33,33 +48,57 @@ public:
     }
     Descriptor(const Descriptor&) = delete;
     Descriptor& operator=(const Descriptor&) = delete;
+    Descriptor(Descriptor&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    Descriptor& operator=(Descriptor&& other) noexcept {
+        std::swap(fd_, other.fd_);
+        return *this;
+    }
     int get() const { return fd_; }
 
 private:
     int fd_;
 };
 
-} // namespace
-
-std::filesystem::path conversations_root(const std::filesystem::path& conversations_dir, const std::string& store,
-                                         const std::string& user) {
-    return conversations_dir / encode_name(store) / encode_name(user);
+// Makes `name` below `parent` when missing and opens it, never through a link.
+Descriptor make_and_open(const Descriptor& parent, const std::string& name, const std::string& what) {
+    if (::mkdirat(parent.get(), name.c_str(), 0700) != 0 && errno != EEXIST)
+        throw ConversationFolderUnsafe("cannot create " + what + " '" + name + "': " + std::strerror(errno));
+    Descriptor opened(::openat(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (opened.get() < 0)
+        throw ConversationFolderUnsafe(what + " '" + name + "' is not a plain folder (" + std::strerror(errno) +
+                                       "; a link or a file stands in its place)");
+    return opened;
 }
 
-std::filesystem::path open_conversation_folder(const std::filesystem::path& root, const std::string& topic) {
+} // namespace
+
+std::filesystem::path ConversationsPlace::root() const {
+    std::filesystem::path out = dir;
+    for (const auto& level : levels)
+        out /= level;
+    return out;
+}
+
+ConversationsPlace conversations_place(const std::filesystem::path& conversations_dir, const std::string& owner_key,
+                                       const std::string& store, const std::string& user) {
+    return {conversations_dir, {level_name(owner_key) + ".principal", level_name(store), level_name(user)}};
+}
+
+std::filesystem::path open_conversation_folder(const ConversationsPlace& place, const std::string& topic) {
+    // The operator's folder may be reached through links of the operator's
+    // choosing; everything below it is the host's and is never followed.
     std::error_code ec;
-    std::filesystem::create_directories(root, ec);
+    std::filesystem::create_directories(place.dir, ec);
     if (ec)
-        throw ConversationFolderUnsafe("cannot create the conversations root " + root.string() + ": " + ec.message());
-    Descriptor dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir.get() < 0) throw ConversationFolderUnsafe("cannot open the conversations root " + root.string());
-    if (::mkdirat(dir.get(), topic.c_str(), 0700) != 0 && errno != EEXIST)
-        throw ConversationFolderUnsafe("cannot create the conversation folder for topic '" + topic + "'");
-    Descriptor folder(::openat(dir.get(), topic.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (folder.get() < 0)
-        throw ConversationFolderUnsafe("the conversation folder for topic '" + topic +
-                                       "' is not a plain folder (a link or a file stands in its place)");
-    return root / topic;
+        throw ConversationFolderUnsafe("cannot create the conversations folder " + place.dir.string() + ": " +
+                                       ec.message());
+    Descriptor at(::open(place.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (at.get() < 0) throw ConversationFolderUnsafe("cannot open the conversations folder " + place.dir.string());
+    static const char* const kWhat[] = {"the principal's folder", "the store's folder", "the user's folder"};
+    for (std::size_t i = 0; i < place.levels.size(); ++i)
+        at = make_and_open(at, place.levels[i], i < 3 ? kWhat[i] : "a conversations folder");
+    make_and_open(at, topic, "the conversation folder of topic");
+    return place.root() / topic;
 }
 
 } // namespace gatehouse::session

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace gatehouse::session {
 
@@ -12,15 +13,27 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// Where the conversations of one user in one store live:
-// <conversations_dir>/<store>/<user>, each name percent-encoded so that an
-// odd store or user name can never step out of the folder.
-std::filesystem::path conversations_root(const std::filesystem::path& conversations_dir, const std::string& store,
-                                         const std::string& user);
+// Where the conversations of one principal, as one user in one store, live:
+// <conversations_dir>/<principal>/<store>/<user>. Each level's name is the
+// percent-encoded text (its SHA-256 when that would be too long for a file
+// name), so an odd name can never step out of its parent; the principal's
+// ends in ".principal", which no store folder of the layout before
+// principals had their own can, so the two never meet.
+struct ConversationsPlace {
+    std::filesystem::path dir;       // the operator's conversations_dir
+    std::vector<std::string> levels; // the folder names below dir: principal, store, user
 
-// Creates (when missing) and checks <root>/<topic>. The topic is already a
-// valid one-word name; the folder is opened with O_NOFOLLOW relative to the
-// root, so a symlink planted under the topic's name is refused, not followed.
-std::filesystem::path open_conversation_folder(const std::filesystem::path& root, const std::string& topic);
+    std::filesystem::path root() const;
+};
+
+ConversationsPlace conversations_place(const std::filesystem::path& conversations_dir, const std::string& owner_key,
+                                       const std::string& store, const std::string& user);
+
+// Creates (when missing) and checks <root>/<topic>; answers its path. The
+// topic is already a valid one-word name. Below `dir` every level and the
+// topic folder are created with mkdirat and opened with O_NOFOLLOW relative
+// to their parent, so a link planted at any of them is refused, never
+// followed.
+std::filesystem::path open_conversation_folder(const ConversationsPlace& place, const std::string& topic);
 
 } // namespace gatehouse::session

@@ -58,7 +58,7 @@ SessionService::SessionService(const config::SessionSettings& settings, std::uni
 Session SessionService::live(const auth::Principal& principal, std::string_view handle) {
     std::optional<Session> s;
     try {
-        s = table_.find(handle, principal.subject);
+        s = table_.find(handle, principal.owner_key());
     } catch (const state::BackendError& e) {
         spdlog::error("session: state backend: {}", e.what());
         refuse(code::state_unavailable, "The host cannot reach its session state right now; try again shortly.");
@@ -81,11 +81,16 @@ json SessionService::describe(const auth::Principal& principal, std::string_view
     }
     if (!handle.empty()) {
         const Session s = live(principal, handle);
+        // session_clear walks down from conversations_dir level by level, so
+        // that a link at none of them is followed.
+        const ConversationsPlace place = conversations_place(settings_.conversations_dir, s.principal, s.store, s.user);
         out["session"] = {{"topic", s.topic},
                           {"store", s.store},
                           {"user", s.user},
                           {"folder", s.folder},
-                          {"conversations_root", std::filesystem::path(s.folder).parent_path().string()},
+                          {"conversations_root", place.root().string()},
+                          {"conversations_dir", place.dir.string()},
+                          {"conversations_levels", place.levels},
                           {"scopes", s.scopes},
                           {"unread_critical_notes", s.unread_critical()},
                           {"expires", iso_time(table_.expires_ms(s))}};
@@ -112,7 +117,7 @@ json SessionService::open(const auth::Principal& principal, std::string_view top
                {{"action", "tell the person"}});
     }
     SessionDraft draft;
-    draft.principal = principal.subject;
+    draft.principal = principal.owner_key();
     draft.store = view.store;
     draft.user = view.user;
     draft.topic = std::string(topic);
@@ -126,9 +131,10 @@ json SessionService::open(const auth::Principal& principal, std::string_view top
     }
     draft.critical = critical_items(view.store, view.user, principal);
     try {
-        draft.folder = open_conversation_folder(conversations_root(settings_.conversations_dir, view.store, view.user),
-                                                draft.topic)
-                           .string();
+        draft.folder =
+            open_conversation_folder(
+                conversations_place(settings_.conversations_dir, draft.principal, view.store, view.user), draft.topic)
+                .string();
     } catch (const ConversationFolderUnsafe& e) {
         spdlog::error("session: {}", e.what());
         refuse(code::conversation_folder_unsafe,
@@ -167,7 +173,7 @@ json SessionService::accept_rules(const auth::Principal& principal, std::string_
         if (tool->rules.empty() || tool->gate_exempt) continue;
         if (!same_code(rule_code(s.nonce, tool->name), code_text)) continue;
         try {
-            table_.update(handle, principal.subject, [&](Session& x) {
+            table_.update(handle, principal.owner_key(), [&](Session& x) {
                 if (!x.accepted(tool->name)) x.accepted_rules.push_back(tool->name);
             });
         } catch (const state::BackendError& e) {
@@ -192,7 +198,7 @@ json SessionService::critical_read(const auth::Principal& principal, std::string
     }
     std::optional<Session> s;
     try {
-        s = table_.update(handle, principal.subject, [&](Session& x) {
+        s = table_.update(handle, principal.owner_key(), [&](Session& x) {
             for (auto& c : x.critical)
                 if (c.family == family && ids.count(c.id)) c.read = true;
         });
@@ -208,7 +214,7 @@ std::vector<CriticalItem> SessionService::critical_items(const std::string& stor
                                                          const auth::Principal& principal) {
     std::vector<CriticalItem> items;
     std::set<plugins::LoadedPlugin*> asked;
-    const std::string owner = json{{"store", store}, {"user", user}, {"principal", principal.subject}}.dump();
+    const std::string owner = json{{"store", store}, {"user", user}, {"principal", principal.owner_key()}}.dump();
     for (const plugins::Tool* tool : registry_.ordered()) {
         if (!tool->plugin || !asked.insert(tool->plugin).second || !tool->plugin->has_critical_items()) continue;
         std::string text;

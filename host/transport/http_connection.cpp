@@ -644,7 +644,7 @@ void HttpConnection::on_post(const Request& request) {
     const auto session_id = names_stateless_revision(message) ? request.end() : request.find("Mcp-Session-Id");
     if (session_id != request.end()) {
         const std::string sid(session_id->value());
-        mcp = service_.legacy_sessions.find(sid, principal_.subject);
+        mcp = service_.legacy_sessions.find(sid, principal_.owner_key());
         if (!mcp) {
             respond_error(404, nullptr, protocol::error_code::invalid_request,
                           "Session not found: it ended, expired or never existed; initialize again.");
@@ -757,10 +757,10 @@ bool HttpConnection::refuse_missing_scope(const Json& message, const Json& id) {
 // but their stream: without a slot they are refused at once, 503 when the
 // server is full, 429 when this caller holds its share.
 bool HttpConnection::claim_stream_or_refuse(const Json& id) {
-    switch (service_.claim_stream(principal_.subject)) {
+    switch (service_.claim_stream(principal_.owner_key())) {
     case HttpService::StreamClaim::granted:
         stream_slot_ = true;
-        stream_owner_ = principal_.subject;
+        stream_owner_ = principal_.owner_key();
         return true;
     case HttpService::StreamClaim::server_full:
         respond_error(503, id, protocol::error_code::internal_error,
@@ -785,7 +785,7 @@ void HttpConnection::on_get(const Request& request) {
                        "Allow: POST, DELETE\r\n");
         return;
     }
-    const auto session = service_.legacy_sessions.find(std::string(session_id->value()), principal_.subject);
+    const auto session = service_.legacy_sessions.find(std::string(session_id->value()), principal_.owner_key());
     if (!session) {
         respond_error(404, nullptr, protocol::error_code::invalid_request,
                       "Session not found: it ended, expired or never existed; initialize again.");
@@ -823,7 +823,7 @@ void HttpConnection::on_delete(const Request& request) {
         return;
     }
     if (refuse_unsupported_legacy_version(request, nullptr)) return;
-    if (!service_.legacy_sessions.close(std::string(session_id->value()), principal_.subject)) {
+    if (!service_.legacy_sessions.close(std::string(session_id->value()), principal_.owner_key())) {
         respond_error(404, nullptr, protocol::error_code::invalid_request,
                       "Session not found: it ended, expired or never existed.");
         return;
@@ -888,12 +888,12 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
             // answer still arrives, as plain JSON.
             if (!stream_slot_) {
                 if (!may_stream_) return;
-                if (service_.claim_stream(principal_.subject) != HttpService::StreamClaim::granted) {
+                if (service_.claim_stream(principal_.owner_key()) != HttpService::StreamClaim::granted) {
                     may_stream_ = false;
                     return;
                 }
                 stream_slot_ = true;
-                stream_owner_ = principal_.subject;
+                stream_owner_ = principal_.owner_key();
             }
             start_stream();
         }
@@ -904,7 +904,7 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
         encoded.find("\"result\"") == std::string::npos) {
         // initialize failed: the session it opened is closed again.
         const std::string sid = session_header_.substr(16, session_header_.size() - 18);
-        service_.legacy_sessions.close(sid, principal_.subject);
+        service_.legacy_sessions.close(sid, principal_.owner_key());
         session_header_.clear();
     }
     if (phase_ == Phase::answering) {

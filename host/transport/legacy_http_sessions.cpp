@@ -48,7 +48,7 @@ void LegacyHttpSessions::evict_from_largest_holder() {
 
 std::optional<std::string> LegacyHttpSessions::open(std::shared_ptr<protocol::Connection> connection) {
     const auto now = std::chrono::steady_clock::now();
-    std::string owner = connection->principal().subject;
+    std::string owner = connection->principal().owner_key();
     std::lock_guard lock(mutex_);
     const auto held = [&] {
         const auto it = held_by_.find(owner);

@@ -9,7 +9,7 @@
 // No tool reaches beyond this server's note database (openWorldHint false).
 //
 // Every call works on the caller's own notes only: the owner is the
-// principal's subject plus, inside a session, the store (see NoteStore).
+// principal's owner key plus, inside a session, the store (see NoteStore).
 // For the gate, the family lists the owner's critical notes at
 // session_connect (id = the note number in decimal, title = the start of the
 // text), and recall reports every critical note it shows back to the host.
@@ -42,11 +42,13 @@ NoteStore& store() {
 Owner owner_of(const gh::Call& call) {
     const auto context = call.context();
     Owner owner;
-    owner.subject = context.value(gh::Json::json_pointer("/principal/subject"), std::string());
+    // The owner key tells apart callers the subject alone would not (a token
+    // whose `sub` is the local user's name).
+    owner.principal = context.value(gh::Json::json_pointer("/principal/owner"), std::string());
     // Inside a session (a later host) the store joins the owner key, so one
     // person's notes for two shops never mix.
     owner.store = context.value(gh::Json::json_pointer("/session/store"), std::string());
-    if (owner.subject.empty())
+    if (owner.principal.empty())
         throw gh::Refusal("NO_PRINCIPAL",
                           "The host did not say who is calling, so there is no one to keep notes for. Tell the "
                           "operator: the memory family needs a principal.",
@@ -278,10 +280,10 @@ static const bool initialised = [] {
     // session is a new conversation that has not seen them.
     plugin.on_critical_items([](const gh::Json& asked) {
         Owner owner;
-        owner.subject = asked.value("principal", std::string());
+        owner.principal = asked.value("principal", std::string());
         owner.store = asked.value("store", std::string());
         gh::Json items = gh::Json::array();
-        if (owner.subject.empty()) return items;
+        if (owner.principal.empty()) return items;
         for (const auto& n : store().critical_notes(owner))
             items.push_back({{"id", std::to_string(n.id)}, {"title", critical_title(n.text)}});
         return items;

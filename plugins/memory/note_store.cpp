@@ -160,7 +160,7 @@ constexpr const char* kNoteColumns = "n.number, n.text, n.tags, n.critical, n.cr
 // The owner's row id, or 0 when the owner has never written.
 int64_t find_owner(SqliteDatabase& db, const Owner& owner) {
     auto& s = db.statement("SELECT id FROM owners WHERE subject = ?1 AND store = ?2");
-    s.bind(1, owner.subject).bind(2, owner.store);
+    s.bind(1, owner.principal).bind(2, owner.store);
     return s.step() ? s.integer(0) : 0;
 }
 
@@ -209,13 +209,13 @@ int64_t NoteStore::remember(const Owner& owner, const NewNote& note) {
     Transaction tx(*db, Transaction::Kind::write);
     (*db)
         .statement("INSERT INTO owners (subject, store) VALUES (?1, ?2) ON CONFLICT (subject, store) DO NOTHING")
-        .bind(1, owner.subject)
+        .bind(1, owner.principal)
         .bind(2, owner.store)
         .step();
     auto& take = (*db).statement("UPDATE owners SET next_number = next_number + 1, note_count = note_count + 1, "
                                  "token_count = token_count + ?3 WHERE subject = ?1 AND store = ?2 "
                                  "RETURNING id, next_number - 1");
-    take.bind(1, owner.subject).bind(2, owner.store).bind(3, static_cast<int64_t>(tokens));
+    take.bind(1, owner.principal).bind(2, owner.store).bind(3, static_cast<int64_t>(tokens));
     take.step();
     const int64_t owner_id = take.integer(0);
     const int64_t number = take.integer(1);
@@ -409,7 +409,7 @@ bool NoteStore::forget(const Owner& owner, int64_t id) {
     Transaction tx(*db, Transaction::Kind::write);
     auto& s = (*db).statement("DELETE FROM notes WHERE owner_id = (SELECT id FROM owners WHERE subject = ?1 AND "
                               "store = ?2) AND number = ?3 RETURNING owner_id, token_count");
-    s.bind(1, owner.subject).bind(2, owner.store).bind(3, id);
+    s.bind(1, owner.principal).bind(2, owner.store).bind(3, id);
     if (!s.step()) return false;
     const int64_t owner_id = s.integer(0);
     const int64_t tokens = s.integer(1);
@@ -445,7 +445,7 @@ std::vector<Note> NoteStore::critical_notes(const Owner& owner) {
     auto& s = (*db).statement(std::string("SELECT ") + kNoteColumns +
                               " FROM notes n JOIN owners o ON o.id = n.owner_id "
                               "WHERE o.subject = ?1 AND o.store = ?2 AND n.critical = 1 ORDER BY n.number");
-    s.bind(1, owner.subject).bind(2, owner.store);
+    s.bind(1, owner.principal).bind(2, owner.store);
     while (s.step())
         out.push_back(read_note(s));
     tx.commit();
@@ -460,7 +460,7 @@ std::vector<int64_t> NoteStore::unread_critical(const Owner& owner) {
         "SELECT n.number FROM notes n JOIN owners o ON o.id = n.owner_id WHERE o.subject = ?1 AND o.store = ?2 "
         "AND n.critical = 1 AND NOT EXISTS (SELECT 1 FROM critical_reads r WHERE r.owner_id = o.id AND "
         "r.note_id = n.id) ORDER BY n.number");
-    s.bind(1, owner.subject).bind(2, owner.store);
+    s.bind(1, owner.principal).bind(2, owner.store);
     while (s.step())
         out.push_back(s.integer(0));
     tx.commit();

@@ -23,9 +23,10 @@
 
 namespace memory {
 
-// Whose notes: the principal's subject and, inside a session, the store.
+// Whose notes: the principal's owner key (opaque, from the host) and, inside
+// a session, the store.
 struct Owner {
-    std::string subject;
+    std::string principal;
     std::string store; // "" outside a session
 };
 

@@ -10,7 +10,10 @@ namespace memory {
 namespace {
 
 // Version 1.
-//  owners        one row per (principal subject, store); "" is "no session".
+//  owners        one row per (principal, store); "" is "no session". The
+//                `subject` column holds the host's owner key, which for the
+//                local user is its plain name, as before owner keys: notes
+//                kept before stay the local user's.
 //                Keeps the owner's counters: the next note number (numbers
 //                are per owner and never reused, so an id says nothing about
 //                other owners), and the note and token totals recall's

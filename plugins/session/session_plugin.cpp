@@ -112,10 +112,58 @@ static gh::Json clear_form(const gh::Json& listing, const std::vector<std::strin
         {"required", {"folders", "confirm"}}};
 }
 
+// Lists, asks the person where the client can show a form, deletes, and
+// lists what remains. Every folder left alone or measured only in part is
+// named with the reason, in the text as in the structured answer.
+static gh::Result clear(gh::Call& call, const gh::Json& d, const ConversationFolders& folders) {
+    gh::Json out = gh::Json::object();
+    auto names = call.arg_or("delete", std::vector<std::string>{});
+    std::string text;
+    const gh::Json listing = folders.list();
+    if (call.client_supports("elicitation") && !listing.empty()) {
+        // The person decides; what the agent named is only a suggestion.
+        const gh::Json answer = call.need(
+            "folders_to_delete", gh::input::elicit_form("Which conversation folders of store '" +
+                                                            d["store"].get<std::string>() + "' should be deleted?",
+                                                        clear_form(listing, names)));
+        names.clear();
+        // The answer comes from the client: only a ticked confirmation and names as strings count.
+        const gh::Json content = gh::input::accepted(answer) ? answer["content"] : gh::Json::object();
+        const bool confirmed = content.contains("confirm") && content["confirm"] == true;
+        if (confirmed && content.contains("folders") && content["folders"].is_array())
+            for (const auto& name : content["folders"])
+                if (name.is_string()) names.push_back(name.get<std::string>());
+        out["asked_person"] = true;
+        if (names.empty()) text = "The person deleted nothing. ";
+    }
+    if (!names.empty()) {
+        out.update(folders.remove(names));
+        text = "Deleted " + std::to_string(out["deleted"].size()) + " folder(s)";
+        if (!out["refused"].empty()) {
+            text += ", left " + std::to_string(out["refused"].size()) + " alone (";
+            std::string sep;
+            for (const auto& r : out["refused"]) {
+                text += sep + "'" + r["name"].get<std::string>() + "': " + r["reason"].get<std::string>();
+                sep = "; ";
+            }
+            text += ")";
+        }
+        text += ". ";
+    }
+    out["folders"] = folders.list();
+    out["open_topic"] = d["session"]["topic"];
+    text += std::to_string(out["folders"].size()) + " conversation folder(s) remain.";
+    for (const auto& f : out["folders"])
+        if (f.contains("incomplete"))
+            text += " '" + f["name"].get<std::string>() +
+                    "' was measured only in part: " + f["incomplete"].get<std::string>() + ".";
+    return gh::Result::structured(out, text);
+}
+
 static const auto& session_clear = plugin.tool({
     .name = "session_clear",
     .title = "Clear conversations",
-    .description = "Lists the conversation folders of this store and user (name, size, last change) and deletes "
+    .description = "Lists your conversation folders of this store and user (name, size, last change) and deletes "
                    "some. Where the client can show the person a form, the person ticks the folders to delete and "
                    "confirms (`delete` only pre-ticks them); elsewhere only the folders named in `delete` go — name "
                    "only what the person asked to delete.",
@@ -129,38 +177,19 @@ static const auto& session_clear = plugin.tool({
     .handler =
         [](gh::Call& call) {
             gh::Json d = call.session_describe(call.arg<std::string>("session"));
-            ConversationFolders folders(d["session"]["conversations_root"].get<std::string>());
-            gh::Json out = gh::Json::object();
-            auto names = call.arg_or("delete", std::vector<std::string>{});
-            std::string text;
-            const gh::Json listing = folders.list();
-            if (call.client_supports("elicitation") && !listing.empty()) {
-                // The person decides; what the agent named is only a suggestion.
-                const gh::Json answer =
-                    call.need("folders_to_delete",
-                              gh::input::elicit_form("Which conversation folders of store '" +
-                                                         d["store"].get<std::string>() + "' should be deleted?",
-                                                     clear_form(listing, names)));
-                names.clear();
-                // The answer comes from the client: only a ticked confirmation and names as strings count.
-                const gh::Json content = gh::input::accepted(answer) ? answer["content"] : gh::Json::object();
-                const bool confirmed = content.contains("confirm") && content["confirm"] == true;
-                if (confirmed && content.contains("folders") && content["folders"].is_array())
-                    for (const auto& name : content["folders"])
-                        if (name.is_string()) names.push_back(name.get<std::string>());
-                out["asked_person"] = true;
-                if (names.empty()) text = "The person deleted nothing. ";
+            ConversationFolders folders(d["session"]["conversations_dir"].get<std::string>(),
+                                        d["session"]["conversations_levels"].get<std::vector<std::string>>());
+            try {
+                return clear(call, d, folders);
+            } catch (const ConversationsUnreachable& e) {
+                plugin.log(gh::LogLevel::error, std::string("session_clear: ") + e.what() + " (below " +
+                                                    d["session"]["conversations_dir"].get<std::string>() + ")");
+                throw gh::ToolError("CONVERSATION_FOLDER_UNSAFE: The conversation folders of this session cannot be "
+                                    "reached safely (" +
+                                    std::string(e.what()) +
+                                    "), so nothing was listed or deleted. Tell the operator; the host log has "
+                                    "the details.");
             }
-            if (!names.empty()) {
-                out.update(folders.remove(names));
-                text = "Deleted " + std::to_string(out["deleted"].size()) + " folder(s)";
-                if (!out["refused"].empty()) text += ", left " + std::to_string(out["refused"].size()) + " alone";
-                text += ". ";
-            }
-            out["folders"] = folders.list();
-            out["open_topic"] = d["session"]["topic"];
-            text += std::to_string(out["folders"].size()) + " conversation folder(s) remain.";
-            return gh::Result::structured(out, text);
         },
 });
 

@@ -16,8 +16,8 @@ using Json = nlohmann::json;
 std::int64_t now_ms();
 
 // One bot session as the state backend keeps it (JSON under
-// "session/<session_id>"). `owner` is the principal that created it
-// ("<kind>:<subject>"); nobody else sees it. Neither the link's token nor
+// "session/<session_id>"). `owner` is the principal that created it (the
+// host's opaque owner key); nobody else sees it. Neither the link's token nor
 // any issued token is stored in clear: only their SHA-256.
 struct BotSession {
     std::string session_id;

@@ -81,13 +81,15 @@ std::string iso_time(std::int64_t ms) {
 }
 
 std::string owner_of(const Json& context) {
-    const auto subject = context.value(Json::json_pointer("/principal/subject"), std::string());
-    if (subject.empty())
+    // The host's owner key, not the subject: a token whose `sub` is the local
+    // user's name is another caller.
+    auto owner = context.value(Json::json_pointer("/principal/owner"), std::string());
+    if (owner.empty())
         refuse("NO_PRINCIPAL",
                "The host did not say who is calling, so no session can be kept for you. Tell the "
                "operator: the sessions family needs a principal.",
                {{"action", "tell the operator"}});
-    return context.value(Json::json_pointer("/principal/kind"), std::string("user")) + ":" + subject;
+    return owner;
 }
 
 const sessions_bot::Bot& active_bot() {

@@ -55,7 +55,9 @@ struct Scene {
     void set_grants(const std::string& ann_scopes) {
         std::ofstream(grants) << "grants:\n  shop:\n    ann: " << ann_scopes << "\n";
     }
-    StdioHost start() const { return StdioHost(config.string(), {{"GATEHOUSE_PRINCIPAL", "alice"}}); }
+    StdioHost start(const std::string& principal = "alice") const {
+        return StdioHost(config.string(), {{"GATEHOUSE_PRINCIPAL", principal}});
+    }
 };
 
 // The code of a refusal: the gate's and the session tools' alike carry
@@ -324,11 +326,119 @@ TEST_CASE("hostile topics are refused or contained", "[gate][stdio]") {
     const std::string handle = open_session(host, "fine");
     auto described = structured(host.call("session_clear", {{"session", handle}}));
     CHECK(described["open_topic"] == "fine");
-    const fs::path root = fs::path(scene.data) / "conversations" / "shop" / "ann";
+    const fs::path root =
+        fs::path(structured(host.call("session_connect", {{"topic", "fine"}}))["folder"].get<std::string>())
+            .parent_path();
     REQUIRE(fs::is_directory(root / "fine"));
     fs::create_directories(scene.dir / "elsewhere");
     fs::create_directory_symlink(scene.dir / "elsewhere", root / "planted");
     CHECK(code_of(host.call("session_connect", {{"topic", "planted"}})) == "CONVERSATION_FOLDER_UNSAFE");
     CHECK(structured(host.call("session_connect", {{"topic", "заказы"}}))["folder"].get<std::string>().find("заказы") !=
           std::string::npos);
+}
+
+TEST_CASE("conversation folders are the principal's own: never listed, deleted or opened by another", "[gate][stdio]") {
+    Scene scene("clear-principals", "memory", true);
+    auto alice = scene.start("alice");
+    auto mine = structured(alice.call("session_connect", {{"topic", "orders"}}));
+    const fs::path alices = mine["folder"].get<std::string>();
+    std::ofstream(alices / "draft.txt") << "alice's";
+    open_session(alice, "private");
+
+    auto bob = scene.start("bob");
+    auto his = structured(bob.call("session_connect", {{"topic", "orders"}}));
+    CHECK(his["folder"] != mine["folder"]); // the same topic opens another folder
+    CHECK(fs::is_empty(his["folder"].get<std::string>()));
+    const std::string handle = his["session"];
+    auto listed = structured(bob.call("session_clear", {{"session", handle}}));
+    CHECK(listed["folders"].size() == 1);
+    CHECK(listed["folders"][0]["name"] == "orders");
+    CHECK(listed["folders"][0]["size"] == 0); // his own, empty; not alice's 7 bytes
+    auto cleared = structured(bob.call("session_clear", {{"session", handle}, {"delete", {"private", "orders"}}}));
+    CHECK(cleared["deleted"] == json::array({"orders"}));
+    REQUIRE(cleared["refused"].size() == 1);
+    CHECK(cleared["refused"][0]["reason"] == "no such conversation folder");
+    CHECK(fs::exists(alices / "draft.txt"));
+    CHECK(fs::is_directory(alices.parent_path() / "private"));
+    // Alice's handle is not bob's either.
+    const std::string alices_handle = open_session(alice, "orders");
+    CHECK(code_of(bob.call("session_clear", {{"session", alices_handle}})).rfind("NOT_CONNECTED", 0) == 0);
+}
+
+TEST_CASE("session_clear follows a link at no level above the topic folders", "[gate][stdio]") {
+    Scene scene("clear-links", "memory", true);
+    auto host = scene.start();
+    auto c = structured(host.call("session_connect", {{"topic", "orders"}}));
+    const std::string handle = c["session"];
+    const fs::path root = fs::path(c["folder"].get<std::string>()).parent_path();
+    const fs::path conversations = scene.data / "conversations";
+    // root = conversations/<principal>/<store>/<user>: each level in turn is
+    // moved away and a link to it put in its place.
+    const std::vector<fs::path> levels = {root.parent_path().parent_path(), root.parent_path(), root};
+    REQUIRE(levels[0].parent_path() == conversations);
+    for (const auto& level : levels) {
+        INFO("link at " << level.lexically_relative(conversations));
+        const fs::path moved = scene.dir / "moved";
+        fs::rename(level, moved);
+        const fs::path moved_root = moved / root.lexically_relative(level); // the root, now behind the link
+        // The link's target holds a folder that looks like a topic, with a file.
+        const fs::path victim = moved_root / "victim";
+        fs::create_directories(victim);
+        std::ofstream(victim / "precious.txt") << "do not touch";
+        fs::create_directory_symlink(moved, level);
+
+        const auto listed = host.call("session_clear", {{"session", handle}});
+        CHECK(code_of(listed).rfind("CONVERSATION_FOLDER_UNSAFE", 0) == 0);
+        CHECK(listed.dump().find("victim") == std::string::npos); // nothing below the link was listed
+        const auto deleted = host.call("session_clear", {{"session", handle}, {"delete", {"victim", "orders"}}});
+        CHECK(code_of(deleted).rfind("CONVERSATION_FOLDER_UNSAFE", 0) == 0);
+        CHECK(fs::exists(victim / "precious.txt"));
+        CHECK(fs::is_directory(moved_root / "orders"));
+        // Creating through the link is refused as well.
+        CHECK(code_of(host.call("session_connect", {{"topic", "fresh"}})).rfind("CONVERSATION_FOLDER_UNSAFE", 0) == 0);
+        CHECK_FALSE(fs::exists(moved_root / "fresh"));
+
+        fs::remove(level);
+        fs::remove_all(victim);
+        fs::rename(moved, level);
+    }
+    // Every level whole again: the listing works.
+    auto listed = structured(host.call("session_clear", {{"session", handle}}));
+    CHECK(listed["folders"].size() == 1);
+}
+
+TEST_CASE("a folder nested deeper than the walk goes is reported, and left whole", "[gate][stdio]") {
+    Scene scene("clear-deep", "memory", true);
+    auto host = scene.start();
+    auto c = structured(host.call("session_connect", {{"topic", "deep"}}));
+    const fs::path deep = c["folder"].get<std::string>();
+    const std::string handle = open_session(host, "shallow");
+    fs::path at = deep;
+    for (int i = 0; i < 70; ++i)
+        at /= "d";
+    fs::create_directories(at);
+    std::ofstream(at / "bottom.txt") << "far down";
+    std::ofstream(deep / "top.txt") << "abc";
+
+    auto listed = structured(host.call("session_clear", {{"session", handle}}));
+    bool seen = false;
+    for (const auto& f : listed["folders"])
+        if (f["name"] == "deep") {
+            seen = true;
+            CHECK(f["size"] == 3);
+            REQUIRE(f.contains("incomplete"));
+            CHECK(f["incomplete"].get<std::string>().find("64 levels") != std::string::npos);
+        } else {
+            CHECK_FALSE(f.contains("incomplete"));
+        }
+    CHECK(seen);
+
+    auto result = host.call("session_clear", {{"session", handle}, {"delete", {"deep"}}});
+    auto cleared = structured(result);
+    CHECK(cleared["deleted"] == json::array());
+    REQUIRE(cleared["refused"].size() == 1);
+    CHECK(cleared["refused"][0]["reason"].get<std::string>().find("nothing in it deleted") != std::string::npos);
+    CHECK(result["content"][0]["text"].get<std::string>().find("64 levels") != std::string::npos);
+    CHECK(fs::exists(at / "bottom.txt"));
+    CHECK(fs::exists(deep / "top.txt"));
 }

@@ -171,13 +171,55 @@ TEST_CASE("PasswordScreen finds passwords in text and in decoded JSON, and masks
 TEST_CASE("conversation folders stay inside their root", "[session]") {
     const auto dir = scratch("conversations");
     fs::remove_all(dir);
-    const auto root = session::conversations_root(dir, "../shop", "a/nn");
-    CHECK(root.parent_path().parent_path() == dir);
-    CHECK(root.filename().string().find('/') == std::string::npos);
-    const auto folder = session::open_conversation_folder(root, "orders");
+    const auto place = session::conversations_place(dir, "alice", "../shop", "a/nn");
+    REQUIRE(place.levels.size() == 3);
+    CHECK(place.root().parent_path().parent_path().parent_path() == dir);
+    for (const auto& level : place.levels) {
+        CHECK(level.find('/') == std::string::npos);
+        CHECK(level != "..");
+    }
+    const auto folder = session::open_conversation_folder(place, "orders");
     CHECK(fs::is_directory(folder));
-    CHECK(session::open_conversation_folder(root, "orders") == folder); // again: the same folder
+    CHECK(folder == place.root() / "orders");
+    CHECK(session::open_conversation_folder(place, "orders") == folder); // again: the same folder
     fs::create_directories(dir / "outside");
-    fs::create_directory_symlink(dir / "outside", root / "planted");
-    CHECK_THROWS_AS(session::open_conversation_folder(root, "planted"), session::ConversationFolderUnsafe);
+    fs::create_directory_symlink(dir / "outside", place.root() / "planted");
+    CHECK_THROWS_AS(session::open_conversation_folder(place, "planted"), session::ConversationFolderUnsafe);
+}
+
+TEST_CASE("conversation folders are the principal's own, and names too long for a file are hashed", "[session]") {
+    const auto dir = scratch("conversations-owners");
+    const auto local = session::conversations_place(dir, "alice", "shop", "ann");
+    const auto token = session::conversations_place(dir, "token:https%3A//as.example:alice", "shop", "ann");
+    CHECK(local.levels[0] != token.levels[0]);
+    CHECK(local.levels[1] == token.levels[1]);
+    // The layout before principals had their own folders began with the store's
+    // folder, whose encoded name never holds '.'.
+    CHECK(local.levels[0].find('.') != std::string::npos);
+    const auto long_one = session::conversations_place(dir, std::string(300, 'x'), std::string(300, 's'), "ann");
+    for (const auto& level : long_one.levels)
+        CHECK(level.size() < 255);
+    CHECK(long_one.levels[1] != session::conversations_place(dir, "a", std::string(301, 's'), "ann").levels[1]);
+}
+
+TEST_CASE("a link at any level above the topic folder is refused, never followed", "[session]") {
+    const auto dir = scratch("conversations-links");
+    const auto place = session::conversations_place(dir, "alice", "shop", "ann");
+    for (std::size_t level = 0; level < place.levels.size(); ++level) {
+        INFO("level " << level);
+        fs::remove_all(dir);
+        fs::path at = dir;
+        for (std::size_t i = 0; i < level; ++i)
+            at /= place.levels[i];
+        fs::create_directories(at);
+        const auto outside = scratch("conversations-links-outside");
+        fs::remove_all(outside);
+        fs::create_directories(outside);
+        fs::create_directory_symlink(outside, at / place.levels[level]);
+        CHECK_THROWS_AS(session::open_conversation_folder(place, "orders"), session::ConversationFolderUnsafe);
+        CHECK(fs::is_empty(outside)); // nothing was made through the link
+        fs::remove(at / place.levels[level]);
+        std::ofstream(at / place.levels[level]) << "a file";
+        CHECK_THROWS_AS(session::open_conversation_folder(place, "orders"), session::ConversationFolderUnsafe);
+    }
 }

@@ -3,7 +3,7 @@
 // metadata from the 401, gets a token from the loopback authorization server
 // (client_credentials), calls tools, and steps up on insufficient_scope. Two
 // principals then share one host and see nothing of each other: memory
-// notes, gate sessions.
+// notes, gate sessions, conversation folders.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -34,6 +34,9 @@ async function connect(host, as, clientId, scope) {
   return client;
 }
 
+// How the host escapes a part of an owner key.
+const ownerPart = (text) => text.replaceAll('%', '%25').replaceAll(':', '%3A');
+
 const jwtAuth = (as) => ({ mode: 'jwt', issuers: [as.issuer], fetch_timeout_ms: 2000 });
 
 test('the v2 client discovers the metadata from the 401, gets a token, calls a tool, and steps up', async () => {
@@ -48,7 +51,14 @@ test('the v2 client discovers the metadata from the 401, gets a token, calls a t
     assert.equal(as.issued[0].resource, host.url, 'the token was asked for this resource (RFC 8707)');
 
     const me = await client.callTool({ name: 'whoami', arguments: {} });
-    assert.deepEqual(me.structuredContent.principal, { subject: 'alice', kind: 'token', client_id: 'alice-app', scopes: ['notes'] });
+    assert.deepEqual(me.structuredContent.principal, {
+      subject: 'alice',
+      kind: 'token',
+      owner: `token:${ownerPart(as.issuer)}:alice`,
+      issuer: as.issuer,
+      client_id: 'alice-app',
+      scopes: ['notes'],
+    });
 
     // ledger_balance needs ledger:read: 403 insufficient_scope, the client re-authorizes and retries.
     const balance = await client.callTool({ name: 'ledger_balance', arguments: {} });
@@ -129,6 +139,21 @@ test('two principals over HTTP never reach each other\'s gate sessions', async (
     assert.equal(stolen.structuredContent?.code, 'NOT_CONNECTED', 'alice\'s handle is no session of bob\'s');
     const own = await alice.callTool({ name: 'count', arguments: { session } });
     assert.notEqual(own.structuredContent?.code, 'NOT_CONNECTED');
+
+    // The same topic is another folder for bob, and his session_clear lists
+    // and deletes his own folders only.
+    const alices = (await alice.callTool({ name: 'session_connect', arguments: { topic: 'orders' } })).structuredContent;
+    const bobs = (await bob.callTool({ name: 'session_connect', arguments: { topic: 'orders' } })).structuredContent;
+    await alice.callTool({ name: 'session_connect', arguments: { topic: 'payroll' } });
+    assert.notEqual(alices.folder, bobs.folder);
+    const listed = (await bob.callTool({ name: 'session_clear', arguments: { session: bobs.session } })).structuredContent;
+    assert.deepEqual(listed.folders.map((f) => f.name), ['orders']);
+    const cleared = (await bob.callTool({ name: 'session_clear', arguments: { session: bobs.session, delete: ['payroll', 'orders'] } }))
+      .structuredContent;
+    assert.deepEqual(cleared.deleted, ['orders']);
+    assert.deepEqual(cleared.refused, [{ name: 'payroll', reason: 'no such conversation folder' }]);
+    const hers = (await alice.callTool({ name: 'session_clear', arguments: { session: alices.session } })).structuredContent;
+    assert.deepEqual(hers.folders.map((f) => f.name).sort(), ['orders', 'payroll']);
   } finally {
     await alice?.close();
     await bob?.close();

@@ -11,6 +11,8 @@ import { binaryPath, writeConfig } from './lib/host.mjs';
 import { AuthorizationServer, sha256Hex } from './lib/authorization_server.mjs';
 
 const bearer = (token) => ({ Authorization: `Bearer ${token}` });
+// How the host escapes a part of an owner key.
+const ownerPart = (text) => text.replaceAll('%', '%25').replaceAll(':', '%3A');
 const whoami = (host, headers) => host.modern('tools/call', { name: 'whoami', arguments: {} }, { headers });
 const errorOf = (reply) => /error="([^"]*)"/.exec(reply.headers.get('www-authenticate') ?? '')?.[1];
 
@@ -35,7 +37,14 @@ test('introspection mode: active opaque tokens are served and cached, anything e
     const opaque = as.mintOpaque({ aud: host.url, sub: 'carol', client_id: 'desk', scope: 'notes' });
     const first = await whoami(host, bearer(opaque));
     assert.equal(first.status, 200, first.text);
-    assert.deepEqual(first.answer.result.structuredContent.principal, { subject: 'carol', kind: 'token', client_id: 'desk', scopes: ['notes'] });
+    assert.deepEqual(first.answer.result.structuredContent.principal, {
+      subject: 'carol',
+      kind: 'token',
+      owner: `token:${ownerPart(as.issuer)}:carol`,
+      issuer: as.issuer,
+      client_id: 'desk',
+      scopes: ['notes'],
+    });
     assert.equal(as.count('POST /introspect'), 1);
     assert.equal((await whoami(host, bearer(opaque))).status, 200);
     assert.equal(as.count('POST /introspect'), 1, 'an active answer is cached');
@@ -69,7 +78,14 @@ test('api_keys mode: a listed key is its principal; the YAML holds only hashes',
   try {
     const ok = await whoami(host, bearer(key));
     assert.equal(ok.status, 200, ok.text);
-    assert.deepEqual(ok.answer.result.structuredContent.principal, { subject: 'build-bot', kind: 'token', client_id: 'ci', scopes: ['ledger:read'] });
+    assert.deepEqual(ok.answer.result.structuredContent.principal, {
+      subject: 'build-bot',
+      kind: 'token',
+      owner: 'token::build-bot', // an API key has no issuer
+      issuer: '',
+      client_id: 'ci',
+      scopes: ['ledger:read'],
+    });
     assert.equal((await host.modern('tools/call', { name: 'ledger_balance', arguments: {} }, { headers: bearer(key) })).status, 200);
     assert.equal((await whoami(host, bearer(key + 'x'))).status, 401);
     assert.equal((await whoami(host, {})).status, 401);

@@ -9,8 +9,9 @@ export const binary = process.env.GATEHOUSE_BIN;
 export const pluginDir = process.env.GATEHOUSE_PLUGIN_DIR;
 const REVISION = '2026-07-28';
 
-// A folder with a configuration that serves only the memory family.
-export function makeHome(settings = {}) {
+// A folder with a configuration that serves only the memory family;
+// `sections` are further top-level YAML lines (transports, http, auth).
+export function makeHome(settings = {}, sections = []) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-memory-it-'));
   const lines = [
     `plugin_dir: ${JSON.stringify(pluginDir)}`,
@@ -25,6 +26,7 @@ export function makeHome(settings = {}) {
     ...Object.entries(settings).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`),
   ];
   if (Object.keys(settings).length === 0) lines.splice(lines.length - 3, 3);
+  lines.push(...sections);
   const config = path.join(dir, 'gatehouse.yaml');
   fs.writeFileSync(config, lines.join('\n') + '\n');
   return { dir, config, database: path.join(dir, 'data', 'memory', 'memory.db') };
@@ -75,9 +77,9 @@ export function stopAll() {
 }
 
 export class Gatehouse {
-  constructor(home, principal) {
+  constructor(home, principal, env = {}) {
     this.child = spawn(binary, ['serve', '--config', home.config], {
-      env: { ...process.env, GATEHOUSE_PRINCIPAL: principal, GATEHOUSE_LOG: 'warn' },
+      env: { ...process.env, GATEHOUSE_PRINCIPAL: principal, GATEHOUSE_LOG: 'warn', ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.nextId = 1;

@@ -3,7 +3,9 @@
 // survive the host being killed with SIGKILL in the middle of a burst.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import { DatabaseSync } from 'node:sqlite';
 import { Gatehouse, makeHome, refusalCode, text } from './gatehouse_process.mjs';
 
@@ -82,6 +84,121 @@ test('alice and bob never see, find, count or delete each other\'s notes', async
   assert.deepEqual((await alice.call('recall', {})).structuredContent.notes, []);
   await alice.stop();
   await bob.stop();
+  fs.rmSync(home.dir, { recursive: true });
+});
+
+test('a token whose subject is the local user\'s name is another owner: one host, stdio and HTTP', async () => {
+  const key = crypto.randomBytes(24).toString('base64url');
+  const sha256 = crypto.createHash('sha256').update(key).digest('hex');
+  const home = makeHome({}, [
+    'transports: [stdio, http]',
+    'http: {listen: "127.0.0.1:0"}',
+    `auth: {mode: api_keys, api_keys: [{sha256: "${sha256}", subject: alice}]}`,
+  ]);
+  const local = new Gatehouse(home, 'alice', { GATEHOUSE_LOG: 'info' });
+  const deadline = Date.now() + 20000;
+  let url;
+  while (!(url = /serving MCP over HTTP at (http:\/\/\S+)/.exec(local.stderr)?.[1]) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 20));
+  assert.ok(url, `the host serves HTTP too; stderr:\n${local.stderr}`);
+  let nextId = 1;
+  const overHttp = async (name, args) => {
+    const message = {
+      jsonrpc: '2.0',
+      id: nextId++,
+      method: 'tools/call',
+      params: {
+        name,
+        arguments: args,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+          'io.modelcontextprotocol/clientInfo': { name: 'memory-itests', version: '1.0.0' },
+        },
+      },
+    };
+    // One connection per request (no keep-alive pool outliving the host).
+    const response = await new Promise((resolve, reject) => {
+      const req = http.request(
+        url,
+        {
+          method: 'POST',
+          agent: false,
+          headers: {
+            'Content-Type': 'application/json',
+            Accept: 'application/json, text/event-stream',
+            Authorization: `Bearer ${key}`,
+            'MCP-Protocol-Version': '2026-07-28',
+            'Mcp-Method': 'tools/call',
+            'Mcp-Name': name,
+            Connection: 'close',
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'] ?? '', text }));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify(message));
+    });
+    const body = response.text;
+    assert.equal(response.status, 200, body);
+    const data = response.type.startsWith('text/event-stream')
+      ? body.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5))).find((m) => m.id === message.id)
+      : JSON.parse(body);
+    assert.equal(data.error, undefined, body);
+    return data.result;
+  };
+  try {
+    const operators = await local.call('remember', { text: 'the safe code is 0451', tags: ['office'], critical: true });
+    assert.equal(operators.isError, undefined, text(operators));
+
+    // The token's sub is "alice", the local user's name: still nobody's notes but its own.
+    assert.deepEqual((await overHttp('recall', {})).structuredContent.notes, []);
+    assert.deepEqual((await overHttp('recall', { query: 'safe code' })).structuredContent.notes, []);
+    assert.deepEqual((await overHttp('recall', { tags: ['office'] })).structuredContent.notes, []);
+    const theft = await overHttp('forget', { note_id: operators.structuredContent.id });
+    assert.equal(theft.isError, true);
+    const tokens = await overHttp('remember', { text: 'the token\'s own note' });
+    assert.equal(tokens.structuredContent.id, 1, 'numbers are per owner');
+    assert.equal((await overHttp('forget_all', { confirm: true })).structuredContent.deleted, 1);
+
+    const still = await local.call('recall', {});
+    assert.deepEqual(still.structuredContent.notes.map((n) => n.text), ['the safe code is 0451']);
+  } finally {
+    await local.stop();
+  }
+  // The local user's notes are kept under its plain name, as before owner
+  // keys: a database written by an earlier version is still the operator's.
+  const db = new DatabaseSync(home.database, { readOnly: true });
+  const owners = db.prepare('SELECT subject FROM owners ORDER BY subject').all().map((r) => r.subject);
+  db.close();
+  assert.ok(owners.includes('alice'), JSON.stringify(owners));
+  assert.ok(owners.every((o) => o === 'alice' || o.startsWith('token:')), JSON.stringify(owners));
+  fs.rmSync(home.dir, { recursive: true });
+});
+
+test('notes an earlier version kept for the local user are still its own', async () => {
+  const home = makeHome();
+  let host = new Gatehouse(home, 'alice');
+  await host.call('remember', { text: 'warm-up' }); // creates the database
+  await host.stop();
+  // What an earlier version wrote: the owner row keyed by the plain subject.
+  const db = new DatabaseSync(home.database);
+  db.exec("INSERT INTO owners (subject, store, next_number, note_count, token_count) VALUES ('bob', '', 8, 1, 2)");
+  const owner = db.prepare("SELECT id FROM owners WHERE subject = 'bob'").get().id;
+  db.prepare("INSERT INTO notes (owner_id, number, text, tags, critical, created_ms, token_count) VALUES (?, 7, 'kept before the upgrade', '[]', 0, 1800000000000, 2)").run(owner);
+  db.close();
+  host = new Gatehouse(home, 'bob');
+  try {
+    const found = await host.call('recall', {});
+    assert.deepEqual(found.structuredContent.notes.map((n) => [n.id, n.text]), [[7, 'kept before the upgrade']]);
+  } finally {
+    await host.stop();
+  }
   fs.rmSync(home.dir, { recursive: true });
 });
 

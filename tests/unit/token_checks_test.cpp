@@ -72,6 +72,44 @@ TEST_CASE("claims: issuer, audience, expiry with skew, subject, scopes", "[auth]
     CHECK(auth::check_claims(good, rules, now).principal.subject == "https://as.example alice");
 }
 
+TEST_CASE("a principal's owner key is its kind, issuer and subject, and keys never meet", "[auth]") {
+    const auto now = std::chrono::system_clock::from_time_t(1'800'000'000);
+    auth::ClaimRules rules;
+    rules.audiences = {"https://mcp.example/mcp"};
+    rules.issuers = {"https://as.example", "https://other.example"};
+    nlohmann::json claims = {
+        {"iss", "https://as.example"}, {"aud", "https://mcp.example/mcp"}, {"sub", "alice"}, {"exp", 1'800'000'100}};
+    const auto from_as = auth::check_claims(claims, rules, now);
+    REQUIRE(from_as.kind == Kind::accepted);
+    CHECK(from_as.principal.issuer == "https://as.example");
+    claims["iss"] = "https://other.example";
+    const auto from_other = auth::check_claims(claims, rules, now);
+    REQUIRE(from_other.kind == Kind::accepted);
+
+    const auth::Principal local{"alice", "local", {}, {}};
+    CHECK(local.owner_key() == "alice"); // the form every store keyed the local user by before
+    CHECK(from_as.principal.owner_key() != local.owner_key());
+    CHECK(from_as.principal.owner_key() != from_other.principal.owner_key());
+    CHECK(from_as.principal.to_json()["owner"] == from_as.principal.owner_key());
+    CHECK(local.to_json()["owner"] == "alice");
+
+    // Parts that try to imitate the separators stay apart.
+    const auth::Principal api_key{"alice", "token", "ci", {}};
+    const auth::Principal crafted{"x:alice", "token", {}, {}, ""};
+    const auth::Principal split{"alice", "token", {}, {}, "x"};
+    const auth::Principal local_lookalike{"token::alice", "local", {}, {}};
+    const auth::Principal local_escape{"token%3A%3Aalice", "local", {}, {}};
+    const std::vector<std::string> keys = {
+        local.owner_key(),           api_key.owner_key(),      crafted.owner_key(),          split.owner_key(),
+        local_lookalike.owner_key(), local_escape.owner_key(), from_as.principal.owner_key()};
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        for (std::size_t j = i + 1; j < keys.size(); ++j) {
+            INFO(keys[i] << " vs " << keys[j]);
+            CHECK(keys[i] != keys[j]);
+        }
+    CHECK(local_lookalike.owner_key().find(':') == std::string::npos);
+}
+
 TEST_CASE("JWKs that cannot verify what they claim are refused", "[auth]") {
     CHECK_THROWS_WITH(auth::JsonWebKey::parse({{"kty", "oct"}, {"k", "AAAA"}}),
                       Catch::Contains("unsupported key type"));

@@ -172,10 +172,12 @@ typedef struct gh_host_api {
     int32_t (*is_cancelled)(gh_call* call);
 
     /* The call's context as a JSON object, borrowed until the call returns:
-     * {"principal": {"subject": ..., "kind": ..., "client_id": ...,
-     *  "scopes": [...]}, "revision": ..., "tool": ..., "family": ...} (over
-     * HTTP the subject, client and scopes of the verified token, never the
-     * token itself); from ABI 1.3 also "clientCapabilities":
+     * {"principal": {"subject": ..., "kind": ..., "owner": ...,
+     *  "issuer": ..., "client_id": ..., "scopes": [...]}, "revision": ...,
+     * "tool": ..., "family": ...} (over HTTP the issuer, subject, client and
+     * scopes of the verified token, never the token itself; "owner" is the
+     * opaque key of everything kept per caller, kind, issuer and subject
+     * together: key by it, never by the subject alone); from ABI 1.3 also "clientCapabilities":
      * the capabilities the client declared (what input requests it can
      * answer: "elicitation" with "form"/"url", "sampling", "roots"). Later
      * host versions add keys. */
@@ -200,7 +202,10 @@ typedef struct gh_host_api {
     /* Looks around without changing anything. With an empty handle:
      * {"store", "user", "program_running", "pinned", "password_available"}.
      * With a handle of the caller's live session, also "session":
-     * {"topic", "folder", "conversations_root", "scopes", "expires"}. */
+     * {"topic", "folder", "conversations_root", "conversations_dir",
+     *  "conversations_levels", "scopes", "expires"}: the root is
+     * conversations_dir followed by the folder names of
+     * conversations_levels; walk them one by one without following links. */
     int32_t (*session_describe)(gh_call* call, gh_str handle, gh_sink* out);
 
     /* Opens the session of the caller for `topic` anew (a new handle and
@@ -482,7 +487,9 @@ typedef void (*gh_shutdown_fn)(void* plugin_state);
 /* ABI 1.1+, optional. Lists the critical notes of this family that the owner
  * must read before other gated tools run. Called at session_connect, never
  * alongside a call when the plugin is not reentrant.
- *   owner: JSON object {"store", "user", "principal"}; borrowed until return.
+ *   owner: JSON object {"store", "user", "principal"} (principal: the
+ *          caller's owner key, as "principal.owner" in the call context);
+ *          borrowed until return.
  *   out:   on GH_STATUS_OK a JSON array of {"id": string, "title": string};
  *          otherwise text for the log (the connect then fails closed). */
 typedef int32_t (*gh_critical_items_fn)(void* plugin_state, gh_str owner, gh_sink* out);

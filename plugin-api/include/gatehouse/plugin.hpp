@@ -311,7 +311,8 @@ public:
     }
 
     // {"principal": {...}, "revision": ..., "tool": ..., "family": ...}, and for
-    // a gated tool "session": {"store", "user", "topic", "folder", "principal"}.
+    // a gated tool "session": {"store", "user", "topic", "folder", "principal"}
+    // ("principal" there and "principal.owner" are the caller's owner key).
     Json context() const { return Json::parse(view(api_->call_context(raw_))); }
 
     // Session services of the host (ABI 1.1+). Each returns the host's JSON
