@@ -30,7 +30,10 @@ void annotate_risk(nlohmann::json& annotations, Risk risk) {
 void apply_tool_overrides(const config::DomainSettings& domain, const std::string& family,
                           std::vector<std::unique_ptr<Tool>>& tools, bool sessions) {
     std::vector<config::ConfigProblem> unknown;
-    for (const auto& [name, change] : domain.tools) {
+    for (const auto& entry : domain.tools) {
+        // Named, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+        const std::string& name = entry.first;
+        const auto& change = entry.second;
         auto it = std::find_if(tools.begin(), tools.end(), [&](const auto& t) { return t->plugin_name == name; });
         if (it == tools.end()) {
             std::string declared;
