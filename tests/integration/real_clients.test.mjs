@@ -4,12 +4,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 import { binaryPath, writeConfig, LEGACY, MODERN } from './lib/host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 function serverParameters(configFile) {
   return {
@@ -142,6 +147,31 @@ test('@modelcontextprotocol/client 2.x sees the same refusal (2026-07-28)', () =
     refusalReachesClient,
     { gate: true },
   ));
+
+// The MCP Inspector's command line (the v1 Inspector, on the 1.x SDK) lists
+// the tools before every call, so it checks a refusal's structuredContent
+// against the published outputSchema as desktop agents do.
+test('the MCP Inspector CLI sees a gate refusal whole (tools/call after its own listTools)', async () => {
+  const config = writeConfig({ gate: true });
+  const cli = path.join(HERE, 'node_modules', '@modelcontextprotocol', 'inspector-cli', 'build');
+  try {
+    const run = spawnSync(
+      process.execPath,
+      [path.join(cli, 'index.js'), binaryPath(), 'serve', '--config', config.file,
+        '--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=hello'],
+      // The CLI finds its own package.json relative to the working folder.
+      { cwd: cli, encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GATEHOUSE_LOG: 'warn' } },
+    );
+    assert.equal(run.status, 0, `the Inspector CLI failed:\n${run.stdout}\n${run.stderr}`);
+    const answer = JSON.parse(run.stdout);
+    assert.equal(answer.isError, true);
+    assert.equal(answer.structuredContent.code, 'NOT_CONNECTED');
+    assert.equal(typeof answer.structuredContent.next, 'object');
+    assert.match(answer.content[0].text, /^NOT_CONNECTED: /);
+  } finally {
+    rmSync(config.dir, { recursive: true, force: true });
+  }
+});
 
 // Resources, templates, prompts and completion through both official
 // clients, against the conformance fixture family.
