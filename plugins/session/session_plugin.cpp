@@ -184,11 +184,12 @@ static const auto& session_clear = plugin.tool({
             } catch (const ConversationsUnreachable& e) {
                 plugin.log(gh::LogLevel::error, std::string("session_clear: ") + e.what() + " (below " +
                                                     d["session"]["conversations_dir"].get<std::string>() + ")");
-                throw gh::ToolError("CONVERSATION_FOLDER_UNSAFE: The conversation folders of this session cannot be "
-                                    "reached safely (" +
-                                    std::string(e.what()) +
-                                    "), so nothing was listed or deleted. Tell the operator; the host log has "
-                                    "the details.");
+                throw gh::Refusal("CONVERSATION_FOLDER_UNSAFE",
+                                  "The conversation folders of this session cannot be reached safely (" +
+                                      std::string(e.what()) +
+                                      "), so nothing was listed or deleted. Tell the operator; the host log has "
+                                      "the details.",
+                                  {{"action", "tell the operator"}});
             }
         },
 });
