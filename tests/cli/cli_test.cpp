@@ -67,7 +67,7 @@ TEST_CASE("option --version names the host and its plugin ABI", "[cli]") {
     CHECK_THAT(r.out, Catch::Contains("plugin ABI 1."));
 }
 
-TEST_CASE("option --help prints the usage on stdout; no command prints it and fails", "[cli]") {
+TEST_CASE("option --help prints the usage on stdout, no command prints it and fails", "[cli]") {
     auto help = run_gatehouse({"--help"});
     CHECK(help.exit_code == 0);
     for (const char* word : {"Usage:", "serve", "check-config", "plugins", "GATEHOUSE_LOG"})

@@ -258,7 +258,7 @@ TEST_CASE("restart on the sqlite backend keeps the session", "[gate][stdio]") {
     CHECK(structured(host.call("count", {{"session", handle}}))["count"] == 1);
 }
 
-TEST_CASE("restart on the memory backend forgets; the same topic finds the same folder", "[gate][stdio]") {
+TEST_CASE("restart on the memory backend forgets, the same topic finds the same folder", "[gate][stdio]") {
     Scene scene("restart-memory", "memory");
     std::string handle, folder;
     {

@@ -98,7 +98,7 @@ TEST_CASE("license times are UTC, whole seconds, one spelling", "[license]") {
         CHECK_FALSE(license::parse_utc_timestamp(bad));
 }
 
-TEST_CASE("vendor keys: raw, DER or PEM public keys; private keys and other algorithms refused", "[license]") {
+TEST_CASE("vendor keys: raw, DER or PEM public keys, private keys and other algorithms refused", "[license]") {
     VendorKeyPair vendor;
     const auto raw = license::VendorKey::parse(vendor.public_base64());
     const auto pem = license::VendorKey::parse(vendor.public_pem());

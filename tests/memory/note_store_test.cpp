@@ -437,7 +437,7 @@ TEST_CASE("one principal's notes for two stores never mix") {
     CHECK(ids(store.critical_notes(shop_a)) == std::vector<int64_t>{1});
 }
 
-TEST_CASE("schema is versioned; notes survive reopening; a newer file is refused") {
+TEST_CASE("schema is versioned, notes survive reopening, a newer file is refused") {
     TempDatabase tmp;
     {
         NoteStore store(tmp.settings());

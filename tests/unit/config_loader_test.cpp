@@ -373,7 +373,7 @@ http:
     CHECK(error_of(dir, "transports: [smoke]\n").find("allowed: stdio, http") != std::string::npos);
 }
 
-TEST_CASE("http.public_url is the base of page links; anything but an absolute http(s) URL names its place",
+TEST_CASE("http.public_url is the base of page links, anything but an absolute http(s) URL names its place",
           "[config]") {
     TempDir dir;
     CHECK(load_config_file(dir.write("none.yaml", "http:\n  listen: 127.0.0.1:0\n")).http.public_url.empty());

@@ -74,7 +74,7 @@ TEST_CASE("a tampered or made-up cursor is refused", "[cursor]") {
     CHECK_FALSE(decode_cursor(forge("c2:fp:10"), "fp"));
 }
 
-TEST_CASE("the offset is decoded as it is; the list decides whether it is in range", "[cursor]") {
+TEST_CASE("the offset is decoded as it is, the list decides whether it is in range", "[cursor]") {
     // decode_cursor knows nothing of the list's length: McpServer refuses an
     // offset past the end (see mcp_server_test), the cursor only round-trips it.
     auto decoded = decode_cursor(encode_cursor("fp", 1000000), "fp");

@@ -235,7 +235,7 @@ TEST_CASE("one principal at max_in_flight_per_principal is refused while another
     CHECK(server.in_flight() == 0);
 }
 
-TEST_CASE("a second subscriptions/listen under an open one's id is refused; the first still stands", "[server]") {
+TEST_CASE("a second subscriptions/listen under an open one's id is refused, the first still stands", "[server]") {
     Harness h;
     auto listen =
         request(4, "subscriptions/listen", {{"_meta", modern_meta()}, {"notifications", {{"toolsListChanged", true}}}});

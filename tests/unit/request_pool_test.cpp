@@ -92,7 +92,7 @@ TEST_CASE("RequestPool starts workers only as jobs need them, never more than it
     CHECK(pool.threads() == 0);
 }
 
-TEST_CASE("RequestPool: submit_first goes ahead of queued jobs; has_free_worker says whether one is free", "[pool]") {
+TEST_CASE("RequestPool: submit_first goes ahead of queued jobs, has_free_worker says whether one is free", "[pool]") {
     protocol::RequestPool pool{1};
     CHECK(pool.has_free_worker()); // not started yet: free
     std::promise<void> entered, release;

@@ -106,7 +106,7 @@ TEST_CASE("keys rotate: the first seals, any opens, a key rotated out no longer 
     CHECK_FALSE(sealer({key_of('x')}).open(new_token, bound()));
 }
 
-TEST_CASE("two sealers with the same key accept each other's state; without a key each process has its own",
+TEST_CASE("two sealers with the same key accept each other's state, without a key each process has its own",
           "[request_state]") {
     CHECK(sealer().open(sealer().seal(bound(), "shared"), bound()) == std::optional<std::string>("shared"));
     const RequestStateSealer one({}, "gatehouse", std::chrono::minutes(1));

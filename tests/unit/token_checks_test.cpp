@@ -177,7 +177,7 @@ TEST_CASE("claims naming a member twice are not read", "[auth]") {
     CHECK(auth::parse_claims_object("not json").is_discarded());
 }
 
-TEST_CASE("each issuer's keys come from its own source; a shared one is refused at load", "[auth][config]") {
+TEST_CASE("each issuer's keys come from its own source, a shared one is refused at load", "[auth][config]") {
     auto load = [](const std::string& yaml) { return config::load_config_text(yaml, "auth.yaml", "/tmp"); };
     const auto own = load("auth:\n  mode: jwt\n  issuers:\n    - {issuer: https://a.example, jwks_uri: "
                           "https://a.example/keys}\n    - https://b.example\n");
