@@ -40,7 +40,7 @@ public:
         std::vector<const plugins::Tool*> tools; // by published name
         std::string fingerprint;                 // what tools/list cursors carry
         std::set<std::string> on_demand;
-        bool scoped = false; // some listed tool needs a token scope: tools/list differs per token
+        bool scoped = false;      // some listed tool needs a token scope: tools/list differs per token
         bool hides_tools = false; // some tool is on demand: the meta tools are offered
     };
     std::shared_ptr<const Listing> listing() const;
