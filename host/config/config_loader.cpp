@@ -322,6 +322,13 @@ PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
     return entry;
 }
 
+// `exposure` of a domain or of one tool: true for on_demand.
+bool on_demand_exposure(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+    const std::string exposure = r.string(node, what + ".exposure");
+    if (exposure != "listed" && exposure != "on_demand") r.fail(node, what + ".exposure must be listed or on_demand");
+    return exposure == "on_demand";
+}
+
 // domains.<family>.tools.<tool>: what the operator says of one tool. Whether
 // the family declares such a tool is known only once its plugin is loaded
 // (plugins/tool_overrides.cpp checks it there).
@@ -354,13 +361,7 @@ ToolOverride read_tool_override(const YamlReader& r, const YAML::Node& node, con
             t.required_scopes = std::move(scopes);
         });
     if (node["gated"]) r.attempt([&] { t.gated = r.boolean(node["gated"], what + ".gated"); });
-    if (node["exposure"])
-        r.attempt([&] {
-            const std::string exposure = r.string(node["exposure"], what + ".exposure");
-            if (exposure != "listed" && exposure != "on_demand")
-                r.fail(node["exposure"], what + ".exposure must be listed or on_demand");
-            t.on_demand = exposure == "on_demand";
-        });
+    if (node["exposure"]) r.attempt([&] { t.on_demand = on_demand_exposure(r, node["exposure"], what); });
     return t;
 }
 
@@ -382,13 +383,7 @@ DomainSettings read_domain(const YamlReader& r, const std::string& family, const
                 if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
                     r.fail(v["prefix"], what + ".prefix may hold only letters, digits, '_', '-' and '.'");
         });
-    if (v["exposure"])
-        r.attempt([&] {
-            const std::string exposure = r.string(v["exposure"], what + ".exposure");
-            if (exposure != "listed" && exposure != "on_demand")
-                r.fail(v["exposure"], what + ".exposure must be listed or on_demand");
-            d.on_demand = exposure == "on_demand";
-        });
+    if (v["exposure"]) r.attempt([&] { d.on_demand = on_demand_exposure(r, v["exposure"], what); });
     if (v["settings"])
         r.attempt([&] {
             r.expect_map(v["settings"], what + ".settings");
