@@ -12,7 +12,7 @@ import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from
 import { HttpHost } from './lib/http_host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
 import { binaryPath, MODERN } from './lib/host.mjs';
-import { AuthorizationServer } from './lib/authorization_server.mjs';
+import { AuthorizationServer, tokenOwnerKey } from './lib/authorization_server.mjs';
 
 const familyPlugin = (name) => path.resolve(path.dirname(binaryPath()), `../lib/gatehouse/plugins/${name}.so`);
 
@@ -34,8 +34,6 @@ async function connect(host, as, clientId, scope) {
   return client;
 }
 
-// How the host escapes a part of an owner key.
-const ownerPart = (text) => text.replaceAll('%', '%25').replaceAll(':', '%3A');
 
 const jwtAuth = (as) => ({ mode: 'jwt', issuers: [as.issuer], fetch_timeout_ms: 2000 });
 
@@ -54,7 +52,7 @@ test('the v2 client discovers the metadata from the 401, gets a token, calls a t
     assert.deepEqual(me.structuredContent.principal, {
       subject: 'alice',
       kind: 'token',
-      owner: `token:${ownerPart(as.issuer)}:alice`,
+      owner: tokenOwnerKey(as.issuer, 'alice'),
       issuer: as.issuer,
       client_id: 'alice-app',
       scopes: ['notes'],

@@ -6,12 +6,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { HttpHost, LEGACY } from './lib/http_host.mjs';
-import { AuthorizationServer } from './lib/authorization_server.mjs';
+import { AuthorizationServer, tokenOwnerKey } from './lib/authorization_server.mjs';
 
 let as;
 let host;
-// The owner key escapes ':' and '%' in each of its parts.
-const ownerPart = (text) => text.replaceAll('%', '%25').replaceAll(':', '%3A');
 const bearer = (token) => ({ Authorization: `Bearer ${token}` });
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -84,7 +82,7 @@ test('RS256, ES256 and EdDSA tokens are accepted; the plugin sees the principal,
       subject: `user-${key.alg}`,
       kind: 'token',
       issuer: as.issuer,
-      owner: `token:${ownerPart(as.issuer)}:user-${key.alg}`,
+      owner: tokenOwnerKey(as.issuer, `user-${key.alg}`),
       client_id: 'itest-client',
       scopes: ['notes', 'ledger:read'],
     });

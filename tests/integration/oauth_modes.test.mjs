@@ -8,11 +8,9 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { HttpHost } from './lib/http_host.mjs';
 import { binaryPath, writeConfig } from './lib/host.mjs';
-import { AuthorizationServer, sha256Hex } from './lib/authorization_server.mjs';
+import { AuthorizationServer, sha256Hex, tokenOwnerKey } from './lib/authorization_server.mjs';
 
 const bearer = (token) => ({ Authorization: `Bearer ${token}` });
-// How the host escapes a part of an owner key.
-const ownerPart = (text) => text.replaceAll('%', '%25').replaceAll(':', '%3A');
 const whoami = (host, headers) => host.modern('tools/call', { name: 'whoami', arguments: {} }, { headers });
 const errorOf = (reply) => /error="([^"]*)"/.exec(reply.headers.get('www-authenticate') ?? '')?.[1];
 
@@ -40,7 +38,7 @@ test('introspection mode: active opaque tokens are served and cached, anything e
     assert.deepEqual(first.answer.result.structuredContent.principal, {
       subject: 'carol',
       kind: 'token',
-      owner: `token:${ownerPart(as.issuer)}:carol`,
+      owner: tokenOwnerKey(as.issuer, 'carol'),
       issuer: as.issuer,
       client_id: 'desk',
       scopes: ['notes'],

@@ -205,4 +205,9 @@ export class AuthorizationServer {
   }
 }
 
+// The host's owner key of a token principal (auth::Principal::owner_key):
+// kind, issuer and subject, ':' and '%' escaped in each part.
+const ownerPart = (text) => text.replaceAll('%', '%25').replaceAll(':', '%3A');
+export const tokenOwnerKey = (issuer, subject) => `token:${ownerPart(issuer)}:${ownerPart(subject)}`;
+
 export const sha256Hex = (text) => createHash('sha256').update(text).digest('hex');
