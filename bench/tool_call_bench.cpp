@@ -7,7 +7,7 @@
 #include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
 #include "gate/license_check.hpp"
-#include "gate/session_gate.hpp"
+#include "gate/make_gate.hpp"
 #include "license/license_signer.hpp"
 #include "license/utc_timestamp.hpp"
 #include "plugins/plugin_loader.hpp"
@@ -169,10 +169,9 @@ struct GatedHost {
         session_settings.pinned_store = "shop";
         session_settings.pinned_user = "ann";
         session_settings.conversations_dir = dir / "conversations";
-        gate::add_license_check(gate, license_settings);
         sessions =
             std::make_unique<session::SessionService>(session_settings, state::make_memory_backend(), *h.registry);
-        gate::add_session_checks(gate, *sessions);
+        gate = gate::make_gate(license_settings, {"echo"}, sessions.get(), true);
         handle = sessions->open(principal, "bench")["session"];
         arguments = {{"session", handle}};
         tool = h.registry->find("noop");
@@ -252,7 +251,10 @@ const protocol::InputRounds& input_rounds() {
 void BM_ToolCall_Run_Noop(benchmark::State& state) {
     auto& h = host();
     limits::RateLimiter unlimited{config::RateLimits{}};
-    protocol::ToolCall tool_call(*h.registry, h.gate, kDefaultLimits, unlimited, input_rounds());
+    const protocol::ToolDisclosure disclosure(*h.registry);
+    const protocol::RequestDecoder decoder(*h.registry, disclosure, nullptr);
+    protocol::ToolCall tool_call({h.gate, decoder, disclosure, unlimited, input_rounds()},
+                                 kDefaultLimits.max_string_bytes);
     const Json params = Json::parse(kModernCall)["params"];
     for (auto _ : state) {
         protocol::Request request;
@@ -260,6 +262,7 @@ void BM_ToolCall_Run_Noop(benchmark::State& state) {
         request.method = "tools/call";
         request.params = params;
         request.connection = h.connection.get();
+        request.call = decoder.target(request.params, h.connection->principal());
         benchmark::DoNotOptimize(tool_call.run(request));
     }
 }
@@ -270,7 +273,10 @@ void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
     auto& h = host();
     auto& g = gated_host();
     limits::RateLimiter unlimited{config::RateLimits{}};
-    protocol::ToolCall tool_call(*h.registry, g.gate, kDefaultLimits, unlimited, input_rounds());
+    const protocol::ToolDisclosure disclosure(*h.registry);
+    const protocol::RequestDecoder decoder(*h.registry, disclosure, nullptr);
+    protocol::ToolCall tool_call({g.gate, decoder, disclosure, unlimited, input_rounds(), g.sessions.get()},
+                                 kDefaultLimits.max_string_bytes);
     Json params = Json::parse(kModernCall)["params"];
     params["arguments"] = g.arguments;
     {
@@ -279,6 +285,7 @@ void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
         probe.method = "tools/call";
         probe.params = params;
         probe.connection = h.connection.get();
+        probe.call = decoder.target(probe.params, h.connection->principal());
         const auto answer = tool_call.run(probe);
         if (answer.dump().find("isError") != std::string::npos)
             throw std::runtime_error("the gated call was refused: " + answer.dump());
@@ -289,6 +296,7 @@ void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
         request.method = "tools/call";
         request.params = params;
         request.connection = h.connection.get();
+        request.call = decoder.target(request.params, h.connection->principal());
         benchmark::DoNotOptimize(tool_call.run(request));
     }
 }

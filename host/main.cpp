@@ -8,15 +8,10 @@
 #include "config/config_loader.hpp"
 #include "gate/gate_pipeline.hpp"
 #include "gate/license_check.hpp"
-#include "gate/no_sessions_check.hpp"
-#include "gate/session_gate.hpp"
-#include "plugins/host_api.hpp"
 #include "plugins/plugin_loader.hpp"
 #include "limits/argument_bounds.hpp"
 #include "mrtr/state_keys.hpp"
-#include "protocol/mcp_server.hpp"
-#include "transport/http_transport.hpp"
-#include "transport/stdio_transport.hpp"
+#include "serve/host.hpp"
 #include "transport/stop_signal.hpp"
 
 #include <spdlog/spdlog.h>
@@ -136,32 +131,13 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
     return a;
 }
 
-// What the YAML says tools/list shows: each domain's exposure, and a tool's
-// own (domains.<family>.tools.<tool>.exposure) over its family's.
-void apply_exposure(protocol::McpServer& server, const plugins::ToolRegistry& registry, const config::Config& cfg) {
-    std::set<std::string> families;
-    std::map<std::string, bool> tools;
-    for (const auto& [family, domain] : cfg.domains) {
-        if (domain.on_demand) families.insert(family);
-        for (const auto& [name, change] : domain.tools) {
-            if (!change.on_demand) continue;
-            for (const plugins::Tool* tool : registry.ordered())
-                if (tool->family == family && tool->plugin_name == name) tools[tool->name] = *change.on_demand;
-        }
-    }
-    server.apply_exposure(families, tools);
-}
-
-int serve(const Arguments& args) {
+int serve_host(const Arguments& args) {
     // First, before any thread starts (plugins may start their own): every
     // thread inherits the blocked stop and reload signals, and one thread
-    // waits for them.
-    // SIGHUP re-reads the YAML; what it changes at run time is each
-    // domain's and tool's exposure (tools/list), announced to every listener.
-    std::atomic<protocol::McpServer*> reloadable{nullptr};
-    std::unique_ptr<plugins::ToolRegistry> registry;
-    transport::StopSignal stop([&reloadable, &registry, &args] {
-        if (auto* server = reloadable.load()) apply_exposure(*server, *registry, cli::load_config(args.config));
+    // waits for them. SIGHUP re-reads the YAML (serve::Host::reload).
+    std::atomic<serve::Host*> reloadable{nullptr};
+    transport::StopSignal stop([&reloadable, &args] {
+        if (auto* host = reloadable.load()) host->reload(cli::load_config(args.config));
     });
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(cfg.log_level);
@@ -173,8 +149,9 @@ int serve(const Arguments& args) {
         }
         transports = {*args.transport};
     }
-    const bool serve_stdio = std::find(transports.begin(), transports.end(), "stdio") != transports.end();
-    const bool serve_http = std::find(transports.begin(), transports.end(), "http") != transports.end();
+    const auto serves = [&](const char* name) {
+        return std::find(transports.begin(), transports.end(), name) != transports.end();
+    };
     if (args.listen) {
         try {
             config::apply_listen(cfg.http, *args.listen);
@@ -183,135 +160,22 @@ int serve(const Arguments& args) {
             return 2;
         }
     }
-    // The sessions' SQLite file opens on a thread of its own while the
-    // plugins load: a millisecond of start-up that needs nothing from them.
-    std::future<std::unique_ptr<state::StateBackend>> opening_backend;
-    if (cfg.session.configured && cfg.session.backend != "memory")
-        opening_backend = std::async(
-            std::launch::async, [path = cfg.session.state_file.string()] { return state::make_sqlite_backend(path); });
-    plugins::LoadReport report;
-    {
-        cli::StdoutDiversion plugins_print_to_stderr;
-        registry = cli::load_plugins(cfg, report);
-    }
-    if (cfg.strict && !report.failures.empty()) {
-        spdlog::critical("{} plugin(s) failed to load and the configuration is strict; not serving",
-                         report.failures.size());
-        return 1;
-    }
-    gate::GatePipeline gate;
-    std::vector<std::string> family_names;
-    for (const auto& f : registry->families())
-        family_names.push_back(f.family);
-    gate::add_license_check(gate, cfg.license, family_names);
-    std::unique_ptr<session::SessionService> sessions;
-    if (cfg.session.configured) {
-        auto backend = opening_backend.valid() ? opening_backend.get() : state::make_memory_backend();
-        // An environment secret is for the local user only: never for callers a host reaches over HTTP.
-        sessions = std::make_unique<session::SessionService>(cfg.session, std::move(backend), *registry,
-                                                             serve_stdio && !serve_http);
-        gate::add_session_checks(gate, *sessions);
-        spdlog::info("sessions: {} backend, {} store", sessions->table().backend_name(),
-                     cfg.session.pinned() ? "pinned" : "program-chosen");
-    } else if (cfg.gate) {
-        // No session can ever open here, so every gated tool is refused rather
-        // than served unchecked; session-exempt tools still run.
-        gate.add(std::make_unique<gate::NoSessionsCheck>());
-        spdlog::warn("the configuration has no session section: no session can open, so gated tools are refused "
-                     "with NOT_CONNECTED (gate: false serves them unchecked, for testing a plugin)");
-    } else {
-        spdlog::warn("gate: false — gated tools run WITHOUT the gate's checks; never use this in production");
-    }
-    // Families keep what outlives a call in the same backend as sessions, so
-    // every instance sharing it answers alike.
-    std::unique_ptr<state::StateBackend> families_only_state;
-    if (sessions) {
-        plugins::set_family_state(&sessions->table().backend());
-    } else {
-        families_only_state = state::make_memory_backend();
-        plugins::set_family_state(families_only_state.get());
-    }
-    struct ForgetFamilyState {
-        ~ForgetFamilyState() { plugins::set_family_state(nullptr); }
-    } forget_family_state;
-    if (cfg.limits.max_in_flight_per_plugin >= cfg.limits.workers)
-        spdlog::warn("limits.max_in_flight_per_plugin ({}) is not below limits.workers ({}): one plugin that never "
-                     "returns can hold every worker",
-                     cfg.limits.max_in_flight_per_plugin, cfg.limits.workers);
-    // Over stdio the reading of stdin runs on the pool too (leader/follower,
-    // transport/stdio_transport.cpp): one worker more keeps limits.workers
-    // for calls.
-    protocol::RequestPool pool(cfg.limits.workers + (serve_stdio ? 1 : 0),
-                               limits::worker_stack_bytes(cfg.limits.max_string_bytes));
-    std::shared_ptr<const mrtr::RequestStateSealer> state_sealer;
+    std::unique_ptr<serve::Host> host;
     try {
-        state_sealer = mrtr::make_request_state_sealer(cfg.input_requests, cfg.server.name);
-    } catch (const std::exception& e) {
+        host = std::make_unique<serve::Host>(std::move(cfg), serve::Transports{serves("stdio"), serves("http")});
+    } catch (const serve::HostError& e) {
         spdlog::critical("{}", e.what());
-        return 1;
+        return e.status();
     }
-    // Pages' form tokens are sealed with the same keys, so every instance
-    // of a cluster accepts the forms of the others.
-    const auto page_form_tokens = state_sealer;
-    protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool, cfg.rate_limits, cfg.input_requests,
-                               std::move(state_sealer));
-    apply_exposure(server, *registry, cfg);
-    reloadable = &server;
-    struct StopReloading {
-        std::atomic<protocol::McpServer*>& server;
-        ~StopReloading() { server = nullptr; }
-    } stop_reloading{reloadable};
-    // What families report as changed reaches the open subscriptions.
-    plugins::set_change_sink([&server](int32_t kind, std::string_view uri) {
-        using Kind = protocol::Change::Kind;
-        const Kind k = kind == GH_CHANGE_TOOLS_LIST       ? Kind::tools_list
-                       : kind == GH_CHANGE_PROMPTS_LIST   ? Kind::prompts_list
-                       : kind == GH_CHANGE_RESOURCES_LIST ? Kind::resources_list
-                                                          : Kind::resource_updated;
-        server.bus().publish({k, std::string(uri)});
-    });
-    int status = 0;
-    std::unique_ptr<transport::HttpTransport> http;
-    if (serve_http) {
-        http = std::make_unique<transport::HttpTransport>(server, *registry, cfg.http, cfg.limits, cfg.auth,
-                                                          page_form_tokens);
-        try {
-            http->listen();
-        } catch (const std::exception& e) {
-            spdlog::critical("{}", e.what());
-            return 1;
-        }
-        const auto& listen_host = cfg.http.listen_host;
-        // Behind a proxy the listen address is not where people reach the
-        // host: http.public_url, when set, is.
-        plugins::set_pages_origin(
-            !cfg.http.public_url.empty()
-                ? cfg.http.public_url
-                : "http://" + (listen_host.find(':') != std::string::npos ? "[" + listen_host + "]" : listen_host) +
-                      ":" + std::to_string(http->port()));
-    }
-    if (serve_stdio && http) {
-        // Both: HTTP serves on its own thread; stdin closing ends both, as
-        // a stop signal does.
-        std::thread http_thread([&] { http->run(stop); });
-        transport::StdioTransport stdio(server, pool, cfg.limits.max_message_bytes);
-        status = stdio.run(stop);
-        stop.request();
-        http_thread.join();
-    } else if (http) {
-        http->run(stop);
-    } else {
-        transport::StdioTransport stdio(server, pool, cfg.limits.max_message_bytes);
-        status = stdio.run(stop);
-    }
+    reloadable = host.get();
+    const int status = host->run(stop);
+    reloadable = nullptr;
     // Workers finish (or notice their cancellation) before any transport
     // state they answer through goes away. Cancelled calls return quickly
     // from a plugin that polls is_cancelled; one that ignores it cannot be
     // joined, and unloading the plugin (or running static destructors) under
     // that thread would crash: every answer has been written, so leave at once.
-    const bool joined = pool.stop(std::chrono::seconds(5));
-    plugins::set_change_sink(nullptr);
-    if (!joined) {
+    if (!host->stop_workers(std::chrono::seconds(5))) {
         spdlog::error("a tool call is still running inside its plugin 5 s after cancellation (it ignores "
                       "is_cancelled); exiting without unloading the plugins (their shutdown does not run)");
         spdlog::default_logger()->flush();
@@ -498,7 +362,7 @@ int main(int argc, char** argv) {
                       << GH_ABI_VERSION_MINOR << ")\n";
             return 0;
         }
-        if (args->command == "serve") return serve(*args);
+        if (args->command == "serve") return serve_host(*args);
         if (args->command == "check-config") return check_config(*args);
         if (args->command == "plugins") return list_plugins(*args);
         if (args->command == "bot") return cli::bot_command(args->positional, args->config);

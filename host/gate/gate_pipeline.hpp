@@ -11,10 +11,6 @@
 #include <optional>
 #include <vector>
 
-namespace gatehouse::session {
-class SessionService;
-}
-
 namespace gatehouse::gate {
 
 // What the checks learned on the way, for the later checks and the call:
@@ -42,6 +38,7 @@ public:
 
 // The ordered checks every gated tools/call passes before its plugin runs.
 // The first refusal wins. Gate-exempt tools (the session family) skip it.
+// make_gate (gate/make_gate.hpp) is where the order is written.
 class GatePipeline {
 public:
     void add(std::unique_ptr<GateCheck> check) { checks_.push_back(std::move(check)); }
@@ -50,14 +47,8 @@ public:
 
     std::size_t size() const { return checks_.size(); }
 
-    // The session services behind the ABI 1.1 host functions; null when the
-    // configuration has no session story.
-    void set_session_service(session::SessionService* service) { session_service_ = service; }
-    session::SessionService* session_service() const { return session_service_; }
-
 private:
     std::vector<std::unique_ptr<GateCheck>> checks_;
-    session::SessionService* session_service_ = nullptr;
 };
 
 } // namespace gatehouse::gate

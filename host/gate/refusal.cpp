@@ -12,8 +12,12 @@ bool valid_refusal_code(std::string_view code) {
     return true;
 }
 
+nlohmann::json Refusal::to_json() const {
+    return {{"code", code}, {"message", message}, {"next", next}};
+}
+
 nlohmann::json Refusal::to_tool_result() const {
-    nlohmann::json structured = {{"code", code}, {"message", message}, {"next", next}};
+    nlohmann::json structured = to_json();
     if (retry_after_ms) structured["next"]["retryAfterMs"] = *retry_after_ms;
     return {{"content", nlohmann::json::array({{{"type", "text"}, {"text", code + ": " + message}}})},
             {"structuredContent", std::move(structured)},

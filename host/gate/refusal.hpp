@@ -65,6 +65,9 @@ struct Refusal {
     // 429 with Retry-After.
     std::optional<std::uint64_t> retry_after_ms = std::nullopt;
 
+    // {code, message, next}: the structuredContent of its tool result, and
+    // what a host service answers a plugin with when it refuses.
+    nlohmann::json to_json() const;
     nlohmann::json to_tool_result() const;
 };
 

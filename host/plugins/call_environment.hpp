@@ -2,14 +2,24 @@
 
 #include <gatehouse/plugin.h>
 
+#include "plugins/host_services.hpp"
+
 #include <deque>
 #include <string>
 #include <string_view>
 
 namespace gatehouse::plugins {
 
+// What a host service answers a plugin: a GH_STATUS_* and the JSON it wrote
+// (the service's answer, or a refusal {code, message, next}).
+struct ServiceAnswer {
+    int32_t status = GH_STATUS_OK;
+    std::string json;
+};
+
 // What a plugin can reach of the request it is serving, through the host
-// function table. The protocol layer implements it for each tools/call.
+// function table. The protocol layer implements it for each request; a tool
+// call adds its session services (session::CallSessions).
 class CallEnvironment {
 public:
     virtual ~CallEnvironment() = default;
@@ -18,22 +28,14 @@ public:
     virtual void progress(double done, double total, std::string_view message) = 0;
     virtual std::string_view context_json() = 0;
 
-    // ABI 1.1 session services ("describe", "open", "rules_accept",
-    // "critical_read"): returns a GH_STATUS_* and writes the JSON answer.
-    virtual int32_t session_request(std::string_view operation, std::string_view first, std::string_view second,
-                                    std::string& reply) {
-        (void)operation, (void)first, (void)second;
-        reply = R"({"code":"STATE_UNAVAILABLE","message":"This host serves no sessions here."})";
-        return GH_STATUS_TOOL_ERROR;
-    }
-
-    // ABI 1.4 store_credentials: returns a GH_STATUS_* and writes the JSON
-    // answer. Outside a gated tool call there is no session to sign in for.
-    virtual int32_t store_credentials(std::string& reply) {
-        reply = R"({"code":"NOT_CONNECTED","message":"The store's sign-in is handed out only during a gated tool )"
-                R"(call in an open session."})";
-        return GH_STATUS_TOOL_ERROR;
-    }
+    // The session services, one per ABI slot (1.1: describe, open,
+    // rules_accept, critical_read; 1.4: store_credentials). Outside a tool
+    // call of a host with sessions they refuse: no session can be reached.
+    virtual ServiceAnswer describe_session(std::string_view handle);
+    virtual ServiceAnswer open_session(std::string_view topic);
+    virtual ServiceAnswer accept_rules(std::string_view handle, std::string_view code);
+    virtual ServiceAnswer record_critical_read(std::string_view item_ids);
+    virtual ServiceAnswer store_credentials();
 
     // Whether what the plugin logs may hold the store password (the operator
     // allowed it store_credentials); then log lines go through masked().
@@ -55,4 +57,7 @@ struct gh_call {
     // ABI 1.3: this round of a multi round-trip request (api->input_responses, api->request_state).
     std::string_view input_responses = "{}";
     std::string_view request_state = {};
+    // The host this call belongs to (its state backend, its bus): never null
+    // for a call the host makes.
+    const gatehouse::plugins::HostServices* host = nullptr;
 };

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gatehouse::plugins {
 
@@ -94,51 +95,67 @@ gh_str sink_bytes(gh_sink* sink) noexcept {
     return sink ? gh_str{sink->bytes.data(), sink->bytes.size()} : gh_str{nullptr, 0};
 }
 
-int32_t session_request(gh_call* call, std::string_view operation, gh_str first, gh_str second, gh_sink* out) noexcept {
+// A host service's answer into the plugin's sink; a service that throws
+// is a fault of the host, logged, and GH_STATUS_INTERNAL to the plugin.
+template <class Service>
+int32_t answer_service(const char* what, gh_call* call, gh_sink* out, Service&& service) noexcept {
     try {
         if (!call || !call->environment || !out) return GH_STATUS_INTERNAL;
-        std::string reply;
-        const int32_t status = call->environment->session_request(operation, as_view(first), as_view(second), reply);
-        out->bytes.append(reply);
-        return status;
+        plugins::ServiceAnswer answer = service(*call->environment);
+        out->bytes.append(answer.json);
+        return answer.status;
     } catch (const std::exception& e) {
-        spdlog::error("session service '{}': {}", operation, e.what());
+        spdlog::error("[{}] {}: {}", call ? call->family : "plugin", what, e.what());
     } catch (...) {
     }
     return GH_STATUS_INTERNAL;
 }
 
 int32_t session_describe(gh_call* call, gh_str handle, gh_sink* out) noexcept {
-    return session_request(call, "describe", handle, {}, out);
+    return answer_service("session_describe", call, out,
+                          [&](CallEnvironment& environment) { return environment.describe_session(as_view(handle)); });
 }
 
 int32_t session_open(gh_call* call, gh_str topic, gh_sink* out) noexcept {
-    return session_request(call, "open", topic, {}, out);
+    return answer_service("session_open", call, out,
+                          [&](CallEnvironment& environment) { return environment.open_session(as_view(topic)); });
 }
 
 int32_t rules_accept(gh_call* call, gh_str handle, gh_str code, gh_sink* out) noexcept {
-    return session_request(call, "rules_accept", handle, code, out);
+    return answer_service("rules_accept", call, out, [&](CallEnvironment& environment) {
+        return environment.accept_rules(as_view(handle), as_view(code));
+    });
 }
 
 int32_t critical_read(gh_call* call, gh_str item_ids, gh_sink* out) noexcept {
-    return session_request(call, "critical_read", item_ids, {}, out);
+    return answer_service("critical_read", call, out, [&](CallEnvironment& environment) {
+        return environment.record_critical_read(as_view(item_ids));
+    });
 }
 
-std::mutex g_change_mutex;
-ChangeSink g_change_sink;
+// The hosts alive in this process, for a change reported outside any call.
+std::mutex g_hosts_mutex;
+std::vector<const HostServices*> g_hosts;
 
-void notify_changed(gh_call*, int32_t kind, gh_str uri) noexcept {
+void notify_changed(gh_call* call, int32_t kind, gh_str uri) noexcept {
     try {
         if (kind < GH_CHANGE_TOOLS_LIST || kind > GH_CHANGE_RESOURCE_UPDATED) {
             spdlog::warn("a plugin reported a change of unknown kind {}; ignored", kind);
             return;
         }
-        ChangeSink sink;
-        {
-            std::lock_guard lock(g_change_mutex);
-            sink = g_change_sink;
+        const std::string_view changed_uri = kind == GH_CHANGE_RESOURCE_UPDATED ? as_view(uri) : std::string_view();
+        if (call && call->host) {
+            if (call->host->changed) call->host->changed(kind, changed_uri);
+            return;
         }
-        if (sink) sink(kind, kind == GH_CHANGE_RESOURCE_UPDATED ? as_view(uri) : std::string_view());
+        std::vector<ChangeSink> sinks;
+        {
+            std::lock_guard lock(g_hosts_mutex);
+            for (const HostServices* host : g_hosts)
+                if (host->changed) sinks.push_back(host->changed);
+        }
+        for (const auto& sink : sinks)
+            sink(kind, changed_uri);
     } catch (...) {
     }
 }
@@ -153,11 +170,6 @@ gh_str request_state(gh_call* call) noexcept {
     return gh_str{text.data(), text.size()};
 }
 
-std::mutex g_state_mutex;
-state::StateBackend* g_family_state = nullptr;
-std::mutex g_pages_mutex;
-std::string g_pages_origin;
-
 constexpr std::size_t kMaxStateKeyBytes = 512;
 constexpr std::size_t kMaxStateValueBytes = 1024 * 1024;
 
@@ -167,9 +179,9 @@ std::string family_key(const gh_call* call, gh_str key) {
     return "family/" + std::string(call->family) + "/" + std::string(as_view(key));
 }
 
-state::StateBackend* family_state() {
-    std::lock_guard lock(g_state_mutex);
-    return g_family_state;
+// The state backend of the call's host (checked non-null by valid_key's caller).
+state::StateBackend* family_state(const gh_call* call) {
+    return call->host ? call->host->family_state : nullptr;
 }
 
 bool valid_key(gh_call* call, gh_str key) {
@@ -181,7 +193,7 @@ int32_t read_state(const char* what, gh_call* call, gh_str key, gh_sink* out,
                    std::optional<std::string> (state::StateBackend::*read)(std::string_view)) noexcept {
     try {
         if (!valid_key(call, key) || !out) return GH_STATUS_INVALID_ARGS;
-        auto* backend = family_state();
+        auto* backend = family_state(call);
         if (!backend) return GH_STATUS_INTERNAL;
         auto value = (backend->*read)(family_key(call, key));
         if (!value) return GH_STATUS_NOT_FOUND;
@@ -202,7 +214,7 @@ int32_t state_put(gh_call* call, gh_str key, gh_str value, uint64_t ttl_ms) noex
     try {
         if (!valid_key(call, key) || value.len > kMaxStateValueBytes || (!value.ptr && value.len > 0))
             return GH_STATUS_INVALID_ARGS;
-        auto* backend = family_state();
+        auto* backend = family_state(call);
         if (!backend) return GH_STATUS_INTERNAL;
         // A TTL beyond what a signed millisecond count holds means "a very long time", not "never".
         const auto ttl = std::chrono::milliseconds(static_cast<std::int64_t>(
@@ -219,7 +231,7 @@ int32_t state_put(gh_call* call, gh_str key, gh_str value, uint64_t ttl_ms) noex
 int32_t state_erase(gh_call* call, gh_str key) noexcept {
     try {
         if (!valid_key(call, key)) return GH_STATUS_INVALID_ARGS;
-        auto* backend = family_state();
+        auto* backend = family_state(call);
         if (!backend) return GH_STATUS_INTERNAL;
         return backend->erase(family_key(call, key)) ? GH_STATUS_OK : GH_STATUS_NOT_FOUND;
     } catch (const std::exception& e) {
@@ -236,17 +248,8 @@ int32_t state_take(gh_call* call, gh_str key, gh_sink* out) noexcept {
 }
 
 int32_t store_credentials(gh_call* call, gh_sink* out) noexcept {
-    try {
-        if (!call || !call->environment || !out) return GH_STATUS_INTERNAL;
-        std::string reply;
-        const int32_t status = call->environment->store_credentials(reply);
-        out->bytes.append(reply);
-        return status;
-    } catch (const std::exception& e) {
-        spdlog::error("[{}] store_credentials: {}", call->family, e.what());
-    } catch (...) {
-    }
-    return GH_STATUS_INTERNAL;
+    return answer_service("store_credentials", call, out,
+                          [](CallEnvironment& environment) { return environment.store_credentials(); });
 }
 
 const gh_host_api kHostApi = {
@@ -264,24 +267,14 @@ const gh_host_api* host_api() {
     return &kHostApi;
 }
 
-void set_family_state(state::StateBackend* backend) {
-    std::lock_guard lock(g_state_mutex);
-    g_family_state = backend;
+ChangesOutsideCalls::ChangesOutsideCalls(const HostServices& host) : host_(host) {
+    std::lock_guard lock(g_hosts_mutex);
+    g_hosts.push_back(&host_);
 }
 
-void set_pages_origin(std::string origin) {
-    std::lock_guard lock(g_pages_mutex);
-    g_pages_origin = std::move(origin);
-}
-
-std::string pages_origin() {
-    std::lock_guard lock(g_pages_mutex);
-    return g_pages_origin;
-}
-
-void set_change_sink(ChangeSink sink) {
-    std::lock_guard lock(g_change_mutex);
-    g_change_sink = std::move(sink);
+ChangesOutsideCalls::~ChangesOutsideCalls() {
+    std::lock_guard lock(g_hosts_mutex);
+    g_hosts.erase(std::remove(g_hosts.begin(), g_hosts.end(), &host_), g_hosts.end());
 }
 
 } // namespace gatehouse::plugins

@@ -60,23 +60,25 @@ void LoadedPlugin::leave() {
     --calls_inside_;
 }
 
-void LoadedPlugin::admit(std::function<void()> job, const Submit& submit) {
+std::function<void()> LoadedPlugin::admit(std::function<void()> job, Submit later) {
     {
         std::lock_guard lock(admission_mutex_);
         if (admitted_ >= call_limits_.max_in_flight) {
             parked_.push_back(std::move(job));
-            return;
+            later_ = std::move(later);
+            return {};
         }
         ++admitted_;
     }
-    submit(admitted(std::move(job), submit));
+    return admitted(std::move(job));
 }
 
 // The job, then its place handed to the next parked job (or given back).
-std::function<void()> LoadedPlugin::admitted(std::function<void()> job, Submit submit) {
-    return [this, job = std::move(job), submit = std::move(submit)] {
+std::function<void()> LoadedPlugin::admitted(std::function<void()> job) {
+    return [this, job = std::move(job)] {
         job();
         std::function<void()> next;
+        Submit later;
         {
             std::lock_guard lock(admission_mutex_);
             if (parked_.empty()) {
@@ -85,8 +87,9 @@ std::function<void()> LoadedPlugin::admitted(std::function<void()> job, Submit s
             }
             next = std::move(parked_.front());
             parked_.pop_front();
+            later = later_;
         }
-        submit(admitted(std::move(next), submit));
+        later(admitted(std::move(next)));
     };
 }
 

@@ -59,13 +59,15 @@ public:
     void leave();
     unsigned calls_inside() const { return calls_inside_.load(); }
 
-    // Runs `job` through `submit` (onto a worker) once fewer than
-    // call_limits().max_in_flight admitted jobs of this plugin are running;
-    // until then it waits here, holding no worker. So a burst of calls waits
-    // its turn instead of being refused, and a plugin whose calls never
-    // return still holds at most that many workers.
+    // A place among call_limits().max_in_flight admitted jobs of this
+    // plugin: when one is free, returns `job` (wrapped to hand its place on
+    // when done) for the caller to run where it decides. Else parks it,
+    // holding no worker, and returns nothing; when its turn comes it goes
+    // to `later` (the worker pool). So a burst of calls waits its turn
+    // instead of being refused, and a plugin whose calls never return still
+    // holds at most that many workers.
     using Submit = std::function<void(std::function<void()>)>;
-    void admit(std::function<void()> job, const Submit& submit);
+    std::function<void()> admit(std::function<void()> job, Submit later);
 
     void set_call_limits(const PluginCallLimits& limits) { call_limits_ = limits; }
     const PluginCallLimits& call_limits() const { return call_limits_; }
@@ -97,10 +99,11 @@ private:
     PluginCallLimits call_limits_;
     bool store_credentials_ = false;
     std::atomic<unsigned> calls_inside_{0};
-    std::function<void()> admitted(std::function<void()> job, Submit submit);
+    std::function<void()> admitted(std::function<void()> job);
     std::mutex admission_mutex_;
     unsigned admitted_ = 0;
     std::deque<std::function<void()>> parked_;
+    Submit later_; // where parked jobs go when their turn comes
 };
 
 } // namespace gatehouse::plugins

@@ -50,7 +50,7 @@ template <class Fn>
 PluginAnswer call_plugin(Request& request, plugins::LoadedPlugin& plugin, const std::string& family, Json subject,
                          Fn&& fn, std::string_view input_responses = "{}", std::string_view state = {}) {
     RequestEnvironment environment(request, family, std::move(subject));
-    gh_call call{&environment, family, {}, input_responses, state};
+    gh_call call{&environment, family, {}, input_responses, state, request.host};
     gh_sink out;
     PluginAnswer answer;
     answer.status = plugin.run([&](void* state) { return fn(state, &call, &out); });

@@ -42,24 +42,6 @@ RequestPool::~RequestPool() {
     stop();
 }
 
-namespace {
-thread_local RequestPool::InlineSlot* open_slot = nullptr;
-}
-
-RequestPool::InlineSlot::InlineSlot(RequestPool& pool) : pool_(pool), outer_(open_slot) {
-    open_slot = this;
-}
-
-RequestPool::InlineSlot::~InlineSlot() {
-    if (open_slot == this) open_slot = outer_;
-    if (job_) pool_.submit(std::move(job_));
-}
-
-std::function<void()> RequestPool::InlineSlot::take() {
-    if (open_slot == this) open_slot = outer_;
-    return std::move(job_);
-}
-
 bool RequestPool::free_worker_locked() const {
     // A worker not yet started counts as free: enqueue starts it.
     return !stopping_ && (searching_ + sleeping_ > jobs_.size() || threads_.size() < max_workers_);
@@ -107,13 +89,7 @@ void RequestPool::enqueue(std::function<void()> job, std::unique_lock<std::mutex
     if (wake) ready_.notify_one();
 }
 
-void RequestPool::submit(std::function<void()> job, bool quick) {
-    if (InlineSlot* slot = open_slot; slot && &slot->pool_ == this && !slot->job_) {
-        slot->job_ = std::move(job);
-        slot->quick_ = quick;
-        open_slot = slot->outer_; // one job per slot
-        return;
-    }
+void RequestPool::submit(std::function<void()> job) {
     std::unique_lock lock(mutex_);
     enqueue(std::move(job), lock);
 }

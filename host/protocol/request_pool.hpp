@@ -27,9 +27,7 @@ public:
     RequestPool(const RequestPool&) = delete;
     RequestPool& operator=(const RequestPool&) = delete;
 
-    // quick: the job is a call of a tool whose recent calls all returned
-    // quickly (plugins::CallPace); an InlineSlot passes it on.
-    void submit(std::function<void()> job, bool quick = false);
+    void submit(std::function<void()> job);
 
     // Queues the job only when a worker is free to take it now (idle and not
     // already owed a queued job); false, and the job untouched, otherwise.
@@ -40,29 +38,6 @@ public:
 
     // Queues the job ahead of every queued one: the next worker free runs it.
     void submit_first(std::function<void()> job);
-
-    // While one is open on a thread, the first submit made on that thread
-    // lands in the slot instead of the queue, for the thread to run itself:
-    // a transport that can hand its reading to another worker runs the call
-    // it just read without waking anyone on the answer's critical path.
-    class InlineSlot {
-    public:
-        explicit InlineSlot(RequestPool& pool);
-        ~InlineSlot(); // a job never taken goes to the queue: no request is lost
-        InlineSlot(const InlineSlot&) = delete;
-        InlineSlot& operator=(const InlineSlot&) = delete;
-        // The captured job (empty when nothing was submitted); closes the slot.
-        std::function<void()> take();
-        // Whether the captured job was submitted as quick.
-        bool quick() const { return quick_; }
-
-    private:
-        friend class RequestPool;
-        RequestPool& pool_;
-        std::function<void()> job_;
-        bool quick_ = false;
-        InlineSlot* outer_;
-    };
 
     // Finishes queued jobs, then joins the workers.
     void stop();

@@ -2,11 +2,10 @@
 
 #include "limits/argument_bounds.hpp"
 #include "plugins/call_environment.hpp"
-#include "plugins/host_api.hpp"
 #include "plugins/loaded_plugin.hpp"
 #include "protocol/request_environment.hpp"
 #include "protocol/result_shape.hpp"
-#include "session/password_screen.hpp"
+#include "session/call_sessions.hpp"
 #include "session/session_service.hpp"
 
 #include <spdlog/spdlog.h>
@@ -21,112 +20,43 @@ Json tool_error(const std::string& text) {
 
 namespace {
 
-// What the plugin reaches of this request through the host function table.
+// What the plugin reaches of this request through the host function table:
+// the request's own (RequestEnvironment), and its session services.
 class ToolCallEnvironment final : public RequestEnvironment {
 public:
-    ToolCallEnvironment(Request& request, const plugins::Tool& tool, session::SessionService* sessions = nullptr,
-                        const std::optional<session::Session>* session = nullptr)
-        : RequestEnvironment(request, tool.family, Json()), tool_(tool), sessions_(sessions), session_(session),
-          store_credentials_allowed_(tool.plugin && tool.plugin->store_credentials()) {}
+    ToolCallEnvironment(Request& request, const plugins::Tool& tool, session::SessionService* sessions,
+                        const std::optional<session::Session>* session)
+        : RequestEnvironment(request, tool.family, Json()), tool_(tool),
+          sessions_(sessions, request.connection->principal(), tool.family, session,
+                    tool.plugin && tool.plugin->store_credentials()),
+          session_(session) {}
 
-    int32_t session_request(std::string_view operation, std::string_view first, std::string_view second,
-                            std::string& reply) override {
-        if (!sessions_) return CallEnvironment::session_request(operation, first, second, reply);
-        const auto& principal = request_.connection->principal();
-        try {
-            Json answer;
-            if (operation == "describe")
-                answer = sessions_->describe(principal, first);
-            else if (operation == "open")
-                answer = sessions_->open(principal, first);
-            else if (operation == "rules_accept")
-                answer = sessions_->accept_rules(principal, first, second);
-            else if (operation == "critical_read") {
-                if (!session_ || !*session_) throw session::SessionRefused(session::not_connected_refusal());
-                answer = sessions_->critical_read(principal, (*session_)->handle, tool_.family, first);
-            } else
-                return GH_STATUS_INTERNAL;
-            reply = answer.dump();
-            return GH_STATUS_OK;
-        } catch (const session::SessionRefused& e) {
-            const auto& r = e.refusal();
-            reply = Json{{"code", r.code}, {"message", r.message}, {"next", r.next}}.dump();
-            return GH_STATUS_TOOL_ERROR;
-        }
+    plugins::ServiceAnswer describe_session(std::string_view handle) override { return sessions_.describe(handle); }
+    plugins::ServiceAnswer open_session(std::string_view topic) override { return sessions_.open(topic); }
+    plugins::ServiceAnswer accept_rules(std::string_view handle, std::string_view code) override {
+        return sessions_.accept_rules(handle, code);
     }
-
-    int32_t store_credentials(std::string& reply) override {
-        namespace code = gate::refusal_code;
-        const auto refuse = [&](std::string_view c, const std::string& message) {
-            reply = Json{{"code", c}, {"message", message}}.dump();
-            return GH_STATUS_TOOL_ERROR;
-        };
-        if (!store_credentials_allowed_)
-            return refuse(code::credentials_not_allowed,
-                          "The operator has not allowed the family '" + tool_.family +
-                              "' to sign in to the store (store_credentials in its plugins entry); tell the person.");
-        if (!sessions_ || !session_ || !*session_)
-            return refuse(code::not_connected,
-                          "The store's sign-in is handed out only during a gated tool call in an open session.");
-        const session::Session& s = **session_;
-        std::optional<session::StoreLogin> login;
-        try {
-            login = sessions_->credentials().login_for(s.store, s.user);
-        } catch (const session::CredentialsRefused& e) {
-            spdlog::error("[{}] store_credentials: {}", tool_.family, e.what());
-            return refuse(code::credentials_refused, "The host refuses to use the store credentials as they are "
-                                                     "kept; the operator has the details in the host log.");
-        }
-        if (!login)
-            return refuse(code::credentials_unavailable,
-                          "The host has no password for store '" + s.store + "' and user '" + s.user +
-                              "' (not saved in the program, no credentials file, and no environment password it may "
-                              "use); tell the person.");
-        screen().add(login->password);
-        reply = Json{{"store", login->store}, {"user", login->user}, {"password", login->password}}.dump();
-        return GH_STATUS_OK;
+    plugins::ServiceAnswer record_critical_read(std::string_view item_ids) override {
+        return sessions_.critical_read(item_ids);
     }
+    plugins::ServiceAnswer store_credentials() override { return sessions_.store_credentials(); }
+    bool masks_passwords() const override { return sessions_.masks_passwords(); }
+    std::string masked(std::string_view text) override { return sessions_.masked(text); }
 
-    bool masks_passwords() const override { return store_credentials_allowed_; }
-    std::string masked(std::string_view text) override { return screen().masked(text); }
-
-    // Whether a family allowed the store password put one in `text` (an
-    // answer, raw and, when it is JSON, with its escapes undone).
-    bool holds_password(std::string_view text) {
-        if (!store_credentials_allowed_) return false;
-        const auto& passwords = screen();
-        if (passwords.empty()) return false;
-        if (passwords.found_in(text)) return true;
-        const Json parsed = Json::parse(text, nullptr, false);
-        return !parsed.is_discarded() && passwords.found_in(parsed);
-    }
+    bool holds_password(std::string_view text) { return sessions_.holds_password(text); }
 
 private:
-    // Every password the sources hold now and any handed out in this call,
-    // read once per call and only for a family allowed them.
-    session::PasswordScreen& screen() {
-        if (!screen_) {
-            screen_.emplace();
-            if (sessions_)
-                for (auto& password : sessions_->credentials().every_password())
-                    screen_->add(std::move(password));
-        }
-        return *screen_;
-    }
-
     void describe(Json& context) const override {
         context["tool"] = tool_.name;
         context["family"] = tool_.family;
         if (session_ && *session_) context["session"] = (*session_)->context_view();
-        if (auto origin = plugins::pages_origin(); !origin.empty())
-            context["pages_url"] = origin + "/pages/" + tool_.family;
+        if (request_.host && !request_.host->pages_origin.empty())
+            context["pages_url"] = request_.host->pages_origin + "/pages/" + tool_.family;
     }
 
     const plugins::Tool& tool_;
-    session::SessionService* sessions_;
+    session::CallSessions sessions_;
     const std::optional<session::Session>* session_;
-    bool store_credentials_allowed_;
-    std::optional<session::PasswordScreen> screen_;
 };
 
 std::string status_name(int32_t status) {
@@ -197,17 +127,6 @@ gate::Refusal password_withheld(const plugins::Tool& tool) {
     return refusal;
 }
 
-// A name as an error message may echo it: valid tool names are at most 64
-// characters, so anything longer is cut (at a character boundary).
-std::string echoed_name(const std::string& name) {
-    constexpr std::size_t kMaxEchoed = 64;
-    if (name.size() <= kMaxEchoed) return name;
-    std::size_t cut = kMaxEchoed;
-    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80)
-        --cut;
-    return name.substr(0, cut) + "… (" + std::to_string(name.size()) + " bytes)";
-}
-
 } // namespace
 
 std::optional<gate::Refusal> scope_refusal(const plugins::Tool& tool, const auth::Principal& principal) {
@@ -221,38 +140,20 @@ std::optional<gate::Refusal> scope_refusal(const plugins::Tool& tool, const auth
     return refusal;
 }
 
-const plugins::Tool* ToolCall::find(const std::string& name) const {
-    const plugins::Tool* tool = registry_.find(name);
-    if (!tool && disclosure_) tool = disclosure_->meta_tool(name);
-    return tool;
-}
-
 Json ToolCall::run(Request& request) const {
-    const Json& params = request.params;
-    auto name_it = params.find("name");
-    if (name_it == params.end() || !name_it->is_string())
+    if (!request.call)
         throw ProtocolError(error_code::invalid_params, "tools/call needs params.name, the tool's name as a string");
-    const std::string& name = name_it->get_ref<const std::string&>();
-    const plugins::Tool* tool = find(name);
-    if (!tool)
-        throw ProtocolError(error_code::invalid_params,
-                            "Unknown tool: '" + echoed_name(name) + "'; tools/list names the tools");
+    const ToolTarget& target = *request.call;
+    const plugins::Tool* tool = target.tool;
     // Every route to a tool (a direct call, call_tool) passes here, before
     // anything is spent on the call.
-    if (auto refusal = scope_refusal(*tool, request.connection->principal())) return refusal->to_tool_result();
-
-    static const Json kNoArguments = Json::object();
-    const Json* arguments = &kNoArguments;
-    if (auto a = params.find("arguments"); a != params.end() && !a->is_null()) {
-        if (!a->is_object())
-            throw ProtocolError(error_code::invalid_params, "tools/call params.arguments must be a JSON object");
-        arguments = &*a;
-    }
+    if (target.scope_refusal) return target.scope_refusal->to_tool_result();
+    const Json* arguments = &target.arguments;
 
     // call_tool spends nothing itself: the call it forwards is counted.
     if (tool->name != ToolDisclosure::kCallTool || tool->plugin)
-        if (auto refused = rate_limiter_.acquire(request.connection->principal().owner_key(), tool->name,
-                                                 limits::RateLimiter::Clock::now()))
+        if (auto refused = parts_.rate_limiter.acquire(request.connection->principal().owner_key(), tool->name,
+                                                       limits::RateLimiter::Clock::now()))
             return rate_limited(*refused).to_tool_result();
     if (auto refusal = limits::argument_beyond_bounds(*arguments, max_string_bytes_, tool->name))
         return refusal->to_tool_result();
@@ -260,7 +161,7 @@ Json ToolCall::run(Request& request) const {
     // A requestState binds the arguments as the client sent them, session handle included.
     const Json& sent_arguments = *arguments;
     gate::GateFindings findings;
-    if (auto refusal = gate_.check({*tool, request.connection->principal(), *arguments, &findings}))
+    if (auto refusal = parts_.gate.check({*tool, request.connection->principal(), *arguments, &findings}))
         return refusal->to_tool_result();
     Json without_session; // the handle is the host's business: the plugin sees the session in its context
     if (findings.session) {
@@ -279,27 +180,28 @@ Json ToolCall::run(Request& request) const {
 
 Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const {
     if (tool.name != ToolDisclosure::kCallTool)
-        return disclosure_->answer(tool, arguments, request.connection->principal());
+        return parts_.disclosure.answer(tool, arguments, request.connection->principal());
     // Within call_tool an unknown name is a mistake in its arguments, which
-    // the model can correct: a tool error, not a protocol error.
-    const std::string& name = arguments.at("name").get_ref<const std::string&>();
-    if (!find(name))
-        return tool_error("call_tool: Unknown tool: '" + echoed_name(name) + "'; tools/list names the tools");
+    // the model can correct: a tool error, not a protocol error. Decoding
+    // already resolved the name (ToolTarget::forwarded).
+    const plugins::Tool* forwarded = request.call->forwarded;
+    if (!forwarded)
+        return tool_error("call_tool: Unknown tool: '" + echoed_name(arguments.at("name").get<std::string>()) +
+                          "'; tools/list names the tools");
     // The forwarded call takes the whole tools/call path again — scope, rate
     // limit, bounds, gate, validation, plugin, input rounds, output check —
     // so nothing reached through call_tool is treated differently from a
     // direct call. A retry's inputResponses and requestState stand beside
-    // call_tool's name and arguments, and belong to the forwarded call.
-    Json forwarded = {{"name", name},
-                      {"arguments", arguments.contains("arguments") ? arguments["arguments"] : Json::object()}};
-    for (const char* round_key : {"inputResponses", "requestState"})
-        if (auto it = request.params.find(round_key); it != request.params.end()) forwarded[round_key] = std::move(*it);
-    std::swap(request.params, forwarded);
+    // call_tool's name and arguments in params, and belong to the forwarded call.
+    std::optional<ToolTarget> target =
+        parts_.decoder.target_of(*forwarded, arguments.contains("arguments") ? arguments["arguments"] : Json::object(),
+                                 request.connection->principal());
+    std::swap(request.call, target);
     struct Restore {
         Request& request;
-        Json& original;
-        ~Restore() { std::swap(request.params, original); }
-    } restore{request, forwarded};
+        std::optional<ToolTarget>& original;
+        ~Restore() { std::swap(request.call, original); }
+    } restore{request, target};
     return run(request);
 }
 
@@ -310,25 +212,26 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
         plugins::LoadedPlugin* plugin;
         ~Leave() { plugin->leave(); }
     } leave{tool.plugin};
-    ToolCallEnvironment environment(request, tool, gate_.session_service(), &findings.session);
+    ToolCallEnvironment environment(request, tool, parts_.sessions, &findings.session);
     const std::string argument_text = arguments.dump();
     // Every round's answer (a final one, or input requests a client would
     // see) of a family allowed the store password is checked before use.
     bool withheld = false;
-    auto outcome = input_rounds_.run(request, {tool.name, sent_arguments}, tool.family, "tool '" + tool.name + "'",
-                                     [&](std::string_view responses, std::string_view state) {
-                                         gh_call call{&environment, tool.family, {}, responses, state};
-                                         gh_sink out;
-                                         PluginAnswer answer;
-                                         answer.status =
-                                             tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
-                                         answer.text = std::move(out.bytes);
-                                         if (environment.holds_password(answer.text)) {
-                                             withheld = true;
-                                             answer = {GH_STATUS_TOOL_ERROR, {}};
-                                         }
-                                         return answer;
-                                     });
+    auto outcome =
+        parts_.input_rounds.run(request, {tool.name, sent_arguments}, tool.family, "tool '" + tool.name + "'",
+                                [&](std::string_view responses, std::string_view state) {
+                                    gh_call call{&environment, tool.family, {}, responses, state, request.host};
+                                    gh_sink out;
+                                    PluginAnswer answer;
+                                    answer.status =
+                                        tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
+                                    answer.text = std::move(out.bytes);
+                                    if (environment.holds_password(answer.text)) {
+                                        withheld = true;
+                                        answer = {GH_STATUS_TOOL_ERROR, {}};
+                                    }
+                                    return answer;
+                                });
     if (withheld) return password_withheld(tool).to_tool_result();
     if (outcome.input_required.is_object()) return std::move(outcome.input_required);
     const int32_t status = outcome.answer.status;

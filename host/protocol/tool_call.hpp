@@ -4,42 +4,43 @@
 #include "gate/gate_pipeline.hpp"
 #include "limits/rate_limiter.hpp"
 #include "plugins/tool_registry.hpp"
+#include "session/session_service.hpp"
 #include "protocol/input_rounds.hpp"
 #include "protocol/request.hpp"
+#include "protocol/request_decoder.hpp"
 #include "protocol/tool_disclosure.hpp"
 
 namespace gatehouse::protocol {
 
-// tools/call from the registry lookup to the encoded CallToolResult:
-// lookup -> rate limit -> string bounds -> gate -> input validation ->
-// the plugin's in-flight cap -> plugin -> output validation.
-// Throws ProtocolError only for the protocol tier (unknown tool, malformed
-// params); everything else is a tool result.
+// tools/call from its decoded target (ToolTarget) to the encoded
+// CallToolResult: scope -> rate limit -> string bounds -> gate -> input
+// validation -> the plugin's in-flight cap -> plugin -> result shape and
+// output validation. Throws ProtocolError only for the protocol tier
+// (malformed params); everything else is a tool result.
 class ToolCall {
 public:
-    ToolCall(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, const config::Limits& limits,
-             limits::RateLimiter& rate_limiter, const InputRounds& input_rounds,
-             const ToolDisclosure* disclosure = nullptr)
-        : registry_(registry), gate_(gate), max_string_bytes_(limits.max_string_bytes), rate_limiter_(rate_limiter),
-          input_rounds_(input_rounds), disclosure_(disclosure) {}
+    struct Parts {
+        const gate::GatePipeline& gate;
+        const RequestDecoder& decoder;    // call_tool resolves the tool it forwards to
+        const ToolDisclosure& disclosure; // answers the other meta tools
+        limits::RateLimiter& rate_limiter;
+        const InputRounds& input_rounds;
+        session::SessionService* sessions = nullptr; // the session services of a call; null: none
+    };
 
+    ToolCall(Parts parts, std::size_t max_string_bytes) : parts_(parts), max_string_bytes_(max_string_bytes) {}
+
+    // request.call is the decoded target; the tool is never looked up again.
     Json run(Request& request) const;
 
 private:
-    // A family's tool, else a host meta tool of that name (or null).
-    const plugins::Tool* find(const std::string& name) const;
-
     Json run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const;
 
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
                 const Json& sent_arguments) const;
 
-    const plugins::ToolRegistry& registry_;
-    const gate::GatePipeline& gate_;
+    Parts parts_;
     std::size_t max_string_bytes_;
-    limits::RateLimiter& rate_limiter_;
-    const InputRounds& input_rounds_;
-    const ToolDisclosure* disclosure_;
 };
 
 // The token layer of scopes, decided here for every route to a tool: a

@@ -482,7 +482,7 @@ void HttpConnection::on_request(Request request) {
             const auto value = request[name];
             return std::string_view(value.data(), value.size());
         };
-        respond_page(serve_page(service_.registry, *service_.page_form_tokens,
+        respond_page(serve_page(service_.server.host(), service_.registry, *service_.page_form_tokens,
                                 {std::string_view(request.method_string().data(), request.method_string().size()), path,
                                  field(http::field::host), field(http::field::origin), field(http::field::cookie),
                                  field(http::field::content_type), request.body()}));
@@ -679,21 +679,6 @@ void HttpConnection::on_post(const Request& request) {
         return;
     }
 
-    // Only requests: the revision defines no headers for notification POSTs.
-    if (!legacy && is_request) {
-        const HeaderLookup lookup = [&request](std::string_view name) { return header_value(request, name); };
-        std::string tool;
-        if (method == "tools/call")
-            if (auto p = message.find("params"); p != message.end() && p->is_object())
-                if (auto n = p->find("name"); n != p->end() && n->is_string()) tool = n->get<std::string>();
-        if (const auto mismatch = check_request_headers(lookup, message, service_.param_headers(tool))) {
-            respond_error(400, id, protocol::error_code::header_mismatch, "Header mismatch: " + *mismatch);
-            return;
-        }
-    }
-
-    if (is_request && method == "tools/call" && refuse_missing_scope(message, id)) return;
-
     if (!is_request) {
         // Notifications and responses: accepted (202) once handled. What is
         // neither (no method and no result, "{}") is refused as the
@@ -708,6 +693,30 @@ void HttpConnection::on_post(const Request& request) {
         respond_status(202);
         return;
     }
+
+    // The answer's stream, for the exchange begin_exchange opens next. A
+    // 2026-07-28 request is its own connection: nothing outlives it.
+    auto reply = std::make_shared<HttpReply>(weak_from_this(), exchange_ + 1, !legacy);
+    if (!mcp) mcp = std::make_shared<protocol::Connection>(reply, principal_);
+    // Decoded once: the headers, the scope and the protocol all read this.
+    protocol::Incoming incoming = service_.server.decode(mcp, std::move(message));
+    const protocol::Request& decoded = incoming.request;
+
+    // The revision defines no headers for a 2025-11-25 session's requests.
+    if (!legacy) {
+        static const std::vector<ParamHeader> kNoParamHeaders;
+        const HeaderLookup lookup = [&request](std::string_view name) { return header_value(request, name); };
+        const plugins::Tool* tool = decoded.call ? decoded.call->tool : nullptr;
+        const Json* arguments = decoded.call ? &decoded.call->arguments : nullptr;
+        if (const auto mismatch = check_request_headers(lookup, decoded.method, decoded.params, arguments,
+                                                        tool ? tool->param_headers : kNoParamHeaders)) {
+            respond_error(400, id, protocol::error_code::header_mismatch, "Header mismatch: " + *mismatch);
+            return;
+        }
+    }
+
+    if (refuse_missing_scope(decoded, id)) return;
+
     if (method == "subscriptions/listen" && !legacy) {
         // A subscription is nothing but its stream: refused at once when the
         // client takes no SSE or no slot is free, rather than acknowledged
@@ -719,7 +728,7 @@ void HttpConnection::on_post(const Request& request) {
         }
         if (!claim_stream_or_refuse(id)) return;
     }
-    begin_exchange(mcp, id, std::move(message), session_header, legacy, answers);
+    begin_exchange(mcp, std::move(reply), id, std::move(incoming), session_header, legacy, answers);
 }
 
 // A 2025-11-25 session speaks its one revision: a request in it naming
@@ -738,18 +747,11 @@ bool HttpConnection::refuse_unsupported_legacy_version(const Request& request, c
 // A direct call of a tool whose scope the token lacks is answered the HTTP
 // way: 403 and a challenge naming the scope to ask for (step-up). The
 // decision is protocol::scope_refusal's, the one every route to a tool meets.
-bool HttpConnection::refuse_missing_scope(const Json& message, const Json& id) {
-    if (!service_.authenticator.enabled()) return false;
-    const auto params = message.find("params");
-    if (params == message.end() || !params->is_object()) return false;
-    const auto name = params->find("name");
-    if (name == params->end() || !name->is_string()) return false;
-    const plugins::Tool* tool = service_.registry.find(name->get_ref<const std::string&>());
-    if (!tool) return false;
-    const auto refusal = protocol::scope_refusal(*tool, principal_);
-    if (!refusal) return false;
-    respond_error(403, id, protocol::error_code::invalid_request, refusal->message,
-                  service_.authenticator.insufficient_scope_challenge(principal_, tool->scope));
+bool HttpConnection::refuse_missing_scope(const protocol::Request& decoded, const Json& id) {
+    if (!service_.authenticator.enabled() || !decoded.call || !decoded.call->scope_refusal) return false;
+    const plugins::Tool& tool = *decoded.call->tool;
+    respond_error(403, id, protocol::error_code::invalid_request, decoded.call->scope_refusal->message,
+                  service_.authenticator.insufficient_scope_challenge(principal_, tool.scope));
     return true;
 }
 
@@ -833,9 +835,11 @@ void HttpConnection::on_delete(const Request& request) {
 
 // ---------------------------------------------------------------- answering
 
-void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, const Json& id, Json&& message,
-                                    const std::string& session_header, bool legacy, AcceptedAnswers answers) {
-    ++exchange_;
+void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>& mcp,
+                                    std::shared_ptr<protocol::Outbound> reply, const Json& id,
+                                    protocol::Incoming&& incoming, const std::string& session_header, bool legacy,
+                                    AcceptedAnswers answers) {
+    ++exchange_; // the exchange `reply` was made for
     phase_ = Phase::answering;
     request_id_ = id;
     legacy_ = legacy;
@@ -845,15 +849,9 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     ++service_.exchanges;
     session_header_ = session_header.empty() ? "" : "Mcp-Session-Id: " + session_header + "\r\n";
     timer_.cancel();
-    auto reply = std::make_shared<HttpReply>(weak_from_this(), exchange_, !legacy);
-    // A 2026-07-28 request is its own connection: nothing outlives it.
-    mcp_connection_ = mcp ? mcp : std::make_shared<protocol::Connection>(reply, principal_);
-    protocol::RequestPool::InlineSlot slot(service_.server.pool());
-    service_.server.handle(mcp_connection_, std::move(message), reply);
-    // A 2025-11-25 call may send the client requests of its own and wait for
-    // the answers (elicitation, sampling, roots): never on an I/O thread.
-    const bool quick = slot.quick() && !legacy;
-    if (auto call = slot.take()) service_.run_call(std::move(call), quick, socket_.get_executor());
+    mcp_connection_ = mcp;
+    if (auto call = service_.server.answer(mcp_connection_, std::move(incoming), std::move(reply)))
+        service_.run_call(std::move(call), socket_.get_executor());
     // Watch the socket while the answer is pending: the peer closing it
     // cancels the request.
     if (phase_ == Phase::answering || phase_ == Phase::streaming) wait_for_bytes();

@@ -67,14 +67,14 @@ private:
     bool refuse_unsupported_legacy_version(const Request& request, const protocol::Json& id);
     void authenticate(Request request);
     void on_authenticated(const Request& request);
-    bool refuse_missing_scope(const protocol::Json& message, const protocol::Json& id);
+    bool refuse_missing_scope(const protocol::Request& decoded, const protocol::Json& id);
     void on_post(const Request& request);
     void on_get(const Request& request);
     void on_delete(const Request& request);
     bool claim_stream_or_refuse(const protocol::Json& id);
-    void begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, const protocol::Json& id,
-                        protocol::Json&& message, const std::string& session_header, bool legacy,
-                        AcceptedAnswers answers);
+    void begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, std::shared_ptr<protocol::Outbound> reply,
+                        const protocol::Json& id, protocol::Incoming&& incoming, const std::string& session_header,
+                        bool legacy, AcceptedAnswers answers);
 
     void on_message(std::uint64_t exchange, std::string encoded, bool final, int status, const std::string& headers);
     void start_stream(const std::string& extra_headers = "");

@@ -1,5 +1,7 @@
 #include "transport/http_service.hpp"
 
+#include "transport/call_placement.hpp"
+
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
@@ -22,14 +24,6 @@ HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegist
     // are filled here so each gets the hint that one thread runs it.
     for (unsigned i = 0; i < std::max(1u, settings.threads); ++i)
         loops.push_back(std::make_unique<boost::asio::io_context>(1));
-    for (const plugins::Tool* tool : registry.ordered())
-        if (!tool->param_headers.empty()) param_headers_.emplace(tool->name, tool->param_headers);
-}
-
-const std::vector<ParamHeader>& HttpService::param_headers(const std::string& tool) const {
-    static const std::vector<ParamHeader> none;
-    auto it = param_headers_.find(tool);
-    return it == param_headers_.end() ? none : it->second;
 }
 
 HttpService::StreamClaim HttpService::claim_stream(const std::string& principal) {
@@ -46,14 +40,15 @@ boost::asio::io_context& HttpService::next_loop() {
     return *loops[next_loop_.fetch_add(1, std::memory_order_relaxed) % loops.size()];
 }
 
-void HttpService::run_call(std::function<void()> job, bool quick, const boost::asio::any_io_executor& connection) {
-    if (quick && loops.size() > 1) {
+void HttpService::run_call(protocol::ReadyCall call, const boost::asio::any_io_executor& connection) {
+    switch (place_http_call(call, loops.size())) {
+    case CallSite::io_loop:
         // Posted from the connection's own loop thread, it runs there after
-        // the current handler returns: queued privately, nothing woken.
-        boost::asio::post(connection, std::move(job));
+        // the current handler returns.
+        boost::asio::post(connection, std::move(call.run));
         return;
+    default: server.pool().submit(std::move(call.run)); return;
     }
-    server.pool().submit(std::move(job));
 }
 
 void HttpService::release_stream(const std::string& principal) {

@@ -47,30 +47,18 @@ struct HttpService {
     std::atomic<unsigned> streams{0};   // SSE responses open now
     std::atomic<unsigned> exchanges{0}; // requests accepted and not yet answered
 
-    // The x-mcp-header annotations of a tool, by published name (computed at
-    // start: the registry does not change while serving).
-    const std::vector<ParamHeader>& param_headers(const std::string& tool) const;
-
     // Claims an SSE slot for `principal`: one of max_streams in all and of
     // max_streams_per_principal for the caller.
     enum class StreamClaim { granted, server_full, principal_full };
     StreamClaim claim_stream(const std::string& principal);
     void release_stream(const std::string& principal);
 
-    // Runs a call that handle() produced. With two or more I/O threads, a
-    // quick one (its tool's recent calls all returned quickly,
-    // plugins::CallPace) runs on the loop of the connection that read it,
-    // right after the handler that read it: no hand-off to a worker and
-    // back, no other thread woken, the answer written from the same thread.
-    // Should such a tool turn slow, that one call holds only its own loop's
-    // connections while the other loops go on, and its pace sends the
-    // tool's next calls to the pool. Every other call runs on the worker
-    // pool: a call that waits (on a person, or on messages it sends on its
-    // own stream) never holds an I/O thread.
-    void run_call(std::function<void()> job, bool quick, const boost::asio::any_io_executor& connection);
+    // Runs a call answer() handed back, where place_http_call decides
+    // (transport/call_placement.hpp): the loop of the connection that read it,
+    // or the worker pool.
+    void run_call(protocol::ReadyCall call, const boost::asio::any_io_executor& connection);
 
 private:
-    std::map<std::string, std::vector<ParamHeader>> param_headers_;
     std::mutex streams_mutex_;
     std::map<std::string, unsigned> streams_by_principal_;
 

@@ -70,9 +70,21 @@ std::optional<std::string> decode_mcp_header_value(std::string_view raw) {
 
 std::optional<std::string> check_request_headers(const HeaderLookup& headers, const Json& message,
                                                  const std::vector<ParamHeader>& param_headers) {
-    const Json empty = Json::object();
+    static const Json empty = Json::object();
     const auto params_it = message.find("params");
     const Json& params = params_it != message.end() && params_it->is_object() ? *params_it : empty;
+    const auto method = message.find("method");
+    return check_request_headers(headers,
+                                 method != message.end() && method->is_string()
+                                     ? std::string_view(method->get_ref<const std::string&>())
+                                     : std::string_view(),
+                                 params, nullptr, param_headers);
+}
+
+std::optional<std::string> check_request_headers(const HeaderLookup& headers, std::string_view method,
+                                                 const Json& params, const Json* arguments,
+                                                 const std::vector<ParamHeader>& param_headers) {
+    static const Json empty = Json::object();
 
     // MCP-Protocol-Version against _meta.
     const auto version = headers("MCP-Protocol-Version");
@@ -90,10 +102,9 @@ std::optional<std::string> check_request_headers(const HeaderLookup& headers, co
     // Mcp-Method against method.
     const auto method_header = headers("Mcp-Method");
     if (!method_header) return "the Mcp-Method header is missing";
-    const std::string method = message.value("method", "");
     if (*method_header != method)
-        return "Mcp-Method header value '" + std::string(*method_header) + "' does not match body value '" + method +
-               "'";
+        return "Mcp-Method header value '" + std::string(*method_header) + "' does not match body value '" +
+               std::string(method) + "'";
 
     // Mcp-Name against params.name or params.uri.
     const char* name_field = method == "tools/call" || method == "prompts/get" ? "name"
@@ -111,12 +122,14 @@ std::optional<std::string> check_request_headers(const HeaderLookup& headers, co
     }
 
     // Mcp-Param-{name} for the tool's annotated arguments.
-    const auto args_it = params.find("arguments");
-    const Json& arguments = args_it != params.end() ? *args_it : empty;
+    if (!arguments) {
+        const auto args_it = params.find("arguments");
+        arguments = args_it != params.end() ? &*args_it : &empty;
+    }
     for (const auto& p : param_headers) {
         const std::string header_name = "Mcp-Param-" + p.name;
         const auto raw = headers(header_name);
-        const Json* value = value_at(arguments, p.path);
+        const Json* value = value_at(*arguments, p.path);
         const bool present = value && !value->is_null();
         if (!raw) {
             if (present) return "the " + header_name + " header is missing while the argument it mirrors is set";

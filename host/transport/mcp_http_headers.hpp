@@ -28,4 +28,11 @@ std::optional<std::string> decode_mcp_header_value(std::string_view raw);
 std::optional<std::string> check_request_headers(const HeaderLookup& headers, const protocol::Json& message,
                                                  const std::vector<ParamHeader>& param_headers);
 
+// The same against a request's decoded parts: its method, its params (an
+// object) and, for a decoded tools/call, the arguments moved out of them
+// (null: params.arguments, if any).
+std::optional<std::string> check_request_headers(const HeaderLookup& headers, std::string_view method,
+                                                 const protocol::Json& params, const protocol::Json* arguments,
+                                                 const std::vector<ParamHeader>& param_headers);
+
 } // namespace gatehouse::transport

@@ -172,9 +172,11 @@ struct Answer {
     std::string bytes;
 };
 
-Answer call_page(const plugins::Page& page, gh_page_fn fn, std::string_view token, std::string_view action) {
+Answer call_page(const plugins::HostServices* host, const plugins::Page& page, gh_page_fn fn, std::string_view token,
+                 std::string_view action) {
     PageEnvironment environment(page);
     gh_call call{&environment, page.family, {}};
+    call.host = host;
     gh_sink out;
     const int32_t status = page.plugin->run([&](void* state) {
         return fn(state, page.data, &call, gh_str{token.data(), token.size()}, gh_str{action.data(), action.size()},
@@ -193,9 +195,9 @@ PageResponse failed(const plugins::Page& page, const Answer& answer) {
     return message_page(500, "Something went wrong", "The server could not show this page; try again later.");
 }
 
-PageResponse show(const plugins::Page& page, const mrtr::RequestStateSealer& form_tokens, std::string_view token,
-                  std::string_view path) {
-    const Answer answer = call_page(page, page.show, token, {});
+PageResponse show(const plugins::HostServices* host, const plugins::Page& page,
+                  const mrtr::RequestStateSealer& form_tokens, std::string_view token, std::string_view path) {
+    const Answer answer = call_page(host, page, page.show, token, {});
     if (answer.status != GH_STATUS_OK) return failed(page, answer);
     Json shown;
     try {
@@ -237,8 +239,8 @@ PageResponse show(const plugins::Page& page, const mrtr::RequestStateSealer& for
     return {200, std::move(headers), document(title, main)};
 }
 
-PageResponse act(const plugins::Page& page, const mrtr::RequestStateSealer& form_tokens, std::string_view token,
-                 const PageRequest& request) {
+PageResponse act(const plugins::HostServices* host, const plugins::Page& page,
+                 const mrtr::RequestStateSealer& form_tokens, std::string_view token, const PageRequest& request) {
     // A form posted from another site carries its own Origin; a browser that
     // sends none still needs the cookie only this page's own answer set.
     if (!request.origin.empty() && request.origin != "http://" + std::string(request.host) &&
@@ -254,7 +256,7 @@ PageResponse act(const plugins::Page& page, const mrtr::RequestStateSealer& form
                             "again and choose once more.");
     const std::string action = form_field(request.body, "action");
     if (!valid_action_id(action)) return message_page(400, "Refused", "The form named no action.");
-    const Answer answer = call_page(page, page.act, token, action);
+    const Answer answer = call_page(host, page, page.act, token, action);
     if (answer.status != GH_STATUS_OK) return failed(page, answer);
     Json done;
     try {
@@ -288,8 +290,8 @@ bool is_page_path(std::string_view path) {
     return path.substr(0, kPrefix.size()) == kPrefix;
 }
 
-PageResponse serve_page(const plugins::ToolRegistry& registry, const mrtr::RequestStateSealer& form_tokens,
-                        const PageRequest& request) {
+PageResponse serve_page(const plugins::HostServices* host, const plugins::ToolRegistry& registry,
+                        const mrtr::RequestStateSealer& form_tokens, const PageRequest& request) {
     std::vector<std::string_view> parts;
     std::string_view rest = request.path.substr(kPrefix.size());
     while (!rest.empty()) {
@@ -303,8 +305,8 @@ PageResponse serve_page(const plugins::ToolRegistry& registry, const mrtr::Reque
     const plugins::Page* page = registry.find_page(parts[0], parts[1]);
     if (!page) return message_page(404, "Not found", "This link is unknown or no longer valid.");
     try {
-        if (request.method == "GET") return show(*page, form_tokens, parts[2], request.path);
-        if (request.method == "POST") return act(*page, form_tokens, parts[2], request);
+        if (request.method == "GET") return show(host, *page, form_tokens, parts[2], request.path);
+        if (request.method == "POST") return act(host, *page, form_tokens, parts[2], request);
     } catch (const std::exception& e) {
         spdlog::error("page '{}' of family '{}': {}", page->name, page->family, e.what());
         return message_page(500, "Something went wrong", "The server could not show this page; try again later.");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "mrtr/request_state_sealer.hpp"
+#include "plugins/host_services.hpp"
 #include "plugins/tool_registry.hpp"
 
 #include <string>
@@ -36,8 +37,8 @@ struct PageResponse {
 // the link, unguessable, is the credential. Every value is HTML-escaped,
 // nothing is cached, the page cannot be framed, and a redirect is followed
 // only to an absolute http(s) URL.
-PageResponse serve_page(const plugins::ToolRegistry& registry, const mrtr::RequestStateSealer& form_tokens,
-                        const PageRequest& request);
+PageResponse serve_page(const plugins::HostServices* host, const plugins::ToolRegistry& registry,
+                        const mrtr::RequestStateSealer& form_tokens, const PageRequest& request);
 
 bool is_page_path(std::string_view path);
 

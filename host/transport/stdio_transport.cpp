@@ -1,6 +1,7 @@
 #include "transport/stdio_transport.hpp"
 
 #include "auth/principal.hpp"
+#include "transport/call_placement.hpp"
 #include "transport/inline_call_watch.hpp"
 #include "transport/line_framer.hpp"
 
@@ -125,19 +126,13 @@ public:
             }
             const std::string line = std::move(lines_.front());
             lines_.pop_front();
-            std::function<void()> job;
-            bool quick = false;
-            {
-                protocol::RequestPool::InlineSlot slot(pool_);
-                server_.on_message(connection_, line);
-                quick = slot.quick();
-                job = slot.take();
-            }
-            if (!job) continue;
-            // Only with a worker free to take the reading over should the call turn slow.
-            if (quick && pool_.has_free_worker() && watch_.ready()) {
+            protocol::ReadyCall call = server_.answer(connection_, server_.decode_text(connection_, line));
+            if (!call) continue;
+            const CallSite site = place_stdio_call(
+                call, [this] { return pool_.has_free_worker(); }, [this] { return watch_.ready(); });
+            if (site == CallSite::reader_watched) {
                 const std::uint64_t token = watch_.begin();
-                job();
+                call.run();
                 if (!watch_.end(token)) return; // it ran long: another worker reads on
                 continue;
             }
@@ -145,11 +140,11 @@ public:
             outbound_->release();
             std::function<void()> next = [self = shared_from_this()] { self->read(); };
             if (pool_.submit_if_idle(next)) {
-                job();
+                call.run();
                 return;
             }
             outbound_->hold();
-            pool_.submit(std::move(job));
+            pool_.submit(std::move(call.run));
         }
     }
 

@@ -145,9 +145,9 @@ public:
     void log(int32_t, std::string_view, std::string_view) override {}
     void progress(double, double, std::string_view) override {}
     std::string_view context_json() override { return "{}"; }
-    int32_t session_request(std::string_view, std::string_view, std::string_view, std::string& reply) override {
-        reply = R"({"code":"TOPIC_INVALID","message":"A topic is one word.","next":{"argument":"topic"}})";
-        return GH_STATUS_TOOL_ERROR;
+    gatehouse::plugins::ServiceAnswer open_session(std::string_view) override {
+        return {GH_STATUS_TOOL_ERROR,
+                R"({"code":"TOPIC_INVALID","message":"A topic is one word.","next":{"argument":"topic"}})"};
     }
 };
 

@@ -1,0 +1,105 @@
+#include "protocol/call_scheduler.hpp"
+
+#include "gate/refusal.hpp"
+#include "plugins/loaded_plugin.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace gatehouse::protocol {
+
+namespace {
+
+// The tool whose plugin a tools/call runs: call_tool's is the tool it forwards to.
+const plugins::Tool* running_tool(const Request& request) {
+    if (!request.call) return nullptr;
+    return request.call->forwarded ? request.call->forwarded : request.call->tool;
+}
+
+} // namespace
+
+CallScheduler::CallScheduler(RequestPool& pool, const config::Limits& limits, Dispatch dispatch, Finish finish)
+    : pool_(pool), tool_timeout_ms_(limits.tool_timeout_ms), dispatch_(std::move(dispatch)), finish_(std::move(finish)),
+      in_flight_(limits.max_in_flight, limits.max_in_flight_per_principal) {}
+
+ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Request&& request,
+                               const MethodTable::Method& method) {
+    const Json id = request.id;
+    const std::string principal = connection->principal().owner_key();
+    if (auto full = in_flight_.acquire(principal)) {
+        request.reply->send(make_error(
+            id, error_code::internal_error, full->message,
+            {{"code", gate::refusal_code::too_many_in_flight}, {"limit", full->limit}, {"maxInFlight", full->value}}));
+        return {};
+    }
+    const plugins::Tool* tool = running_tool(request);
+    const std::uint64_t timeout_ms =
+        tool && tool->plugin ? tool->plugin->call_limits().tool_timeout_ms : tool_timeout_ms_;
+
+    auto state = connection->begin(id);
+    request.in_flight = state;
+    auto give_back = [this, connection, state, id, principal] {
+        connection->end(id, state);
+        in_flight_.release(principal);
+    };
+    const auto ticket = deadlines_.schedule(
+        limits::CallDeadlines::Clock::now() + std::chrono::milliseconds(timeout_ms),
+        [this, reply = request.reply, state, give_back, id, revision = request.revision, tool, timeout_ms] {
+            // A call the client cancelled gets no answer; its worker gives the place back.
+            if (state->cancelled.load() || !state->claim_answer()) return;
+            state->cancel(); // sets what the plugin polls through is_cancelled
+            spdlog::warn("tool '{}' did not finish within {} ms; cancelled, and its late result will be discarded",
+                         tool ? tool->name : std::string(), timeout_ms);
+            give_back(); // before the answer: a client that saw it may send the next call at once
+            reply->send(finish_(id, revision, timeout_result(tool, timeout_ms)));
+        });
+    const bool tool_call = request.call && tool->plugin;
+    std::shared_ptr<plugins::CallPace> pace = tool_call ? tool->pace : nullptr;
+    const bool quick = pace && pace->quick();
+    const bool legacy = request.revision == Revision::legacy_2025_11_25;
+    std::function<void()> job = [this, request = std::move(request), method = &method, ticket, give_back,
+                                 pace]() mutable {
+        // A call cancelled while it waited for a worker must not reach its
+        // plugin at all: the tool may write, spend or destroy.
+        Json response;
+        if (!request.cancelled()) {
+            const auto began = std::chrono::steady_clock::now();
+            response = dispatch_(request, *method);
+            if (pace) pace->record(std::chrono::steady_clock::now() - began);
+        }
+        deadlines_.withdraw(ticket);
+        if (!request.in_flight->claim_answer()) {
+            spdlog::debug("discarding the late answer to request {} (it timed out)", request.id.dump());
+            return;
+        }
+        give_back();
+        // A cancelled request gets no answer at all, as the spec asks.
+        if (!request.cancelled())
+            request.reply->send(response);
+        else
+            request.reply->ended_without_answer();
+    };
+    // A tool call waits for a place in its plugin (max_in_flight_per_plugin)
+    // before it takes a worker; a parked one goes to the pool when its turn comes.
+    if (tool_call)
+        job = tool->plugin->admit(std::move(job),
+                                  [this](std::function<void()> admitted) { pool_.submit(std::move(admitted)); });
+    return {std::move(job), quick, legacy};
+}
+
+Json CallScheduler::timeout_result(const plugins::Tool* tool, std::uint64_t timeout_ms) const {
+    const bool own = tool && tool->plugin && tool->plugin->call_limits().tool_timeout_overridden;
+    const std::string limit = own ? "tool_timeout_ms of its plugins entry" : "limits.tool_timeout_ms";
+    const std::string name = tool ? tool->name : std::string();
+    gate::Refusal r;
+    r.code = gate::refusal_code::tool_timeout;
+    r.message = "Tool '" + name + "' took longer than " + std::to_string(timeout_ms) +
+                " ms, this server's limit for it (" + limit +
+                "); the host cancelled the call and will discard any late result. Try again with less work, or "
+                "later.";
+    r.next = {{"timeoutMs", timeout_ms}};
+    return r.to_tool_result();
+}
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,50 @@
+#pragma once
+
+#include "config/config.hpp"
+#include "limits/call_deadlines.hpp"
+#include "limits/in_flight_limits.hpp"
+#include "protocol/method_table.hpp"
+#include "protocol/request.hpp"
+#include "protocol/request_pool.hpp"
+
+#include <functional>
+#include <memory>
+
+namespace gatehouse::protocol {
+
+// The way of a request that runs plugin code from its decoding to its
+// answer: its place among the in-flight caps (TOO_MANY_IN_FLIGHT), its
+// deadline (counted from now, not from when a worker is free), a place in
+// its plugin (max_in_flight_per_plugin), then the job, handed back for the
+// transport to place. Whoever claims the answer (the job, or the deadline)
+// sends it and gives the places back, once.
+class CallScheduler {
+public:
+    // Answers the request with its method's handler, finished for its revision.
+    using Dispatch = std::function<Json(Request&, const MethodTable::Method&)>;
+    // The final answer for a result: what the revision adds to it.
+    using Finish = std::function<Json(const Json& id, Revision revision, Json result)>;
+
+    CallScheduler(RequestPool& pool, const config::Limits& limits, Dispatch dispatch, Finish finish);
+
+    // The job when it may run now; empty when the request was answered at
+    // once (a cap refused it) or waits for a place in its plugin (it then
+    // runs on the pool when its turn comes).
+    ReadyCall admit(const std::shared_ptr<Connection>& connection, Request&& request,
+                    const MethodTable::Method& method);
+
+    // Requests accepted and not yet answered, across all connections.
+    unsigned in_flight() const { return in_flight_.total(); }
+
+private:
+    Json timeout_result(const plugins::Tool* tool, std::uint64_t timeout_ms) const;
+
+    RequestPool& pool_;
+    const std::uint64_t tool_timeout_ms_;
+    Dispatch dispatch_;
+    Finish finish_;
+    limits::InFlightLimits in_flight_;
+    limits::CallDeadlines deadlines_; // last: its thread stops before the rest its actions use
+};
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,24 @@
+#include "protocol/method_table.hpp"
+
+namespace gatehouse::protocol {
+
+namespace {
+
+std::size_t slot(Revision revision) {
+    return revision == Revision::modern_2026_07_28 ? 1 : 0;
+}
+
+} // namespace
+
+void MethodTable::add(std::string_view name, std::initializer_list<Revision> revisions, Runs runs, Handler handler) {
+    for (Revision revision : revisions)
+        methods_[slot(revision)].insert_or_assign(std::string(name), Method{runs, handler});
+}
+
+const MethodTable::Method* MethodTable::find(std::string_view name, Revision revision) const {
+    const auto& methods = methods_[slot(revision)];
+    auto it = methods.find(name);
+    return it == methods.end() ? nullptr : &it->second;
+}
+
+} // namespace gatehouse::protocol

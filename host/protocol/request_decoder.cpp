@@ -1,0 +1,217 @@
+#include "protocol/request_decoder.hpp"
+
+#include "mrtr/state_keys.hpp"
+#include "protocol/log_level.hpp"
+#include "protocol/tool_call.hpp"
+
+namespace gatehouse::protocol {
+
+namespace {
+
+bool valid_id(const Json& id) {
+    return id.is_string() || id.is_number_integer();
+}
+
+std::string supported_list() {
+    std::string out;
+    for (auto v : kSupportedVersions)
+        out += (out.empty() ? "" : ", ") + std::string(v);
+    return out;
+}
+
+Incoming invalid(const Json& id, std::string sentence) {
+    Incoming in;
+    in.error = make_error(id, error_code::invalid_request, std::move(sentence));
+    return in;
+}
+
+} // namespace
+
+Json supported_versions() {
+    Json out = Json::array();
+    for (auto v : kSupportedVersions)
+        out.push_back(std::string(v));
+    return out;
+}
+
+std::string echoed_name(const std::string& name) {
+    constexpr std::size_t kMaxEchoed = 64;
+    if (name.size() <= kMaxEchoed) return name;
+    std::size_t cut = kMaxEchoed;
+    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80)
+        --cut;
+    return name.substr(0, cut) + "… (" + std::to_string(name.size()) + " bytes)";
+}
+
+Incoming RequestDecoder::read(Connection& connection, Json&& message) const {
+    if (message.is_array())
+        return invalid(nullptr, "JSON-RPC batches are not supported by MCP; send one message per line.");
+    if (!message.is_object()) return invalid(nullptr, "A JSON-RPC message must be a JSON object.");
+    auto jsonrpc = message.find("jsonrpc");
+    const bool has_method = message.contains("method");
+    const bool has_id = message.contains("id");
+    const Json id = has_id && valid_id(message["id"]) ? message["id"] : Json();
+    if (jsonrpc == message.end() || *jsonrpc != "2.0")
+        return invalid(id, "The message must carry \"jsonrpc\": \"2.0\".");
+    if (!has_method) {
+        const bool has_result = message.contains("result");
+        const bool has_error = message.contains("error");
+        if (has_id && has_result != has_error) {
+            // A response to what a request asked the client (2025-11-25).
+            Incoming in;
+            in.kind = Incoming::Kind::response;
+            in.message = std::move(message);
+            return in;
+        }
+        // Neither request, notification nor response: an answer is the only
+        // way the sender learns it was dropped.
+        return invalid(id, has_result || has_error
+                               ? "A response carries an \"id\" and exactly one of \"result\" and \"error\"."
+                               : "The message has no \"method\".");
+    }
+    if (!message["method"].is_string()) return invalid(id, "\"method\" must be a string.");
+    if (!has_id) {
+        Incoming in;
+        in.kind = Incoming::Kind::notification;
+        in.message = std::move(message);
+        return in;
+    }
+    if (!valid_id(message["id"]))
+        return invalid(nullptr, "A request id must be a string or an integer (and never null).");
+    Incoming in;
+    in.kind = Incoming::Kind::request;
+    try {
+        decode(connection, std::move(message), in.request);
+    } catch (const ProtocolError& e) {
+        in.error = make_error(id, e.code(), e.what(), e.data());
+        in.rejected = true;
+    }
+    // Resolved even when the rest failed to decode: a transport checks the
+    // tool's headers and scope before it answers either error.
+    if (in.request.method == "tools/call") try {
+            in.request.call = target(in.request.params, connection.principal());
+        } catch (const ProtocolError& e) {
+            if (in.error.is_null()) in.error = make_error(id, e.code(), e.what(), e.data());
+        }
+    return in;
+}
+
+const plugins::Tool* RequestDecoder::resolve(std::string_view name) const {
+    if (const plugins::Tool* tool = registry_.find(name)) return tool;
+    return disclosure_.meta_tool(name);
+}
+
+ToolTarget RequestDecoder::target(Json& params, const auth::Principal& principal) const {
+    auto name_it = params.find("name");
+    if (name_it == params.end() || !name_it->is_string())
+        throw ProtocolError(error_code::invalid_params, "tools/call needs params.name, the tool's name as a string");
+    const std::string& name = name_it->get_ref<const std::string&>();
+    const plugins::Tool* tool = resolve(name);
+    if (!tool)
+        throw ProtocolError(error_code::invalid_params,
+                            "Unknown tool: '" + echoed_name(name) + "'; tools/list names the tools");
+    Json arguments = Json::object();
+    if (auto a = params.find("arguments"); a != params.end() && !a->is_null()) {
+        if (!a->is_object())
+            throw ProtocolError(error_code::invalid_params, "tools/call params.arguments must be a JSON object");
+        arguments = std::move(*a);
+    }
+    return target_of(*tool, std::move(arguments), principal);
+}
+
+ToolTarget RequestDecoder::target_of(const plugins::Tool& tool, Json arguments,
+                                     const auth::Principal& principal) const {
+    ToolTarget t;
+    t.tool = &tool;
+    t.arguments = arguments.is_null() ? Json::object() : std::move(arguments);
+    // call_tool waits for its place and times out as the tool it forwards to.
+    if (!tool.plugin && tool.name == ToolDisclosure::kCallTool)
+        if (auto forwarded = t.arguments.find("name"); forwarded != t.arguments.end() && forwarded->is_string())
+            t.forwarded = resolve(forwarded->get_ref<const std::string&>());
+    t.scope_refusal = scope_refusal(tool, principal);
+    return t;
+}
+
+void RequestDecoder::decode(Connection& connection, Json&& message, Request& r) const {
+    r.id = std::move(message["id"]);
+    r.method = std::move(message["method"].get_ref<std::string&>());
+    r.connection = &connection;
+    r.host = host_;
+    if (auto p = message.find("params"); p != message.end() && !p->is_null()) {
+        if (!p->is_object()) throw ProtocolError(error_code::invalid_params, "params must be a JSON object.");
+        r.params = std::move(*p);
+    }
+    const Json* meta = nullptr;
+    if (auto m = r.params.find("_meta"); m != r.params.end()) {
+        if (!m->is_object()) throw ProtocolError(error_code::invalid_params, "params._meta must be a JSON object.");
+        meta = &*m;
+    }
+    const Json* version = nullptr;
+    if (meta)
+        if (auto v = meta->find(meta_key::protocol_version); v != meta->end()) version = &*v;
+
+    if (version) {
+        if (!version->is_string())
+            throw ProtocolError(error_code::invalid_params,
+                                std::string("_meta[\"") + meta_key::protocol_version + "\"] must be a string.");
+        const auto& requested = version->get_ref<const std::string&>();
+        if (requested == kModernVersion) {
+            r.revision = Revision::modern_2026_07_28;
+        } else if (requested == kLegacyVersion) {
+            // A version this host supports, so not -32022: a client would
+            // pick it again from `supported` and retry for ever. What is
+            // missing is the revision's handshake; the error of that era
+            // (Invalid Request) is what sends a dual-era client to initialize.
+            if (!connection.legacy_initialized)
+                throw ProtocolError(error_code::invalid_request,
+                                    "Protocol version " + requested +
+                                        " starts with initialize: call initialize first, then send this request "
+                                        "again (or send it as " +
+                                        std::string(kModernVersion) + ", which needs no handshake).");
+            r.revision = Revision::legacy_2025_11_25;
+        } else {
+            throw ProtocolError(error_code::unsupported_protocol_version,
+                                "Unsupported protocol version '" + requested + "' (supported: " + supported_list() +
+                                    "; " + std::string(kLegacyVersion) + " starts with initialize)",
+                                {{"supported", supported_versions()}, {"requested", requested}});
+        }
+    } else if (r.method == "initialize" || connection.legacy_initialized || r.method == "ping") {
+        r.revision = Revision::legacy_2025_11_25;
+    } else {
+        throw ProtocolError(error_code::invalid_params,
+                            std::string("The request has no _meta[\"") + meta_key::protocol_version +
+                                "\"]: send it on every request (" + std::string(kModernVersion) +
+                                "), or call initialize first (" + std::string(kLegacyVersion) + ").");
+    }
+
+    if (r.revision == Revision::modern_2026_07_28) {
+        auto caps = meta->find(meta_key::client_capabilities);
+        if (caps == meta->end() || !caps->is_object())
+            throw ProtocolError(error_code::invalid_params,
+                                std::string("The request has no _meta[\"") + meta_key::client_capabilities +
+                                    "\"] object; send {} when the client declares no capabilities.");
+        r.client_capabilities = *caps;
+        if (auto level = meta->find(meta_key::log_level); level != meta->end()) {
+            std::optional<int> parsed = level->is_string() ? parse_log_level(level->get<std::string>()) : std::nullopt;
+            if (!parsed)
+                throw ProtocolError(error_code::invalid_params,
+                                    std::string("_meta[\"") + meta_key::log_level +
+                                        "\"] must be one of debug, info, notice, warning, error, critical, alert, "
+                                        "emergency.");
+            r.log_level = parsed;
+        }
+    } else {
+        const int level = connection.legacy_log_level.load();
+        if (level >= 0) r.log_level = level;
+        std::lock_guard lock(connection.legacy_mutex);
+        r.client_capabilities = connection.legacy_client_capabilities;
+    }
+    if (meta)
+        if (auto token = meta->find("progressToken"); token != meta->end()) {
+            if (!token->is_string() && !token->is_number_integer())
+                throw ProtocolError(error_code::invalid_params, "_meta.progressToken must be a string or an integer.");
+            r.progress_token = *token;
+        }
+}
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,71 @@
+#pragma once
+
+#include "plugins/host_services.hpp"
+#include "plugins/tool_registry.hpp"
+#include "protocol/request.hpp"
+#include "protocol/tool_disclosure.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace gatehouse::protocol {
+
+// One message as the protocol reads it, once, at the edge: the envelope
+// checked and, for a request, everything downstream needs decoded into a
+// Request (revision, _meta, and for tools/call the resolved tool).
+struct Incoming {
+    enum class Kind { request, notification, response, invalid };
+    Kind kind = Kind::invalid;
+    Request request; // Kind::request, when `error` is null
+    Json message;    // Kind::notification and Kind::response: the message as sent
+    // The JSON-RPC error to answer instead (Kind::invalid, or a request that
+    // failed to decode); null otherwise.
+    Json error;
+    // The error is about the request's _meta, params or revision, which a
+    // 2026-07-28 HTTP transport answers 400 (Outbound::reject); else it is
+    // an ordinary answer (Outbound::send).
+    bool rejected = false;
+};
+
+// Decodes messages for one host. Thread-safe: it reads only what is frozen
+// at start (the registry) and the disclosure's own lock.
+class RequestDecoder {
+public:
+    RequestDecoder(const plugins::ToolRegistry& registry, const ToolDisclosure& disclosure,
+                   const plugins::HostServices* host)
+        : registry_(registry), disclosure_(disclosure), host_(host) {}
+
+    Incoming read(Connection& connection, Json&& message) const;
+
+    // The tool a tools/call names: a family's own first, else a host meta
+    // tool of that name (while some family is on demand); null when none.
+    const plugins::Tool* resolve(std::string_view name) const;
+
+    // The target of a tools/call whose params are `params` (name and
+    // arguments moved out); throws ProtocolError (-32602) for a missing name,
+    // an unknown tool or arguments that are not an object.
+    ToolTarget target(Json& params, const auth::Principal& principal) const;
+
+    // The target of a call of `tool` already resolved (call_tool's
+    // forwarded call): its own forwarded tool, if it is call_tool, and its
+    // scope verdict.
+    ToolTarget target_of(const plugins::Tool& tool, Json arguments, const auth::Principal& principal) const;
+
+private:
+    // Fills `into` in message order (id, method, params first), so what
+    // was read before a ProtocolError stays for the transport's checks.
+    void decode(Connection& connection, Json&& message, Request& into) const;
+
+    const plugins::ToolRegistry& registry_;
+    const ToolDisclosure& disclosure_;
+    const plugins::HostServices* host_;
+};
+
+// The protocol versions this host speaks, as server/discover and -32022 list them.
+Json supported_versions();
+
+// A name as an error message may echo it: valid tool names are at most 64
+// characters, so anything longer is cut (at a character boundary).
+std::string echoed_name(const std::string& name);
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,226 @@
+#include "protocol/subscriptions.hpp"
+
+#include <set>
+#include <vector>
+
+namespace gatehouse::protocol {
+
+Subscriptions::Subscriptions(std::shared_ptr<NotificationBus> bus, Json capabilities, Json server_info,
+                             std::size_t max_open)
+    : bus_(std::move(bus)), capabilities_(std::move(capabilities)), server_info_(std::move(server_info)),
+      max_open_(max_open) {}
+
+struct Subscriptions::Subscription {
+    Json id;
+    std::shared_ptr<Outbound> reply;
+    std::weak_ptr<Connection> connection;
+    bool tools_list = false;
+    bool prompts_list = false;
+    bool resources_list = false;
+    std::set<std::string> resources;
+};
+
+namespace {
+
+constexpr std::size_t kMaxResourceSubscriptions = 1000;
+constexpr std::size_t kMaxUriBytes = 4096;
+
+Json tagged(const Json& subscription_id, const char* method, Json params = Json::object()) {
+    params["_meta"][meta_key::subscription_id] = subscription_id;
+    return make_notification(method, std::move(params));
+}
+
+} // namespace
+
+void Subscriptions::open(const std::shared_ptr<Connection>& connection, Request& request) {
+    auto filter = request.params.find("notifications");
+    if (filter == request.params.end() || !filter->is_object())
+        throw ProtocolError(error_code::invalid_params,
+                            "subscriptions/listen needs params.notifications: an object naming what to receive "
+                            "(toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions).");
+    auto sub = std::make_shared<Subscription>();
+    sub->id = request.id;
+    sub->reply = request.reply;
+    sub->connection = connection;
+    Json honored = Json::object();
+    const auto flag = [&](const char* key, bool supported, bool& field) {
+        auto it = filter->find(key);
+        if (it == filter->end()) return;
+        if (!it->is_boolean())
+            throw ProtocolError(error_code::invalid_params,
+                                std::string("params.notifications.") + key + " must be true or false.");
+        if (it->get<bool>() && supported) {
+            field = true;
+            honored[key] = true;
+        }
+    };
+    const Json& caps = capabilities_;
+    const auto supports = [&](const char* capability, const char* feature) {
+        auto c = caps.find(capability);
+        return c != caps.end() && c->value(feature, false);
+    };
+    flag("toolsListChanged", supports("tools", "listChanged"), sub->tools_list);
+    flag("promptsListChanged", supports("prompts", "listChanged"), sub->prompts_list);
+    flag("resourcesListChanged", supports("resources", "listChanged"), sub->resources_list);
+    if (auto uris = filter->find("resourceSubscriptions"); uris != filter->end()) {
+        if (!uris->is_array() || uris->size() > kMaxResourceSubscriptions)
+            throw ProtocolError(error_code::invalid_params,
+                                "params.notifications.resourceSubscriptions must be an array of at most " +
+                                    std::to_string(kMaxResourceSubscriptions) + " resource URIs.");
+        for (const auto& uri : *uris)
+            if (!uri.is_string() || uri.get_ref<const std::string&>().empty() ||
+                uri.get_ref<const std::string&>().size() > kMaxUriBytes)
+                throw ProtocolError(error_code::invalid_params,
+                                    "params.notifications.resourceSubscriptions holds something that is not a "
+                                    "resource URI (a non-empty string of at most " +
+                                        std::to_string(kMaxUriBytes) + " bytes).");
+        if (supports("resources", "subscribe")) {
+            for (const auto& uri : *uris)
+                sub->resources.insert(uri.get<std::string>());
+            honored["resourceSubscriptions"] = *uris;
+        }
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (subscriptions_.size() >= max_open_)
+            throw ProtocolError(error_code::internal_error,
+                                "The server has " + std::to_string(max_open_) +
+                                    " subscriptions open, its limit; close one or retry later.");
+    }
+    // Its id tags every notification it delivers and addresses its
+    // cancellation, so a second request under an open one's id is refused.
+    request.in_flight = connection->begin_unique(request.id);
+    if (!request.in_flight)
+        throw ProtocolError(error_code::invalid_request,
+                            "This request's id is already in use by a request still open on this connection (a "
+                            "subscription or a call); send subscriptions/listen with a new id.");
+    // The acknowledgement goes first; nothing is delivered before it.
+    sub->reply->send(tagged(sub->id, "notifications/subscriptions/acknowledged", {{"notifications", honored}}));
+    const std::uint64_t token = bus_->subscribe([weak = std::weak_ptr<Subscription>(sub)](const Change& change) {
+        auto s = weak.lock();
+        if (!s) return;
+        switch (change.kind) {
+        case Change::Kind::tools_list:
+            if (s->tools_list) s->reply->send(tagged(s->id, "notifications/tools/list_changed"));
+            break;
+        case Change::Kind::prompts_list:
+            if (s->prompts_list) s->reply->send(tagged(s->id, "notifications/prompts/list_changed"));
+            break;
+        case Change::Kind::resources_list:
+            if (s->resources_list) s->reply->send(tagged(s->id, "notifications/resources/list_changed"));
+            break;
+        case Change::Kind::resource_updated:
+            if (s->resources.count(change.uri))
+                s->reply->send(tagged(s->id, "notifications/resources/updated", {{"uri", change.uri}}));
+            break;
+        }
+    });
+    {
+        std::lock_guard lock(mutex_);
+        subscriptions_.emplace(token, sub);
+    }
+    // Closing the stream (HTTP) or notifications/cancelled (stdio) ends it.
+    request.in_flight->on_cancel([this, token] { end(token, false); });
+}
+
+void Subscriptions::end(std::uint64_t token, bool graceful) {
+    std::shared_ptr<Subscription> sub;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = subscriptions_.find(token);
+        if (it == subscriptions_.end()) return;
+        sub = std::move(it->second);
+        subscriptions_.erase(it);
+    }
+    bus_->unsubscribe(token);
+    if (auto connection = sub->connection.lock()) connection->end(sub->id);
+    if (graceful) {
+        Json result = {{"resultType", "complete"}};
+        result["_meta"][meta_key::subscription_id] = sub->id;
+        result["_meta"][meta_key::server_info] = server_info_;
+        sub->reply->send(make_result(sub->id, std::move(result)));
+    } else {
+        sub->reply->ended_without_answer();
+    }
+}
+
+void Subscriptions::close_all() {
+    std::vector<std::uint64_t> tokens;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& [token, _] : subscriptions_)
+            tokens.push_back(token);
+    }
+    for (auto token : tokens)
+        end(token, true);
+}
+
+// 2025-11-25: resource updates on the connection's own channel (stdout, or
+// the HTTP session's GET stream) for as long as the connection lives.
+Json Subscriptions::follow_resource(Request& request, bool subscribe) {
+    auto uri_it = request.params.find("uri");
+    if (uri_it == request.params.end() || !uri_it->is_string() || uri_it->get_ref<const std::string&>().empty() ||
+        uri_it->get_ref<const std::string&>().size() > kMaxUriBytes)
+        throw ProtocolError(error_code::invalid_params, "params.uri must be a resource URI (a non-empty string of at "
+                                                        "most " +
+                                                            std::to_string(kMaxUriBytes) + " bytes).");
+    const std::string uri = uri_it->get<std::string>();
+    Connection& connection = *request.connection;
+    std::lock_guard lock(connection.legacy_mutex);
+    auto& subscriptions = connection.legacy_resource_subscriptions;
+    if (!subscribe) {
+        if (auto it = subscriptions.find(uri); it != subscriptions.end()) {
+            bus_->unsubscribe(it->second);
+            subscriptions.erase(it);
+        }
+        return Json::object();
+    }
+    if (subscriptions.count(uri)) return Json::object();
+    if (subscriptions.size() >= kMaxResourceSubscriptions)
+        throw ProtocolError(error_code::invalid_params, "This connection already follows " +
+                                                            std::to_string(kMaxResourceSubscriptions) +
+                                                            " resources, the limit; unsubscribe from one first.");
+    auto token = std::make_shared<std::uint64_t>(0);
+    *token = bus_->subscribe([uri, token, connection = connection.weak_from_this(),
+                              bus = std::weak_ptr<NotificationBus>(bus_)](const Change& change) {
+        if (change.kind != Change::Kind::resource_updated || change.uri != uri) return;
+        auto alive = connection.lock();
+        if (!alive) {
+            // The connection ended without unsubscribing: forget it now.
+            if (auto b = bus.lock()) b->unsubscribe(*token);
+            return;
+        }
+        alive->outbound().send(make_notification("notifications/resources/updated", {{"uri", uri}}));
+    });
+    subscriptions.emplace(uri, *token);
+    return Json::object();
+}
+
+// 2025-11-25: tools/list_changed on the session's own channel (stdout, or
+// the HTTP session's GET stream) for as long as the connection lives.
+void Subscriptions::follow_tool_list_changes(Connection& connection) {
+    auto token = std::make_shared<std::uint64_t>(0);
+    *token = bus_->subscribe([token, connection = connection.weak_from_this(),
+                              bus = std::weak_ptr<NotificationBus>(bus_)](const Change& change) {
+        if (change.kind != Change::Kind::tools_list) return;
+        auto alive = connection.lock();
+        if (!alive) {
+            if (auto b = bus.lock()) b->unsubscribe(*token);
+            return;
+        }
+        alive->outbound().send(make_notification("notifications/tools/list_changed", Json::object()));
+    });
+}
+
+std::size_t Subscriptions::open_count() {
+    std::lock_guard lock(mutex_);
+    return subscriptions_.size();
+}
+
+Subscriptions::~Subscriptions() {
+    std::lock_guard lock(mutex_);
+    for (const auto& [token, _] : subscriptions_)
+        bus_->unsubscribe(token);
+}
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,51 @@
+#pragma once
+
+#include "protocol/connection.hpp"
+#include "protocol/notification_bus.hpp"
+#include "protocol/request.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace gatehouse::protocol {
+
+// What a client follows: 2026-07-28 subscriptions/listen streams, and the
+// 2025-11-25 connection's own channel (resources/subscribe, tool list
+// changes). Every change comes from the bus.
+class Subscriptions {
+public:
+    // `capabilities`: what 2026-07-28 offers (a listen honours only what
+    // it offers). `max_open`: subscriptions open at once, at most.
+    Subscriptions(std::shared_ptr<NotificationBus> bus, Json capabilities, Json server_info, std::size_t max_open);
+    ~Subscriptions();
+
+    // subscriptions/listen: acknowledges, then delivers until cancelled or
+    // closed. Throws ProtocolError for a malformed filter or when full.
+    void open(const std::shared_ptr<Connection>& connection, Request& request);
+    // Ends every open subscription gracefully (its final result), as on shutdown.
+    void close_all();
+    std::size_t open_count();
+
+    // 2025-11-25 resources/subscribe and resources/unsubscribe.
+    Json follow_resource(Request& request, bool subscribe);
+    // 2025-11-25: tools/list_changed on the connection's own channel for as
+    // long as it lives (from initialize).
+    void follow_tool_list_changes(Connection& connection);
+
+    NotificationBus& bus() { return *bus_; }
+
+private:
+    struct Subscription;
+    void end(std::uint64_t token, bool graceful);
+
+    std::shared_ptr<NotificationBus> bus_;
+    const Json capabilities_;
+    const Json server_info_;
+    const std::size_t max_open_;
+    std::mutex mutex_;
+    std::map<std::uint64_t, std::shared_ptr<Subscription>> subscriptions_;
+};
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,193 @@
+#include "serve/host.hpp"
+
+#include "cli/host_setup.hpp"
+#include "cli/stdout_diversion.hpp"
+#include "gate/make_gate.hpp"
+#include "limits/argument_bounds.hpp"
+#include "mrtr/state_keys.hpp"
+#include "transport/stdio_transport.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace gatehouse::serve {
+
+namespace {
+
+std::vector<std::string> family_names(const plugins::ToolRegistry& registry) {
+    std::vector<std::string> names;
+    for (const auto& f : registry.families())
+        names.push_back(f.family);
+    return names;
+}
+
+} // namespace
+
+Host::Host(config::Config config, Transports transports) : config_(std::move(config)), transports_(transports) {
+    // The sessions' SQLite file opens on a thread of its own while the
+    // plugins load: a millisecond of start-up that needs nothing from them.
+    std::future<std::unique_ptr<state::StateBackend>> opening_state;
+    if (config_.session.configured && config_.session.backend != "memory")
+        opening_state = std::async(std::launch::async, [path = config_.session.state_file.string()] {
+            return state::make_sqlite_backend(path);
+        });
+    registry_ = load_families();
+    sessions_ = open_sessions(opening_state);
+    services_.family_state = family_state();
+    gate_ = gate::make_gate(config_.license, family_names(*registry_), sessions_.get(), config_.gate);
+    pool_ = make_pool();
+    state_sealer_ = make_state_sealer();
+    server_ = make_server();
+    reload(config_);
+    services_.changed = publish_changes();
+    changes_outside_calls_.emplace(services_);
+    if (transports_.http) http_ = listen_http();
+}
+
+Host::~Host() = default;
+
+std::unique_ptr<plugins::ToolRegistry> Host::load_families() {
+    plugins::LoadReport report;
+    std::unique_ptr<plugins::ToolRegistry> registry;
+    {
+        cli::StdoutDiversion plugins_print_to_stderr;
+        registry = cli::load_plugins(config_, report);
+    }
+    if (config_.strict && !report.failures.empty())
+        throw HostError(std::to_string(report.failures.size()) +
+                            " plugin(s) failed to load and the configuration is strict; not serving",
+                        1);
+    return registry;
+}
+
+std::unique_ptr<session::SessionService>
+Host::open_sessions(std::future<std::unique_ptr<state::StateBackend>>& opening) {
+    if (!config_.session.configured) return nullptr;
+    auto backend = opening.valid() ? opening.get() : state::make_memory_backend();
+    // An environment secret is for the local user only: never for callers a host reaches over HTTP.
+    auto sessions = std::make_unique<session::SessionService>(config_.session, std::move(backend), *registry_,
+                                                              transports_.stdio && !transports_.http);
+    spdlog::info("sessions: {} backend, {} store", sessions->table().backend_name(),
+                 config_.session.pinned() ? "pinned" : "program-chosen");
+    return sessions;
+}
+
+// Families keep what outlives a call in the same backend as sessions, so
+// every instance sharing it answers alike.
+state::StateBackend* Host::family_state() {
+    if (sessions_) return &sessions_->table().backend();
+    families_only_state_ = state::make_memory_backend();
+    return families_only_state_.get();
+}
+
+std::unique_ptr<protocol::RequestPool> Host::make_pool() const {
+    const auto& limits = config_.limits;
+    if (limits.max_in_flight_per_plugin >= limits.workers)
+        spdlog::warn("limits.max_in_flight_per_plugin ({}) is not below limits.workers ({}): one plugin that never "
+                     "returns can hold every worker",
+                     limits.max_in_flight_per_plugin, limits.workers);
+    // Over stdio the reading of stdin runs on the pool too (leader/follower,
+    // transport/stdio_transport.cpp): one worker more keeps limits.workers
+    // for calls.
+    return std::make_unique<protocol::RequestPool>(limits.workers + (transports_.stdio ? 1 : 0),
+                                                   limits::worker_stack_bytes(limits.max_string_bytes));
+}
+
+std::shared_ptr<const mrtr::RequestStateSealer> Host::make_state_sealer() const {
+    try {
+        return mrtr::make_request_state_sealer(config_.input_requests, config_.server.name);
+    } catch (const std::exception& e) {
+        throw HostError(e.what(), 1);
+    }
+}
+
+std::unique_ptr<protocol::McpServer> Host::make_server() {
+    protocol::ServerOptions options;
+    options.rate_limits = config_.rate_limits;
+    options.input_requests = config_.input_requests;
+    options.state_sealer = state_sealer_;
+    options.sessions = sessions_.get();
+    options.host = &services_;
+    return std::make_unique<protocol::McpServer>(*registry_, gate_, config_.server, config_.limits, *pool_,
+                                                 std::move(options));
+}
+
+// What families report as changed reaches the open subscriptions.
+plugins::ChangeSink Host::publish_changes() {
+    return [server = server_.get()](int32_t kind, std::string_view uri) {
+        using Kind = protocol::Change::Kind;
+        const Kind k = kind == GH_CHANGE_TOOLS_LIST       ? Kind::tools_list
+                       : kind == GH_CHANGE_PROMPTS_LIST   ? Kind::prompts_list
+                       : kind == GH_CHANGE_RESOURCES_LIST ? Kind::resources_list
+                                                          : Kind::resource_updated;
+        server->bus().publish({k, std::string(uri)});
+    };
+}
+
+std::unique_ptr<transport::HttpTransport> Host::listen_http() {
+    // Pages' form tokens are sealed with the same keys as requestState, so
+    // every instance of a cluster accepts the forms of the others.
+    auto http = std::make_unique<transport::HttpTransport>(*server_, *registry_, config_.http, config_.limits,
+                                                           config_.auth, state_sealer_);
+    try {
+        http->listen();
+    } catch (const std::exception& e) {
+        throw HostError(e.what(), 1);
+    }
+    // Behind a proxy the listen address is not where people reach the
+    // host: http.public_url, when set, is.
+    const auto& listen_host = config_.http.listen_host;
+    services_.pages_origin =
+        !config_.http.public_url.empty()
+            ? config_.http.public_url
+            : "http://" + (listen_host.find(':') != std::string::npos ? "[" + listen_host + "]" : listen_host) + ":" +
+                  std::to_string(http->port());
+    return http;
+}
+
+int Host::run(transport::StopSignal& stop) {
+    if (transports_.stdio && http_) {
+        // Both: HTTP serves on its own thread; stdin closing ends both, as
+        // a stop signal does.
+        std::thread http_thread([&] { http_->run(stop); });
+        transport::StdioTransport stdio(*server_, *pool_, config_.limits.max_message_bytes);
+        const int status = stdio.run(stop);
+        stop.request();
+        http_thread.join();
+        return status;
+    }
+    if (http_) {
+        http_->run(stop);
+        return 0;
+    }
+    transport::StdioTransport stdio(*server_, *pool_, config_.limits.max_message_bytes);
+    return stdio.run(stop);
+}
+
+bool Host::stop_workers(std::chrono::milliseconds grace) {
+    const bool joined = pool_->stop(grace);
+    changes_outside_calls_.reset();
+    return joined;
+}
+
+// What the YAML says tools/list shows: each domain's exposure, and a tool's
+// own (domains.<family>.tools.<tool>.exposure) over its family's.
+void Host::reload(const config::Config& fresh) {
+    std::set<std::string> families;
+    std::map<std::string, bool> tools;
+    for (const auto& [family, domain] : fresh.domains) {
+        if (domain.on_demand) families.insert(family);
+        for (const auto& [name, change] : domain.tools) {
+            if (!change.on_demand) continue;
+            for (const plugins::Tool* tool : registry_->ordered())
+                if (tool->family == family && tool->plugin_name == name) tools[tool->name] = *change.on_demand;
+        }
+    }
+    server_->apply_exposure(families, tools);
+}
+
+} // namespace gatehouse::serve

@@ -1,0 +1,91 @@
+#pragma once
+
+#include "config/config.hpp"
+#include "gate/gate_pipeline.hpp"
+#include "mrtr/request_state_sealer.hpp"
+#include "plugins/host_services.hpp"
+#include "plugins/tool_registry.hpp"
+#include "protocol/mcp_server.hpp"
+#include "protocol/request_pool.hpp"
+#include "session/session_service.hpp"
+#include "state/state_backend.hpp"
+#include "transport/http_transport.hpp"
+#include "transport/stop_signal.hpp"
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace gatehouse::serve {
+
+// Which transports a host serves.
+struct Transports {
+    bool stdio = false;
+    bool http = false;
+};
+
+// The host cannot be built as configured; what() is the sentence for the
+// log, status the exit status.
+class HostError : public std::runtime_error {
+public:
+    HostError(const std::string& sentence, int status) : std::runtime_error(sentence), status_(status) {}
+    int status() const { return status_; }
+
+private:
+    int status_;
+};
+
+// One host: every part it serves with, owned here and built in one place
+// (the constructor, whose body is the list of parts in the order they
+// depend on each other). Nothing of it is process-wide: plugins reach it
+// through their calls (plugins::HostServices), so two hosts can share a
+// process.
+class Host {
+public:
+    // Throws HostError.
+    Host(config::Config config, Transports transports);
+    ~Host();
+    Host(const Host&) = delete;
+    Host& operator=(const Host&) = delete;
+
+    // Serves until the transports end (end of input, a stop signal).
+    // Returns the exit status.
+    int run(transport::StopSignal& stop);
+
+    // Waits at most `grace` for the last call to return; false when a
+    // plugin ignores its cancellation (the process must then end without
+    // unloading it). No change notification reaches this host afterwards.
+    bool stop_workers(std::chrono::milliseconds grace);
+
+    // What a configuration re-read (SIGHUP) changes while serving: each
+    // domain's and tool's exposure (tools/list), told to every listener.
+    void reload(const config::Config& fresh);
+
+private:
+    std::unique_ptr<plugins::ToolRegistry> load_families();
+    std::unique_ptr<session::SessionService> open_sessions(std::future<std::unique_ptr<state::StateBackend>>& opening);
+    state::StateBackend* family_state();
+    std::unique_ptr<protocol::RequestPool> make_pool() const;
+    std::shared_ptr<const mrtr::RequestStateSealer> make_state_sealer() const;
+    std::unique_ptr<protocol::McpServer> make_server();
+    plugins::ChangeSink publish_changes();
+    std::unique_ptr<transport::HttpTransport> listen_http();
+
+    const config::Config config_;
+    const Transports transports_;
+    std::unique_ptr<plugins::ToolRegistry> registry_; // first: plugins unload last
+    std::unique_ptr<session::SessionService> sessions_;
+    std::unique_ptr<state::StateBackend> families_only_state_; // families' state when no sessions hold a backend
+    gate::GatePipeline gate_;
+    plugins::HostServices services_;
+    std::unique_ptr<protocol::RequestPool> pool_;
+    std::shared_ptr<const mrtr::RequestStateSealer> state_sealer_;
+    std::unique_ptr<protocol::McpServer> server_;
+    std::optional<plugins::ChangesOutsideCalls> changes_outside_calls_;
+    std::unique_ptr<transport::HttpTransport> http_;
+};
+
+} // namespace gatehouse::serve

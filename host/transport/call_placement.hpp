@@ -1,0 +1,50 @@
+#pragma once
+
+#include "protocol/request.hpp"
+
+#include <cstddef>
+
+namespace gatehouse::transport {
+
+// Where a call a transport read runs. This is the one place that decides
+// it; the transports only carry the decision out.
+enum class CallSite {
+    // stdio: the reader runs it itself, at once, watched: should it outlast
+    // a tick, InlineCallWatch hands the reading on to a worker.
+    reader_watched,
+    // stdio: the reader hands its reading to an idle worker and runs the
+    // call itself (no hand-off on the answer's critical path); with no idle
+    // worker, the call queues on the pool and the reader reads on.
+    reader_or_pool,
+    // HTTP: posted to the loop of the connection that read it, to run right
+    // after the current handler: queued privately, nothing woken, the answer
+    // written from the same thread.
+    io_loop,
+    // A worker of the pool.
+    pool,
+};
+
+// stdio. Only a quick call (its tool's recent calls all returned quickly,
+// plugins::CallPace) runs watched, and only while a worker is free to take
+// the reading over and the watch runs. The facts are asked lazily, in this
+// order: the watch starts its thread on its first ask.
+template <class FreeWorker, class WatchReady>
+CallSite place_stdio_call(const protocol::ReadyCall& call, FreeWorker&& free_worker, WatchReady&& watch_ready) {
+    if (call.quick && free_worker() && watch_ready()) return CallSite::reader_watched;
+    return CallSite::reader_or_pool;
+}
+
+// HTTP, with `io_loops` I/O threads (http.threads). A quick call stays on
+// its connection's loop when there is another loop to serve the rest:
+// should the tool turn slow, that one call holds only its own loop's
+// connections, and its pace sends the tool's next calls to the pool. A
+// 2025-11-25 call may send client requests of its own and wait for their
+// answers (elicitation, sampling, roots): never on an I/O thread. Every
+// other call runs on the pool: a call that waits (on a person, or on
+// messages it sends on its own stream) never holds an I/O thread.
+inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_loops) {
+    if (call.quick && !call.legacy && io_loops > 1) return CallSite::io_loop;
+    return CallSite::pool;
+}
+
+} // namespace gatehouse::transport
