@@ -43,6 +43,7 @@ ToolRegistry::~ToolRegistry() {
 }
 
 const Tool* ToolRegistry::find(std::string_view name) const {
+    lookups_.fetch_add(1, std::memory_order_relaxed);
     auto it = by_name_.find(name);
     return it == by_name_.end() ? nullptr : it->second;
 }

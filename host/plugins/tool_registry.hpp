@@ -6,6 +6,7 @@
 #include "plugins/resource.hpp"
 #include "plugins/tool.hpp"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -46,6 +47,9 @@ public:
     ~ToolRegistry();
 
     const Tool* find(std::string_view name) const;
+    // How many times find() ran: a request is decoded once and its tool
+    // looked up once (tests hold the host to it).
+    std::uint64_t lookups() const { return lookups_.load(std::memory_order_relaxed); }
 
     // Every tool, in one deterministic order (by published name).
     const std::vector<const Tool*>& ordered() const { return ordered_; }
@@ -80,6 +84,7 @@ public:
     bool offers_completions() const;
 
 private:
+    mutable std::atomic<std::uint64_t> lookups_{0};
     friend class PluginLoader;
     void add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<std::unique_ptr<Tool>> tools, std::string prefix,
                     FamilyOffer offer = {});

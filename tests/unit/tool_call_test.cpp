@@ -1,0 +1,182 @@
+// ToolCall on its own: a decoded target in, a CallToolResult out. The tool
+// is taken from the target as it is; nothing here looks it up again.
+#include "config/config_loader.hpp"
+#include "gate/gate_pipeline.hpp"
+#include "mrtr/state_keys.hpp"
+#include "plugins/plugin_loader.hpp"
+#include "protocol/tool_call.hpp"
+#include "test_files.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <mutex>
+
+using namespace gatehouse;
+using protocol::Json;
+
+namespace {
+
+class RecordingOutbound final : public protocol::Outbound {
+public:
+    void send(const Json& message) override {
+        std::lock_guard lock(mutex_);
+        sent_.push_back(message);
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<Json> sent_;
+};
+
+// A gate check that refuses everything it is asked, and counts the asks.
+class RefuseAll final : public gate::GateCheck {
+public:
+    std::optional<gate::Refusal> check(const gate::GateContext&) override {
+        ++asked;
+        return gate::Refusal{"NOT_GRANTED", "No."};
+    }
+    int asked = 0;
+};
+
+struct Harness {
+    std::unique_ptr<plugins::ToolRegistry> registry = load();
+    gate::GatePipeline gate;
+    protocol::ToolDisclosure disclosure{*registry};
+    protocol::RequestDecoder decoder{*registry, disclosure, nullptr};
+    limits::RateLimiter rate_limiter;
+    protocol::InputRounds input_rounds{
+        mrtr::make_request_state_sealer(config::InputRequestSettings{}, "gatehouse-test"), std::chrono::seconds(30)};
+    protocol::ToolCall tool_call{{gate, decoder, disclosure, rate_limiter, input_rounds}, 1024};
+    std::shared_ptr<RecordingOutbound> out = std::make_shared<RecordingOutbound>();
+    std::shared_ptr<protocol::Connection> connection;
+
+    explicit Harness(config::RateLimits rates = {}, auth::Principal principal = {"tester", "local", {}, {}})
+        : rate_limiter(std::move(rates)),
+          connection(std::make_shared<protocol::Connection>(out, std::move(principal))) {}
+
+    static std::unique_ptr<plugins::ToolRegistry> load() {
+        auto cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() + "\nplugins: [echo.so]\n",
+                                            "test.yaml", "/");
+        plugins::LoadReport report;
+        auto registry = plugins::PluginLoader::load(cfg, report);
+        REQUIRE(report.failures.empty());
+        return registry;
+    }
+
+    // A tools/call as the decoder hands it on, for `tool` as given.
+    protocol::Request request(const plugins::Tool& tool, Json arguments) {
+        protocol::Request r;
+        r.id = 1;
+        r.method = "tools/call";
+        r.connection = connection.get();
+        r.reply = out;
+        r.call = decoder.target_of(tool, std::move(arguments), connection->principal());
+        return r;
+    }
+
+    Json run(const plugins::Tool& tool, Json arguments) {
+        auto r = request(tool, std::move(arguments));
+        return tool_call.run(r);
+    }
+
+    const plugins::Tool& tool(std::string_view name) const { return *registry->find(name); }
+};
+
+std::string refusal_code(const Json& result) {
+    return result.at("structuredContent").at("code").get<std::string>();
+}
+
+} // namespace
+
+TEST_CASE("ToolCall runs the tool of its target without looking it up again", "[tool_call]") {
+    Harness h;
+    // A tool the registry does not know: were it looked up by name, the call
+    // would fail as unknown.
+    plugins::Tool stand_in = h.tool("echo");
+    stand_in.name = "echo_under_another_name";
+    REQUIRE(h.registry->find(stand_in.name) == nullptr);
+    const auto lookups = h.registry->lookups();
+    const Json result = h.run(stand_in, {{"text", "hi"}});
+    CHECK(result["structuredContent"] == Json{{"text", "hi"}});
+    CHECK_FALSE(result.contains("isError"));
+    CHECK(h.registry->lookups() == lookups);
+}
+
+TEST_CASE("ToolCall answers the target's scope refusal and runs nothing", "[tool_call]") {
+    Harness h({}, auth::Principal{"robot", "token", "client", {"other"}, "https://issuer"});
+    plugins::Tool scoped = h.tool("echo");
+    scoped.scope = "echo:write";
+    const Json result = h.run(scoped, {{"text", "hi"}});
+    CHECK(result["isError"] == true);
+    CHECK(refusal_code(result) == "INSUFFICIENT_SCOPE");
+    CHECK(result["structuredContent"]["next"]["scope"] == "echo:write");
+}
+
+TEST_CASE("ToolCall checks arguments against the inputSchema after the gate, naming the pointer", "[tool_call]") {
+    Harness h;
+    const Json result = h.run(h.tool("echo"), {{"text", 42}});
+    CHECK(result["isError"] == true);
+    const std::string text = result["content"][0]["text"];
+    CHECK_THAT(text, Catch::Contains("/text"));
+    CHECK_THAT(text, Catch::Contains("'echo'"));
+}
+
+TEST_CASE("ToolCall stops at the first gate refusal, before the plugin", "[tool_call]") {
+    Harness h;
+    auto check = std::make_unique<RefuseAll>();
+    RefuseAll* refuse_all = check.get();
+    h.gate.add(std::move(check));
+    const Json result = h.run(h.tool("echo"), {{"text", "hi"}});
+    CHECK(refusal_code(result) == "NOT_GRANTED");
+    CHECK(refuse_all->asked == 1);
+}
+
+TEST_CASE("ToolCall refuses a call beyond its rate limit and spends nothing else", "[tool_call]") {
+    config::RateLimits rates;
+    rates.per_tool["echo"] = config::RateLimit{1, 1, {}};
+    Harness h(rates);
+    CHECK_FALSE(h.run(h.tool("echo"), {{"text", "one"}}).contains("isError"));
+    const Json second = h.run(h.tool("echo"), {{"text", "two"}});
+    CHECK(refusal_code(second) == "RATE_LIMITED");
+    CHECK(second["structuredContent"]["next"].contains("retryAfterMs"));
+}
+
+TEST_CASE("ToolCall refuses a string beyond max_string_bytes before the gate", "[tool_call]") {
+    Harness h;
+    auto check = std::make_unique<RefuseAll>();
+    RefuseAll* refuse_all = check.get();
+    h.gate.add(std::move(check));
+    const Json result = h.run(h.tool("echo"), {{"text", std::string(2048, 'x')}});
+    CHECK(refusal_code(result) == "ARGUMENT_TOO_LARGE");
+    CHECK(refuse_all->asked == 0);
+}
+
+TEST_CASE("ToolCall turns what the plugin answers into a CallToolResult or a tool error", "[tool_call]") {
+    Harness h;
+    const Json broken = h.run(h.tool("bad_output"), Json::object());
+    CHECK(broken["isError"] == true);
+    CHECK_THAT(broken["content"][0]["text"].get<std::string>(), Catch::Contains("outputSchema"));
+
+    const Json failed = h.run(h.tool("fail"), Json::object());
+    CHECK(failed["isError"] == true);
+    CHECK(failed["content"][0]["text"] == "No note 99: nothing was deleted.");
+
+    const Json crashed = h.run(h.tool("crash"), Json::object());
+    CHECK(crashed["isError"] == true);
+    CHECK_THAT(crashed["content"][0]["text"].get<std::string>(), !Catch::Contains("/secret/path"));
+
+    // A structured answer gets its text fallback.
+    const Json echoed = h.run(h.tool("echo"), {{"text", "hi"}});
+    REQUIRE(echoed["content"].is_array());
+    CHECK_FALSE(echoed["content"].empty());
+}
+
+TEST_CASE("ToolCall without a decoded target is a protocol error", "[tool_call]") {
+    Harness h;
+    protocol::Request r;
+    r.id = 1;
+    r.method = "tools/call";
+    r.connection = h.connection.get();
+    r.reply = h.out;
+    CHECK_THROWS_AS(h.tool_call.run(r), protocol::ProtocolError);
+}
