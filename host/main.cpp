@@ -1,7 +1,7 @@
 // gatehouse — an MCP server host that loads tool families from shared
 // libraries and gates every call. See `gatehouse --help`.
 #include "cli/host_setup.hpp"
-#include "cli/bot_command.hpp"
+#include "cli/family_command.hpp"
 #include "cli/license_command.hpp"
 #include "cli/reference_docs.hpp"
 #include "cli/stdout_diversion.hpp"
@@ -56,9 +56,9 @@ Usage:
   gatehouse license sign --key PRIVATE.pem --key-id ID --licensee NAME
                          --families a,b --expires YYYY-MM-DDTHH:MM:SSZ [--issued ...]
       For a vendor: print a license file signed with an Ed25519 private key.
-  gatehouse bot [use SLUG] [--config FILE]
-      List the sessions family's bots, or choose the active one (a running
-      host follows at once; calls naming another bot get ACTIVE_BOT_CHANGED).
+  gatehouse VERB [ARGS...] [--config FILE]
+      A verb a configured family adds, such as the sessions family's `bot`
+      (listed below when the configuration loads).
   gatehouse docs [--config FILE] --out DIR
       Write one Markdown reference page per domain (DIR/<domain>.md) from the
       loaded registry: every tool's definition with its full schemas.
@@ -355,7 +355,9 @@ int main(int argc, char** argv) {
     try {
         if (args->command.empty() || args->command == "--help" || args->command == "-h" || args->command == "help") {
             std::cout << kUsage;
-            return args->command.empty() ? 2 : 0;
+            if (args->command.empty()) return 2;
+            std::cout << cli::family_commands_help(args->config);
+            return 0;
         }
         if (args->command == "--version") {
             std::cout << "gatehouse " << GATEHOUSE_VERSION << " (plugin ABI " << GH_ABI_VERSION_MAJOR << "."
@@ -365,10 +367,10 @@ int main(int argc, char** argv) {
         if (args->command == "serve") return serve_host(*args);
         if (args->command == "check-config") return check_config(*args);
         if (args->command == "plugins") return list_plugins(*args);
-        if (args->command == "bot") return cli::bot_command(args->positional, args->config);
         if (args->command == "docs") return cli::reference_docs_command(args->config, args->out);
         if (args->command == "license")
             return cli::license_command(args->positional, args->config, args->license_options, args->json);
+        if (auto status = cli::run_family_command(args->command, args->positional, args->config)) return *status;
         std::cerr << "gatehouse: unknown command '" << args->command << "'\n" << kUsage;
         return 2;
     } catch (const config::ConfigError& e) {

@@ -48,6 +48,22 @@ int32_t LoadedPlugin::call(gh_tool_fn fn, void* tool_data, gh_call* call, std::s
     return fn(state_, tool_data, call, args, out);
 }
 
+int LoadedPlugin::run_command(const Command& command, const std::string& context, const std::vector<std::string>& args,
+                              std::string& out, std::string& err) {
+    std::vector<gh_str> words;
+    words.reserve(args.size());
+    for (const auto& a : args)
+        words.push_back(gh_str{a.data(), a.size()});
+    gh_sink out_sink, err_sink;
+    const int status = run([&](void* state) {
+        return command.run(state, command.data, gh_str{context.data(), context.size()}, words.data(),
+                           static_cast<uint32_t>(words.size()), &out_sink, &err_sink);
+    });
+    out = std::move(out_sink.bytes);
+    err = std::move(err_sink.bytes);
+    return status;
+}
+
 bool LoadedPlugin::try_enter() {
     unsigned inside = calls_inside_.load();
     do {

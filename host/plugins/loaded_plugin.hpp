@@ -1,5 +1,7 @@
 #pragma once
 
+#include "plugins/command.hpp"
+
 #include <gatehouse/plugin.h>
 
 #include <boost/dll/shared_library.hpp>
@@ -12,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gatehouse::plugins {
 
@@ -81,6 +84,14 @@ public:
     bool has_critical_items() const { return desc_.critical_items != nullptr; }
     bool critical_items(std::string_view owner_json, std::string& out);
 
+    // ABI 1.6: the family's command-line verbs, checked by the loader.
+    void set_commands(std::vector<Command> commands) { commands_ = std::move(commands); }
+    const std::vector<Command>& commands() const { return commands_; }
+    // Runs one of commands() with the words after the verb; `context` is the
+    // JSON object the verb gets. Returns the verb's exit status.
+    int run_command(const Command& command, const std::string& context, const std::vector<std::string>& args,
+                    std::string& out, std::string& err);
+
     const std::filesystem::path& path() const { return path_; }
     const std::string& name() const { return name_; }
     const std::string& version() const { return version_; }
@@ -98,6 +109,7 @@ private:
     std::timed_mutex serial_;
     PluginCallLimits call_limits_;
     bool store_credentials_ = false;
+    std::vector<Command> commands_;
     std::atomic<unsigned> calls_inside_{0};
     std::function<void()> admitted(std::function<void()> job);
     std::mutex admission_mutex_;

@@ -367,9 +367,49 @@ std::unique_ptr<Page> read_page(const gh_page_desc* raw, std::size_t index) {
     return page;
 }
 
+// [a-z][a-z0-9-]{0,31}: a word a person types after `gatehouse`.
+bool valid_command_name(std::string_view name) {
+    if (name.empty() || name.size() > 32 || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+}
+
+// ABI 1.6: the family's command-line verbs, each checked and unique within
+// the family (across families, load() checks). An older descriptor's
+// zero-filled tail has none.
+std::vector<Command> read_commands(const gh_plugin_desc& desc) {
+    if (desc.reserved3 != 0) throw Refused("descriptor sets reserved3, which must be zero");
+    if (desc.command_count > 64) throw Refused("descriptor declares more than 64 commands");
+    if (desc.command_count > 0 && !desc.commands) throw Refused("descriptor lists commands but has no command table");
+    std::vector<Command> out;
+    std::set<std::string> seen;
+    for (uint32_t i = 0; i < desc.command_count; ++i) {
+        std::string why;
+        auto raw = read_abi_struct<gh_command_desc>(desc.commands[i], GH_COMMAND_DESC_SIZE_V1, why);
+        if (!raw) throw Refused("command #" + std::to_string(i) + ": " + why);
+        Command command;
+        command.name = copy(raw->name);
+        if (!valid_command_name(command.name))
+            throw Refused("command #" + std::to_string(i) + " has an invalid name '" + command.name +
+                          "' (1-32 of lowercase letters, digits and '-', a letter first)");
+        if (raw->flags & ~GH_COMMAND_KNOWN_FLAGS)
+            throw Refused("command '" + command.name + "' sets unknown flag bits " +
+                          hex(raw->flags & ~GH_COMMAND_KNOWN_FLAGS));
+        if (!raw->run) throw Refused("command '" + command.name + "' has no run function");
+        if (!seen.insert(command.name).second) throw Refused("command '" + command.name + "' is declared twice");
+        command.usage = copy(raw->usage);
+        command.summary = copy(raw->summary);
+        command.run = raw->run;
+        command.data = raw->command_data;
+        out.push_back(std::move(command));
+    }
+    return out;
+}
+
 struct Candidate {
     std::unique_ptr<LoadedPlugin> plugin;
     std::vector<std::unique_ptr<Tool>> tools;
+    std::vector<Command> commands;
     FamilyOffer offer;
     std::string prefix;
     nlohmann::json settings;
@@ -479,6 +519,7 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
     }
     if (domain != cfg.domains.end()) apply_tool_overrides(domain->second, family, c.tools, cfg.session.configured);
     read_offer(*desc, c);
+    c.commands = read_commands(*desc);
     c.plugin = std::make_unique<LoadedPlugin>(std::move(library), path, *desc);
     return c;
 }
@@ -515,6 +556,7 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
     std::unordered_map<std::string, std::string> family_path; // served family -> its file
     // URIs, URI templates and prompt names are one namespace each across families.
     std::unordered_map<std::string, std::string> resource_owner, template_owner, prompt_owner;
+    std::unordered_map<std::string, std::string> command_owner; // a verb names one family's command
     std::set<std::filesystem::path> opened;
 
     for (const auto& entry : cfg.plugins) {
@@ -553,6 +595,10 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
                 if (auto clash = prompt_owner.find(p->name); clash != prompt_owner.end())
                     throw Refused("prompt name '" + p->name + "' clashes with family '" + clash->second +
                                   "'; give one family a prefix under domains." + family + ".prefix");
+            for (const auto& command : c.commands)
+                if (auto clash = command_owner.find(command.name); clash != command_owner.end())
+                    throw Refused("command '" + command.name + "' is already declared by family '" + clash->second +
+                                  "'; a verb names one family's command");
             const nlohmann::json init_config = {{"data_dir", (cfg.data_dir / family).string()},
                                                 {"settings", c.settings}};
             std::string init_error;
@@ -565,6 +611,8 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
                 template_owner.emplace(t->uri_template.text(), family);
             for (const auto& p : c.offer.prompts)
                 prompt_owner.emplace(p->name, family);
+            for (const auto& command : c.commands)
+                command_owner.emplace(command.name, family);
             family_path.emplace(family, path.string());
             for (auto& r : c.offer.resources)
                 r->family = family;
@@ -581,6 +629,7 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
             limits.tool_timeout_overridden = entry.tool_timeout_ms.has_value();
             c.plugin->set_call_limits(limits);
             c.plugin->set_store_credentials(entry.store_credentials);
+            c.plugin->set_commands(std::move(c.commands));
             registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix, std::move(c.offer));
         } catch (const Refused& e) {
             report.failures.push_back({path.string(), e.what(), entry.where});

@@ -54,6 +54,8 @@ public:
     // Every tool, in one deterministic order (by published name).
     const std::vector<const Tool*>& ordered() const { return ordered_; }
     const std::vector<FamilyInfo>& families() const { return families_; }
+    // The loaded plugins, in load order (the CLI runs their verbs, ABI 1.6).
+    const std::vector<std::unique_ptr<LoadedPlugin>>& plugins() const { return plugins_; }
 
     // Changes whenever the published tool set changes; pagination cursors
     // carry it so a cursor from another tool set is refused.

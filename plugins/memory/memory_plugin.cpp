@@ -29,15 +29,10 @@ namespace {
 using memory::NoteStore;
 using memory::Owner;
 
-static gh::Plugin plugin{{.name = "gatehouse-memory", .version = "1.0.0", .family = "memory", .reentrant = true}};
-
-// Process state: the store and its connections, made by init.
-std::unique_ptr<NoteStore> g_store;
-
-NoteStore& store() {
-    if (!g_store) throw std::runtime_error("memory: called before init");
-    return *g_store;
-}
+// The plugin's state: the store and its connections, made by init for this
+// host and closed at its shutdown.
+static gh::Plugin<NoteStore> plugin{
+    {.name = "gatehouse-memory", .version = "1.0.0", .family = "memory", .reentrant = true}};
 
 Owner owner_of(const gh::Call& call) {
     const auto context = call.context();
@@ -110,13 +105,13 @@ const auto& remember = plugin.tool({
     .risk = gh::Risk::write,
     .annotations = R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false})",
     .handler =
-        [](gh::Call& call) {
+        [](NoteStore& store, gh::Call& call) {
             return guarded([&] {
                 memory::NewNote note;
                 note.text = call.arg<std::string>("text");
                 note.tags = call.arg_or("tags", std::vector<std::string>{});
                 note.critical = call.arg_or("critical", false);
-                const int64_t id = store().remember(owner_of(call), note);
+                const int64_t id = store.remember(owner_of(call), note);
                 return gh::Result::structured({{"id", id}}, "Remembered as note " + std::to_string(id) + ".");
             });
         },
@@ -149,14 +144,14 @@ const auto& recall = plugin.tool({
     // tools run): a write, though only of marks, and the same again changes nothing.
     .annotations = R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false})",
     .handler =
-        [](gh::Call& call) {
+        [](NoteStore& store, gh::Call& call) {
             return guarded([&] {
                 memory::RecallQuery query;
                 query.query = call.arg_or("query", std::string());
                 query.tags = call.arg_or("tags", std::vector<std::string>{});
                 query.limit = static_cast<int>(std::min<int64_t>(call.arg_or<int64_t>("limit", 0), 1000));
                 query.critical_only = call.arg_or("critical", false);
-                const auto found = store().recall(owner_of(call), query);
+                const auto found = store.recall(owner_of(call), query);
                 gh::Json notes = gh::Json::array();
                 std::string text = found.empty() ? "No notes found." : "";
                 for (const auto& n : found) {
@@ -201,9 +196,9 @@ const auto& forget = plugin.tool({
     .risk = gh::Risk::destructive,
     .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false})",
     .handler =
-        [](gh::Call& call) {
+        [](NoteStore& store, gh::Call& call) {
             const auto id = call.arg<int64_t>("note_id");
-            if (!store().forget(owner_of(call), id))
+            if (!store.forget(owner_of(call), id))
                 throw gh::Refusal("NOTE_NOT_FOUND",
                                   "No note " + std::to_string(id) +
                                       ": nothing was deleted. recall lists the notes and their ids.",
@@ -224,8 +219,8 @@ const auto& forget_all = plugin.tool({
     .risk = gh::Risk::destructive,
     .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false})",
     .handler =
-        [](gh::Call& call) {
-            const int64_t deleted = store().forget_all(owner_of(call));
+        [](NoteStore& store, gh::Call& call) {
+            const int64_t deleted = store.forget_all(owner_of(call));
             return gh::Result::structured({{"deleted", deleted}},
                                           "Forgot all notes (" + std::to_string(deleted) + ").");
         },
@@ -270,25 +265,25 @@ static const bool initialised = [] {
     plugin.on_init([](const gh::Json& config) {
         auto settings = read_settings(config);
         const std::string where = settings.database_path;
-        g_store = std::make_unique<NoteStore>(std::move(settings));
+        auto store = std::make_unique<NoteStore>(std::move(settings));
         plugin.log(gh::LogLevel::info, "memory: notes in " + where);
+        return store;
     });
     // The gate asks at session_connect: {"store", "user", "principal"}. The
     // owner key is the same as a call's inside that session (principal and
     // store), so the list and recall always talk about the same notes. Every
     // critical note is listed, read in an earlier session or not: a new
     // session is a new conversation that has not seen them.
-    plugin.on_critical_items([](const gh::Json& asked) {
+    plugin.on_critical_items([](NoteStore& store, const gh::Json& asked) {
         Owner owner;
         owner.principal = asked.value("principal", std::string());
         owner.store = asked.value("store", std::string());
         gh::Json items = gh::Json::array();
         if (owner.principal.empty()) return items;
-        for (const auto& n : store().critical_notes(owner))
+        for (const auto& n : store.critical_notes(owner))
             items.push_back({{"id", std::to_string(n.id)}, {"title", critical_title(n.text)}});
         return items;
     });
-    plugin.on_shutdown([] { g_store.reset(); });
     return true;
 }();
 

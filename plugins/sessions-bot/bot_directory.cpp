@@ -63,4 +63,26 @@ const Bot* BotDirectory::active() const {
     return default_slug_.empty() ? nullptr : find(default_slug_);
 }
 
+bool BotDirectory::choose(const std::string& slug, std::string& error) const {
+    const auto path = active_bot_file(data_dir_);
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    const auto temporary = std::filesystem::path(path.string() + ".tmp");
+    {
+        std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+        file << slug << "\n";
+        if (!file.flush()) {
+            error = "cannot write " + temporary.string();
+            return false;
+        }
+    }
+    // Whole or not at all: a call reading the file never sees half a slug.
+    std::filesystem::rename(temporary, path, ec);
+    if (ec) {
+        error = "cannot replace " + path.string() + ": " + ec.message();
+        return false;
+    }
+    return true;
+}
+
 } // namespace sessions_bot

@@ -17,8 +17,8 @@ struct Bot {
 };
 
 // The bots configured in YAML (domains.sessions.settings.bots) and which one
-// is active. The active bot is a person's choice, recorded by
-// `gatehouse bot use SLUG` in <data_dir>/active-bot and read on every call,
+// is active. The active bot is a person's choice, recorded by the family's
+// verb `gatehouse bot use SLUG` in <data_dir>/active-bot and read on every call,
 // so the choice takes effect without a restart; until someone chooses,
 // settings.active_bot (or the first bot) is active.
 class BotDirectory {
@@ -33,6 +33,11 @@ public:
     // The active bot, or nullptr when none is configured or the recorded
     // choice names a bot the YAML no longer has.
     const Bot* active() const;
+
+    // Records `slug` as the person's choice, whole or not at all (a call
+    // reading the file never sees half a slug). False, with the sentence in
+    // `error`, when the file cannot be written.
+    bool choose(const std::string& slug, std::string& error) const;
 
     static std::filesystem::path active_bot_file(const std::filesystem::path& data_dir) {
         return data_dir / "active-bot";

@@ -5,6 +5,8 @@
 //   exchange_session_approval_code  write  the approval code, once, for access and refresh tokens
 //   get_session_status              read   pending, approved (with the code), denied or expired
 //   get_active_bot                  read   the bot a person chose with `gatehouse bot use SLUG`
+// The verb `gatehouse bot [use SLUG]` (ABI 1.6) lists the bots and records
+// that choice in the family's data folder.
 // The page "confirm" (served by the host at the link) stands in for the bot
 // chat: it shows what is asked and records Approve or Deny.
 //
@@ -40,13 +42,6 @@ using sessions_bot::BotSession;
 using sessions_bot::BotSessionStore;
 using sessions_bot::Json;
 
-static gh::Plugin plugin{{.name = "gatehouse-sessions",
-                          .version = "1.0.0",
-                          .family = "sessions",
-                          // Serialized within an instance; single use across
-                          // instances rests on taking the code's ticket.
-                          .reentrant = false}};
-
 struct Settings {
     std::chrono::milliseconds expiry{600 * 1000};
     std::chrono::milliseconds retention{86400 * 1000};
@@ -54,8 +49,19 @@ struct Settings {
     std::uint64_t refresh_token_ttl_s = 30 * 86400;
 };
 
-Settings g_settings;
-BotDirectory g_bots;
+// The plugin's state, made by init from domains.sessions.settings: what the
+// operator configured, and the bots with the person's choice among them.
+struct Family {
+    Settings settings;
+    BotDirectory bots;
+};
+
+static gh::Plugin<Family> plugin{{.name = "gatehouse-sessions",
+                                  .version = "1.0.0",
+                                  .family = "sessions",
+                                  // Serialized within an instance; single use across
+                                  // instances rests on taking the code's ticket.
+                                  .reentrant = false}};
 
 const char* type_label(std::string_view type) {
     if (type == "LOGIN") return "Log in";
@@ -92,8 +98,8 @@ std::string owner_of(const Json& context) {
     return owner;
 }
 
-const sessions_bot::Bot& active_bot() {
-    const sessions_bot::Bot* bot = g_bots.active();
+const sessions_bot::Bot& active_bot(const Family& family) {
+    const sessions_bot::Bot* bot = family.bots.active();
     if (!bot)
         refuse("NO_ACTIVE_BOT",
                "No bot is active on this server (none is configured under "
@@ -105,8 +111,8 @@ const sessions_bot::Bot& active_bot() {
 
 // Refuses before anything runs when the caller names a bot that is not the
 // active one: the person switched bots, and what the caller knows is stale.
-const sessions_bot::Bot& check_bot(const gh::Call& call) {
-    const auto& active = active_bot();
+const sessions_bot::Bot& check_bot(const Family& family, const gh::Call& call) {
+    const auto& active = active_bot(family);
     const auto named = call.arg_or<std::string>("bot", "");
     if (!named.empty() && named != active.slug)
         refuse("ACTIVE_BOT_CHANGED",
@@ -216,8 +222,8 @@ static auto& create_session = plugin.tool({
     .risk = gh::Risk::write,
     .annotations = kCreates,
     .handler =
-        [](gh::Call& call) {
-            const auto& bot = check_bot(call);
+        [](Family& family, gh::Call& call) {
+            const auto& bot = check_bot(family, call);
             const auto context = call.context();
             const std::string owner = owner_of(context);
             const auto type = call.arg<std::string>("type");
@@ -249,9 +255,9 @@ static auto& create_session = plugin.tool({
                 if (call.arguments().contains(key)) session.details[key] = call.arguments()[key];
             session.redirect_url = redirect;
             session.created_ms = sessions_bot::now_ms();
-            session.expires_ms = session.created_ms + g_settings.expiry.count();
+            session.expires_ms = session.created_ms + family.settings.expiry.count();
             const std::string page_token = sessions_bot::random_hex(32);
-            const BotSessionStore store(call, g_settings.retention);
+            const BotSessionStore store(call, family.settings.retention);
             store.save(session);
             store.link("page", sessions_bot::sha256_hex(page_token), session);
             return gh::Result::structured({{"session_id", session.session_id},
@@ -283,12 +289,12 @@ static auto& get_session_status = plugin.tool({
     .risk = gh::Risk::read,
     .annotations = kReads,
     .handler =
-        [](gh::Call& call) {
+        [](Family& family, gh::Call& call) {
             const std::string owner = owner_of(call.context());
             auto id = call.arg<std::string>("session_id");
             for (auto& c : id)
                 c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            const BotSessionStore store(call, g_settings.retention);
+            const BotSessionStore store(call, family.settings.retention);
             auto session = store.load(id);
             if (!session || session->owner != owner)
                 refuse("SESSION_UNKNOWN",
@@ -321,11 +327,11 @@ static auto& exchange_code = plugin.tool({
     // refused, so it is not idempotent; nothing existing is destroyed.
     .annotations = kCreates,
     .handler =
-        [](gh::Call& call) {
-            check_bot(call);
+        [](Family& family, gh::Call& call) {
+            check_bot(family, call);
             const std::string owner = owner_of(call.context());
             const std::string code_hash = sessions_bot::sha256_hex(call.arg<std::string>("approval_code"));
-            const BotSessionStore store(call, g_settings.retention);
+            const BotSessionStore store(call, family.settings.retention);
             std::optional<BotSession> session;
             if (auto id = store.linked("code", code_hash)) session = store.load(*id);
             if (!session || session->owner != owner || session->approval_code_hash != code_hash)
@@ -362,17 +368,17 @@ static auto& exchange_code = plugin.tool({
             access_grant["kind"] = "access";
             refresh_grant["kind"] = "refresh";
             store.save_token(sessions_bot::sha256_hex(access), access_grant,
-                             std::chrono::seconds(g_settings.access_token_ttl_s));
+                             std::chrono::seconds(family.settings.access_token_ttl_s));
             store.save_token(sessions_bot::sha256_hex(refresh), refresh_grant,
-                             std::chrono::seconds(g_settings.refresh_token_ttl_s));
+                             std::chrono::seconds(family.settings.refresh_token_ttl_s));
             session->exchanged = true;
             session->approval_code.clear();
             store.save(*session);
             return gh::Result::structured({{"access_token", access},
                                            {"refresh_token", refresh},
                                            {"token_type", "Bearer"},
-                                           {"expires_in", g_settings.access_token_ttl_s},
-                                           {"refresh_expires_in", g_settings.refresh_token_ttl_s},
+                                           {"expires_in", family.settings.access_token_ttl_s},
+                                           {"refresh_expires_in", family.settings.refresh_token_ttl_s},
                                            {"session_id", session->session_id},
                                            {"user", {{"seq_id", *session->user_seq_id}}}},
                                           "Tokens issued for session " + session->session_id +
@@ -393,9 +399,48 @@ static auto& get_active_bot = plugin.tool({
     .risk = gh::Risk::read,
     .annotations = kReads,
     .handler =
-        [](gh::Call&) {
-            const auto& bot = active_bot();
+        [](Family& family, gh::Call&) {
+            const auto& bot = active_bot(family);
             return gh::Result::structured({{"slug", bot.slug}, {"name", bot.name}});
+        },
+});
+
+// `gatehouse bot [use SLUG] [--config FILE]`: a person lists the configured
+// bots (the active one marked) or chooses the active one. The choice goes to
+// the family's own data folder, where every call reads it, so a running host
+// follows at once.
+static auto& bot_command = plugin.command({
+    .name = "bot",
+    .usage = "[use SLUG]",
+    .summary = "List the sessions family's bots, or choose the active one (a running host follows at once; calls "
+               "naming another bot get ACTIVE_BOT_CHANGED).",
+    .run =
+        [](Family& family, gh::Command& command) {
+            const auto& args = command.args();
+            if (args.empty()) {
+                const sessions_bot::Bot* active = family.bots.active();
+                for (const auto& bot : family.bots.bots())
+                    command.out((active && active->slug == bot.slug ? "* " : "  ") + bot.slug + "  " + bot.name + "\n");
+                if (family.bots.bots().empty()) command.out("no bots configured (domains.sessions.settings.bots)\n");
+                return 0;
+            }
+            if (args.size() != 2 || args[0] != "use") {
+                command.err("gatehouse: usage: gatehouse bot use SLUG [--config FILE]\n");
+                return 2;
+            }
+            const std::string& slug = args[1];
+            if (!family.bots.find(slug)) {
+                command.err("gatehouse: no bot '" + slug + "' under domains.sessions.settings.bots in " +
+                            command.config_file() + "; `gatehouse bot` lists them\n");
+                return 1;
+            }
+            std::string error;
+            if (!family.bots.choose(slug, error)) {
+                command.err("gatehouse: " + error + "\n");
+                return 1;
+            }
+            command.out("active bot: " + slug + "\n");
+            return 0;
         },
 });
 
@@ -412,8 +457,8 @@ BotSession session_of_page(const gh::Call& call, const BotSessionStore& store) {
 static auto& confirm_page = plugin.page({
     .name = "confirm",
     .show =
-        [](gh::Call& call) {
-            const BotSessionStore store(call, g_settings.retention);
+        [](Family& family, gh::Call& call) {
+            const BotSessionStore store(call, family.settings.retention);
             const BotSession session = session_of_page(call, store);
             Json fields = Json::array();
             fields.push_back({{"label", "Request"}, {"value", type_label(session.type)}});
@@ -445,8 +490,8 @@ static auto& confirm_page = plugin.page({
             return page;
         },
     .act =
-        [](gh::Call& call) {
-            const BotSessionStore store(call, g_settings.retention);
+        [](Family& family, gh::Call& call) {
+            const BotSessionStore store(call, family.settings.retention);
             BotSession session = session_of_page(call, store);
             const std::string state = session.visible_state(sessions_bot::now_ms());
             if (state != "pending") throw gh::ToolError("This request is already " + state + ".");
@@ -457,7 +502,7 @@ static auto& confirm_page = plugin.page({
                 return Json{{"message", "Denied. " + session.requested_by + " was not given access."}};
             }
             if (action != "approve") throw gh::ToolError("This page offers only Approve and Deny.");
-            const sessions_bot::Bot* bot = g_bots.find(session.bot);
+            const sessions_bot::Bot* bot = family.bots.find(session.bot);
             session.state = "approved";
             session.user_seq_id = bot ? bot->user_seq_id : 1;
             session.approval_code = sessions_bot::random_hex(24);
@@ -485,22 +530,24 @@ std::chrono::milliseconds seconds_setting(const Json& settings, const char* key,
 
 const bool kInit = [] {
     plugin.on_init([](const Json& config) {
+        Family family;
         if (!GH_HAS(plugin.api(), state_take))
             throw std::runtime_error("the sessions family keeps its sessions in the host's state backend and spends "
                                      "each approval code once across instances (state_take); it needs a host with "
                                      "plugin ABI 1.4 or later");
         const Json settings = config.value("settings", Json::object());
-        g_settings.expiry = seconds_setting(settings, "expiry_s", 600, 86400);
-        g_settings.retention = seconds_setting(settings, "retention_s", 86400, 31536000);
-        g_settings.access_token_ttl_s =
+        family.settings.expiry = seconds_setting(settings, "expiry_s", 600, 86400);
+        family.settings.retention = seconds_setting(settings, "retention_s", 86400, 31536000);
+        family.settings.access_token_ttl_s =
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
                                            seconds_setting(settings, "access_token_ttl_s", 3600, 31536000))
                                            .count());
-        g_settings.refresh_token_ttl_s =
+        family.settings.refresh_token_ttl_s =
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
                                            seconds_setting(settings, "refresh_token_ttl_s", 30 * 86400, 31536000))
                                            .count());
-        g_bots = BotDirectory(settings, config.value("data_dir", std::string()));
+        family.bots = BotDirectory(settings, config.value("data_dir", std::string()));
+        return family;
     });
     return true;
 }();

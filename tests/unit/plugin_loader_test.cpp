@@ -349,3 +349,24 @@ TEST_CASE("a tool setting naming no tool of the family refuses that family, at t
     CHECK(loaded.report.failures[1].where.line == 8);
     CHECK_THAT(loaded.report.failures[1].reason, Catch::Contains("'ledger_clos'"));
 }
+
+TEST_CASE("a tool declared after the host took the descriptor fails the load, saying why", "[loader]") {
+    auto loaded = load("plugins: [broken_late_tool.so, echo.so]\n");
+    CHECK(loaded.serves_family("echo"));
+    CHECK_FALSE(loaded.serves_family("latetool"));
+    CHECK_FALSE(loaded.registry->has_tool("latetool_ping"));
+    const LoadFailure* failure = loaded.failure_of("broken_late_tool.so");
+    REQUIRE(failure);
+    CHECK_THAT(failure->reason, Catch::Contains("init failed"));
+    CHECK_THAT(failure->reason, Catch::Contains("tool 'latetool_late' is declared after the host took the descriptor"));
+}
+
+TEST_CASE("a family's command-line verbs are read from its descriptor", "[loader]") {
+    auto loaded = load("plugins: [verb.so, echo.so]\n");
+    REQUIRE(loaded.report.failures.empty());
+    std::vector<std::string> verbs;
+    for (const auto& plugin : loaded.registry->plugins())
+        for (const auto& command : plugin->commands())
+            verbs.push_back(plugin->family() + " " + command.name + " " + command.usage);
+    CHECK(verbs == std::vector<std::string>{"verb greet NAME", "verb verb-fail ", "verb verb-exit CODE"});
+}

@@ -30,7 +30,7 @@ extern "C" {
  * a plugin whose major differs from its own; minor growth is backward
  * compatible in both directions (struct_size tells what each side knows). */
 #define GH_ABI_VERSION_MAJOR 1
-#define GH_ABI_VERSION_MINOR 5
+#define GH_ABI_VERSION_MINOR 6
 #define GH_ABI_VERSION ((uint32_t)((GH_ABI_VERSION_MAJOR << 16) | GH_ABI_VERSION_MINOR))
 #define GH_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define GH_ABI_MINOR(v) ((uint32_t)(v)&0xFFFFu)
@@ -472,6 +472,40 @@ typedef struct gh_page_desc {
 #define GH_PAGE_DESC_SIZE_V1 (offsetof(gh_page_desc, page_data) + sizeof(void*))
 #define GH_PAGE_KNOWN_FLAGS 0x0u
 
+/* ---- Command-line verbs (ABI 1.6+) -------------------------------------- */
+
+/* Run one verb of the family on the command line: `gatehouse <name> ARGS...
+ * [--config FILE]`, for what a person does outside any MCP session (choose
+ * the active bot, say). The host loads the families of the configuration as
+ * `serve` would (init runs first), finds the verb, runs it once on the main
+ * thread with no tool call alongside, shuts the families down and exits with
+ * the status it returns. There is no gh_call: the call functions of the host
+ * table (state, session services, sink_new) are not available here.
+ *   context:   JSON object {"verb": ..., "config_file": the configuration's
+ *              path (or "<embedded gatehouse.yaml>"), "data_dir": the
+ *              family's data folder, as init got it}; borrowed until return.
+ *   args:      arg_count words after the verb, the host's own options
+ *              (--config FILE) taken out; borrowed until return.
+ *   out, err:  what goes to stdout and to stderr (the host copies the bytes
+ *              and writes them when the verb returns).
+ * Returns the exit status: 0 done, 1 failed, 2 wrong usage (by convention). */
+typedef int32_t (*gh_command_fn)(void* plugin_state, void* command_data, gh_str context, const gh_str* args,
+                                 uint32_t arg_count, gh_sink* out, gh_sink* err);
+
+typedef struct gh_command_desc {
+    uint32_t struct_size;
+    uint32_t flags; /* zero */
+    gh_str name;    /* [a-z][a-z0-9-]{0,31}; unique across the loaded families. The host's own verbs
+                     * (serve, check-config, plugins, license, docs, help) are never routed to a family. */
+    gh_str usage;   /* optional: one line of what follows the verb, e.g. "[use SLUG]" */
+    gh_str summary; /* optional: one sentence for gatehouse --help */
+    gh_command_fn run;
+    void* command_data; /* passed back to run() unchanged */
+} gh_command_desc;
+
+#define GH_COMMAND_DESC_SIZE_V1 (offsetof(gh_command_desc, command_data) + sizeof(void*))
+#define GH_COMMAND_KNOWN_FLAGS 0x0u
+
 /* ---- The plugin descriptor --------------------------------------------- */
 
 /* Called once, before any tool call, on one thread.
@@ -519,12 +553,17 @@ typedef struct gh_plugin_desc {
     uint32_t page_count;
     uint32_t reserved2;               /* zero */
     const gh_page_desc* const* pages; /* page_count pointers */
+    /* ABI 1.6+: command-line verbs of the family. */
+    uint32_t command_count;
+    uint32_t reserved3;                     /* zero */
+    const gh_command_desc* const* commands; /* command_count pointers */
 } gh_plugin_desc;
 
 #define GH_PLUGIN_DESC_SIZE_V1 (offsetof(gh_plugin_desc, shutdown) + sizeof(void*))
 #define GH_PLUGIN_DESC_SIZE_V2 (offsetof(gh_plugin_desc, critical_items) + sizeof(void*))
 #define GH_PLUGIN_DESC_SIZE_V3 (offsetof(gh_plugin_desc, prompts) + sizeof(void*))
 #define GH_PLUGIN_DESC_SIZE_V4 (offsetof(gh_plugin_desc, pages) + sizeof(void*))
+#define GH_PLUGIN_DESC_SIZE_V5 (offsetof(gh_plugin_desc, commands) + sizeof(void*))
 
 /* The entry symbol every plugin exports. Called once, right after loading.
  * Returns a descriptor valid until shutdown returns, or NULL to refuse to
@@ -549,7 +588,9 @@ static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 siz
 static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V3 == offsetof(gh_plugin_desc, page_count), "gh_plugin_desc v3 size");
-static_assert(GH_PLUGIN_DESC_SIZE_V4 == sizeof(gh_plugin_desc), "gh_plugin_desc v4 size");
+static_assert(GH_PLUGIN_DESC_SIZE_V4 == offsetof(gh_plugin_desc, command_count), "gh_plugin_desc v4 size");
+static_assert(GH_PLUGIN_DESC_SIZE_V5 == sizeof(gh_plugin_desc), "gh_plugin_desc v5 size");
+static_assert(GH_COMMAND_DESC_SIZE_V1 == sizeof(gh_command_desc), "gh_command_desc v1 size");
 static_assert(GH_PAGE_DESC_SIZE_V1 == sizeof(gh_page_desc), "gh_page_desc v1 size");
 static_assert(GH_RESOURCE_DESC_SIZE_V1 == sizeof(gh_resource_desc), "gh_resource_desc v1 size");
 static_assert(GH_RESOURCE_TEMPLATE_DESC_SIZE_V1 == sizeof(gh_resource_template_desc),
@@ -565,7 +606,9 @@ _Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 si
 _Static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V3 == offsetof(gh_plugin_desc, page_count), "gh_plugin_desc v3 size");
-_Static_assert(GH_PLUGIN_DESC_SIZE_V4 == sizeof(gh_plugin_desc), "gh_plugin_desc v4 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V4 == offsetof(gh_plugin_desc, command_count), "gh_plugin_desc v4 size");
+_Static_assert(GH_PLUGIN_DESC_SIZE_V5 == sizeof(gh_plugin_desc), "gh_plugin_desc v5 size");
+_Static_assert(GH_COMMAND_DESC_SIZE_V1 == sizeof(gh_command_desc), "gh_command_desc v1 size");
 _Static_assert(GH_PAGE_DESC_SIZE_V1 == sizeof(gh_page_desc), "gh_page_desc v1 size");
 _Static_assert(GH_RESOURCE_DESC_SIZE_V1 == sizeof(gh_resource_desc), "gh_resource_desc v1 size");
 _Static_assert(GH_RESOURCE_TEMPLATE_DESC_SIZE_V1 == sizeof(gh_resource_template_desc),

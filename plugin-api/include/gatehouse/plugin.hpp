@@ -20,6 +20,40 @@
 //
 //   GH_EXPORT_PLUGIN(plugin)
 //
+// A family that keeps something per host (a database, its settings) names it
+// as the plugin's state: on_init makes it from {"data_dir", "settings"}, every
+// handler gets it first, and it is destroyed at shutdown. No global is needed,
+// and two hosts in one process each have their own (the Python SDK's lifespan).
+//
+//   struct Notes { explicit Notes(const gh::Json& config); std::string find(const std::string& q); };
+//   static gh::Plugin<Notes> plugin{{.name = "notes", .version = "1.0.0", .family = "notes"}};
+//   static const bool made = [] {
+//       plugin.on_init([](const gh::Json& config) { return std::make_unique<Notes>(config); });
+//       return true;
+//   }();
+//   static auto& find = plugin.tool({
+//       .name = "find",
+//       .handler = [](Notes& notes, gh::Call& call) { return gh::Result::text(notes.find(call.arg<std::string>("q")));
+//       },
+//   });
+//
+// Everything is declared at namespace scope, before the host loads the
+// plugin: a tool declared later (in on_init, in a handler) would never be
+// published, so the declaration throws std::logic_error saying so (in on_init
+// the load fails with that sentence).
+//
+// A family may add a verb to the command line (ABI 1.6): `gatehouse greet
+// World` runs it after init, and what it writes goes to stdout and stderr.
+//
+//   static auto& greet = plugin.command({
+//       .name = "greet", .usage = "NAME", .summary = "Says hello.",
+//       .run = [](gh::Command& command) {
+//           if (command.args().size() != 1) { command.err("usage: gatehouse greet NAME\n"); return 2; }
+//           command.out("Hello, " + command.args()[0] + "\n");
+//           return 0;
+//       },
+//   });
+//
 // A handler refuses the way the gate does (ABI 1.5) by throwing gh::Refusal
 // with a stable code, a sentence naming the next step and what that step
 // needs: the agent gets isError, "CODE: sentence" and structuredContent
@@ -78,6 +112,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -665,7 +700,68 @@ using PromptHandler = std::function<PromptResult(Call&)>;
 // Returns the suggestions, best first; the host passes on at most 100.
 using CompleteHandler = std::function<std::vector<std::string>(const CompletionRequest&)>;
 
-struct ResourceSpec {
+// The state of a plugin that keeps none: gh::Plugin<> hands its handlers nothing.
+struct NoState {};
+
+// One handler of a gh::Plugin<State>. It is written with the plugin's state
+// first, (State&, Args...), or without it, (Args...): a stateless plugin
+// writes every handler the short way, and so may a stateful one where a
+// handler needs no state.
+template <class State, class R, class... Args> class Callback {
+public:
+    Callback() = default;
+    Callback(std::nullptr_t) {}
+    template <class F, std::enable_if_t<std::is_invocable_r_v<R, F&, State&, Args...>, int> = 0>
+    Callback(F f) : fn_(std::move(f)) {}
+    template <class F,
+              std::enable_if_t<!std::is_invocable_r_v<R, F&, State&, Args...> && std::is_invocable_r_v<R, F&, Args...>,
+                               int> = 0>
+    Callback(F f) {
+        if constexpr (std::is_constructible_v<bool, const F&>)
+            if (!static_cast<bool>(f)) return; // an empty std::function stays empty
+        fn_ = [f = std::move(f)](State&, Args... args) mutable -> R { return f(std::forward<Args>(args)...); };
+    }
+
+    explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+    R operator()(State& state, Args... args) const { return fn_(state, std::forward<Args>(args)...); }
+
+private:
+    std::function<R(State&, Args...)> fn_;
+};
+
+// One run of a command-line verb (ABI 1.6): `gatehouse <verb> ARGS...`. What
+// it prints goes to stdout (out) and stderr (err) when the verb returns.
+class Command {
+public:
+    Command(const gh_host_api* api, std::vector<std::string> args, Json context, gh_sink* out, gh_sink* err)
+        : api_(api), args_(std::move(args)), context_(std::move(context)), out_(out), err_(err) {}
+
+    // The words after the verb; the host's own options (--config FILE) are taken out.
+    const std::vector<std::string>& args() const { return args_; }
+    // {"verb", "config_file", "data_dir"}.
+    const Json& context() const { return context_; }
+    std::string verb() const { return context_.value("verb", std::string()); }
+    // The configuration's path, or "<embedded gatehouse.yaml>", for messages.
+    std::string config_file() const { return context_.value("config_file", std::string()); }
+    // The family's data folder, as init got it.
+    std::string data_dir() const { return context_.value("data_dir", std::string()); }
+
+    void out(std::string_view text) const {
+        if (api_ && out_) api_->sink_write(out_, view(text));
+    }
+    void err(std::string_view text) const {
+        if (api_ && err_) api_->sink_write(err_, view(text));
+    }
+
+private:
+    const gh_host_api* api_;
+    std::vector<std::string> args_;
+    Json context_;
+    gh_sink* out_;
+    gh_sink* err_;
+};
+
+template <class State = NoState> struct ResourceSpec {
     std::string uri;
     std::string name;
     std::string title;
@@ -673,18 +769,18 @@ struct ResourceSpec {
     std::string mime_type;
     std::string annotations; // JSON object (MCP Annotations), optional
     std::optional<std::uint64_t> size;
-    ReadHandler read;
+    Callback<State, ReadResult, Read&> read;
 };
 
-struct ResourceTemplateSpec {
+template <class State = NoState> struct ResourceTemplateSpec {
     std::string uri_template; // literal text, {name} and {+name}
     std::string name;
     std::string title;
     std::string description;
     std::string mime_type;
     std::string annotations;
-    ReadHandler read;
-    CompleteHandler complete; // optional
+    Callback<State, ReadResult, Read&> read;
+    Callback<State, std::vector<std::string>, const CompletionRequest&> complete; // optional
 };
 
 struct PromptArgumentSpec {
@@ -694,16 +790,16 @@ struct PromptArgumentSpec {
     bool required = false;
 };
 
-struct PromptSpec {
+template <class State = NoState> struct PromptSpec {
     std::string name;
     std::string title;
     std::string description;
     std::vector<PromptArgumentSpec> arguments;
-    PromptHandler get;
-    CompleteHandler complete; // optional
+    Callback<State, PromptResult, Call&> get;
+    Callback<State, std::vector<std::string>, const CompletionRequest&> complete; // optional
 };
 
-struct ToolSpec {
+template <class State = NoState> struct ToolSpec {
     std::string name;
     std::string title;
     std::string description;
@@ -715,7 +811,7 @@ struct ToolSpec {
     std::string rules;
     bool gate_exempt = false;
     std::string annotations;
-    Handler handler;
+    Callback<State, Result, Call&> handler;
     bool reads_critical = false; // ABI 1.1+: runs while critical notes are unread, to show them
 };
 
@@ -726,10 +822,21 @@ struct ToolSpec {
 // Throw NotFound for an unknown token, ToolError when the action no longer
 // applies.
 using PageHandler = std::function<Json(Call&)>;
-struct PageSpec {
+template <class State = NoState> struct PageSpec {
     std::string name;
-    PageHandler show;
-    PageHandler act;
+    Callback<State, Json, Call&> show;
+    Callback<State, Json, Call&> act;
+};
+
+// ABI 1.6: a command-line verb, `gatehouse <name> ARGS... [--config FILE]`,
+// run after init in the CLI process. run returns the exit status (0 done,
+// 1 failed, 2 wrong usage); a thrown InvalidArguments ends it with 2, any
+// other exception with 1, its text on stderr.
+template <class State = NoState> struct CommandSpec {
+    std::string name;    // [a-z][a-z0-9-]{0,31}, never one of the host's verbs
+    std::string usage;   // what follows the verb, e.g. "[use SLUG]"
+    std::string summary; // one sentence for gatehouse --help
+    Callback<State, int, Command&> run;
 };
 
 struct PluginSpec {
@@ -746,15 +853,25 @@ using InitHandler = std::function<void(const Json& config)>;
 using CriticalItemsHandler = std::function<Json(const Json& owner)>;
 using ShutdownHandler = std::function<void()>;
 
-class Plugin {
+// One family: its tools and the rest it offers, and the C descriptor built
+// from them. State is what the family keeps per host, made by on_init from
+// the configuration and handed to every handler as State&; it is destroyed
+// at shutdown. A plugin without state is a gh::Plugin<> (gh::Plugin for
+// short), whose handlers take no state.
+//
+// Everything is declared in the registration window: from construction until
+// the host takes the descriptor (gh_plugin_entry), i.e. at namespace scope in
+// static initialisation. A declaration later (in on_init, in a handler) would
+// never be published, so it throws std::logic_error with a sentence saying so,
+// also logged; inside on_init that fails the load with that sentence.
+template <class State = NoState> class Plugin {
 public:
     explicit Plugin(PluginSpec spec) : spec_(std::move(spec)) {}
     Plugin(const Plugin&) = delete;
     Plugin& operator=(const Plugin&) = delete;
 
-    // Declares a tool; only valid before the host loads the plugin (i.e. in
-    // static initialisation), which is when the registry is built.
-    const ToolSpec& tool(ToolSpec spec) {
+    const ToolSpec<State>& tool(ToolSpec<State> spec) {
+        require_window("tool", spec.name);
         auto& slot = tools_.emplace_back();
         slot.spec = std::move(spec);
         slot.required_scopes_json = Json(slot.spec.required_scopes).dump();
@@ -762,20 +879,23 @@ public:
         return slot.spec;
     }
 
-    // ABI 1.2: a resource, a resource template, a prompt. Same rule as tool().
-    const ResourceSpec& resource(ResourceSpec spec) {
+    // ABI 1.2: a resource, a resource template, a prompt.
+    const ResourceSpec<State>& resource(ResourceSpec<State> spec) {
+        require_window("resource", spec.uri);
         auto& slot = resources_.emplace_back();
         slot.spec = std::move(spec);
         slot.owner = this;
         return slot.spec;
     }
-    const ResourceTemplateSpec& resource_template(ResourceTemplateSpec spec) {
+    const ResourceTemplateSpec<State>& resource_template(ResourceTemplateSpec<State> spec) {
+        require_window("resource template", spec.uri_template);
         auto& slot = templates_.emplace_back();
         slot.spec = std::move(spec);
         slot.owner = this;
         return slot.spec;
     }
-    const PromptSpec& prompt(PromptSpec spec) {
+    const PromptSpec<State>& prompt(PromptSpec<State> spec) {
+        require_window("prompt", spec.name);
         auto& slot = prompts_.emplace_back();
         slot.spec = std::move(spec);
         slot.owner = this;
@@ -791,17 +911,48 @@ public:
         return slot.spec;
     }
 
-    // ABI 1.3: a page. Same rule as tool().
-    const PageSpec& page(PageSpec spec) {
+    // ABI 1.3: a page.
+    const PageSpec<State>& page(PageSpec<State> spec) {
+        require_window("page", spec.name);
         auto& slot = pages_.emplace_back();
         slot.spec = std::move(spec);
         slot.owner = this;
         return slot.spec;
     }
 
-    void on_init(InitHandler handler) { init_ = std::move(handler); }
-    void on_shutdown(ShutdownHandler handler) { shutdown_ = std::move(handler); }
-    void on_critical_items(CriticalItemsHandler handler) { critical_items_ = std::move(handler); }
+    // ABI 1.6: a command-line verb.
+    const CommandSpec<State>& command(CommandSpec<State> spec) {
+        require_window("command", spec.name);
+        auto& slot = commands_.emplace_back();
+        slot.spec = std::move(spec);
+        slot.owner = this;
+        return slot.spec;
+    }
+
+    // Makes the state from {"data_dir": ..., "settings": {...}}: `make`
+    // returns a State, a std::unique_ptr<State>, or nothing (a stateless
+    // plugin, or a State made by its default constructor). Throw to refuse
+    // loading. Without on_init, a State is default-constructed.
+    template <class F> void on_init(F make) {
+        using Made = std::invoke_result_t<F&, const Json&>;
+        init_ = [make = std::move(make)](const Json& config) mutable -> std::unique_ptr<State> {
+            if constexpr (std::is_void_v<Made>) {
+                make(config);
+                return default_state();
+            } else if constexpr (std::is_same_v<Made, std::unique_ptr<State>>) {
+                return make(config);
+            } else {
+                return std::make_unique<State>(make(config));
+            }
+        };
+    }
+    // Runs at shutdown, before the state is destroyed: (State&) or ().
+    void on_shutdown(Callback<State, void> handler) { shutdown_ = std::move(handler); }
+    // ABI 1.1: (State&, const Json& owner) or (const Json& owner).
+    void on_critical_items(Callback<State, Json, const Json&> handler) {
+        require_window("on_critical_items", "");
+        critical_items_ = std::move(handler);
+    }
 
     const gh_host_api* api() const { return api_; }
 
@@ -816,11 +967,12 @@ public:
     void resources_changed() const { notify(GH_CHANGE_RESOURCES_LIST, {}); }
     void resource_updated(std::string_view uri) const { notify(GH_CHANGE_RESOURCE_UPDATED, uri); }
 
-    // Builds the C descriptor. `init` is a function that knows this object
-    // (GH_EXPORT_PLUGIN makes one), so no registry shared between libraries
-    // is needed.
+    // Builds the C descriptor and closes the registration window. `init` is
+    // a function that knows this object (GH_EXPORT_PLUGIN makes one), so no
+    // registry shared between libraries is needed.
     const gh_plugin_desc* descriptor(const gh_host_api* api, gh_init_fn init) noexcept {
         api_ = api;
+        sealed_ = true;
         tool_descs_.clear();
         tool_ptrs_.clear();
         tool_descs_.reserve(tools_.size());
@@ -860,34 +1012,93 @@ public:
         desc_.shutdown = &Plugin::shutdown_trampoline;
         desc_.critical_items = critical_items_ ? &Plugin::critical_items_trampoline : nullptr;
         describe_offer();
+        describe_commands();
         return &desc_;
     }
 
+    static int32_t init(Plugin& self, const gh_host_api* api, gh_str config, void** state_out,
+                        gh_sink* error) noexcept {
+        const auto report = [&](std::string_view text) { write(api, error, text); };
+        return guarded(
+            api, kNoAnswers,
+            [&] {
+                auto instance = std::make_unique<Instance>();
+                instance->plugin = &self;
+                if (self.init_)
+                    instance->state = self.init_(Json::parse(view(config)));
+                else
+                    instance->state = default_state();
+                if (!instance->state) throw std::logic_error("on_init made no state");
+                *state_out = instance.release();
+                return GH_STATUS_OK;
+            },
+            report, "init failed with an unknown exception");
+    }
+
 private:
+    // What init hands the host as the plugin state, passed to every callback.
+    struct Instance {
+        Plugin* plugin = nullptr;
+        std::unique_ptr<State> state;
+    };
+
+    static std::unique_ptr<State> default_state() {
+        if constexpr (std::is_default_constructible_v<State>)
+            return std::make_unique<State>();
+        else
+            throw std::logic_error("this plugin's state has no default constructor; on_init must make it");
+    }
+
+    // The handlers' state: the one init made. A stateless plugin's handlers
+    // need none, so they also run for a host (or a test) that passes none.
+    static State& state_of(void* plugin_state) {
+        if constexpr (std::is_same_v<State, NoState>) {
+            static NoState none;
+            return none;
+        } else {
+            if (!plugin_state) throw std::logic_error("a handler ran before init made the plugin's state");
+            return *static_cast<Instance*>(plugin_state)->state;
+        }
+    }
+
+    void require_window(const char* what, const std::string& name) const {
+        if (!sealed_) return;
+        const std::string sentence = "plugin '" + spec_.name + "': " + what + (name.empty() ? "" : " '" + name + "'") +
+                                     " is declared after the host took the descriptor, so the host would never "
+                                     "publish it; declare it at namespace scope (static initialisation), before "
+                                     "the plugin is loaded";
+        log(LogLevel::error, sentence);
+        throw std::logic_error(sentence);
+    }
+
     void notify(int32_t kind, std::string_view uri) const {
         if (GH_HAS(api_, notify_changed)) api_->notify_changed(nullptr, kind, view(uri));
     }
 
     struct ToolSlot {
-        ToolSpec spec;
+        ToolSpec<State> spec;
         std::string required_scopes_json;
         Plugin* owner = nullptr;
     };
     struct ResourceSlot {
-        ResourceSpec spec;
+        ResourceSpec<State> spec;
         Plugin* owner = nullptr;
     };
     struct TemplateSlot {
-        ResourceTemplateSpec spec;
+        ResourceTemplateSpec<State> spec;
         Plugin* owner = nullptr;
     };
     struct PromptSlot {
-        PromptSpec spec;
+        PromptSpec<State> spec;
         std::string arguments_json;
         Plugin* owner = nullptr;
     };
     struct PageSlot {
-        PageSpec spec;
+        PageSpec<State> spec;
+        Plugin* owner = nullptr;
+    };
+    struct CommandSlot {
+        CommandSpec<State> spec;
         Plugin* owner = nullptr;
     };
 
@@ -972,37 +1183,89 @@ private:
         desc_.pages = page_ptrs_.data();
     }
 
-    // Every ABI 1.2 callback ends the same way: an exception becomes a status.
-    template <class Body> static int32_t guarded(const gh_host_api* api, gh_sink* out, Body&& body) noexcept {
+    void describe_commands() {
+        command_descs_.clear();
+        command_ptrs_.clear();
+        command_descs_.reserve(commands_.size());
+        for (auto& c : commands_) {
+            gh_command_desc d{};
+            d.struct_size = sizeof(gh_command_desc);
+            d.name = view(c.spec.name);
+            d.usage = view(c.spec.usage);
+            d.summary = view(c.spec.summary);
+            d.run = &Plugin::command_trampoline;
+            d.command_data = &c;
+            command_descs_.push_back(d);
+        }
+        for (auto& d : command_descs_)
+            command_ptrs_.push_back(&d);
+        desc_.command_count = static_cast<uint32_t>(command_ptrs_.size());
+        desc_.commands = command_ptrs_.empty() ? nullptr : command_ptrs_.data();
+    }
+
+    // Which answers besides OK and INTERNAL a callback may give; an exception
+    // whose answer it may not give is a fault inside the plugin.
+    static constexpr unsigned kNoAnswers = 0;
+    static constexpr unsigned kInputRequired = 1u << 0; // GH_STATUS_INPUT_REQUIRED
+    static constexpr unsigned kNotFound = 1u << 1;      // GH_STATUS_NOT_FOUND
+    static constexpr unsigned kToolErrors = 1u << 2;    // GH_STATUS_TOOL_ERROR, GH_STATUS_INVALID_ARGS
+    static constexpr unsigned kRefused = 1u << 3;       // GH_STATUS_REFUSED, when the host knows it (ABI 1.5)
+
+    // The one place an exception becomes a status: every C callback this
+    // layer emits runs its body here, so no exception crosses the ABI.
+    // `report` takes the text the status carries (the sink, or the log).
+    template <class Body, class Report>
+    static int32_t guarded(const gh_host_api* api, unsigned answers, Body&& body, Report&& report,
+                           const char* unknown = "unknown exception") noexcept {
         try {
             return body();
         } catch (const InputRequired& e) {
-            write(api, out, e.answer());
-            return GH_STATUS_INPUT_REQUIRED;
-        } catch (const NotFound&) {
-            return GH_STATUS_NOT_FOUND;
+            if (answers & kInputRequired) {
+                report(e.answer());
+                return GH_STATUS_INPUT_REQUIRED;
+            }
+            report(e.what());
+        } catch (const NotFound& e) {
+            if (answers & kNotFound) return GH_STATUS_NOT_FOUND;
+            report(e.what());
+        } catch (const Refusal& e) {
+            if ((answers & kRefused) && GH_HOST_KNOWS_REFUSALS(api)) {
+                report(e.answer());
+                return GH_STATUS_REFUSED;
+            }
+            // An older host would take the new status for a fault: it gets the text.
+            report(e.what());
+            if (answers & (kToolErrors | kRefused)) return GH_STATUS_TOOL_ERROR;
         } catch (const ToolError& e) {
-            write(api, out, e.what());
-            return GH_STATUS_TOOL_ERROR;
+            report(e.what());
+            if (answers & kToolErrors) return GH_STATUS_TOOL_ERROR;
         } catch (const InvalidArguments& e) {
-            write(api, out, e.what());
-            return GH_STATUS_INVALID_ARGS;
+            report(e.what());
+            if (answers & kToolErrors) return GH_STATUS_INVALID_ARGS;
         } catch (const std::exception& e) {
-            write(api, out, e.what());
+            report(e.what());
         } catch (...) {
-            write(api, out, "unknown exception");
+            report(unknown);
         }
         return GH_STATUS_INTERNAL;
     }
 
+    // A callback that answers through the host's sink `out`.
+    template <class Body>
+    static int32_t guarded(const gh_host_api* api, gh_sink* out, unsigned answers, Body&& body) noexcept {
+        return guarded(api, answers, std::forward<Body>(body), [&](std::string_view text) { write(api, out, text); });
+    }
+
+    static constexpr unsigned kReadAnswers = kInputRequired | kNotFound | kToolErrors;
+
     template <class Slot>
-    static int32_t read_trampoline(void*, void* data, gh_call* call, gh_str uri, gh_str variables,
+    static int32_t read_trampoline(void* state, void* data, gh_call* call, gh_str uri, gh_str variables,
                                    gh_sink* out) noexcept {
         auto* slot = static_cast<Slot*>(data);
         const gh_host_api* api = slot->owner->api_;
-        return guarded(api, out, [&] {
+        return guarded(api, out, kReadAnswers, [&] {
             Read read(api, call, std::string(view(uri)), Json::parse(view(variables)));
-            const ReadResult result = slot->spec.read(read);
+            const ReadResult result = slot->spec.read(state_of(state), read);
             if (read.cancelled()) return GH_STATUS_CANCELLED;
             write(api, out, result.serialize(read.uri()));
             return GH_STATUS_OK;
@@ -1010,150 +1273,148 @@ private:
     }
 
     template <bool Acting>
-    static int32_t page_trampoline(void*, void* data, gh_call* call, gh_str token, gh_str action,
+    static int32_t page_trampoline(void* state, void* data, gh_call* call, gh_str token, gh_str action,
                                    gh_sink* out) noexcept {
         auto* slot = static_cast<PageSlot*>(data);
         const gh_host_api* api = slot->owner->api_;
-        return guarded(api, out, [&] {
+        return guarded(api, out, kReadAnswers, [&] {
             Json arguments{{"token", std::string(view(token))}};
             if (Acting) arguments["action"] = std::string(view(action));
             Call c(api, call, std::move(arguments));
-            const Json answer = Acting ? slot->spec.act(c) : slot->spec.show(c);
+            const Json answer = Acting ? slot->spec.act(state_of(state), c) : slot->spec.show(state_of(state), c);
             write(api, out, answer.dump(-1, ' ', false, Json::error_handler_t::replace));
             return GH_STATUS_OK;
         });
     }
 
-    static int32_t prompt_trampoline(void*, void* data, gh_call* call, gh_str arguments, gh_sink* out) noexcept {
+    static int32_t prompt_trampoline(void* state, void* data, gh_call* call, gh_str arguments, gh_sink* out) noexcept {
         auto* slot = static_cast<PromptSlot*>(data);
         const gh_host_api* api = slot->owner->api_;
-        return guarded(api, out, [&] {
+        return guarded(api, out, kReadAnswers, [&] {
             Call c(api, call, Json::parse(view(arguments)));
-            write(api, out, slot->spec.get(c).serialize());
+            write(api, out, slot->spec.get(state_of(state), c).serialize());
             return GH_STATUS_OK;
         });
     }
 
     template <class Slot>
-    static int32_t complete_trampoline(void*, void* data, gh_call*, gh_str argument, gh_str value, gh_str context,
+    static int32_t complete_trampoline(void* state, void* data, gh_call*, gh_str argument, gh_str value, gh_str context,
                                        gh_sink* out) noexcept {
         auto* slot = static_cast<Slot*>(data);
         const gh_host_api* api = slot->owner->api_;
-        return guarded(api, out, [&] {
+        return guarded(api, out, kReadAnswers, [&] {
             const CompletionRequest request{std::string(view(argument)), std::string(view(value)),
                                             Json::parse(view(context))};
             write(api, out,
-                  Json{{"values", slot->spec.complete(request)}}.dump(-1, ' ', false, Json::error_handler_t::replace));
+                  Json{{"values", slot->spec.complete(state_of(state), request)}}.dump(-1, ' ', false,
+                                                                                       Json::error_handler_t::replace));
             return GH_STATUS_OK;
         });
+    }
+
+    static int32_t call_trampoline(void* state, void* tool_data, gh_call* call, gh_str arguments,
+                                   gh_sink* out) noexcept {
+        auto* slot = static_cast<ToolSlot*>(tool_data);
+        const gh_host_api* api = slot->owner->api_;
+        return guarded(api, out, kInputRequired | kToolErrors | kRefused, [&] {
+            Call c(api, call, Json::parse(view(arguments)));
+            Result r = slot->spec.handler(state_of(state), c);
+            if (c.cancelled()) return GH_STATUS_CANCELLED;
+            write(api, out, r.serialize());
+            return GH_STATUS_OK;
+        });
+    }
+
+    static int32_t command_trampoline(void* state, void* data, gh_str context, const gh_str* args, uint32_t arg_count,
+                                      gh_sink* out, gh_sink* err) noexcept {
+        auto* slot = static_cast<CommandSlot*>(data);
+        const gh_host_api* api = slot->owner->api_;
+        int exit_status = 1;
+        const int32_t status = guarded(
+            api, kToolErrors,
+            [&] {
+                std::vector<std::string> words;
+                for (uint32_t i = 0; i < arg_count; ++i)
+                    words.emplace_back(view(args[i]));
+                Command command(api, std::move(words), Json::parse(view(context)), out, err);
+                exit_status = slot->spec.run(state_of(state), command);
+                return GH_STATUS_OK;
+            },
+            [&](std::string_view text) {
+                write(api, err, "gatehouse " + slot->spec.name + ": " + std::string(text) + "\n");
+            });
+        if (status == GH_STATUS_OK) return exit_status;
+        return status == GH_STATUS_INVALID_ARGS ? 2 : 1;
+    }
+
+    static int32_t critical_items_trampoline(void* state, gh_str owner, gh_sink* out) noexcept {
+        auto* instance = static_cast<Instance*>(state);
+        const gh_host_api* api = instance ? instance->plugin->api_ : nullptr;
+        return guarded(api, out, kNoAnswers, [&] {
+            if (!instance) throw std::logic_error("critical items asked before init");
+            const Json items = instance->plugin->critical_items_(*instance->state, Json::parse(view(owner)));
+            write(api, out, items.dump());
+            return GH_STATUS_OK;
+        });
+    }
+
+    static void shutdown_trampoline(void* state) noexcept {
+        std::unique_ptr<Instance> instance(static_cast<Instance*>(state));
+        if (!instance) return;
+        Plugin& self = *instance->plugin;
+        if (self.shutdown_)
+            guarded(
+                self.api_, kNoAnswers,
+                [&] {
+                    self.shutdown_(*instance->state);
+                    return GH_STATUS_OK;
+                },
+                [&](std::string_view text) { self.log(LogLevel::error, "shutdown: " + std::string(text)); },
+                "failed with an unknown exception");
+        // The state goes with the instance, after the handler saw it.
+        guarded(
+            self.api_, kNoAnswers,
+            [&] {
+                instance.reset();
+                return GH_STATUS_OK;
+            },
+            [&](std::string_view text) { self.log(LogLevel::error, "shutdown: " + std::string(text)); },
+            "the state's destructor failed with an unknown exception");
     }
 
     static void write(const gh_host_api* api, gh_sink* sink, std::string_view text) noexcept {
         if (api && sink) api->sink_write(sink, view(text));
     }
 
-public:
-    static int32_t init(Plugin& self, const gh_host_api* api, gh_str config, void** state_out,
-                        gh_sink* error) noexcept {
-        *state_out = &self;
-        if (!self.init_) return GH_STATUS_OK;
-        try {
-            self.init_(Json::parse(view(config)));
-            return GH_STATUS_OK;
-        } catch (const std::exception& e) {
-            write(api, error, e.what());
-        } catch (...) {
-            write(api, error, "init failed with an unknown exception");
-        }
-        return GH_STATUS_INTERNAL;
-    }
-
-private:
-    static void shutdown_trampoline(void* state) noexcept {
-        auto* self = static_cast<Plugin*>(state);
-        if (!self || !self->shutdown_) return;
-        try {
-            self->shutdown_();
-        } catch (const std::exception& e) {
-            self->log(LogLevel::error, std::string("shutdown: ") + e.what());
-        } catch (...) {
-            self->log(LogLevel::error, "shutdown failed with an unknown exception");
-        }
-    }
-
-    static int32_t critical_items_trampoline(void* state, gh_str owner, gh_sink* out) noexcept {
-        auto* self = static_cast<Plugin*>(state);
-        try {
-            Json items = self->critical_items_(Json::parse(view(owner)));
-            write(self->api_, out, items.dump());
-            return GH_STATUS_OK;
-        } catch (const std::exception& e) {
-            write(self->api_, out, e.what());
-        } catch (...) {
-            write(self->api_, out, "unknown exception");
-        }
-        return GH_STATUS_INTERNAL;
-    }
-
-    static int32_t call_trampoline(void* state, void* tool_data, gh_call* call, gh_str arguments,
-                                   gh_sink* out) noexcept {
-        auto* slot = static_cast<ToolSlot*>(tool_data);
-        (void)state;
-        const gh_host_api* api = slot->owner->api_;
-        try {
-            Call c(api, call, Json::parse(view(arguments)));
-            Result r = slot->spec.handler(c);
-            if (c.cancelled()) return GH_STATUS_CANCELLED;
-            write(api, out, r.serialize());
-            return GH_STATUS_OK;
-        } catch (const InputRequired& e) {
-            write(api, out, e.answer());
-            return GH_STATUS_INPUT_REQUIRED;
-        } catch (const Refusal& e) {
-            // An older host would take the new status for a fault: it gets the text.
-            if (!GH_HOST_KNOWS_REFUSALS(api)) {
-                write(api, out, e.what());
-                return GH_STATUS_TOOL_ERROR;
-            }
-            write(api, out, e.answer());
-            return GH_STATUS_REFUSED;
-        } catch (const ToolError& e) {
-            write(api, out, e.what());
-            return GH_STATUS_TOOL_ERROR;
-        } catch (const InvalidArguments& e) {
-            write(api, out, e.what());
-            return GH_STATUS_INVALID_ARGS;
-        } catch (const std::exception& e) {
-            write(api, out, e.what());
-        } catch (...) {
-            write(api, out, "unknown exception");
-        }
-        return GH_STATUS_INTERNAL;
-    }
-
-private:
     PluginSpec spec_;
-    std::deque<ToolSlot> tools_; // deque: slots never move, tool_data stays valid
-    std::vector<gh_tool_desc> tool_descs_;
-    std::vector<const gh_tool_desc*> tool_ptrs_;
+    bool sealed_ = false;                // the registration window is closed: the host has the descriptor
+    std::deque<ToolSlot> tools_;         // deque: slots never move, tool_data stays valid
     std::deque<ResourceSlot> resources_; // deques for the same reason as tools_
     std::deque<TemplateSlot> templates_;
     std::deque<PromptSlot> prompts_;
+    std::deque<PageSlot> pages_;
+    std::deque<CommandSlot> commands_;
+    std::vector<gh_tool_desc> tool_descs_;
+    std::vector<const gh_tool_desc*> tool_ptrs_;
     std::vector<gh_resource_desc> resource_descs_;
     std::vector<const gh_resource_desc*> resource_ptrs_;
     std::vector<gh_resource_template_desc> template_descs_;
     std::vector<const gh_resource_template_desc*> template_ptrs_;
     std::vector<gh_prompt_desc> prompt_descs_;
     std::vector<const gh_prompt_desc*> prompt_ptrs_;
-    std::deque<PageSlot> pages_;
     std::vector<gh_page_desc> page_descs_;
     std::vector<const gh_page_desc*> page_ptrs_;
+    std::vector<gh_command_desc> command_descs_;
+    std::vector<const gh_command_desc*> command_ptrs_;
     gh_plugin_desc desc_{};
     const gh_host_api* api_ = nullptr;
-    InitHandler init_;
-    ShutdownHandler shutdown_;
-    CriticalItemsHandler critical_items_;
+    std::function<std::unique_ptr<State>(const Json&)> init_;
+    Callback<State, void> shutdown_;
+    Callback<State, Json, const Json&> critical_items_;
 };
+
+// `gh::Plugin plugin{{...}}` is a plugin without state.
+Plugin(PluginSpec)->Plugin<NoState>;
 
 } // namespace gh
 
@@ -1163,6 +1424,7 @@ private:
         return (plugin_object)                                                                                         \
             .descriptor(api,                                                                                           \
                         [](const gh_host_api* a, gh_str config, void** state, gh_sink* error) noexcept -> int32_t {    \
-                            return ::gh::Plugin::init(plugin_object, a, config, state, error);                         \
+                            using PluginType = std::remove_cv_t<std::remove_reference_t<decltype(plugin_object)>>;     \
+                            return PluginType::init(plugin_object, a, config, state, error);                           \
                         });                                                                                            \
     }

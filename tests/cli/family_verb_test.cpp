@@ -1,0 +1,128 @@
+// Verbs a family adds to the command line (ABI 1.6), through the real
+// gatehouse binary: the verb runs inside the family with the state its init
+// made, its output and exit status are the command's, and --help lists it.
+#include "child_process.hpp"
+#include "test_files.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using gatehouse::test::ChildResult;
+using gatehouse::test::plugin_dir;
+using gatehouse::test::run_child;
+using gatehouse::test::TempDir;
+
+namespace {
+
+ChildResult run_gatehouse(const std::vector<std::string>& args) {
+    return run_child(GATEHOUSE_BINARY, args, "",
+                     {{"GATEHOUSE_LOG", ""}, {"GATEHOUSE_DATA_DIR", "/tmp/gatehouse-cli-test-data"}});
+}
+
+// A config loading the verb fixture (and echo, which adds no verb).
+std::string verb_config(const TempDir& dir, const std::string& greeting = "Good morning") {
+    return dir
+        .write("gatehouse.yaml", "plugin_dir: " + plugin_dir().string() + "\nplugins: [echo.so, verb.so]\n" +
+                                     "data_dir: " + (dir.path() / "data").string() +
+                                     "\ndomains:\n  verb:\n    settings: {greeting: " + greeting + "}\n")
+        .string();
+}
+
+std::string file_text(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+} // namespace
+
+TEST_CASE("a family's verb runs through the ABI with the state its init made", "[cli][verb]") {
+    TempDir dir;
+    const std::string file = verb_config(dir);
+    auto r = run_gatehouse({"greet", "World", "--config", file});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "Good morning, World! (greet from " + file + ")\n");
+
+    // Another configuration, another state: nothing of the first run stayed.
+    TempDir other;
+    auto again = run_gatehouse({"--config", verb_config(other, "Hi"), "greet", "Ann"});
+    CHECK(again.exit_code == 0);
+    CHECK_THAT(again.out, Catch::StartsWith("Hi, Ann! (greet from "));
+}
+
+TEST_CASE("a family's verb sets the exit status and writes its errors to stderr", "[cli][verb]") {
+    TempDir dir;
+    const std::string file = verb_config(dir);
+    auto usage = run_gatehouse({"greet", "--config", file});
+    CHECK(usage.exit_code == 2);
+    CHECK(usage.out.empty());
+    CHECK_THAT(usage.err, Catch::Contains("gatehouse: usage: gatehouse greet NAME"));
+
+    auto thrown = run_gatehouse({"verb-fail", "--config", file});
+    CHECK(thrown.exit_code == 1);
+    CHECK(thrown.out.empty());
+    CHECK_THAT(thrown.err, Catch::Contains("gatehouse verb-fail: the verb failed on purpose"));
+
+    CHECK(run_gatehouse({"verb-exit", "7", "--config", file}).exit_code == 7);
+}
+
+TEST_CASE("a verb no loaded family declares is an unknown command", "[cli][verb]") {
+    TempDir dir;
+    const std::string echo_only =
+        dir.write("echo.yaml", "plugin_dir: " + plugin_dir().string() + "\nplugins: [echo.so]\n").string();
+    auto r = run_gatehouse({"greet", "World", "--config", echo_only});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("unknown command 'greet'"));
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("gatehouse --help lists the verbs of the configuration's families", "[cli][verb]") {
+    TempDir dir;
+    const std::string file = verb_config(dir);
+    auto r = run_gatehouse({"--help", "--config", file});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("Usage:"));
+    CHECK_THAT(r.out, Catch::Contains("Verbs of the families in " + file + ":"));
+    CHECK_THAT(r.out, Catch::Contains("  gatehouse greet NAME [--config FILE]\n"));
+    CHECK_THAT(r.out, Catch::Contains("Greets NAME with the configured greeting. (verb family)"));
+
+    auto unreadable = run_gatehouse({"--help", "--config", (dir.path() / "missing.yaml").string()});
+    CHECK(unreadable.exit_code == 0);
+    CHECK_THAT(unreadable.out, Catch::Contains("`gatehouse --help --config FILE` lists those"));
+}
+
+TEST_CASE("the sessions family's bot verb writes its own file, whole", "[cli][verb]") {
+    TempDir dir;
+    const std::string file =
+        dir.write("gatehouse.yaml", "plugins: [sessions.so]\ndata_dir: " + (dir.path() / "data").string() +
+                                        "\ndomains:\n  sessions:\n    settings:\n      bots:\n"
+                                        "        - {slug: shop-bot, name: Shop Bot}\n"
+                                        "        - {slug: other-bot, name: Other Bot}\n")
+            .string();
+    auto list = run_gatehouse({"bot", "--config", file});
+    INFO(list.err);
+    CHECK(list.exit_code == 0);
+    CHECK(list.out == "* shop-bot  Shop Bot\n  other-bot  Other Bot\n");
+
+    auto unknown = run_gatehouse({"bot", "use", "no-such-bot", "--config", file});
+    CHECK(unknown.exit_code == 1);
+    CHECK_THAT(unknown.err, Catch::Contains("gatehouse: no bot 'no-such-bot' under domains.sessions.settings.bots in " +
+                                            file + "; `gatehouse bot` lists them"));
+
+    auto wrong = run_gatehouse({"bot", "choose", "--config", file});
+    CHECK(wrong.exit_code == 2);
+    CHECK_THAT(wrong.err, Catch::Contains("gatehouse: usage: gatehouse bot use SLUG [--config FILE]"));
+
+    auto use = run_gatehouse({"bot", "use", "other-bot", "--config", file});
+    CHECK(use.exit_code == 0);
+    CHECK(use.out == "active bot: other-bot\n");
+    const auto chosen = dir.path() / "data" / "sessions" / "active-bot";
+    CHECK(file_text(chosen) == "other-bot\n");
+    CHECK_FALSE(std::filesystem::exists(chosen.string() + ".tmp"));
+    CHECK(run_gatehouse({"bot", "--config", file}).out == "  shop-bot  Shop Bot\n* other-bot  Other Bot\n");
+}
