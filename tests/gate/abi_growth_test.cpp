@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -208,4 +209,19 @@ TEST_CASE("a host service's refusal reaches the handler as gh::Refusal with the 
         CHECK(refusal.next() == gh::Json{{"argument", "topic"}});
         CHECK(std::string(refusal.what()) == "TOPIC_INVALID: A topic is one word.");
     }
+}
+
+TEST_CASE("a 1.5 plugin descriptor (V4) reads with no command-line verbs", "[abi]") {
+    std::vector<unsigned char> v4(sizeof(gh_plugin_desc), 0xA5);
+    std::fill(v4.begin(), v4.begin() + GH_PLUGIN_DESC_SIZE_V4, 0);
+    const uint32_t size = GH_PLUGIN_DESC_SIZE_V4, abi = (1u << 16) | 5u;
+    std::memcpy(v4.data(), &size, 4);
+    std::memcpy(v4.data() + 4, &abi, 4);
+    std::string why;
+    auto desc = read_abi_struct<gh_plugin_desc>(v4.data(), GH_PLUGIN_DESC_SIZE_V1, why);
+    REQUIRE(desc);
+    CHECK(desc->command_count == 0);
+    CHECK(desc->reserved3 == 0);
+    CHECK(desc->commands == nullptr);
+    CHECK(GH_PLUGIN_DESC_SIZE_V5 > GH_PLUGIN_DESC_SIZE_V4);
 }
