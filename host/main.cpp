@@ -56,12 +56,12 @@ Usage:
   gatehouse license sign --key PRIVATE.pem --key-id ID --licensee NAME
                          --families a,b --expires YYYY-MM-DDTHH:MM:SSZ [--issued ...]
       For a vendor: print a license file signed with an Ed25519 private key.
-  gatehouse VERB [ARGS...] [--config FILE]
-      A verb a configured family adds, such as the sessions family's `bot`
-      (listed below when the configuration loads).
   gatehouse docs [--config FILE] --out DIR
       Write one Markdown reference page per domain (DIR/<domain>.md) from the
       loaded registry: every tool's definition with its full schemas.
+  gatehouse VERB [ARGS...] [--config FILE]
+      A verb a configured family adds, such as the sessions family's `bot`
+      (listed below when the configuration loads).
   gatehouse --version
   gatehouse --help
 
