@@ -9,9 +9,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <filesystem>
-#include <fstream>
-#include <regex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -154,28 +151,4 @@ TEST_CASE("a command's exit status and output cross the ABI, an exception become
     gh_sink out2, err2;
     CHECK(wrong->run(nullptr, wrong->command_data, gh::view(std::string_view(context)), nullptr, 0, &out2, &err2) == 2);
     CHECK(err2.bytes == "gatehouse wrong: needs a word\n");
-}
-
-// The shipped families keep what they hold per host in their plugin state,
-// never in a global: no g_ name, and no owning pointer at namespace scope.
-// (The gh::Plugin object itself is descriptor storage, the same for every host.)
-TEST_CASE("the shipped families keep no per-host state in globals", "[abi][state]") {
-    const std::regex global_name(R"(\bg_[a-z_]+\b)");
-    const std::regex owning_global(R"(^(static\s+)?std::(unique_ptr|shared_ptr)<)");
-    int files = 0;
-    std::vector<std::string> offending;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(GATEHOUSE_SOURCE_DIR "/plugins")) {
-        const auto ext = entry.path().extension();
-        if (ext != ".cpp" && ext != ".hpp") continue;
-        ++files;
-        std::ifstream in(entry.path());
-        int number = 0;
-        for (std::string line; std::getline(in, line);) {
-            ++number;
-            if (std::regex_search(line, global_name) || std::regex_search(line, owning_global))
-                offending.push_back(entry.path().string() + ":" + std::to_string(number) + ": " + line);
-        }
-    }
-    CHECK(files > 10);
-    CHECK(offending == std::vector<std::string>{});
 }
