@@ -10,6 +10,7 @@ packages=(
   build-essential cmake pkg-config git
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libssl-dev libvalijson-dev
+  libhiredis-dev redis-server     # the Redis state backend, and the Redis its tests start
   catch2 libbenchmark-dev
   clang-format
   clang libclang-rt-14-dev llvm   # libFuzzer and the sanitizer runtimes; llvm-symbolizer for readable reports

@@ -106,11 +106,25 @@ struct ServerIdentity {
     std::string instructions;
 };
 
+// Where a `session.backend: redis` keeps state (YAML `session.redis:`).
+struct RedisSettings {
+    // redis://[user[:password]@]host[:port][/db], or unix:///path/to/redis.sock[?db=N]
+    std::string url = "redis://127.0.0.1:6379";
+    std::string key_prefix = "gatehouse:"; // every key of this host's cluster starts with it
+    std::filesystem::path password_file;   // the AUTH password, read at start; never logged
+    std::string password_env;              // or the environment variable holding it
+    std::uint64_t connect_timeout_ms = 1000;
+    std::uint64_t command_timeout_ms = 1000;
+    unsigned pool_size = 8; // connections kept open at most
+    SourceLocation where;
+};
+
 // The session story (YAML `session:`). Without the section the host runs no
 // gate checks and says so in the log at start-up.
 struct SessionSettings {
     bool configured = false;
-    std::string backend = "sqlite";          // memory | sqlite
+    std::string backend = "sqlite";          // memory | sqlite | redis
+    RedisSettings redis;                     // backend redis
     std::filesystem::path state_file;        // sqlite file; default <data_dir>/state.sqlite3
     std::filesystem::path conversations_dir; // default <data_dir>/conversations
     std::uint64_t idle_expiry_s = 8 * 3600;  // a session unused this long is gone

@@ -434,11 +434,45 @@ nlohmann::json read_grants(const YamlReader& r, const YAML::Node& node, const st
     return out;
 }
 
+void read_redis(const YamlReader& r, const YAML::Node& node, RedisSettings& out) {
+    r.expect_map(node, "session.redis");
+    r.only_keys(
+        node,
+        {"url", "key_prefix", "password_file", "password_env", "connect_timeout_ms", "command_timeout_ms", "pool_size"},
+        "session.redis");
+    out.where = r.at(node);
+    if (node["url"])
+        r.attempt([&] {
+            out.url = r.string(node["url"], "session.redis.url");
+            if (out.url.rfind("redis://", 0) != 0 && out.url.rfind("unix://", 0) != 0)
+                r.fail(node["url"], "session.redis.url must be redis://[user[:password]@]host[:port][/db] or "
+                                    "unix:///path/to/redis.sock");
+        });
+    if (node["key_prefix"])
+        r.attempt([&] { out.key_prefix = r.string(node["key_prefix"], "session.redis.key_prefix"); });
+    if (node["password_file"])
+        r.attempt([&] { out.password_file = r.path(node["password_file"], "session.redis.password_file"); });
+    if (node["password_env"])
+        r.attempt([&] { out.password_env = r.string(node["password_env"], "session.redis.password_env"); });
+    if (node["connect_timeout_ms"])
+        r.attempt([&] {
+            out.connect_timeout_ms = r.count(node["connect_timeout_ms"], "session.redis.connect_timeout_ms", 1, 60000);
+        });
+    if (node["command_timeout_ms"])
+        r.attempt([&] {
+            out.command_timeout_ms = r.count(node["command_timeout_ms"], "session.redis.command_timeout_ms", 1, 60000);
+        });
+    if (node["pool_size"])
+        r.attempt([&] {
+            out.pool_size = static_cast<unsigned>(r.count(node["pool_size"], "session.redis.pool_size", 1, 1024));
+        });
+}
+
 void read_session(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,
                   SessionSettings& out) {
     r.expect_map(node, "session");
     r.only_keys(node,
-                {"backend", "state_file", "conversations_dir", "idle_expiry_s", "pinned", "program_state_file",
+                {"backend", "redis", "state_file", "conversations_dir", "idle_expiry_s", "pinned", "program_state_file",
                  "program_settings_file", "credentials_file", "grants_file", "grants", "rules"},
                 "session");
     out.configured = true;
@@ -446,9 +480,10 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
     if (node["backend"])
         r.attempt([&] {
             out.backend = r.string(node["backend"], "session.backend");
-            if (out.backend != "memory" && out.backend != "sqlite")
-                r.fail(node["backend"], "session.backend must be memory or sqlite");
+            if (out.backend != "memory" && out.backend != "sqlite" && out.backend != "redis")
+                r.fail(node["backend"], "session.backend must be memory, sqlite or redis");
         });
+    if (node["redis"]) r.attempt([&] { read_redis(r, node["redis"], out.redis); });
     out.state_file = data_dir / "state.sqlite3";
     if (node["state_file"]) r.attempt([&] { out.state_file = r.path(node["state_file"], "session.state_file"); });
     out.conversations_dir = data_dir / "conversations";

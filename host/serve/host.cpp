@@ -32,8 +32,9 @@ Host::Host(config::Config config, Transports transports) : config_(std::move(con
     // plugins load: a millisecond of start-up that needs nothing from them.
     std::future<std::unique_ptr<state::StateBackend>> opening_state;
     if (config_.session.configured && config_.session.backend != "memory")
-        opening_state = std::async(std::launch::async, [path = config_.session.state_file.string()] {
-            return state::make_sqlite_backend(path);
+        opening_state = std::async(std::launch::async, [&session = config_.session] {
+            return session.backend == "redis" ? state::make_redis_backend(session.redis)
+                                              : state::make_sqlite_backend(session.state_file.string());
         });
     registry_ = load_families();
     sessions_ = open_sessions(opening_state);
@@ -67,7 +68,12 @@ std::unique_ptr<plugins::ToolRegistry> Host::load_families() {
 std::unique_ptr<session::SessionService>
 Host::open_sessions(std::future<std::unique_ptr<state::StateBackend>>& opening) {
     if (!config_.session.configured) return nullptr;
-    auto backend = opening.valid() ? opening.get() : state::make_memory_backend();
+    std::unique_ptr<state::StateBackend> backend;
+    try {
+        backend = opening.valid() ? opening.get() : state::make_memory_backend();
+    } catch (const state::BackendError& e) {
+        throw HostError(e.what(), 1);
+    }
     // An environment secret is for the local user only: never for callers a host reaches over HTTP.
     auto sessions = std::make_unique<session::SessionService>(config_.session, std::move(backend), *registry_,
                                                               transports_.stdio && !transports_.http);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "config/config.hpp"
+
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -52,5 +54,10 @@ std::unique_ptr<StateBackend> make_memory_backend();
 
 // Opens (creating when missing) a SQLite database file in WAL mode.
 std::unique_ptr<StateBackend> make_sqlite_backend(const std::string& path);
+
+// Connects to Redis (session.redis), checking the address and password at
+// once; throws BackendError saying why not. Thread-safe, pooled; a lost
+// connection is reopened on the next command, with a pause after failures.
+std::unique_ptr<StateBackend> make_redis_backend(const config::RedisSettings& settings);
 
 } // namespace gatehouse::state

@@ -216,7 +216,7 @@ TEST_CASE("every mistake of a file is reported at once, in the order of the file
                                              "      echo: {risk: huge}\n" // 12:20
                                              "      other: {gated: 2}\n"  // 13:22
                                              "session:\n"                 //
-                                             "  backend: redis\n"         // 15:12
+                                             "  backend: cassandra\n"     // 15:12
                                              "  pinned: {store: s}\n"     // 16:11
                                              "transports: [smtp]\n");     // 17:14
     try {
