@@ -4,6 +4,7 @@
 #include "config/config_loader.hpp"
 #include "plugins/plugin_loader.hpp"
 #include "protocol/mcp_server.hpp"
+#include "recording_outbound.hpp"
 #include "test_files.hpp"
 #include "transport/http_transport.hpp"
 
@@ -19,24 +20,9 @@
 
 using namespace gatehouse;
 using protocol::Json;
+using test::RecordingOutbound;
 
 namespace {
-
-class RecordingOutbound final : public protocol::Outbound {
-public:
-    void send(const Json& message) override {
-        std::lock_guard lock(mutex_);
-        sent_.push_back(message);
-    }
-    std::vector<Json> take() {
-        std::lock_guard lock(mutex_);
-        return std::exchange(sent_, {});
-    }
-
-private:
-    std::mutex mutex_;
-    std::vector<Json> sent_;
-};
 
 struct Host {
     config::Config cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() +

@@ -3,6 +3,7 @@
 #include "protocol/list_cursor.hpp"
 #include "protocol/mcp_server.hpp"
 #include "protocol/result_shape.hpp"
+#include "recording_outbound.hpp"
 #include "test_files.hpp"
 
 #include <catch2/catch.hpp>
@@ -11,24 +12,9 @@
 
 using namespace gatehouse;
 using protocol::Json;
+using test::RecordingOutbound;
 
 namespace {
-
-class RecordingOutbound final : public protocol::Outbound {
-public:
-    void send(const Json& message) override {
-        std::lock_guard lock(mutex_);
-        sent_.push_back(message);
-    }
-    std::vector<Json> take() {
-        std::lock_guard lock(mutex_);
-        return std::exchange(sent_, {});
-    }
-
-private:
-    std::mutex mutex_;
-    std::vector<Json> sent_;
-};
 
 // One McpServer over the echo family, with pages of 3 tools, and one
 // connection whose answers are recorded.

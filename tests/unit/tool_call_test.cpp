@@ -5,6 +5,7 @@
 #include "mrtr/state_keys.hpp"
 #include "plugins/plugin_loader.hpp"
 #include "protocol/tool_call.hpp"
+#include "recording_outbound.hpp"
 #include "test_files.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,20 +14,9 @@
 
 using namespace gatehouse;
 using protocol::Json;
+using test::RecordingOutbound;
 
 namespace {
-
-class RecordingOutbound final : public protocol::Outbound {
-public:
-    void send(const Json& message) override {
-        std::lock_guard lock(mutex_);
-        sent_.push_back(message);
-    }
-
-private:
-    std::mutex mutex_;
-    std::vector<Json> sent_;
-};
 
 // A gate check that refuses everything it is asked, and counts the asks.
 class RefuseAll final : public gate::GateCheck {
