@@ -49,7 +49,7 @@ std::string percent_decoded(std::string_view text) {
     return out;
 }
 
-Endpoint parse_url(const std::string& url) {
+Endpoint parse_url_parts(const std::string& url) {
     Endpoint e;
     std::string_view rest(url);
     if (rest.rfind("unix://", 0) == 0) {
@@ -82,6 +82,19 @@ Endpoint parse_url(const std::string& url) {
     if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']')
         e.host = e.host.substr(1, e.host.size() - 2);
     return e;
+}
+
+// A port, a db or a %-escape that is not a number is the URL's mistake, said
+// as such (the URL is not echoed: it may hold the password).
+Endpoint parse_url(const std::string& url) {
+    try {
+        return parse_url_parts(url);
+    } catch (const BackendError&) {
+        throw;
+    } catch (const std::exception&) {
+        throw BackendError("session.redis.url is not a Redis URL: a port, db number or %-escape in it is not a "
+                           "number (redis://[user[:password]@]host[:port][/db] or unix:///path.sock[?db=N])");
+    }
 }
 
 std::string read_secret_file(const std::filesystem::path& path) {

@@ -163,6 +163,18 @@ TEST_CASE("a host on session.backend redis starts on it, and does not start with
     }
 }
 
+TEST_CASE("redis: a URL whose port is not a number is named, without the password", "[state][redis]") {
+    config::RedisSettings settings;
+    settings.url = "redis://user:hunter2@cache:sixty/0";
+    try {
+        state::make_redis_backend(settings);
+        FAIL("a malformed URL was accepted");
+    } catch (const state::BackendError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("session.redis.url"));
+        CHECK_THAT(e.what(), !Catch::Contains("hunter2"));
+    }
+}
+
 TEST_CASE("session.redis is read with its defaults, and a URL of another scheme is named", "[state][redis]") {
     auto cfg = config::load_config_text("session:\n  backend: redis\n  pinned: {store: s, user: u}\n"
                                         "  redis: {url: \"redis://cache:6380/2\", pool_size: 4}\n",
