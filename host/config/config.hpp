@@ -171,6 +171,10 @@ struct HttpSettings {
     // link) when a proxy stands in front: e.g. https://gate.example.com, no
     // trailing '/'. Empty: links name the listen address.
     std::string public_url;
+    // Sent as the Gatehouse-Instance header of every response when set, so
+    // an operator (and a test) behind a load balancer sees which instance
+    // answered. Letters, digits and . _ : - only.
+    std::string instance_name;
     SourceLocation where;
 };
 

@@ -573,7 +573,7 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
                 {"listen", "path", "allowed_origins", "allowed_hosts", "request_timeout_ms", "idle_timeout_ms",
                  "keepalive_ms", "drain_timeout_ms", "max_connections", "max_streams", "max_streams_per_principal",
                  "max_legacy_sessions", "max_legacy_sessions_per_principal", "legacy_session_idle_s", "threads",
-                 "public_url"},
+                 "public_url", "instance_name"},
                 "http");
     out.where = r.at(node);
     if (node["listen"]) r.attempt([&] { read_listen(r, node["listen"], out); });
@@ -610,6 +610,17 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
         });
     number("threads", out.threads, 64);
     if (node["public_url"]) r.attempt([&] { out.public_url = read_public_url(r, node["public_url"]); });
+    if (node["instance_name"])
+        r.attempt([&] {
+            out.instance_name = r.string(node["instance_name"], "http.instance_name");
+            const bool fits = !out.instance_name.empty() && out.instance_name.size() <= 64 &&
+                              std::all_of(out.instance_name.begin(), out.instance_name.end(), [](unsigned char c) {
+                                  return std::isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-';
+                              });
+            if (!fits)
+                r.fail(node["instance_name"], "http.instance_name must be 1 to 64 letters, digits, '.', '_', ':' or "
+                                              "'-' (it is sent as a response header)");
+        });
 }
 
 void read_license(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,

@@ -69,8 +69,8 @@ McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipe
       tool_call_({gate, decoder_, disclosure_, rate_limiter_, input_rounds_, options.sessions},
                  limits_.max_string_bytes),
       resource_read_(registry, input_rounds_), prompt_get_(registry, input_rounds_), completion_(registry),
-      subscriptions_(std::make_shared<NotificationBus>(), capabilities(Revision::modern_2026_07_28), server_info_,
-                     limits.max_in_flight),
+      subscriptions_(options.bus ? options.bus : std::make_shared<NotificationBus>(),
+                     capabilities(Revision::modern_2026_07_28), server_info_, limits.max_in_flight),
       methods_(method_table()),
       scheduler_(
           pool, limits_,

@@ -10,7 +10,7 @@
 #include "protocol/connection.hpp"
 #include "protocol/input_rounds.hpp"
 #include "protocol/method_table.hpp"
-#include "protocol/notification_bus.hpp"
+#include "state/notification_bus.hpp"
 #include "protocol/prompt_get.hpp"
 #include "protocol/request.hpp"
 #include "protocol/request_decoder.hpp"
@@ -42,6 +42,8 @@ struct ServerOptions {
     // What the host functions reach of this host (null: state and change
     // notifications answer as with no host).
     const plugins::HostServices* host = nullptr;
+    // Where changes fan out (null: this process only).
+    std::shared_ptr<NotificationBus> bus;
 };
 
 // MCP for both revisions: a message in, its answer out. Decodes once

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "protocol/connection.hpp"
-#include "protocol/notification_bus.hpp"
+#include "state/notification_bus.hpp"
 #include "protocol/request.hpp"
 
 #include <cstdint>
@@ -10,6 +10,9 @@
 #include <mutex>
 
 namespace gatehouse::protocol {
+
+using state::Change;
+using state::NotificationBus;
 
 // What a client follows: 2026-07-28 subscriptions/listen streams, and the
 // 2025-11-25 connection's own channel (resources/subscribe, tool list

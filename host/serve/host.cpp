@@ -40,6 +40,7 @@ Host::Host(config::Config config, Transports transports) : config_(std::move(con
     sessions_ = open_sessions(opening_state);
     services_.family_state = family_state();
     gate_ = gate::make_gate(config_.license, family_names(*registry_), sessions_.get(), config_.gate);
+    bus_ = open_bus();
     pool_ = make_pool();
     state_sealer_ = make_state_sealer();
     server_ = make_server();
@@ -90,6 +91,18 @@ state::StateBackend* Host::family_state() {
     return families_only_state_.get();
 }
 
+// Changes reach the subscribers of every instance sharing the Redis of
+// session.backend: redis; else those of this process.
+std::shared_ptr<state::NotificationBus> Host::open_bus() const {
+    if (!config_.session.configured || config_.session.backend != "redis")
+        return std::make_shared<state::NotificationBus>();
+    try {
+        return state::make_redis_bus(config_.session.redis);
+    } catch (const state::BackendError& e) {
+        throw HostError(e.what(), 1);
+    }
+}
+
 std::unique_ptr<protocol::RequestPool> Host::make_pool() const {
     const auto& limits = config_.limits;
     if (limits.max_in_flight_per_plugin >= limits.workers)
@@ -118,6 +131,7 @@ std::unique_ptr<protocol::McpServer> Host::make_server() {
     options.state_sealer = state_sealer_;
     options.sessions = sessions_.get();
     options.host = &services_;
+    options.bus = bus_;
     return std::make_unique<protocol::McpServer>(*registry_, gate_, config_.server, config_.limits, *pool_,
                                                  std::move(options));
 }
@@ -125,7 +139,7 @@ std::unique_ptr<protocol::McpServer> Host::make_server() {
 // What families report as changed reaches the open subscriptions.
 plugins::ChangeSink Host::publish_changes() {
     return [server = server_.get()](int32_t kind, std::string_view uri) {
-        using Kind = protocol::Change::Kind;
+        using Kind = state::Change::Kind;
         const Kind k = kind == GH_CHANGE_TOOLS_LIST       ? Kind::tools_list
                        : kind == GH_CHANGE_PROMPTS_LIST   ? Kind::prompts_list
                        : kind == GH_CHANGE_RESOURCES_LIST ? Kind::resources_list

@@ -8,6 +8,7 @@
 #include "protocol/mcp_server.hpp"
 #include "protocol/request_pool.hpp"
 #include "session/session_service.hpp"
+#include "state/notification_bus.hpp"
 #include "state/state_backend.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/stop_signal.hpp"
@@ -68,6 +69,7 @@ private:
     std::unique_ptr<plugins::ToolRegistry> load_families();
     std::unique_ptr<session::SessionService> open_sessions(std::future<std::unique_ptr<state::StateBackend>>& opening);
     state::StateBackend* family_state();
+    std::shared_ptr<state::NotificationBus> open_bus() const;
     std::unique_ptr<protocol::RequestPool> make_pool() const;
     std::shared_ptr<const mrtr::RequestStateSealer> make_state_sealer() const;
     std::unique_ptr<protocol::McpServer> make_server();
@@ -80,6 +82,7 @@ private:
     std::unique_ptr<session::SessionService> sessions_;
     std::unique_ptr<state::StateBackend> families_only_state_; // families' state when no sessions hold a backend
     gate::GatePipeline gate_;
+    std::shared_ptr<state::NotificationBus> bus_;
     plugins::HostServices services_;
     std::unique_ptr<protocol::RequestPool> pool_;
     std::shared_ptr<const mrtr::RequestStateSealer> state_sealer_;

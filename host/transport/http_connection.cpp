@@ -232,9 +232,10 @@ std::string sse_event(std::string_view json) {
     return chunk(event);
 }
 
-std::string status_line(int status) {
+// The status line, and the instance's name when http.instance_name is set.
+std::string status_line(int status, const std::string& instance_header) {
     const auto reason = http::obsolete_reason(static_cast<http::status>(status));
-    return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) + "\r\n";
+    return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) + "\r\n" + instance_header;
 }
 
 } // namespace
@@ -921,7 +922,7 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
 }
 
 void HttpConnection::start_stream(const std::string& extra_headers) {
-    std::string head = status_line(200);
+    std::string head = status_line(200, service_.instance_header);
     head += "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
             "Transfer-Encoding: chunked\r\n";
     head += session_header_;
@@ -986,7 +987,7 @@ void HttpConnection::peer_gone() {
 // ---------------------------------------------------------------- writing
 
 void HttpConnection::respond_json(int status, const std::string& body, const std::string& extra_headers) {
-    std::string out = status_line(status);
+    std::string out = status_line(status, service_.instance_header);
     out += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     out += extra_headers;
     if (!keep_alive_) out += "Connection: close\r\n";
@@ -997,7 +998,7 @@ void HttpConnection::respond_json(int status, const std::string& body, const std
 }
 
 void HttpConnection::respond_page(const PageResponse& page) {
-    std::string out = status_line(page.status);
+    std::string out = status_line(page.status, service_.instance_header);
     out += "Content-Type: text/html; charset=utf-8\r\nContent-Length: " + std::to_string(page.body.size()) + "\r\n";
     out += page.headers;
     if (!keep_alive_) out += "Connection: close\r\n";
@@ -1013,7 +1014,7 @@ void HttpConnection::respond_error(int status, const Json& id, int code, const s
 }
 
 void HttpConnection::respond_status(int status, const std::string& text, const std::string& extra_headers) {
-    std::string out = status_line(status);
+    std::string out = status_line(status, service_.instance_header);
     if (status == 204) {
         out += extra_headers;
     } else if (status == 202) {

@@ -12,8 +12,9 @@ namespace gatehouse::transport {
 HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegistry& registry_,
                          config::HttpSettings settings_, config::Limits limits_, config::AuthSettings auth_,
                          std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens_)
-    : server(server_), registry(registry_), settings(std::move(settings_)), limits(limits_), access(settings),
-      auth_settings(std::move(auth_)), principal(auth::local_principal()),
+    : server(server_), registry(registry_), settings(std::move(settings_)),
+      instance_header(settings.instance_name.empty() ? "" : "Gatehouse-Instance: " + settings.instance_name + "\r\n"),
+      limits(limits_), access(settings), auth_settings(std::move(auth_)), principal(auth::local_principal()),
       legacy_sessions(settings.max_legacy_sessions, settings.max_legacy_sessions_per_principal,
                       std::chrono::seconds(settings.legacy_session_idle_s)),
       page_form_tokens(page_form_tokens_ ? std::move(page_form_tokens_)

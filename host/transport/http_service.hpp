@@ -35,6 +35,7 @@ struct HttpService {
     protocol::McpServer& server;
     const plugins::ToolRegistry& registry;
     const config::HttpSettings settings;
+    const std::string instance_header; // "Gatehouse-Instance: <name>\r\n", or empty
     const config::Limits limits;
     const HttpAccess access;
     const config::AuthSettings auth_settings;

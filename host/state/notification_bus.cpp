@@ -1,8 +1,8 @@
-#include "protocol/notification_bus.hpp"
+#include "state/notification_bus.hpp"
 
 #include <vector>
 
-namespace gatehouse::protocol {
+namespace gatehouse::state {
 
 std::uint64_t NotificationBus::subscribe(Listener listener) {
     std::lock_guard lock(mutex_);
@@ -16,7 +16,12 @@ void NotificationBus::unsubscribe(std::uint64_t token) {
     listeners_.erase(token);
 }
 
-void NotificationBus::publish(const Change& change) {
+void NotificationBus::on_session_message(SessionListener listener) {
+    std::lock_guard lock(mutex_);
+    session_listener_ = listener ? std::make_shared<const SessionListener>(std::move(listener)) : nullptr;
+}
+
+void NotificationBus::deliver(const Change& change) {
     // Copied out, so a listener may unsubscribe (or a subscriber open) while
     // the change is delivered.
     std::vector<Listener> targets;
@@ -30,4 +35,13 @@ void NotificationBus::publish(const Change& change) {
         listener(change);
 }
 
-} // namespace gatehouse::protocol
+void NotificationBus::deliver(const SessionMessage& message) {
+    std::shared_ptr<const SessionListener> listener;
+    {
+        std::lock_guard lock(mutex_);
+        listener = session_listener_;
+    }
+    if (listener) (*listener)(message);
+}
+
+} // namespace gatehouse::state

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace gatehouse::config {
+struct RedisSettings;
+}
+
+namespace gatehouse::state {
+
+// What changed, as the list-changed and resource-updated notifications say.
+struct Change {
+    enum class Kind { tools_list, prompts_list, resources_list, resource_updated };
+    Kind kind;
+    std::string uri; // resource_updated only
+};
+
+// A message from a 2025-11-25 client, received by one instance, for the
+// instance doing that session's work: the client's answer to a request the
+// host sent it, a cancellation, the session's record changed or ended.
+// `body` is the JSON text; the receiving transport reads it.
+struct SessionMessage {
+    std::string session; // the Mcp-Session-Id
+    std::string body;
+};
+
+// Fans changes out to every open subscription: of this process (this class
+// itself, the default), or of every instance sharing a Redis
+// (make_redis_bus). Thread-safe.
+class NotificationBus {
+public:
+    using Listener = std::function<void(const Change&)>;
+    using SessionListener = std::function<void(const SessionMessage&)>;
+
+    virtual ~NotificationBus() = default;
+
+    // Listeners run on the publishing thread (or the bus's own, for changes
+    // from other instances) and must not block.
+    std::uint64_t subscribe(Listener listener);
+    void unsubscribe(std::uint64_t token);
+
+    // To every listener, here and on every instance sharing the bus.
+    virtual void publish(const Change& change) { deliver(change); }
+
+    // To the other instances only: the one relaying has handled the message
+    // already. On one process there is nobody else.
+    virtual void relay(const SessionMessage&) {}
+    // Where messages relayed by other instances go (one listener: the HTTP
+    // transport's 2025-11-25 sessions); empty to stop.
+    void on_session_message(SessionListener listener);
+
+    // False: changes reach this process only.
+    virtual bool shared() const { return false; }
+
+protected:
+    void deliver(const Change& change);
+    void deliver(const SessionMessage& message);
+
+private:
+    std::mutex mutex_;
+    std::uint64_t next_ = 1;
+    std::unordered_map<std::uint64_t, Listener> listeners_;
+    std::shared_ptr<const SessionListener> session_listener_;
+};
+
+// A bus on Redis pub/sub (one channel, <key_prefix>bus): what one instance
+// publishes reaches the listeners of all. Its subscriber runs on a thread of
+// its own and reconnects by itself; after a gap in which changes may have
+// been missed, listeners are told every list changed, so clients re-list.
+// Throws BackendError when Redis cannot be reached at start.
+std::shared_ptr<NotificationBus> make_redis_bus(const config::RedisSettings& settings);
+
+} // namespace gatehouse::state

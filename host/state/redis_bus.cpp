@@ -1,0 +1,154 @@
+// The notification bus on Redis pub/sub. One channel carries both what
+// changed (for every listener of every instance) and the messages for one
+// 2025-11-25 session (for the instance doing its work); each message names
+// the instance that sent it, which skips its own: it delivered them already.
+#include "state/notification_bus.hpp"
+#include "state/redis_client.hpp"
+#include "state/state_backend.hpp"
+
+#include "crypto/bytes.hpp"
+#include "crypto/random_bytes.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <thread>
+
+namespace gatehouse::state {
+
+namespace {
+
+using nlohmann::json;
+
+const char* kind_name(Change::Kind kind) {
+    switch (kind) {
+    case Change::Kind::tools_list: return "tools";
+    case Change::Kind::prompts_list: return "prompts";
+    case Change::Kind::resources_list: return "resources";
+    case Change::Kind::resource_updated: return "resource";
+    }
+    return "tools";
+}
+
+std::optional<Change::Kind> kind_named(const std::string& name) {
+    if (name == "tools") return Change::Kind::tools_list;
+    if (name == "prompts") return Change::Kind::prompts_list;
+    if (name == "resources") return Change::Kind::resources_list;
+    if (name == "resource") return Change::Kind::resource_updated;
+    return std::nullopt;
+}
+
+class RedisBus final : public NotificationBus {
+public:
+    explicit RedisBus(const config::RedisSettings& settings)
+        : redis_(settings), channel_(settings.key_prefix + "bus"), origin_(crypto::hex(crypto::random_bytes(12))) {
+        subscription_ = redis_.subscribe(channel_); // at start, so a Redis that is not there stops the host
+        listener_ = std::thread([this] { listen(); });
+    }
+
+    ~RedisBus() override {
+        stopping_ = true;
+        {
+            std::lock_guard lock(subscription_mutex_);
+            if (subscription_) subscription_->interrupt();
+        }
+        listener_.join();
+    }
+
+    void publish(const Change& change) override {
+        deliver(change);
+        send(json{{"o", origin_}, {"k", kind_name(change.kind)}, {"u", change.uri}});
+    }
+
+    void relay(const SessionMessage& message) override {
+        send(json{{"o", origin_}, {"s", message.session}, {"m", message.body}});
+    }
+
+    bool shared() const override { return true; }
+
+private:
+    void send(const json& message) {
+        try {
+            redis_.command({"PUBLISH", channel_, message.dump()});
+        } catch (const BackendError& e) {
+            // The change is delivered here; the other instances learn of it
+            // when they reconnect (every list changed).
+            spdlog::error("bus: {}", e.what());
+        }
+    }
+
+    void listen() {
+        bool missed = false;
+        while (!stopping_) {
+            try {
+                if (!current()) {
+                    auto fresh = redis_.subscribe(channel_);
+                    std::lock_guard lock(subscription_mutex_);
+                    if (stopping_) return;
+                    subscription_ = std::move(fresh);
+                    spdlog::info("bus: subscribed to Redis again");
+                }
+                if (missed) {
+                    // Whatever changed while nobody listened: every list may
+                    // have, so subscribers re-list.
+                    missed = false;
+                    for (auto kind :
+                         {Change::Kind::tools_list, Change::Kind::prompts_list, Change::Kind::resources_list})
+                        deliver(Change{kind, {}});
+                }
+                auto message = current()->receive();
+                if (!message) return; // interrupted: stopping
+                on_message(*message);
+            } catch (const BackendError& e) {
+                if (stopping_) return;
+                spdlog::error("bus: {}", e.what());
+                {
+                    std::lock_guard lock(subscription_mutex_);
+                    subscription_.reset();
+                }
+                missed = true;
+                // RedisClient paces the reconnects; this keeps a refused
+                // SUBSCRIBE from spinning.
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        }
+    }
+
+    RedisSubscription* current() {
+        std::lock_guard lock(subscription_mutex_);
+        return subscription_.get();
+    }
+
+    // ["message", channel, payload]; subscribe confirmations are skipped.
+    void on_message(const RedisValue& message) {
+        if (message.type != RedisValue::Type::array || message.items.size() != 3 || message.items[0].text != "message")
+            return;
+        json body = json::parse(message.items[2].text, nullptr, false);
+        if (!body.is_object() || body.value("o", "") == origin_) return;
+        if (body.contains("s")) {
+            if (body["s"].is_string() && body["m"].is_string())
+                deliver(SessionMessage{body["s"].get<std::string>(), body["m"].get<std::string>()});
+            return;
+        }
+        const auto kind = kind_named(body.value("k", ""));
+        if (!kind) return;
+        deliver(Change{*kind, body.value("u", "")});
+    }
+
+    RedisClient redis_;
+    const std::string channel_;
+    const std::string origin_; // this instance, on its messages
+    std::mutex subscription_mutex_;
+    std::unique_ptr<RedisSubscription> subscription_;
+    std::atomic<bool> stopping_{false};
+    std::thread listener_;
+};
+
+} // namespace
+
+std::shared_ptr<NotificationBus> make_redis_bus(const config::RedisSettings& settings) {
+    return std::make_shared<RedisBus>(settings);
+}
+
+} // namespace gatehouse::state
