@@ -16,18 +16,18 @@ GatePipeline make_gate(const config::LicenseSettings& license, const std::vector
                        session::SessionService* sessions, bool gate_on) {
     GatePipeline gate;
     add_license_check(gate, license, families);
-    if (sessions) {
+    if (!gate_on) {
+        spdlog::warn("gate: false — gated tools run WITHOUT the gate's checks; never use this in production");
+    } else if (sessions) {
         gate.add(std::make_unique<SessionCheck>(sessions->table()));
         gate.add(std::make_unique<StoreBindingCheck>(sessions->stores()));
         gate.add(std::make_unique<GrantCheck>());
         gate.add(std::make_unique<CriticalNotesCheck>());
         gate.add(std::make_unique<RulesCheck>());
-    } else if (gate_on) {
+    } else {
         gate.add(std::make_unique<NoSessionsCheck>());
         spdlog::warn("the configuration has no session section: no session can open, so gated tools are refused "
                      "with NOT_CONNECTED (gate: false serves them unchecked, for testing a plugin)");
-    } else {
-        spdlog::warn("gate: false — gated tools run WITHOUT the gate's checks; never use this in production");
     }
     return gate;
 }

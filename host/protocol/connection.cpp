@@ -1,5 +1,9 @@
 #include "protocol/connection.hpp"
 
+#include "state/state_backend.hpp"
+
+#include <spdlog/spdlog.h>
+
 #include <vector>
 
 namespace gatehouse::protocol {
@@ -23,6 +27,19 @@ void InFlight::on_cancel(std::function<void()> action) {
         }
     }
     action();
+}
+
+void Connection::record_handshake(const std::function<void()>& undo) {
+    if (!handshake_changed) return;
+    try {
+        handshake_changed(*this);
+    } catch (const state::BackendError& e) {
+        spdlog::error("2025-11-25 session: state backend: {}", e.what());
+        undo();
+        throw ProtocolError(error_code::internal_error,
+                            "STATE_UNAVAILABLE: the host cannot reach its session state right now; try again shortly.",
+                            {{"code", "STATE_UNAVAILABLE"}, {"retryAfterSeconds", 1}});
+    }
 }
 
 std::shared_ptr<InFlight> Connection::begin(const Json& id) {

@@ -74,6 +74,17 @@ public:
     Json legacy_client_capabilities = Json::object();
     std::map<std::string, std::uint64_t> legacy_resource_subscriptions; // uri -> bus token (resources/subscribe)
 
+    // Runs after the handshake's fields above changed (initialize,
+    // logging/setLevel, resources/subscribe): a 2025-11-25 HTTP session
+    // shared by several instances writes its record here, before the
+    // request is answered. May throw state::BackendError. Set once, before
+    // the connection serves.
+    std::function<void(Connection&)> handshake_changed;
+    // Calls handshake_changed; when the record cannot be written, runs
+    // `undo` (so this instance does not drift from the record) and throws
+    // the ProtocolError a client sees: STATE_UNAVAILABLE.
+    void record_handshake(const std::function<void()>& undo);
+
     // Requests in flight, by their id's JSON text, for notifications/cancelled.
     std::shared_ptr<InFlight> begin(const Json& id);
     // The same, unless a request under `id` is still in flight (then null):

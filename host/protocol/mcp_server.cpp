@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <initializer_list>
+#include <set>
 #include <vector>
 
 namespace gatehouse::protocol {
@@ -253,6 +254,7 @@ Json McpServer::initialize(Request& request) {
     // Negotiation: answer the client's version when this host speaks it,
     // else the newest legacy version it does; the client decides whether to stay.
     connection.legacy_initialized = true;
+    connection.record_handshake([&connection] { connection.legacy_initialized = false; });
     subscriptions_.follow_tool_list_changes(connection);
     Json result = {{"protocolVersion", std::string(kLegacyVersion)},
                    {"capabilities", capabilities(Revision::legacy_2025_11_25)},
@@ -331,8 +333,47 @@ Json McpServer::set_log_level(Request& request) const {
         throw ProtocolError(error_code::invalid_params,
                             "logging/setLevel needs params.level, one of debug, info, notice, warning, error, "
                             "critical, alert, emergency.");
-    request.connection->legacy_log_level = *parsed;
+    Connection& connection = *request.connection;
+    const int before = connection.legacy_log_level.exchange(*parsed);
+    connection.record_handshake([&connection, before] { connection.legacy_log_level = before; });
     return Json::object();
+}
+
+// What a 2025-11-25 connection negotiated, as a record another instance
+// can resume from.
+Json McpServer::legacy_record(Connection& connection) {
+    std::lock_guard lock(connection.legacy_mutex);
+    Json subscriptions = Json::array();
+    for (const auto& [uri, _] : connection.legacy_resource_subscriptions)
+        subscriptions.push_back(uri);
+    return {{"initialized", connection.legacy_initialized.load()},
+            {"logLevel", connection.legacy_log_level.load()},
+            {"capabilities", connection.legacy_client_capabilities},
+            {"subscriptions", std::move(subscriptions)}};
+}
+
+// Brings this instance's copy of a connection to what its record says
+// (written by any instance), following list changes and resources as the
+// record does. A damaged record changes nothing.
+void McpServer::resume_legacy(Connection& connection, const Json& record) {
+    if (!record.is_object()) return;
+    const auto log_level = record.find("logLevel");
+    if (log_level != record.end() && log_level->is_number_integer())
+        connection.legacy_log_level = log_level->get<int>();
+    const auto caps = record.find("capabilities");
+    if (caps != record.end() && caps->is_object()) {
+        std::lock_guard lock(connection.legacy_mutex);
+        connection.legacy_client_capabilities = *caps;
+    }
+    const auto initialized = record.find("initialized");
+    if (initialized != record.end() && initialized->is_boolean() && initialized->get<bool>() &&
+        !connection.legacy_initialized.exchange(true))
+        subscriptions_.follow_tool_list_changes(connection);
+    std::set<std::string> uris;
+    if (const auto list = record.find("subscriptions"); list != record.end() && list->is_array())
+        for (const auto& uri : *list)
+            if (uri.is_string()) uris.insert(uri.get<std::string>());
+    subscriptions_.follow_resources(connection, uris);
 }
 
 } // namespace gatehouse::protocol

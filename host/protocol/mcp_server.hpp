@@ -90,6 +90,12 @@ public:
     // subscriptions/listen streams.
     NotificationBus& bus() { return subscriptions_.bus(); }
 
+    // A 2025-11-25 connection's handshake as a record, and a connection
+    // brought to a record: how a session lives on several instances
+    // (transport::LegacyHttpSessions).
+    static Json legacy_record(Connection& connection);
+    void resume_legacy(Connection& connection, const Json& record);
+
     // Which families and tools tools/list shows (progressive disclosure,
     // ToolDisclosure::apply). Applying a new exposure that changes the list
     // tells every listener.

@@ -166,20 +166,50 @@ Json Subscriptions::follow_resource(Request& request, bool subscribe) {
                                                             std::to_string(kMaxUriBytes) + " bytes).");
     const std::string uri = uri_it->get<std::string>();
     Connection& connection = *request.connection;
-    std::lock_guard lock(connection.legacy_mutex);
-    auto& subscriptions = connection.legacy_resource_subscriptions;
-    if (!subscribe) {
-        if (auto it = subscriptions.find(uri); it != subscriptions.end()) {
-            bus_->unsubscribe(it->second);
-            subscriptions.erase(it);
-        }
-        return Json::object();
+    bool changed = false;
+    {
+        std::lock_guard lock(connection.legacy_mutex);
+        if (subscribe && !connection.legacy_resource_subscriptions.count(uri) &&
+            connection.legacy_resource_subscriptions.size() >= kMaxResourceSubscriptions)
+            throw ProtocolError(error_code::invalid_params, "This connection already follows " +
+                                                                std::to_string(kMaxResourceSubscriptions) +
+                                                                " resources, the limit; unsubscribe from one first.");
+        changed = set_following(connection, uri, subscribe);
     }
-    if (subscriptions.count(uri)) return Json::object();
-    if (subscriptions.size() >= kMaxResourceSubscriptions)
-        throw ProtocolError(error_code::invalid_params, "This connection already follows " +
-                                                            std::to_string(kMaxResourceSubscriptions) +
-                                                            " resources, the limit; unsubscribe from one first.");
+    if (changed)
+        connection.record_handshake([&] {
+            std::lock_guard lock(connection.legacy_mutex);
+            set_following(connection, uri, !subscribe);
+        });
+    return Json::object();
+}
+
+// Follows exactly `uris` (at most the limit): a record written by another
+// instance.
+void Subscriptions::follow_resources(Connection& connection, const std::set<std::string>& uris) {
+    std::lock_guard lock(connection.legacy_mutex);
+    std::vector<std::string> dropped;
+    for (const auto& [uri, _] : connection.legacy_resource_subscriptions)
+        if (!uris.count(uri)) dropped.push_back(uri);
+    for (const auto& uri : dropped)
+        set_following(connection, uri, false);
+    for (const auto& uri : uris) {
+        if (connection.legacy_resource_subscriptions.size() >= kMaxResourceSubscriptions) break;
+        set_following(connection, uri, true);
+    }
+}
+
+// Under connection.legacy_mutex. True when it changed anything.
+bool Subscriptions::set_following(Connection& connection, const std::string& uri, bool follow) {
+    auto& subscriptions = connection.legacy_resource_subscriptions;
+    if (!follow) {
+        const auto it = subscriptions.find(uri);
+        if (it == subscriptions.end()) return false;
+        bus_->unsubscribe(it->second);
+        subscriptions.erase(it);
+        return true;
+    }
+    if (subscriptions.count(uri)) return false;
     auto token = std::make_shared<std::uint64_t>(0);
     *token = bus_->subscribe([uri, token, connection = connection.weak_from_this(),
                               bus = std::weak_ptr<NotificationBus>(bus_)](const Change& change) {
@@ -193,7 +223,7 @@ Json Subscriptions::follow_resource(Request& request, bool subscribe) {
         alive->outbound().send(make_notification("notifications/resources/updated", {{"uri", uri}}));
     });
     subscriptions.emplace(uri, *token);
-    return Json::object();
+    return true;
 }
 
 // 2025-11-25: tools/list_changed on the session's own channel (stdout, or

@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 
 namespace gatehouse::protocol {
 
@@ -33,6 +35,8 @@ public:
 
     // 2025-11-25 resources/subscribe and resources/unsubscribe.
     Json follow_resource(Request& request, bool subscribe);
+    // The same for exactly `uris`, as a connection's record says.
+    void follow_resources(Connection& connection, const std::set<std::string>& uris);
     // 2025-11-25: tools/list_changed on the connection's own channel for as
     // long as it lives (from initialize).
     void follow_tool_list_changes(Connection& connection);
@@ -42,6 +46,7 @@ public:
 private:
     struct Subscription;
     void end(std::uint64_t token, bool graceful);
+    bool set_following(Connection& connection, const std::string& uri, bool follow);
 
     std::shared_ptr<NotificationBus> bus_;
     const Json capabilities_;

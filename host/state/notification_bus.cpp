@@ -16,9 +16,11 @@ void NotificationBus::unsubscribe(std::uint64_t token) {
     listeners_.erase(token);
 }
 
+// Held while a message is delivered, so that once the listener is taken
+// away (on_session_message({})) it is never called again.
 void NotificationBus::on_session_message(SessionListener listener) {
-    std::lock_guard lock(mutex_);
-    session_listener_ = listener ? std::make_shared<const SessionListener>(std::move(listener)) : nullptr;
+    std::lock_guard lock(session_mutex_);
+    session_listener_ = std::move(listener);
 }
 
 void NotificationBus::deliver(const Change& change) {
@@ -36,12 +38,8 @@ void NotificationBus::deliver(const Change& change) {
 }
 
 void NotificationBus::deliver(const SessionMessage& message) {
-    std::shared_ptr<const SessionListener> listener;
-    {
-        std::lock_guard lock(mutex_);
-        listener = session_listener_;
-    }
-    if (listener) (*listener)(message);
+    std::lock_guard lock(session_mutex_);
+    if (session_listener_) session_listener_(message);
 }
 
 } // namespace gatehouse::state

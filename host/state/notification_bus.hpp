@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -57,6 +58,9 @@ public:
     // False: changes reach this process only.
     virtual bool shared() const { return false; }
 
+    // Why changes do not reach the other instances now, or nothing.
+    virtual std::optional<std::string> trouble() { return std::nullopt; }
+
 protected:
     void deliver(const Change& change);
     void deliver(const SessionMessage& message);
@@ -65,7 +69,8 @@ private:
     std::mutex mutex_;
     std::uint64_t next_ = 1;
     std::unordered_map<std::uint64_t, Listener> listeners_;
-    std::shared_ptr<const SessionListener> session_listener_;
+    std::mutex session_mutex_;
+    SessionListener session_listener_;
 };
 
 // A bus on Redis pub/sub (one channel, <key_prefix>bus): what one instance

@@ -72,6 +72,8 @@ public:
 
     const char* name() const override { return "redis"; }
 
+    void probe() override { (void)redis_.command({"PING"}); }
+
 private:
     std::optional<std::string> text_of(RedisValue reply, const char* what) const {
         if (reply.type == RedisValue::Type::nil) return std::nullopt;

@@ -67,6 +67,11 @@ public:
 
     bool shared() const override { return true; }
 
+    std::optional<std::string> trouble() override {
+        if (current()) return std::nullopt;
+        return "not subscribed to Redis at " + redis_.where() + " (reconnecting)";
+    }
+
 private:
     void send(const json& message) {
         try {

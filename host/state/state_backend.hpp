@@ -48,6 +48,9 @@ public:
     virtual std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) = 0;
 
     virtual const char* name() const = 0;
+
+    // Throws BackendError when the backend cannot serve right now (readiness).
+    virtual void probe() {}
 };
 
 std::unique_ptr<StateBackend> make_memory_backend();

@@ -3,6 +3,7 @@
 #include "gate/refusal.hpp"
 #include "protocol/revision.hpp"
 #include "protocol/tool_call.hpp"
+#include "state/notification_bus.hpp"
 #include "transport/http_framing.hpp"
 #include "transport/http_media_types.hpp"
 
@@ -240,6 +241,10 @@ std::string status_line(int status, const std::string& instance_header) {
 
 } // namespace
 
+std::shared_ptr<protocol::Connection> make_legacy_connection(const auth::Principal& principal) {
+    return std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), principal);
+}
+
 HttpConnection::HttpConnection(Socket socket, HttpService& service)
     : socket_(std::move(socket)), service_(service), timer_(socket_.get_executor()), buffer_(kMaxHeaderBytes) {
     ++service_.connections;
@@ -468,6 +473,15 @@ void HttpConnection::on_request(Request request) {
         respond_json(draining ? 503 : 200, draining ? R"({"status":"draining"})" : R"({"status":"ok"})");
         return;
     }
+    if (path == "/ready" && request.method() == http::verb::get) {
+        // Whether requests can be served now: the process is up (/health)
+        // and what they need (the state backend, the bus) answers.
+        const auto problem = service_.draining ? std::optional<std::string>("draining") : service_.readiness();
+        respond_json(problem ? 503 : 200,
+                     problem ? Json{{"status", "unavailable"}, {"reason", *problem}}.dump() : R"({"status":"ready"})",
+                     problem ? "Retry-After: 1\r\n" : "");
+        return;
+    }
     const auto host = request[http::field::host];
     if (!service_.access.host_allowed(std::string_view(host.data(), host.size()))) {
         respond_error(403, nullptr, protocol::error_code::invalid_request,
@@ -645,7 +659,12 @@ void HttpConnection::on_post(const Request& request) {
     const auto session_id = names_stateless_revision(message) ? request.end() : request.find("Mcp-Session-Id");
     if (session_id != request.end()) {
         const std::string sid(session_id->value());
-        mcp = service_.legacy_sessions.find(sid, principal_.owner_key());
+        try {
+            mcp = service_.legacy_sessions.find(sid, principal_);
+        } catch (const state::BackendError& e) {
+            respond_state_unavailable(id, e);
+            return;
+        }
         if (!mcp) {
             respond_error(404, nullptr, protocol::error_code::invalid_request,
                           "Session not found: it ended, expired or never existed; initialize again.");
@@ -659,8 +678,14 @@ void HttpConnection::on_post(const Request& request) {
             respond_error(400, nullptr, protocol::error_code::invalid_request, "initialize must be a request.");
             return;
         }
-        mcp = std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), principal_);
-        const auto sid = service_.legacy_sessions.open(mcp);
+        mcp = make_legacy_connection(principal_);
+        std::optional<std::string> sid;
+        try {
+            sid = service_.legacy_sessions.open(mcp);
+        } catch (const state::BackendError& e) {
+            respond_state_unavailable(id, e);
+            return;
+        }
         if (!sid) {
             respond_error(429, id, protocol::error_code::internal_error,
                           "You hold " + std::to_string(service_.legacy_sessions.per_principal()) +
@@ -686,6 +711,10 @@ void HttpConnection::on_post(const Request& request) {
         // protocol layer words it.
         if (!mcp) mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), principal_);
         auto refusal = std::make_shared<RefusalCapture>();
+        // The request a response or a cancellation is about may run on
+        // another instance sharing the session.
+        if (legacy && service_.legacy_sessions.shared() && (method.empty() || method == "notifications/cancelled"))
+            service_.legacy_sessions.relay_client_message(std::string(session_id->value()), message);
         service_.server.handle(mcp, std::move(message), refusal);
         if (refusal->error) {
             respond_json(400, protocol::encode(*refusal->error));
@@ -788,7 +817,13 @@ void HttpConnection::on_get(const Request& request) {
                        "Allow: POST, DELETE\r\n");
         return;
     }
-    const auto session = service_.legacy_sessions.find(std::string(session_id->value()), principal_.owner_key());
+    std::shared_ptr<protocol::Connection> session;
+    try {
+        session = service_.legacy_sessions.find(std::string(session_id->value()), principal_);
+    } catch (const state::BackendError& e) {
+        respond_state_unavailable(nullptr, e);
+        return;
+    }
     if (!session) {
         respond_error(404, nullptr, protocol::error_code::invalid_request,
                       "Session not found: it ended, expired or never existed; initialize again.");
@@ -826,7 +861,14 @@ void HttpConnection::on_delete(const Request& request) {
         return;
     }
     if (refuse_unsupported_legacy_version(request, nullptr)) return;
-    if (!service_.legacy_sessions.close(std::string(session_id->value()), principal_.owner_key())) {
+    bool closed = false;
+    try {
+        closed = service_.legacy_sessions.close(std::string(session_id->value()), principal_.owner_key());
+    } catch (const state::BackendError& e) {
+        respond_state_unavailable(nullptr, e);
+        return;
+    }
+    if (!closed) {
         respond_error(404, nullptr, protocol::error_code::invalid_request,
                       "Session not found: it ended, expired or never existed.");
         return;
@@ -903,7 +945,11 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
         encoded.find("\"result\"") == std::string::npos) {
         // initialize failed: the session it opened is closed again.
         const std::string sid = session_header_.substr(16, session_header_.size() - 18);
-        service_.legacy_sessions.close(sid, principal_.owner_key());
+        try {
+            service_.legacy_sessions.close(sid, principal_.owner_key());
+        } catch (const state::BackendError& e) {
+            spdlog::warn("2025-11-25 session: a failed initialize's record stays until it expires: {}", e.what());
+        }
         session_header_.clear();
     }
     if (phase_ == Phase::answering) {
@@ -1011,6 +1057,18 @@ void HttpConnection::respond_page(const PageResponse& page) {
 void HttpConnection::respond_error(int status, const Json& id, int code, const std::string& message,
                                    const std::string& extra_headers) {
     respond_json(status, protocol::encode(protocol::make_error(id, code, message)), extra_headers);
+}
+
+// The state backend (Redis) cannot be reached: the whole request is
+// refused, with the stable code and when to try again, never served
+// without its session.
+void HttpConnection::respond_state_unavailable(const Json& id, const state::BackendError& error) {
+    spdlog::error("http: state backend: {}", error.what());
+    Json message = protocol::make_error(
+        id, protocol::error_code::internal_error,
+        "STATE_UNAVAILABLE: the host cannot reach its session state right now; try again shortly.");
+    message["error"]["data"] = {{"code", "STATE_UNAVAILABLE"}, {"retryAfterSeconds", 1}};
+    respond_json(503, protocol::encode(message), "Retry-After: 1\r\n");
 }
 
 void HttpConnection::respond_status(int status, const std::string& text, const std::string& extra_headers) {

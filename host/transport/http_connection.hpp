@@ -1,6 +1,7 @@
 #pragma once
 
 #include "protocol/connection.hpp"
+#include "state/state_backend.hpp"
 #include "transport/http_media_types.hpp"
 #include "transport/http_service.hpp"
 #include "transport/page_route.hpp"
@@ -88,6 +89,7 @@ private:
     void respond_error(int status, const protocol::Json& id, int code, const std::string& message,
                        const std::string& extra_headers = "");
     void respond_json(int status, const std::string& body, const std::string& extra_headers = "");
+    void respond_state_unavailable(const protocol::Json& id, const state::BackendError& error);
     void respond_page(const PageResponse& page);
 
     void write(std::string bytes);
@@ -131,5 +133,10 @@ private:
     std::size_t queued_bytes_ = 0;
     bool writing_ = false;
 };
+
+// A 2025-11-25 session's connection as this transport serves it: what the
+// host sends on the session's own channel goes to its GET stream, when this
+// instance holds one.
+std::shared_ptr<protocol::Connection> make_legacy_connection(const auth::Principal& principal);
 
 } // namespace gatehouse::transport

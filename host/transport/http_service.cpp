@@ -1,6 +1,7 @@
 #include "transport/http_service.hpp"
 
 #include "transport/call_placement.hpp"
+#include "transport/http_connection.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -25,6 +26,22 @@ HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegist
     // are filled here so each gets the hint that one thread runs it.
     for (unsigned i = 0; i < std::max(1u, settings.threads); ++i)
         loops.push_back(std::make_unique<boost::asio::io_context>(1));
+    // 2025-11-25 sessions cross instances when what they need does: a state
+    // backend and a bus shared with the others (Redis).
+    if (const auto* host = server.host(); host && host->family_state && server.bus().shared())
+        legacy_sessions.share(*host->family_state, server.bus(), server, &make_legacy_connection);
+}
+
+std::optional<std::string> HttpService::readiness() {
+    if (const auto* host = server.host(); host && host->family_state) {
+        try {
+            host->family_state->probe();
+        } catch (const state::BackendError& e) {
+            return std::string("the state backend does not answer: ") + e.what();
+        }
+    }
+    if (auto trouble = server.bus().trouble()) return "the notification bus does not answer: " + *trouble;
+    return std::nullopt;
 }
 
 HttpService::StreamClaim HttpService::claim_stream(const std::string& principal) {

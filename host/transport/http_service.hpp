@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,10 @@ struct HttpService {
     // (transport/call_placement.hpp): the loop of the connection that read it,
     // or the worker pool.
     void run_call(protocol::ReadyCall call, const boost::asio::any_io_executor& connection);
+
+    // Why requests cannot be served now (the state backend or the bus
+    // does not answer), or nothing: GET /ready.
+    std::optional<std::string> readiness();
 
 private:
     std::mutex streams_mutex_;

@@ -1,0 +1,215 @@
+// 2025-11-25 sessions across instances: three gatehouse instances sharing one
+// Redis (session.backend: redis), and the v1 SDK client
+// (@modelcontextprotocol/sdk, Mcp-Session-Id) whose every HTTP request goes
+// to the next instance in turn, as a round-robin proxy without stickiness
+// sends them. Its POSTs land anywhere; its GET stream stays where it opened
+// and still receives what is caused elsewhere; the answer to an elicitation
+// asked on one instance arrives on another; DELETE on one ends the session
+// everywhere. With Redis gone, its requests are refused (503, Retry-After,
+// STATE_UNAVAILABLE) and /ready says why, until Redis is back.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  ElicitRequestSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { HttpHost } from './lib/http_host.mjs';
+import { CheckedTransport } from './lib/checked_transport.mjs';
+import { LEGACY } from './lib/host.mjs';
+import { Redis } from './lib/redis.mjs';
+
+const INSTANCES = 3;
+let redis;
+const hosts = [];
+
+before(async () => {
+  redis = await Redis.start();
+  for (let i = 0; i < INSTANCES; i++)
+    hosts.push(
+      await HttpHost.start({
+        plugins: ['conformance.so'],
+        http: { instance_name: `gh-${i + 1}` },
+        sections: {
+          session: {
+            backend: 'redis',
+            redis: { url: redis.url, key_prefix: 'itest:', command_timeout_ms: 300, connect_timeout_ms: 300 },
+            pinned: { store: 'shop', user: 'ann' },
+          },
+        },
+      }),
+    );
+});
+
+after(async () => {
+  for (const host of hosts) {
+    const result = await host.stop();
+    assert.equal(result.code, 0, host.stderr.slice(-3000));
+  }
+  await redis.close();
+});
+
+// A fetch that sends each request to the next instance, and remembers who
+// answered (Gatehouse-Instance).
+function roundRobin() {
+  let next = 0;
+  const answered = [];
+  const fetchNext = async (url, init) => {
+    const target = new URL(url);
+    const host = hosts[next++ % hosts.length];
+    const real = new URL(host.url);
+    target.host = real.host;
+    const response = await fetch(target, init);
+    answered.push({ method: init?.method ?? 'GET', instance: response.headers.get('gatehouse-instance'), status: response.status });
+    return response;
+  };
+  return { fetch: fetchNext, answered };
+}
+
+function waitFor(predicate, what, ms = 5000) {
+  const deadline = Date.now() + ms;
+  return new Promise((resolve, reject) => {
+    const tick = () => {
+      if (predicate()) return resolve();
+      if (Date.now() > deadline) return reject(new Error(`timed out waiting for ${what}`));
+      setTimeout(tick, 20);
+    };
+    tick();
+  });
+}
+
+test('a 2025-11-25 session served round-robin by three instances: POSTs anywhere, one GET stream, notifications and elicitation across', async () => {
+  const { fetch, answered } = roundRobin();
+  const transport = new CheckedTransport(new StreamableHTTPClientTransport(new URL(hosts[0].url), { fetch }));
+  const client = new Client({ name: 'itest-v1-shared', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  const updates = [];
+  const toolChanges = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updates.push(n.params.uri));
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => toolChanges.push(1));
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { username: 'ann', email: 'ann@example.com' } }));
+  try {
+    await client.connect(transport);
+    const init = transport.received.find((m) => m.id === transport.sent[0].id);
+    assert.equal(init.result.protocolVersion, LEGACY);
+    await waitFor(() => answered.some((a) => a.method === 'GET' && a.status === 200), 'the GET stream');
+    const streamOn = answered.find((a) => a.method === 'GET').instance;
+
+    await client.setLoggingLevel('debug');
+    const { tools } = await client.listTools();
+    assert.ok(tools.some((t) => t.name === 'test_touch_watched_resource'));
+
+    // Subscribed through one instance, touched through another: the update
+    // reaches the stream held by a third.
+    await client.subscribeResource({ uri: 'test://watched-resource' });
+    const touched = await client.callTool({ name: 'test_touch_watched_resource', arguments: {} });
+    assert.equal(touched.isError ?? false, false, JSON.stringify(touched));
+    await waitFor(() => updates.includes('test://watched-resource'), 'notifications/resources/updated on the GET stream');
+
+    await client.callTool({ name: 'test_trigger_tool_change', arguments: {} });
+    await waitFor(() => toolChanges.length > 0, 'notifications/tools/list_changed on the GET stream');
+
+    // The elicitation goes out on the call's own stream; the client's answer
+    // is a POST that the round robin sends to another instance.
+    const elicited = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Who are you?' } });
+    assert.equal(elicited.isError ?? false, false, JSON.stringify(elicited));
+    assert.match(elicited.content[0].text, /accept/);
+
+    const instances = new Set(answered.filter((a) => a.method === 'POST').map((a) => a.instance));
+    assert.equal(instances.size, INSTANCES, `POSTs landed on every instance: ${JSON.stringify(answered)}`);
+    assert.ok(streamOn, 'the GET stream names its instance');
+
+    // After an unsubscribe (anywhere), no more updates for the resource.
+    await client.unsubscribeResource({ uri: 'test://watched-resource' });
+    const before = updates.length;
+    await client.callTool({ name: 'test_touch_watched_resource', arguments: {} });
+    await client.listTools(); // a round trip after the touch, through the bus's order
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(updates.length, before, 'no update after unsubscribing');
+
+    // DELETE on one instance ends the session on all of them.
+    const sessionId = transport.inner.sessionId;
+    await transport.inner.terminateSession();
+    for (const host of hosts) {
+      const res = await globalThis.fetch(host.url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': LEGACY },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list' }),
+      });
+      assert.equal(res.status, 404, `instance ${res.headers.get('gatehouse-instance')} no longer knows the session`);
+    }
+  } finally {
+    await client.close().catch(() => {});
+  }
+  assert.deepEqual(transport.problems, [], 'every message the hosts sent fits the schema');
+});
+
+test('a session of one principal is not found by another on any instance', async () => {
+  const { fetch } = roundRobin();
+  const transport = new StreamableHTTPClientTransport(new URL(hosts[0].url), { fetch });
+  const client = new Client({ name: 'itest-v1-owner', version: '1.0.0' });
+  await client.connect(transport);
+  const sessionId = transport.sessionId;
+  // The record names its owner; a key that is not a session id finds nothing.
+  const keys = redis.cli('--scan', '--pattern', 'itest:legacy-session/*');
+  assert.ok(keys.includes(sessionId), 'the record is in Redis under the prefix');
+  const record = JSON.parse(redis.cli('GET', `itest:legacy-session/${sessionId}`));
+  assert.equal(record.handshake.initialized, true);
+  assert.ok(Number(redis.cli('PTTL', `itest:legacy-session/${sessionId}`)) > 0, 'the record expires by itself');
+  await transport.terminateSession();
+  await client.close();
+});
+
+test('Redis down: session requests get 503 STATE_UNAVAILABLE with Retry-After, /ready says why; Redis back: served again', async () => {
+  const { fetch } = roundRobin();
+  const transport = new StreamableHTTPClientTransport(new URL(hosts[0].url), { fetch });
+  const client = new Client({ name: 'itest-v1-faults', version: '1.0.0' });
+  await client.connect(transport);
+  const sessionId = transport.sessionId;
+  await client.close(); // keeps the session: no DELETE
+  for (const host of hosts) {
+    const ready = await globalThis.fetch(host.origin + '/ready');
+    assert.equal(ready.status, 200, await ready.text());
+  }
+
+  await redis.stop();
+  try {
+    for (const host of hosts) {
+      const res = await globalThis.fetch(host.url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': LEGACY },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+      });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '1');
+      const body = await res.json();
+      assert.equal(body.error.data.code, 'STATE_UNAVAILABLE');
+      const ready = await globalThis.fetch(host.origin + '/ready');
+      assert.equal(ready.status, 503);
+      assert.match((await ready.json()).reason, /state backend|bus/);
+      assert.equal((await globalThis.fetch(host.origin + '/health')).status, 200, '/health stays up');
+    }
+  } finally {
+    await redis.restart();
+  }
+  // The instances find Redis again by themselves (no persistence is
+  // configured here, so the old session is gone, cleanly: a new one opens).
+  for (const host of hosts) {
+    let status = 0;
+    const deadline = Date.now() + 8000;
+    while (Date.now() < deadline) {
+      status = (await globalThis.fetch(host.origin + '/ready')).status;
+      if (status === 200) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(status, 200, 'ready again without a restart');
+  }
+  const again = new Client({ name: 'itest-v1-faults-again', version: '1.0.0' });
+  const transport2 = new StreamableHTTPClientTransport(new URL(hosts[1].url), { fetch: roundRobin().fetch });
+  await again.connect(transport2);
+  const { tools } = await again.listTools();
+  assert.ok(tools.length > 0);
+  await transport2.terminateSession();
+  await again.close();
+});
