@@ -63,71 +63,96 @@ Session SessionTable::open(SessionDraft draft) {
     s.critical = std::move(draft.critical);
     s.created_ms = s.last_used_ms = now_();
 
-    std::lock_guard lock(mutex_);
     const auto index = topic_key(s.principal, s.topic);
     if (auto previous = backend_->get(index)) {
         backend_->erase(std::string(kSessionPrefix) + *previous);
+        std::lock_guard lock(mutex_);
         forget(*previous);
     }
-    store(s);
+    write(s, nullptr);
     backend_->put(index, s.handle, std::chrono::milliseconds(0));
     return s;
 }
 
 std::optional<Session> SessionTable::find(std::string_view handle, std::string_view principal) {
-    std::lock_guard lock(mutex_);
-    auto s = load(handle, principal);
-    if (!s) return std::nullopt;
-    if (const auto now = now_(); now - s->last_used_ms >= touch_interval_ms_) {
-        s->last_used_ms = now;
-        store(*s);
+    auto loaded = load(handle, principal);
+    if (!loaded) return std::nullopt;
+    if (const auto now = now_(); now - loaded->session.last_used_ms >= touch_interval_ms_) {
+        Session touched = loaded->session;
+        touched.last_used_ms = now;
+        // Over the record as read only: when another call (here or on
+        // another instance) changed it meanwhile, its change stands and the
+        // touch waits for the next lookup.
+        if (write(touched, &loaded->text)) return touched;
     }
-    return s;
+    return std::move(loaded->session);
 }
 
 std::optional<Session> SessionTable::update(std::string_view handle, std::string_view principal,
                                             const std::function<void(Session&)>& change) {
-    std::lock_guard lock(mutex_);
-    auto s = load(handle, principal);
-    if (!s) return std::nullopt;
-    change(*s);
-    s->last_used_ms = now_();
-    store(*s);
-    return s;
+    // Read, change, and write only over what was read (StateBackend::replace);
+    // a record changed in between is read again and the change made anew.
+    for (int attempt = 0; attempt < 16; ++attempt) {
+        auto loaded = load(handle, principal);
+        if (!loaded) return std::nullopt;
+        Session s = std::move(loaded->session);
+        change(s);
+        s.last_used_ms = now_();
+        if (write(s, &loaded->text)) return s;
+    }
+    throw state::BackendError("a session record kept changing under concurrent updates");
 }
 
-std::optional<Session> SessionTable::load(std::string_view handle, std::string_view principal) {
+std::optional<SessionTable::Loaded> SessionTable::load(std::string_view handle, std::string_view principal) {
     if (!well_formed(handle)) return std::nullopt;
     const std::string key = std::string(kSessionPrefix) + std::string(handle);
     auto text = backend_->get(key);
     if (!text) {
+        std::lock_guard lock(mutex_);
         forget(std::string(handle));
         return std::nullopt;
     }
-    Session s;
-    if (auto known = decoded_.find(std::string(handle)); known != decoded_.end() && known->second.text == *text) {
-        s = known->second.session;
-    } else {
+    Loaded out;
+    bool known = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = decoded_.find(std::string(handle)); it != decoded_.end() && it->second.text == *text) {
+            out.session = it->second.session;
+            known = true;
+        }
+    }
+    if (!known) {
         try {
-            s = Session::from_json(nlohmann::json::parse(*text));
+            out.session = Session::from_json(nlohmann::json::parse(*text));
         } catch (const std::exception& e) {
             throw state::BackendError(std::string("a session record in the state backend is damaged: ") + e.what());
         }
-        remember(std::move(*text), s);
+        std::lock_guard lock(mutex_);
+        remember(*text, out.session);
     }
-    if (s.principal != principal) return std::nullopt;
-    if (s.last_used_ms + idle_ms_ <= now_()) {
+    if (out.session.principal != principal) return std::nullopt;
+    if (out.session.last_used_ms + idle_ms_ <= now_()) {
         backend_->erase(key);
-        forget(s.handle);
+        std::lock_guard lock(mutex_);
+        forget(out.session.handle);
         return std::nullopt;
     }
-    return s;
+    out.text = std::move(*text);
+    return out;
 }
 
-void SessionTable::store(const Session& s) {
+bool SessionTable::write(const Session& s, const std::string* expected) {
     auto text = s.to_json().dump();
-    backend_->put(std::string(kSessionPrefix) + s.handle, text, std::chrono::milliseconds(idle_ms_));
+    const std::string key = std::string(kSessionPrefix) + s.handle;
+    const auto ttl = std::chrono::milliseconds(idle_ms_);
+    if (expected) {
+        if (!backend_->replace(key, *expected, text, ttl)) return false;
+    } else {
+        backend_->put(key, text, ttl);
+    }
+    std::lock_guard lock(mutex_);
     remember(std::move(text), s);
+    return true;
 }
 
 void SessionTable::remember(std::string text, const Session& s) {

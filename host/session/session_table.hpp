@@ -50,9 +50,11 @@ public:
     // interval early, never late.
     std::optional<Session> find(std::string_view handle, std::string_view principal);
 
-    // Changes the session under the table's lock (read, change, write), so
-    // two calls of one session cannot lose each other's change. Returns the
-    // changed session, or nullopt when it is not live for this principal.
+    // Changes the session: read, change, and write only over the record as
+    // read (compare and set), so two calls of one session, on this instance
+    // or on two, cannot lose each other's change. `change` may run more than
+    // once. Returns the changed session, or nullopt when it is not live for
+    // this principal.
     std::optional<Session> update(std::string_view handle, std::string_view principal,
                                   const std::function<void(Session&)>& change);
 
@@ -63,8 +65,14 @@ public:
     state::StateBackend& backend() const { return *backend_; }
 
 private:
-    std::optional<Session> load(std::string_view handle, std::string_view principal);
-    void store(const Session& s);
+    struct Loaded {
+        Session session;
+        std::string text; // the record as read
+    };
+    std::optional<Loaded> load(std::string_view handle, std::string_view principal);
+    // Writes the record; with `expected`, only over that text (false when it changed).
+    bool write(const Session& s, const std::string* expected);
+    // Under mutex_.
     void remember(std::string text, const Session& s);
     void forget(const std::string& handle) { decoded_.erase(handle); }
 
@@ -82,7 +90,7 @@ private:
     std::int64_t idle_ms_;
     std::int64_t touch_interval_ms_;
     Now now_;
-    std::mutex mutex_;
+    std::mutex mutex_;                                 // guards decoded_ only: no backend call is made under it
     std::unordered_map<std::string, Decoded> decoded_; // by handle
 };
 

@@ -27,6 +27,15 @@ public:
         entries_.insert_or_assign(std::string(key), std::move(e));
     }
 
+    bool replace(std::string_view key, std::string_view expected, std::string_view value,
+                 std::chrono::milliseconds ttl) override {
+        std::lock_guard lock(mutex_);
+        auto it = entries_.find(key);
+        if (it == entries_.end() || expired(it->second) || it->second.value != expected) return false;
+        it->second = Entry{std::string(value), ttl.count() > 0 ? Clock::now() + ttl : Clock::time_point::max()};
+        return true;
+    }
+
     bool erase(std::string_view key) override {
         std::lock_guard lock(mutex_);
         auto it = entries_.find(key);

@@ -36,6 +36,19 @@ public:
         if (reply.type != RedisValue::Type::status) fault("SET");
     }
 
+    // A script runs alone in Redis: nothing comes between its GET and SET.
+    bool replace(std::string_view key, std::string_view expected, std::string_view value,
+                 std::chrono::milliseconds ttl) override {
+        static constexpr std::string_view kScript =
+            "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+            "if ARGV[3] == '0' then redis.call('SET', KEYS[1], ARGV[2]) "
+            "else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end return 1";
+        const RedisValue reply = redis_.command(
+            {"EVAL", kScript, "1", redis_.prefix() + std::string(key), expected, value, std::to_string(ttl.count())});
+        if (reply.type != RedisValue::Type::integer) fault("EVAL");
+        return reply.integer == 1;
+    }
+
     bool erase(std::string_view key) override {
         const RedisValue reply = redis_.command({"DEL", redis_.prefix() + std::string(key)});
         if (reply.type != RedisValue::Type::integer) fault("DEL");

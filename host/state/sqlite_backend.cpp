@@ -67,6 +67,23 @@ public:
         s.step_done();
     }
 
+    // One statement, one write transaction: no other writer of the file
+    // comes between the comparison and the write.
+    bool replace(std::string_view key, std::string_view expected, std::string_view value,
+                 std::chrono::milliseconds ttl) override {
+        std::lock_guard lock(mutex_);
+        const auto now = now_ms();
+        Statement s(db_, "UPDATE state SET value = ?, expires_ms = ? WHERE key = ? AND value = ? AND "
+                         "(expires_ms = 0 OR expires_ms > ?)");
+        bind_text(s, 1, value);
+        sqlite3_bind_int64(s.get(), 2, ttl.count() > 0 ? now + ttl.count() : 0);
+        bind_text(s, 3, key);
+        bind_text(s, 4, expected);
+        sqlite3_bind_int64(s.get(), 5, now);
+        s.step_done();
+        return sqlite3_changes(db_) > 0;
+    }
+
     bool erase(std::string_view key) override {
         std::lock_guard lock(mutex_);
         Statement s(db_, "DELETE FROM state WHERE key = ?");

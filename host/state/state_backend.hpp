@@ -37,6 +37,14 @@ public:
     // True when something was erased.
     virtual bool erase(std::string_view key) = 0;
 
+    // Compare and set: writes `value` (with `ttl`) only while the live key
+    // still holds exactly `expected`, as one step against every other
+    // writer of the same store; false when it holds something else or is
+    // gone. A read-change-write of a record shared by several instances (a
+    // gate session) rests on this, so no instance loses another's change.
+    virtual bool replace(std::string_view key, std::string_view expected, std::string_view value,
+                         std::chrono::milliseconds ttl) = 0;
+
     // GETDEL: erases a live key and answers the value it held, as one step.
     // Of any number of callers taking the same key at once (threads of this
     // process, or other processes on the same store) exactly one gets the

@@ -45,6 +45,9 @@ public:
     void put(std::string_view, std::string_view, std::chrono::milliseconds) override {
         throw state::BackendError("disk gone");
     }
+    bool replace(std::string_view, std::string_view, std::string_view, std::chrono::milliseconds) override {
+        throw state::BackendError("disk gone");
+    }
     bool erase(std::string_view) override { throw state::BackendError("disk gone"); }
     std::optional<std::string> take(std::string_view) override { throw state::BackendError("disk gone"); }
     std::vector<std::pair<std::string, std::string>> scan(std::string_view) override {

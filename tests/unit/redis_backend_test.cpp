@@ -3,6 +3,7 @@
 #include "config/config_loader.hpp"
 #include "redis_server.hpp"
 #include "serve/host.hpp"
+#include "session/session_table.hpp"
 #include "state/state_backend.hpp"
 #include "test_files.hpp"
 
@@ -61,6 +62,66 @@ TEST_CASE("redis: take answers a live value once, across backends and threads", 
             t.join();
         CHECK(winners == 1);
     }
+}
+
+TEST_CASE("redis: replace writes only over the value it expects, atomically across instances", "[state][redis]") {
+    RedisServer server;
+    auto a = state::make_redis_backend(server.settings());
+    auto b = state::make_redis_backend(server.settings());
+    CHECK_FALSE(a->replace("k", "", "v1", std::chrono::milliseconds(0)));
+    a->put("k", "v1", std::chrono::milliseconds(0));
+    CHECK_FALSE(b->replace("k", "v0", "v2", std::chrono::milliseconds(0)));
+    CHECK(b->replace("k", "v1", "v2", std::chrono::milliseconds(60000)));
+    CHECK(a->get("k") == std::optional<std::string>("v2"));
+    // Each thread adds one by read and replace, retrying when another came
+    // between: no increment is lost.
+    a->put("counter", "0", std::chrono::milliseconds(0));
+    state::StateBackend* backends[] = {a.get(), b.get()};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 50; ++i)
+                for (;;) {
+                    const auto now = backends[t % 2]->get("counter");
+                    if (backends[t % 2]->replace("counter", *now, std::to_string(std::stoi(*now) + 1),
+                                                 std::chrono::milliseconds(0)))
+                        break;
+                }
+        });
+    for (auto& t : threads)
+        t.join();
+    CHECK(a->get("counter") == std::optional<std::string>("200"));
+}
+
+// Two instances change one gate session at once (rules accepted on one,
+// others on the other): every change is kept.
+TEST_CASE("redis: concurrent session updates from two instances lose nothing", "[state][redis]") {
+    RedisServer server;
+    session::SessionTable one(state::make_redis_backend(server.settings()), std::chrono::seconds(600));
+    session::SessionTable two(state::make_redis_backend(server.settings()), std::chrono::seconds(600));
+    session::SessionDraft draft;
+    draft.principal = "alice";
+    draft.store = "shop";
+    draft.user = "ann";
+    draft.topic = "orders";
+    draft.folder = "/tmp/x";
+    const auto opened = one.open(std::move(draft));
+    session::SessionTable* tables[] = {&one, &two};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 10; ++i) {
+                const std::string tool = "tool-" + std::to_string(t) + "-" + std::to_string(i);
+                REQUIRE(tables[t % 2]->update(opened.handle, "alice", [&](session::Session& s) {
+                    if (!s.accepted(tool)) s.accepted_rules.push_back(tool);
+                }));
+            }
+        });
+    for (auto& t : threads)
+        t.join();
+    const auto seen = two.find(opened.handle, "alice");
+    REQUIRE(seen);
+    CHECK(seen->accepted_rules.size() == 40);
 }
 
 TEST_CASE("redis: scan lists live keys under a prefix, in order, globs taken literally", "[state][redis]") {

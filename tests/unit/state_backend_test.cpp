@@ -109,3 +109,51 @@ TEST_CASE("SQLite take: two backends on one file, many threads, exactly one winn
             REQUIRE_FALSE(backends[(i + 1) % 2]->get("code/" + std::to_string(i)));
     }
 }
+
+TEMPLATE_TEST_CASE("replace writes only over the value it expects", "[state]", std::true_type, std::false_type) {
+    const bool memory = TestType::value;
+    test::TempDir dir;
+    auto backend =
+        memory ? state::make_memory_backend() : state::make_sqlite_backend((dir.path() / "state.sqlite3").string());
+    CHECK_FALSE(backend->replace("k", "", "v1", 0ms)); // nothing to replace
+    CHECK_FALSE(backend->get("k"));
+    backend->put("k", "v1", 0ms);
+    CHECK_FALSE(backend->replace("k", "v0", "v2", 0ms));
+    CHECK(backend->get("k") == std::optional<std::string>("v1"));
+    CHECK(backend->replace("k", "v1", "v2", 0ms));
+    CHECK(backend->get("k") == std::optional<std::string>("v2"));
+    SECTION("the new expiry holds") {
+        CHECK(backend->replace("k", "v2", "v3", 20ms));
+        std::this_thread::sleep_for(60ms);
+        CHECK_FALSE(backend->get("k"));
+        CHECK_FALSE(backend->replace("k", "v3", "v4", 0ms)); // expired: gone
+    }
+}
+
+// Each thread adds one to a counter by read and replace, retrying when
+// another came between: no increment may be lost.
+TEST_CASE("SQLite replace: two backends on one file, concurrent read-change-writes lose nothing", "[state]") {
+    test::TempDir dir;
+    const auto file = (dir.path() / "shared.sqlite3").string();
+    auto first = state::make_sqlite_backend(file);
+    auto second = state::make_sqlite_backend(file);
+    state::StateBackend* backends[] = {first.get(), second.get()};
+    first->put("counter", "0", 0ms);
+    constexpr int kThreads = 4, kIncrements = 50;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kIncrements; ++i)
+                for (;;) {
+                    try {
+                        const auto now = backends[t % 2]->get("counter");
+                        if (backends[t % 2]->replace("counter", *now, std::to_string(std::stoi(*now) + 1), 0ms)) break;
+                    } catch (const state::BackendError&) {
+                        // busy: try again
+                    }
+                }
+        });
+    for (auto& t : threads)
+        t.join();
+    CHECK(first->get("counter") == std::optional<std::string>(std::to_string(kThreads * kIncrements)));
+}
