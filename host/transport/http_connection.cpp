@@ -713,7 +713,8 @@ void HttpConnection::on_post(const Request& request) {
         auto refusal = std::make_shared<RefusalCapture>();
         // The request a response or a cancellation is about may run on
         // another instance sharing the session.
-        if (legacy && service_.legacy_sessions.shared() && (method.empty() || method == "notifications/cancelled"))
+        const bool response = method_it == message.end() && (message.contains("result") || message.contains("error"));
+        if (legacy && service_.legacy_sessions.shared() && (response || method == "notifications/cancelled"))
             service_.legacy_sessions.relay_client_message(std::string(session_id->value()), message);
         service_.server.handle(mcp, std::move(message), refusal);
         if (refusal->error) {
