@@ -62,7 +62,8 @@ Json server_info(const config::ServerIdentity& identity) {
 McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate,
                      config::ServerIdentity identity, config::Limits limits, RequestPool& pool, ServerOptions options)
     : registry_(registry), identity_(std::move(identity)), limits_(limits), pool_(pool), host_(options.host),
-      server_info_(server_info(identity_)), rate_limiter_(std::move(options.rate_limits)),
+      server_info_(server_info(identity_)),
+      rate_limiter_(std::move(options.rate_limits), std::move(options.rate_buckets)),
       input_rounds_(options.state_sealer ? std::move(options.state_sealer)
                                          : mrtr::make_request_state_sealer(options.input_requests, identity_.name),
                     std::chrono::milliseconds(options.input_requests.client_timeout_ms)),

@@ -34,6 +34,8 @@ namespace gatehouse::protocol {
 // What a server is built with besides the registry, the gate and the pool.
 struct ServerOptions {
     config::RateLimits rate_limits;
+    // Where the rate limits' buckets live (null: in this process).
+    std::shared_ptr<limits::BucketStore> rate_buckets;
     config::InputRequestSettings input_requests;
     // Seals multi round-trip requestState; null: made from input_requests.
     std::shared_ptr<const mrtr::RequestStateSealer> state_sealer;

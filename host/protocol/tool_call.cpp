@@ -103,6 +103,22 @@ gate::Refusal rate_limited(const limits::RateLimiter::Refused& r) {
     return refusal;
 }
 
+// The buckets could not be read (a shared Redis down): refused as the gate
+// refuses when its state is out of reach, never let through.
+gate::Refusal rate_state_unavailable() {
+    gate::Refusal refusal;
+    refusal.code = gate::refusal_code::state_unavailable;
+    refusal.message = "The host cannot reach the state its rate limits are counted in right now, so the call was not "
+                      "run; try again shortly.";
+    refusal.next = {{"action", "retry"}};
+    return refusal;
+}
+
+gate::Refusal rate_refusal(const limits::RateLimiter::Refused& r) {
+    return r.cause == limits::RateLimiter::Refused::Cause::state_unavailable ? rate_state_unavailable()
+                                                                             : rate_limited(r);
+}
+
 gate::Refusal plugin_busy(const plugins::Tool& tool) {
     const auto& limits = tool.plugin->call_limits();
     const std::string key =
@@ -154,7 +170,7 @@ Json ToolCall::run(Request& request) const {
     if (tool->name != ToolDisclosure::kCallTool || tool->plugin)
         if (auto refused = parts_.rate_limiter.acquire(request.connection->principal().owner_key(), tool->name,
                                                        limits::RateLimiter::Clock::now()))
-            return rate_limited(*refused).to_tool_result();
+            return rate_refusal(*refused).to_tool_result();
     if (auto refusal = limits::argument_beyond_bounds(*arguments, max_string_bytes_, tool->name))
         return refusal->to_tool_result();
 

@@ -4,6 +4,8 @@
 #include "cli/stdout_diversion.hpp"
 #include "gate/make_gate.hpp"
 #include "limits/argument_bounds.hpp"
+#include "limits/local_buckets.hpp"
+#include "limits/redis_buckets.hpp"
 #include "mrtr/state_keys.hpp"
 #include "transport/stdio_transport.hpp"
 
@@ -103,6 +105,19 @@ std::shared_ptr<state::NotificationBus> Host::open_bus() const {
     }
 }
 
+// rate_limits count in the Redis of session.backend: redis, so every
+// instance sharing it grants a principal what one host would; else in this
+// process.
+std::shared_ptr<limits::BucketStore> Host::rate_buckets() const {
+    if (!config_.rate_limits.any() || !config_.session.configured || config_.session.backend != "redis")
+        return std::make_shared<limits::LocalBuckets>();
+    try {
+        return limits::make_redis_buckets(config_.session.redis);
+    } catch (const state::BackendError& e) {
+        throw HostError(e.what(), 1);
+    }
+}
+
 std::unique_ptr<protocol::RequestPool> Host::make_pool() const {
     const auto& limits = config_.limits;
     if (limits.max_in_flight_per_plugin >= limits.workers)
@@ -127,6 +142,7 @@ std::shared_ptr<const mrtr::RequestStateSealer> Host::make_state_sealer() const 
 std::unique_ptr<protocol::McpServer> Host::make_server() {
     protocol::ServerOptions options;
     options.rate_limits = config_.rate_limits;
+    options.rate_buckets = rate_buckets();
     options.input_requests = config_.input_requests;
     options.state_sealer = state_sealer_;
     options.sessions = sessions_.get();

@@ -2,6 +2,7 @@
 
 #include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "limits/bucket_store.hpp"
 #include "mrtr/request_state_sealer.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/tool_registry.hpp"
@@ -70,6 +71,7 @@ private:
     std::unique_ptr<session::SessionService> open_sessions(std::future<std::unique_ptr<state::StateBackend>>& opening);
     state::StateBackend* family_state();
     std::shared_ptr<state::NotificationBus> open_bus() const;
+    std::shared_ptr<limits::BucketStore> rate_buckets() const;
     std::unique_ptr<protocol::RequestPool> make_pool() const;
     std::shared_ptr<const mrtr::RequestStateSealer> make_state_sealer() const;
     std::unique_ptr<protocol::McpServer> make_server();

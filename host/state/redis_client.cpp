@@ -260,9 +260,11 @@ RedisValue RedisClient::run(std::vector<const char*>& argv, const std::vector<st
         throw BackendError("Redis at " + endpoint_.where() + " failed a " + verb + ": " + error);
     }
     release(std::move(context));
-    if (reply->type == REDIS_REPLY_ERROR)
-        throw BackendError("Redis at " + endpoint_.where() + " answered " + verb + " with " +
-                           std::string(reply->str, reply->len));
+    if (reply->type == REDIS_REPLY_ERROR) {
+        std::string error(reply->str, reply->len);
+        throw RedisErrorReply("Redis at " + endpoint_.where() + " answered " + verb + " with " + error,
+                              std::move(error));
+    }
     return copied(*reply);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "state/state_backend.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -26,6 +27,18 @@ struct RedisValue {
     std::string text; // text and status
     long long integer = 0;
     std::vector<RedisValue> items; // array
+};
+
+// Redis answered a command with an error reply (NOSCRIPT, WRONGTYPE, ...):
+// the connection is fine, and reply() is the error as Redis wrote it, for
+// callers that handle some of them.
+class RedisErrorReply : public BackendError {
+public:
+    RedisErrorReply(const std::string& what, std::string reply) : BackendError(what), reply_(std::move(reply)) {}
+    const std::string& reply() const { return reply_; }
+
+private:
+    std::string reply_;
 };
 
 // Where Redis is and how to log in, from session.redis (the URL, the
@@ -81,8 +94,8 @@ public:
     RedisClient(const RedisClient&) = delete;
     RedisClient& operator=(const RedisClient&) = delete;
 
-    // Throws BackendError when Redis cannot be reached, fails the command,
-    // or answers with an error.
+    // Throws BackendError when Redis cannot be reached or fails the
+    // command, RedisErrorReply when it answers with an error.
     RedisValue command(std::initializer_list<std::string_view> words);
     RedisValue command(const std::vector<std::string>& words);
 

@@ -1,7 +1,9 @@
+#include "auth/principal.hpp"
 #include "config/config_loader.hpp"
 #include "limits/argument_bounds.hpp"
 #include "limits/call_deadlines.hpp"
 #include "limits/in_flight_limits.hpp"
+#include "limits/local_buckets.hpp"
 #include "limits/rate_limiter.hpp"
 
 #include <catch2/catch.hpp>
@@ -88,17 +90,51 @@ TEST_CASE("RateLimiter: a bucket per principal, refilled over time, per_tool on 
     CHECK_FALSE(r.acquire("carol", "slow_tool", t0 + 2000ms));
 }
 
-TEST_CASE("RateLimiter forgets buckets that refilled", "[limits]") {
+TEST_CASE("LocalBuckets forgets buckets that refilled", "[limits]") {
     config::RateLimits cfg;
     cfg.per_principal = config::RateLimit{10, 1, {}};
-    limits::RateLimiter r(cfg);
+    auto buckets = std::make_shared<limits::LocalBuckets>();
+    limits::RateLimiter r(cfg, buckets);
     const auto t0 = limits::RateLimiter::Clock::time_point{} + 1000s;
     for (int i = 0; i < 5000; ++i)
         r.acquire("p" + std::to_string(i), "echo", t0);
-    CHECK(r.buckets() == 5000); // all empty: none may be forgotten yet
+    CHECK(buckets->size() == 5000); // all empty: none may be forgotten yet
     for (int i = 0; i < 4000; ++i)
         r.acquire("q" + std::to_string(i), "echo", t0 + 10s);
-    CHECK(r.buckets() < 5000); // the p buckets refilled and were dropped at a sweep
+    CHECK(buckets->size() < 5000); // the p buckets refilled and were dropped at a sweep
+}
+
+TEST_CASE("RateLimiter: no owner key reaches another principal's bucket for a tool", "[limits]") {
+    config::RateLimits cfg;
+    cfg.per_principal = config::RateLimit{0.001, 1, {}};
+    cfg.per_tool["slow_tool"] = config::RateLimit{0.001, 1, {}};
+    limits::RateLimiter r(cfg);
+    const auto t0 = limits::RateLimiter::Clock::time_point{} + 1000s;
+    const auto alice = auth::Principal{"alice", "local", {}, {}}.owner_key();
+    CHECK_FALSE(r.acquire(alice, "slow_tool", t0)); // empties alice's and alice's slow_tool bucket
+    // Subjects spelling out the tool bucket's key, with either separator a
+    // bucket key could use, are principals of their own.
+    for (const std::string& subject : {std::string("alice%%slow_tool"), std::string("alice\0slow_tool", 15)}) {
+        const auto owner = auth::Principal{subject, "local", {}, {}}.owner_key();
+        CHECK(owner != limits::RateLimiter::tool_bucket_key(alice, "slow_tool"));
+        CHECK_FALSE(r.acquire(owner, "echo", t0));
+    }
+    CHECK(limits::RateLimiter::tool_bucket_key(alice, "slow_tool") == "alice%%slow_tool");
+}
+
+TEST_CASE("RateLimiter: the in-process buckets need no store and refuse within one call", "[limits]") {
+    config::RateLimits cfg;
+    cfg.per_principal = config::RateLimit{2, 2, {}};
+    limits::RateLimiter r(cfg);
+    const auto t0 = limits::RateLimiter::Clock::time_point{} + 1000s;
+    CHECK_FALSE(r.acquire("ann", "echo", t0));
+    CHECK_FALSE(r.acquire("ann", "echo", t0));
+    auto refused = r.acquire("ann", "echo", t0 + 100ms);
+    REQUIRE(refused);
+    CHECK(refused->cause == limits::RateLimiter::Refused::Cause::over_rate);
+    CHECK(refused->retry_after_ms == 400); // 0.2 tokens refilled, 0.8 to go at 2 per second
+    CHECK(refused->calls_per_second == 2);
+    CHECK(refused->burst == 2);
 }
 
 TEST_CASE("RateLimiter is off without rate_limits", "[limits]") {

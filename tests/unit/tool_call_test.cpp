@@ -5,7 +5,9 @@
 #include "mrtr/state_keys.hpp"
 #include "plugins/plugin_loader.hpp"
 #include "protocol/tool_call.hpp"
+#include "limits/redis_buckets.hpp"
 #include "recording_outbound.hpp"
+#include "redis_server.hpp"
 #include "test_files.hpp"
 
 #include <catch2/catch.hpp>
@@ -40,8 +42,9 @@ struct Harness {
     std::shared_ptr<RecordingOutbound> out = std::make_shared<RecordingOutbound>();
     std::shared_ptr<protocol::Connection> connection;
 
-    explicit Harness(config::RateLimits rates = {}, auth::Principal principal = {"tester", "local", {}, {}})
-        : rate_limiter(std::move(rates)),
+    explicit Harness(config::RateLimits rates = {}, auth::Principal principal = {"tester", "local", {}, {}},
+                     std::shared_ptr<limits::BucketStore> buckets = nullptr)
+        : rate_limiter(std::move(rates), std::move(buckets)),
           connection(std::make_shared<protocol::Connection>(out, std::move(principal))) {}
 
     static std::unique_ptr<plugins::ToolRegistry> load() {
@@ -130,6 +133,30 @@ TEST_CASE("ToolCall refuses a call beyond its rate limit and spends nothing else
     CHECK(refusal_code(second) == "RATE_LIMITED");
     CHECK(second["structuredContent"]["next"].contains("retryAfterMs"));
 }
+
+#ifdef GATEHOUSE_REDIS_SERVER
+
+TEST_CASE("ToolCall refuses with STATE_UNAVAILABLE when the shared rate limits cannot be read, and runs nothing",
+          "[tool_call][redis]") {
+    test::RedisServer server;
+    config::RateLimits rates;
+    rates.per_principal = config::RateLimit{100, 100, {}};
+    Harness h(rates, {"tester", "local", {}, {}}, limits::make_redis_buckets(server.settings()));
+    auto check = std::make_unique<RefuseAll>();
+    RefuseAll* refuse_all = check.get();
+    h.gate.add(std::move(check));
+    CHECK(refusal_code(h.run(h.tool("echo"), {{"text", "one"}})) == "NOT_GRANTED"); // counted, then gated
+    CHECK(refuse_all->asked == 1);
+    server.stop();
+    const Json down = h.run(h.tool("echo"), {{"text", "two"}});
+    CHECK(down["isError"] == true);
+    CHECK(refusal_code(down) == "STATE_UNAVAILABLE");
+    CHECK(down["structuredContent"]["next"] == Json{{"action", "retry"}});
+    CHECK_FALSE(down["structuredContent"]["next"].contains("retryAfterMs"));
+    CHECK(refuse_all->asked == 1); // refused before the gate: nothing downstream ran
+}
+
+#endif
 
 TEST_CASE("ToolCall refuses a string beyond max_string_bytes before the gate", "[tool_call]") {
     Harness h;
