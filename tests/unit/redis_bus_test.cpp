@@ -63,12 +63,12 @@ void listen(state::NotificationBus& bus, Heard& heard) {
 
 TEST_CASE("redis bus: a change published on one instance reaches every instance once", "[state][redis][bus]") {
     RedisServer server;
+    Heard on_a, on_b, on_other; // before the buses: their threads deliver here until they go
     auto a = state::make_redis_bus(server.settings("cluster:"));
     auto b = state::make_redis_bus(server.settings("cluster:"));
     auto other_cluster = state::make_redis_bus(server.settings("other:"));
     CHECK(a->shared());
     CHECK_FALSE(a->trouble());
-    Heard on_a, on_b, on_other;
     listen(*a, on_a);
     listen(*b, on_b);
     listen(*other_cluster, on_other);
@@ -90,9 +90,9 @@ TEST_CASE("redis bus: a change published on one instance reaches every instance 
 
 TEST_CASE("redis bus: a session message reaches the other instances, not the one relaying it", "[state][redis][bus]") {
     RedisServer server;
+    Heard on_a, on_b;
     auto a = state::make_redis_bus(server.settings());
     auto b = state::make_redis_bus(server.settings());
-    Heard on_a, on_b;
     listen(*a, on_a);
     listen(*b, on_b);
     a->relay({"session-1", R"({"closed":true})"});
@@ -114,9 +114,9 @@ TEST_CASE("redis bus: a session message reaches the other instances, not the one
 TEST_CASE("redis bus: Redis gone and back: trouble is reported, the bus resubscribes and says every list changed",
           "[state][redis][bus]") {
     RedisServer server;
+    Heard on_b;
     auto a = state::make_redis_bus(server.settings());
     auto b = state::make_redis_bus(server.settings());
-    Heard on_b;
     listen(*b, on_b);
     server.stop();
     REQUIRE(eventually([&] { return b->trouble().has_value(); }));
