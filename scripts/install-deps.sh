@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake pkg-config git
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev sqlite3 libssl-dev libvalijson-dev
+  libsqlite3-dev sqlite3 libssl-dev openssl libvalijson-dev   # openssl: the certificates of the Redis TLS tests
   libhiredis-dev redis-server     # the Redis state backend, and the Redis its tests start
   catch2 libbenchmark-dev
   clang-format

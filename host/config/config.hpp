@@ -106,10 +106,21 @@ struct ServerIdentity {
     std::string instructions;
 };
 
+// How a rediss:// URL's TLS checks the server and shows this host (YAML
+// `session.redis.tls:`).
+struct RedisTlsSettings {
+    std::filesystem::path ca_file;   // PEM CAs that vouch for Redis; default the system's trust store
+    std::filesystem::path cert_file; // PEM client certificate for mutual TLS, with key_file
+    std::filesystem::path key_file;  // its unencrypted PEM private key
+    std::string server_name;         // SNI and the name the certificate must carry; default the URL's host
+    bool verify = true;              // false: any certificate under any name (warned at start)
+};
+
 // Where a `session.backend: redis` keeps state (YAML `session.redis:`).
 struct RedisSettings {
-    // redis://[user[:password]@]host[:port][/db], or unix:///path/to/redis.sock[?db=N]
+    // redis://[user[:password]@]host[:port][/db], rediss://… for TLS, or unix:///path/to/redis.sock[?db=N]
     std::string url = "redis://127.0.0.1:6379";
+    RedisTlsSettings tls;                  // with a rediss:// URL
     std::string key_prefix = "gatehouse:"; // every key of this host's cluster starts with it
     std::filesystem::path password_file;   // the AUTH password, read at start; never logged
     std::string password_env;              // or the environment variable holding it

@@ -434,19 +434,43 @@ nlohmann::json read_grants(const YamlReader& r, const YAML::Node& node, const st
     return out;
 }
 
+void read_redis_tls(const YamlReader& r, const YAML::Node& node, RedisTlsSettings& out) {
+    r.expect_map(node, "session.redis.tls");
+    r.only_keys(node, {"ca_file", "cert_file", "key_file", "server_name", "verify"}, "session.redis.tls");
+    if (node["ca_file"]) r.attempt([&] { out.ca_file = r.path(node["ca_file"], "session.redis.tls.ca_file"); });
+    if (node["cert_file"]) r.attempt([&] { out.cert_file = r.path(node["cert_file"], "session.redis.tls.cert_file"); });
+    if (node["key_file"]) r.attempt([&] { out.key_file = r.path(node["key_file"], "session.redis.tls.key_file"); });
+    if (node["server_name"])
+        r.attempt([&] {
+            out.server_name = r.string(node["server_name"], "session.redis.tls.server_name");
+            if (out.server_name.empty()) r.fail(node["server_name"], "session.redis.tls.server_name must not be empty");
+        });
+    if (node["verify"]) r.attempt([&] { out.verify = r.boolean(node["verify"], "session.redis.tls.verify"); });
+    if (node["cert_file"].IsDefined() != node["key_file"].IsDefined())
+        r.note(node, "session.redis.tls needs cert_file and key_file together (a client certificate and its key)");
+}
+
 void read_redis(const YamlReader& r, const YAML::Node& node, RedisSettings& out) {
     r.expect_map(node, "session.redis");
-    r.only_keys(
-        node,
-        {"url", "key_prefix", "password_file", "password_env", "connect_timeout_ms", "command_timeout_ms", "pool_size"},
-        "session.redis");
+    r.only_keys(node,
+                {"url", "tls", "key_prefix", "password_file", "password_env", "connect_timeout_ms",
+                 "command_timeout_ms", "pool_size"},
+                "session.redis");
     out.where = r.at(node);
     if (node["url"])
         r.attempt([&] {
             out.url = r.string(node["url"], "session.redis.url");
-            if (out.url.rfind("redis://", 0) != 0 && out.url.rfind("unix://", 0) != 0)
-                r.fail(node["url"], "session.redis.url must be redis://[user[:password]@]host[:port][/db] or "
-                                    "unix:///path/to/redis.sock");
+            if (out.url.rfind("redis://", 0) != 0 && out.url.rfind("rediss://", 0) != 0 &&
+                out.url.rfind("unix://", 0) != 0)
+                r.fail(node["url"], "session.redis.url must be redis://[user[:password]@]host[:port][/db], "
+                                    "rediss://… for TLS, or unix:///path/to/redis.sock");
+        });
+    if (node["tls"])
+        r.attempt([&] {
+            read_redis_tls(r, node["tls"], out.tls);
+            // Settings that would do nothing are a mistake, not a silent plain connection.
+            if (out.url.rfind("rediss://", 0) != 0)
+                r.fail(node["tls"], "session.redis.tls applies to a rediss:// URL only; session.redis.url is not one");
         });
     if (node["key_prefix"])
         r.attempt([&] { out.key_prefix = r.string(node["key_prefix"], "session.redis.key_prefix"); });

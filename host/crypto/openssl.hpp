@@ -23,6 +23,48 @@ public:
     virtual bool verify(std::string_view message, std::string_view signature) const = 0;
 };
 
+// How a TLS client checks the server and shows itself.
+struct TlsClientOptions {
+    std::string ca_file;   // PEM certificates that vouch for servers; empty: the system's trust store
+    std::string cert_file; // PEM client certificate (chain) for mutual TLS, with key_file; empty: none
+    std::string key_file;  // its unencrypted PEM private key
+    bool verify = true;    // false: any certificate under any name is taken (never in production)
+};
+
+// A TLS session with a server, seen by its user as a plain local socket:
+// one end of a socketpair, whose other end a thread of the tunnel's own
+// carries through the session. The session ending (the server closed it, an
+// alert, an error) closes the user's end, so its reads see the end; the user
+// closing its end ends the session. Destroying the tunnel ends the session
+// and joins its thread.
+class TlsTunnel {
+public:
+    virtual ~TlsTunnel() = default;
+    // The user's end, handed over once (-1 afterwards): from then on the
+    // caller owns it and closes it. Blocking, like a fresh socket.
+    virtual int take_fd() = 0;
+    // Why the session ended when the server or an error ended it (a sentence
+    // naming the server); empty while it is open or after the user ended it.
+    // Set before the user's end is closed, so a user that reads the end
+    // finds the reason. Thread-safe.
+    virtual std::string failure() const = 0;
+};
+
+// Opens TLS tunnels with one set of options, read once when it is made.
+// Thread-safe.
+class TlsConnector {
+public:
+    virtual ~TlsConnector() = default;
+    // Resolves `host`, connects and completes the handshake within
+    // `timeout`, checking the certificate against `server_name` (a DNS name,
+    // sent as SNI, or an IP address). Throws std::runtime_error with a
+    // sentence that says which: the server's certificate is not trusted, is
+    // not for that name, the handshake failed, the connection failed, or
+    // time ran out.
+    virtual std::unique_ptr<TlsTunnel> connect(const std::string& host, int port, const std::string& server_name,
+                                               std::chrono::milliseconds timeout) const = 0;
+};
+
 // Everything the host asks of OpenSSL. It is implemented in a module of its
 // own, gatehouse-openssl.so, that openssl() opens on first use: loading
 // libcrypto and libssl costs a process ~150 page faults of relocation (a
@@ -63,6 +105,11 @@ public:
 
     // HTTP and HTTPS calls to authorization servers (auth/http_fetcher.hpp).
     virtual std::unique_ptr<auth::HttpFetcher> http_fetcher(std::chrono::milliseconds timeout) const = 0;
+
+    // TLS to servers that speak it from the first byte (rediss://). Throws
+    // std::invalid_argument naming the file that cannot be read or the key
+    // that does not belong to the certificate.
+    virtual std::shared_ptr<const TlsConnector> tls_connector(const TlsClientOptions& options) const = 0;
 };
 
 // The module, opened on the first call (thread-safe) and kept for the life

@@ -4,6 +4,7 @@
 #include "crypto/openssl.hpp"
 
 #include "auth/asio_http_fetcher.hpp"
+#include "crypto/asio_tls_tunnel.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/core_names.h>
@@ -288,6 +289,10 @@ public:
 
     std::unique_ptr<auth::HttpFetcher> http_fetcher(std::chrono::milliseconds timeout) const override {
         return auth::make_asio_http_fetcher(timeout);
+    }
+
+    std::shared_ptr<const TlsConnector> tls_connector(const TlsClientOptions& options) const override {
+        return make_asio_tls_connector(options);
     }
 
 private:

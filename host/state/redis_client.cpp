@@ -2,8 +2,12 @@
 
 #include "state/state_backend.hpp"
 
+#include "crypto/openssl.hpp"
+
 #include <hiredis/hiredis.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -39,7 +43,8 @@ RedisEndpoint parse_url_parts(const std::string& url) {
         if (e.socket_path.empty()) throw BackendError("session.redis.url names no socket path");
         return e;
     }
-    rest.remove_prefix(8); // redis://
+    e.tls = rest.rfind("rediss://", 0) == 0;
+    rest.remove_prefix(e.tls ? 9 : 8); // rediss:// or redis://
     if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
         const auto credentials = rest.substr(0, at);
         const auto colon = credentials.find(':');
@@ -60,6 +65,24 @@ RedisEndpoint parse_url_parts(const std::string& url) {
     if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']')
         e.host = e.host.substr(1, e.host.size() - 2);
     return e;
+}
+
+std::shared_ptr<const crypto::TlsConnector> tls_connector(const config::RedisTlsSettings& tls,
+                                                          const std::string& where) {
+    if (!tls.verify)
+        spdlog::warn("session.redis.tls.verify is false: Redis at {} is reached over TLS WITHOUT checking its "
+                     "certificate or name, so anyone on the way can pose as it; never use this in production",
+                     where);
+    crypto::TlsClientOptions options;
+    options.ca_file = tls.ca_file.string();
+    options.cert_file = tls.cert_file.string();
+    options.key_file = tls.key_file.string();
+    options.verify = tls.verify;
+    try {
+        return crypto::openssl().tls_connector(options);
+    } catch (const std::exception& e) {
+        throw BackendError("cannot set up TLS for Redis at " + where + " (session.redis.tls): " + e.what());
+    }
 }
 
 std::string read_secret_file(const std::filesystem::path& path) {
@@ -109,7 +132,8 @@ RedisValue copied(const redisReply& reply) {
 } // namespace
 
 std::string RedisEndpoint::where() const {
-    return socket_path.empty() ? "redis://" + host + ":" + std::to_string(port) : "unix://" + socket_path;
+    if (!socket_path.empty()) return "unix://" + socket_path;
+    return (tls ? "rediss://" : "redis://") + host + ":" + std::to_string(port);
 }
 
 // A port, a db or a %-escape that is not a number is the URL's mistake, said
@@ -122,7 +146,7 @@ RedisEndpoint redis_endpoint(const config::RedisSettings& settings) {
         throw;
     } catch (const std::exception&) {
         throw BackendError("session.redis.url is not a Redis URL: a port, db number or %-escape in it is not a "
-                           "number (redis://[user[:password]@]host[:port][/db] or unix:///path.sock[?db=N])");
+                           "number (redis[s]://[user[:password]@]host[:port][/db] or unix:///path.sock[?db=N])");
     }
     if (!settings.password_file.empty()) endpoint.password = read_secret_file(settings.password_file);
     if (!settings.password_env.empty()) {
@@ -133,20 +157,39 @@ RedisEndpoint redis_endpoint(const config::RedisSettings& settings) {
     return endpoint;
 }
 
-void RedisSubscription::ContextDeleter::operator()(redisContext* context) const {
+void RedisConnection::ContextDeleter::operator()(redisContext* context) const {
     redisFree(context);
 }
 
-RedisSubscription::RedisSubscription(std::unique_ptr<redisContext, ContextDeleter> context, std::string where)
-    : context_(std::move(context)), where_(std::move(where)), fd_(context_->fd) {}
+RedisConnection::RedisConnection() = default;
+RedisConnection::RedisConnection(redisContext* context, std::unique_ptr<crypto::TlsTunnel> tunnel)
+    : tunnel_(std::move(tunnel)), context_(context) {}
+RedisConnection::RedisConnection(RedisConnection&&) noexcept = default;
+RedisConnection::~RedisConnection() = default;
+
+RedisConnection& RedisConnection::operator=(RedisConnection&& other) noexcept {
+    // The context (the tunnel's local end) goes before its tunnel.
+    context_ = std::move(other.context_);
+    tunnel_ = std::move(other.tunnel_);
+    return *this;
+}
+
+std::string RedisConnection::error() const {
+    if (tunnel_)
+        if (auto failure = tunnel_->failure(); !failure.empty()) return failure;
+    return context_ ? context_->errstr : "no connection";
+}
+
+RedisSubscription::RedisSubscription(RedisConnection connection, std::string where)
+    : connection_(std::move(connection)), where_(std::move(where)), fd_(connection_->fd) {}
 
 RedisSubscription::~RedisSubscription() = default;
 
 std::optional<RedisValue> RedisSubscription::receive() {
     void* raw = nullptr;
-    if (redisGetReply(context_.get(), &raw) != REDIS_OK || !raw) {
+    if (redisGetReply(connection_.get(), &raw) != REDIS_OK || !raw) {
         if (fd_ < 0) return std::nullopt; // interrupted
-        throw BackendError("the subscription to Redis at " + where_ + " failed: " + context_->errstr);
+        throw BackendError("the subscription to Redis at " + where_ + " failed: " + connection_.error());
     }
     Reply reply(static_cast<redisReply*>(raw));
     return copied(*reply);
@@ -160,9 +203,11 @@ void RedisSubscription::interrupt() {
 }
 
 RedisClient::RedisClient(const config::RedisSettings& settings)
-    : endpoint_(redis_endpoint(settings)), prefix_(settings.key_prefix),
-      connect_timeout_ms_(settings.connect_timeout_ms), command_timeout_ms_(settings.command_timeout_ms),
-      pool_size_(std::max(1u, settings.pool_size)) {
+    : endpoint_(redis_endpoint(settings)),
+      tls_(endpoint_.tls ? tls_connector(settings.tls, endpoint_.where()) : nullptr),
+      server_name_(settings.tls.server_name.empty() ? endpoint_.host : settings.tls.server_name),
+      prefix_(settings.key_prefix), connect_timeout_ms_(settings.connect_timeout_ms),
+      command_timeout_ms_(settings.command_timeout_ms), pool_size_(std::max(1u, settings.pool_size)) {
     auto first = connect();
     open_ = 1;
     release(std::move(first));
@@ -177,13 +222,12 @@ RedisClient::Context RedisClient::connect() {
             throw BackendError("Redis at " + endpoint_.where() + " is unreachable (" + last_error_ +
                                "); retrying shortly");
     }
-    const timeval connect_timeout = as_timeval(connect_timeout_ms_);
-    Context context(endpoint_.socket_path.empty()
-                        ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, connect_timeout)
-                        : redisConnectUnixWithTimeout(endpoint_.socket_path.c_str(), connect_timeout));
+    Context context;
     try {
+        context = open_socket();
         if (!context) throw BackendError("out of memory");
         if (context->err) throw BackendError(context->errstr);
+        // On the tunnel's local end too: hiredis waits on that socket.
         redisSetTimeout(context.get(), as_timeval(command_timeout_ms_));
         if (!endpoint_.password.empty()) {
             Reply reply(static_cast<redisReply*>(
@@ -191,15 +235,23 @@ RedisClient::Context RedisClient::connect() {
                     ? redisCommand(context.get(), "AUTH %b", endpoint_.password.data(), endpoint_.password.size())
                     : redisCommand(context.get(), "AUTH %b %b", endpoint_.user.data(), endpoint_.user.size(),
                                    endpoint_.password.data(), endpoint_.password.size())));
-            if (!reply) throw BackendError(context->errstr);
+            if (!reply) throw BackendError(context.error());
             if (reply->type == REDIS_REPLY_ERROR) throw BackendError("AUTH refused");
         }
         if (endpoint_.db != 0) {
             Reply reply(static_cast<redisReply*>(redisCommand(context.get(), "SELECT %ld", endpoint_.db)));
-            if (!reply || reply->type == REDIS_REPLY_ERROR)
+            if (!reply) throw BackendError(context.error());
+            if (reply->type == REDIS_REPLY_ERROR)
                 throw BackendError("SELECT " + std::to_string(endpoint_.db) + " refused");
         }
-    } catch (const BackendError& e) {
+        if (tls_ && endpoint_.password.empty() && endpoint_.db == 0) {
+            // Over TLS 1.3 a server that refuses this host's certificate (or
+            // its lack of one) says so only after the handshake: a round trip
+            // here makes that a failure to connect, not of the first command.
+            Reply reply(static_cast<redisReply*>(redisCommand(context.get(), "PING")));
+            if (!reply) throw BackendError(context.error());
+        }
+    } catch (const std::exception& e) {
         std::lock_guard lock(mutex_);
         backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(2000));
         retry_at_ = std::chrono::steady_clock::now() + backoff_;
@@ -210,6 +262,24 @@ RedisClient::Context RedisClient::connect() {
     backoff_ = std::chrono::milliseconds(25);
     retry_at_ = {};
     return context;
+}
+
+// hiredis's context on a fresh socket: its own for redis:// and unix://, a
+// TLS tunnel's local end for rediss:// (throws what the tunnel met).
+RedisClient::Context RedisClient::open_socket() {
+    if (!tls_) {
+        const timeval timeout = as_timeval(connect_timeout_ms_);
+        return Context(endpoint_.socket_path.empty()
+                           ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, timeout)
+                           : redisConnectUnixWithTimeout(endpoint_.socket_path.c_str(), timeout),
+                       nullptr);
+    }
+    auto tunnel =
+        tls_->connect(endpoint_.host, endpoint_.port, server_name_, std::chrono::milliseconds(connect_timeout_ms_));
+    const int fd = tunnel->take_fd();
+    redisContext* context = redisConnectFd(fd);
+    if (!context) ::close(fd);
+    return Context(context, std::move(tunnel));
 }
 
 // A connection from the pool, a new one while the pool is below its size,
@@ -254,9 +324,9 @@ RedisValue RedisClient::run(std::vector<const char*>& argv, const std::vector<st
     Reply reply(static_cast<redisReply*>(
         redisCommandArgv(context.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
     if (!reply) {
-        const std::string error = context->errstr;
-        context.reset();
-        release(nullptr);
+        const std::string error = context.error();
+        context = Context();
+        release(Context());
         throw BackendError("Redis at " + endpoint_.where() + " failed a " + verb + ": " + error);
     }
     release(std::move(context));
@@ -291,12 +361,15 @@ RedisValue RedisClient::command(const std::vector<std::string>& words) {
 std::unique_ptr<RedisSubscription> RedisClient::subscribe(const std::string& channel) {
     Context context = connect();
     Reply reply(static_cast<redisReply*>(redisCommand(context.get(), "SUBSCRIBE %b", channel.data(), channel.size())));
-    if (!reply || reply->type == REDIS_REPLY_ERROR)
+    if (!reply)
+        throw BackendError("Redis at " + endpoint_.where() + " failed SUBSCRIBE " + channel + ": " + context.error());
+    if (reply->type == REDIS_REPLY_ERROR)
         throw BackendError("Redis at " + endpoint_.where() + " refused SUBSCRIBE " + channel);
     // Then it waits for messages without a limit; over TCP keep-alive probes
-    // notice a peer that vanished (a unix socket has none to set).
+    // notice a peer that vanished (a unix socket has none to set; a TLS
+    // tunnel sets them on its own TCP socket).
     redisSetTimeout(context.get(), timeval{0, 0});
-    if (endpoint_.socket_path.empty() && redisEnableKeepAlive(context.get()) != REDIS_OK)
+    if (endpoint_.socket_path.empty() && !tls_ && redisEnableKeepAlive(context.get()) != REDIS_OK)
         throw BackendError("cannot turn on keep-alive for Redis at " + endpoint_.where());
     return std::unique_ptr<RedisSubscription>(new RedisSubscription(std::move(context), endpoint_.where()));
 }

@@ -17,6 +17,11 @@
 
 struct redisContext;
 
+namespace gatehouse::crypto {
+class TlsConnector;
+class TlsTunnel;
+} // namespace gatehouse::crypto
+
 namespace gatehouse::state {
 
 // One reply of Redis, copied out of hiredis so nothing of it leaks to the
@@ -47,6 +52,7 @@ struct RedisEndpoint {
     std::string host = "127.0.0.1";
     int port = 6379;
     std::string socket_path; // unix://; empty for TCP
+    bool tls = false;        // rediss://
     std::string user;
     std::string password;
     long db = 0;
@@ -57,6 +63,34 @@ struct RedisEndpoint {
 // Throws BackendError naming what is wrong (never echoing the URL: it may
 // hold the password).
 RedisEndpoint redis_endpoint(const config::RedisSettings& settings);
+
+// One connection to Redis: hiredis's context and, for rediss://, the TLS
+// tunnel beneath it (hiredis 0.14 speaks only to a plain socket: it gets the
+// tunnel's local end).
+class RedisConnection {
+public:
+    RedisConnection();
+    RedisConnection(redisContext* context, std::unique_ptr<crypto::TlsTunnel> tunnel);
+    RedisConnection(RedisConnection&&) noexcept;
+    RedisConnection& operator=(RedisConnection&&) noexcept;
+    ~RedisConnection();
+
+    redisContext* get() const { return context_.get(); }
+    redisContext* operator->() const { return context_.get(); }
+    explicit operator bool() const { return context_ != nullptr; }
+    // Why the last call on it failed: the tunnel's reason when the TLS
+    // session ended (hiredis only saw its socket close), else hiredis's.
+    std::string error() const;
+
+private:
+    struct ContextDeleter {
+        void operator()(redisContext* context) const;
+    };
+    // Declared first, so destroyed last: freeing the context closes the
+    // tunnel's local end, which ends its session.
+    std::unique_ptr<crypto::TlsTunnel> tunnel_;
+    std::unique_ptr<redisContext, ContextDeleter> context_;
+};
 
 // A connection of its own, for SUBSCRIBE: receive() blocks until a message
 // arrives, the connection fails (BackendError) or interrupt() is called from
@@ -69,11 +103,8 @@ public:
 
 private:
     friend class RedisClient;
-    struct ContextDeleter {
-        void operator()(redisContext* context) const;
-    };
-    explicit RedisSubscription(std::unique_ptr<redisContext, ContextDeleter> context, std::string where);
-    std::unique_ptr<redisContext, ContextDeleter> context_;
+    RedisSubscription(RedisConnection connection, std::string where);
+    RedisConnection connection_;
     std::string where_;
     std::atomic<int> fd_{-1};
 };
@@ -85,7 +116,9 @@ private:
 // not hammered by every request. Commands are never retried on their own
 // (a SET or a GETDEL may have happened). A write to a Redis that went away
 // must be an error, not SIGPIPE: the host ignores that signal
-// (transport::StopSignal) before it connects. Thread-safe.
+// (transport::StopSignal) before it connects. A rediss:// URL puts each
+// connection through a TLS tunnel of the OpenSSL module (loaded only then),
+// checked as session.redis.tls says. Thread-safe.
 class RedisClient {
 public:
     // Connects once, so a wrong address or password stops the host at start.
@@ -106,13 +139,16 @@ public:
     std::string where() const { return endpoint_.where(); }
 
 private:
-    using Context = std::unique_ptr<redisContext, RedisSubscription::ContextDeleter>;
+    using Context = RedisConnection;
     Context connect();
+    Context open_socket();
     Context acquire();
     void release(Context context);
     RedisValue run(std::vector<const char*>& argv, const std::vector<std::size_t>& lengths);
 
     RedisEndpoint endpoint_;
+    const std::shared_ptr<const crypto::TlsConnector> tls_; // rediss:// only
+    const std::string server_name_;                         // the name its certificate must carry
     const std::string prefix_;
     const std::uint64_t connect_timeout_ms_;
     const std::uint64_t command_timeout_ms_;

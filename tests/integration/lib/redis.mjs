@@ -1,17 +1,53 @@
 // A real redis-server (Debian's) on a unix socket in a temp folder, for the
 // tests of what several instances share. Stoppable and restartable on the
-// same socket, so a test can take Redis away and bring it back.
+// same socket, so a test can take Redis away and bring it back. With
+// { tls: true } it also serves TLS on a port of 127.0.0.1 (tlsUrl), with a CA
+// and a server certificate for 127.0.0.1 made by the openssl command (ca),
+// and a second CA that vouches for nothing here (otherCa).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const REDIS_SERVER = process.env.GATEHOUSE_REDIS_SERVER ?? 'redis-server';
 
+async function freePort() {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+function makeCertificates(dir) {
+  const openssl = (...args) => execFileSync('openssl', args, { stdio: 'ignore' });
+  const file = (name) => path.join(dir, name);
+  const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl('req', '-x509', ...ecKey, '-keyout', file('ca.key'), '-out', file('ca.pem'), '-days', '2', '-subj', '/CN=Gatehouse itest CA');
+  openssl('req', '-x509', ...ecKey, '-keyout', file('other-ca.key'), '-out', file('other-ca.pem'), '-days', '2', '-subj', '/CN=Untrusted CA');
+  openssl('req', ...ecKey, '-keyout', file('server.key'), '-out', file('server.csr'), '-subj', '/CN=localhost');
+  writeFileSync(file('server.ext'), 'basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
+  openssl('x509', '-req', '-in', file('server.csr'), '-CA', file('ca.pem'), '-CAkey', file('ca.key'), '-CAcreateserial',
+    '-out', file('server.pem'), '-days', '2', '-extfile', file('server.ext'));
+  return { ca: file('ca.pem'), otherCa: file('other-ca.pem'), cert: file('server.pem'), key: file('server.key') };
+}
+
 export class Redis {
-  static async start() {
+  static async start({ tls = false } = {}) {
     const redis = new Redis();
+    if (tls) {
+      const certs = makeCertificates(redis.dir);
+      redis.ca = certs.ca;
+      redis.otherCa = certs.otherCa;
+      redis.tlsPort = await freePort();
+      redis.tlsUrl = `rediss://127.0.0.1:${redis.tlsPort}`;
+      redis.tlsArgs = ['--bind', '127.0.0.1', '--tls-port', String(redis.tlsPort), '--tls-cert-file', certs.cert,
+        '--tls-key-file', certs.key, '--tls-ca-cert-file', certs.ca, '--tls-auth-clients', 'no'];
+    }
     await redis.restart();
     return redis;
   }
@@ -20,10 +56,12 @@ export class Redis {
     this.dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-itest-redis-'));
     this.socket = path.join(this.dir, 'redis.sock');
     this.url = `unix://${this.socket}`;
+    this.tlsArgs = [];
   }
 
   async restart() {
-    this.child = spawn(REDIS_SERVER, ['--port', '0', '--unixsocket', this.socket, '--save', '', '--appendonly', 'no', '--dir', this.dir], {
+    const args = ['--port', '0', '--unixsocket', this.socket, '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.tlsArgs];
+    this.child = spawn(REDIS_SERVER, args, {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.exit = once(this.child, 'exit');
