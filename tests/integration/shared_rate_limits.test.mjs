@@ -53,6 +53,7 @@ let prefixes = 0;
 function instance(rateLimits, prefix) {
   return new Host({
     plugins: ['echo.so', sessionPlugin],
+    gate: true,
     rateLimits,
     sections: {
       session: {
