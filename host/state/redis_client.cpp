@@ -291,10 +291,14 @@ std::unique_ptr<RedisSubscription> RedisClient::subscribe(const std::string& cha
     Reply reply(static_cast<redisReply*>(redisCommand(context.get(), "SUBSCRIBE %b", channel.data(), channel.size())));
     if (!reply || reply->type == REDIS_REPLY_ERROR)
         throw BackendError("Redis at " + endpoint_.where() + " refused SUBSCRIBE " + channel);
-    // Then it waits for messages without a limit; keep-alive probes notice
-    // a peer that vanished.
+    // Then it waits for messages without a limit; over TCP, keep-alive
+    // probes notice a peer that vanished. A unix socket has no keep-alive
+    // (hiredis would mark the context failed), and a server that goes away
+    // closes it at once.
     redisSetTimeout(context.get(), timeval{0, 0});
-    redisEnableKeepAlive(context.get());
+    if (endpoint_.socket_path.empty() && redisEnableKeepAlive(context.get()) != REDIS_OK)
+        throw BackendError("Redis at " + endpoint_.where() +
+                           ": no TCP keep-alive on the subscription: " + context->errstr);
     return std::unique_ptr<RedisSubscription>(new RedisSubscription(std::move(context), endpoint_.where()));
 }
 
