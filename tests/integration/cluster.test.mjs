@@ -327,3 +327,48 @@ test('kill -9 of one instance in a burst of writes: no acknowledged write is los
     await agent.close();
   }
 });
+
+// The v1 SDK speaks 2025-11-25 with an Mcp-Session-Id: through nginx's round
+// robin its POSTs land on several instances, its GET stream on one, and a
+// change made on another instance still reaches that stream.
+test('a 2025-11-25 client (@modelcontextprotocol/sdk) through nginx: POSTs on several instances, notifications on its GET stream', async () => {
+  const { Client: ClientV1 } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport: HttpV1 } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const { ToolListChangedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  const seen = [];
+  const transport = new CheckedTransport(new HttpV1(new URL(cluster.url), { fetch: recordingFetch(seen) }));
+  const client = new ClientV1({ name: 'itest-cluster-v1', version: '1.0.0' });
+  const changes = [];
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => changes.push(Date.now()));
+  const b = cluster.instance(2);
+  const original = readFileSync(b.yaml, 'utf8');
+  try {
+    await client.connect(transport);
+    const deadline = Date.now() + 5000;
+    while (!seen.some((r) => r.method === 'GET' && r.status === 200) && Date.now() < deadline) await sleep(20);
+    assert.ok(seen.some((r) => r.method === 'GET' && r.status === 200), 'the SDK opened its GET stream');
+    const { tools } = await client.listTools();
+    assert.ok(tools.some((t) => t.name === 'session_connect'));
+    const connected = await client.callTool({ name: 'session_connect', arguments: { topic: 'v1-through-nginx' } });
+    assert.equal(connected.isError, undefined, JSON.stringify(connected));
+    await client.setLoggingLevel('info');
+    const posts = new Set(seen.filter((r) => r.method !== 'GET' && r.method !== 'DELETE').map((r) => r.instance));
+    // Several, not necessarily all: right after the kill -9 story nginx may
+    // still hold the restarted instance out of its rotation (fail_timeout).
+    assert.ok(posts.size >= 2, `the session's POSTs landed on several instances: ${JSON.stringify(seen)}`);
+
+    // A change on gh-2 (SIGHUP after an exposure edit) reaches the GET
+    // stream wherever nginx put it.
+    writeFileSync(b.yaml, original.replace(/exposure: on_demand/, 'exposure: listed'));
+    await cluster.reload(2);
+    const until = Date.now() + 5000;
+    while (!changes.length && Date.now() < until) await sleep(20);
+    assert.ok(changes.length > 0, 'notifications/tools/list_changed reached the GET stream');
+    await transport.inner.terminateSession();
+  } finally {
+    writeFileSync(b.yaml, original);
+    await cluster.reload(2);
+    await client.close().catch(() => {});
+  }
+  assert.deepEqual(transport.problems, [], 'every message the cluster sent fits the schema');
+});
