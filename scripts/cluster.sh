@@ -32,6 +32,8 @@
 #   GATEHOUSE_CLUSTER_FREE_FAMILIES  license.free_families, space-separated (default "session sessions memory")
 #   GATEHOUSE_CLUSTER_SERVER_NAME   server.name of every instance (default gatehouse)
 #   GATEHOUSE_CLUSTER_TOOL_TIMEOUT_MS  limits.tool_timeout_ms (default 120000); nginx waits longer
+#   GATEHOUSE_CLUSTER_RATE_LIMITS   a rate_limits section in YAML flow style, e.g.
+#                                   '{calls_per_second: 10, burst: 20}' (default: none)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -179,6 +181,7 @@ EOF
       expiry_s: 600
 EOF
     fi
+    [[ -n $rate_limits ]] && echo "rate_limits: $rate_limits   # buckets in Redis: one quota for the whole cluster"
     cat <<EOF
 limits:
   tool_timeout_ms: $tool_timeout_ms    # nginx's proxy_read_timeout is longer
@@ -423,6 +426,7 @@ up() {
   server_name=${GATEHOUSE_CLUSTER_SERVER_NAME:-gatehouse}
   free_families=${GATEHOUSE_CLUSTER_FREE_FAMILIES:-session sessions memory}
   tool_timeout_ms=${GATEHOUSE_CLUSTER_TOOL_TIMEOUT_MS:-120000}
+  rate_limits=${GATEHOUSE_CLUSTER_RATE_LIMITS:-}
   read_timeout_s=$((tool_timeout_ms / 1000 + 30))
 
   mkdir -p "$dir"/{redis,shared/conversations} "$dir"/nginx/temp

@@ -17,10 +17,19 @@ import { HttpHost } from './lib/http_host.mjs';
 import { MODERN } from './lib/host.mjs';
 
 const MULTI_ROUND = 'test_input_required_result_multi_round';
+const RATED = 'test_simple_text';
+const RATED_BURST = 4;
 
 let cluster;
 before(async () => {
-  cluster = await Cluster.up({ instances: 3, testPlugins: ['conformance.so'], testFamilies: ['conformance'] });
+  // One tool has a bucket of its own, small and slow to refill, for the
+  // rate-limit story; nothing else calls it.
+  cluster = await Cluster.up({
+    instances: 3,
+    testPlugins: ['conformance.so'],
+    testFamilies: ['conformance'],
+    rateLimits: `{per_tool: {${RATED}: {calls_per_second: 0.01, burst: ${RATED_BURST}}}}`,
+  });
 });
 after(async () => {
   await cluster?.down();
@@ -371,4 +380,30 @@ test('a 2025-11-25 client (@modelcontextprotocol/sdk) through nginx: POSTs on se
     await client.close().catch(() => {});
   }
   assert.deepEqual(transport.problems, [], 'every message the cluster sent fits the schema');
+});
+
+// One principal's bucket for a tool is one for the cluster: of many calls
+// sent at once through nginx to the instances, the bucket's burst gets
+// through, not a burst per instance.
+test('a rate limit holds across the instances: one bucket for all of them', async () => {
+  const agent = await connectAgent('itest-cluster-rates');
+  try {
+    const session = ok(await agent.call('session_connect', { topic: 'rates' })).session;
+    const calls = 3 * (RATED_BURST + 2);
+    const answers = await Promise.all(Array.from({ length: calls }, () => agent.call(RATED, { session })));
+    // Through the limiter is what counts here (the gate comes after it).
+    const limited = answers.filter(({ result }) => code(result) === 'RATE_LIMITED');
+    const granted = answers.filter(({ result }) => code(result) !== 'RATE_LIMITED');
+    assert.ok(granted.length <= RATED_BURST + 1, `at most one bucket's burst (plus what 0.01/s refills) got through: ${granted.length}`);
+    assert.ok(granted.length >= 1);
+    const instances = new Set(answers.map((a) => a.instance));
+    // Several instances (nginx may still hold the instance restarted by the
+    // kill -9 story out of its rotation): each alone would have granted the
+    // whole burst.
+    assert.ok(instances.size >= 2, 'the calls reached several instances');
+    const refusedBy = new Set(limited.map((a) => a.instance));
+    assert.ok(refusedBy.size >= 2, 'refusals came from several instances: they share the bucket');
+  } finally {
+    await agent.close();
+  }
 });

@@ -20,12 +20,14 @@ const SHIPPED = ['session.so', 'memory.so', 'sessions.so'];
 export class Cluster {
   // testPlugins: file names in GATEHOUSE_TEST_PLUGINS served beside the
   // shipped families (license-free, under their family names).
-  static async up({ instances = 3, testPlugins = [], testFamilies = [] } = {}) {
+  // rateLimits: the rate_limits section, in YAML flow style.
+  static async up({ instances = 3, testPlugins = [], testFamilies = [], rateLimits } = {}) {
     const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-itest-cluster-'));
     const cluster = new Cluster(dir, {
       GATEHOUSE_BIN: binaryPath(),
       GATEHOUSE_CLUSTER_PLUGINS: [...SHIPPED, ...testPlugins.map((p) => path.join(pluginDir(), p))].join(' '),
       GATEHOUSE_CLUSTER_FREE_FAMILIES: ['session', 'sessions', 'memory', ...testFamilies].join(' '),
+      ...(rateLimits ? { GATEHOUSE_CLUSTER_RATE_LIMITS: rateLimits } : {}),
     });
     try {
       const { stdout } = await cluster.script('up', String(instances));
