@@ -61,7 +61,8 @@ redis_calls() {
     awk -F'[=,:]' '/^cmdstat_/ && $1 !~ /cmdstat_(info|ping)$/ {n += $3} END {print n + 0}'
 }
 redis_pid=$(cat "$GATEHOUSE_CLUSTER_DIR/redis/redis.pid")
-nginx_pids=$(pgrep -f "nginx.*$GATEHOUSE_CLUSTER_DIR" | tr '\n' ' ')
+nginx_master=$(cat "$GATEHOUSE_CLUSTER_DIR/nginx/nginx.pid")
+nginx_pids="$nginx_master $(pgrep -P "$nginx_master" | tr '\n' ' ')"
 cluster_pids=$(for k in 1 2 3; do cat "$GATEHOUSE_CLUSTER_DIR/gh-$k/gatehouse.pid"; echo; done | tr '\n' ' ')
 
 printf '| setup | connections | requests/s | p50 ms | p99 ms | errors | gatehouse CPU µs/call | Redis commands/call | Redis CPU µs/call | nginx CPU µs/call |\n'
