@@ -58,9 +58,9 @@ std::string number(double value) {
 
 class RedisBuckets final : public BucketStore {
 public:
-    explicit RedisBuckets(const config::RedisSettings& settings)
-        : redis_(settings), key_prefix_(redis_.prefix() + "rate:") {
-        const state::RedisValue sha = redis_.command({"SCRIPT", "LOAD", kTakeScript});
+    explicit RedisBuckets(std::shared_ptr<state::RedisClient> redis)
+        : redis_(std::move(redis)), key_prefix_(redis_->prefix() + "rate:") {
+        const state::RedisValue sha = redis_->command({"SCRIPT", "LOAD", kTakeScript});
         if (sha.type != state::RedisValue::Type::text || sha.text.empty()) fault("SCRIPT LOAD");
         sha_ = sha.text;
     }
@@ -79,14 +79,14 @@ public:
         }
         state::RedisValue reply;
         try {
-            reply = redis_.command(words);
+            reply = redis_->command(words);
         } catch (const state::RedisErrorReply& e) {
             // A Redis restarted or flushed has forgotten the script: this
             // call sends it whole, which also loads it for the next ones.
             if (e.reply().rfind("NOSCRIPT", 0) != 0) throw;
             words[0] = "EVAL";
             words[1] = kTakeScript;
-            reply = redis_.command(words);
+            reply = redis_->command(words);
         }
         if (reply.type != state::RedisValue::Type::array || reply.items.size() != 2 ||
             reply.items[0].type != state::RedisValue::Type::integer ||
@@ -100,18 +100,22 @@ public:
 
 private:
     [[noreturn]] void fault(const char* what) const {
-        throw state::BackendError("Redis at " + redis_.where() + " answered " + what + " with an unexpected reply");
+        throw state::BackendError("Redis at " + redis_->where() + " answered " + what + " with an unexpected reply");
     }
 
-    state::RedisClient redis_;
+    std::shared_ptr<state::RedisClient> redis_;
     const std::string key_prefix_;
     std::string sha_;
 };
 
 } // namespace
 
+std::shared_ptr<BucketStore> make_redis_buckets(std::shared_ptr<state::RedisClient> redis) {
+    return std::make_shared<RedisBuckets>(std::move(redis));
+}
+
 std::shared_ptr<BucketStore> make_redis_buckets(const config::RedisSettings& settings) {
-    return std::make_shared<RedisBuckets>(settings);
+    return make_redis_buckets(std::make_shared<state::RedisClient>(settings));
 }
 
 } // namespace gatehouse::limits

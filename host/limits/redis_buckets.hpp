@@ -5,6 +5,10 @@
 
 #include <memory>
 
+namespace gatehouse::state {
+class RedisClient;
+}
+
 namespace gatehouse::limits {
 
 // Buckets every instance on one Redis shares (session.backend: redis), so
@@ -17,5 +21,7 @@ namespace gatehouse::limits {
 // at once, so a Redis that is not there stops the start (BackendError);
 // later failures are take()'s BackendError.
 std::shared_ptr<BucketStore> make_redis_buckets(const config::RedisSettings& settings);
+// The same on a client the host shares with its other Redis parts.
+std::shared_ptr<BucketStore> make_redis_buckets(std::shared_ptr<state::RedisClient> redis);
 
 } // namespace gatehouse::limits

@@ -7,6 +7,7 @@
 #include "limits/local_buckets.hpp"
 #include "limits/redis_buckets.hpp"
 #include "mrtr/state_keys.hpp"
+#include "state/redis_client.hpp"
 #include "transport/stdio_transport.hpp"
 
 #include <spdlog/spdlog.h>
@@ -32,11 +33,14 @@ std::vector<std::string> family_names(const plugins::ToolRegistry& registry) {
 Host::Host(config::Config config, Transports transports) : config_(std::move(config)), transports_(transports) {
     // The sessions' SQLite file opens on a thread of its own while the
     // plugins load: a millisecond of start-up that needs nothing from them.
+    // With Redis, one client (one pool) serves the backend, the bus and the
+    // rate limits' buckets.
     std::future<std::unique_ptr<state::StateBackend>> opening_state;
     if (config_.session.configured && config_.session.backend != "memory")
-        opening_state = std::async(std::launch::async, [&session = config_.session] {
-            return session.backend == "redis" ? state::make_redis_backend(session.redis)
-                                              : state::make_sqlite_backend(session.state_file.string());
+        opening_state = std::async(std::launch::async, [this, &session = config_.session] {
+            if (session.backend != "redis") return state::make_sqlite_backend(session.state_file.string());
+            redis_ = std::make_shared<state::RedisClient>(session.redis); // read only after get()
+            return state::make_redis_backend(redis_);
         });
     registry_ = load_families();
     sessions_ = open_sessions(opening_state);
@@ -96,10 +100,9 @@ state::StateBackend* Host::family_state() {
 // Changes reach the subscribers of every instance sharing the Redis of
 // session.backend: redis; else those of this process.
 std::shared_ptr<state::NotificationBus> Host::open_bus() const {
-    if (!config_.session.configured || config_.session.backend != "redis")
-        return std::make_shared<state::NotificationBus>();
+    if (!redis_) return std::make_shared<state::NotificationBus>();
     try {
-        return state::make_redis_bus(config_.session.redis);
+        return state::make_redis_bus(redis_);
     } catch (const state::BackendError& e) {
         throw HostError(e.what(), 1);
     }
@@ -109,10 +112,9 @@ std::shared_ptr<state::NotificationBus> Host::open_bus() const {
 // instance sharing it grants a principal what one host would; else in this
 // process.
 std::shared_ptr<limits::BucketStore> Host::rate_buckets() const {
-    if (!config_.rate_limits.any() || !config_.session.configured || config_.session.backend != "redis")
-        return std::make_shared<limits::LocalBuckets>();
+    if (!config_.rate_limits.any() || !redis_) return std::make_shared<limits::LocalBuckets>();
     try {
-        return limits::make_redis_buckets(config_.session.redis);
+        return limits::make_redis_buckets(redis_);
     } catch (const state::BackendError& e) {
         throw HostError(e.what(), 1);
     }

@@ -10,6 +10,7 @@
 #include "protocol/request_pool.hpp"
 #include "session/session_service.hpp"
 #include "state/notification_bus.hpp"
+#include "state/redis_client.hpp"
 #include "state/state_backend.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/stop_signal.hpp"
@@ -81,6 +82,7 @@ private:
     const config::Config config_;
     const Transports transports_;
     std::unique_ptr<plugins::ToolRegistry> registry_; // first: plugins unload last
+    std::shared_ptr<state::RedisClient> redis_;       // with session.backend redis: the one client of its parts
     std::unique_ptr<session::SessionService> sessions_;
     std::unique_ptr<state::StateBackend> families_only_state_; // families' state when no sessions hold a backend
     gate::GatePipeline gate_;

@@ -14,6 +14,8 @@ struct RedisSettings;
 
 namespace gatehouse::state {
 
+class RedisClient;
+
 // What changed, as the list-changed and resource-updated notifications say.
 struct Change {
     enum class Kind { tools_list, prompts_list, resources_list, resource_updated };
@@ -79,5 +81,8 @@ private:
 // been missed, listeners are told every list changed, so clients re-list.
 // Throws BackendError when Redis cannot be reached at start.
 std::shared_ptr<NotificationBus> make_redis_bus(const config::RedisSettings& settings);
+// The same on a client the host shares with its other Redis parts (the
+// subscription still has a connection of its own).
+std::shared_ptr<NotificationBus> make_redis_bus(std::shared_ptr<RedisClient> redis);
 
 } // namespace gatehouse::state

@@ -41,9 +41,9 @@ std::optional<Change::Kind> kind_named(const std::string& name) {
 
 class RedisBus final : public NotificationBus {
 public:
-    explicit RedisBus(const config::RedisSettings& settings)
-        : redis_(settings), channel_(settings.key_prefix + "bus"), origin_(crypto::hex(crypto::random_bytes(12))) {
-        subscription_ = redis_.subscribe(channel_); // at start, so a Redis that is not there stops the host
+    explicit RedisBus(std::shared_ptr<RedisClient> redis)
+        : redis_(std::move(redis)), channel_(redis_->prefix() + "bus"), origin_(crypto::hex(crypto::random_bytes(12))) {
+        subscription_ = redis_->subscribe(channel_); // at start, so a Redis that is not there stops the host
         listener_ = std::thread([this] { listen(); });
     }
 
@@ -69,13 +69,13 @@ public:
 
     std::optional<std::string> trouble() override {
         if (current()) return std::nullopt;
-        return "not subscribed to Redis at " + redis_.where() + " (reconnecting)";
+        return "not subscribed to Redis at " + redis_->where() + " (reconnecting)";
     }
 
 private:
     void send(const json& message) {
         try {
-            redis_.command({"PUBLISH", channel_, message.dump()});
+            redis_->command({"PUBLISH", channel_, message.dump()});
         } catch (const BackendError& e) {
             // The change is delivered here; the other instances learn of it
             // when they reconnect (every list changed).
@@ -88,7 +88,7 @@ private:
         while (!stopping_) {
             try {
                 if (!current()) {
-                    auto fresh = redis_.subscribe(channel_);
+                    auto fresh = redis_->subscribe(channel_);
                     std::lock_guard lock(subscription_mutex_);
                     if (stopping_) return;
                     subscription_ = std::move(fresh);
@@ -141,7 +141,7 @@ private:
         deliver(Change{*kind, body.value("u", "")});
     }
 
-    RedisClient redis_;
+    std::shared_ptr<RedisClient> redis_;
     const std::string channel_;
     const std::string origin_; // this instance, on its messages
     std::mutex subscription_mutex_;
@@ -152,8 +152,12 @@ private:
 
 } // namespace
 
+std::shared_ptr<NotificationBus> make_redis_bus(std::shared_ptr<RedisClient> redis) {
+    return std::make_shared<RedisBus>(std::move(redis));
+}
+
 std::shared_ptr<NotificationBus> make_redis_bus(const config::RedisSettings& settings) {
-    return std::make_shared<RedisBus>(settings);
+    return make_redis_bus(std::make_shared<RedisClient>(settings));
 }
 
 } // namespace gatehouse::state

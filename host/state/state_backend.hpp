@@ -13,6 +13,8 @@
 
 namespace gatehouse::state {
 
+class RedisClient;
+
 // The backend itself failed (disk full, database locked too long, ...). The
 // caller logs it and refuses with its own code; it never passes silently.
 class BackendError : public std::runtime_error {
@@ -70,5 +72,7 @@ std::unique_ptr<StateBackend> make_sqlite_backend(const std::string& path);
 // once; throws BackendError saying why not. Thread-safe, pooled; a lost
 // connection is reopened on the next command, with a pause after failures.
 std::unique_ptr<StateBackend> make_redis_backend(const config::RedisSettings& settings);
+// The same on a client the host shares with its other Redis parts.
+std::unique_ptr<StateBackend> make_redis_backend(std::shared_ptr<RedisClient> redis);
 
 } // namespace gatehouse::state
