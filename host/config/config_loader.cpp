@@ -240,6 +240,31 @@ void read_input_requests(const YamlReader& r, const YAML::Node& node, InputReque
         });
 }
 
+void read_tasks(const YamlReader& r, const YAML::Node& node, TaskSettings& out) {
+    r.expect_map(node, "tasks");
+    r.only_keys(node,
+                {"enabled", "ttl_ms", "poll_interval_ms", "poll_burst", "max_per_principal", "max_result_bytes",
+                 "workers", "max_run_ms", "lease_ms"},
+                "tasks");
+    out.where = r.at(node);
+    if (node["enabled"]) r.attempt([&] { out.enabled = r.boolean(node["enabled"], "tasks.enabled"); });
+    const auto number = [&](const char* key, auto& field, std::uint64_t min, std::uint64_t max) {
+        if (node[key])
+            r.attempt([&] {
+                field = static_cast<std::decay_t<decltype(field)>>(
+                    r.count(node[key], std::string("tasks.") + key, min, max));
+            });
+    };
+    number("ttl_ms", out.ttl_ms, 1000, 86400000ull * 30);
+    number("poll_interval_ms", out.poll_interval_ms, 10, 3600000);
+    number("poll_burst", out.poll_burst, 1, 1000);
+    number("max_per_principal", out.max_per_principal, 1, 100000);
+    number("max_result_bytes", out.max_result_bytes, 1024, 64ull << 20);
+    number("workers", out.workers, 1, 1024);
+    number("max_run_ms", out.max_run_ms, 1000, 86400000ull * 30);
+    number("lease_ms", out.lease_ms, 1000, 86400000);
+}
+
 double rate(const YamlReader& r, const YAML::Node& node, const std::string& what, double min, double max) {
     double value = 0;
     if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || !(value >= min && value <= max))
@@ -864,7 +889,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     r.expect_map(root, "the configuration");
     r.only_keys(root,
                 {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
-                 "rate_limits", "transports", "http", "session", "license", "input_requests", "auth"},
+                 "rate_limits", "transports", "http", "session", "license", "input_requests", "auth", "tasks"},
                 "the configuration");
     // Each section alone: a mistake in one does not hide those in the next.
     const auto section = [&](const char* key, auto&& read) {
@@ -887,6 +912,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     section("session", [&](const YAML::Node& n) { read_session(r, n, cfg.data_dir, cfg.session); });
     section("license", [&](const YAML::Node& n) { read_license(r, n, cfg.data_dir, cfg.license); });
     section("input_requests", [&](const YAML::Node& n) { read_input_requests(r, n, cfg.input_requests); });
+    section("tasks", [&](const YAML::Node& n) { read_tasks(r, n, cfg.tasks); });
     section("transports", [&](const YAML::Node& t) {
         if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio, http)");
         cfg.transports.clear();

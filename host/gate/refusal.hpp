@@ -46,6 +46,14 @@ inline constexpr std::string_view too_many_in_flight = "TOO_MANY_IN_FLIGHT"; // 
 // The access token lacks the tool's scope (reached through call_tool; a
 // direct call over HTTP is answered 403 with a challenge instead).
 inline constexpr std::string_view insufficient_scope = "INSUFFICIENT_SCOPE";
+// Tasks (tasks/): the principal has tasks.max_per_principal unfinished
+// tasks; a task's result is over tasks.max_result_bytes; it ran longer than
+// tasks.max_run_ms; tasks/get came faster than its pollIntervalMs (JSON-RPC
+// error data, not a tool result).
+inline constexpr std::string_view too_many_tasks = "TOO_MANY_TASKS";
+inline constexpr std::string_view result_too_large = "RESULT_TOO_LARGE";
+inline constexpr std::string_view task_overran = "TASK_OVERRAN";
+inline constexpr std::string_view polled_too_fast = "POLLED_TOO_FAST";
 // The integer does not fit the 64 bits the host and its plugins read.
 inline constexpr std::string_view integer_out_of_range = "INTEGER_OUT_OF_RANGE";
 } // namespace refusal_code

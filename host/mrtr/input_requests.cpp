@@ -78,4 +78,16 @@ nlohmann::json missing_capabilities(const nlohmann::json& requests, const nlohma
     return missing;
 }
 
+std::optional<std::string> start_task_answer(std::string_view text) {
+    const auto answer = nlohmann::json::parse(text, nullptr, false);
+    if (!answer.is_object() || answer.contains("inputRequests")) return std::nullopt;
+    const auto start = answer.find("startTask");
+    if (start == answer.end() || !start->is_boolean() || !start->get<bool>()) return std::nullopt;
+    const auto state = answer.find("requestState");
+    if (state == answer.end()) return std::string();
+    if (!state->is_string() || state->get_ref<const std::string&>().size() > RequestStateSealer::kMaxStateBytes)
+        return std::nullopt;
+    return state->get<std::string>();
+}
+
 } // namespace gatehouse::mrtr

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <optional>
 #include <string_view>
 
 namespace gatehouse::mrtr {
@@ -19,6 +20,11 @@ struct InputRequired {
 // not an object, an unknown method, params that are not an object, a state
 // that is not a string or over 8 KiB, more than 16 requests, or nothing at all.
 InputRequired parse_input_required(std::string_view text);
+
+// A plain round's {"startTask": true, "requestState"?} (ABI 1.7,
+// GH_TOOL_ASKS_BEFORE_TASK): the state the task's first round gets; nothing
+// when the answer asks for input as usual.
+std::optional<std::string> start_task_answer(std::string_view text);
 
 // What the requests need that the client did not declare, as a
 // ClientCapabilities object ({"sampling": {}}, {"elicitation": {"url": {}}});

@@ -125,6 +125,17 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     tool->rules = copy(desc->rules);
     tool->gate_exempt = (desc->flags & GH_TOOL_GATE_EXEMPT) != 0;
     tool->reads_critical = (desc->flags & GH_TOOL_READS_CRITICAL) != 0;
+    switch (desc->task_support) {
+    case GH_TASK_NONE: tool->task_support = TaskSupport::none; break;
+    case GH_TASK_OPTIONAL: tool->task_support = TaskSupport::optional; break;
+    case GH_TASK_REQUIRED: tool->task_support = TaskSupport::required; break;
+    default:
+        throw Refused("tool '" + n + "' declares task_support " + std::to_string(desc->task_support) +
+                      " (allowed: 0 none, 1 optional, 2 required)");
+    }
+    tool->asks_before_task = (desc->flags & GH_TOOL_ASKS_BEFORE_TASK) != 0;
+    if (tool->asks_before_task && tool->task_support == TaskSupport::none)
+        throw Refused("tool '" + n + "' sets GH_TOOL_ASKS_BEFORE_TASK but declares no task_support");
     tool->risk = read_risk(desc->risk, n);
     tool->call = desc->call;
     tool->tool_data = desc->tool_data;

@@ -44,6 +44,9 @@ private:
     std::atomic<std::uint32_t> streak_{0};
 };
 
+// Whether a tool's calls may run as tasks (the Tasks extension, tasks/).
+enum class TaskSupport { none, optional, required };
+
 struct Tool {
     std::string name;        // the published name (family prefix + the plugin's own name)
     std::string plugin_name; // the name the plugin declared
@@ -60,7 +63,9 @@ struct Tool {
     Risk risk = Risk::read;
     std::string rules;
     bool gate_exempt = false;
-    bool reads_critical = false; // runs while critical notes are unread (GH_TOOL_READS_CRITICAL)
+    bool reads_critical = false;                  // runs while critical notes are unread (GH_TOOL_READS_CRITICAL)
+    TaskSupport task_support = TaskSupport::none; // gh_tool_desc.task_support (ABI 1.7)
+    bool asks_before_task = false;                // GH_TOOL_ASKS_BEFORE_TASK
 
     gh_tool_fn call = nullptr;
     void* tool_data = nullptr;

@@ -4,6 +4,7 @@
 #include "protocol/list_cursor.hpp"
 #include "protocol/list_page.hpp"
 #include "protocol/log_level.hpp"
+#include "limits/local_buckets.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -72,12 +73,28 @@ McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipe
                  limits_.max_string_bytes),
       resource_read_(registry, input_rounds_), prompt_get_(registry, input_rounds_), completion_(registry),
       subscriptions_(options.bus ? options.bus : std::make_shared<NotificationBus>(),
-                     capabilities(Revision::modern_2026_07_28), server_info_, limits.max_in_flight),
+                     capabilities(Revision::modern_2026_07_28, options.tasks.enabled), server_info_,
+                     limits.max_in_flight),
+      own_task_state_(options.task_state ? nullptr : state::make_memory_backend()),
+      task_store_(std::make_unique<tasks::TaskStore>(options.task_state ? *options.task_state : *own_task_state_,
+                                                     subscriptions_.shared_bus(), options.tasks)),
+      task_runner_(std::make_unique<tasks::TaskRunner>(*task_store_, std::string())),
+      tasks_(std::make_unique<tasks::TaskCalls>(
+          registry, tool_call_, *task_store_, *task_runner_,
+          options.task_buckets ? options.task_buckets : std::make_shared<limits::LocalBuckets>(), options.host)),
       methods_(method_table()),
       scheduler_(
           pool, limits_,
           [this](Request& request, const MethodTable::Method& method) { return dispatch(request, method); },
-          [this](const Json& id, Revision revision, Json result) { return finish(id, revision, std::move(result)); }) {}
+          [this](const Json& id, Revision revision, Json result) { return finish(id, revision, std::move(result)); }) {
+    tool_call_.set_tasks(tasks_.get());
+    subscriptions_.follow_tasks_with(
+        [this](const Request& request, const Json& ids) { return tasks_->follow(request, ids); });
+}
+
+McpServer::~McpServer() {
+    task_runner_->stop(std::chrono::milliseconds(0));
+}
 
 // Every method of both revisions, and how each runs. Resources, prompts and
 // completions exist only when some loaded family declares them, as the
@@ -92,6 +109,11 @@ MethodTable McpServer::method_table() {
     table.add("subscriptions/listen", kModern, Runs::stream, nullptr);
     table.add("tools/list", kBoth, Runs::at_once, [this](Request& r) { return list_tools(r); });
     table.add("tools/call", kBoth, Runs::plugin_code, [this](Request& r) { return tool_call_.run(r); });
+    if (task_store_->settings().enabled) {
+        table.add("tasks/get", kModern, Runs::plugin_code, [this](Request& r) { return tasks_->get(r); });
+        table.add("tasks/update", kModern, Runs::plugin_code, [this](Request& r) { return tasks_->update(r); });
+        table.add("tasks/cancel", kModern, Runs::plugin_code, [this](Request& r) { return tasks_->cancel(r); });
+    }
     if (registry_.offers_resources()) {
         table.add("resources/list", kBoth, Runs::at_once, [this](Request& r) { return list_resources(r); });
         table.add("resources/templates/list", kBoth, Runs::at_once,
@@ -222,7 +244,7 @@ Json McpServer::finish(const Json& id, Revision revision, Json result) const {
     return make_result(id, std::move(result));
 }
 
-Json McpServer::capabilities(Revision revision) const {
+Json McpServer::capabilities(Revision revision, bool tasks) const {
     // List changes and resource updates reach 2026-07-28 clients on
     // subscriptions/listen. A 2025-11-25 session hears of tool list changes
     // (a configuration re-read) on its own channel; the other lists never
@@ -234,6 +256,7 @@ Json McpServer::capabilities(Revision revision) const {
     if (registry_.offers_resources()) caps["resources"] = {{"listChanged", modern}, {"subscribe", true}};
     if (registry_.offers_prompts()) caps["prompts"] = {{"listChanged", modern}};
     if (registry_.offers_completions()) caps["completions"] = Json::object();
+    if (modern && tasks) caps["extensions"][tasks::kExtension] = Json::object();
     return caps;
 }
 
@@ -258,7 +281,7 @@ Json McpServer::initialize(Request& request) {
     connection.record_handshake([&connection] { connection.legacy_initialized = false; });
     subscriptions_.follow_tool_list_changes(connection);
     Json result = {{"protocolVersion", std::string(kLegacyVersion)},
-                   {"capabilities", capabilities(Revision::legacy_2025_11_25)},
+                   {"capabilities", capabilities(Revision::legacy_2025_11_25, false)},
                    {"serverInfo", server_info_}};
     if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;
     return result;
@@ -266,7 +289,7 @@ Json McpServer::initialize(Request& request) {
 
 Json McpServer::discover(const Request&) const {
     Json result = {{"supportedVersions", supported_versions()},
-                   {"capabilities", capabilities(Revision::modern_2026_07_28)},
+                   {"capabilities", capabilities(Revision::modern_2026_07_28, task_store_->settings().enabled)},
                    {"ttlMs", limits_.tools_list_ttl_ms},
                    {"cacheScope", "public"}};
     if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;

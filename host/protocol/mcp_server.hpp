@@ -19,6 +19,9 @@
 #include "protocol/subscriptions.hpp"
 #include "protocol/tool_call.hpp"
 #include "protocol/tool_disclosure.hpp"
+#include "tasks/task_calls.hpp"
+#include "tasks/task_runner.hpp"
+#include "tasks/task_store.hpp"
 
 #include <map>
 #include <memory>
@@ -46,6 +49,12 @@ struct ServerOptions {
     const plugins::HostServices* host = nullptr;
     // Where changes fan out (null: this process only).
     std::shared_ptr<NotificationBus> bus;
+    // The Tasks extension: its settings, where its records live (null: a
+    // memory backend of the server's own) and where tasks/get's pace is
+    // counted (null: this process).
+    config::TaskSettings tasks;
+    state::StateBackend* task_state = nullptr;
+    std::shared_ptr<limits::BucketStore> task_buckets;
 };
 
 // MCP for both revisions: a message in, its answer out. Decodes once
@@ -57,6 +66,7 @@ class McpServer {
 public:
     McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, config::ServerIdentity identity,
               config::Limits limits, RequestPool& pool, ServerOptions options = {});
+    ~McpServer();
 
     // Checks the message's depth, parses it and decodes it: the edge of a
     // transport that frames text (stdio).
@@ -107,6 +117,9 @@ public:
 
     // Ends every open subscription gracefully (its final result), as on shutdown.
     void close_subscriptions() { subscriptions_.close_all(); }
+    // Stops the tasks' rounds (each record says the host stopped); true when
+    // every round ended within `grace`.
+    bool stop_tasks(std::chrono::milliseconds grace) { return task_runner_->stop(grace); }
     std::size_t open_subscriptions() { return subscriptions_.open_count(); }
 
 private:
@@ -123,7 +136,7 @@ private:
     Json list_prompts(const Request& request) const;
     Json cacheable(const Request& request, Json result, bool per_token = false) const;
     Json set_log_level(Request& request) const;
-    Json capabilities(Revision revision) const;
+    Json capabilities(Revision revision, bool tasks) const;
 
     const plugins::ToolRegistry& registry_;
     config::ServerIdentity identity_;
@@ -140,6 +153,10 @@ private:
     PromptGet prompt_get_;
     Completion completion_;
     Subscriptions subscriptions_;
+    std::unique_ptr<state::StateBackend> own_task_state_;
+    std::unique_ptr<tasks::TaskStore> task_store_;
+    std::unique_ptr<tasks::TaskRunner> task_runner_; // after tool_call_: its rounds end before what they use
+    std::unique_ptr<tasks::TaskCalls> tasks_;
     const MethodTable methods_;
     CallScheduler scheduler_; // last: its deadline thread stops before the rest its actions use
 };

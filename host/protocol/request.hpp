@@ -46,6 +46,8 @@ struct Request {
     // outbound on stdio, the POST's response stream over HTTP.
     std::shared_ptr<Outbound> reply;
     std::shared_ptr<InFlight> in_flight;
+    // The task this request is a round of (tasks/); empty for a plain request.
+    std::string task_id;
 
     bool cancelled() const { return in_flight && in_flight->cancelled.load(std::memory_order_relaxed); }
 };

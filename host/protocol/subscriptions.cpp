@@ -18,6 +18,7 @@ struct Subscriptions::Subscription {
     bool prompts_list = false;
     bool resources_list = false;
     std::set<std::string> resources;
+    std::set<std::string> tasks;
 };
 
 namespace {
@@ -37,7 +38,8 @@ void Subscriptions::open(const std::shared_ptr<Connection>& connection, Request&
     if (filter == request.params.end() || !filter->is_object())
         throw ProtocolError(error_code::invalid_params,
                             "subscriptions/listen needs params.notifications: an object naming what to receive "
-                            "(toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions).");
+                            "(toolsListChanged, promptsListChanged, resourcesListChanged, resourceSubscriptions, "
+                            "taskIds).");
     auto sub = std::make_shared<Subscription>();
     sub->id = request.id;
     sub->reply = request.reply;
@@ -80,6 +82,15 @@ void Subscriptions::open(const std::shared_ptr<Connection>& connection, Request&
             honored["resourceSubscriptions"] = *uris;
         }
     }
+    if (auto ids = filter->find("taskIds"); ids != filter->end()) {
+        if (!task_filter_)
+            throw ProtocolError(error_code::invalid_params,
+                                "This server runs no tasks: drop params.notifications.taskIds.");
+        Json followed = task_filter_(request, *ids);
+        for (const auto& id : followed)
+            sub->tasks.insert(id.get<std::string>());
+        honored["taskIds"] = std::move(followed);
+    }
     {
         std::lock_guard lock(mutex_);
         if (subscriptions_.size() >= max_open_)
@@ -113,6 +124,14 @@ void Subscriptions::open(const std::shared_ptr<Connection>& connection, Request&
             if (s->resources.count(change.uri))
                 s->reply->send(tagged(s->id, "notifications/resources/updated", {{"uri", change.uri}}));
             break;
+        case Change::Kind::task_status:
+            // The ids were checked as the caller's when the listen began.
+            if (s->tasks.count(change.uri)) {
+                Json task = Json::parse(change.detail, nullptr, false);
+                if (task.is_object()) s->reply->send(tagged(s->id, "notifications/tasks", std::move(task)));
+            }
+            break;
+        case Change::Kind::task_cancel: break;
         }
     });
     {

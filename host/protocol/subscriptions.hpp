@@ -5,6 +5,7 @@
 #include "protocol/request.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,12 @@ public:
     void follow_tool_list_changes(Connection& connection);
 
     NotificationBus& bus() { return *bus_; }
+    const std::shared_ptr<NotificationBus>& shared_bus() const { return bus_; }
+
+    // How a listen's notifications.taskIds are checked: the caller's tasks
+    // among them, to follow (tasks::TaskCalls::follow). Unset: none is.
+    using TaskFilter = std::function<Json(const Request&, const Json&)>;
+    void follow_tasks_with(TaskFilter filter) { task_filter_ = std::move(filter); }
 
 private:
     struct Subscription;
@@ -49,6 +56,7 @@ private:
     bool set_following(Connection& connection, const std::string& uri, bool follow);
 
     std::shared_ptr<NotificationBus> bus_;
+    TaskFilter task_filter_;
     const Json capabilities_;
     const Json server_info_;
     const std::size_t max_open_;

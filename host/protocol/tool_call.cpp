@@ -1,6 +1,7 @@
 #include "protocol/tool_call.hpp"
 
 #include "limits/argument_bounds.hpp"
+#include "mrtr/input_requests.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/loaded_plugin.hpp"
 #include "protocol/request_environment.hpp"
@@ -45,10 +46,17 @@ public:
 
     bool holds_password(std::string_view text) { return sessions_.holds_password(text); }
 
+    // The call's context says so (ABI 1.7): "taskStart" while answering
+    // {"startTask": true} would start its task; "task" inside one.
+    void set_task_start(bool may_start) { task_start_ = may_start; }
+    void set_task(std::string id) { task_id_ = std::move(id); }
+
 private:
     void describe(Json& context) const override {
         context["tool"] = tool_.name;
         context["family"] = tool_.family;
+        if (task_start_) context["taskStart"] = true;
+        if (!task_id_.empty()) context["task"] = {{"taskId", task_id_}};
         if (session_ && *session_) context["session"] = (*session_)->context_view();
         if (request_.host && !request_.host->pages_origin.empty())
             context["pages_url"] = request_.host->pages_origin + "/pages/" + tool_.family;
@@ -57,6 +65,8 @@ private:
     const plugins::Tool& tool_;
     session::CallSessions sessions_;
     const std::optional<session::Session>* session_;
+    bool task_start_ = false;
+    std::string task_id_;
 };
 
 std::string status_name(int32_t status) {
@@ -165,6 +175,9 @@ Json ToolCall::run(Request& request) const {
     // anything is spent on the call.
     if (target.scope_refusal) return target.scope_refusal->to_tool_result();
     const Json* arguments = &target.arguments;
+    // Before anything is spent: a 2026-07-28 client that cannot take a task
+    // for a tool that needs one is told which capability it lacks (-32021).
+    const bool as_task = tool->plugin && parts_.tasks && parts_.tasks->runs_as_task(request, *tool);
 
     // call_tool spends nothing itself: the call it forwards is counted.
     if (tool->name != ToolDisclosure::kCallTool || tool->plugin)
@@ -191,6 +204,8 @@ Json ToolCall::run(Request& request) const {
                           ". Fix that value and call the tool again.");
 
     if (!tool->plugin) return run_meta_tool(*tool, *arguments, request);
+    if (as_task && !parts_.tasks->asks_first(request, *tool))
+        return parts_.tasks->start(request, {*tool, *arguments, sent_arguments, findings});
     return invoke(*tool, *arguments, request, findings, sent_arguments);
 }
 
@@ -233,6 +248,11 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
     // Every round's answer (a final one, or input requests a client would
     // see) of a family allowed the store password is checked before use.
     bool withheld = false;
+    // A tool that asks before its task (GH_TOOL_ASKS_BEFORE_TASK) ends its
+    // plain rounds with {"startTask": true}: the round's input goes on to the task.
+    const bool may_start_task = parts_.tasks && parts_.tasks->runs_as_task(request, tool);
+    environment.set_task_start(may_start_task);
+    std::optional<std::pair<std::string, std::string>> task_input;
     auto outcome =
         parts_.input_rounds.run(request, {tool.name, sent_arguments}, tool.family, "tool '" + tool.name + "'",
                                 [&](std::string_view responses, std::string_view state) {
@@ -246,13 +266,81 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
                                         withheld = true;
                                         answer = {GH_STATUS_TOOL_ERROR, {}};
                                     }
+                                    if (may_start_task && answer.status == GH_STATUS_INPUT_REQUIRED)
+                                        if (auto state_kept = mrtr::start_task_answer(answer.text)) {
+                                            task_input.emplace(std::string(responses), std::move(*state_kept));
+                                            answer = {GH_STATUS_OK, {}};
+                                        }
                                     return answer;
                                 });
     if (withheld) return password_withheld(tool).to_tool_result();
+    if (task_input)
+        return parts_.tasks->start(request, {tool, arguments, sent_arguments, findings, std::move(task_input->first),
+                                             std::move(task_input->second)});
     if (outcome.input_required.is_object()) return std::move(outcome.input_required);
-    const int32_t status = outcome.answer.status;
-    gh_sink out{std::move(outcome.answer.text)};
+    return result_of(tool, request, outcome.answer.status, std::move(outcome.answer.text));
+}
 
+TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, const Json& sent_arguments,
+                                   std::string_view input_responses, std::string_view state) const {
+    using Kind = TaskRound::Kind;
+    try {
+        gate::GateFindings findings;
+        if (auto refusal = parts_.gate.check({tool, request.connection->principal(), sent_arguments, &findings}))
+            return {Kind::result, refusal->to_tool_result()};
+        Json arguments = sent_arguments;
+        if (findings.session) arguments.erase("session");
+        if (!tool.plugin->try_enter()) return {Kind::result, plugin_busy(tool).to_tool_result()};
+        struct Leave {
+            plugins::LoadedPlugin* plugin;
+            ~Leave() { plugin->leave(); }
+        } leave{tool.plugin};
+        ToolCallEnvironment environment(request, tool, parts_.sessions, &findings.session);
+        environment.set_task(request.task_id);
+        gh_call call{&environment, tool.family, {}, input_responses, state, request.host};
+        gh_sink out;
+        const int32_t status = tool.plugin->call(tool.call, tool.tool_data, &call, arguments.dump(), &out);
+        if (environment.holds_password(out.bytes)) return {Kind::result, password_withheld(tool).to_tool_result()};
+        if (status == GH_STATUS_INPUT_REQUIRED) {
+            const std::string what = "tool '" + tool.name + "'";
+            mrtr::InputRequired asked;
+            try {
+                asked = mrtr::parse_input_required(out.bytes);
+            } catch (const std::invalid_argument& e) {
+                plugin_fault(tool.family, what, std::string("asked for input malformed: ") + e.what());
+            }
+            if (asked.requests.empty()) plugin_fault(tool.family, what, "asked for no input inside its task");
+            const Json missing = mrtr::missing_capabilities(asked.requests, request.client_capabilities);
+            if (!missing.empty())
+                throw ProtocolError(error_code::missing_required_client_capability,
+                                    "Missing required client capability: " + what + " needs " + missing.dump() +
+                                        ", which the client did not declare in its capabilities.",
+                                    {{"requiredCapabilities", missing}});
+            Json body = {{"inputRequests", std::move(asked.requests)}};
+            if (!asked.state.empty()) body["requestState"] = std::move(asked.state);
+            return {Kind::input_required, std::move(body)};
+        }
+        // A fault inside the plugin is an internal error of the request,
+        // which a task reports as failed (a plain call shows the model a tool error).
+        if (status == GH_STATUS_INTERNAL) {
+            spdlog::error("tool '{}' ({}) in task {}: internal: {}", tool.name, tool.family, request.task_id,
+                          out.bytes);
+            return {Kind::failed,
+                    {{"code", error_code::internal_error},
+                     {"message", "Tool '" + tool.name + "' failed inside its plugin; the host logged the details."}}};
+        }
+        TaskRound round{Kind::result, result_of(tool, request, status, std::move(out.bytes))};
+        round.cancelled = status == GH_STATUS_CANCELLED;
+        return round;
+    } catch (const ProtocolError& e) {
+        Json error = {{"code", e.code()}, {"message", e.what()}};
+        if (!e.data().is_null()) error["data"] = e.data();
+        return {Kind::failed, std::move(error)};
+    }
+}
+
+Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, int32_t status, std::string text) const {
+    gh_sink out{std::move(text)};
     switch (status) {
     case GH_STATUS_OK: break;
     case GH_STATUS_TOOL_ERROR:

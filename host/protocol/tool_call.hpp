@@ -12,6 +12,41 @@
 
 namespace gatehouse::protocol {
 
+// Where a call of a task-capable tool goes instead of its plugin
+// (tasks::TaskCalls): the gate and the input validation have passed.
+class TaskStarter {
+public:
+    // What starting asks for: the call as the gate saw it.
+    struct Start {
+        const plugins::Tool& tool;
+        const Json& arguments;      // validated, without the session handle
+        const Json& sent_arguments; // as the client sent them
+        const gate::GateFindings& findings;
+        std::string input_responses = "{}"; // the first round's, for a task started by its tool
+        std::string state = {};
+    };
+
+    virtual ~TaskStarter() = default;
+    // Whether this call runs as a task: a task-capable tool, and a client
+    // that declared the extension (or a tool that requires one). Throws
+    // ProtocolError -32021 for a 2026-07-28 client without the extension
+    // calling a tool that requires it.
+    virtual bool runs_as_task(const Request& request, const plugins::Tool& tool) const = 0;
+    // Whether the tool's first rounds run as a plain call (GH_TOOL_ASKS_BEFORE_TASK).
+    virtual bool asks_first(const Request& request, const plugins::Tool& tool) const = 0;
+    // Creates the task durably, starts its first round and answers the
+    // CreateTaskResult (or the job handle).
+    virtual Json start(Request& request, Start start) = 0;
+};
+
+// What one round of a task's plugin answered, as the task records it.
+struct TaskRound {
+    enum class Kind { result, input_required, failed };
+    Kind kind = Kind::result;
+    Json body; // the CallToolResult; {"inputRequests", "requestState"?}; the JSON-RPC error {code, message, data?}
+    bool cancelled = false; // the plugin stopped on is_cancelled (GH_STATUS_CANCELLED)
+};
+
 // tools/call from its decoded target (ToolTarget) to the encoded
 // CallToolResult: scope -> rate limit -> string bounds -> gate -> input
 // validation -> the plugin's in-flight cap -> plugin -> result shape and
@@ -26,6 +61,7 @@ public:
         limits::RateLimiter& rate_limiter;
         const InputRounds& input_rounds;
         session::SessionService* sessions = nullptr; // the session services of a call; null: none
+        TaskStarter* tasks = nullptr;                // where task-capable calls go; null: none is a task
     };
 
     ToolCall(Parts parts, std::size_t max_string_bytes) : parts_(parts), max_string_bytes_(max_string_bytes) {}
@@ -33,11 +69,22 @@ public:
     // request.call is the decoded target; the tool is never looked up again.
     Json run(Request& request) const;
 
+    // One round of a task: the gate again (a task never outlives its
+    // caller's authorisation), then the plugin with this round's input.
+    // `request` is the task's own (its principal, capabilities, progress and
+    // cancellation); `arguments` as the client sent them.
+    TaskRound run_task_round(Request& request, const plugins::Tool& tool, const Json& sent_arguments,
+                             std::string_view input_responses, std::string_view state) const;
+
+    void set_tasks(TaskStarter* tasks) { parts_.tasks = tasks; }
+
 private:
     Json run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const;
 
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
                 const Json& sent_arguments) const;
+    // The plugin's final answer as the client gets it: status, shape and outputSchema checked.
+    Json result_of(const plugins::Tool& tool, const Request& request, int32_t status, std::string text) const;
 
     Parts parts_;
     std::size_t max_string_bytes_;

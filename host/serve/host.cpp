@@ -150,6 +150,16 @@ std::unique_ptr<protocol::McpServer> Host::make_server() {
     options.sessions = sessions_.get();
     options.host = &services_;
     options.bus = bus_;
+    // Tasks live where families keep their values (the sessions' backend:
+    // SQLite on one machine, Redis for a cluster), and tasks/get's pace is
+    // counted in that Redis too.
+    options.tasks = config_.tasks;
+    options.task_state = services_.family_state;
+    if (redis_) try {
+            options.task_buckets = limits::make_redis_buckets(redis_);
+        } catch (const state::BackendError& e) {
+            throw HostError(e.what(), 1);
+        }
     return std::make_unique<protocol::McpServer>(*registry_, gate_, config_.server, config_.limits, *pool_,
                                                  std::move(options));
 }
@@ -207,7 +217,9 @@ int Host::run(transport::StopSignal& stop) {
 }
 
 bool Host::stop_workers(std::chrono::milliseconds grace) {
-    const bool joined = pool_->stop(grace);
+    // Tasks first: their records say the host stopped, before the pool goes.
+    const bool tasks_ended = server_->stop_tasks(grace);
+    const bool joined = pool_->stop(grace) && tasks_ended;
     changes_outside_calls_.reset();
     return joined;
 }

@@ -16,11 +16,13 @@ namespace gatehouse::state {
 
 class RedisClient;
 
-// What changed, as the list-changed and resource-updated notifications say.
+// What changed, as the list-changed and resource-updated notifications say,
+// and what became of a task (tasks/).
 struct Change {
-    enum class Kind { tools_list, prompts_list, resources_list, resource_updated };
+    enum class Kind { tools_list, prompts_list, resources_list, resource_updated, task_status, task_cancel };
     Kind kind;
-    std::string uri; // resource_updated only
+    std::string uri;         // resource_updated: the resource; task_status, task_cancel: the task's id
+    std::string detail = {}; // task_status: the task as notifications/tasks carries it (JSON text)
 };
 
 // A message from a 2025-11-25 client, received by one instance, for the

@@ -27,6 +27,8 @@ const char* kind_name(Change::Kind kind) {
     case Change::Kind::prompts_list: return "prompts";
     case Change::Kind::resources_list: return "resources";
     case Change::Kind::resource_updated: return "resource";
+    case Change::Kind::task_status: return "task";
+    case Change::Kind::task_cancel: return "task-cancel";
     }
     return "tools";
 }
@@ -36,6 +38,8 @@ std::optional<Change::Kind> kind_named(const std::string& name) {
     if (name == "prompts") return Change::Kind::prompts_list;
     if (name == "resources") return Change::Kind::resources_list;
     if (name == "resource") return Change::Kind::resource_updated;
+    if (name == "task") return Change::Kind::task_status;
+    if (name == "task-cancel") return Change::Kind::task_cancel;
     return std::nullopt;
 }
 
@@ -58,7 +62,9 @@ public:
 
     void publish(const Change& change) override {
         deliver(change);
-        send(json{{"o", origin_}, {"k", kind_name(change.kind)}, {"u", change.uri}});
+        json body{{"o", origin_}, {"k", kind_name(change.kind)}, {"u", change.uri}};
+        if (!change.detail.empty()) body["d"] = change.detail;
+        send(body);
     }
 
     void relay(const SessionMessage& message) override {
@@ -138,7 +144,7 @@ private:
         }
         const auto kind = kind_named(body.value("k", ""));
         if (!kind) return;
-        deliver(Change{*kind, body.value("u", "")});
+        deliver(Change{*kind, body.value("u", ""), body.value("d", "")});
     }
 
     std::shared_ptr<RedisClient> redis_;

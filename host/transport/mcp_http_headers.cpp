@@ -107,9 +107,11 @@ std::optional<std::string> check_request_headers(const HeaderLookup& headers, st
                std::string(method) + "'";
 
     // Mcp-Name against params.name or params.uri.
-    const char* name_field = method == "tools/call" || method == "prompts/get" ? "name"
-                             : method == "resources/read"                      ? "uri"
-                                                                               : nullptr;
+    // The Tasks extension routes tasks/get, tasks/update and tasks/cancel by params.taskId.
+    const char* name_field = method == "tools/call" || method == "prompts/get"                               ? "name"
+                             : method == "resources/read"                                                    ? "uri"
+                             : method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel" ? "taskId"
+                                                                                                             : nullptr;
     if (name_field) {
         const auto name_header = headers("Mcp-Name");
         if (!name_header) return std::string("the Mcp-Name header is missing (it carries params.") + name_field + ")";

@@ -30,7 +30,7 @@ extern "C" {
  * a plugin whose major differs from its own; minor growth is backward
  * compatible in both directions (struct_size tells what each side knows). */
 #define GH_ABI_VERSION_MAJOR 1
-#define GH_ABI_VERSION_MINOR 6
+#define GH_ABI_VERSION_MINOR 7
 #define GH_ABI_VERSION ((uint32_t)((GH_ABI_VERSION_MAJOR << 16) | GH_ABI_VERSION_MINOR))
 #define GH_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define GH_ABI_MINOR(v) ((uint32_t)(v)&0xFFFFu)
@@ -73,7 +73,11 @@ extern "C" {
  * (api->input_responses) and the state (api->request_state). The host seals
  * the state: a plugin can trust it as its own. It never sends a request the
  * client did not declare a capability for: the call fails instead, so check
- * "clientCapabilities" in api->call_context first when there is another way. */
+ * "clientCapabilities" in api->call_context first when there is another way.
+ * ABI 1.7+, for a tool with GH_TOOL_ASKS_BEFORE_TASK while its call context
+ * has "taskStart": true: {"startTask": true, "requestState": ...} (no
+ * inputRequests) starts the call's task, whose first round gets this round's
+ * input responses and the state again (see GH_TASK_*). */
 #define GH_STATUS_INPUT_REQUIRED 6
 /* ABI 1.5+, from a tool call only: the family refuses, the way the gate does.
  * The sink holds a JSON object
@@ -108,7 +112,26 @@ extern "C" {
  * so the gate lets it run while critical notes are still unread. It reports
  * what it showed through api->critical_read. */
 #define GH_TOOL_READS_CRITICAL 0x2u
-#define GH_TOOL_KNOWN_FLAGS (GH_TOOL_GATE_EXEMPT | GH_TOOL_READS_CRITICAL)
+/* gh_tool_desc.flags (ABI 1.7+), for a tool with task_support: the tool asks
+ * for what it needs before its task starts. The host runs its first rounds as
+ * a plain call (input requests reach the client as multi round-trip
+ * requests) until it answers GH_STATUS_INPUT_REQUIRED with {"startTask":
+ * true}; only then does the task start, and its first round gets the last
+ * round's answers and state again. Without the flag the task starts before
+ * the tool's first round. */
+#define GH_TOOL_ASKS_BEFORE_TASK 0x4u
+#define GH_TOOL_KNOWN_FLAGS (GH_TOOL_GATE_EXEMPT | GH_TOOL_READS_CRITICAL | GH_TOOL_ASKS_BEFORE_TASK)
+/* gh_tool_desc.task_support (ABI 1.7+): whether a call may run as a task
+ * (the Tasks extension, io.modelcontextprotocol/tasks; docs/tasks.md). A task
+ * runs the same gh_tool_fn, on a host thread of its own, after the call was
+ * answered with the task's id: progress becomes the task's status message,
+ * is_cancelled turns true on tasks/cancel, input requests make the task
+ * input_required, and the final answer is the task's result. */
+#define GH_TASK_NONE 0u     /* never: every call is a plain call (today's behaviour) */
+#define GH_TASK_OPTIONAL 1u /* as a task for a client that declared the extension, else a plain call */
+#define GH_TASK_REQUIRED                                                                                               \
+    2u /* always a task: a client without the extension gets a job handle (2025-11-25)                                 \
+          or -32021 naming the extension (2026-07-28) */
 
 /* gh_resource_desc.flags (ABI 1.2+): gh_resource_desc.size holds the size of
  * the raw content in bytes (without it the size is unknown, and not 0). */
@@ -179,8 +202,10 @@ typedef struct gh_host_api {
      * opaque key of everything kept per caller, kind, issuer and subject
      * together: key by it, never by the subject alone); from ABI 1.3 also "clientCapabilities":
      * the capabilities the client declared (what input requests it can
-     * answer: "elicitation" with "form"/"url", "sampling", "roots"). Later
-     * host versions add keys. */
+     * answer: "elicitation" with "form"/"url", "sampling", "roots"); from
+     * ABI 1.7 "task": {"taskId"} when the call runs as a task, and
+     * "taskStart": true while answering {"startTask": true} would start one
+     * (GH_TOOL_ASKS_BEFORE_TASK). Later host versions add keys. */
     gh_str (*call_context)(gh_call* call);
 
     /* ABI 1.1+: a new empty sink for answers of the host functions below.
@@ -344,10 +369,13 @@ typedef struct gh_tool_desc {
     gh_str rules;           /* optional text the agent must accept before first use */
     gh_str annotations;     /* optional JSON object (MCP ToolAnnotations) */
     gh_tool_fn call;
-    void* tool_data; /* passed back to call() unchanged */
+    void* tool_data;       /* passed back to call() unchanged */
+    uint32_t task_support; /* ABI 1.7+: GH_TASK_*; zero (GH_TASK_NONE) in older descriptors */
+    uint32_t reserved1;    /* zero */
 } gh_tool_desc;
 
 #define GH_TOOL_DESC_SIZE_V1 (offsetof(gh_tool_desc, tool_data) + sizeof(void*))
+#define GH_TOOL_DESC_SIZE_V2 (offsetof(gh_tool_desc, reserved1) + sizeof(uint32_t))
 
 /* ---- Resources, resource templates, prompts (ABI 1.2+) ----------------- */
 
@@ -584,7 +612,8 @@ static_assert(GH_HOST_API_SIZE_V2 == offsetof(gh_host_api, notify_changed), "gh_
 static_assert(GH_HOST_API_SIZE_V3 == offsetof(gh_host_api, input_responses), "gh_host_api v3 size");
 static_assert(GH_HOST_API_SIZE_V4 == offsetof(gh_host_api, state_take), "gh_host_api v4 size");
 static_assert(GH_HOST_API_SIZE_V5 == sizeof(gh_host_api), "gh_host_api v5 size");
-static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
+static_assert(GH_TOOL_DESC_SIZE_V1 == offsetof(gh_tool_desc, task_support), "gh_tool_desc v1 size");
+static_assert(GH_TOOL_DESC_SIZE_V2 == sizeof(gh_tool_desc), "gh_tool_desc v2 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
 static_assert(GH_PLUGIN_DESC_SIZE_V3 == offsetof(gh_plugin_desc, page_count), "gh_plugin_desc v3 size");
@@ -602,7 +631,8 @@ _Static_assert(GH_HOST_API_SIZE_V2 == offsetof(gh_host_api, notify_changed), "gh
 _Static_assert(GH_HOST_API_SIZE_V3 == offsetof(gh_host_api, input_responses), "gh_host_api v3 size");
 _Static_assert(GH_HOST_API_SIZE_V4 == offsetof(gh_host_api, state_take), "gh_host_api v4 size");
 _Static_assert(GH_HOST_API_SIZE_V5 == sizeof(gh_host_api), "gh_host_api v5 size");
-_Static_assert(GH_TOOL_DESC_SIZE_V1 == sizeof(gh_tool_desc), "gh_tool_desc v1 size");
+_Static_assert(GH_TOOL_DESC_SIZE_V1 == offsetof(gh_tool_desc, task_support), "gh_tool_desc v1 size");
+_Static_assert(GH_TOOL_DESC_SIZE_V2 == sizeof(gh_tool_desc), "gh_tool_desc v2 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V1 == offsetof(gh_plugin_desc, critical_items), "gh_plugin_desc v1 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V2 == offsetof(gh_plugin_desc, resource_count), "gh_plugin_desc v2 size");
 _Static_assert(GH_PLUGIN_DESC_SIZE_V3 == offsetof(gh_plugin_desc, page_count), "gh_plugin_desc v3 size");

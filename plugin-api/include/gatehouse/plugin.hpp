@@ -120,6 +120,16 @@ namespace gh {
 
 using Json = nlohmann::json;
 
+// ABI 1.7: whether a tool's calls may run as tasks (docs/tasks.md). The
+// handler stays the same: progress() becomes the task's status message,
+// cancelled() turns true on tasks/cancel, need() makes the task wait for the
+// person, and what it returns is the task's result.
+enum class TaskSupport : uint32_t {
+    none = GH_TASK_NONE,         // every call is a plain call
+    optional = GH_TASK_OPTIONAL, // a task for clients that declared the extension
+    required = GH_TASK_REQUIRED, // always a task (a job handle for clients without the extension)
+};
+
 enum class Risk : uint32_t {
     read = GH_RISK_READ,
     write = GH_RISK_WRITE,
@@ -432,6 +442,28 @@ public:
         Json answer = {{"inputRequests", asked_}};
         if (!kept_state_.empty()) answer["requestState"] = kept_state_;
         throw InputRequired(answer.dump(-1, ' ', false, Json::error_handler_t::replace));
+    }
+
+    // ABI 1.7, for a tool with asks_before_task: everything the task needs
+    // has been asked and answered, so the call goes on as a task. The
+    // handler stops here and the host starts the task, which runs the
+    // handler again from the top with the same answers (so need() returns
+    // at once) and state; in the task, and in a call that does not become
+    // one, start_task() returns at once.
+    void start_task() const {
+        const Json ctx = context();
+        if (!ctx.value("taskStart", false)) return;
+        Json answer = {{"startTask", true}};
+        if (!kept_state_.empty()) answer["requestState"] = kept_state_;
+        throw InputRequired(answer.dump(-1, ' ', false, Json::error_handler_t::replace));
+    }
+
+    // The id of the task this call runs as (ABI 1.7); empty for a plain call.
+    std::string task_id() const {
+        const Json ctx = context();
+        auto task = ctx.find("task");
+        if (task == ctx.end() || !task->is_object()) return {};
+        return task->value("taskId", std::string());
     }
 
     // What the handler kept on the round before (keep_state); empty on the first.
@@ -812,7 +844,11 @@ template <class State = NoState> struct ToolSpec {
     bool gate_exempt = false;
     std::string annotations;
     Callback<State, Result, Call&> handler;
-    bool reads_critical = false; // ABI 1.1+: runs while critical notes are unread, to show them
+    bool reads_critical = false;          // ABI 1.1+: runs while critical notes are unread, to show them
+    TaskSupport task = TaskSupport::none; // ABI 1.7+
+    // ABI 1.7+, with `task`: the handler asks (need) before its task starts,
+    // as a plain call, and calls start_task() once it has what it needs.
+    bool asks_before_task = false;
 };
 
 // ABI 1.3: a page the host serves at /pages/<family>/<name>/<token>. show
@@ -979,8 +1015,10 @@ public:
         for (auto& t : tools_) {
             gh_tool_desc d{};
             d.struct_size = sizeof(gh_tool_desc);
-            d.flags =
-                (t.spec.gate_exempt ? GH_TOOL_GATE_EXEMPT : 0u) | (t.spec.reads_critical ? GH_TOOL_READS_CRITICAL : 0u);
+            d.flags = (t.spec.gate_exempt ? GH_TOOL_GATE_EXEMPT : 0u) |
+                      (t.spec.reads_critical ? GH_TOOL_READS_CRITICAL : 0u) |
+                      (t.spec.asks_before_task ? GH_TOOL_ASKS_BEFORE_TASK : 0u);
+            d.task_support = static_cast<uint32_t>(t.spec.task);
             d.name = view(t.spec.name);
             d.title = view(t.spec.title);
             d.description = view(t.spec.description);

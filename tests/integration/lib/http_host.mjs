@@ -64,6 +64,7 @@ export class HttpHost {
     const p = message.params ?? {};
     if (message.method === 'tools/call' || message.method === 'prompts/get') headers['Mcp-Name'] = p.name;
     if (message.method === 'resources/read') headers['Mcp-Name'] = p.uri;
+    if (['tasks/get', 'tasks/update', 'tasks/cancel'].includes(message.method)) headers['Mcp-Name'] = p.taskId;
     return headers;
   }
 

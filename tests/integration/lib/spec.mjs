@@ -86,6 +86,59 @@ const MODERN_ERROR_RESPONSES_BY_CODE = {
   [-32022]: 'UnsupportedProtocolVersionError',
 };
 
+// The Tasks extension (io.modelcontextprotocol/tasks, 2026-07-28 wire) has
+// no schema in the protocol's own files: its shapes are checked here, as its
+// specification states them.
+const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'];
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$/;
+const TASK_PAYLOAD = ['result', 'error', 'inputRequests'];
+
+// `kind`: 'created' (CreateTaskResult), 'detailed' (tasks/get,
+// notifications/tasks).
+export function taskProblems(task, kind) {
+  const p = [];
+  const where = kind === 'created' ? 'CreateTaskResult' : 'DetailedTask';
+  if (typeof task?.taskId !== 'string' || task.taskId === '') p.push(`${where}: taskId must be a non-empty string`);
+  if (!TASK_STATUSES.includes(task?.status)) p.push(`${where}: status ${JSON.stringify(task?.status)} is not a task status`);
+  for (const k of ['createdAt', 'lastUpdatedAt'])
+    if (typeof task?.[k] !== 'string' || !ISO_8601.test(task[k])) p.push(`${where}: ${k} must be an ISO 8601 time`);
+  if (!(task?.ttlMs === null || (Number.isInteger(task?.ttlMs) && task.ttlMs > 0)))
+    p.push(`${where}: ttlMs must be null or a positive integer`);
+  if (Object.hasOwn(task ?? {}, 'pollIntervalMs') && !(Number.isInteger(task.pollIntervalMs) && task.pollIntervalMs > 0))
+    p.push(`${where}: pollIntervalMs must be a positive integer`);
+  if (Object.hasOwn(task ?? {}, 'statusMessage') && typeof task.statusMessage !== 'string')
+    p.push(`${where}: statusMessage must be a string`);
+  for (const legacy of ['requestState', 'ttl', 'pollInterval', 'task'])
+    if (Object.hasOwn(task ?? {}, legacy)) p.push(`${where}: carries ${legacy}, which the extension does not define`);
+  const expected = kind === 'created' ? [] : { input_required: ['inputRequests'], completed: ['result'], failed: ['error'] }[task?.status] ?? [];
+  for (const k of TASK_PAYLOAD) {
+    const present = Object.hasOwn(task ?? {}, k);
+    if (present && !expected.includes(k)) p.push(`${where} (${task.status}): carries ${k}`);
+    if (!present && expected.includes(k)) p.push(`${where} (${task.status}): lacks ${k}`);
+  }
+  if (expected.includes('inputRequests'))
+    for (const [key, asked] of Object.entries(task.inputRequests ?? {}))
+      if (typeof asked?.method !== 'string') p.push(`${where}: inputRequests.${key} has no method`);
+  if (expected.includes('error') && !(Number.isInteger(task.error?.code) && typeof task.error?.message === 'string'))
+    p.push(`${where}: error must be a JSON-RPC error {code, message}`);
+  return p;
+}
+
+function tasksResultProblems(s, method, result) {
+  if (method === 'tools/call') {
+    const p = taskProblems(result, 'created');
+    return p;
+  }
+  if (result?.resultType !== 'complete') return [`${method}: resultType must be "complete"`];
+  if (method === 'tasks/get') {
+    const p = taskProblems(result, 'detailed');
+    if (result.status === 'completed' && result.result) p.push(...s.check('CallToolResult', result.result));
+    return p;
+  }
+  const envelope = ['taskId', 'status', ...TASK_PAYLOAD].filter((k) => Object.hasOwn(result, k));
+  return envelope.length ? [`${method}: the acknowledgement carries ${envelope.join(', ')}`] : [];
+}
+
 class RevisionSchema {
   constructor(revision) {
     this.revision = revision;
@@ -156,6 +209,14 @@ export function checkResponse(message, request) {
         problems.push(`a result for id ${JSON.stringify(message.id)}, which no request carried`);
         continue;
       }
+      if (
+        revision === MODERN &&
+        (['tasks/get', 'tasks/update', 'tasks/cancel'].includes(request.method) ||
+          (request.method === 'tools/call' && message.result?.resultType === 'task'))
+      ) {
+        problems.push(...tasksResultProblems(s, request.method, message.result));
+        continue;
+      }
       const type =
         revision === MODERN && message.result?.resultType === 'input_required' && INPUT_REQUIRED_METHODS.has(request.method)
           ? 'InputRequiredResult'
@@ -173,6 +234,11 @@ export function checkNotification(message, revisions = REVISIONS) {
   for (const revision of revisions) {
     const s = revisionSchema(revision);
     problems.push(...s.check('JSONRPCNotification', message));
+    if (revision === MODERN && message.method === 'notifications/tasks') {
+      const { _meta, ...task } = message.params ?? {};
+      problems.push(...taskProblems(task, 'detailed'));
+      continue;
+    }
     const type = NOTIFICATION_TYPES[message.method];
     if (type && s.has(type)) problems.push(...s.check(type, message));
     else problems.push(`${revision}: the server sent an unexpected notification ${message.method}`);

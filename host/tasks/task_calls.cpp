@@ -1,0 +1,455 @@
+#include "tasks/task_calls.hpp"
+
+#include "gate/refusal.hpp"
+#include "protocol/json_rpc.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <cstdio>
+
+namespace gatehouse::tasks {
+
+using protocol::ProtocolError;
+using protocol::Request;
+using protocol::error_code::invalid_params;
+using protocol::error_code::missing_required_client_capability;
+
+namespace {
+
+// How often a round's progress is written to its record, at most: a plugin
+// may report thousands of steps.
+constexpr std::int64_t kProgressWriteMs = 250;
+
+Json required_extension() {
+    return {{"extensions", {{kExtension, Json::object()}}}};
+}
+
+[[noreturn]] void missing_extension(const std::string& what) {
+    throw ProtocolError(missing_required_client_capability,
+                        "Missing required client capability: " + what + " needs the " + std::string(kExtension) +
+                            " extension, which this request did not declare in its client capabilities.",
+                        {{"requiredCapabilities", required_extension()}});
+}
+
+gate::Refusal too_many_tasks(std::uint32_t limit) {
+    gate::Refusal refusal;
+    refusal.code = gate::refusal_code::too_many_tasks;
+    refusal.message = "You already have " + std::to_string(limit) +
+                      " unfinished tasks on this server, its limit (tasks.max_per_principal); wait for one to "
+                      "finish or cancel one, then call again. Nothing ran.";
+    refusal.next = {{"maxTasks", limit}};
+    return refusal;
+}
+
+gate::Refusal tasks_unavailable() {
+    gate::Refusal refusal;
+    refusal.code = gate::refusal_code::state_unavailable;
+    refusal.message = "The host cannot reach the state its tasks are kept in right now, so the task was not started; "
+                      "try again shortly.";
+    refusal.next = {{"action", "retry"}};
+    return refusal;
+}
+
+// What a round's notifications become: progress is the task's status
+// message (written at most every kProgressWriteMs); log messages are not
+// sent for tasks, as the extension says.
+class TaskOutbound final : public protocol::Outbound {
+public:
+    TaskOutbound(TaskStore& store, std::string id) : store_(store), id_(std::move(id)) {}
+
+    void send(const Json& message) override {
+        if (message.value("method", "") != "notifications/progress") return;
+        const Json& p = message["params"];
+        std::string text;
+        if (p.contains("message") && p["message"].is_string()) text = p["message"].get<std::string>();
+        char amount[64];
+        if (p.contains("total") && p["total"].is_number())
+            std::snprintf(amount, sizeof amount, "%g of %g", p.value("progress", 0.0), p["total"].get<double>());
+        else
+            std::snprintf(amount, sizeof amount, "%g", p.value("progress", 0.0));
+        text = text.empty() ? std::string("Progress: ") + amount : text + " (" + amount + ")";
+        const std::int64_t now = now_ms();
+        if (now - last_write_ms_ < kProgressWriteMs) return;
+        last_write_ms_ = now;
+        try {
+            store_.update(id_, [&](TaskRecord& r) {
+                if (r.status != Status::working) return false;
+                r.status_message = text.substr(0, 1000);
+                return true;
+            });
+        } catch (const state::BackendError& e) {
+            spdlog::warn("task {}: its progress could not be written: {}", id_, e.what());
+        }
+    }
+
+private:
+    TaskStore& store_;
+    const std::string id_;
+    std::int64_t last_write_ms_ = 0;
+};
+
+protocol::Revision revision_named(const std::string& name) {
+    return name == protocol::revision_name(protocol::Revision::legacy_2025_11_25)
+               ? protocol::Revision::legacy_2025_11_25
+               : protocol::Revision::modern_2026_07_28;
+}
+
+} // namespace
+
+TaskCalls::TaskCalls(const plugins::ToolRegistry& registry, protocol::ToolCall& tool_call, TaskStore& store,
+                     TaskRunner& runner, std::shared_ptr<limits::BucketStore> poll_buckets,
+                     const plugins::HostServices* host)
+    : registry_(registry), tool_call_(tool_call), store_(store), runner_(runner),
+      poll_buckets_(std::move(poll_buckets)), host_(host) {
+    const auto& s = store_.settings();
+    poll_pace_.calls_per_second = 1000.0 / static_cast<double>(s.poll_interval_ms);
+    poll_pace_.burst = s.poll_burst;
+}
+
+bool TaskCalls::declared(const Request& request) {
+    const auto ext = request.client_capabilities.find("extensions");
+    return ext != request.client_capabilities.end() && ext->is_object() && ext->contains(kExtension);
+}
+
+bool TaskCalls::runs_as_task(const Request& request, const plugins::Tool& tool) const {
+    if (!store_.settings().enabled || tool.task_support == plugins::TaskSupport::none) return false;
+    // A 2025-11-25 client has no way to declare the extension: its calls stay plain calls.
+    if (request.revision != protocol::Revision::modern_2026_07_28) return false;
+    if (declared(request)) return true;
+    if (tool.task_support == plugins::TaskSupport::required)
+        missing_extension("tool '" + tool.name + "' runs only as a task, so calling it");
+    return false;
+}
+
+bool TaskCalls::asks_first(const Request&, const plugins::Tool& tool) const {
+    return tool.asks_before_task;
+}
+
+Json TaskCalls::start(Request& request, Start start) {
+    const auto& settings = store_.settings();
+    TaskRecord record;
+    record.id = TaskStore::new_id();
+    record.owner = request.connection->principal().owner_key();
+    record.tool = start.tool.name;
+    record.status = Status::working;
+    record.created_ms = record.updated_ms = now_ms();
+    record.ttl_ms = settings.ttl_ms;
+    record.poll_ms = settings.poll_interval_ms;
+    record.arguments = start.sent_arguments;
+    record.revision = protocol::revision_name(request.revision);
+    record.client_capabilities = request.client_capabilities;
+    record.answers = Json::parse(start.input_responses, nullptr, false);
+    if (!record.answers.is_object()) record.answers = Json::object();
+    record.plugin_state = std::move(start.state);
+    record.runner = runner_.instance();
+    record.lease_until_ms = runner_.lease_until();
+    record.status_message = "The task has started.";
+    try {
+        if (!store_.create(record)) return too_many_tasks(settings.max_per_principal).to_tool_result();
+    } catch (const state::BackendError& e) {
+        spdlog::error("task for tool '{}' not created: {}", start.tool.name, e.what());
+        return tasks_unavailable().to_tool_result();
+    }
+    submit_round(record.id, start.tool, request.connection->principal());
+    Json created = record.created();
+    created["resultType"] = "task";
+    return created;
+}
+
+void TaskCalls::submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal) {
+    const bool queued =
+        runner_.run(id, [this, id, &tool, principal](RoundControl& control) { round(control, id, tool, principal); });
+    if (queued) return;
+    store_.update(id, [](TaskRecord& r) {
+        if (terminal(r.status)) return false;
+        r.status = Status::failed;
+        r.error = {{"code", -32603}, {"message", "The host is stopping, so this task did not run; start it again."}};
+        r.status_message = r.error["message"];
+        r.runner.clear();
+        return true;
+    });
+}
+
+void TaskCalls::round(RoundControl& control, const std::string& id, const plugins::Tool& tool,
+                      const auth::Principal& principal) {
+    // The round's input leaves the record as the round takes it.
+    std::optional<TaskRecord> taken;
+    Json answers;
+    std::string state;
+    bool cancel_first = false;
+    try {
+        taken = store_.update(id, [&](TaskRecord& r) {
+            if (r.status != Status::working || r.runner != runner_.instance()) return false;
+            answers = std::exchange(r.answers, Json::object());
+            state = std::exchange(r.plugin_state, std::string());
+            cancel_first = r.cancel_requested;
+            r.status_message = "The task is running.";
+            return true;
+        });
+    } catch (const state::BackendError& e) {
+        spdlog::error("task {}: its round could not start: {}", id, e.what());
+        return;
+    }
+    if (!taken || taken->status != Status::working || taken->runner != runner_.instance()) return;
+
+    protocol::TaskRound outcome;
+    if (!cancel_first) {
+        auto outbound = std::make_shared<TaskOutbound>(store_, id);
+        Request request;
+        request.method = "tools/call";
+        request.revision = revision_named(taken->revision);
+        request.client_capabilities = taken->client_capabilities;
+        request.connection = nullptr;
+        auto connection = std::make_shared<protocol::Connection>(outbound, principal);
+        request.connection = connection.get();
+        request.host = host_;
+        request.reply = outbound;
+        request.in_flight = control.in_flight;
+        request.progress_token = "task";
+        request.task_id = id;
+        outcome = tool_call_.run_task_round(request, tool, taken->arguments,
+                                            answers.dump(-1, ' ', false, Json::error_handler_t::replace), state);
+    }
+
+    const auto& settings = store_.settings();
+    const StopReason why = control.why.load();
+    try {
+        store_.update(id, [&](TaskRecord& r) {
+            if (terminal(r.status)) return false;
+            r.runner.clear();
+            r.plugin_keys = Json::object();
+            r.input_requests = Json::object();
+            if (why == StopReason::host_stopping) {
+                r.status = Status::failed;
+                r.error = {{"code", -32603},
+                           {"message", "The host running this task stopped before it finished; start it again."}};
+                r.status_message = r.error["message"];
+                return true;
+            }
+            if (cancel_first || (outcome.cancelled && (why == StopReason::client || r.cancel_requested))) {
+                r.status = Status::cancelled;
+                r.status_message = "Cancelled by the client.";
+                return true;
+            }
+            switch (outcome.kind) {
+            case protocol::TaskRound::Kind::result: {
+                r.status = Status::completed;
+                if (why == StopReason::deadline && outcome.cancelled) {
+                    gate::Refusal overran;
+                    overran.code = gate::refusal_code::task_overran;
+                    overran.message = "Tool '" + tool.name +
+                                      "' was stopped: it ran longer than this server lets a "
+                                      "task run (tasks.max_run_ms: " +
+                                      std::to_string(settings.max_run_ms) + " ms).";
+                    r.result = overran.to_tool_result();
+                } else if (outcome.body.dump().size() > settings.max_result_bytes) {
+                    gate::Refusal large;
+                    large.code = gate::refusal_code::result_too_large;
+                    large.message = "Tool '" + tool.name +
+                                    "' finished, but its result is larger than this server "
+                                    "keeps for a task (tasks.max_result_bytes: " +
+                                    std::to_string(settings.max_result_bytes) + " bytes), so it was not kept.";
+                    r.result = large.to_tool_result();
+                } else {
+                    r.result = std::move(outcome.body);
+                }
+                // Inlined as the original request's result: on the 2026-07-28
+                // wire a CallToolResult says its resultType.
+                if (r.revision == protocol::revision_name(protocol::Revision::modern_2026_07_28))
+                    r.result["resultType"] = "complete";
+                r.status_message =
+                    r.result.value("isError", false) ? "The tool finished with an error." : "The task has completed.";
+                return true;
+            }
+            case protocol::TaskRound::Kind::failed:
+                r.status = Status::failed;
+                r.error = std::move(outcome.body);
+                r.status_message = r.error.value("message", std::string("The task failed."));
+                return true;
+            case protocol::TaskRound::Kind::input_required:
+                r.status = Status::input_required;
+                ++r.round;
+                // The plugin's keys may repeat from round to round; the task's never do.
+                for (auto& [key, asked] : outcome.body["inputRequests"].items()) {
+                    const std::string task_key = "r" + std::to_string(r.round) + "." + key;
+                    r.input_requests[task_key] = std::move(asked);
+                    r.plugin_keys[task_key] = key;
+                }
+                r.plugin_state = outcome.body.value("requestState", std::string());
+                r.answers = Json::object();
+                r.status_message = "The task needs input from the client.";
+                return true;
+            }
+            return false;
+        });
+    } catch (const state::BackendError& e) {
+        spdlog::error("task {}: its outcome could not be written (its lease will lapse and it will read as "
+                      "failed): {}",
+                      id, e.what());
+    }
+}
+
+std::string TaskCalls::task_id(const Request& request) const {
+    const auto id = request.params.find("taskId");
+    if (id == request.params.end() || !id->is_string() || id->get_ref<const std::string&>().empty())
+        throw ProtocolError(invalid_params, request.method + " needs params.taskId, the id the task was created with.");
+    return id->get<std::string>();
+}
+
+const TaskRecord& TaskCalls::require(std::optional<TaskRecord>& found) {
+    if (!found)
+        throw ProtocolError(invalid_params, "Failed to retrieve task: Task not found (it never existed, has expired, "
+                                            "or is another caller's).");
+    return *found;
+}
+
+void TaskCalls::pace(const std::string& id) {
+    const std::string key = "task-poll%%" + id;
+    const std::array<limits::BucketDraw, 1> draws{limits::BucketDraw{key, &poll_pace_}};
+    std::optional<limits::BucketStore::Shortfall> shortfall;
+    try {
+        shortfall = poll_buckets_->take(draws, limits::BucketStore::Clock::now());
+    } catch (const state::BackendError&) {
+        return; // the pace is a courtesy to the host; the task's state itself is read next
+    }
+    if (!shortfall) return;
+    throw ProtocolError(protocol::error_code::internal_error,
+                        "tasks/get came faster than this task's pollIntervalMs (" +
+                            std::to_string(store_.settings().poll_interval_ms) + " ms); ask again in " +
+                            std::to_string(shortfall->wait_ms) + " ms.",
+                        {{"code", gate::refusal_code::polled_too_fast},
+                         {"retryAfterMs", shortfall->wait_ms},
+                         {"pollIntervalMs", store_.settings().poll_interval_ms}});
+}
+
+Json TaskCalls::get(Request& request) {
+    if (!declared(request)) missing_extension("tasks/get");
+    const std::string id = task_id(request);
+    pace(id);
+    std::optional<TaskRecord> found;
+    try {
+        found = store_.find(id, request.connection->principal().owner_key());
+    } catch (const state::BackendError& e) {
+        throw ProtocolError(protocol::error_code::internal_error,
+                            std::string("The host cannot reach the state its tasks are kept in: ") + e.what(),
+                            {{"code", gate::refusal_code::state_unavailable}});
+    }
+    return require(found).detailed();
+}
+
+Json TaskCalls::update(Request& request) {
+    if (!declared(request)) missing_extension("tasks/update");
+    const std::string id = task_id(request);
+    const auto responses = request.params.find("inputResponses");
+    if (responses == request.params.end() || !responses->is_object())
+        throw ProtocolError(invalid_params, "tasks/update needs params.inputResponses: an object of the client's "
+                                            "results, keyed like the task's inputRequests.");
+    const std::string owner = request.connection->principal().owner_key();
+    bool resume = false;
+    std::optional<TaskRecord> found;
+    try {
+        found = store_.find(id, owner);
+        require(found);
+        // Answers to keys not outstanding (never asked, already answered) are ignored.
+        found = store_.update(id, [&](TaskRecord& r) {
+            resume = false;
+            if (r.owner != owner || r.status != Status::input_required) return false;
+            bool took = false;
+            for (const auto& [key, answer] : responses->items()) {
+                if (!r.input_requests.contains(key) || !answer.is_object()) continue;
+                r.answers[r.plugin_keys[key].get<std::string>()] = answer;
+                r.input_requests.erase(key);
+                r.plugin_keys.erase(key);
+                took = true;
+            }
+            if (!took) return false;
+            if (r.input_requests.empty()) {
+                r.status = Status::working;
+                r.runner = runner_.instance();
+                r.lease_until_ms = runner_.lease_until();
+                r.status_message = "The task has its input and goes on.";
+                resume = true;
+            }
+            return true;
+        });
+    } catch (const state::BackendError& e) {
+        throw ProtocolError(protocol::error_code::internal_error,
+                            std::string("The host cannot reach the state its tasks are kept in: ") + e.what(),
+                            {{"code", gate::refusal_code::state_unavailable}});
+    }
+    if (resume && found) {
+        // The next round runs here, on the instance that took the last answer.
+        const plugins::Tool* tool = registry_.find(found->tool);
+        if (!tool || !tool->plugin) {
+            store_.update(id, [&](TaskRecord& r) {
+                if (terminal(r.status)) return false;
+                r.status = Status::failed;
+                r.error = {{"code", -32603},
+                           {"message", "Tool '" + r.tool +
+                                           "' is not served by this host any more, so the task "
+                                           "cannot go on."}};
+                r.status_message = r.error["message"];
+                r.runner.clear();
+                return true;
+            });
+        } else {
+            submit_round(id, *tool, request.connection->principal());
+        }
+    }
+    return Json::object();
+}
+
+Json TaskCalls::cancel(Request& request) {
+    if (!declared(request)) missing_extension("tasks/cancel");
+    const std::string id = task_id(request);
+    const std::string owner = request.connection->principal().owner_key();
+    bool running = false;
+    try {
+        std::optional<TaskRecord> found = store_.find(id, owner);
+        require(found);
+        // A finished task stays as it is: the cancellation is acknowledged all the same.
+        store_.update(id, [&](TaskRecord& r) {
+            running = false;
+            if (r.owner != owner || terminal(r.status) || r.cancel_requested) return false;
+            if (r.status == Status::input_required) {
+                r.status = Status::cancelled;
+                r.status_message = "Cancelled by the client.";
+                r.input_requests = Json::object();
+                r.plugin_keys = Json::object();
+                return true;
+            }
+            r.cancel_requested = true;
+            r.status_message = "Cancelling at the client's request.";
+            running = true;
+            return true;
+        });
+    } catch (const state::BackendError& e) {
+        throw ProtocolError(protocol::error_code::internal_error,
+                            std::string("The host cannot reach the state its tasks are kept in: ") + e.what(),
+                            {{"code", gate::refusal_code::state_unavailable}});
+    }
+    if (running && !runner_.cancel(id, StopReason::client)) store_.publish_cancel(id);
+    return Json::object();
+}
+
+Json TaskCalls::follow(const Request& request, const Json& task_ids) {
+    if (!declared(request)) missing_extension("subscriptions/listen for notifications.taskIds");
+    if (!task_ids.is_array() || task_ids.size() > store_.settings().max_per_principal * 4u)
+        throw ProtocolError(invalid_params, "params.notifications.taskIds must be an array of at most " +
+                                                std::to_string(store_.settings().max_per_principal * 4u) +
+                                                " task ids.");
+    const std::string owner = request.connection->principal().owner_key();
+    Json honored = Json::array();
+    for (const auto& id : task_ids) {
+        if (!id.is_string())
+            throw ProtocolError(invalid_params, "params.notifications.taskIds holds something that is not a task id.");
+        try {
+            if (store_.find(id.get<std::string>(), owner)) honored.push_back(id);
+        } catch (const state::BackendError&) {
+        }
+    }
+    return honored;
+}
+
+} // namespace gatehouse::tasks

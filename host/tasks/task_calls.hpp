@@ -1,0 +1,61 @@
+#pragma once
+
+#include "limits/bucket_store.hpp"
+#include "plugins/tool_registry.hpp"
+#include "protocol/request.hpp"
+#include "protocol/tool_call.hpp"
+#include "tasks/task_runner.hpp"
+#include "tasks/task_store.hpp"
+
+#include <memory>
+#include <string>
+
+namespace gatehouse::tasks {
+
+// The Tasks extension as a client meets it: which tools/call become tasks
+// and how they start (ToolCall hands them here after the gate), tasks/get,
+// tasks/update and tasks/cancel, and which task ids a subscriptions/listen
+// may follow. Every operation is the task's principal's only: another's id
+// is an unknown one. Thread-safe.
+class TaskCalls final : public protocol::TaskStarter {
+public:
+    TaskCalls(const plugins::ToolRegistry& registry, protocol::ToolCall& tool_call, TaskStore& store,
+              TaskRunner& runner, std::shared_ptr<limits::BucketStore> poll_buckets, const plugins::HostServices* host);
+
+    bool runs_as_task(const protocol::Request& request, const plugins::Tool& tool) const override;
+    bool asks_first(const protocol::Request& request, const plugins::Tool& tool) const override;
+    Json start(protocol::Request& request, Start start) override;
+
+    // The methods; each throws ProtocolError as the extension specifies
+    // (-32021 without the extension, -32602 for an unknown task).
+    Json get(protocol::Request& request);
+    Json update(protocol::Request& request);
+    Json cancel(protocol::Request& request);
+
+    // subscriptions/listen's notifications.taskIds: those of the caller's
+    // tasks that exist, to follow. Throws ProtocolError.
+    Json follow(const protocol::Request& request, const Json& task_ids);
+
+    // Whether the request declared the extension in its capabilities.
+    static bool declared(const protocol::Request& request);
+
+private:
+    static const TaskRecord& require(std::optional<TaskRecord>& found);
+    std::string task_id(const protocol::Request& request) const;
+    // tasks/get's pace: poll_burst at once, then one per pollIntervalMs.
+    void pace(const std::string& id);
+    // Runs the task's next round on this host, as `principal`.
+    void submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal);
+    void round(RoundControl& control, const std::string& id, const plugins::Tool& tool,
+               const auth::Principal& principal);
+
+    const plugins::ToolRegistry& registry_;
+    protocol::ToolCall& tool_call_;
+    TaskStore& store_;
+    TaskRunner& runner_;
+    std::shared_ptr<limits::BucketStore> poll_buckets_;
+    const plugins::HostServices* host_;
+    config::RateLimit poll_pace_;
+};
+
+} // namespace gatehouse::tasks

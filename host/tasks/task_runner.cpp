@@ -1,0 +1,203 @@
+#include "tasks/task_runner.hpp"
+
+#include "crypto/bytes.hpp"
+#include "crypto/random_bytes.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace gatehouse::tasks {
+
+namespace {
+
+constexpr auto kWatchTick = std::chrono::milliseconds(200);
+
+} // namespace
+
+TaskRunner::TaskRunner(TaskStore& store, std::string instance)
+    : store_(store), instance_(instance.empty() ? crypto::hex(crypto::random_bytes(6)) : std::move(instance)) {
+    // A cancellation published by any instance reaches the round held here.
+    bus_token_ = store_.bus().subscribe([this](const state::Change& change) {
+        if (change.kind == state::Change::Kind::task_cancel) cancel(change.uri, StopReason::client);
+    });
+    const unsigned workers = store_.settings().workers;
+    for (unsigned i = 0; i < workers; ++i)
+        workers_.emplace_back([this] { work(); });
+    watcher_ = std::thread([this] { watch(); });
+}
+
+TaskRunner::~TaskRunner() {
+    stop(std::chrono::milliseconds(0));
+    store_.bus().unsubscribe(bus_token_);
+    for (auto& t : workers_)
+        if (t.joinable()) t.detach();
+    if (watcher_.joinable()) watcher_.join();
+}
+
+std::int64_t TaskRunner::lease_until() const {
+    return now_ms() + static_cast<std::int64_t>(store_.settings().lease_ms);
+}
+
+bool TaskRunner::run(const std::string& id, Round round) {
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) return false;
+        Held& h = held_[id];
+        h.round = std::move(round);
+        h.renewed_ms = now_ms();
+        queue_.push_back(id);
+    }
+    wake_.notify_one();
+    return true;
+}
+
+bool TaskRunner::cancel(const std::string& id, StopReason why) {
+    std::shared_ptr<RoundControl> control;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = held_.find(id);
+        if (it == held_.end()) return false;
+        control = it->second.control;
+    }
+    StopReason none = StopReason::none;
+    control->why.compare_exchange_strong(none, why);
+    control->in_flight->cancel();
+    return true;
+}
+
+std::size_t TaskRunner::held() {
+    std::lock_guard lock(mutex_);
+    return held_.size();
+}
+
+void TaskRunner::work() {
+    for (;;) {
+        std::string id;
+        Round round;
+        std::shared_ptr<RoundControl> control;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+            if (queue_.empty()) return; // stopping, nothing left to start
+            id = std::move(queue_.front());
+            queue_.pop_front();
+            auto it = held_.find(id);
+            if (it == held_.end()) continue;
+            it->second.started_ms = now_ms();
+            round = std::move(it->second.round);
+            control = it->second.control;
+            if (stopping_) {
+                StopReason none = StopReason::none;
+                control->why.compare_exchange_strong(none, StopReason::host_stopping);
+                control->in_flight->cancel();
+            }
+        }
+        ++busy_;
+        try {
+            round(*control);
+        } catch (const std::exception& e) {
+            spdlog::error("task {}: its round failed: {}", id, e.what());
+        }
+        --busy_;
+        {
+            std::lock_guard lock(mutex_);
+            held_.erase(id);
+        }
+        watcher_wake_.notify_all();
+    }
+}
+
+// A renewal also reads the record: a cancellation whose message this
+// instance missed is seen here at the latest.
+void TaskRunner::renew(const std::string& id) {
+    bool cancel_requested = false;
+    try {
+        store_.update(
+            id,
+            [&](TaskRecord& r) {
+                if (r.status != Status::working || r.runner != instance_) return false;
+                cancel_requested = r.cancel_requested;
+                r.lease_until_ms = lease_until();
+                return true;
+            },
+            false);
+    } catch (const state::BackendError& e) {
+        spdlog::warn("task {}: its lease could not be renewed: {}", id, e.what());
+    }
+    if (cancel_requested) cancel(id, StopReason::client);
+}
+
+void TaskRunner::watch() {
+    const auto& settings = store_.settings();
+    const std::int64_t renew_every = static_cast<std::int64_t>(settings.lease_ms / 3);
+    for (;;) {
+        std::vector<std::string> to_renew;
+        std::vector<std::string> overdue;
+        {
+            std::unique_lock lock(mutex_);
+            watcher_wake_.wait_for(lock, kWatchTick);
+            if (stopping_ && held_.empty()) return;
+            const std::int64_t now = now_ms();
+            for (auto& [id, h] : held_) {
+                if (now - h.renewed_ms >= renew_every) {
+                    h.renewed_ms = now;
+                    to_renew.push_back(id);
+                }
+                if (h.started_ms && now - h.started_ms > static_cast<std::int64_t>(settings.max_run_ms))
+                    overdue.push_back(id);
+            }
+        }
+        for (const auto& id : overdue)
+            cancel(id, StopReason::deadline);
+        for (const auto& id : to_renew)
+            renew(id);
+    }
+}
+
+bool TaskRunner::stop(std::chrono::milliseconds grace) {
+    std::vector<std::string> queued;
+    {
+        std::lock_guard lock(mutex_);
+        if (!stopping_) {
+            stopping_ = true;
+            queued.assign(queue_.begin(), queue_.end());
+            queue_.clear();
+            for (const auto& id : queued)
+                held_.erase(id);
+        }
+    }
+    wake_.notify_all();
+    std::vector<std::string> running;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& [id, _] : held_)
+            running.push_back(id);
+    }
+    for (const auto& id : running)
+        cancel(id, StopReason::host_stopping);
+    // Queued rounds never ran: their records say why at once.
+    for (const auto& id : queued)
+        try {
+            store_.update(id, [this](TaskRecord& r) {
+                if (terminal(r.status) || r.runner != instance_) return false;
+                r.status = Status::failed;
+                r.error = {{"code", -32603},
+                           {"message", "The host stopped before this task's turn came; start the work again."}};
+                r.status_message = r.error["message"];
+                r.runner.clear();
+                return true;
+            });
+        } catch (const state::BackendError&) {
+        }
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    std::unique_lock lock(mutex_);
+    watcher_wake_.wait_until(lock, deadline, [this] { return held_.empty(); });
+    const bool ended = held_.empty();
+    lock.unlock();
+    watcher_wake_.notify_all();
+    if (ended)
+        for (auto& t : workers_)
+            if (t.joinable()) t.join();
+    return ended;
+}
+
+} // namespace gatehouse::tasks

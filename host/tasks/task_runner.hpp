@@ -1,0 +1,88 @@
+#pragma once
+
+#include "protocol/connection.hpp"
+#include "tasks/task_store.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gatehouse::tasks {
+
+// Why a round was told to stop (RoundControl::why).
+enum class StopReason { none, client, deadline, host_stopping };
+
+// What a running round reads besides its record: its cancellation (what the
+// plugin's is_cancelled answers) and why it was cancelled.
+struct RoundControl {
+    std::shared_ptr<protocol::InFlight> in_flight = std::make_shared<protocol::InFlight>();
+    std::atomic<StopReason> why{StopReason::none};
+};
+
+// Runs the rounds of tasks on threads of its own (tasks.workers; the worker
+// pool stays for calls), and keeps every task it holds alive in the store:
+// it renews their leases (so another instance can tell a task whose host
+// died), cancels a round that outlives tasks.max_run_ms, and cancels a round
+// when any instance publishes its cancellation. One per host. Thread-safe.
+class TaskRunner {
+public:
+    using Round = std::function<void(RoundControl&)>;
+
+    TaskRunner(TaskStore& store, std::string instance);
+    ~TaskRunner();
+
+    // This host's name in the records it runs (random per process).
+    const std::string& instance() const { return instance_; }
+    // Until when a record this host runs is its own.
+    std::int64_t lease_until() const;
+
+    // Queues a round of task `id`, whose record already names this instance
+    // as its runner. False when the runner is stopping.
+    bool run(const std::string& id, Round round);
+
+    // Cancels the round of `id` held here; false when none is.
+    bool cancel(const std::string& id, StopReason why);
+
+    // Stops taking rounds and cancels those running; waits up to `grace`.
+    // The records of rounds still held then are failed with the reason. True
+    // when every thread ended.
+    bool stop(std::chrono::milliseconds grace);
+
+    std::size_t held();
+
+private:
+    struct Held {
+        std::shared_ptr<RoundControl> control = std::make_shared<RoundControl>();
+        Round round;
+        std::int64_t started_ms = 0; // 0: queued
+        std::int64_t renewed_ms = 0;
+    };
+
+    void work();
+    void watch();
+    void renew(const std::string& id);
+
+    TaskStore& store_;
+    const std::string instance_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::condition_variable watcher_wake_;
+    std::deque<std::string> queue_;
+    std::map<std::string, Held> held_;
+    bool stopping_ = false;
+    std::uint64_t bus_token_ = 0;
+    std::vector<std::thread> workers_;
+    std::thread watcher_;
+    std::atomic<unsigned> busy_{0};
+};
+
+} // namespace gatehouse::tasks

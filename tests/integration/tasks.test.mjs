@@ -1,0 +1,335 @@
+// The Tasks extension (io.modelcontextprotocol/tasks) against the real
+// binary serving the conformance fixture over HTTP: the official v2 client
+// (@modelcontextprotocol/client, 2026-07-28) starting, polling and
+// cancelling tasks; a task that needs the person; another principal kept out
+// of every task operation; notifications/tasks on subscriptions/listen; the
+// bounds (tasks per principal, poll pace, result size, retention); a host
+// restarted or killed mid-task; and, on a shared Redis, a task started on one
+// instance and polled, answered and cancelled through another.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { z } from 'zod';
+import { HttpHost, withHttpHost } from './lib/http_host.mjs';
+import { modernMeta } from './lib/host.mjs';
+import { Redis } from './lib/redis.mjs';
+
+const TASKS = 'io.modelcontextprotocol/tasks';
+const CAPS = 'io.modelcontextprotocol/clientCapabilities';
+const withTasks = { [CAPS]: { elicitation: {}, extensions: { [TASKS]: {} } } };
+const fast = { poll_interval_ms: 100 };
+
+const sha256Hex = (text) => createHash('sha256').update(text).digest('hex');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// A 2026-07-28 request declaring the extension; resolves with the answer.
+async function ask(host, method, params = {}, { headers = {}, meta = withTasks } = {}) {
+  const reply = await host.modern(method, { ...params, _meta: meta }, { headers });
+  assert.ok(reply.answer, `no answer to ${method}: ${reply.status} ${reply.text}`);
+  return reply.answer;
+}
+
+async function startTask(host, name, args, options) {
+  const answer = await ask(host, 'tools/call', { name, arguments: args }, options);
+  assert.equal(answer.result?.resultType, 'task', JSON.stringify(answer));
+  return answer.result;
+}
+
+async function until(host, taskId, statuses, options, timeoutMs = 15000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = await ask(host, 'tasks/get', { taskId }, options);
+    assert.ok(answer.result, JSON.stringify(answer));
+    if (statuses.includes(answer.result.status)) return answer.result;
+    if (Date.now() > deadline) throw new Error(`task ${taskId} stayed ${answer.result.status}`);
+    await sleep(150);
+  }
+}
+
+// The v2 client predates the extension: it refuses a tools/call answered
+// with resultType "task" (UnsupportedResultType), so the task is created
+// with a raw request; everything after it goes through the client, which
+// declares the extension per request and sets Mcp-Name to the task's id.
+test('the v2 client polls a task to completion with its result, and cancels another', () =>
+  withHttpHost({ plugins: ['conformance.so'], sections: { tasks: fast } }, async (host) => {
+    const client = new Client(
+      { name: 'gatehouse-itests', version: '1.0.0' },
+      { capabilities: { elicitation: {}, extensions: { [TASKS]: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(host.url)));
+    const anything = z.object({}).passthrough();
+    const discovered = client.getServerCapabilities();
+    assert.ok(discovered.extensions?.[TASKS], JSON.stringify(discovered));
+    await assert.rejects(
+      client.request({ method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 1 } } }, anything),
+      /Unsupported result type 'task'/,
+    );
+
+    const created = await startTask(host, 'slow_compute', { seconds: 1, label: 'v2' });
+    assert.match(created.taskId, /^[0-9a-f]{32}$/);
+    assert.equal(created.status, 'working');
+    let task;
+    for (;;) {
+      task = await client.request({ method: 'tasks/get', params: { taskId: created.taskId } }, anything);
+      if (task.status === 'completed') break;
+      assert.equal(task.status, 'working');
+      await sleep(task.pollIntervalMs);
+    }
+    assert.equal(task.result.content[0].text, "Computed 'v2' in 1 s.");
+
+    const long = await startTask(host, 'slow_compute', { seconds: 60 });
+    const ack = await client.request({ method: 'tasks/cancel', params: { taskId: long.taskId } }, anything);
+    // An empty acknowledgement (the client takes resultType "complete" off).
+    assert.deepEqual(Object.keys(ack).filter((k) => k !== '_meta'), []);
+    for (;;) {
+      task = await client.request({ method: 'tasks/get', params: { taskId: long.taskId } }, anything);
+      if (task.status !== 'working') break;
+      await sleep(task.pollIntervalMs);
+    }
+    assert.equal(task.status, 'cancelled');
+    await client.close();
+  }));
+
+test('a task that needs the person waits in input_required until tasks/update answers it', () =>
+  withHttpHost({ plugins: ['conformance.so'], sections: { tasks: fast } }, async (host) => {
+    const created = await startTask(host, 'confirm_delete', { filename: 'report.txt' });
+    const waiting = await until(host, created.taskId, ['input_required']);
+    const [key] = Object.keys(waiting.inputRequests);
+    assert.equal(waiting.inputRequests[key].method, 'elicitation/create');
+    assert.match(waiting.inputRequests[key].params.message, /Delete report\.txt\?/);
+    // An answer to a key never asked is ignored: the task still waits.
+    await ask(host, 'tasks/update', { taskId: created.taskId, inputResponses: { 'r9.other': { action: 'accept' } } });
+    assert.equal((await ask(host, 'tasks/get', { taskId: created.taskId })).result.status, 'input_required');
+    const ack = await ask(host, 'tasks/update', {
+      taskId: created.taskId,
+      inputResponses: { [key]: { action: 'accept', content: { confirm: true } } },
+    });
+    assert.equal(ack.result.resultType, 'complete');
+    const done = await until(host, created.taskId, ['completed', 'failed', 'cancelled']);
+    assert.equal(done.status, 'completed');
+    assert.equal(done.result.content[0].text, 'Deleted report.txt.');
+  }));
+
+test("another principal's task is unknown to every task operation and to subscriptions/listen", async () => {
+  const keys = { ann: 'ann-key-0123456789', bob: 'bob-key-0123456789' };
+  await withHttpHost(
+    {
+      plugins: ['conformance.so'],
+      sections: {
+        tasks: fast,
+        auth: { mode: 'api_keys', api_keys: Object.entries(keys).map(([subject, key]) => ({ sha256: sha256Hex(key), subject })) },
+      },
+    },
+    async (host) => {
+      const as = (who) => ({ headers: { Authorization: `Bearer ${keys[who]}` } });
+      const created = await startTask(host, 'confirm_delete', { filename: 'ann.txt' }, as('ann'));
+      await until(host, created.taskId, ['input_required'], as('ann'));
+      for (const [method, params] of [
+        ['tasks/get', { taskId: created.taskId }],
+        ['tasks/update', { taskId: created.taskId, inputResponses: {} }],
+        ['tasks/cancel', { taskId: created.taskId }],
+      ]) {
+        const answer = await ask(host, method, params, as('bob'));
+        assert.equal(answer.error?.code, -32602, `${method}: ${JSON.stringify(answer)}`);
+        assert.match(answer.error.message, /Task not found/);
+      }
+      const unknown = await ask(host, 'tasks/get', { taskId: 'f'.repeat(32) }, as('bob'));
+      assert.equal(unknown.error.message, (await ask(host, 'tasks/get', { taskId: created.taskId }, as('bob'))).error.message);
+      // Bob's listen follows none of Ann's tasks.
+      const controller = new AbortController();
+      const listen = await fetch(host.url, {
+        method: 'POST',
+        signal: controller.signal,
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          ...HttpHost.modernHeaders({ method: 'subscriptions/listen' }),
+          Authorization: `Bearer ${keys.bob}`,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'listen-bob',
+          method: 'subscriptions/listen',
+          params: { notifications: { taskIds: [created.taskId] }, _meta: modernMeta(withTasks) },
+        }),
+      });
+      const reader = listen.body.getReader();
+      const { value } = await reader.read();
+      const ackText = new TextDecoder().decode(value);
+      assert.match(ackText, /notifications\/subscriptions\/acknowledged/);
+      assert.match(ackText, /"taskIds":\[\]/);
+      controller.abort();
+      // Ann's task is untouched by all of it.
+      assert.equal((await ask(host, 'tasks/get', { taskId: created.taskId }, as('ann'))).result.status, 'input_required');
+    },
+  );
+});
+
+test('notifications/tasks on subscriptions/listen follow a task to its end; without the extension the listen is refused', () =>
+  withHttpHost({ plugins: ['conformance.so'], sections: { tasks: fast } }, async (host) => {
+    const refused = await host.modern('subscriptions/listen', { notifications: { taskIds: ['x'] } });
+    assert.equal(refused.answer.error?.code, -32021);
+    assert.ok(refused.answer.error.data.requiredCapabilities.extensions[TASKS]);
+
+    const created = await startTask(host, 'slow_compute', { seconds: 1, label: 'followed' });
+    const controller = new AbortController();
+    const response = await fetch(host.url, {
+      method: 'POST',
+      signal: controller.signal,
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        ...HttpHost.modernHeaders({ method: 'subscriptions/listen' }),
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'listen-1',
+        method: 'subscriptions/listen',
+        params: { notifications: { taskIds: [created.taskId] }, _meta: modernMeta(withTasks) },
+      }),
+    });
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const deadline = Date.now() + 15000;
+    while (!/"status":"completed"/.test(text) && Date.now() < deadline) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    controller.abort();
+    assert.match(text, new RegExp(`"taskIds":\\["${created.taskId}"\\]`));
+    const completed = text
+      .split('\n')
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => JSON.parse(l.slice(5)))
+      .find((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
+    assert.ok(completed, text);
+    assert.equal(completed.params.taskId, created.taskId);
+    assert.equal(completed.params.result.content[0].text, "Computed 'followed' in 1 s.");
+  }));
+
+test('bounds: unfinished tasks per principal, the pace of tasks/get, the size of a result, and retention', () =>
+  withHttpHost(
+    {
+      plugins: ['conformance.so'],
+      sections: { tasks: { max_per_principal: 2, poll_interval_ms: 1000, poll_burst: 2, max_result_bytes: 1024, ttl_ms: 3000 } },
+    },
+    async (host) => {
+      const first = await startTask(host, 'slow_compute', { seconds: 60 });
+      const second = await startTask(host, 'slow_compute', { seconds: 60 });
+      const third = await ask(host, 'tools/call', { name: 'slow_compute', arguments: { seconds: 60 } });
+      assert.equal(third.result.isError, true);
+      assert.equal(third.result.structuredContent.code, 'TOO_MANY_TASKS');
+      // A finished task makes room again.
+      await ask(host, 'tasks/cancel', { taskId: first.taskId });
+      await sleep(300);
+      const fourth = await startTask(host, 'slow_compute', { seconds: 60 });
+      await ask(host, 'tasks/cancel', { taskId: second.taskId });
+      await ask(host, 'tasks/cancel', { taskId: fourth.taskId });
+
+      // tasks/get: a burst of two, then one per pollIntervalMs.
+      assert.equal(first.pollIntervalMs, 1000);
+      const polls = [];
+      for (let i = 0; i < 3; i++) polls.push(await ask(host, 'tasks/get', { taskId: second.taskId }));
+      assert.ok(polls[0].result && polls[1].result);
+      assert.equal(polls[2].error?.data?.code, 'POLLED_TOO_FAST', JSON.stringify(polls[2]));
+      assert.ok(polls[2].error.data.retryAfterMs > 0);
+      await sleep(1100);
+      assert.ok((await ask(host, 'tasks/get', { taskId: second.taskId })).result);
+
+      // A result over max_result_bytes is not kept; the task says why.
+      const large = await startTask(host, 'slow_compute', { seconds: 0, label: 'x'.repeat(2000) });
+      await sleep(500);
+      const kept = (await ask(host, 'tasks/get', { taskId: large.taskId })).result;
+      assert.equal(kept.status, 'completed');
+      assert.equal(kept.result.isError, true);
+      assert.equal(kept.result.structuredContent.code, 'RESULT_TOO_LARGE');
+
+      // Retention: ttlMs after its creation the task is gone.
+      assert.equal(large.ttlMs, 3000);
+      await sleep(3200);
+      const gone = await ask(host, 'tasks/get', { taskId: large.taskId });
+      assert.equal(gone.error?.code, -32602);
+    },
+  ));
+
+test('a host restarted mid-task reports the task failed with the reason; so does one killed, once its lease lapses', async () => {
+  const options = {
+    plugins: ['conformance.so'],
+    sections: { tasks: { ...fast, lease_ms: 1500 }, session: { backend: 'sqlite', pinned: { store: 'shop', user: 'ann' } } },
+  };
+  let host = await HttpHost.start(options);
+  try {
+    const stopped = await startTask(host, 'slow_compute', { seconds: 60 });
+    host = await host.restart(options);
+    const afterStop = (await ask(host, 'tasks/get', { taskId: stopped.taskId })).result;
+    assert.equal(afterStop.status, 'failed');
+    assert.equal(afterStop.error.code, -32603);
+    assert.match(afterStop.error.message, /stopped before it finished/);
+
+    const killed = await startTask(host, 'slow_compute', { seconds: 60 });
+    host.child.kill('SIGKILL');
+    await host.exit;
+    host = await HttpHost.start({ ...options, config: host.config, listen: new URL(host.url).host });
+    await sleep(1700);
+    const afterKill = (await ask(host, 'tasks/get', { taskId: killed.taskId })).result;
+    assert.equal(afterKill.status, 'failed');
+    assert.match(afterKill.error.message, /stopped before it finished \(instance '[0-9a-f]+'\)/);
+  } finally {
+    await host.stop();
+  }
+});
+
+test('on a shared Redis a task started on one instance is polled, answered and cancelled through another', async () => {
+  const redis = await Redis.start();
+  const hosts = [];
+  try {
+    for (let i = 0; i < 2; i++)
+      hosts.push(
+        await HttpHost.start({
+          plugins: ['conformance.so'],
+          http: { instance_name: `gh-${i + 1}` },
+          sections: {
+            tasks: fast,
+            input_requests: { state_keys: ['MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY='] },
+            session: { backend: 'redis', redis: { url: redis.url, key_prefix: 'tasks:' }, pinned: { store: 'shop', user: 'ann' } },
+          },
+        }),
+      );
+    const [a, b] = hosts;
+    const computed = await startTask(a, 'slow_compute', { seconds: 1, label: 'shared' });
+    const done = await until(b, computed.taskId, ['completed']);
+    assert.equal(done.result.content[0].text, "Computed 'shared' in 1 s.");
+
+    // Answered through B: the next round runs on B.
+    const asked = await startTask(a, 'confirm_delete', { filename: 'shared.txt' });
+    const waiting = await until(b, asked.taskId, ['input_required']);
+    const [key] = Object.keys(waiting.inputRequests);
+    await ask(b, 'tasks/update', { taskId: asked.taskId, inputResponses: { [key]: { action: 'accept', content: { confirm: false } } } });
+    assert.equal((await until(a, asked.taskId, ['completed'])).result.content[0].text, 'Kept shared.txt.');
+
+    // Cancelled through B while it runs on A.
+    const long = await startTask(a, 'slow_compute', { seconds: 60 });
+    await ask(b, 'tasks/cancel', { taskId: long.taskId });
+    const cancelled = await until(b, long.taskId, ['cancelled', 'completed', 'failed'], undefined, 5000);
+    assert.equal(cancelled.status, 'cancelled');
+  } finally {
+    for (const h of hosts) await h.stop();
+    await redis.close();
+  }
+});
+
+test('a 2026-07-28 client without the extension: optional tools run as plain calls, required ones get -32021, tasks/* are refused', () =>
+  withHttpHost({ plugins: ['conformance.so'], sections: { tasks: fast } }, async (host) => {
+    const plain = await ask(host, 'tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'plain' } }, { meta: {} });
+    assert.equal(plain.result.resultType, 'complete');
+    assert.equal(plain.result.content[0].text, "Computed 'plain' in 0 s.");
+    const required = await ask(host, 'tools/call', { name: 'failing_job', arguments: {} }, { meta: {} });
+    assert.equal(required.error?.code, -32021);
+    assert.deepEqual(required.error.data.requiredCapabilities, { extensions: { [TASKS]: {} } });
+    for (const method of ['tasks/get', 'tasks/cancel'])
+      assert.equal((await ask(host, method, { taskId: 'x' }, { meta: {} })).error?.code, -32021);
+  }));
+
