@@ -54,6 +54,12 @@ inline constexpr std::string_view too_many_tasks = "TOO_MANY_TASKS";
 inline constexpr std::string_view result_too_large = "RESULT_TOO_LARGE";
 inline constexpr std::string_view task_overran = "TASK_OVERRAN";
 inline constexpr std::string_view polled_too_fast = "POLLED_TOO_FAST";
+// The job tools (job_status, job_result, job_cancel) of a client without the
+// Tasks extension.
+inline constexpr std::string_view job_not_found = "JOB_NOT_FOUND";
+inline constexpr std::string_view job_not_finished = "JOB_NOT_FINISHED";
+inline constexpr std::string_view job_failed = "JOB_FAILED";
+inline constexpr std::string_view job_cancelled = "JOB_CANCELLED";
 // The integer does not fit the 64 bits the host and its plugins read.
 inline constexpr std::string_view integer_out_of_range = "INTEGER_OUT_OF_RANGE";
 } // namespace refusal_code

@@ -68,7 +68,8 @@ McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipe
       input_rounds_(options.state_sealer ? std::move(options.state_sealer)
                                          : mrtr::make_request_state_sealer(options.input_requests, identity_.name),
                     std::chrono::milliseconds(options.input_requests.client_timeout_ms)),
-      disclosure_(registry), decoder_(registry, disclosure_, options.host),
+      disclosure_(registry, options.tasks.enabled && tasks::TaskCalls::offers_jobs(registry)),
+      decoder_(registry, disclosure_, options.host),
       tool_call_({gate, decoder_, disclosure_, rate_limiter_, input_rounds_, options.sessions},
                  limits_.max_string_bytes),
       resource_read_(registry, input_rounds_), prompt_get_(registry, input_rounds_), completion_(registry),

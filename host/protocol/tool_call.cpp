@@ -210,6 +210,8 @@ Json ToolCall::run(Request& request) const {
 }
 
 Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const {
+    if (ToolDisclosure::is_job_tool(tool.name) && parts_.tasks)
+        return parts_.tasks->answer_job(tool, arguments, request);
     if (tool.name != ToolDisclosure::kCallTool)
         return parts_.disclosure.answer(tool, arguments, request.connection->principal());
     // Within call_tool an unknown name is a mistake in its arguments, which

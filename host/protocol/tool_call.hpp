@@ -37,6 +37,8 @@ public:
     // Creates the task durably, starts its first round and answers the
     // CreateTaskResult (or the job handle).
     virtual Json start(Request& request, Start start) = 0;
+    // Answers job_status, job_result and job_cancel (ToolDisclosure::is_job_tool).
+    virtual Json answer_job(const plugins::Tool& tool, const Json& arguments, Request& request) = 0;
 };
 
 // What one round of a task's plugin answered, as the task records it.

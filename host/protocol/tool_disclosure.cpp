@@ -52,7 +52,32 @@ const Json kName = {{"type", "string"}, {"minLength", 1}, {"maxLength", 128}};
 
 } // namespace
 
-ToolDisclosure::ToolDisclosure(const plugins::ToolRegistry& registry) : registry_(registry) {
+ToolDisclosure::ToolDisclosure(const plugins::ToolRegistry& registry, bool offers_jobs) : registry_(registry) {
+    if (offers_jobs) {
+        const Json job_argument =
+            object_schema({{"job",
+                            {{"type", "string"},
+                             {"minLength", 1},
+                             {"maxLength", 128},
+                             {"description", "The job's id, as the call that started it answered."}}}},
+                          {"job"});
+        job_tools_.push_back(make_meta_tool(kJobStatus, "A job's state",
+                                            "Tells how a job started by a tool call is doing: working, completed, "
+                                            "failed or cancelled, with a message and when to ask again.",
+                                            job_argument));
+        job_tools_.push_back(make_meta_tool(kJobResult, "A job's result",
+                                            "Returns the result of a finished job exactly as the tool that started "
+                                            "it would have; says so when the job has not finished.",
+                                            job_argument));
+        job_tools_.push_back(make_meta_tool(kJobCancel, "Cancel a job",
+                                            "Asks a running job to stop. It ends as cancelled unless it finishes "
+                                            "first.",
+                                            job_argument));
+        // Cancelling changes something; the other two only read.
+        job_tools_.back()->annotations = {
+            {"readOnlyHint", false}, {"destructiveHint", false}, {"idempotentHint", true}, {"openWorldHint", false}};
+        job_tools_.back()->listing["annotations"] = job_tools_.back()->annotations;
+    }
     meta_tools_.push_back(make_meta_tool(kListDomains, "List tool domains",
                                          "Lists every tool domain (family) this server offers, whether tools/list "
                                          "shows its tools or it loads on demand, and how many tools it has.",
@@ -90,12 +115,14 @@ bool ToolDisclosure::apply(const std::set<std::string>& on_demand_families,
         else
             next->tools.push_back(tool);
     }
-    if (next->hides_tools) {
+    if (next->hides_tools)
         for (const auto& meta : meta_tools_)
             if (!registry_.find(meta->name)) next->tools.push_back(meta.get());
+    for (const auto& job : job_tools_)
+        if (!registry_.find(job->name)) next->tools.push_back(job.get());
+    if (next->hides_tools || !job_tools_.empty())
         std::sort(next->tools.begin(), next->tools.end(),
                   [](const plugins::Tool* a, const plugins::Tool* b) { return a->name < b->name; });
-    }
     std::string all;
     for (const plugins::Tool* tool : next->tools) {
         all += tool->listing.dump();
@@ -115,6 +142,8 @@ std::shared_ptr<const ToolDisclosure::Listing> ToolDisclosure::listing() const {
 }
 
 const plugins::Tool* ToolDisclosure::meta_tool(std::string_view name) const {
+    for (const auto& job : job_tools_)
+        if (job->name == name) return job.get();
     if (!listing()->hides_tools) return nullptr;
     for (const auto& meta : meta_tools_)
         if (meta->name == name) return meta.get();

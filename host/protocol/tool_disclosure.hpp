@@ -26,8 +26,17 @@ public:
     static constexpr std::string_view kLoadDomain = "load_domain";
     static constexpr std::string_view kDescribeTool = "describe_tool";
     static constexpr std::string_view kCallTool = "call_tool";
+    // A job (a task of a tool that runs only as one, called by a client
+    // without the Tasks extension): its state, its result, its end. Listed
+    // and callable whenever some tool runs only as a task (`offers_jobs`).
+    static constexpr std::string_view kJobStatus = "job_status";
+    static constexpr std::string_view kJobResult = "job_result";
+    static constexpr std::string_view kJobCancel = "job_cancel";
+    static bool is_job_tool(std::string_view name) {
+        return name == kJobStatus || name == kJobResult || name == kJobCancel;
+    }
 
-    explicit ToolDisclosure(const plugins::ToolRegistry& registry);
+    explicit ToolDisclosure(const plugins::ToolRegistry& registry, bool offers_jobs = false);
     ~ToolDisclosure();
 
     // Families named here go on demand, every other one is listed; a tool
@@ -45,8 +54,9 @@ public:
     };
     std::shared_ptr<const Listing> listing() const;
 
-    // The host tool of that name while some family is on demand, else null.
-    // A family's own tool of the same name wins (the registry is asked first).
+    // The host tool of that name while some family is on demand (a job
+    // tool: whenever jobs are offered), else null. A family's own tool of
+    // the same name wins (the registry is asked first).
     const plugins::Tool* meta_tool(std::string_view name) const;
 
     // Answers list_domains, load_domain and describe_tool (call_tool is the
@@ -59,6 +69,7 @@ public:
 private:
     const plugins::ToolRegistry& registry_;
     std::vector<std::unique_ptr<plugins::Tool>> meta_tools_;
+    std::vector<std::unique_ptr<plugins::Tool>> job_tools_;
     mutable std::mutex mutex_;
     std::shared_ptr<const Listing> listing_;
 };

@@ -2,6 +2,7 @@
 
 #include "gate/refusal.hpp"
 #include "protocol/json_rpc.hpp"
+#include "protocol/tool_disclosure.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -89,6 +90,33 @@ private:
     std::int64_t last_write_ms_ = 0;
 };
 
+// What a client without the extension gets for a tool that runs only as a
+// task: an ordinary tool result naming the job, and how to follow it.
+Json job_handle(const TaskRecord& record, const plugins::Tool& tool) {
+    const std::string text = "Tool '" + tool.name + "' runs as a job, which takes a while; its id is " + record.id +
+                             ". Ask how it is doing with job_status and for its result with job_result (arguments "
+                             "{\"job\": \"" +
+                             record.id + "\"}), at most every " + std::to_string(record.poll_ms) +
+                             " ms; stop it with job_cancel.";
+    Json result = {{"content", Json::array({{{"type", "text"}, {"text", text}}})}};
+    // A tool's own outputSchema describes its result, not the handle: the handle is then text only.
+    if (!tool.output_schema)
+        result["structuredContent"] = {{"job",
+                                        {{"id", record.id},
+                                         {"status", status_name(record.status)},
+                                         {"pollIntervalMs", record.poll_ms},
+                                         {"ttlMs", record.ttl_ms}}}};
+    return result;
+}
+
+Json job_refusal(std::string_view code, std::string message, Json next = Json::object()) {
+    gate::Refusal refusal;
+    refusal.code = std::string(code);
+    refusal.message = std::move(message);
+    refusal.next = std::move(next);
+    return refusal.to_tool_result();
+}
+
 protocol::Revision revision_named(const std::string& name) {
     return name == protocol::revision_name(protocol::Revision::legacy_2025_11_25)
                ? protocol::Revision::legacy_2025_11_25
@@ -114,8 +142,10 @@ bool TaskCalls::declared(const Request& request) {
 
 bool TaskCalls::runs_as_task(const Request& request, const plugins::Tool& tool) const {
     if (!store_.settings().enabled || tool.task_support == plugins::TaskSupport::none) return false;
-    // A 2025-11-25 client has no way to declare the extension: its calls stay plain calls.
-    if (request.revision != protocol::Revision::modern_2026_07_28) return false;
+    // A 2025-11-25 client has no way to declare the extension: a tool that
+    // runs only as a task answers it with a job handle; any other stays a plain call.
+    if (request.revision != protocol::Revision::modern_2026_07_28)
+        return tool.task_support == plugins::TaskSupport::required;
     if (declared(request)) return true;
     if (tool.task_support == plugins::TaskSupport::required)
         missing_extension("tool '" + tool.name + "' runs only as a task, so calling it");
@@ -124,6 +154,12 @@ bool TaskCalls::runs_as_task(const Request& request, const plugins::Tool& tool) 
 
 bool TaskCalls::asks_first(const Request&, const plugins::Tool& tool) const {
     return tool.asks_before_task;
+}
+
+bool TaskCalls::offers_jobs(const plugins::ToolRegistry& registry) {
+    for (const plugins::Tool* tool : registry.ordered())
+        if (tool->task_support == plugins::TaskSupport::required) return true;
+    return false;
 }
 
 Json TaskCalls::start(Request& request, Start start) {
@@ -145,6 +181,7 @@ Json TaskCalls::start(Request& request, Start start) {
     record.runner = runner_.instance();
     record.lease_until_ms = runner_.lease_until();
     record.status_message = "The task has started.";
+    record.job = !declared(request);
     try {
         if (!store_.create(record)) return too_many_tasks(settings.max_per_principal).to_tool_result();
     } catch (const state::BackendError& e) {
@@ -152,6 +189,7 @@ Json TaskCalls::start(Request& request, Start start) {
         return tasks_unavailable().to_tool_result();
     }
     submit_round(record.id, start.tool, request.connection->principal());
+    if (record.job) return job_handle(record, start.tool);
     Json created = record.created();
     created["resultType"] = "task";
     return created;
@@ -268,6 +306,20 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
                 r.status_message = r.error.value("message", std::string("The task failed."));
                 return true;
             case protocol::TaskRound::Kind::input_required:
+                if (r.job) {
+                    // A job's client has nowhere to answer (no tasks/update).
+                    r.status = Status::failed;
+                    r.error = {{"code", protocol::error_code::missing_required_client_capability},
+                               {"message", "Tool '" + tool.name +
+                                               "' asked for input while running as a job, which "
+                                               "a client without the " +
+                                               std::string(kExtension) +
+                                               " extension cannot give; call it from a client that declares the "
+                                               "extension."},
+                               {"data", {{"requiredCapabilities", required_extension()}}}};
+                    r.status_message = r.error["message"];
+                    return true;
+                }
                 r.status = Status::input_required;
                 ++r.round;
                 // The plugin's keys may repeat from round to round; the task's never do.
@@ -304,22 +356,26 @@ const TaskRecord& TaskCalls::require(std::optional<TaskRecord>& found) {
     return *found;
 }
 
-void TaskCalls::pace(const std::string& id) {
+std::optional<std::uint64_t> TaskCalls::too_soon(const std::string& id) {
     const std::string key = "task-poll%%" + id;
     const std::array<limits::BucketDraw, 1> draws{limits::BucketDraw{key, &poll_pace_}};
-    std::optional<limits::BucketStore::Shortfall> shortfall;
     try {
-        shortfall = poll_buckets_->take(draws, limits::BucketStore::Clock::now());
+        if (auto shortfall = poll_buckets_->take(draws, limits::BucketStore::Clock::now())) return shortfall->wait_ms;
     } catch (const state::BackendError&) {
-        return; // the pace is a courtesy to the host; the task's state itself is read next
+        // The pace spares the host; the task's state itself is read next, and that read tells.
     }
-    if (!shortfall) return;
+    return std::nullopt;
+}
+
+void TaskCalls::pace(const std::string& id) {
+    const auto wait_ms = too_soon(id);
+    if (!wait_ms) return;
     throw ProtocolError(protocol::error_code::internal_error,
                         "tasks/get came faster than this task's pollIntervalMs (" +
                             std::to_string(store_.settings().poll_interval_ms) + " ms); ask again in " +
-                            std::to_string(shortfall->wait_ms) + " ms.",
+                            std::to_string(*wait_ms) + " ms.",
                         {{"code", gate::refusal_code::polled_too_fast},
-                         {"retryAfterMs", shortfall->wait_ms},
+                         {"retryAfterMs", *wait_ms},
                          {"pollIntervalMs", store_.settings().poll_interval_ms}});
 }
 
@@ -400,37 +456,108 @@ Json TaskCalls::update(Request& request) {
     return Json::object();
 }
 
+bool TaskCalls::cancel_task(const std::string& id, const std::string& owner) {
+    bool running = false;
+    bool unfinished = false;
+    // A finished task stays as it is: the cancellation is acknowledged all the same.
+    store_.update(id, [&](TaskRecord& r) {
+        running = false;
+        unfinished = r.owner == owner && !terminal(r.status);
+        if (!unfinished || r.cancel_requested) return false;
+        if (r.status == Status::input_required) {
+            r.status = Status::cancelled;
+            r.status_message = "Cancelled by the client.";
+            r.input_requests = Json::object();
+            r.plugin_keys = Json::object();
+            return true;
+        }
+        r.cancel_requested = true;
+        r.status_message = "Cancelling at the client's request.";
+        running = true;
+        return true;
+    });
+    if (running && !runner_.cancel(id, StopReason::client)) store_.publish_cancel(id);
+    return unfinished;
+}
+
 Json TaskCalls::cancel(Request& request) {
     if (!declared(request)) missing_extension("tasks/cancel");
     const std::string id = task_id(request);
     const std::string owner = request.connection->principal().owner_key();
-    bool running = false;
     try {
         std::optional<TaskRecord> found = store_.find(id, owner);
         require(found);
-        // A finished task stays as it is: the cancellation is acknowledged all the same.
-        store_.update(id, [&](TaskRecord& r) {
-            running = false;
-            if (r.owner != owner || terminal(r.status) || r.cancel_requested) return false;
-            if (r.status == Status::input_required) {
-                r.status = Status::cancelled;
-                r.status_message = "Cancelled by the client.";
-                r.input_requests = Json::object();
-                r.plugin_keys = Json::object();
-                return true;
-            }
-            r.cancel_requested = true;
-            r.status_message = "Cancelling at the client's request.";
-            running = true;
-            return true;
-        });
+        cancel_task(id, owner);
     } catch (const state::BackendError& e) {
         throw ProtocolError(protocol::error_code::internal_error,
                             std::string("The host cannot reach the state its tasks are kept in: ") + e.what(),
                             {{"code", gate::refusal_code::state_unavailable}});
     }
-    if (running && !runner_.cancel(id, StopReason::client)) store_.publish_cancel(id);
     return Json::object();
+}
+
+Json TaskCalls::answer_job(const plugins::Tool& tool, const Json& arguments, Request& request) {
+    const std::string id = arguments.at("job").get<std::string>();
+    const std::string owner = request.connection->principal().owner_key();
+    std::optional<TaskRecord> found;
+    try {
+        if (tool.name != protocol::ToolDisclosure::kJobCancel)
+            if (auto wait_ms = too_soon(id))
+                return job_refusal(gate::refusal_code::polled_too_fast,
+                                   "You asked about job " + id + " sooner than its pollIntervalMs (" +
+                                       std::to_string(store_.settings().poll_interval_ms) +
+                                       " ms) allows; ask again in " + std::to_string(*wait_ms) + " ms.",
+                                   {{"retryAfterMs", *wait_ms}});
+        found = store_.find(id, owner);
+        if (found && tool.name == protocol::ToolDisclosure::kJobCancel) {
+            cancel_task(id, owner);
+            found = store_.find(id, owner);
+        }
+    } catch (const state::BackendError&) {
+        return tasks_unavailable().to_tool_result();
+    }
+    if (!found)
+        return job_refusal(gate::refusal_code::job_not_found,
+                           "There is no job '" + id +
+                               "' of yours: it never existed, has expired, or is another caller's. Start the work "
+                               "again to get a new one.");
+    const TaskRecord& job = *found;
+    if (tool.name == protocol::ToolDisclosure::kJobResult) {
+        switch (job.status) {
+        case Status::completed: {
+            Json result = job.result;
+            result.erase("resultType");
+            return result;
+        }
+        case Status::failed:
+            return job_refusal(gate::refusal_code::job_failed,
+                               "Job " + job.id + " failed: " + job.error.value("message", std::string()),
+                               {{"job", job.id}});
+        case Status::cancelled:
+            return job_refusal(gate::refusal_code::job_cancelled,
+                               "Job " + job.id + " was cancelled, so it has no result.", {{"job", job.id}});
+        default:
+            return job_refusal(gate::refusal_code::job_not_finished,
+                               "Job " + job.id + " has not finished (" + status_name(job.status) + ": " +
+                                   job.status_message + "); ask again in " + std::to_string(job.poll_ms) + " ms.",
+                               {{"job", job.id}, {"retryAfterMs", job.poll_ms}});
+        }
+    }
+    Json state = {{"job", job.id},
+                  {"tool", job.tool},
+                  {"status", status_name(job.status)},
+                  {"createdAt", iso8601(job.created_ms)},
+                  {"lastUpdatedAt", iso8601(job.updated_ms)},
+                  {"pollIntervalMs", job.poll_ms},
+                  {"ttlMs", job.ttl_ms}};
+    if (!job.status_message.empty()) state["statusMessage"] = job.status_message;
+    std::string text = "Job " + job.id + " (tool '" + job.tool + "') is " + status_name(job.status);
+    if (!job.status_message.empty()) text += ": " + job.status_message;
+    if (!terminal(job.status))
+        text += " Ask again in " + std::to_string(job.poll_ms) + " ms.";
+    else if (job.status == Status::completed)
+        text += " Fetch its result with job_result.";
+    return {{"content", Json::array({{{"type", "text"}, {"text", text}}})}, {"structuredContent", std::move(state)}};
 }
 
 Json TaskCalls::follow(const Request& request, const Json& task_ids) {

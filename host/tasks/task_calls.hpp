@@ -25,6 +25,11 @@ public:
     bool runs_as_task(const protocol::Request& request, const plugins::Tool& tool) const override;
     bool asks_first(const protocol::Request& request, const plugins::Tool& tool) const override;
     Json start(protocol::Request& request, Start start) override;
+    Json answer_job(const plugins::Tool& tool, const Json& arguments, protocol::Request& request) override;
+
+    // Whether some tool runs only as a task: then clients without the
+    // extension (2025-11-25) get job handles, and the job tools are offered.
+    static bool offers_jobs(const plugins::ToolRegistry& registry);
 
     // The methods; each throws ProtocolError as the extension specifies
     // (-32021 without the extension, -32602 for an unknown task).
@@ -43,7 +48,12 @@ private:
     static const TaskRecord& require(std::optional<TaskRecord>& found);
     std::string task_id(const protocol::Request& request) const;
     // tasks/get's pace: poll_burst at once, then one per pollIntervalMs.
+    // Throws ProtocolError (POLLED_TOO_FAST) when it came too soon.
     void pace(const std::string& id);
+    // The same for the job tools: how long to wait, when it came too soon.
+    std::optional<std::uint64_t> too_soon(const std::string& id);
+    // tasks/cancel and job_cancel: true when the task was still unfinished.
+    bool cancel_task(const std::string& id, const std::string& owner);
     // Runs the task's next round on this host, as `principal`.
     void submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal);
     void round(RoundControl& control, const std::string& id, const plugins::Tool& tool,

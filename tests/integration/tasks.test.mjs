@@ -10,6 +10,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { HttpHost, withHttpHost } from './lib/http_host.mjs';
 import { modernMeta } from './lib/host.mjs';
@@ -333,3 +336,49 @@ test('a 2026-07-28 client without the extension: optional tools run as plain cal
       assert.equal((await ask(host, method, { taskId: 'x' }, { meta: {} })).error?.code, -32021);
   }));
 
+
+// 2025-11-25 has no way to declare the extension: a tool that runs only as a
+// task answers with a job handle, and job_status, job_result and job_cancel
+// follow it (owner-checked like tasks/get). A tool that merely supports
+// tasks runs as a plain call, as before.
+test('a 2025-11-25 client (the v1 SDK) gets a job handle and follows the job with the job tools', () =>
+  withHttpHost({ plugins: ['conformance.so'], sections: { tasks: fast } }, async (host) => {
+    const client = new ClientV1({ name: 'itest-v1-jobs', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Alice' } }));
+    await client.connect(new HttpV1(new URL(host.url)));
+    const { tools } = await client.listTools();
+    for (const name of ['job_status', 'job_result', 'job_cancel']) assert.ok(tools.some((t) => t.name === name), name);
+
+    const plain = await client.callTool({ name: 'slow_compute', arguments: { seconds: 0, label: 'v1' } });
+    assert.equal(plain.content[0].text, "Computed 'v1' in 0 s.");
+
+    // Asked before its task starts: the elicitation goes to the client as a request, then the job runs.
+    const started = await client.callTool({ name: 'test_tool_with_task', arguments: {} });
+    const job = started.structuredContent.job;
+    assert.match(job.id, /^[0-9a-f]{32}$/);
+    assert.match(started.content[0].text, /runs as a job/);
+    const early = await client.callTool({ name: 'job_result', arguments: { job: job.id } });
+    assert.equal(early.isError, true, JSON.stringify(early));
+    assert.equal(early.structuredContent?.code, 'JOB_NOT_FINISHED', JSON.stringify(early));
+    let status;
+    for (;;) {
+      await sleep(job.pollIntervalMs + 20);
+      status = await client.callTool({ name: 'job_status', arguments: { job: job.id } });
+      if (status.structuredContent.status !== 'working') break;
+    }
+    assert.equal(status.structuredContent.status, 'completed');
+    await sleep(job.pollIntervalMs + 20);
+    const result = await client.callTool({ name: 'job_result', arguments: { job: job.id } });
+    assert.equal(result.content[0].text, 'Hello, Alice!');
+
+    // A tool error is the job's result; a cancelled job has none.
+    const failing = (await client.callTool({ name: 'failing_job', arguments: {} })).structuredContent.job;
+    const cancelled = await client.callTool({ name: 'job_cancel', arguments: { job: failing.id } });
+    assert.ok(['cancelled', 'working'].includes(cancelled.structuredContent.status), JSON.stringify(cancelled));
+    await sleep(300);
+    const none = await client.callTool({ name: 'job_result', arguments: { job: failing.id } });
+    assert.equal(none.structuredContent?.code, 'JOB_CANCELLED', JSON.stringify(none));
+    const unknown = await client.callTool({ name: 'job_status', arguments: { job: 'f'.repeat(32) } });
+    assert.equal(unknown.structuredContent?.code, 'JOB_NOT_FOUND', JSON.stringify(unknown));
+    await client.close();
+  }));
