@@ -283,6 +283,14 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
     return result_of(tool, request, outcome.answer.status, std::move(outcome.answer.text));
 }
 
+std::optional<Json> ToolCall::gate_refusal(const plugins::Tool& tool, const auth::Principal& principal,
+                                           const Json& sent_arguments) const {
+    gate::GateFindings findings;
+    if (auto refusal = parts_.gate.check({tool, principal, sent_arguments, &findings}))
+        return refusal->to_tool_result();
+    return std::nullopt;
+}
+
 TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, const Json& sent_arguments,
                                    std::string_view input_responses, std::string_view state) const {
     using Kind = TaskRound::Kind;

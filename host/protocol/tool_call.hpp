@@ -80,6 +80,11 @@ public:
 
     void set_tasks(TaskStarter* tasks) { parts_.tasks = tasks; }
 
+    // The gate's refusal of `principal` calling `tool` with these arguments
+    // now, as a tool result; nothing when it would pass.
+    std::optional<Json> gate_refusal(const plugins::Tool& tool, const auth::Principal& principal,
+                                     const Json& sent_arguments) const;
+
 private:
     Json run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const;
 

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 
 namespace gatehouse::tasks {
@@ -87,7 +88,7 @@ public:
 private:
     TaskStore& store_;
     const std::string id_;
-    std::int64_t last_write_ms_ = 0;
+    std::atomic<std::int64_t> last_write_ms_{0}; // a plugin may report from several threads
 };
 
 // What a client without the extension gets for a tool that runs only as a
@@ -246,6 +247,12 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
         request.in_flight = control.in_flight;
         request.progress_token = "task";
         request.task_id = id;
+        {
+            std::lock_guard lock(control.refusal_mutex);
+            control.authorised = [&tool_call = tool_call_, tool = &tool, principal, arguments = taken->arguments] {
+                return tool_call.gate_refusal(*tool, principal, arguments);
+            };
+        }
         outcome = tool_call_.run_task_round(request, tool, taken->arguments,
                                             answers.dump(-1, ' ', false, Json::error_handler_t::replace), state);
     }
@@ -263,6 +270,16 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
                 r.error = {{"code", -32603},
                            {"message", "The host running this task stopped before it finished; start it again."}};
                 r.status_message = r.error["message"];
+                return true;
+            }
+            if (why == StopReason::unauthorised) {
+                std::lock_guard lock(control.refusal_mutex);
+                r.status = Status::completed;
+                r.result = control.refusal;
+                if (r.revision == protocol::revision_name(protocol::Revision::modern_2026_07_28))
+                    r.result["resultType"] = "complete";
+                r.status_message = "Stopped: the caller may no longer run this tool (" +
+                                   r.result["structuredContent"].value("code", std::string("REFUSED")) + ").";
                 return true;
             }
             if (cancel_first || (outcome.cancelled && (why == StopReason::client || r.cancel_requested))) {

@@ -19,6 +19,12 @@ TaskRunner::TaskRunner(TaskStore& store, std::string instance)
     bus_token_ = store_.bus().subscribe([this](const state::Change& change) {
         if (change.kind == state::Change::Kind::task_cancel) cancel(change.uri, StopReason::client);
     });
+}
+
+// The threads start with the first round: a host that never runs a task
+// pays for none of them.
+void TaskRunner::start_threads() {
+    if (!workers_.empty()) return;
     const unsigned workers = store_.settings().workers;
     for (unsigned i = 0; i < workers; ++i)
         workers_.emplace_back([this] { work(); });
@@ -26,10 +32,19 @@ TaskRunner::TaskRunner(TaskStore& store, std::string instance)
 }
 
 TaskRunner::~TaskRunner() {
-    stop(std::chrono::milliseconds(0));
     store_.bus().unsubscribe(bus_token_);
-    for (auto& t : workers_)
-        if (t.joinable()) t.detach();
+    if (!stop(std::chrono::seconds(5))) {
+        // A plugin ignores its cancellation: the host ends the process
+        // rather than wait (Host::stop_workers); its threads are let go.
+        spdlog::error("task rounds still running at shutdown; their threads are abandoned");
+        for (auto& t : workers_)
+            if (t.joinable()) t.detach();
+    }
+    {
+        std::lock_guard lock(mutex_);
+        abandoned_ = true;
+    }
+    watcher_wake_.notify_all();
     if (watcher_.joinable()) watcher_.join();
 }
 
@@ -41,12 +56,14 @@ bool TaskRunner::run(const std::string& id, Round round) {
     {
         std::lock_guard lock(mutex_);
         if (stopping_) return false;
+        start_threads();
         Held& h = held_[id];
         h.round = std::move(round);
         h.renewed_ms = now_ms();
         queue_.push_back(id);
     }
     wake_.notify_one();
+    watcher_wake_.notify_all();
     return true;
 }
 
@@ -108,7 +125,7 @@ void TaskRunner::work() {
 
 // A renewal also reads the record: a cancellation whose message this
 // instance missed is seen here at the latest.
-void TaskRunner::renew(const std::string& id) {
+void TaskRunner::renew(const std::string& id, const std::shared_ptr<RoundControl>& control) {
     bool cancel_requested = false;
     try {
         store_.update(
@@ -123,24 +140,46 @@ void TaskRunner::renew(const std::string& id) {
     } catch (const state::BackendError& e) {
         spdlog::warn("task {}: its lease could not be renewed: {}", id, e.what());
     }
-    if (cancel_requested) cancel(id, StopReason::client);
+    if (cancel_requested) {
+        cancel(id, StopReason::client);
+        return;
+    }
+    // A task never outlives its caller's authorisation silently.
+    if (!control) return;
+    std::function<std::optional<Json>()> authorised;
+    {
+        std::lock_guard lock(control->refusal_mutex);
+        authorised = control->authorised;
+    }
+    if (authorised)
+        if (auto refused = authorised()) {
+            {
+                std::lock_guard lock(control->refusal_mutex);
+                control->refusal = std::move(*refused);
+            }
+            cancel(id, StopReason::unauthorised);
+        }
 }
 
 void TaskRunner::watch() {
     const auto& settings = store_.settings();
     const std::int64_t renew_every = static_cast<std::int64_t>(settings.lease_ms / 3);
     for (;;) {
-        std::vector<std::string> to_renew;
+        std::vector<std::pair<std::string, std::shared_ptr<RoundControl>>> to_renew;
         std::vector<std::string> overdue;
         {
             std::unique_lock lock(mutex_);
-            watcher_wake_.wait_for(lock, kWatchTick);
-            if (stopping_ && held_.empty()) return;
+            // Idle, it sleeps until a round is queued.
+            if (held_.empty())
+                watcher_wake_.wait(lock, [this] { return stopping_ || !held_.empty(); });
+            else
+                watcher_wake_.wait_for(lock, kWatchTick);
+            if (stopping_ && (held_.empty() || abandoned_)) return;
             const std::int64_t now = now_ms();
             for (auto& [id, h] : held_) {
                 if (now - h.renewed_ms >= renew_every) {
                     h.renewed_ms = now;
-                    to_renew.push_back(id);
+                    to_renew.emplace_back(id, h.started_ms ? h.control : nullptr);
                 }
                 if (h.started_ms && now - h.started_ms > static_cast<std::int64_t>(settings.max_run_ms))
                     overdue.push_back(id);
@@ -148,8 +187,8 @@ void TaskRunner::watch() {
         }
         for (const auto& id : overdue)
             cancel(id, StopReason::deadline);
-        for (const auto& id : to_renew)
-            renew(id);
+        for (const auto& [id, control] : to_renew)
+            renew(id, control);
     }
 }
 

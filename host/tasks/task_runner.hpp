@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,13 +20,20 @@
 namespace gatehouse::tasks {
 
 // Why a round was told to stop (RoundControl::why).
-enum class StopReason { none, client, deadline, host_stopping };
+enum class StopReason { none, client, deadline, host_stopping, unauthorised };
 
 // What a running round reads besides its record: its cancellation (what the
 // plugin's is_cancelled answers) and why it was cancelled.
 struct RoundControl {
     std::shared_ptr<protocol::InFlight> in_flight = std::make_shared<protocol::InFlight>();
     std::atomic<StopReason> why{StopReason::none};
+    // Asked at every lease renewal while the round runs: the gate's refusal
+    // when the caller may no longer run the tool (its session ended, a
+    // grant was withdrawn), else nothing. Unset: never asked.
+    std::function<std::optional<Json>()> authorised;
+    // What `authorised` refused with (StopReason::unauthorised); read once the round ended.
+    Json refusal;
+    std::mutex refusal_mutex; // guards authorised and refusal
 };
 
 // Runs the rounds of tasks on threads of its own (tasks.workers; the worker
@@ -67,9 +75,10 @@ private:
         std::int64_t renewed_ms = 0;
     };
 
+    void start_threads(); // under mutex_
     void work();
     void watch();
-    void renew(const std::string& id);
+    void renew(const std::string& id, const std::shared_ptr<RoundControl>& control);
 
     TaskStore& store_;
     const std::string instance_;
@@ -79,6 +88,7 @@ private:
     std::deque<std::string> queue_;
     std::map<std::string, Held> held_;
     bool stopping_ = false;
+    bool abandoned_ = false; // the destructor lets the watcher go whatever still runs
     std::uint64_t bus_token_ = 0;
     std::vector<std::thread> workers_;
     std::thread watcher_;

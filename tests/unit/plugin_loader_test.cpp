@@ -59,6 +59,8 @@ TEST_CASE("each broken plugin is refused with its path and reason while the good
         {"broken_abi_major_two.so", {"ABI version mismatch", "ABI 2.3", "ABI 1."}},
         {"broken_unknown_plugin_flags.so", {"descriptor sets unknown flag bits 0x100"}},
         {"broken_unknown_tool_flags.so", {"tool 'toolflags_ping' sets unknown flag bits 0x80000000"}},
+        {"broken_bad_task_support.so", {"tool 'tasksupport_ping' declares task_support 7", "0 none, 1 optional"}},
+        {"broken_asks_before_no_task.so", {"tool 'askfirst_ping' sets GH_TOOL_ASKS_BEFORE_TASK", "no task_support"}},
         {"broken_wide_tail_nonzero.so", {"descriptor", "struct_size", "does not know"}},
         {"broken_narrow_struct.so", {"descriptor", "smaller than the smallest published size"}},
         {"broken_malformed_schema_json.so", {"malformed descriptor JSON", "inputSchema", "badjson_ping"}},

@@ -1,0 +1,245 @@
+#include "state/notification_bus.hpp"
+#include "state/state_backend.hpp"
+#include "tasks/task_runner.hpp"
+#include "tasks/task_store.hpp"
+#include "test_files.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+using namespace gatehouse;
+using namespace std::chrono_literals;
+
+namespace {
+
+tasks::TaskRecord working_task(const std::string& owner, std::int64_t lease_ms = 60000) {
+    tasks::TaskRecord r;
+    r.id = tasks::TaskStore::new_id();
+    r.owner = owner;
+    r.tool = "slow_compute";
+    r.created_ms = r.updated_ms = tasks::now_ms();
+    r.ttl_ms = 60000;
+    r.poll_ms = 1000;
+    r.runner = "here";
+    r.lease_until_ms = tasks::now_ms() + lease_ms;
+    r.arguments = {{"seconds", 5}, {"session", "handle"}};
+    return r;
+}
+
+// What the bus carried, for the assertions on notifications/tasks.
+struct Heard {
+    std::mutex mutex;
+    std::vector<state::Change> changes;
+};
+
+} // namespace
+
+TEMPLATE_TEST_CASE("task records: owner-checked, counted per principal, changed by compare-and-set", "[tasks]",
+                   std::true_type, std::false_type) {
+    const bool memory = TestType::value;
+    test::TempDir dir;
+    auto backend =
+        memory ? state::make_memory_backend() : state::make_sqlite_backend((dir.path() / "state.sqlite3").string());
+    auto bus = std::make_shared<state::NotificationBus>();
+    Heard heard;
+    bus->subscribe([&](const state::Change& c) {
+        std::lock_guard lock(heard.mutex);
+        heard.changes.push_back(c);
+    });
+    config::TaskSettings settings;
+    settings.max_per_principal = 2;
+    tasks::TaskStore store(*backend, bus, settings);
+
+    const auto ann = working_task("ann");
+    REQUIRE(store.create(ann));
+    REQUIRE(heard.changes.size() == 1);
+    CHECK(heard.changes[0].kind == state::Change::Kind::task_status);
+    CHECK(nlohmann::json::parse(heard.changes[0].detail)["status"] == "working");
+
+    SECTION("ids are 128 random bits, never reused") {
+        CHECK(ann.id.size() == 32);
+        CHECK(tasks::TaskStore::new_id() != tasks::TaskStore::new_id());
+    }
+
+    SECTION("another owner's id is an unknown one") {
+        CHECK(store.find(ann.id, "ann"));
+        CHECK_FALSE(store.find(ann.id, "bob"));
+        CHECK_FALSE(store.find("0123", "ann"));
+        CHECK_FALSE(store.find(std::string(200, 'a'), "ann"));
+    }
+
+    SECTION("the record keeps what the next round needs, and the wire shows only the Task") {
+        const auto found = store.find(ann.id, "ann");
+        REQUIRE(found);
+        CHECK(found->arguments == ann.arguments);
+        const auto wire = found->detailed();
+        CHECK(wire["taskId"] == ann.id);
+        CHECK(wire["ttlMs"] == 60000);
+        CHECK(wire["pollIntervalMs"] == 1000);
+        CHECK_FALSE(wire.contains("arguments"));
+        CHECK_FALSE(wire.contains("owner"));
+        CHECK_FALSE(wire.contains("result"));
+        CHECK(wire["createdAt"].get<std::string>().size() == std::string("2026-12-01T10:30:00.000Z").size());
+    }
+
+    SECTION("unfinished tasks per principal are bounded; a finished one makes room") {
+        REQUIRE(store.create(working_task("ann")));
+        CHECK_FALSE(store.create(working_task("ann")));
+        CHECK(store.create(working_task("bob")));
+        store.update(ann.id, [](tasks::TaskRecord& r) {
+            r.status = tasks::Status::completed;
+            r.result = {{"content", nlohmann::json::array()}};
+            return true;
+        });
+        CHECK(store.create(working_task("ann")));
+    }
+
+    SECTION("a working task whose host stopped renewing its lease reads as failed, with the reason") {
+        const auto orphan = working_task("ann", -1);
+        REQUIRE(store.create(orphan));
+        const auto found = store.find(orphan.id, "ann");
+        REQUIRE(found);
+        CHECK(found->status == tasks::Status::failed);
+        CHECK(found->error["code"] == -32603);
+        CHECK_THAT(found->error["message"].get<std::string>(), Catch::Contains("stopped before it finished"));
+        // It no longer counts: room for another.
+        CHECK(store.create(working_task("ann")));
+    }
+
+    SECTION("concurrent changes of one record lose nothing") {
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([&, t] {
+                for (int i = 0; i < 10; ++i)
+                    store.update(ann.id, [&](tasks::TaskRecord& r) {
+                        r.answers[std::to_string(t) + "-" + std::to_string(i)] = nlohmann::json::object();
+                        return true;
+                    });
+            });
+        for (auto& t : threads)
+            t.join();
+        CHECK(store.find(ann.id, "ann")->answers.size() == 40);
+    }
+
+    SECTION("a lease renewal is not a change a client sees") {
+        const auto before = heard.changes.size();
+        const auto updated = store.find(ann.id, "ann")->updated_ms;
+        std::this_thread::sleep_for(5ms);
+        store.update(
+            ann.id,
+            [](tasks::TaskRecord& r) {
+                r.lease_until_ms += 1000;
+                return true;
+            },
+            false);
+        CHECK(heard.changes.size() == before);
+        CHECK(store.find(ann.id, "ann")->updated_ms == updated);
+    }
+}
+
+TEST_CASE("a damaged task record is no record", "[tasks]") {
+    CHECK_FALSE(tasks::TaskRecord::from_text("not json"));
+    CHECK_FALSE(tasks::TaskRecord::from_text(R"({"id":"x"})"));
+    CHECK_FALSE(tasks::TaskRecord::from_text(
+        R"({"id":"x","owner":"o","tool":"t","status":"sleeping","createdMs":1,"updatedMs":1,"ttlMs":1,"pollMs":1})"));
+    const auto r = working_task("ann");
+    const auto back = tasks::TaskRecord::from_text(r.to_text());
+    REQUIRE(back);
+    CHECK(back->id == r.id);
+    CHECK(back->lease_until_ms == r.lease_until_ms);
+}
+
+TEST_CASE("the task runner renews leases, cancels on a published cancellation, and stops rounds past max_run_ms",
+          "[tasks]") {
+    auto backend = state::make_memory_backend();
+    auto bus = std::make_shared<state::NotificationBus>();
+    config::TaskSettings settings;
+    settings.lease_ms = 1000;
+    settings.max_run_ms = 1000;
+    settings.workers = 2;
+    tasks::TaskStore store(*backend, bus, settings);
+    std::atomic<bool> allowed{true};
+    tasks::TaskRunner runner(store, "runner-1");
+
+    auto record = working_task("ann", 500);
+    record.runner = runner.instance();
+    REQUIRE(store.create(record));
+
+    SECTION("a cancellation published by another instance reaches the round") {
+        std::atomic<bool> stopped{false};
+        std::atomic<int> why{0};
+        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
+            while (!control.in_flight->cancelled.load())
+                std::this_thread::sleep_for(5ms);
+            why = static_cast<int>(control.why.load());
+            stopped = true;
+        }));
+        std::this_thread::sleep_for(50ms);
+        store.publish_cancel(record.id);
+        for (int i = 0; i < 200 && !stopped; ++i)
+            std::this_thread::sleep_for(5ms);
+        CHECK(stopped);
+        CHECK(why == static_cast<int>(tasks::StopReason::client));
+    }
+
+    SECTION("the lease is renewed while the round runs, and a round past max_run_ms is cancelled") {
+        std::atomic<int> why{0};
+        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
+            while (!control.in_flight->cancelled.load())
+                std::this_thread::sleep_for(5ms);
+            why = static_cast<int>(control.why.load());
+        }));
+        std::this_thread::sleep_for(700ms);
+        const auto found = store.find(record.id, "ann");
+        REQUIRE(found);
+        CHECK(found->status == tasks::Status::working); // its first lease (500 ms) would have lapsed without renewal
+        CHECK(found->lease_until_ms > record.lease_until_ms);
+        for (int i = 0; i < 300 && runner.held() > 0; ++i)
+            std::this_thread::sleep_for(10ms);
+        CHECK(why == static_cast<int>(tasks::StopReason::deadline));
+    }
+
+    SECTION("a round whose caller may no longer run the tool is stopped, with the gate's refusal") {
+        std::atomic<int> why{0};
+        nlohmann::json refusal;
+        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
+            {
+                std::lock_guard lock(control.refusal_mutex);
+                control.authorised = [&]() -> std::optional<nlohmann::json> {
+                    if (allowed) return std::nullopt;
+                    return nlohmann::json{{"code", "NOT_CONNECTED"}};
+                };
+            }
+            while (!control.in_flight->cancelled.load())
+                std::this_thread::sleep_for(5ms);
+            why = static_cast<int>(control.why.load());
+            std::lock_guard lock(control.refusal_mutex);
+            refusal = control.refusal;
+        }));
+        std::this_thread::sleep_for(100ms);
+        allowed = false;
+        for (int i = 0; i < 200 && runner.held() > 0; ++i)
+            std::this_thread::sleep_for(10ms);
+        CHECK(why == static_cast<int>(tasks::StopReason::unauthorised));
+        CHECK(refusal["code"] == "NOT_CONNECTED");
+    }
+
+    SECTION("stopping cancels what runs, says why, and takes no more rounds") {
+        std::atomic<int> why{0};
+        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
+            while (!control.in_flight->cancelled.load())
+                std::this_thread::sleep_for(5ms);
+            why = static_cast<int>(control.why.load());
+        }));
+        std::this_thread::sleep_for(30ms);
+        CHECK(runner.stop(2000ms));
+        CHECK(why == static_cast<int>(tasks::StopReason::host_stopping));
+        CHECK_FALSE(runner.run(record.id, [](tasks::RoundControl&) {}));
+    }
+}
