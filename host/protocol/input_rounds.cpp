@@ -44,6 +44,8 @@ RoundInput read_round_input(const Json& params) {
     return in;
 }
 
+} // namespace
+
 mrtr::InputRequired checked_input_required(const Request& request, const PluginAnswer& answer,
                                            const std::string& family, const std::string& what) {
     mrtr::InputRequired asked;
@@ -60,8 +62,6 @@ mrtr::InputRequired checked_input_required(const Request& request, const PluginA
                             {{"requiredCapabilities", missing}});
     return asked;
 }
-
-} // namespace
 
 mrtr::StateBinding InputRounds::binding(const Request& request, Subject subject) {
     return {request.connection->principal().owner_key(), request.method, subject.target,

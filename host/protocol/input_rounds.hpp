@@ -1,5 +1,6 @@
 #pragma once
 
+#include "mrtr/input_requests.hpp"
 #include "mrtr/request_state_sealer.hpp"
 #include "protocol/request.hpp"
 #include "protocol/request_environment.hpp"
@@ -58,5 +59,11 @@ private:
     std::shared_ptr<const mrtr::RequestStateSealer> sealer_;
     std::chrono::milliseconds client_timeout_;
 };
+
+// A plugin's GH_STATUS_INPUT_REQUIRED answer, parsed and checked against
+// what the client declared: -32021 (ProtocolError) for a request it cannot
+// answer, -32603 for a malformed answer.
+mrtr::InputRequired checked_input_required(const Request& request, const PluginAnswer& answer,
+                                           const std::string& family, const std::string& what);
 
 } // namespace gatehouse::protocol

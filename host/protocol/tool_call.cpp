@@ -313,19 +313,8 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
         if (environment.holds_password(out.bytes)) return {Kind::result, password_withheld(tool).to_tool_result()};
         if (status == GH_STATUS_INPUT_REQUIRED) {
             const std::string what = "tool '" + tool.name + "'";
-            mrtr::InputRequired asked;
-            try {
-                asked = mrtr::parse_input_required(out.bytes);
-            } catch (const std::invalid_argument& e) {
-                plugin_fault(tool.family, what, std::string("asked for input malformed: ") + e.what());
-            }
+            mrtr::InputRequired asked = checked_input_required(request, {status, out.bytes}, tool.family, what);
             if (asked.requests.empty()) plugin_fault(tool.family, what, "asked for no input inside its task");
-            const Json missing = mrtr::missing_capabilities(asked.requests, request.client_capabilities);
-            if (!missing.empty())
-                throw ProtocolError(error_code::missing_required_client_capability,
-                                    "Missing required client capability: " + what + " needs " + missing.dump() +
-                                        ", which the client did not declare in its capabilities.",
-                                    {{"requiredCapabilities", missing}});
             Json body = {{"inputRequests", std::move(asked.requests)}};
             if (!asked.state.empty()) body["requestState"] = std::move(asked.state);
             return {Kind::input_required, std::move(body)};

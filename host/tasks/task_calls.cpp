@@ -34,23 +34,28 @@ Json required_extension() {
                         {{"requiredCapabilities", required_extension()}});
 }
 
-gate::Refusal too_many_tasks(std::uint32_t limit) {
+// A refusal of the tasks' own, as the tool result a gate refusal is.
+Json refused(std::string_view code, std::string message, Json next = Json::object()) {
     gate::Refusal refusal;
-    refusal.code = gate::refusal_code::too_many_tasks;
-    refusal.message = "You already have " + std::to_string(limit) +
-                      " unfinished tasks on this server, its limit (tasks.max_per_principal); wait for one to "
-                      "finish or cancel one, then call again. Nothing ran.";
-    refusal.next = {{"maxTasks", limit}};
-    return refusal;
+    refusal.code = std::string(code);
+    refusal.message = std::move(message);
+    refusal.next = std::move(next);
+    return refusal.to_tool_result();
 }
 
-gate::Refusal tasks_unavailable() {
-    gate::Refusal refusal;
-    refusal.code = gate::refusal_code::state_unavailable;
-    refusal.message = "The host cannot reach the state its tasks are kept in right now, so the task was not started; "
-                      "try again shortly.";
-    refusal.next = {{"action", "retry"}};
-    return refusal;
+Json too_many_tasks(std::uint32_t limit) {
+    return refused(gate::refusal_code::too_many_tasks,
+                   "You already have " + std::to_string(limit) +
+                       " unfinished tasks on this server, its limit (tasks.max_per_principal); wait for one to "
+                       "finish or cancel one, then call again. Nothing ran.",
+                   {{"maxTasks", limit}});
+}
+
+Json tasks_unavailable() {
+    return refused(gate::refusal_code::state_unavailable,
+                   "The host cannot reach the state its tasks are kept in right now, so nothing was done; try again "
+                   "shortly.",
+                   {{"action", "retry"}});
 }
 
 // What a round's notifications become: progress is the task's status
@@ -108,14 +113,6 @@ Json job_handle(const TaskRecord& record, const plugins::Tool& tool) {
                                          {"pollIntervalMs", record.poll_ms},
                                          {"ttlMs", record.ttl_ms}}}};
     return result;
-}
-
-Json job_refusal(std::string_view code, std::string message, Json next = Json::object()) {
-    gate::Refusal refusal;
-    refusal.code = std::string(code);
-    refusal.message = std::move(message);
-    refusal.next = std::move(next);
-    return refusal.to_tool_result();
 }
 
 protocol::Revision revision_named(const std::string& name) {
@@ -184,10 +181,10 @@ Json TaskCalls::start(Request& request, Start start) {
     record.status_message = "The task has started.";
     record.job = !declared(request);
     try {
-        if (!store_.create(record)) return too_many_tasks(settings.max_per_principal).to_tool_result();
+        if (!store_.create(record)) return too_many_tasks(settings.max_per_principal);
     } catch (const state::BackendError& e) {
         spdlog::error("task for tool '{}' not created: {}", start.tool.name, e.what());
-        return tasks_unavailable().to_tool_result();
+        return tasks_unavailable();
     }
     submit_round(record.id, start.tool, request.connection->principal());
     if (record.job) return job_handle(record, start.tool);
@@ -291,21 +288,17 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
             case protocol::TaskRound::Kind::result: {
                 r.status = Status::completed;
                 if (why == StopReason::deadline && outcome.cancelled) {
-                    gate::Refusal overran;
-                    overran.code = gate::refusal_code::task_overran;
-                    overran.message = "Tool '" + tool.name +
-                                      "' was stopped: it ran longer than this server lets a "
-                                      "task run (tasks.max_run_ms: " +
-                                      std::to_string(settings.max_run_ms) + " ms).";
-                    r.result = overran.to_tool_result();
+                    r.result = refused(gate::refusal_code::task_overran,
+                                       "Tool '" + tool.name +
+                                           "' was stopped: it ran longer than this server lets a "
+                                           "task run (tasks.max_run_ms: " +
+                                           std::to_string(settings.max_run_ms) + " ms).");
                 } else if (outcome.body.dump().size() > settings.max_result_bytes) {
-                    gate::Refusal large;
-                    large.code = gate::refusal_code::result_too_large;
-                    large.message = "Tool '" + tool.name +
-                                    "' finished, but its result is larger than this server "
-                                    "keeps for a task (tasks.max_result_bytes: " +
-                                    std::to_string(settings.max_result_bytes) + " bytes), so it was not kept.";
-                    r.result = large.to_tool_result();
+                    r.result = refused(gate::refusal_code::result_too_large,
+                                       "Tool '" + tool.name +
+                                           "' finished, but its result is larger than this "
+                                           "server keeps for a task (tasks.max_result_bytes: " +
+                                           std::to_string(settings.max_result_bytes) + " bytes), so it was not kept.");
                 } else {
                     r.result = std::move(outcome.body);
                 }
@@ -363,6 +356,10 @@ std::string TaskCalls::task_id(const Request& request) const {
     const auto id = request.params.find("taskId");
     if (id == request.params.end() || !id->is_string() || id->get_ref<const std::string&>().empty())
         throw ProtocolError(invalid_params, request.method + " needs params.taskId, the id the task was created with.");
+    // No id this host mints is longer; a longer one is not looked up (nor paced) at all.
+    if (id->get_ref<const std::string&>().size() > 128)
+        throw ProtocolError(invalid_params, "Failed to retrieve task: Task not found (params.taskId is longer than "
+                                            "any task id).");
     return id->get<std::string>();
 }
 
@@ -520,24 +517,24 @@ Json TaskCalls::answer_job(const plugins::Tool& tool, const Json& arguments, Req
     try {
         if (tool.name != protocol::ToolDisclosure::kJobCancel)
             if (auto wait_ms = too_soon(id))
-                return job_refusal(gate::refusal_code::polled_too_fast,
-                                   "You asked about job " + id + " sooner than its pollIntervalMs (" +
-                                       std::to_string(store_.settings().poll_interval_ms) +
-                                       " ms) allows; ask again in " + std::to_string(*wait_ms) + " ms.",
-                                   {{"retryAfterMs", *wait_ms}});
+                return refused(gate::refusal_code::polled_too_fast,
+                               "You asked about job " + id + " sooner than its pollIntervalMs (" +
+                                   std::to_string(store_.settings().poll_interval_ms) + " ms) allows; ask again in " +
+                                   std::to_string(*wait_ms) + " ms.",
+                               {{"retryAfterMs", *wait_ms}});
         found = store_.find(id, owner);
         if (found && tool.name == protocol::ToolDisclosure::kJobCancel) {
             cancel_task(id, owner);
             found = store_.find(id, owner);
         }
     } catch (const state::BackendError&) {
-        return tasks_unavailable().to_tool_result();
+        return tasks_unavailable();
     }
     if (!found)
-        return job_refusal(gate::refusal_code::job_not_found,
-                           "There is no job '" + id +
-                               "' of yours: it never existed, has expired, or is another caller's. Start the work "
-                               "again to get a new one.");
+        return refused(gate::refusal_code::job_not_found,
+                       "There is no job '" + id +
+                           "' of yours: it never existed, has expired, or is another caller's. Start the work "
+                           "again to get a new one.");
     const TaskRecord& job = *found;
     if (tool.name == protocol::ToolDisclosure::kJobResult) {
         switch (job.status) {
@@ -547,17 +544,17 @@ Json TaskCalls::answer_job(const plugins::Tool& tool, const Json& arguments, Req
             return result;
         }
         case Status::failed:
-            return job_refusal(gate::refusal_code::job_failed,
-                               "Job " + job.id + " failed: " + job.error.value("message", std::string()),
-                               {{"job", job.id}});
+            return refused(gate::refusal_code::job_failed,
+                           "Job " + job.id + " failed: " + job.error.value("message", std::string()),
+                           {{"job", job.id}});
         case Status::cancelled:
-            return job_refusal(gate::refusal_code::job_cancelled,
-                               "Job " + job.id + " was cancelled, so it has no result.", {{"job", job.id}});
+            return refused(gate::refusal_code::job_cancelled, "Job " + job.id + " was cancelled, so it has no result.",
+                           {{"job", job.id}});
         default:
-            return job_refusal(gate::refusal_code::job_not_finished,
-                               "Job " + job.id + " has not finished (" + status_name(job.status) + ": " +
-                                   job.status_message + "); ask again in " + std::to_string(job.poll_ms) + " ms.",
-                               {{"job", job.id}, {"retryAfterMs", job.poll_ms}});
+            return refused(gate::refusal_code::job_not_finished,
+                           "Job " + job.id + " has not finished (" + status_name(job.status) + ": " +
+                               job.status_message + "); ask again in " + std::to_string(job.poll_ms) + " ms.",
+                           {{"job", job.id}, {"retryAfterMs", job.poll_ms}});
         }
     }
     Json state = {{"job", job.id},

@@ -108,16 +108,16 @@ void TaskRunner::work() {
                 control->in_flight->cancel();
             }
         }
-        ++busy_;
         try {
             round(*control);
         } catch (const std::exception& e) {
             spdlog::error("task {}: its round failed: {}", id, e.what());
         }
-        --busy_;
         {
+            // The task's next round may be held under the same id already
+            // (its input came while this one was writing its outcome).
             std::lock_guard lock(mutex_);
-            held_.erase(id);
+            if (auto it = held_.find(id); it != held_.end() && it->second.control == control) held_.erase(it);
         }
         watcher_wake_.notify_all();
     }

@@ -92,7 +92,6 @@ private:
     std::uint64_t bus_token_ = 0;
     std::vector<std::thread> workers_;
     std::thread watcher_;
-    std::atomic<unsigned> busy_{0};
 };
 
 } // namespace gatehouse::tasks
