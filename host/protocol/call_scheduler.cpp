@@ -33,6 +33,7 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
             {{"code", gate::refusal_code::too_many_in_flight}, {"limit", full->limit}, {"maxInFlight", full->value}}));
         return {};
     }
+    ++unanswered_;
     const plugins::Tool* tool = running_tool(request);
     const std::uint64_t timeout_ms =
         tool && tool->plugin ? tool->plugin->call_limits().tool_timeout_ms : tool_timeout_ms_;
@@ -53,6 +54,7 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
                          tool ? tool->name : std::string(), timeout_ms);
             give_back(); // before the answer: a client that saw it may send the next call at once
             reply->send(finish_(id, revision, timeout_result(tool, timeout_ms)));
+            --unanswered_;
         });
     const bool tool_call = request.call && tool->plugin;
     std::shared_ptr<plugins::CallPace> pace = tool_call ? tool->pace : nullptr;
@@ -79,6 +81,7 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
             request.reply->send(response);
         else
             request.reply->ended_without_answer();
+        --unanswered_;
     };
     // A tool call waits for a place in its plugin (max_in_flight_per_plugin)
     // before it takes a worker; a parked one goes to the pool when its turn comes.

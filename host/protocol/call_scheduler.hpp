@@ -3,6 +3,8 @@
 #include "config/config.hpp"
 #include "limits/call_deadlines.hpp"
 #include "limits/in_flight_limits.hpp"
+
+#include <atomic>
 #include "protocol/method_table.hpp"
 #include "protocol/request.hpp"
 #include "protocol/request_pool.hpp"
@@ -34,7 +36,10 @@ public:
                     const MethodTable::Method& method);
 
     // Requests accepted and not yet answered, across all connections.
-    unsigned in_flight() const { return in_flight_.total(); }
+    // Admitted and not yet answered: a place is given back just before its
+    // answer is sent (so a client that saw it may call again at once), and
+    // this counts until the answer has gone out, or was given up.
+    unsigned in_flight() const { return unanswered_.load(); }
 
 private:
     Json timeout_result(const plugins::Tool* tool, std::uint64_t timeout_ms) const;
@@ -44,6 +49,7 @@ private:
     Dispatch dispatch_;
     Finish finish_;
     limits::InFlightLimits in_flight_;
+    std::atomic<unsigned> unanswered_{0};
     limits::CallDeadlines deadlines_; // last: its thread stops before the rest its actions use
 };
 
