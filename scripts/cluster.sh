@@ -63,6 +63,17 @@ alive() {
   pid=$(cat "$1" 2>/dev/null) && running "$pid"
 }
 
+# Runs the check "$@" every 0.1 s until it passes (true) or start_timeout_s
+# have gone by (false).
+until_ready() {
+  local i
+  for ((i = 0; i < start_timeout_s * 10; i++)); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # Sends signal $2 to the process of pid file $1 and waits for it to exit,
 # SIGKILLing it after $3 seconds. The pid is read once: nginx and Redis remove
 # their pid files themselves as they exit.
@@ -236,14 +247,12 @@ redis_start() {
   rm -f "$dir/redis/redis.sock"
   "$redis_server" "$dir/redis/redis.conf" </dev/null >>"$dir/redis/redis.log" 2>&1 ||
     die "redis-server did not start; see $dir/redis/redis.log"
-  for ((i = 0; i < start_timeout_s * 10; i++)); do
-    [[ -S $dir/redis/redis.sock ]] && "$redis_cli" -s "$dir/redis/redis.sock" ping 2>/dev/null | grep -q PONG && {
-      say "Redis at unix://$dir/redis/redis.sock (pid $(cat "$dir/redis/redis.pid"))"
-      return
-    }
-    sleep 0.1
-  done
-  die "Redis did not answer; see $dir/redis/redis.log"
+  until_ready redis_answers || die "Redis did not answer; see $dir/redis/redis.log"
+  say "Redis at unix://$dir/redis/redis.sock (pid $(cat "$dir/redis/redis.pid"))"
+}
+
+redis_answers() {
+  [[ -S $dir/redis/redis.sock ]] && "$redis_cli" -s "$dir/redis/redis.sock" ping 2>/dev/null | grep -q PONG
 }
 
 redis_stop() {
@@ -377,14 +386,12 @@ nginx_start() {
     die "nginx refused its configuration; see $dir/nginx/error.log"
   "$nginx" -p "$dir/nginx" -c "$dir/nginx/nginx.conf" -e "$dir/nginx/error.log" </dev/null >/dev/null 2>>"$dir/nginx/error.log" ||
     die "nginx did not start (its port taken?); see $dir/nginx/error.log"
-  for ((i = 0; i < start_timeout_s * 10; i++)); do
-    alive "$dir/nginx/nginx.pid" && (exec 3<>"/dev/tcp/127.0.0.1/$(cat "$dir/nginx/port")") 2>/dev/null && {
-      say "nginx at $(mcp_url) (pid $(cat "$dir/nginx/nginx.pid"))"
-      return
-    }
-    sleep 0.1
-  done
-  die "nginx did not start listening; see $dir/nginx/error.log"
+  until_ready nginx_listens || die "nginx did not start listening; see $dir/nginx/error.log"
+  say "nginx at $(mcp_url) (pid $(cat "$dir/nginx/nginx.pid"))"
+}
+
+nginx_listens() {
+  alive "$dir/nginx/nginx.pid" && (exec 3<>"/dev/tcp/127.0.0.1/$(cat "$dir/nginx/port")") 2>/dev/null
 }
 
 nginx_stop() {

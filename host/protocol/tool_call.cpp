@@ -206,7 +206,7 @@ Json ToolCall::run(Request& request) const {
     if (!tool->plugin) return run_meta_tool(*tool, *arguments, request);
     if (as_task && !parts_.tasks->asks_first(request, *tool))
         return parts_.tasks->start(request, {*tool, *arguments, sent_arguments, findings});
-    return invoke(*tool, *arguments, request, findings, sent_arguments);
+    return invoke(*tool, *arguments, request, findings, sent_arguments, as_task);
 }
 
 Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const {
@@ -239,7 +239,7 @@ Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, R
 }
 
 Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
-                      const gate::GateFindings& findings, const Json& sent_arguments) const {
+                      const gate::GateFindings& findings, const Json& sent_arguments, bool may_start_task) const {
     if (!tool.plugin->try_enter()) return plugin_busy(tool).to_tool_result();
     struct Leave {
         plugins::LoadedPlugin* plugin;
@@ -252,7 +252,6 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
     bool withheld = false;
     // A tool that asks before its task (GH_TOOL_ASKS_BEFORE_TASK) ends its
     // plain rounds with {"startTask": true}: the round's input goes on to the task.
-    const bool may_start_task = parts_.tasks && parts_.tasks->runs_as_task(request, tool);
     environment.set_task_start(may_start_task);
     std::optional<std::pair<std::string, std::string>> task_input;
     auto outcome =

@@ -88,8 +88,10 @@ public:
 private:
     Json run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const;
 
+    // `may_start_task`: the call runs as a task (TaskStarter::runs_as_task),
+    // which a tool asking before its task starts from its plain rounds.
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
-                const Json& sent_arguments) const;
+                const Json& sent_arguments, bool may_start_task) const;
     // The plugin's final answer as the client gets it: status, shape and outputSchema checked.
     Json result_of(const plugins::Tool& tool, const Request& request, int32_t status, std::string text) const;
 

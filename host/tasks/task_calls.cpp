@@ -236,7 +236,6 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
         request.method = "tools/call";
         request.revision = revision_named(taken->revision);
         request.client_capabilities = taken->client_capabilities;
-        request.connection = nullptr;
         auto connection = std::make_shared<protocol::Connection>(outbound, principal);
         request.connection = connection.get();
         request.host = host_;

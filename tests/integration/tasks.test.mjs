@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/s
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { HttpHost, withHttpHost } from './lib/http_host.mjs';
-import { modernMeta } from './lib/host.mjs';
+import { openListen } from './lib/cluster.mjs';
 import { Redis } from './lib/redis.mjs';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
@@ -161,29 +161,11 @@ test("another principal's task is unknown to every task operation and to subscri
       const unknown = await ask(host, 'tasks/get', { taskId: 'f'.repeat(32) }, as('bob'));
       assert.equal(unknown.error.message, (await ask(host, 'tasks/get', { taskId: created.taskId }, as('bob'))).error.message);
       // Bob's listen follows none of Ann's tasks.
-      const controller = new AbortController();
-      const listen = await fetch(host.url, {
-        method: 'POST',
-        signal: controller.signal,
-        headers: {
-          'Content-Type': 'application/json',
-          Accept: 'application/json, text/event-stream',
-          ...HttpHost.modernHeaders({ method: 'subscriptions/listen' }),
-          Authorization: `Bearer ${keys.bob}`,
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 'listen-bob',
-          method: 'subscriptions/listen',
-          params: { notifications: { taskIds: [created.taskId] }, _meta: modernMeta(withTasks) },
-        }),
-      });
-      const reader = listen.body.getReader();
-      const { value } = await reader.read();
-      const ackText = new TextDecoder().decode(value);
-      assert.match(ackText, /notifications\/subscriptions\/acknowledged/);
-      assert.match(ackText, /"taskIds":\[\]/);
-      controller.abort();
+      const listen = await openListen(host.url, { taskIds: [created.taskId] }, { meta: withTasks, ...as('bob') });
+      const ack = listen.messages.find((m) => m.method === 'notifications/subscriptions/acknowledged');
+      assert.deepEqual(ack.params.notifications.taskIds, []);
+      listen.close();
+      assert.deepEqual(listen.problems, []);
       // Ann's task is untouched by all of it.
       assert.equal((await ask(host, 'tasks/get', { taskId: created.taskId }, as('ann'))).result.status, 'input_required');
     },
@@ -197,41 +179,14 @@ test('notifications/tasks on subscriptions/listen follow a task to its end; with
     assert.ok(refused.answer.error.data.requiredCapabilities.extensions[TASKS]);
 
     const created = await startTask(host, 'slow_compute', { seconds: 1, label: 'followed' });
-    const controller = new AbortController();
-    const response = await fetch(host.url, {
-      method: 'POST',
-      signal: controller.signal,
-      headers: {
-        'Content-Type': 'application/json',
-        Accept: 'application/json, text/event-stream',
-        ...HttpHost.modernHeaders({ method: 'subscriptions/listen' }),
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 'listen-1',
-        method: 'subscriptions/listen',
-        params: { notifications: { taskIds: [created.taskId] }, _meta: modernMeta(withTasks) },
-      }),
-    });
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let text = '';
-    const deadline = Date.now() + 15000;
-    while (!/"status":"completed"/.test(text) && Date.now() < deadline) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value);
-    }
-    controller.abort();
-    assert.match(text, new RegExp(`"taskIds":\\["${created.taskId}"\\]`));
-    const completed = text
-      .split('\n')
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => JSON.parse(l.slice(5)))
-      .find((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
-    assert.ok(completed, text);
+    const listen = await openListen(host.url, { taskIds: [created.taskId] }, { meta: withTasks });
+    const ack = listen.messages.find((m) => m.method === 'notifications/subscriptions/acknowledged');
+    assert.deepEqual(ack.params.notifications.taskIds, [created.taskId]);
+    const completed = await listen.waitFor((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
+    listen.close();
     assert.equal(completed.params.taskId, created.taskId);
     assert.equal(completed.params.result.content[0].text, "Computed 'followed' in 1 s.");
+    assert.deepEqual(listen.problems, []);
   }));
 
 test('bounds: unfinished tasks per principal, the pace of tasks/get, the size of a result, and retention', () =>

@@ -32,6 +32,20 @@ tasks::TaskRecord working_task(const std::string& owner, std::int64_t lease_ms =
     return r;
 }
 
+// A round that waits for its cancellation; answers why it came.
+tasks::StopReason until_cancelled(tasks::RoundControl& control) {
+    while (!control.in_flight->cancelled.load())
+        std::this_thread::sleep_for(5ms);
+    return control.why.load();
+}
+
+// Until the runner holds no round, or `patience` passed.
+void until_idle(tasks::TaskRunner& runner, std::chrono::milliseconds patience) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (runner.held() > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+}
+
 // What the bus carried, for the assertions on notifications/tasks.
 struct Heard {
     std::mutex mutex;
@@ -175,33 +189,26 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
         std::atomic<bool> stopped{false};
         std::atomic<int> why{0};
         REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
-            while (!control.in_flight->cancelled.load())
-                std::this_thread::sleep_for(5ms);
-            why = static_cast<int>(control.why.load());
+            why = static_cast<int>(until_cancelled(control));
             stopped = true;
         }));
         std::this_thread::sleep_for(50ms);
         store.publish_cancel(record.id);
-        for (int i = 0; i < 200 && !stopped; ++i)
-            std::this_thread::sleep_for(5ms);
+        until_idle(runner, 1000ms);
         CHECK(stopped);
         CHECK(why == static_cast<int>(tasks::StopReason::client));
     }
 
     SECTION("the lease is renewed while the round runs, and a round past max_run_ms is cancelled") {
         std::atomic<int> why{0};
-        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
-            while (!control.in_flight->cancelled.load())
-                std::this_thread::sleep_for(5ms);
-            why = static_cast<int>(control.why.load());
-        }));
+        REQUIRE(runner.run(record.id,
+                           [&](tasks::RoundControl& control) { why = static_cast<int>(until_cancelled(control)); }));
         std::this_thread::sleep_for(700ms);
         const auto found = store.find(record.id, "ann");
         REQUIRE(found);
         CHECK(found->status == tasks::Status::working); // its first lease (500 ms) would have lapsed without renewal
         CHECK(found->lease_until_ms > record.lease_until_ms);
-        for (int i = 0; i < 300 && runner.held() > 0; ++i)
-            std::this_thread::sleep_for(10ms);
+        until_idle(runner, 3000ms);
         CHECK(why == static_cast<int>(tasks::StopReason::deadline));
     }
 
@@ -216,27 +223,21 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
                     return nlohmann::json{{"code", "NOT_CONNECTED"}};
                 };
             }
-            while (!control.in_flight->cancelled.load())
-                std::this_thread::sleep_for(5ms);
-            why = static_cast<int>(control.why.load());
+            why = static_cast<int>(until_cancelled(control));
             std::lock_guard lock(control.refusal_mutex);
             refusal = control.refusal;
         }));
         std::this_thread::sleep_for(100ms);
         allowed = false;
-        for (int i = 0; i < 200 && runner.held() > 0; ++i)
-            std::this_thread::sleep_for(10ms);
+        until_idle(runner, 2000ms);
         CHECK(why == static_cast<int>(tasks::StopReason::unauthorised));
         CHECK(refusal["code"] == "NOT_CONNECTED");
     }
 
     SECTION("stopping cancels what runs, says why, and takes no more rounds") {
         std::atomic<int> why{0};
-        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
-            while (!control.in_flight->cancelled.load())
-                std::this_thread::sleep_for(5ms);
-            why = static_cast<int>(control.why.load());
-        }));
+        REQUIRE(runner.run(record.id,
+                           [&](tasks::RoundControl& control) { why = static_cast<int>(until_cancelled(control)); }));
         std::this_thread::sleep_for(30ms);
         CHECK(runner.stop(2000ms));
         CHECK(why == static_cast<int>(tasks::StopReason::host_stopping));

@@ -198,18 +198,25 @@ export function recordingFetch(seen) {
 
 // A subscriptions/listen stream opened on `url`; resolves once the
 // acknowledgement arrived. waitFor(predicate) resolves with the first later
-// message that matches; close() ends the stream.
-export async function openListen(url, notifications) {
+// message that matches; close() ends the stream. `meta`: more of the
+// request's _meta (the client's capabilities); `headers`: more HTTP headers
+// (Authorization).
+export async function openListen(url, notifications, { meta = {}, headers = {} } = {}) {
   const controller = new AbortController();
   const message = {
     jsonrpc: '2.0',
     id: 'cluster-listen',
     method: 'subscriptions/listen',
-    params: { _meta: modernMeta(), notifications },
+    params: { _meta: modernMeta(meta), notifications },
   };
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...HttpHost.modernHeaders(message) },
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...HttpHost.modernHeaders(message),
+      ...headers,
+    },
     body: JSON.stringify(message),
     signal: controller.signal,
   });
