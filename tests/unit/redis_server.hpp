@@ -13,9 +13,11 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -161,9 +163,11 @@ public:
             ::execv(argv[0], argv.data());
             ::_exit(127);
         }
-        for (int i = 0; i < 500 && !std::filesystem::exists(socket()); ++i)
+        // The socket file appears at bind(), before Redis listens on it:
+        // up is when a connection is taken.
+        for (int i = 0; i < 500 && !accepts(); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        REQUIRE(std::filesystem::exists(socket()));
+        REQUIRE(accepts());
     }
 
     void stop() {
@@ -210,6 +214,22 @@ public:
     }
 
 private:
+    bool accepts() const {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return false;
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        const std::string path = socket().string();
+        if (path.size() >= sizeof address.sun_path) {
+            ::close(fd);
+            return false;
+        }
+        std::copy(path.begin(), path.end(), address.sun_path);
+        const bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+        ::close(fd);
+        return connected;
+    }
+
     void open() {
         // As the host does (StopSignal): a write to a Redis that went away is
         // an error to handle, not a signal that ends the process.
