@@ -7,7 +7,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
+import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -34,6 +34,15 @@ function makeCertificates(dir) {
   openssl('x509', '-req', '-in', file('server.csr'), '-CA', file('ca.pem'), '-CAkey', file('ca.key'), '-CAcreateserial',
     '-out', file('server.pem'), '-days', '2', '-extfile', file('server.ext'));
   return { ca: file('ca.pem'), otherCa: file('other-ca.pem'), cert: file('server.pem'), key: file('server.key') };
+}
+
+// Whether the unix socket at `socketPath` takes a connection now.
+function accepts(socketPath) {
+  return new Promise((resolve) => {
+    const probe = createConnection(socketPath);
+    probe.once('connect', () => (probe.destroy(), resolve(true)));
+    probe.once('error', () => resolve(false));
+  });
 }
 
 export class Redis {
@@ -65,8 +74,10 @@ export class Redis {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.exit = once(this.child, 'exit');
+    // The socket file appears at bind(), before Redis listens on it: up is
+    // when a connection is taken.
     const deadline = Date.now() + 10000;
-    while (!existsSync(this.socket)) {
+    while (!(existsSync(this.socket) && (await accepts(this.socket)))) {
       if (Date.now() > deadline) throw new Error('redis-server did not open its socket');
       await new Promise((r) => setTimeout(r, 20));
     }
