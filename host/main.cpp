@@ -140,7 +140,7 @@ int serve_host(const Arguments& args) {
         if (auto* host = reloadable.load()) host->reload(cli::load_config(args.config));
     });
     config::Config cfg = cli::load_config(args.config);
-    cli::setup_logging(cfg.log_level);
+    cli::setup_logging(cfg.log_level, cfg.log_format);
     std::vector<std::string> transports = cfg.transports;
     if (args.transport) {
         if (*args.transport != "stdio" && *args.transport != "http") {

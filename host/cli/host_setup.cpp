@@ -3,6 +3,7 @@
 #include "cli/embedded_config.hpp"
 #include "config/config_loader.hpp"
 #include "config/install_root.hpp"
+#include "metrics/log_context.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -30,9 +31,10 @@ void fill_host_defaults(config::Config& cfg) {
     cfg.server.version = GATEHOUSE_VERSION;
 }
 
-void setup_logging(const std::string& configured_level) {
-    auto logger = spdlog::stderr_color_mt("gatehouse");
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+void setup_logging(const std::string& configured_level, const std::string& format) {
+    auto logger = spdlog::get("gatehouse");
+    if (!logger) logger = spdlog::stderr_color_mt("gatehouse");
+    metrics::set_log_format(*logger, format == "json" ? metrics::LogFormat::json : metrics::LogFormat::text);
     spdlog::set_default_logger(logger);
     std::string level = configured_level;
     if (const char* env = std::getenv("GATEHOUSE_LOG"); env && *env) level = env;

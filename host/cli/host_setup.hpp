@@ -17,7 +17,8 @@ config::Config load_config(const std::optional<std::string>& file);
 void fill_host_defaults(config::Config& config);
 
 // Sets up spdlog on stderr. GATEHOUSE_LOG overrides the configured level.
-void setup_logging(const std::string& configured_level);
+// `format`: text | json (log_format), the lines of a request naming its trace.
+void setup_logging(const std::string& configured_level, const std::string& format = "text");
 
 // Loads the plugins and writes the start-up report to the log.
 std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& config, plugins::LoadReport& report);

@@ -261,6 +261,40 @@ struct AuthSettings {
     bool verifies_tokens() const { return mode != "none"; }
 };
 
+// Prometheus metrics (YAML `metrics:`, docs/operations.md): GET <path> on the
+// HTTP listener, and on a listener of their own when `listen` is set (so a
+// stdio-only host can be scraped on loopback).
+struct MetricsSettings {
+    bool enabled = true;
+    std::string path = "/metrics";
+    std::string listen_host; // empty: no listener of their own
+    std::uint16_t listen_port = 0;
+    // Addresses (or CIDR blocks) that may scrape without a token. Empty: with
+    // auth: on, a scrape needs a valid bearer token like any request; without
+    // it, anyone who reaches the listener may scrape.
+    std::vector<std::string> allow;
+    SourceLocation where;
+
+    bool own_listener() const { return !listen_host.empty(); }
+};
+
+// The audit log (YAML `audit:`): one JSON line per tool call to `file`.
+struct AuditSettings {
+    std::filesystem::path file; // empty: no audit log
+    bool include_arguments = false;
+    std::uint64_t max_queue = 10000; // lines waiting for the disk; more are dropped and counted
+    SourceLocation where;
+};
+
+// Span export (YAML `tracing:`): OTLP/HTTP to a collector.
+struct TracingSettings {
+    std::string otlp_endpoint; // http://host:port/v1/traces; empty: no export
+    std::string service_name = "gatehouse";
+    std::uint64_t export_timeout_ms = 5000;
+    std::uint64_t max_queue = 2048; // spans waiting for export; more are dropped and counted
+    SourceLocation where;
+};
+
 struct Config {
     std::string source;             // file path, or "<embedded>"
     std::filesystem::path base_dir; // relative paths resolve against this
@@ -268,6 +302,7 @@ struct Config {
     bool strict = false; // exit non-zero when any plugin fails to load
     bool gate = true;    // false: gated tools run unchecked (testing a plugin only)
     std::string log_level = "info";
+    std::string log_format = "text";  // text | json
     std::filesystem::path plugin_dir; // where bare plugin file names are looked up
     std::filesystem::path data_dir;   // where families keep their files
     std::vector<PluginEntry> plugins;
@@ -281,6 +316,9 @@ struct Config {
     InputRequestSettings input_requests;
     AuthSettings auth;
     TaskSettings tasks;
+    MetricsSettings metrics;
+    AuditSettings audit;
+    TracingSettings tracing;
 };
 
 } // namespace gatehouse::config

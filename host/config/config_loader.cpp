@@ -3,6 +3,7 @@
 #include "license/license_document.hpp"
 #include "mrtr/request_state_sealer.hpp"
 
+#include <boost/asio/ip/address.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -263,6 +264,103 @@ void read_tasks(const YamlReader& r, const YAML::Node& node, TaskSettings& out) 
     number("workers", out.workers, 1, 1024);
     number("max_run_ms", out.max_run_ms, 1000, 86400000ull * 30);
     number("lease_ms", out.lease_ms, 1000, 86400000);
+}
+
+// An address or a CIDR block (10.0.0.0/8, ::1, fd00::/8) of metrics.allow.
+bool valid_address_block(const std::string& text) {
+    const auto slash = text.find('/');
+    boost::system::error_code ec;
+    const auto address = boost::asio::ip::make_address(text.substr(0, slash), ec);
+    if (ec) return false;
+    if (slash == std::string::npos) return true;
+    const std::string bits = text.substr(slash + 1);
+    if (bits.empty() || bits.size() > 3 || bits.find_first_not_of("0123456789") != std::string::npos) return false;
+    return std::stoul(bits) <= (address.is_v4() ? 32u : 128u);
+}
+
+// A listener of the metrics' own off loopback needs its allow-list: it has
+// no token check of its own.
+void check_metrics_listener(const YamlReader& r, const YAML::Node& node, const MetricsSettings& metrics) {
+    if (!metrics.own_listener() || !metrics.allow.empty()) return;
+    boost::system::error_code ec;
+    const auto address = boost::asio::ip::make_address(metrics.listen_host, ec);
+    if (!ec && address.is_loopback()) return;
+    r.fail(node["listen"], "metrics.listen on " + metrics.listen_host +
+                               " (not loopback) needs metrics.allow: the addresses that may scrape it");
+}
+
+void read_metrics(const YamlReader& r, const YAML::Node& node, MetricsSettings& out) {
+    r.expect_map(node, "metrics");
+    r.only_keys(node, {"enabled", "path", "listen", "allow"}, "metrics");
+    out.where = r.at(node);
+    if (node["enabled"]) r.attempt([&] { out.enabled = r.boolean(node["enabled"], "metrics.enabled"); });
+    if (node["path"])
+        r.attempt([&] {
+            out.path = r.string(node["path"], "metrics.path");
+            if (out.path.size() < 2 || out.path[0] != '/' || out.path.find_first_of("?# ") != std::string::npos)
+                r.fail(node["path"], "metrics.path must be a path such as /metrics (a '/' first, no query)");
+        });
+    if (node["listen"])
+        r.attempt([&] {
+            HttpSettings listen;
+            try {
+                apply_listen(listen, r.string(node["listen"], "metrics.listen"));
+            } catch (const std::invalid_argument& e) {
+                r.fail(node["listen"], std::string("metrics.listen: ") + e.what());
+            }
+            out.listen_host = listen.listen_host;
+            out.listen_port = listen.listen_port;
+        });
+    if (node["allow"])
+        r.attempt([&] {
+            if (!node["allow"].IsSequence()) r.fail(node["allow"], "metrics.allow must be a list of addresses");
+            for (const auto& item : node["allow"])
+                r.attempt([&] {
+                    auto block = r.string(item, "an item of metrics.allow");
+                    if (!valid_address_block(block))
+                        r.fail(item, "metrics.allow: '" + block +
+                                         "' is not an IP address or a CIDR block such as 10.0.0.0/8 or ::1");
+                    out.allow.push_back(std::move(block));
+                });
+        });
+    if (node["listen"]) r.attempt([&] { check_metrics_listener(r, node, out); });
+}
+
+void read_audit(const YamlReader& r, const YAML::Node& node, AuditSettings& out) {
+    r.expect_map(node, "audit");
+    r.only_keys(node, {"file", "include_arguments", "max_queue"}, "audit");
+    out.where = r.at(node);
+    if (!node["file"]) r.fail(node, "audit needs file: the path audit lines are appended to");
+    r.attempt([&] { out.file = r.path(node["file"], "audit.file"); });
+    if (node["include_arguments"])
+        r.attempt([&] { out.include_arguments = r.boolean(node["include_arguments"], "audit.include_arguments"); });
+    if (node["max_queue"])
+        r.attempt([&] { out.max_queue = r.count(node["max_queue"], "audit.max_queue", 16, 10000000); });
+}
+
+void read_tracing(const YamlReader& r, const YAML::Node& node, TracingSettings& out) {
+    r.expect_map(node, "tracing");
+    r.only_keys(node, {"otlp_endpoint", "service_name", "export_timeout_ms", "max_queue"}, "tracing");
+    out.where = r.at(node);
+    if (node["otlp_endpoint"])
+        r.attempt([&] {
+            out.otlp_endpoint = r.string(node["otlp_endpoint"], "tracing.otlp_endpoint");
+            if (out.otlp_endpoint.rfind("http://", 0) != 0 || out.otlp_endpoint.size() <= 7)
+                r.fail(node["otlp_endpoint"], "tracing.otlp_endpoint must be an http:// URL such as "
+                                              "http://127.0.0.1:4318/v1/traces, not '" +
+                                                  out.otlp_endpoint + "'");
+        });
+    if (node["service_name"])
+        r.attempt([&] {
+            out.service_name = r.string(node["service_name"], "tracing.service_name");
+            if (out.service_name.empty()) r.fail(node["service_name"], "tracing.service_name must not be empty");
+        });
+    if (node["export_timeout_ms"])
+        r.attempt([&] {
+            out.export_timeout_ms = r.count(node["export_timeout_ms"], "tracing.export_timeout_ms", 100, 60000);
+        });
+    if (node["max_queue"])
+        r.attempt([&] { out.max_queue = r.count(node["max_queue"], "tracing.max_queue", 16, 1000000); });
 }
 
 double rate(const YamlReader& r, const YAML::Node& node, const std::string& what, double min, double max) {
@@ -887,9 +985,9 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     cfg.data_dir = default_data_dir();
     if (root.IsNull()) return cfg;
     r.expect_map(root, "the configuration");
-    r.only_keys(root,
-                {"server", "strict", "gate", "log_level", "plugin_dir", "data_dir", "plugins", "domains", "limits",
-                 "rate_limits", "transports", "http", "session", "license", "input_requests", "auth", "tasks"},
+    r.only_keys(root, {"server",         "strict", "gate",        "log_level",  "plugin_dir", "data_dir", "plugins",
+                       "domains",        "limits", "rate_limits", "transports", "http",       "session",  "license",
+                       "input_requests", "auth",   "tasks",       "log_format", "metrics",    "audit",    "tracing"},
                 "the configuration");
     // Each section alone: a mistake in one does not hide those in the next.
     const auto section = [&](const char* key, auto&& read) {
@@ -903,6 +1001,13 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
         if (!kLogLevels.count(cfg.log_level))
             r.fail(n, "log_level must be one of trace, debug, info, warn, error, critical, off");
     });
+    section("log_format", [&](const YAML::Node& n) {
+        cfg.log_format = r.string(n, "log_format");
+        if (cfg.log_format != "text" && cfg.log_format != "json") r.fail(n, "log_format must be text or json");
+    });
+    section("metrics", [&](const YAML::Node& n) { read_metrics(r, n, cfg.metrics); });
+    section("audit", [&](const YAML::Node& n) { read_audit(r, n, cfg.audit); });
+    section("tracing", [&](const YAML::Node& n) { read_tracing(r, n, cfg.tracing); });
     section("plugin_dir", [&](const YAML::Node& n) { cfg.plugin_dir = r.path(n, "plugin_dir"); });
     section("data_dir", [&](const YAML::Node& n) { cfg.data_dir = r.path(n, "data_dir"); });
     section("plugins", [&](const YAML::Node& n) { read_plugins(r, n, cfg.plugins); });

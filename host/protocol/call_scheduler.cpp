@@ -1,6 +1,7 @@
 #include "protocol/call_scheduler.hpp"
 
 #include "gate/refusal.hpp"
+#include "metrics/log_context.hpp"
 #include "plugins/loaded_plugin.hpp"
 
 #include <spdlog/spdlog.h>
@@ -19,9 +20,10 @@ const plugins::Tool* running_tool(const Request& request) {
 
 } // namespace
 
-CallScheduler::CallScheduler(RequestPool& pool, const config::Limits& limits, Dispatch dispatch, Finish finish)
+CallScheduler::CallScheduler(RequestPool& pool, const config::Limits& limits, Dispatch dispatch, Finish finish,
+                             Observe observe)
     : pool_(pool), tool_timeout_ms_(limits.tool_timeout_ms), dispatch_(std::move(dispatch)), finish_(std::move(finish)),
-      in_flight_(limits.max_in_flight, limits.max_in_flight_per_principal) {}
+      observe_(std::move(observe)), in_flight_(limits.max_in_flight, limits.max_in_flight_per_principal) {}
 
 ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Request&& request,
                                const MethodTable::Method& method) {
@@ -40,28 +42,36 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
 
     auto state = connection->begin(id);
     request.in_flight = state;
+    if (request.call) request.findings = std::make_shared<CallFindings>();
+    auto admitted = std::make_shared<const Admitted>(
+        Admitted{id, request.method, request.revision, tool, request.trace, request.received, request.received_at,
+                 &connection->principal(), connection->transport, request.findings});
     auto give_back = [this, connection, state, id, principal] {
         connection->end(id, state);
         in_flight_.release(principal);
     };
     const auto ticket = deadlines_.schedule(
         limits::CallDeadlines::Clock::now() + std::chrono::milliseconds(timeout_ms),
-        [this, reply = request.reply, state, give_back, id, revision = request.revision, tool, timeout_ms] {
+        [this, reply = request.reply, state, give_back, admitted, tool, timeout_ms] {
             // A call the client cancelled gets no answer; its worker gives the place back.
             if (state->cancelled.load() || !state->claim_answer()) return;
+            metrics::LogScope scope(&admitted->trace);
             state->cancel(); // sets what the plugin polls through is_cancelled
             spdlog::warn("tool '{}' did not finish within {} ms; cancelled, and its late result will be discarded",
                          tool ? tool->name : std::string(), timeout_ms);
             give_back(); // before the answer: a client that saw it may send the next call at once
-            reply->send(finish_(id, revision, timeout_result(tool, timeout_ms)));
+            const Json response = finish_(admitted->id, admitted->revision, timeout_result(tool, timeout_ms));
+            if (observe_) observe_(*admitted, {&response, true, nullptr});
+            reply->send(response);
             --unanswered_;
         });
     const bool tool_call = request.call && tool->plugin;
     std::shared_ptr<plugins::CallPace> pace = tool_call ? tool->pace : nullptr;
     const bool quick = pace && pace->quick();
     const bool legacy = request.revision == Revision::legacy_2025_11_25;
-    std::function<void()> job = [this, request = std::move(request), method = &method, ticket, give_back,
-                                 pace]() mutable {
+    std::function<void()> job = [this, request = std::move(request), method = &method, ticket, give_back, pace,
+                                 admitted]() mutable {
+        metrics::LogScope scope(&request.trace);
         // A call cancelled while it waited for a worker must not reach its
         // plugin at all: the tool may write, spend or destroy.
         Json response;
@@ -76,11 +86,15 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
             return;
         }
         give_back();
+        const Json* arguments = request.call ? &request.call->arguments : nullptr;
         // A cancelled request gets no answer at all, as the spec asks.
-        if (!request.cancelled())
+        if (!request.cancelled()) {
+            if (observe_) observe_(*admitted, {&response, false, arguments});
             request.reply->send(response);
-        else
+        } else {
+            if (observe_) observe_(*admitted, {nullptr, false, arguments});
             request.reply->ended_without_answer();
+        }
         --unanswered_;
     };
     // A tool call waits for a place in its plugin (max_in_flight_per_plugin)

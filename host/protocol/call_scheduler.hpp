@@ -22,12 +22,38 @@ namespace gatehouse::protocol {
 // sends it and gives the places back, once.
 class CallScheduler {
 public:
+    // What an admitted request's answer is observed with, whoever sends it
+    // (its job, or its deadline): taken at admission, as the request itself
+    // moves into its job.
+    struct Admitted {
+        Json id;
+        std::string method;
+        Revision revision = Revision::modern_2026_07_28;
+        const plugins::Tool* tool = nullptr; // the tool a tools/call runs (call_tool's forwarded one)
+        metrics::TraceContext trace;
+        std::chrono::steady_clock::time_point received;
+        std::chrono::system_clock::time_point received_at;
+        const auth::Principal* principal = nullptr; // the connection's, which outlives the call
+        const char* transport = "";
+        std::shared_ptr<CallFindings> findings;
+    };
+    // How it ended: answered (`response`, `timed_out` when the deadline
+    // answered it), or cancelled (no response). `arguments`: the call's,
+    // while its request is alive (null from the deadline).
+    struct Ending {
+        const Json* response = nullptr;
+        bool timed_out = false;
+        const Json* arguments = nullptr;
+    };
+    using Observe = std::function<void(const Admitted&, const Ending&)>;
+
     // Answers the request with its method's handler, finished for its revision.
     using Dispatch = std::function<Json(Request&, const MethodTable::Method&)>;
     // The final answer for a result: what the revision adds to it.
     using Finish = std::function<Json(const Json& id, Revision revision, Json result)>;
 
-    CallScheduler(RequestPool& pool, const config::Limits& limits, Dispatch dispatch, Finish finish);
+    CallScheduler(RequestPool& pool, const config::Limits& limits, Dispatch dispatch, Finish finish,
+                  Observe observe = nullptr);
 
     // The job when it may run now; empty when the request was answered at
     // once (a cap refused it) or waits for a place in its plugin (it then
@@ -48,6 +74,7 @@ private:
     const std::uint64_t tool_timeout_ms_;
     Dispatch dispatch_;
     Finish finish_;
+    Observe observe_;
     limits::InFlightLimits in_flight_;
     std::atomic<unsigned> unanswered_{0};
     limits::CallDeadlines deadlines_; // last: its thread stops before the rest its actions use

@@ -67,6 +67,10 @@ public:
     const std::shared_ptr<Outbound>& outbound_ptr() const { return outbound_; }
     const auth::Principal& principal() const { return principal_; }
 
+    // Which transport the connection came by (stdio, http, or task for a
+    // task's own): what its calls' audit lines and spans name.
+    const char* transport = "stdio";
+
     // The 2025-11-25 handshake.
     std::atomic<bool> legacy_initialized{false};
     std::atomic<int> legacy_log_level{-1}; // -1: logging/setLevel never called

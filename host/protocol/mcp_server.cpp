@@ -5,6 +5,8 @@
 #include "protocol/list_page.hpp"
 #include "protocol/log_level.hpp"
 #include "limits/local_buckets.hpp"
+#include "metrics/log_context.hpp"
+#include "protocol/call_outcome.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -63,13 +65,14 @@ Json server_info(const config::ServerIdentity& identity) {
 McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate,
                      config::ServerIdentity identity, config::Limits limits, RequestPool& pool, ServerOptions options)
     : registry_(registry), identity_(std::move(identity)), limits_(limits), pool_(pool), host_(options.host),
-      server_info_(server_info(identity_)),
+      observability_(options.observability), server_info_(server_info(identity_)),
       rate_limiter_(std::move(options.rate_limits), std::move(options.rate_buckets)),
       input_rounds_(options.state_sealer ? std::move(options.state_sealer)
                                          : mrtr::make_request_state_sealer(options.input_requests, identity_.name),
                     std::chrono::milliseconds(options.input_requests.client_timeout_ms)),
       disclosure_(registry, options.tasks.enabled && tasks::TaskCalls::offers_jobs(registry)),
-      decoder_(registry, disclosure_, options.host),
+      decoder_(registry, disclosure_, options.host,
+               options.observability ? &options.observability->trace_ids() : nullptr),
       tool_call_({gate, decoder_, disclosure_, rate_limiter_, input_rounds_, options.sessions},
                  limits_.max_string_bytes),
       resource_read_(registry, input_rounds_), prompt_get_(registry, input_rounds_), completion_(registry),
@@ -87,7 +90,10 @@ McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipe
       scheduler_(
           pool, limits_,
           [this](Request& request, const MethodTable::Method& method) { return dispatch(request, method); },
-          [this](const Json& id, Revision revision, Json result) { return finish(id, revision, std::move(result)); }) {
+          [this](const Json& id, Revision revision, Json result) { return finish(id, revision, std::move(result)); },
+          [this](const CallScheduler::Admitted& call, const CallScheduler::Ending& ending) {
+              observe_admitted(call, ending);
+          }) {
     tool_call_.set_tasks(tasks_.get());
     subscriptions_.follow_tasks_with(
         [this](const Request& request, const Json& ids) { return tasks_->follow(request, ids); });
@@ -152,15 +158,26 @@ Incoming McpServer::decode_text(const std::shared_ptr<Connection>& connection, s
     return decode(connection, std::move(message));
 }
 
-Incoming McpServer::decode(const std::shared_ptr<Connection>& connection, Json&& message) const {
-    return decoder_.read(*connection, std::move(message));
+Incoming McpServer::decode(const std::shared_ptr<Connection>& connection, Json&& message,
+                           TransportTrace transport_trace) const {
+    return decoder_.read(*connection, std::move(message), transport_trace);
 }
 
 ReadyCall McpServer::answer(const std::shared_ptr<Connection>& connection, Incoming&& incoming,
                             std::shared_ptr<Outbound> reply) {
     if (!reply) reply = connection->outbound_ptr();
     switch (incoming.kind) {
-    case Incoming::Kind::invalid: reply->send(incoming.error); return {};
+    case Incoming::Kind::invalid:
+        if (observability_) {
+            metrics::RequestRecord record;
+            record.method = "invalid";
+            record.revision = "unknown";
+            record.error = true;
+            record.error_code = incoming.error["error"].value("code", 0);
+            observability_->request(record);
+        }
+        reply->send(incoming.error);
+        return {};
     case Incoming::Kind::response:
         // The spec says never to reply to a response.
         if (!connection->client_requests().deliver(incoming.message))
@@ -169,30 +186,42 @@ ReadyCall McpServer::answer(const std::shared_ptr<Connection>& connection, Incom
     case Incoming::Kind::notification: on_notification(*connection, incoming.message); return {};
     case Incoming::Kind::request: break;
     }
+    Request& request = incoming.request;
+    metrics::LogScope scope(&request.trace);
     if (!incoming.error.is_null()) {
+        observe(request, incoming.error);
         if (incoming.rejected)
             reply->reject(incoming.error);
         else
             reply->send(incoming.error);
         return {};
     }
-    Request& request = incoming.request;
     request.reply = std::move(reply);
     const MethodTable::Method* method = methods_.find(request.method, request.revision);
     if (!method) {
-        request.reply->send(make_error(request.id, error_code::method_not_found,
-                                       "Method not found: '" + request.method + "' (protocol revision " +
-                                           std::string(revision_name(request.revision)) + ")"));
+        const Json error = make_error(request.id, error_code::method_not_found,
+                                      "Method not found: '" + request.method + "' (protocol revision " +
+                                          std::string(revision_name(request.revision)) + ")");
+        observe(request, error);
+        request.reply->send(error);
         return {};
     }
     switch (method->runs) {
-    case MethodTable::Runs::at_once: request.reply->send(dispatch(request, *method)); return {};
+    case MethodTable::Runs::at_once: {
+        const Json response = dispatch(request, *method);
+        observe(request, response);
+        request.reply->send(response);
+        return {};
+    }
     case MethodTable::Runs::stream:
         // Long-lived and threadless: it waits for changes, not for a worker.
         try {
             subscriptions_.open(connection, request);
+            observe(request, Json::object());
         } catch (const ProtocolError& e) {
-            request.reply->send(make_error(request.id, e.code(), e.what(), e.data()));
+            const Json error = make_error(request.id, e.code(), e.what(), e.data());
+            observe(request, error);
+            request.reply->send(error);
         }
         return {};
     case MethodTable::Runs::plugin_code: return scheduler_.admit(connection, std::move(request), *method);
@@ -235,6 +264,70 @@ Json McpServer::dispatch(Request& request, const MethodTable::Method& method) co
         spdlog::error("{} failed: {}", request.method, e.what());
         return make_error(request.id, error_code::internal_error, "Internal error while handling " + request.method);
     }
+}
+
+std::optional<std::string> McpServer::readiness() const {
+    if (host_ && host_->family_state) {
+        try {
+            host_->family_state->probe();
+        } catch (const state::BackendError& e) {
+            return std::string("the state backend does not answer: ") + e.what();
+        }
+    }
+    if (auto trouble = subscriptions_.shared_bus()->trouble())
+        return "the notification bus does not answer: " + *trouble;
+    return std::nullopt;
+}
+
+void McpServer::observe(const Request& request, const Json& response) const {
+    if (!observability_) return;
+    const auto error = response.find("error");
+    const bool failed = error != response.end();
+    // Label values come from the method table, never from what a client sent.
+    const std::string_view method =
+        methods_.find(request.method, request.revision) ? std::string_view(request.method) : "unknown";
+    observability_->request({method, revision_name(request.revision), failed, failed ? error->value("code", 0) : 0,
+                             request.received_at, std::chrono::steady_clock::now() - request.received,
+                             request.connection ? request.connection->transport : "", &request.id, &request.trace});
+}
+
+void McpServer::observe_admitted(const CallScheduler::Admitted& call, const CallScheduler::Ending& ending) const {
+    if (!observability_) return;
+    const auto took = std::chrono::steady_clock::now() - call.received;
+    const std::string_view revision = revision_name(call.revision);
+    const Json* error = nullptr;
+    if (ending.response)
+        if (auto it = ending.response->find("error"); it != ending.response->end()) error = &*it;
+    const int error_code = error ? error->value("code", 0) : 0;
+    observability_->request({call.method, revision, error != nullptr || !ending.response, error_code, call.received_at,
+                             took, call.transport, &call.id, &call.trace});
+    if (call.method != "tools/call" || !call.tool) return;
+    const CallVerdict verdict = call_verdict(ending.response, ending.timed_out);
+    const auto [store, user] = call.findings ? call.findings->session() : std::pair<std::string, std::string>();
+    const std::string principal = call.principal->owner_key();
+    metrics::CallRecord record;
+    record.tool_key = call.tool;
+    record.family = call.tool->family;
+    record.tool = call.tool->name;
+    record.outcome = verdict.outcome;
+    record.code = verdict.code;
+    record.error_message = verdict.message;
+    record.took = took;
+    record.started = call.received_at;
+    record.principal = principal;
+    record.principal_kind = call.principal->kind;
+    record.client_id = call.principal->client_id;
+    record.store = store;
+    record.user = user;
+    record.revision = revision;
+    record.transport = call.transport;
+    record.request_id = &call.id;
+    record.arguments = ending.arguments;
+    record.trace = &call.trace;
+    observability_->tool_call(record);
+    if (verdict.code == gate::refusal_code::rate_limited && verdict.next)
+        if (const auto limit = verdict.next->find("limit"); limit != verdict.next->end() && limit->is_string())
+            observability_->rate_limited(limit->get_ref<const std::string&>());
 }
 
 Json McpServer::finish(const Json& id, Revision revision, Json result) const {

@@ -3,6 +3,7 @@
 #include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
 #include "limits/rate_limiter.hpp"
+#include "metrics/observability.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/call_scheduler.hpp"
@@ -55,6 +56,9 @@ struct ServerOptions {
     config::TaskSettings tasks;
     state::StateBackend* task_state = nullptr;
     std::shared_ptr<limits::BucketStore> task_buckets;
+    // Where requests' trace ids come from and their answers are counted,
+    // audited and exported (null: none is).
+    metrics::Observability* observability = nullptr;
 };
 
 // MCP for both revisions: a message in, its answer out. Decodes once
@@ -73,7 +77,9 @@ public:
     Incoming decode_text(const std::shared_ptr<Connection>& connection, std::string_view text) const;
     // Decodes a message its transport has already parsed (HTTP parses the
     // body to check headers before the protocol sees it).
-    Incoming decode(const std::shared_ptr<Connection>& connection, Json&& message) const;
+    // `transport_trace`: the trace context its transport carried (HTTP headers).
+    Incoming decode(const std::shared_ptr<Connection>& connection, Json&& message,
+                    TransportTrace transport_trace = {}) const;
 
     // Answers a decoded message, to `reply` when given (an HTTP request's
     // response stream), else to the connection's outbound. A request that
@@ -90,6 +96,13 @@ public:
 
     // What the host functions reach of this host (pages' calls need it too).
     const plugins::HostServices* host() const { return host_; }
+
+    // What operators see of this host (null: nothing is counted).
+    metrics::Observability* observability() const { return observability_; }
+
+    // Why requests cannot be served now (the state backend or the bus does
+    // not answer), or nothing: what GET /ready reports.
+    std::optional<std::string> readiness() const;
 
     // Where calls the transport does not run itself go.
     RequestPool& pool() const { return pool_; }
@@ -127,6 +140,9 @@ private:
     void on_notification(Connection& connection, const Json& message);
     Json dispatch(Request& request, const MethodTable::Method& method) const;
     Json finish(const Json& id, Revision revision, Json result) const;
+    // Counts (and for a tool call audits and exports) an answered request.
+    void observe(const Request& request, const Json& response) const;
+    void observe_admitted(const CallScheduler::Admitted& call, const CallScheduler::Ending& ending) const;
 
     Json initialize(Request& request);
     Json discover(const Request& request) const;
@@ -143,6 +159,7 @@ private:
     config::Limits limits_;
     RequestPool& pool_;
     const plugins::HostServices* host_;
+    metrics::Observability* observability_;
     Json server_info_;
     limits::RateLimiter rate_limiter_;
     InputRounds input_rounds_;

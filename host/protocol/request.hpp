@@ -1,14 +1,17 @@
 #pragma once
 
 #include "gate/refusal.hpp"
+#include "metrics/trace_context.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/tool.hpp"
 #include "protocol/connection.hpp"
 #include "protocol/json_rpc.hpp"
 #include "protocol/revision.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -26,6 +29,34 @@ struct ToolTarget {
     // A verified token without the tool's scope: the refusal every route
     // to the tool meets (protocol/tool_call.hpp scope_refusal).
     std::optional<gate::Refusal> scope_refusal;
+};
+
+// The trace context a transport carries beside the message (HTTP's
+// traceparent and tracestate headers); params._meta's wins over it.
+struct TransportTrace {
+    std::string_view traceparent;
+    std::string_view tracestate;
+};
+
+// What the gate found of a tool call that its audit line names: the gate
+// session's store and user. Written by the call's worker, read by whoever
+// answers it (the worker, or its deadline).
+class CallFindings {
+public:
+    void found_session(std::string store, std::string user) {
+        std::lock_guard lock(mutex_);
+        store_ = std::move(store);
+        user_ = std::move(user);
+    }
+    std::pair<std::string, std::string> session() const {
+        std::lock_guard lock(mutex_);
+        return {store_, user_};
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::string store_;
+    std::string user_;
 };
 
 // One JSON-RPC request after the envelope and its era were decoded. Nothing
@@ -48,6 +79,14 @@ struct Request {
     std::shared_ptr<InFlight> in_flight;
     // The task this request is a round of (tasks/); empty for a plain request.
     std::string task_id;
+    // Its span in the caller's trace (or a trace of its own), named in every
+    // log line of the request, its audit line, and its plugin's call context.
+    metrics::TraceContext trace;
+    // When it was decoded: its duration, and its span's start.
+    std::chrono::steady_clock::time_point received{};
+    std::chrono::system_clock::time_point received_at{};
+    // A tools/call's: what the gate found, for its audit line.
+    std::shared_ptr<CallFindings> findings;
 
     bool cancelled() const { return in_flight && in_flight->cancelled.load(std::memory_order_relaxed); }
 };

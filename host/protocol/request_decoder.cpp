@@ -43,7 +43,16 @@ std::string echoed_name(const std::string& name) {
     return name.substr(0, cut) + "… (" + std::to_string(name.size()) + " bytes)";
 }
 
-Incoming RequestDecoder::read(Connection& connection, Json&& message) const {
+namespace {
+
+std::optional<metrics::Traceparent> parse_traceparent_or_none(std::string_view text) {
+    if (text.empty()) return std::nullopt;
+    return metrics::parse_traceparent(text);
+}
+
+} // namespace
+
+Incoming RequestDecoder::read(Connection& connection, Json&& message, TransportTrace transport_trace) const {
     if (message.is_array())
         return invalid(nullptr, "JSON-RPC batches are not supported by MCP; send one message per line.");
     if (!message.is_object()) return invalid(nullptr, "A JSON-RPC message must be a JSON object.");
@@ -80,6 +89,15 @@ Incoming RequestDecoder::read(Connection& connection, Json&& message) const {
         return invalid(nullptr, "A request id must be a string or an integer (and never null).");
     Incoming in;
     in.kind = Incoming::Kind::request;
+    in.request.received = std::chrono::steady_clock::now();
+    in.request.received_at = std::chrono::system_clock::now();
+    if (trace_ids_) {
+        const auto params = message.find("params");
+        const Json* meta = nullptr;
+        if (params != message.end() && params->is_object())
+            if (auto m = params->find("_meta"); m != params->end() && m->is_object()) meta = &*m;
+        start_trace(meta, transport_trace, in.request);
+    }
     try {
         decode(connection, std::move(message), in.request);
     } catch (const ProtocolError& e) {
@@ -130,6 +148,27 @@ ToolTarget RequestDecoder::target_of(const plugins::Tool& tool, Json arguments,
             t.forwarded = resolve(forwarded->get_ref<const std::string&>());
     t.scope_refusal = scope_refusal(tool, principal);
     return t;
+}
+
+void RequestDecoder::start_trace(const Json* meta, TransportTrace transport_trace, Request& r) const {
+    const auto text = [meta](const char* key) -> std::string_view {
+        if (!meta) return {};
+        auto it = meta->find(key);
+        if (it == meta->end() || !it->is_string()) return {};
+        return it->get_ref<const std::string&>();
+    };
+    std::string_view traceparent = text("traceparent");
+    std::string_view tracestate = text("tracestate");
+    auto parent = parse_traceparent_or_none(traceparent);
+    if (!parent) {
+        traceparent = transport_trace.traceparent;
+        tracestate = transport_trace.tracestate;
+        parent = parse_traceparent_or_none(traceparent);
+    }
+    std::string state;
+    if (parent)
+        if (auto checked = metrics::checked_tracestate(tracestate)) state = std::move(*checked);
+    r.trace = trace_ids_->start(parent, std::move(state));
 }
 
 void RequestDecoder::decode(Connection& connection, Json&& message, Request& r) const {

@@ -31,11 +31,12 @@ struct Incoming {
 // at start (the registry) and the disclosure's own lock.
 class RequestDecoder {
 public:
+    // `trace_ids`: where requests' span ids come from (null: requests carry no trace).
     RequestDecoder(const plugins::ToolRegistry& registry, const ToolDisclosure& disclosure,
-                   const plugins::HostServices* host)
-        : registry_(registry), disclosure_(disclosure), host_(host) {}
+                   const plugins::HostServices* host, metrics::TraceIds* trace_ids = nullptr)
+        : registry_(registry), disclosure_(disclosure), host_(host), trace_ids_(trace_ids) {}
 
-    Incoming read(Connection& connection, Json&& message) const;
+    Incoming read(Connection& connection, Json&& message, TransportTrace transport_trace = {}) const;
 
     // The tool a tools/call names: a family's own first, else a host meta
     // tool of that name (while some family is on demand); null when none.
@@ -55,10 +56,15 @@ private:
     // Fills `into` in message order (id, method, params first), so what
     // was read before a ProtocolError stays for the transport's checks.
     void decode(Connection& connection, Json&& message, Request& into) const;
+    // The request's span: in the trace its _meta names, else the one its
+    // transport's headers name, else a trace of its own. A malformed
+    // traceparent is ignored, as W3C Trace Context asks.
+    void start_trace(const Json* meta, TransportTrace transport_trace, Request& into) const;
 
     const plugins::ToolRegistry& registry_;
     const ToolDisclosure& disclosure_;
     const plugins::HostServices* host_;
+    metrics::TraceIds* trace_ids_;
 };
 
 // The protocol versions this host speaks, as server/discover and -32022 list them.

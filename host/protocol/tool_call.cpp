@@ -56,6 +56,11 @@ private:
         context["tool"] = tool_.name;
         context["family"] = tool_.family;
         if (task_start_) context["taskStart"] = true;
+        // ABI 1.8: the W3C trace context a family passes on to what it calls.
+        if (!request_.trace.empty()) {
+            context["trace"] = {{"traceparent", request_.trace.traceparent()}};
+            if (!request_.trace.tracestate.empty()) context["trace"]["tracestate"] = request_.trace.tracestate;
+        }
         if (!task_id_.empty()) context["task"] = {{"taskId", task_id_}};
         if (session_ && *session_) context["session"] = (*session_)->context_view();
         if (request_.host && !request_.host->pages_origin.empty())
@@ -190,8 +195,10 @@ Json ToolCall::run(Request& request) const {
     // A requestState binds the arguments as the client sent them, session handle included.
     const Json& sent_arguments = *arguments;
     gate::GateFindings findings;
-    if (auto refusal = parts_.gate.check({*tool, request.connection->principal(), *arguments, &findings}))
-        return refusal->to_tool_result();
+    auto refusal = parts_.gate.check({*tool, request.connection->principal(), *arguments, &findings});
+    if (findings.session && request.findings)
+        request.findings->found_session(findings.session->store, findings.session->user);
+    if (refusal) return refusal->to_tool_result();
     Json without_session; // the handle is the host's business: the plugin sees the session in its context
     if (findings.session) {
         without_session = *arguments;

@@ -7,6 +7,7 @@
 #include "limits/local_buckets.hpp"
 #include "limits/redis_buckets.hpp"
 #include "mrtr/state_keys.hpp"
+#include "state/counted_backend.hpp"
 #include "state/redis_client.hpp"
 #include "transport/stdio_transport.hpp"
 
@@ -21,6 +22,17 @@ namespace gatehouse::serve {
 
 namespace {
 
+metrics::Observability::Settings observability_settings(const config::Config& config) {
+    metrics::Observability::Settings settings;
+    settings.metrics = config.metrics;
+    settings.audit = config.audit;
+    settings.tracing = config.tracing;
+    settings.service_name = config.tracing.service_name;
+    settings.service_version = GATEHOUSE_VERSION;
+    settings.instance = config.http.instance_name;
+    return settings;
+}
+
 std::vector<std::string> family_names(const plugins::ToolRegistry& registry) {
     std::vector<std::string> names;
     for (const auto& f : registry.families())
@@ -31,6 +43,11 @@ std::vector<std::string> family_names(const plugins::ToolRegistry& registry) {
 } // namespace
 
 Host::Host(config::Config config, Transports transports) : config_(std::move(config)), transports_(transports) {
+    try {
+        observability_ = std::make_unique<metrics::Observability>(observability_settings(config_));
+    } catch (const std::exception& e) {
+        throw HostError(e.what(), 1);
+    }
     // The sessions' SQLite file opens on a thread of its own while the
     // plugins load: a millisecond of start-up that needs nothing from them.
     // With Redis, one client (one pool) serves the backend, the bus and the
@@ -54,6 +71,8 @@ Host::Host(config::Config config, Transports transports) : config_(std::move(con
     services_.changed = publish_changes();
     changes_outside_calls_.emplace(services_);
     if (transports_.http) http_ = listen_http();
+    add_gauges();
+    if (config_.metrics.own_listener()) ops_ = listen_ops();
 }
 
 Host::~Host() = default;
@@ -65,6 +84,8 @@ std::unique_ptr<plugins::ToolRegistry> Host::load_families() {
         cli::StdoutDiversion plugins_print_to_stderr;
         registry = cli::load_plugins(config_, report);
     }
+    observability_->plugin_load_failures(report.failures.size());
+    observability_->families_loaded(registry->families().size());
     if (config_.strict && !report.failures.empty())
         throw HostError(std::to_string(report.failures.size()) +
                             " plugin(s) failed to load and the configuration is strict; not serving",
@@ -81,6 +102,10 @@ Host::open_sessions(std::future<std::unique_ptr<state::StateBackend>>& opening) 
     } catch (const state::BackendError& e) {
         throw HostError(e.what(), 1);
     }
+    // Every failure of the backend is counted, whichever part met it.
+    backend = state::make_counted_backend(std::move(backend), [observability = observability_.get()](const char* name) {
+        observability->backend_error(name);
+    });
     // An environment secret is for the local user only: never for callers a host reaches over HTTP.
     auto sessions = std::make_unique<session::SessionService>(config_.session, std::move(backend), *registry_,
                                                               transports_.stdio && !transports_.http);
@@ -150,6 +175,7 @@ std::unique_ptr<protocol::McpServer> Host::make_server() {
     options.sessions = sessions_.get();
     options.host = &services_;
     options.bus = bus_;
+    options.observability = observability_.get();
     // Tasks live where families keep their values (the sessions' backend:
     // SQLite on one machine, Redis for a cluster), and tasks/get's pace is
     // counted in that Redis too.
@@ -197,7 +223,46 @@ std::unique_ptr<transport::HttpTransport> Host::listen_http() {
     return http;
 }
 
+// What is read when scraped: the host's parts that count themselves.
+void Host::add_gauges() {
+    auto& registry = observability_->registry();
+    using Series = metrics::ReadFamily::Series;
+    registry.add<metrics::ReadFamily>("gatehouse_calls_in_flight",
+                                      "Requests running plugin code, accepted and not yet answered.",
+                                      std::vector<std::string>{}, [server = server_.get()] {
+                                          return Series{{{}, double(server->in_flight())}};
+                                      });
+    registry.add<metrics::ReadFamily>("gatehouse_listen_streams_open",
+                                      "subscriptions/listen streams open (2026-07-28).", std::vector<std::string>{},
+                                      [server = server_.get()] {
+                                          return Series{{{}, double(server->open_subscriptions())}};
+                                      });
+    if (!http_) return;
+    registry.add<metrics::ReadFamily>("gatehouse_http_connections_open", "HTTP connections open.",
+                                      std::vector<std::string>{}, [http = http_.get()] {
+                                          return Series{{{}, double(http->service().connections.load())}};
+                                      });
+    registry.add<metrics::ReadFamily>(
+        "gatehouse_legacy_sessions_open",
+        "2025-11-25 sessions (Mcp-Session-Id) this instance holds; with a shared backend, those it has seen.",
+        std::vector<std::string>{}, [http = http_.get()] {
+            return Series{{{}, double(http->service().legacy_sessions.size())}};
+        });
+}
+
+std::unique_ptr<transport::OpsListener> Host::listen_ops() {
+    try {
+        return std::make_unique<transport::OpsListener>(
+            config_.metrics, *observability_,
+            transport::OpsListener::Probes{[server = server_.get()] { return server->readiness(); },
+                                           [this] { return stopping_.load(); }});
+    } catch (const std::exception& e) {
+        throw HostError(e.what(), 1);
+    }
+}
+
 int Host::run(transport::StopSignal& stop) {
+    stop.on_stop([this] { stopping_ = true; });
     if (transports_.stdio && http_) {
         // Both: HTTP serves on its own thread; stdin closing ends both, as
         // a stop signal does.
@@ -227,6 +292,8 @@ bool Host::stop_workers(std::chrono::milliseconds grace) {
 // What the YAML says tools/list shows: each domain's exposure, and a tool's
 // own (domains.<family>.tools.<tool>.exposure) over its family's.
 void Host::reload(const config::Config& fresh) {
+    // logrotate's convention: the audit file is opened anew on SIGHUP.
+    observability_->reopen_audit();
     std::set<std::string> families;
     std::map<std::string, bool> tools;
     for (const auto& [family, domain] : fresh.domains) {

@@ -3,6 +3,7 @@
 #include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
 #include "limits/bucket_store.hpp"
+#include "metrics/observability.hpp"
 #include "mrtr/request_state_sealer.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/tool_registry.hpp"
@@ -13,6 +14,7 @@
 #include "state/redis_client.hpp"
 #include "state/state_backend.hpp"
 #include "transport/http_transport.hpp"
+#include "transport/ops_listener.hpp"
 #include "transport/stop_signal.hpp"
 
 #include <chrono>
@@ -78,10 +80,15 @@ private:
     std::unique_ptr<protocol::McpServer> make_server();
     plugins::ChangeSink publish_changes();
     std::unique_ptr<transport::HttpTransport> listen_http();
+    void add_gauges();
+    std::unique_ptr<transport::OpsListener> listen_ops();
 
     const config::Config config_;
     const Transports transports_;
-    std::unique_ptr<plugins::ToolRegistry> registry_; // first: plugins unload last
+    // What operators see (metrics, audit, spans): built before the plugins
+    // load, so their failures are counted; gone after every part that counts.
+    std::unique_ptr<metrics::Observability> observability_;
+    std::unique_ptr<plugins::ToolRegistry> registry_; // plugins unload last
     std::shared_ptr<state::RedisClient> redis_;       // with session.backend redis: the one client of its parts
     std::unique_ptr<session::SessionService> sessions_;
     std::unique_ptr<state::StateBackend> families_only_state_; // families' state when no sessions hold a backend
@@ -93,6 +100,8 @@ private:
     std::unique_ptr<protocol::McpServer> server_;
     std::optional<plugins::ChangesOutsideCalls> changes_outside_calls_;
     std::unique_ptr<transport::HttpTransport> http_;
+    std::unique_ptr<transport::OpsListener> ops_; // metrics.listen
+    std::atomic<bool> stopping_{false};
 };
 
 } // namespace gatehouse::serve

@@ -238,6 +238,7 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
         request.client_capabilities = taken->client_capabilities;
         auto connection = std::make_shared<protocol::Connection>(outbound, principal);
         request.connection = connection.get();
+        connection->transport = "task";
         request.host = host_;
         request.reply = outbound;
         request.in_flight = control.in_flight;

@@ -233,6 +233,18 @@ std::string sse_event(std::string_view json) {
     return chunk(event);
 }
 
+// The reason label of gatehouse_auth_failures_total.
+std::string_view auth_failure_reason(auth::TokenVerdict::Kind kind) {
+    using Kind = auth::TokenVerdict::Kind;
+    switch (kind) {
+    case Kind::missing: return "missing";
+    case Kind::malformed: return "malformed";
+    case Kind::unavailable: return "unavailable";
+    case Kind::throttled: return "throttled";
+    default: return "rejected";
+    }
+}
+
 // The status line, and the instance's name when http.instance_name is set.
 std::string status_line(int status, const std::string& instance_header) {
     const auto reason = http::obsolete_reason(static_cast<http::status>(status));
@@ -242,7 +254,9 @@ std::string status_line(int status, const std::string& instance_header) {
 } // namespace
 
 std::shared_ptr<protocol::Connection> make_legacy_connection(const auth::Principal& principal) {
-    return std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), principal);
+    auto connection = std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), principal);
+    connection->transport = "http";
+    return connection;
 }
 
 HttpConnection::HttpConnection(Socket socket, HttpService& service)
@@ -489,6 +503,30 @@ void HttpConnection::on_request(Request request) {
                           "' is not one this server answers to (http.allowed_hosts in its configuration).");
         return;
     }
+    if (is_metrics_path(path)) {
+        if (request.method() != http::verb::get) {
+            respond_status(405, "Metrics are read with GET.", "Allow: GET\r\n");
+            return;
+        }
+        // Its own allow-list, when set, decides alone; else a scrape is
+        // authenticated like any request when auth: is on.
+        if (!service_.metrics_allow.empty()) {
+            boost::system::error_code no_peer;
+            const auto peer = socket_.remote_endpoint(no_peer);
+            if (no_peer || !service_.metrics_allow.allows(peer.address())) {
+                respond_status(403, "This address may not read the metrics (metrics.allow in the configuration).");
+                return;
+            }
+            respond_metrics();
+            return;
+        }
+        if (service_.authenticator.enabled()) {
+            authenticate(std::move(request));
+            return;
+        }
+        respond_metrics();
+        return;
+    }
     // A page checks its own Origin (its form posts from itself, wherever the
     // host is reached), so allowed_origins, which is about MCP callers, does
     // not apply.
@@ -559,6 +597,9 @@ void HttpConnection::authenticate(Request request) {
                                      verdict = std::move(verdict)]() mutable {
                 if (self->phase_ == Phase::closed) return;
                 using Kind = auth::TokenVerdict::Kind;
+                if (auto* observability = self->service_.server.observability();
+                    observability && verdict.kind != Kind::accepted)
+                    observability->auth_failure(auth_failure_reason(verdict.kind));
                 switch (verdict.kind) {
                 case Kind::accepted:
                     self->principal_ = std::move(verdict.principal);
@@ -594,6 +635,11 @@ void HttpConnection::authenticate(Request request) {
 }
 
 void HttpConnection::on_authenticated(const Request& request) {
+    const std::string_view target(request.target().data(), request.target().size());
+    if (is_metrics_path(target.substr(0, target.find('?')))) {
+        respond_metrics();
+        return;
+    }
     switch (request.method()) {
     case http::verb::post: on_post(request); return;
     case http::verb::get: on_get(request); return;
@@ -709,7 +755,10 @@ void HttpConnection::on_post(const Request& request) {
         // Notifications and responses: accepted (202) once handled. What is
         // neither (no method and no result, "{}") is refused as the
         // protocol layer words it.
-        if (!mcp) mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), principal_);
+        if (!mcp) {
+            mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), principal_);
+            mcp->transport = "http";
+        }
         auto refusal = std::make_shared<RefusalCapture>();
         // The request a response or a cancellation is about may run on
         // another instance sharing the session.
@@ -728,9 +777,15 @@ void HttpConnection::on_post(const Request& request) {
     // The answer's stream, for the exchange begin_exchange opens next. A
     // 2026-07-28 request is its own connection: nothing outlives it.
     auto reply = std::make_shared<HttpReply>(weak_from_this(), exchange_ + 1, !legacy);
-    if (!mcp) mcp = std::make_shared<protocol::Connection>(reply, principal_);
+    if (!mcp) {
+        mcp = std::make_shared<protocol::Connection>(reply, principal_);
+        mcp->transport = "http";
+    }
     // Decoded once: the headers, the scope and the protocol all read this.
-    protocol::Incoming incoming = service_.server.decode(mcp, std::move(message));
+    protocol::Incoming incoming =
+        service_.server.decode(mcp, std::move(message),
+                               {header_value(request, "traceparent").value_or(std::string_view()),
+                                header_value(request, "tracestate").value_or(std::string_view())});
     const protocol::Request& decoded = incoming.request;
 
     // The revision defines no headers for a 2025-11-25 session's requests.
@@ -1037,6 +1092,23 @@ void HttpConnection::respond_json(int status, const std::string& body, const std
     std::string out = status_line(status, service_.instance_header);
     out += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     out += extra_headers;
+    if (!keep_alive_) out += "Connection: close\r\n";
+    out += "\r\n";
+    out += body;
+    write(std::move(out));
+    finish_exchange();
+}
+
+bool HttpConnection::is_metrics_path(std::string_view path) const {
+    const auto* observability = service_.server.observability();
+    return observability && observability->metrics_settings().enabled && path == observability->metrics_settings().path;
+}
+
+void HttpConnection::respond_metrics() {
+    const std::string body = service_.server.observability()->exposition();
+    std::string out = status_line(200, service_.instance_header);
+    out += "Content-Type: " + std::string(metrics::kExpositionContentType) +
+           "\r\nCache-Control: no-store\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     if (!keep_alive_) out += "Connection: close\r\n";
     out += "\r\n";
     out += body;

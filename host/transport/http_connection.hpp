@@ -91,6 +91,8 @@ private:
     void respond_json(int status, const std::string& body, const std::string& extra_headers = "");
     void respond_state_unavailable(const protocol::Json& id, const state::BackendError& error);
     void respond_page(const PageResponse& page);
+    bool is_metrics_path(std::string_view path) const;
+    void respond_metrics();
 
     void write(std::string bytes);
     void do_write();

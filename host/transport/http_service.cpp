@@ -21,6 +21,8 @@ HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegist
       page_form_tokens(page_form_tokens_ ? std::move(page_form_tokens_)
                                          : std::make_shared<const mrtr::RequestStateSealer>(
                                                std::vector<std::string>{}, "gatehouse", std::chrono::minutes(10))),
+      metrics_allow(server.observability() ? server.observability()->metrics_settings().allow
+                                           : std::vector<std::string>{}),
       authenticator(auth_settings, settings) {
     // Declared before the authenticator, the loops are built after it; they
     // are filled here so each gets the hint that one thread runs it.
@@ -33,15 +35,7 @@ HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegist
 }
 
 std::optional<std::string> HttpService::readiness() {
-    if (const auto* host = server.host(); host && host->family_state) {
-        try {
-            host->family_state->probe();
-        } catch (const state::BackendError& e) {
-            return std::string("the state backend does not answer: ") + e.what();
-        }
-    }
-    if (auto trouble = server.bus().trouble()) return "the notification bus does not answer: " + *trouble;
-    return std::nullopt;
+    return server.readiness();
 }
 
 HttpService::StreamClaim HttpService::claim_stream(const std::string& principal) {

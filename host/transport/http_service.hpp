@@ -3,6 +3,7 @@
 #include "auth/principal.hpp"
 #include "auth/request_authenticator.hpp"
 #include "config/config.hpp"
+#include "metrics/address_allow_list.hpp"
 #include "plugins/tool_registry.hpp"
 #include "mrtr/request_state_sealer.hpp"
 #include "protocol/mcp_server.hpp"
@@ -43,6 +44,8 @@ struct HttpService {
     const auth::Principal principal; // the caller under auth.mode none: the local user
     LegacyHttpSessions legacy_sessions;
     const std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens;
+    // Who may scrape GET /metrics without a token (metrics.allow).
+    const metrics::AddressAllowList metrics_allow;
 
     std::atomic<bool> draining{false};
     std::atomic<unsigned> connections{0};

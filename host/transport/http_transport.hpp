@@ -24,6 +24,9 @@ public:
                   std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens = nullptr);
     ~HttpTransport();
 
+    // What its connections share (what its gauges read).
+    HttpService& service() { return service_; }
+
     // Binds the listening socket; throws std::runtime_error saying why not.
     void listen();
 

@@ -12,6 +12,7 @@ allowed=(
     "host/plugins/host_api.cpp:g_hosts"
     "host/crypto/openssl_loader.cpp:module"
     "host/crypto/openssl_loader.cpp:opening"
+    "host/metrics/log_context.cpp:t_current_trace"
 )
 
 cd "$root"

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace gatehouse::metrics {
+
+// The audit log: one JSON line per gate decision and tool call, appended to
+// a file by a thread of its own, so a slow or full disk never holds up a
+// call. Lines wait in a bounded queue; when it is full a line is dropped and
+// counted, never waited for. A write that fails is counted and logged (once
+// until writing works again), and the line is lost, not retried forever.
+// reopen() makes the next write open the path anew (SIGHUP, after logrotate
+// moved the file).
+class AuditLog {
+public:
+    struct Counters {
+        std::function<void()> dropped;      // the queue was full
+        std::function<void()> write_failed; // open or write failed
+    };
+
+    AuditLog(std::filesystem::path path, std::size_t max_queue, Counters counters);
+    ~AuditLog(); // writes what is queued, then stops
+    AuditLog(const AuditLog&) = delete;
+    AuditLog& operator=(const AuditLog&) = delete;
+
+    // Queues one line (without its newline). Never blocks on the disk.
+    void write(std::string line);
+    void reopen();
+    // Waits until every line queued so far was written (or failed); for tests and shutdown.
+    void flush();
+
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    void run();
+    bool write_out(const std::string& batch);
+
+    const std::filesystem::path path_;
+    const std::size_t max_queue_;
+    Counters counters_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::condition_variable written_;
+    std::deque<std::string> queue_;
+    std::uint64_t queued_ = 0;  // lines ever queued
+    std::uint64_t settled_ = 0; // of them, written or failed
+    bool reopen_ = false;
+    bool stopping_ = false;
+    int fd_ = -1;          // the writer thread's own
+    bool failing_ = false; // the writer thread's own: the last write failed
+    std::thread writer_;
+};
+
+} // namespace gatehouse::metrics

@@ -1,0 +1,154 @@
+#include "transport/ops_listener.hpp"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace gatehouse::transport {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+constexpr unsigned kMaxOpen = 64;
+constexpr std::uint32_t kMaxHeaderBytes = 8 * 1024;
+constexpr auto kRequestTime = std::chrono::seconds(5);
+
+std::string response(int status, std::string_view content_type, const std::string& body,
+                     std::string_view extra_headers = {}) {
+    const auto reason = http::obsolete_reason(static_cast<http::status>(status));
+    std::string out = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) + "\r\n";
+    out += "Content-Type: " + std::string(content_type) + "\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\nCache-Control: no-store\r\nConnection: close\r\n";
+    out += extra_headers;
+    out += "\r\n";
+    out += body;
+    return out;
+}
+
+std::string text(int status, const std::string& sentence, std::string_view extra_headers = {}) {
+    return response(status, "text/plain; charset=utf-8", sentence + "\n", extra_headers);
+}
+
+} // namespace
+
+// One connection: one request read within kRequestTime, one answer, closed.
+class OpsListener::Exchange : public std::enable_shared_from_this<Exchange> {
+public:
+    Exchange(tcp::socket socket, OpsListener& listener) : stream_(std::move(socket)), listener_(listener) {
+        ++listener_.open_;
+    }
+    ~Exchange() { --listener_.open_; }
+
+    void start() {
+        parser_.header_limit(kMaxHeaderBytes);
+        parser_.body_limit(0);
+        stream_.expires_after(kRequestTime);
+        http::async_read(stream_, buffer_, parser_,
+                         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    }
+
+private:
+    void on_read(beast::error_code ec) {
+        if (ec == http::error::end_of_stream) return;
+        if (ec) {
+            reply_ = text(400, "Bad request: " + ec.message() + ".");
+        } else {
+            const auto& request = parser_.get();
+            const std::string_view target(request.target().data(), request.target().size());
+            beast::error_code no_peer;
+            const auto peer = stream_.socket().remote_endpoint(no_peer);
+            reply_ = listener_.answer(std::string(request.method_string()), target.substr(0, target.find('?')),
+                                      no_peer ? net::ip::address() : peer.address());
+        }
+        net::async_write(stream_, net::buffer(reply_), [self = shared_from_this()](beast::error_code, std::size_t) {
+            beast::error_code ignored;
+            self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        });
+    }
+
+    beast::tcp_stream stream_;
+    OpsListener& listener_;
+    beast::flat_buffer buffer_{kMaxHeaderBytes};
+    http::request_parser<http::empty_body> parser_;
+    std::string reply_;
+};
+
+OpsListener::OpsListener(const config::MetricsSettings& settings, metrics::Observability& observability, Probes probes)
+    : settings_(settings), observability_(observability), probes_(std::move(probes)), allow_(settings.allow) {
+    beast::error_code ec;
+    const auto address = net::ip::make_address(settings_.listen_host, ec);
+    if (ec) throw std::runtime_error("metrics.listen: '" + settings_.listen_host + "' is not an IP address");
+    const tcp::endpoint endpoint(address, settings_.listen_port);
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec)
+        throw std::runtime_error("metrics.listen: cannot listen on " + settings_.listen_host + ":" +
+                                 std::to_string(settings_.listen_port) + ": " + ec.message());
+    port_ = acceptor_.local_endpoint().port();
+    spdlog::info("metrics, /health and /ready served on {}:{}", settings_.listen_host, port_);
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+}
+
+OpsListener::~OpsListener() {
+    net::post(io_, [this] {
+        beast::error_code ignored;
+        acceptor_.close(ignored);
+    });
+    io_.stop();
+    thread_.join();
+}
+
+void OpsListener::accept() {
+    acceptor_.async_accept([this](beast::error_code ec, tcp::socket socket) {
+        if (ec == net::error::operation_aborted) return;
+        if (!ec) {
+            if (open_.load() >= kMaxOpen) {
+                beast::error_code ignored;
+                socket.close(ignored); // a flood of connections holds no more than kMaxOpen
+            } else {
+                std::make_shared<Exchange>(std::move(socket), *this)->start();
+            }
+        }
+        accept();
+    });
+}
+
+std::string OpsListener::answer(const std::string& method, std::string_view path,
+                                const boost::asio::ip::address& peer) {
+    const bool known = path == settings_.path || path == "/health" || path == "/ready";
+    if (!known) return text(404, "Nothing here: this listener serves " + settings_.path + ", /health and /ready.");
+    if (method != "GET") return text(405, "Read it with GET.", "Allow: GET\r\n");
+    if (path == "/health") {
+        const bool draining = probes_.draining && probes_.draining();
+        return response(draining ? 503 : 200, "application/json",
+                        draining ? R"({"status":"draining"})" : R"({"status":"ok"})");
+    }
+    if (path == "/ready") {
+        std::optional<std::string> problem;
+        if (probes_.draining && probes_.draining()) problem = "draining";
+        if (!problem && probes_.unready) problem = probes_.unready();
+        if (problem)
+            return response(503, "application/json",
+                            nlohmann::json{{"status", "unavailable"}, {"reason", *problem}}.dump(),
+                            "Retry-After: 1\r\n");
+        return response(200, "application/json", R"({"status":"ready"})");
+    }
+    if (!allow_.empty() && !allow_.allows(peer))
+        return text(403, "This address may not read the metrics (metrics.allow in the configuration).");
+    return response(200, metrics::kExpositionContentType, observability_.exposition());
+}
+
+} // namespace gatehouse::transport
