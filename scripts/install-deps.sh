@@ -12,6 +12,7 @@ packages=(
   libsqlite3-dev sqlite3 libssl-dev openssl libvalijson-dev   # openssl: the certificates of the Redis TLS tests
   libhiredis-dev redis-server     # the Redis state backend, and the Redis its tests start
   nginx                           # the proxy in front of the local cluster (scripts/cluster.sh, its tests); it runs its own, not the service
+  prometheus                      # promtool checks the metrics exposition, and a real Prometheus scrapes it (tests); the tests run their own, not the service
   catch2 libbenchmark-dev
   clang-format
   clang libclang-rt-14-dev llvm   # libFuzzer and the sanitizer runtimes; llvm-symbolizer for readable reports

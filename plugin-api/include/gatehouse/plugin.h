@@ -30,7 +30,7 @@ extern "C" {
  * a plugin whose major differs from its own; minor growth is backward
  * compatible in both directions (struct_size tells what each side knows). */
 #define GH_ABI_VERSION_MAJOR 1
-#define GH_ABI_VERSION_MINOR 7
+#define GH_ABI_VERSION_MINOR 8
 #define GH_ABI_VERSION ((uint32_t)((GH_ABI_VERSION_MAJOR << 16) | GH_ABI_VERSION_MINOR))
 #define GH_ABI_MAJOR(v) ((uint32_t)(v) >> 16)
 #define GH_ABI_MINOR(v) ((uint32_t)(v)&0xFFFFu)
@@ -205,7 +205,10 @@ typedef struct gh_host_api {
      * answer: "elicitation" with "form"/"url", "sampling", "roots"); from
      * ABI 1.7 "task": {"taskId"} when the call runs as a task, and
      * "taskStart": true while answering {"startTask": true} would start one
-     * (GH_TOOL_ASKS_BEFORE_TASK). Later host versions add keys. */
+     * (GH_TOOL_ASKS_BEFORE_TASK); from ABI 1.8 "trace": {"traceparent",
+     * "tracestate"?}, the W3C trace context of the call with the host's span
+     * as parent, to pass on to what the family calls (HTTP headers of the
+     * same names, or _meta of an MCP request). Later host versions add keys. */
     gh_str (*call_context)(gh_call* call);
 
     /* ABI 1.1+: a new empty sink for answers of the host functions below.

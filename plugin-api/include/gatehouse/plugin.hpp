@@ -466,6 +466,16 @@ public:
         return task->value("taskId", std::string());
     }
 
+    // The W3C traceparent to pass on to what this call calls (ABI 1.8): the
+    // caller's trace, with the host's span of this call as parent. Empty from
+    // an older host.
+    std::string traceparent() const {
+        const Json ctx = context();
+        auto trace = ctx.find("trace");
+        if (trace == ctx.end() || !trace->is_object()) return {};
+        return trace->value("traceparent", std::string());
+    }
+
     // What the handler kept on the round before (keep_state); empty on the first.
     std::string state() const {
         if (!GH_HAS(api_, request_state)) return {};

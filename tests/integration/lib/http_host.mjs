@@ -46,7 +46,7 @@ export class HttpHost {
     let exited = false;
     this.exit.then(() => (exited = true));
     while (Date.now() < deadline && !exited) {
-      const match = /serving MCP over HTTP at (http:\/\/\S+)/.exec(this.stderr);
+      const match = /serving MCP over HTTP at (http:\/\/[^\s"]+)/.exec(this.stderr);
       if (match) {
         this.url = match[1];
         this.origin = new URL(this.url).origin;
