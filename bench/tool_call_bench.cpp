@@ -14,6 +14,7 @@
 #include "protocol/connection.hpp"
 #include "protocol/json_rpc.hpp"
 #include "limits/rate_limiter.hpp"
+#include "metrics/observability.hpp"
 #include "protocol/mcp_server.hpp"
 #include "protocol/request_pool.hpp"
 #include "mrtr/state_keys.hpp"
@@ -88,8 +89,12 @@ private:
 // One host with the echo test family loaded, shared by every benchmark.
 const config::Limits kDefaultLimits{};
 
+// What operators see, for the benchmarks that measure its cost: none (the
+// host above), metrics only, or metrics and the audit log (to a file).
+enum class Windows { none, metrics, metrics_and_audit };
+
 struct Host {
-    Host() : pool(1) {
+    explicit Host(Windows windows = Windows::none) : pool(1) {
         spdlog::set_level(spdlog::level::warn);
         std::string path = GATEHOUSE_ECHO_PLUGIN;
         if (const char* env = std::getenv("GATEHOUSE_ECHO_PLUGIN"); env && *env) path = env;
@@ -101,14 +106,35 @@ struct Host {
         registry = plugins::PluginLoader::load(cfg, report);
         if (!report.failures.empty())
             throw std::runtime_error("cannot load " + path + ": " + report.failures.front().reason);
-        server = std::make_unique<protocol::McpServer>(*registry, gate, cfg.server, cfg.limits, pool);
+        protocol::ServerOptions options;
+        if (windows != Windows::none) {
+            metrics::Observability::Settings settings;
+            if (windows == Windows::metrics_and_audit) {
+                audit_file = std::filesystem::temp_directory_path() /
+                             ("gatehouse-bench-audit-" + std::to_string(::getpid()) + ".jsonl");
+                settings.audit.file = audit_file;
+                settings.audit.max_queue = 1 << 20; // the bench measures writing, not dropping
+            }
+            observability = std::make_unique<metrics::Observability>(settings);
+            options.observability = observability.get();
+        }
+        server =
+            std::make_unique<protocol::McpServer>(*registry, gate, cfg.server, cfg.limits, pool, std::move(options));
         outbound = std::make_shared<CountingOutbound>();
         connection = std::make_shared<protocol::Connection>(outbound, auth::Principal{"bench", "local", {}, {}});
+    }
+
+    ~Host() {
+        server.reset();
+        observability.reset();
+        if (!audit_file.empty()) std::filesystem::remove(audit_file);
     }
 
     std::unique_ptr<plugins::ToolRegistry> registry;
     gate::GatePipeline gate;
     protocol::RequestPool pool;
+    std::filesystem::path audit_file;
+    std::unique_ptr<metrics::Observability> observability;
     std::unique_ptr<protocol::McpServer> server;
     std::shared_ptr<CountingOutbound> outbound;
     std::shared_ptr<protocol::Connection> connection;
@@ -117,6 +143,12 @@ struct Host {
 Host& host() {
     static Host h;
     return h;
+}
+
+Host& observed_host(Windows windows) {
+    static Host metrics_only(Windows::metrics);
+    static Host with_audit(Windows::metrics_and_audit);
+    return windows == Windows::metrics ? metrics_only : with_audit;
 }
 
 // The same family behind the whole gate, every check passing: a license
@@ -222,6 +254,81 @@ void BM_OnMessage_ToolsCall_Noop_Batch32(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * 32);
 }
 BENCHMARK(BM_OnMessage_ToolsCall_Noop_Batch32)->UseRealTime();
+
+// The same, with what operators see switched on: the difference to the
+// benchmark above is what metrics (and the audit log) cost a call: the
+// trace ids, two clock reads, the request and tool counters, the latency
+// histogram, and the audit line built and queued for its writer thread.
+void batch32_observed(benchmark::State& state, Windows windows) {
+    auto& h = observed_host(windows);
+    std::uint64_t expected = h.outbound->answers();
+    for (auto _ : state) {
+        for (int i = 0; i < 32; ++i)
+            h.server->on_message(h.connection, kModernCall);
+        expected += 32;
+        h.outbound->wait_for(expected);
+    }
+    state.SetItemsProcessed(state.iterations() * 32);
+    if (h.observability) h.observability->flush_audit();
+}
+void BM_OnMessage_ToolsCall_Noop_Batch32_Metrics(benchmark::State& state) {
+    batch32_observed(state, Windows::metrics);
+}
+BENCHMARK(BM_OnMessage_ToolsCall_Noop_Batch32_Metrics)->UseRealTime();
+void BM_OnMessage_ToolsCall_Noop_Batch32_MetricsAudit(benchmark::State& state) {
+    batch32_observed(state, Windows::metrics_and_audit);
+}
+BENCHMARK(BM_OnMessage_ToolsCall_Noop_Batch32_MetricsAudit)->UseRealTime();
+
+// The observation alone, on the calling thread: what Observability adds to
+// one tools/call (its request and its tool call), with and without audit.
+void observe_call(benchmark::State& state, Windows windows) {
+    auto& h = observed_host(windows);
+    const plugins::Tool* tool = h.registry->find("noop");
+    const Json id = 7;
+    const auto trace = h.observability->trace_ids().start(std::nullopt);
+    for (auto _ : state) {
+        const auto started = std::chrono::steady_clock::now();
+        auto span = h.observability->trace_ids().start(std::nullopt);
+        metrics::RequestRecord request;
+        request.method = "tools/call";
+        request.revision = "2026-07-28";
+        request.request_id = &id;
+        request.trace = &span;
+        request.took = std::chrono::steady_clock::now() - started;
+        h.observability->request(request);
+        metrics::CallRecord call;
+        call.tool_key = tool;
+        call.family = tool->family;
+        call.tool = tool->name;
+        call.took = request.took;
+        call.started = std::chrono::system_clock::now();
+        call.principal = "bench";
+        call.principal_kind = "local";
+        call.revision = "2026-07-28";
+        call.transport = "stdio";
+        call.request_id = &id;
+        call.trace = &trace;
+        h.observability->tool_call(call);
+    }
+    h.observability->flush_audit();
+}
+void BM_Observe_ToolCall_Metrics(benchmark::State& state) {
+    observe_call(state, Windows::metrics);
+}
+BENCHMARK(BM_Observe_ToolCall_Metrics);
+void BM_Observe_ToolCall_MetricsAudit(benchmark::State& state) {
+    observe_call(state, Windows::metrics_and_audit);
+}
+BENCHMARK(BM_Observe_ToolCall_MetricsAudit);
+
+// A scrape of a host that served calls: the exposition's text.
+void BM_Metrics_Exposition(benchmark::State& state) {
+    auto& h = observed_host(Windows::metrics);
+    for (auto _ : state)
+        benchmark::DoNotOptimize(h.observability->exposition());
+}
+BENCHMARK(BM_Metrics_Exposition);
 
 // tools/list is answered on the caller's thread: parse, decode, list, encode,
 // with no thread handover.

@@ -83,9 +83,10 @@ McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipe
       task_store_(std::make_unique<tasks::TaskStore>(options.task_state ? *options.task_state : *own_task_state_,
                                                      subscriptions_.shared_bus(), options.tasks)),
       task_runner_(std::make_unique<tasks::TaskRunner>(*task_store_, std::string())),
-      tasks_(std::make_unique<tasks::TaskCalls>(
-          registry, tool_call_, *task_store_, *task_runner_,
-          options.task_buckets ? options.task_buckets : std::make_shared<limits::LocalBuckets>(), options.host)),
+      tasks_(std::make_unique<tasks::TaskCalls>(registry, tool_call_, *task_store_, *task_runner_,
+                                                options.task_buckets ? options.task_buckets
+                                                                     : std::make_shared<limits::LocalBuckets>(),
+                                                options.host, options.observability)),
       methods_(method_table()),
       scheduler_(
           pool, limits_,

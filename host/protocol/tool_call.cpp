@@ -302,8 +302,10 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
     using Kind = TaskRound::Kind;
     try {
         gate::GateFindings findings;
-        if (auto refusal = parts_.gate.check({tool, request.connection->principal(), sent_arguments, &findings}))
-            return {Kind::result, refusal->to_tool_result()};
+        auto refusal = parts_.gate.check({tool, request.connection->principal(), sent_arguments, &findings});
+        if (findings.session && request.findings)
+            request.findings->found_session(findings.session->store, findings.session->user);
+        if (refusal) return {Kind::result, refusal->to_tool_result()};
         Json arguments = sent_arguments;
         if (findings.session) arguments.erase("session");
         if (!tool.plugin->try_enter()) return {Kind::result, plugin_busy(tool).to_tool_result()};

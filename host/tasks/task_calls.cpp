@@ -1,5 +1,8 @@
 #include "tasks/task_calls.hpp"
 
+#include "metrics/log_context.hpp"
+#include "protocol/call_outcome.hpp"
+
 #include "gate/refusal.hpp"
 #include "protocol/json_rpc.hpp"
 #include "protocol/tool_disclosure.hpp"
@@ -125,9 +128,9 @@ protocol::Revision revision_named(const std::string& name) {
 
 TaskCalls::TaskCalls(const plugins::ToolRegistry& registry, protocol::ToolCall& tool_call, TaskStore& store,
                      TaskRunner& runner, std::shared_ptr<limits::BucketStore> poll_buckets,
-                     const plugins::HostServices* host)
+                     const plugins::HostServices* host, metrics::Observability* observability)
     : registry_(registry), tool_call_(tool_call), store_(store), runner_(runner),
-      poll_buckets_(std::move(poll_buckets)), host_(host) {
+      poll_buckets_(std::move(poll_buckets)), host_(host), observability_(observability) {
     const auto& s = store_.settings();
     poll_pace_.calls_per_second = 1000.0 / static_cast<double>(s.poll_interval_ms);
     poll_pace_.burst = s.poll_burst;
@@ -173,6 +176,10 @@ Json TaskCalls::start(Request& request, Start start) {
     record.arguments = start.sent_arguments;
     record.revision = protocol::revision_name(request.revision);
     record.client_capabilities = request.client_capabilities;
+    if (!request.trace.empty()) {
+        record.traceparent = request.trace.traceparent();
+        record.tracestate = request.trace.tracestate;
+    }
     record.answers = Json::parse(start.input_responses, nullptr, false);
     if (!record.answers.is_object()) record.answers = Json::object();
     record.plugin_state = std::move(start.state);
@@ -244,6 +251,15 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
         request.in_flight = control.in_flight;
         request.progress_token = "task";
         request.task_id = id;
+        // Each round is a span of its own under the call that started the task.
+        if (observability_)
+            request.trace = observability_->trace_ids().start(
+                taken->traceparent.empty() ? std::nullopt : metrics::parse_traceparent(taken->traceparent),
+                taken->tracestate);
+        request.received = std::chrono::steady_clock::now();
+        request.received_at = std::chrono::system_clock::now();
+        request.findings = std::make_shared<protocol::CallFindings>();
+        metrics::LogScope scope(&request.trace);
         {
             std::lock_guard lock(control.refusal_mutex);
             control.authorised = [&tool_call = tool_call_, tool = &tool, principal, arguments = taken->arguments] {
@@ -252,6 +268,7 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
         }
         outcome = tool_call_.run_task_round(request, tool, taken->arguments,
                                             answers.dump(-1, ' ', false, Json::error_handler_t::replace), state);
+        observe_round(request, tool, outcome);
     }
 
     const auto& settings = store_.settings();
@@ -350,6 +367,38 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
                       "failed): {}",
                       id, e.what());
     }
+}
+
+void TaskCalls::observe_round(const Request& request, const plugins::Tool& tool,
+                              const protocol::TaskRound& outcome) const {
+    if (!observability_) return;
+    using Kind = protocol::TaskRound::Kind;
+    const Json answer = outcome.kind == Kind::failed ? Json{{"error", outcome.body}} : Json{{"result", outcome.body}};
+    protocol::CallVerdict verdict = protocol::call_verdict(&answer, false);
+    if (outcome.kind == Kind::input_required) verdict.outcome = metrics::CallOutcome::input_required;
+    if (outcome.cancelled) verdict.outcome = metrics::CallOutcome::cancelled;
+    const auto [store, user] = request.findings->session();
+    const auth::Principal& principal = request.connection->principal();
+    const std::string owner = principal.owner_key();
+    metrics::CallRecord record;
+    record.tool_key = &tool;
+    record.family = tool.family;
+    record.tool = tool.name;
+    record.outcome = verdict.outcome;
+    record.code = verdict.code;
+    record.error_message = verdict.message;
+    record.took = std::chrono::steady_clock::now() - request.received;
+    record.started = request.received_at;
+    record.principal = owner;
+    record.principal_kind = principal.kind;
+    record.client_id = principal.client_id;
+    record.store = store;
+    record.user = user;
+    record.revision = protocol::revision_name(request.revision);
+    record.transport = request.connection->transport;
+    record.task_id = request.task_id;
+    record.trace = &request.trace;
+    observability_->tool_call(record);
 }
 
 std::string TaskCalls::task_id(const Request& request) const {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "metrics/observability.hpp"
+
 #include "limits/bucket_store.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/request.hpp"
@@ -20,7 +22,8 @@ namespace gatehouse::tasks {
 class TaskCalls final : public protocol::TaskStarter {
 public:
     TaskCalls(const plugins::ToolRegistry& registry, protocol::ToolCall& tool_call, TaskStore& store,
-              TaskRunner& runner, std::shared_ptr<limits::BucketStore> poll_buckets, const plugins::HostServices* host);
+              TaskRunner& runner, std::shared_ptr<limits::BucketStore> poll_buckets, const plugins::HostServices* host,
+              metrics::Observability* observability = nullptr);
 
     bool runs_as_task(const protocol::Request& request, const plugins::Tool& tool) const override;
     bool asks_first(const protocol::Request& request, const plugins::Tool& tool) const override;
@@ -58,6 +61,9 @@ private:
     void submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal);
     void round(RoundControl& control, const std::string& id, const plugins::Tool& tool,
                const auth::Principal& principal);
+    // Counts, audits and exports one round as a tool call of its own.
+    void observe_round(const protocol::Request& request, const plugins::Tool& tool,
+                       const protocol::TaskRound& outcome) const;
 
     const plugins::ToolRegistry& registry_;
     protocol::ToolCall& tool_call_;
@@ -65,6 +71,7 @@ private:
     TaskRunner& runner_;
     std::shared_ptr<limits::BucketStore> poll_buckets_;
     const plugins::HostServices* host_;
+    metrics::Observability* observability_;
     config::RateLimit poll_pace_;
 };
 

@@ -72,6 +72,8 @@ std::string TaskRecord::to_text() const {
               {"runner", runner},
               {"leaseUntilMs", lease_until_ms}};
     if (!status_message.empty()) j["statusMessage"] = status_message;
+    if (!traceparent.empty()) j["traceparent"] = traceparent;
+    if (!tracestate.empty()) j["tracestate"] = tracestate;
     if (!result.is_null()) j["result"] = result;
     if (!error.is_null()) j["error"] = error;
     if (!input_requests.empty()) j["inputRequests"] = input_requests;
@@ -106,6 +108,8 @@ std::optional<TaskRecord> TaskRecord::from_text(std::string_view text) {
         r.plugin_state = j.value("pluginState", std::string());
         r.arguments = j.value("arguments", Json::object());
         r.revision = j.value("revision", std::string());
+        r.traceparent = j.value("traceparent", std::string());
+        r.tracestate = j.value("tracestate", std::string());
         r.client_capabilities = j.value("clientCapabilities", Json::object());
         r.job = j.value("job", false);
         r.cancel_requested = j.value("cancel", false);

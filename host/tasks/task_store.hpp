@@ -47,6 +47,8 @@ struct TaskRecord {
     std::uint32_t round = 0;              // rounds that asked so far: task keys are unique with it
     Json arguments = Json::object();      // as the client sent them, session handle included
     std::string revision;                 // of the request that created it
+    std::string traceparent;              // its span, the parent of each round's
+    std::string tracestate;
     Json client_capabilities = Json::object();
     bool job = false; // a job handle (a client without the extension), not a Task
     bool cancel_requested = false;

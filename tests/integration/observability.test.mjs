@@ -373,3 +373,39 @@ async function freePort() {
   await new Promise((r) => server.close(r));
   return port;
 }
+
+test('a task round is audited and traced as a call of its own, under the call that started the task', async () => {
+  const TASKS = 'io.modelcontextprotocol/tasks';
+  const meta = {
+    'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } },
+    traceparent: traceparent(),
+  };
+  let dir;
+  const host = await HttpHost.start({
+    plugins: ['conformance.so'],
+    sections: { tasks: { poll_interval_ms: 100 }, audit: (d) => ((dir = d), { file: path.join(d, 'audit.jsonl') }) },
+  });
+  try {
+    const created = await host.modern('tools/call', { name: 'slow_compute', arguments: { seconds: 1 } }, { meta });
+    const task = created.answer.result;
+    assert.equal(task.resultType, 'task', created.text);
+    const lines = await eventually('the round\'s audit line', () => {
+      const read = auditLines(path.join(dir, 'audit.jsonl'));
+      return read.find((l) => l.event === 'task_round') && read;
+    });
+    const start = lines.find((l) => l.event === 'tool_call');
+    const round = lines.find((l) => l.event === 'task_round');
+    assert.equal(start.outcome, 'task');
+    assert.equal(round.task_id, task.taskId);
+    assert.equal(round.outcome, 'ok');
+    assert.equal(round.tool, 'slow_compute');
+    assert.equal(round.transport, 'task');
+    assert.equal(round.trace_id, INCOMING, 'the round continues the caller\'s trace');
+    assert.notEqual(round.span_id, start.span_id);
+    const exposition = await (await fetch(host.origin + '/metrics')).text();
+    assert.equal(sample(exposition, 'gatehouse_tool_calls_total', { tool: 'slow_compute', outcome: 'task' }), 1);
+    assert.equal(sample(exposition, 'gatehouse_tool_calls_total', { tool: 'slow_compute', outcome: 'ok' }), 1);
+  } finally {
+    await host.stop();
+  }
+});
