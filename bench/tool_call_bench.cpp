@@ -36,6 +36,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -227,6 +228,15 @@ GatedHost& gated_host() {
     return h;
 }
 
+// CPU time of the whole process (every thread: the caller, the pool, the
+// audit writer), in microseconds.
+double process_cpu_us() {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    const auto us = [](const timeval& t) { return t.tv_sec * 1e6 + t.tv_usec; };
+    return us(usage.ru_utime) + us(usage.ru_stime);
+}
+
 // The whole path, one call at a time: on_message hands the call to the pool
 // and the answer arrives on a worker thread, as it does in the server.
 void BM_OnMessage_ToolsCall_Noop(benchmark::State& state) {
@@ -245,6 +255,7 @@ BENCHMARK(BM_OnMessage_ToolsCall_Noop)->UseRealTime();
 void BM_OnMessage_ToolsCall_Noop_Batch32(benchmark::State& state) {
     auto& h = host();
     std::uint64_t expected = h.outbound->answers();
+    const double cpu_before = process_cpu_us();
     for (auto _ : state) {
         for (int i = 0; i < 32; ++i)
             h.server->on_message(h.connection, kModernCall);
@@ -252,6 +263,7 @@ void BM_OnMessage_ToolsCall_Noop_Batch32(benchmark::State& state) {
         h.outbound->wait_for(expected);
     }
     state.SetItemsProcessed(state.iterations() * 32);
+    state.counters["process_cpu_us_per_call"] = (process_cpu_us() - cpu_before) / double(state.iterations() * 32);
 }
 BENCHMARK(BM_OnMessage_ToolsCall_Noop_Batch32)->UseRealTime();
 
@@ -262,6 +274,7 @@ BENCHMARK(BM_OnMessage_ToolsCall_Noop_Batch32)->UseRealTime();
 void batch32_observed(benchmark::State& state, Windows windows) {
     auto& h = observed_host(windows);
     std::uint64_t expected = h.outbound->answers();
+    const double cpu_before = process_cpu_us();
     for (auto _ : state) {
         for (int i = 0; i < 32; ++i)
             h.server->on_message(h.connection, kModernCall);
@@ -270,6 +283,7 @@ void batch32_observed(benchmark::State& state, Windows windows) {
     }
     state.SetItemsProcessed(state.iterations() * 32);
     if (h.observability) h.observability->flush_audit();
+    state.counters["process_cpu_us_per_call"] = (process_cpu_us() - cpu_before) / double(state.iterations() * 32);
 }
 void BM_OnMessage_ToolsCall_Noop_Batch32_Metrics(benchmark::State& state) {
     batch32_observed(state, Windows::metrics);

@@ -1034,6 +1034,9 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     });
     section("http", [&](const YAML::Node& n) { read_http(r, n, cfg.http); });
     section("auth", [&](const YAML::Node& n) { read_auth(r, n, cfg.auth); });
+    if (root["metrics"] && cfg.metrics.enabled && cfg.metrics.path == cfg.http.path)
+        r.note(root["metrics"], "metrics.path " + cfg.metrics.path +
+                                    " is also http.path, the MCP endpoint; give the metrics another path");
     return cfg;
 }
 

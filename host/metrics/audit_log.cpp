@@ -3,11 +3,17 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 
 namespace gatehouse::metrics {
+
+namespace {
+constexpr std::size_t kBatch = 256;
+constexpr auto kPace = std::chrono::milliseconds(50);
+} // namespace
 
 AuditLog::AuditLog(std::filesystem::path path, std::size_t max_queue, Counters counters)
     : path_(std::move(path)), max_queue_(max_queue), counters_(std::move(counters)), writer_([this] { run(); }) {}
@@ -23,17 +29,21 @@ AuditLog::~AuditLog() {
 }
 
 void AuditLog::write(std::string line) {
+    line += '\n';
+    bool wake = false;
     {
         std::lock_guard lock(mutex_);
         if (queue_.size() >= max_queue_) {
             if (counters_.dropped) counters_.dropped();
             return;
         }
-        line += '\n';
         queue_.push_back(std::move(line));
         ++queued_;
+        // The writer wakes on its own every kPace; a call wakes it (a
+        // system call) only when a batch is worth writing at once.
+        wake = queue_.size() == kBatch;
     }
-    wake_.notify_one();
+    if (wake) wake_.notify_one();
 }
 
 void AuditLog::reopen() {
@@ -47,13 +57,16 @@ void AuditLog::reopen() {
 void AuditLog::flush() {
     std::unique_lock lock(mutex_);
     const std::uint64_t target = queued_;
+    flushing_ = true;
+    wake_.notify_one();
     written_.wait(lock, [&] { return settled_ >= target; });
 }
 
 void AuditLog::run() {
     std::unique_lock lock(mutex_);
     for (;;) {
-        wake_.wait(lock, [&] { return stopping_ || reopen_ || !queue_.empty(); });
+        wake_.wait_for(lock, kPace, [&] { return stopping_ || reopen_ || flushing_ || queue_.size() >= kBatch; });
+        flushing_ = false;
         if (reopen_) {
             reopen_ = false;
             if (fd_ >= 0) ::close(fd_);

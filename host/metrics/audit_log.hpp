@@ -52,6 +52,7 @@ private:
     std::uint64_t queued_ = 0;  // lines ever queued
     std::uint64_t settled_ = 0; // of them, written or failed
     bool reopen_ = false;
+    bool flushing_ = false;
     bool stopping_ = false;
     int fd_ = -1;          // the writer thread's own
     bool failing_ = false; // the writer thread's own: the last write failed

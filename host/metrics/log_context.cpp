@@ -1,10 +1,9 @@
 #include "metrics/log_context.hpp"
 
+#include "metrics/json_text.hpp"
+
 #include <spdlog/details/fmt_helper.h>
 #include <spdlog/pattern_formatter.h>
-
-#include <chrono>
-#include <ctime>
 
 namespace gatehouse::metrics {
 
@@ -32,58 +31,24 @@ public:
     std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<TraceFlag>(); }
 };
 
-void append_json_string(spdlog::memory_buf_t& dest, std::string_view text) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    dest.push_back('"');
-    for (unsigned char c : text) {
-        switch (c) {
-        case '"': append(dest, "\\\""); break;
-        case '\\': append(dest, "\\\\"); break;
-        case '\n': append(dest, "\\n"); break;
-        case '\r': append(dest, "\\r"); break;
-        case '\t': append(dest, "\\t"); break;
-        default:
-            if (c < 0x20) {
-                const char escaped[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
-                dest.append(escaped, escaped + sizeof escaped);
-            } else {
-                dest.push_back(static_cast<char>(c));
-            }
-        }
-    }
-    dest.push_back('"');
-}
-
 // One JSON object a line. Messages are the host's sentences, which may hold
 // any byte a plugin logged: escaped as JSON strings (bytes that are not
 // UTF-8 pass as they are; log shippers take them as Latin-1 or replace them).
 class JsonFormatter final : public spdlog::formatter {
 public:
     void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
-        const auto since_epoch = msg.time.time_since_epoch();
-        const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
-        const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch - seconds).count();
-        const std::time_t t = seconds.count();
-        std::tm utc{};
-        gmtime_r(&t, &utc);
-        char stamp[40];
-        const std::size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
-        std::snprintf(stamp + n, sizeof stamp - n, ".%03dZ", static_cast<int>(millis));
-        append(dest, "{\"time\":\"");
-        append(dest, stamp);
-        append(dest, "\",\"level\":\"");
+        std::string line = "{\"time\":\"";
+        append_utc(line, msg.time, 3);
+        line += "\",\"level\":\"";
         const auto level = spdlog::level::to_string_view(msg.level);
-        dest.append(level.data(), level.data() + level.size());
-        append(dest, "\",\"message\":");
-        append_json_string(dest, std::string_view(msg.payload.data(), msg.payload.size()));
+        line.append(level.data(), level.size());
+        line += "\",\"message\":";
+        append_json_string(line, std::string_view(msg.payload.data(), msg.payload.size()));
         if (const TraceContext* trace = LogScope::current()) {
-            append(dest, ",\"trace_id\":\"");
-            append(dest, trace->trace_hex());
-            append(dest, "\",\"span_id\":\"");
-            append(dest, trace->span_hex());
-            dest.push_back('"');
+            line += ",\"trace_id\":\"" + trace->trace_hex() + "\",\"span_id\":\"" + trace->span_hex() + "\"";
         }
-        append(dest, "}\n");
+        line += "}\n";
+        append(dest, line);
     }
     std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
 };

@@ -1,5 +1,6 @@
 #include "metrics/observability.hpp"
 
+#include "metrics/json_text.hpp"
 #include "metrics/span_exporter.hpp"
 
 #include <gatehouse/plugin.h>
@@ -27,19 +28,6 @@ constexpr std::array<std::string_view, 8> kOutcomeNames = {"ok",   "tool_error",
 std::uint64_t unix_ns(std::chrono::system_clock::time_point t) {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-}
-
-std::string utc_stamp(std::chrono::system_clock::time_point t) {
-    const auto since = t.time_since_epoch();
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since);
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(since - seconds).count();
-    const std::time_t whole = seconds.count();
-    std::tm utc{};
-    gmtime_r(&whole, &utc);
-    char stamp[40];
-    const std::size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
-    std::snprintf(stamp + n, sizeof stamp - n, ".%06dZ", static_cast<int>(micros));
-    return stamp;
 }
 
 double seconds_of(std::chrono::steady_clock::duration d) {
@@ -224,42 +212,67 @@ void Observability::request(const RequestRecord& request) {
     }
 }
 
+// One line, written field by field: no JSON document is built on a call's
+// path. Fields in a fixed order, time first, as people read the file.
 void Observability::audit(const CallRecord& call) {
-    // In a fixed order, time first, as people read the file.
-    nlohmann::ordered_json line = {{"time", utc_stamp(call.started + call.took)},
-                                   {"event", call.task_id.empty() ? "tool_call" : "task_round"},
-                                   {"principal", call.principal},
-                                   {"principal_kind", call.principal_kind}};
-    if (!call.client_id.empty()) line["client_id"] = call.client_id;
-    if (!call.store.empty()) line["store"] = call.store;
-    if (!call.user.empty()) line["user"] = call.user;
-    line["family"] = call.family;
-    line["tool"] = call.tool;
+    std::string line;
+    line.reserve(512);
+    const auto field = [&line](std::string_view key) {
+        line += line.empty() ? "{\"" : ",\"";
+        line += key;
+        line += "\":";
+    };
+    const auto text = [&](std::string_view key, std::string_view value) {
+        field(key);
+        append_json_string(line, value);
+    };
+    field("time");
+    line += '"';
+    append_utc(line, call.started + std::chrono::duration_cast<std::chrono::system_clock::duration>(call.took), 6);
+    line += '"';
+    text("event", call.task_id.empty() ? "tool_call" : "task_round");
+    text("principal", call.principal);
+    text("principal_kind", call.principal_kind);
+    if (!call.client_id.empty()) text("client_id", call.client_id);
+    if (!call.store.empty()) text("store", call.store);
+    if (!call.user.empty()) text("user", call.user);
+    text("family", call.family);
+    text("tool", call.tool);
     // The gate's decision: a refusal (by the gate or a limit before it) or
     // a call that went on to its plugin; a malformed call reached neither.
-    if (call.outcome == CallOutcome::refused || call.outcome == CallOutcome::timeout) {
-        line["decision"] = call.outcome == CallOutcome::refused ? "refused" : "allowed";
-    } else if (call.outcome != CallOutcome::protocol_error) {
-        line["decision"] = "allowed";
-    }
-    line["outcome"] = outcome_name(call.outcome);
-    if (!call.code.empty()) line["code"] = call.code;
-    line["duration_ms"] = std::chrono::duration<double, std::milli>(call.took).count();
+    if (call.outcome == CallOutcome::refused)
+        text("decision", "refused");
+    else if (call.outcome != CallOutcome::protocol_error)
+        text("decision", "allowed");
+    text("outcome", outcome_name(call.outcome));
+    if (!call.code.empty()) text("code", call.code);
+    field("duration_ms");
+    char number[32];
+    std::snprintf(number, sizeof number, "%.3f", std::chrono::duration<double, std::milli>(call.took).count());
+    line += number;
     if (call.trace && !call.trace->empty()) {
-        line["trace_id"] = call.trace->trace_hex();
-        line["span_id"] = call.trace->span_hex();
+        text("trace_id", call.trace->trace_hex());
+        text("span_id", call.trace->span_hex());
     }
-    if (call.request_id) line["request_id"] = *call.request_id;
-    if (!call.task_id.empty()) line["task_id"] = call.task_id;
-    line["revision"] = call.revision;
-    line["transport"] = call.transport;
-    if (settings_.audit.include_arguments && call.arguments) {
-        nlohmann::ordered_json arguments = *call.arguments;
+    if (call.request_id && !call.request_id->is_null()) {
+        field("request_id");
+        if (call.request_id->is_number_integer())
+            line += std::to_string(call.request_id->get<std::int64_t>());
+        else
+            line += call.request_id->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    if (!call.task_id.empty()) text("task_id", call.task_id);
+    text("revision", call.revision);
+    text("transport", call.transport);
+    if (settings_.audit.include_arguments && call.arguments && call.arguments->is_object()) {
         // The session handle is the host's business, not what the agent asked.
-        if (arguments.is_object()) arguments.erase("session");
-        line["arguments"] = std::move(arguments);
+        nlohmann::json arguments = *call.arguments;
+        arguments.erase("session");
+        field("arguments");
+        line += arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
-    audit_log_->write(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    line += '}';
+    audit_log_->write(std::move(line));
 }
 
 void Observability::auth_failure(std::string_view reason) {

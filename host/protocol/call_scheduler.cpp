@@ -42,7 +42,7 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
 
     auto state = connection->begin(id);
     request.in_flight = state;
-    if (request.call) request.findings = std::make_shared<CallFindings>();
+    if (request.call && observe_) request.findings = std::make_shared<CallFindings>();
     auto admitted = std::make_shared<const Admitted>(
         Admitted{id, request.method, request.revision, tool, request.trace, request.received, request.received_at,
                  &connection->principal(), connection->transport, request.findings});

@@ -46,10 +46,10 @@ private:
     metrics::Observability& observability_;
     Probes probes_;
     const metrics::AddressAllowList allow_;
+    std::atomic<unsigned> open_{0}; // before io_: exchanges it still holds count down when it goes
     boost::asio::io_context io_{1};
     boost::asio::ip::tcp::acceptor acceptor_{io_};
     std::uint16_t port_ = 0;
-    std::atomic<unsigned> open_{0};
     std::thread thread_;
 };
 

@@ -494,3 +494,45 @@ TEST_CASE("a domain's exposure: listed by default, on_demand when asked", "[conf
     const auto embedded = gatehouse::config::load_config_text(gatehouse::cli::kEmbeddedConfig, "<embedded>", "/opt/gh");
     CHECK(embedded.domains.at("sessions").on_demand);
 }
+
+TEST_CASE("metrics, audit, tracing and log_format are read, and their mistakes named where they are",
+          "[config][metrics]") {
+    TempDir dir;
+    const auto file =
+        dir.write("gatehouse.yaml", "metrics:\n  path: /m\n  listen: 10.0.0.5:9464\n  allow: [10.0.0.0/8, ::1]\n"
+                                    "audit:\n  file: logs/audit.jsonl\n  include_arguments: true\n"
+                                    "tracing:\n  otlp_endpoint: http://127.0.0.1:4318/v1/traces\n"
+                                    "  service_name: gate-a\nlog_format: json\n");
+    const auto cfg = load_config_file(file);
+    CHECK(cfg.metrics.enabled);
+    CHECK(cfg.metrics.path == "/m");
+    CHECK(cfg.metrics.listen_host == "10.0.0.5");
+    CHECK(cfg.metrics.listen_port == 9464);
+    CHECK(cfg.metrics.allow == std::vector<std::string>{"10.0.0.0/8", "::1"});
+    CHECK(cfg.audit.file == dir.path() / "logs/audit.jsonl");
+    CHECK(cfg.audit.include_arguments);
+    CHECK(cfg.tracing.otlp_endpoint == "http://127.0.0.1:4318/v1/traces");
+    CHECK(cfg.tracing.service_name == "gate-a");
+    CHECK(cfg.log_format == "json");
+
+    struct Case {
+        const char* yaml;
+        const char* words;
+    };
+    const Case cases[] = {
+        {"metrics:\n  listen: 0.0.0.0:9464\n", ":2:11: metrics.listen on 0.0.0.0 (not loopback) needs metrics.allow"},
+        {"metrics:\n  allow: [example.com]\n",
+         ":2:11: metrics.allow: 'example.com' is not an IP address or a CIDR block"},
+        {"metrics:\n  allow: [10.0.0.0/40]\n", ":2:11: metrics.allow: '10.0.0.0/40'"},
+        {"metrics:\n  path: metrics\n", ":2:9: metrics.path must be a path such as /metrics"},
+        {"metrics:\n  path: /mcp\n", ":2:3: metrics.path /mcp is also http.path"},
+        {"metrics:\n  listen: nowhere\n", ":2:11: metrics.listen: 'nowhere' is not host:port"},
+        {"audit:\n  include_arguments: true\n", ":2:3: audit needs file"},
+        {"tracing:\n  otlp_endpoint: https://collector:4318\n", ":2:18: tracing.otlp_endpoint must be an http:// URL"},
+        {"log_format: xml\n", ":1:13: log_format must be text or json"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.yaml);
+        CHECK_THAT(error_of(dir, c.yaml), Catch::Contains(c.words));
+    }
+}
