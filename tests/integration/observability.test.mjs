@@ -348,7 +348,7 @@ test('metrics.listen serves a stdio host to a real Prometheus; the audit file is
   }
 });
 
-test('metrics.allow keeps other addresses out; a listener off loopback without it is refused at load', async () => {
+test('metrics.allow keeps other addresses out; a listener off loopback without it is refused at load; load failures are counted', async () => {
   const { writeConfig } = await import('./lib/host.mjs');
   const { file } = writeConfig({ plugins: ['echo.so'], sections: { metrics: { listen: '0.0.0.0:9464' } } });
   const run = spawnSync(binaryPath(), ['check-config', '--config', file], { encoding: 'utf8' });
@@ -362,6 +362,18 @@ test('metrics.allow keeps other addresses out; a listener off loopback without i
     assert.match(await refused.text(), /metrics\.allow/);
   } finally {
     await host.stop();
+  }
+  // Loopback allowed, and a plugin that does not load is counted.
+  const counted = await HttpHost.start({
+    plugins: ['echo.so', 'broken_not_a_library.so'],
+    sections: { metrics: { allow: ['127.0.0.0/8', '::1'] } },
+  });
+  try {
+    const exposition = await (await fetch(counted.origin + '/metrics')).text();
+    assert.equal(sample(exposition, 'gatehouse_plugin_load_failures_total'), 1);
+    assert.equal(sample(exposition, 'gatehouse_families_loaded'), 1);
+  } finally {
+    await counted.stop();
   }
 });
 
