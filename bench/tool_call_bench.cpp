@@ -252,27 +252,7 @@ BENCHMARK(BM_OnMessage_ToolsCall_Noop)->UseRealTime();
 
 // The same with 32 calls handed over before waiting: the pool's queue is
 // never empty, so the per-call handover cost is amortised as under load.
-void BM_OnMessage_ToolsCall_Noop_Batch32(benchmark::State& state) {
-    auto& h = host();
-    std::uint64_t expected = h.outbound->answers();
-    const double cpu_before = process_cpu_us();
-    for (auto _ : state) {
-        for (int i = 0; i < 32; ++i)
-            h.server->on_message(h.connection, kModernCall);
-        expected += 32;
-        h.outbound->wait_for(expected);
-    }
-    state.SetItemsProcessed(state.iterations() * 32);
-    state.counters["process_cpu_us_per_call"] = (process_cpu_us() - cpu_before) / double(state.iterations() * 32);
-}
-BENCHMARK(BM_OnMessage_ToolsCall_Noop_Batch32)->UseRealTime();
-
-// The same, with what operators see switched on: the difference to the
-// benchmark above is what metrics (and the audit log) cost a call: the
-// trace ids, two clock reads, the request and tool counters, the latency
-// histogram, and the audit line built and queued for its writer thread.
-void batch32_observed(benchmark::State& state, Windows windows) {
-    auto& h = observed_host(windows);
+void batch32(benchmark::State& state, Host& h) {
     std::uint64_t expected = h.outbound->answers();
     const double cpu_before = process_cpu_us();
     for (auto _ : state) {
@@ -285,12 +265,21 @@ void batch32_observed(benchmark::State& state, Windows windows) {
     if (h.observability) h.observability->flush_audit();
     state.counters["process_cpu_us_per_call"] = (process_cpu_us() - cpu_before) / double(state.iterations() * 32);
 }
+void BM_OnMessage_ToolsCall_Noop_Batch32(benchmark::State& state) {
+    batch32(state, host());
+}
+BENCHMARK(BM_OnMessage_ToolsCall_Noop_Batch32)->UseRealTime();
+
+// The same, with what operators see switched on: the difference to the
+// benchmark above is what metrics (and the audit log) cost a call: the
+// trace ids, two clock reads, the request and tool counters, the latency
+// histogram, and the audit line built and queued for its writer thread.
 void BM_OnMessage_ToolsCall_Noop_Batch32_Metrics(benchmark::State& state) {
-    batch32_observed(state, Windows::metrics);
+    batch32(state, observed_host(Windows::metrics));
 }
 BENCHMARK(BM_OnMessage_ToolsCall_Noop_Batch32_Metrics)->UseRealTime();
 void BM_OnMessage_ToolsCall_Noop_Batch32_MetricsAudit(benchmark::State& state) {
-    batch32_observed(state, Windows::metrics_and_audit);
+    batch32(state, observed_host(Windows::metrics_and_audit));
 }
 BENCHMARK(BM_OnMessage_ToolsCall_Noop_Batch32_MetricsAudit)->UseRealTime();
 

@@ -16,87 +16,41 @@ constexpr auto kPace = std::chrono::milliseconds(50);
 } // namespace
 
 AuditLog::AuditLog(std::filesystem::path path, std::size_t max_queue, Counters counters)
-    : path_(std::move(path)), max_queue_(max_queue), counters_(std::move(counters)), writer_([this] { run(); }) {}
+    : path_(std::move(path)), counters_(std::move(counters)),
+      lines_(max_queue, kBatch, kPace, [this](std::vector<std::string>& lines) { write_out(lines); }) {}
 
 AuditLog::~AuditLog() {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    wake_.notify_one();
-    writer_.join();
+    lines_.flush();
     if (fd_ >= 0) ::close(fd_);
 }
 
 void AuditLog::write(std::string line) {
     line += '\n';
-    bool wake = false;
-    {
-        std::lock_guard lock(mutex_);
-        if (queue_.size() >= max_queue_) {
-            if (counters_.dropped) counters_.dropped();
-            return;
-        }
-        queue_.push_back(std::move(line));
-        ++queued_;
-        // The writer wakes on its own every kPace; a call wakes it (a
-        // system call) only when a batch is worth writing at once.
-        wake = queue_.size() == kBatch;
-    }
-    if (wake) wake_.notify_one();
+    if (!lines_.push(std::move(line)) && counters_.dropped) counters_.dropped();
 }
 
 void AuditLog::reopen() {
-    {
-        std::lock_guard lock(mutex_);
-        reopen_ = true;
+    reopen_ = true;
+    lines_.poke();
+}
+
+// One write for the whole batch: lines are whole, and O_APPEND keeps them
+// whole against another writer of the same file.
+void AuditLog::write_out(std::vector<std::string>& lines) {
+    if (reopen_.exchange(false) && fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
     }
-    wake_.notify_one();
+    if (lines.empty()) return;
+    std::string batch;
+    for (const auto& line : lines)
+        batch += line;
+    if (!append(batch) && counters_.write_failed)
+        for (std::size_t i = 0; i < lines.size(); ++i)
+            counters_.write_failed();
 }
 
-void AuditLog::flush() {
-    std::unique_lock lock(mutex_);
-    const std::uint64_t target = queued_;
-    flushing_ = true;
-    wake_.notify_one();
-    written_.wait(lock, [&] { return settled_ >= target; });
-}
-
-void AuditLog::run() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-        wake_.wait_for(lock, kPace, [&] { return stopping_ || reopen_ || flushing_ || queue_.size() >= kBatch; });
-        flushing_ = false;
-        if (reopen_) {
-            reopen_ = false;
-            if (fd_ >= 0) ::close(fd_);
-            fd_ = -1;
-        }
-        if (queue_.empty()) {
-            if (stopping_) return;
-            continue;
-        }
-        // One write for everything queued: lines are whole, and O_APPEND
-        // keeps them whole against another writer of the same file.
-        std::string batch;
-        std::uint64_t lines = 0;
-        while (!queue_.empty()) {
-            batch += queue_.front();
-            queue_.pop_front();
-            ++lines;
-        }
-        lock.unlock();
-        const bool ok = write_out(batch);
-        lock.lock();
-        if (!ok && counters_.write_failed)
-            for (std::uint64_t i = 0; i < lines; ++i)
-                counters_.write_failed();
-        settled_ += lines;
-        written_.notify_all();
-    }
-}
-
-bool AuditLog::write_out(const std::string& batch) {
+bool AuditLog::append(const std::string& batch) {
     const auto fail = [&](const char* what) {
         const int error = errno;
         if (!failing_)

@@ -1,13 +1,12 @@
 #pragma once
 
-#include <condition_variable>
-#include <cstdint>
-#include <deque>
+#include "metrics/batch_queue.hpp"
+
+#include <atomic>
 #include <filesystem>
 #include <functional>
-#include <mutex>
 #include <string>
-#include <thread>
+#include <vector>
 
 namespace gatehouse::metrics {
 
@@ -34,29 +33,20 @@ public:
     void write(std::string line);
     void reopen();
     // Waits until every line queued so far was written (or failed); for tests and shutdown.
-    void flush();
+    void flush() { lines_.flush(); }
 
     const std::filesystem::path& path() const { return path_; }
 
 private:
-    void run();
-    bool write_out(const std::string& batch);
+    void write_out(std::vector<std::string>& lines);
+    bool append(const std::string& bytes);
 
     const std::filesystem::path path_;
-    const std::size_t max_queue_;
     Counters counters_;
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    std::condition_variable written_;
-    std::deque<std::string> queue_;
-    std::uint64_t queued_ = 0;  // lines ever queued
-    std::uint64_t settled_ = 0; // of them, written or failed
-    bool reopen_ = false;
-    bool flushing_ = false;
-    bool stopping_ = false;
-    int fd_ = -1;          // the writer thread's own
-    bool failing_ = false; // the writer thread's own: the last write failed
-    std::thread writer_;
+    std::atomic<bool> reopen_{false};
+    int fd_ = -1;                   // the writer thread's own
+    bool failing_ = false;          // the writer thread's own: the last write failed
+    BatchQueue<std::string> lines_; // last: its thread stops before the rest goes
 };
 
 } // namespace gatehouse::metrics

@@ -54,65 +54,22 @@ OtlpEndpoint parse_otlp_endpoint(const std::string& url) {
 SpanExporter::SpanExporter(OtlpEndpoint endpoint, std::vector<Attribute> resource, std::string scope_version,
                            std::chrono::milliseconds timeout, std::size_t max_queue, Counters counters)
     : endpoint_(std::move(endpoint)), resource_(std::move(resource)), scope_version_(std::move(scope_version)),
-      timeout_(timeout), max_queue_(max_queue), counters_(std::move(counters)), thread_([this] { run(); }) {}
+      timeout_(timeout), counters_(std::move(counters)),
+      spans_(max_queue, kBatch, kPace, [this](std::vector<Span>& batch) { send(batch); }) {}
 
 SpanExporter::~SpanExporter() {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    wake_.notify_one();
-    thread_.join();
+    spans_.flush();
 }
 
 void SpanExporter::add(Span span) {
-    bool full_batch = false;
-    {
-        std::lock_guard lock(mutex_);
-        if (queue_.size() >= max_queue_) {
-            if (counters_.dropped) counters_.dropped(1);
-            return;
-        }
-        queue_.push_back(std::move(span));
-        ++added_;
-        full_batch = queue_.size() >= kBatch;
-    }
-    if (full_batch) wake_.notify_one();
+    if (!spans_.push(std::move(span)) && counters_.dropped) counters_.dropped(1);
 }
 
-void SpanExporter::flush() {
-    std::unique_lock lock(mutex_);
-    const std::uint64_t target = added_;
-    flushing_ = true;
-    wake_.notify_one();
-    sent_.wait(lock, [&] { return settled_ >= target; });
-}
-
-void SpanExporter::run() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-        wake_.wait_for(lock, kPace, [&] { return stopping_ || flushing_ || queue_.size() >= kBatch; });
-        flushing_ = false;
-        if (queue_.empty()) {
-            if (stopping_) return;
-            continue;
-        }
-        std::vector<Span> batch;
-        if (queue_.size() <= kBatch) {
-            batch.swap(queue_);
-        } else {
-            batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + kBatch));
-            queue_.erase(queue_.begin(), queue_.begin() + kBatch);
-            flushing_ = true; // the rest goes at once
-        }
-        lock.unlock();
-        const bool ok = post(encode_export_request(resource_, "gatehouse", scope_version_, batch));
-        lock.lock();
-        if (!ok && counters_.export_failed) counters_.export_failed();
-        if (!ok && counters_.dropped) counters_.dropped(batch.size());
-        settled_ += batch.size();
-        sent_.notify_all();
-    }
+void SpanExporter::send(std::vector<Span>& batch) {
+    if (batch.empty()) return;
+    if (post(encode_export_request(resource_, "gatehouse", scope_version_, batch))) return;
+    if (counters_.export_failed) counters_.export_failed();
+    if (counters_.dropped) counters_.dropped(batch.size());
 }
 
 bool SpanExporter::post(const std::string& body) {

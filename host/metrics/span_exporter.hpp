@@ -1,14 +1,11 @@
 #pragma once
 
+#include "metrics/batch_queue.hpp"
 #include "metrics/otlp_encoding.hpp"
 
 #include <chrono>
-#include <condition_variable>
-#include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace gatehouse::metrics {
@@ -40,28 +37,19 @@ public:
 
     void add(Span span);
     // Waits until every span added so far was sent (or dropped); for tests and shutdown.
-    void flush();
+    void flush() { spans_.flush(); }
 
 private:
-    void run();
+    void send(std::vector<Span>& batch);
     bool post(const std::string& body);
 
     const OtlpEndpoint endpoint_;
     const std::vector<Attribute> resource_;
     const std::string scope_version_;
     const std::chrono::milliseconds timeout_;
-    const std::size_t max_queue_;
     Counters counters_;
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    std::condition_variable sent_;
-    std::vector<Span> queue_;
-    std::uint64_t added_ = 0;
-    std::uint64_t settled_ = 0;
-    bool flushing_ = false;
-    bool stopping_ = false;
-    bool failing_ = false; // the exporter thread's own
-    std::thread thread_;
+    bool failing_ = false;   // the exporter thread's own
+    BatchQueue<Span> spans_; // last: its thread stops before the rest goes
 };
 
 } // namespace gatehouse::metrics
