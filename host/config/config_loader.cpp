@@ -1,6 +1,7 @@
 #include "config/config_loader.hpp"
 
 #include "license/license_document.hpp"
+#include "metrics/address_allow_list.hpp"
 #include "mrtr/request_state_sealer.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -266,18 +267,6 @@ void read_tasks(const YamlReader& r, const YAML::Node& node, TaskSettings& out) 
     number("lease_ms", out.lease_ms, 1000, 86400000);
 }
 
-// An address or a CIDR block (10.0.0.0/8, ::1, fd00::/8) of metrics.allow.
-bool valid_address_block(const std::string& text) {
-    const auto slash = text.find('/');
-    boost::system::error_code ec;
-    const auto address = boost::asio::ip::make_address(text.substr(0, slash), ec);
-    if (ec) return false;
-    if (slash == std::string::npos) return true;
-    const std::string bits = text.substr(slash + 1);
-    if (bits.empty() || bits.size() > 3 || bits.find_first_not_of("0123456789") != std::string::npos) return false;
-    return std::stoul(bits) <= (address.is_v4() ? 32u : 128u);
-}
-
 // A listener of the metrics' own off loopback needs its allow-list: it has
 // no token check of its own.
 void check_metrics_listener(const YamlReader& r, const YAML::Node& node, const MetricsSettings& metrics) {
@@ -317,7 +306,14 @@ void read_metrics(const YamlReader& r, const YAML::Node& node, MetricsSettings& 
             for (const auto& item : node["allow"])
                 r.attempt([&] {
                     auto block = r.string(item, "an item of metrics.allow");
-                    if (!valid_address_block(block))
+                    // The same reading the listeners use (metrics::AddressAllowList).
+                    bool valid = true;
+                    try {
+                        metrics::AddressAllowList({block});
+                    } catch (const std::invalid_argument&) {
+                        valid = false;
+                    }
+                    if (!valid)
                         r.fail(item, "metrics.allow: '" + block +
                                          "' is not an IP address or a CIDR block such as 10.0.0.0/8 or ::1");
                     out.allow.push_back(std::move(block));
