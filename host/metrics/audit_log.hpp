@@ -35,8 +35,6 @@ public:
     // Waits until every line queued so far was written (or failed); for tests and shutdown.
     void flush() { lines_.flush(); }
 
-    const std::filesystem::path& path() const { return path_; }
-
 private:
     void write_out(std::vector<std::string>& lines);
     bool append(const std::string& bytes);

@@ -38,7 +38,6 @@ public:
         double sum = 0;
     };
     Snapshot snapshot() const;
-    const std::vector<double>& bounds() const { return bounds_; }
 
 private:
     std::vector<double> bounds_;
@@ -172,6 +171,11 @@ public:
         Family& added = *family;
         families_.push_back(std::move(family));
         return added;
+    }
+
+    // A counter with no labels, a family of its own.
+    Counter& counter(std::string name, std::string help) {
+        return add<CounterFamily>(std::move(name), std::move(help), std::vector<std::string>{}).with({});
     }
 
     std::string render() const;

@@ -44,6 +44,24 @@ std::string_view network_transport(std::string_view transport) {
     return transport == "stdio" ? "pipe" : "tcp";
 }
 
+// A request's span with what every request's carries (the MCP semantic
+// conventions); tool calls and errors add theirs.
+Span request_span(std::string name, std::string_view method, std::string_view revision, std::string_view transport,
+                  const nlohmann::json* request_id, const TraceContext& trace,
+                  std::chrono::system_clock::time_point started, std::chrono::steady_clock::duration took) {
+    Span span;
+    span.trace = trace;
+    span.name = std::move(name);
+    span.start_unix_ns = unix_ns(started);
+    span.end_unix_ns = span.start_unix_ns +
+                       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+    span.attributes = {{"mcp.method.name", std::string(method)},
+                       {"mcp.protocol.version", std::string(revision)},
+                       {"network.transport", std::string(network_transport(transport))}};
+    if (const std::string id = id_text(request_id); !id.empty()) span.attributes.push_back({"jsonrpc.request.id", id});
+    return span;
+}
+
 } // namespace
 
 std::string_view outcome_name(CallOutcome outcome) {
@@ -81,30 +99,16 @@ Observability::Observability(Settings settings)
           registry_.add<CounterFamily>("gatehouse_backend_errors_total",
                                        "Failed operations of the state backend, by backend (sqlite, redis, memory).",
                                        std::vector<std::string>{"backend"})),
-      plugin_load_failures_(registry_
-                                .add<CounterFamily>("gatehouse_plugin_load_failures_total",
-                                                    "Plugins that failed to load at start.", std::vector<std::string>{})
-                                .with({})),
-      audit_dropped_(registry_
-                         .add<CounterFamily>("gatehouse_audit_lines_dropped_total",
-                                             "Audit lines dropped because the writer's queue was full.",
-                                             std::vector<std::string>{})
-                         .with({})),
-      audit_failed_(registry_
-                        .add<CounterFamily>("gatehouse_audit_write_failures_total",
-                                            "Audit lines lost because opening or writing the audit file failed.",
-                                            std::vector<std::string>{})
-                        .with({})),
-      spans_dropped_(registry_
-                         .add<CounterFamily>("gatehouse_spans_dropped_total",
-                                             "Spans not exported: the queue was full or their export failed.",
-                                             std::vector<std::string>{})
-                         .with({})),
-      span_export_failures_(registry_
-                                .add<CounterFamily>("gatehouse_span_export_failures_total",
-                                                    "OTLP exports that failed (a batch of spans each).",
-                                                    std::vector<std::string>{})
-                                .with({})) {
+      plugin_load_failures_(
+          registry_.counter("gatehouse_plugin_load_failures_total", "Plugins that failed to load at start.")),
+      audit_dropped_(registry_.counter("gatehouse_audit_lines_dropped_total",
+                                       "Audit lines dropped because the writer's queue was full.")),
+      audit_failed_(registry_.counter("gatehouse_audit_write_failures_total",
+                                      "Audit lines lost because opening or writing the audit file failed.")),
+      spans_dropped_(registry_.counter("gatehouse_spans_dropped_total",
+                                       "Spans not exported: the queue was full or their export failed.")),
+      span_export_failures_(registry_.counter("gatehouse_span_export_failures_total",
+                                              "OTLP exports that failed (a batch of spans each).")) {
     const std::string abi = std::to_string(GH_ABI_VERSION_MAJOR) + "." + std::to_string(GH_ABI_VERSION_MINOR);
     registry_.add<ReadFamily>("gatehouse_build_info", "The running build: version and plugin ABI.",
                               std::vector<std::string>{"version", "abi"}, [this, abi] {
@@ -159,22 +163,12 @@ void Observability::tool_call(const CallRecord& call) {
         refusals_.with({call.family, call.tool, call.code}).add();
     if (audit_log_) audit(call);
     if (spans_ && call.trace && call.trace->sampled()) {
-        Span span;
-        span.trace = *call.trace;
-        span.name = "tools/call " + std::string(call.tool);
-        span.start_unix_ns = unix_ns(call.started);
-        span.end_unix_ns =
-            span.start_unix_ns +
-            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(call.took).count());
-        span.attributes = {{"mcp.method.name", std::string("tools/call")},
-                           {"gen_ai.operation.name", std::string("execute_tool")},
-                           {"gen_ai.tool.name", std::string(call.tool)},
-                           {"mcp.protocol.version", std::string(call.revision)},
-                           {"network.transport", std::string(network_transport(call.transport))},
-                           {"gatehouse.family", std::string(call.family)},
-                           {"gatehouse.outcome", std::string(outcome_name(call.outcome))}};
-        if (const std::string id = id_text(call.request_id); !id.empty())
-            span.attributes.push_back({"jsonrpc.request.id", id});
+        Span span = request_span("tools/call " + std::string(call.tool), "tools/call", call.revision, call.transport,
+                                 call.request_id, *call.trace, call.started, call.took);
+        span.attributes.push_back({"gen_ai.operation.name", std::string("execute_tool")});
+        span.attributes.push_back({"gen_ai.tool.name", std::string(call.tool)});
+        span.attributes.push_back({"gatehouse.family", std::string(call.family)});
+        span.attributes.push_back({"gatehouse.outcome", std::string(outcome_name(call.outcome))});
         if (!call.task_id.empty()) span.attributes.push_back({"gatehouse.task.id", std::string(call.task_id)});
         if (call.outcome != CallOutcome::ok && call.outcome != CallOutcome::input_required &&
             call.outcome != CallOutcome::task) {
@@ -190,19 +184,10 @@ void Observability::tool_call(const CallRecord& call) {
 
 void Observability::request(const RequestRecord& request) {
     requests_.with({request.method, request.revision, request.error ? "error" : "result"}).add();
+    // A tool call's span is its call's (tool_call), with the tool's attributes.
     if (spans_ && request.trace && request.trace->sampled() && request.method != "tools/call") {
-        Span span;
-        span.trace = *request.trace;
-        span.name = std::string(request.method);
-        span.start_unix_ns = unix_ns(request.started);
-        span.end_unix_ns =
-            span.start_unix_ns +
-            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(request.took).count());
-        span.attributes = {{"mcp.method.name", std::string(request.method)},
-                           {"mcp.protocol.version", std::string(request.revision)},
-                           {"network.transport", std::string(network_transport(request.transport))}};
-        if (const std::string id = id_text(request.request_id); !id.empty())
-            span.attributes.push_back({"jsonrpc.request.id", id});
+        Span span = request_span(std::string(request.method), request.method, request.revision, request.transport,
+                                 request.request_id, *request.trace, request.started, request.took);
         if (request.error) {
             span.error = true;
             span.attributes.push_back({"error.type", std::to_string(request.error_code)});
@@ -297,10 +282,6 @@ void Observability::reopen_audit() {
 
 void Observability::flush_audit() {
     if (audit_log_) audit_log_->flush();
-}
-
-void Observability::flush_spans() {
-    if (spans_) spans_->flush();
 }
 
 void add_process_metrics(MetricRegistry& registry) {

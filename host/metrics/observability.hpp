@@ -98,7 +98,6 @@ public:
     // The audit file anew (SIGHUP); written lines are flushed first for tests.
     void reopen_audit();
     void flush_audit();
-    void flush_spans();
 
 private:
     struct ToolSeries {

@@ -129,16 +129,4 @@ TraceContext TraceIds::start(const std::optional<Traceparent>& incoming, std::st
     return trace;
 }
 
-TraceContext TraceIds::child_of(const TraceContext& parent) {
-    TraceContext trace;
-    trace.trace_id = parent.trace_id;
-    trace.parent_id = parent.span_id;
-    trace.flags = parent.flags;
-    trace.tracestate = parent.tracestate;
-    do
-        put(next(), trace.span_id.data());
-    while (all_zero(trace.span_id));
-    return trace;
-}
-
 } // namespace gatehouse::metrics

@@ -54,8 +54,6 @@ public:
     TraceIds();
     // A span of the caller's trace, or of a new trace when it sent none.
     TraceContext start(const std::optional<Traceparent>& incoming, std::string tracestate = {});
-    // A span in `parent`'s trace, under its span (a task round under the call that started it).
-    TraceContext child_of(const TraceContext& parent);
 
 private:
     std::uint64_t next();

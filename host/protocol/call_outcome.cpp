@@ -37,17 +37,24 @@ CallVerdict call_verdict(const Json* response, bool timed_out) {
         return verdict;
     }
     const auto result = response->find("result");
-    if (result == response->end() || !result->is_object()) return verdict;
-    if (const auto type = result->find("resultType"); type != result->end() && type->is_string()) {
+    if (result == response->end()) return verdict;
+    return result_verdict(*result, timed_out);
+}
+
+CallVerdict result_verdict(const Json& result, bool timed_out) {
+    using metrics::CallOutcome;
+    CallVerdict verdict;
+    if (!result.is_object()) return verdict;
+    if (const auto type = result.find("resultType"); type != result.end() && type->is_string()) {
         const auto& name = type->get_ref<const std::string&>();
         if (name == "input_required") verdict.outcome = CallOutcome::input_required;
         if (name == "task") verdict.outcome = CallOutcome::task;
         if (verdict.outcome != CallOutcome::ok) return verdict;
     }
-    const auto flagged = result->find("isError");
-    if (flagged == result->end() || !flagged->is_boolean() || !flagged->get<bool>()) return verdict;
-    const auto structured = result->find("structuredContent");
-    if (structured != result->end() && refusal_shaped(*structured)) {
+    const auto flagged = result.find("isError");
+    if (flagged == result.end() || !flagged->is_boolean() || !flagged->get<bool>()) return verdict;
+    const auto structured = result.find("structuredContent");
+    if (structured != result.end() && refusal_shaped(*structured)) {
         verdict.code = (*structured)["code"].get_ref<const std::string&>();
         verdict.outcome =
             timed_out || verdict.code == gate::refusal_code::tool_timeout ? CallOutcome::timeout : CallOutcome::refused;

@@ -19,5 +19,7 @@ struct CallVerdict {
 // `response`: the finished JSON-RPC answer (null: the call was cancelled
 // and got none); `timed_out`: its deadline answered it.
 CallVerdict call_verdict(const Json* response, bool timed_out);
+// The same read from a CallToolResult itself (a task round's).
+CallVerdict result_verdict(const Json& result, bool timed_out);
 
 } // namespace gatehouse::protocol

@@ -34,6 +34,7 @@ public:
         std::chrono::steady_clock::time_point received;
         std::chrono::system_clock::time_point received_at;
         const auth::Principal* principal = nullptr; // the connection's, which outlives the call
+        std::string owner;                          // its owner key, as the in-flight caps counted it
         const char* transport = "";
         std::shared_ptr<CallFindings> findings;
     };

@@ -305,7 +305,6 @@ void McpServer::observe_admitted(const CallScheduler::Admitted& call, const Call
     if (call.method != "tools/call" || !call.tool) return;
     const CallVerdict verdict = call_verdict(ending.response, ending.timed_out);
     const auto [store, user] = call.findings ? call.findings->session() : std::pair<std::string, std::string>();
-    const std::string principal = call.principal->owner_key();
     metrics::CallRecord record;
     record.tool_key = call.tool;
     record.family = call.tool->family;
@@ -315,7 +314,7 @@ void McpServer::observe_admitted(const CallScheduler::Admitted& call, const Call
     record.error_message = verdict.message;
     record.took = took;
     record.started = call.received_at;
-    record.principal = principal;
+    record.principal = call.owner;
     record.principal_kind = call.principal->kind;
     record.client_id = call.principal->client_id;
     record.store = store;

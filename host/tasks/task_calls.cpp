@@ -373,9 +373,16 @@ void TaskCalls::observe_round(const Request& request, const plugins::Tool& tool,
                               const protocol::TaskRound& outcome) const {
     if (!observability_) return;
     using Kind = protocol::TaskRound::Kind;
-    const Json answer = outcome.kind == Kind::failed ? Json{{"error", outcome.body}} : Json{{"result", outcome.body}};
-    protocol::CallVerdict verdict = protocol::call_verdict(&answer, false);
-    if (outcome.kind == Kind::input_required) verdict.outcome = metrics::CallOutcome::input_required;
+    protocol::CallVerdict verdict;
+    switch (outcome.kind) {
+    case Kind::result: verdict = protocol::result_verdict(outcome.body, false); break;
+    case Kind::input_required: verdict.outcome = metrics::CallOutcome::input_required; break;
+    case Kind::failed:
+        verdict.outcome = metrics::CallOutcome::protocol_error;
+        if (const auto message = outcome.body.find("message"); message != outcome.body.end() && message->is_string())
+            verdict.message = message->get_ref<const std::string&>();
+        break;
+    }
     if (outcome.cancelled) verdict.outcome = metrics::CallOutcome::cancelled;
     const auto [store, user] = request.findings->session();
     const auth::Principal& principal = request.connection->principal();

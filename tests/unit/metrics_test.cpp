@@ -150,7 +150,8 @@ TEST_CASE("a request's span continues the caller's trace, or starts one; ids nev
     CHECK_FALSE(own.has_parent());
     CHECK(own.sampled());
     CHECK_FALSE(own.empty());
-    const auto child = ids.child_of(own);
+    // A task round continues its starting call's trace from the traceparent it kept.
+    const auto child = ids.start(metrics::parse_traceparent(own.traceparent()));
     CHECK(child.trace_hex() == own.trace_hex());
     CHECK(child.parent_hex() == own.span_hex());
 
@@ -173,7 +174,7 @@ TEST_CASE("log lines written inside a request's scope name its trace, in text an
         metrics::LogScope scope(&trace);
         logger.info("inside");
         {
-            const auto nested = ids.child_of(trace);
+            const auto nested = ids.start(metrics::parse_traceparent(trace.traceparent()));
             metrics::LogScope inner(&nested);
             logger.info("nested " + nested.span_hex());
         }
