@@ -1,4 +1,4 @@
-// The FTS5 tokenizer the notes table indexes with ("unicode61
+// The words of a text as the notes index cuts them ("unicode61
 // remove_diacritics 2"), reachable from C++: recall builds its MATCH
 // expression from these tokens, tags are compared by them, and a note's length
 // is counted by them, so all three agree with the index exactly.
@@ -12,11 +12,10 @@
 
 namespace memory {
 
-// The tokenizer arguments the FTS table is created with; one place, because
-// the index and this class must never disagree.
+// The word tokenizer under the index's own ("gatehouse", term_analyzer.hpp);
+// one place, because the index and this class must never disagree.
 inline constexpr const char* kTokenizerName = "unicode61";
 inline constexpr const char* kTokenizerArgs[] = {"remove_diacritics", "2"};
-inline constexpr const char* kTokenizeClause = "tokenize = 'unicode61 remove_diacritics 2'";
 
 class FoldingTokenizer {
 public:

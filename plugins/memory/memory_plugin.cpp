@@ -15,7 +15,9 @@
 // text), and recall reports every critical note it shows back to the host.
 // Settings (domains.memory.settings): database (file path; relative to the
 // family's data_dir; default <data_dir>/memory.db), max_text_bytes (default
-// 65536), synchronous (normal | full; default normal).
+// 65536), synchronous (normal | full; default normal), stemming (none, or a
+// mapping {latin: <Snowball language|none>, cyrillic: <...|none>}; default
+// {latin: english, cyrillic: russian}).
 #include "note_store.hpp"
 
 #include <gatehouse/plugin.hpp>
@@ -226,14 +228,58 @@ const auto& forget_all = plugin.tool({
         },
 });
 
+// stemming: none | {latin: english, cyrillic: russian}; a script left out
+// keeps its default, "none" leaves its words unstemmed.
+memory::Stemming read_stemming(const gh::Json& value) {
+    constexpr const char* kWhere = "domains.memory.settings.stemming";
+    if (value.is_string() && value.get<std::string>() == "none") return {"", ""};
+    if (!value.is_object())
+        throw std::runtime_error(std::string(kWhere) +
+                                 " must be none or a mapping {latin: <language|none>, cyrillic: <language|none>}");
+    memory::Stemming stemming;
+    for (const auto& [script, language] : value.items()) {
+        if (script != "latin" && script != "cyrillic")
+            throw std::runtime_error(std::string(kWhere) + "." + script +
+                                     ": unknown script (allowed: latin, cyrillic)");
+        const std::string name = language.is_string() ? language.get<std::string>() : "";
+        if (name != "none" && !memory::stemmer_language_known(script, name))
+            throw std::runtime_error(std::string(kWhere) + "." + script + ": \"" + name +
+                                     "\" is not a Snowball language for " + script +
+                                     " words (for example english, german, french, russian; or none)");
+        (script == "latin" ? stemming.latin : stemming.cyrillic) = name == "none" ? "" : name;
+    }
+    return stemming;
+}
+
+// `gatehouse notes check [--config FILE]`: reads the whole notes database and
+// says whether the index, the counts and the file agree.
+static auto& notes_command = plugin.command({
+    .name = "notes",
+    .usage = "check",
+    .summary = "Check the memory family's notes database: the file, the word index and the owners' counts.",
+    .run =
+        [](NoteStore& store, gh::Command& command) {
+            if (command.args().size() != 1 || command.args()[0] != "check") {
+                command.err("gatehouse: usage: gatehouse notes check [--config FILE]\n");
+                return 2;
+            }
+            const auto report = store.check();
+            for (const auto& problem : report.problems)
+                command.err("gatehouse: " + problem + "\n");
+            command.out((report.problems.empty() ? "ok: " : "damaged: ") + std::to_string(report.notes) + " notes of " +
+                        std::to_string(report.owners) + " owners\n");
+            return report.problems.empty() ? 0 : 1;
+        },
+});
+
 memory::StoreSettings read_settings(const gh::Json& config) {
     const std::filesystem::path data_dir = config.value("data_dir", std::string());
     const gh::Json settings = config.value("settings", gh::Json::object());
     if (!settings.is_object()) throw std::runtime_error("domains.memory.settings must be a mapping");
     for (const auto& [key, value] : settings.items())
-        if (key != "database" && key != "max_text_bytes" && key != "synchronous")
+        if (key != "database" && key != "max_text_bytes" && key != "synchronous" && key != "stemming")
             throw std::runtime_error("unknown setting domains.memory.settings." + key +
-                                     " (allowed: database, max_text_bytes, synchronous)");
+                                     " (allowed: database, max_text_bytes, synchronous, stemming)");
     memory::StoreSettings out;
     std::filesystem::path database = data_dir / "memory.db";
     if (auto it = settings.find("database"); it != settings.end()) {
@@ -254,6 +300,7 @@ memory::StoreSettings read_settings(const gh::Json& config) {
         else if (mode != "normal")
             throw std::runtime_error("domains.memory.settings.synchronous must be normal or full");
     }
+    if (auto it = settings.find("stemming"); it != settings.end()) out.stemming = read_stemming(*it);
     if (database.has_parent_path()) std::filesystem::create_directories(database.parent_path());
     out.database_path = database.string();
     return out;

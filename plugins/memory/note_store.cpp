@@ -1,13 +1,14 @@
 #include "note_store.hpp"
 
 #include "card_number_guard.hpp"
+#include "recall_ranking.hpp"
 #include "schema_migrations.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -42,7 +43,8 @@ public:
                 return Lease(*this, std::move(db));
             }
         }
-        return Lease(*this, std::make_unique<SqliteDatabase>(settings_.database_path, settings_.synchronous));
+        return Lease(*this, std::make_unique<SqliteDatabase>(settings_.database_path, settings_.synchronous,
+                                                             settings_.stemming));
     }
 
 private:
@@ -110,8 +112,8 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
 
 // A tag is compared by its folded tokens, so "Договор", "договор" and
 // "ДОГОВОР " are one tag; a tag with no word characters keeps its own text.
-std::string tag_key(const FoldingTokenizer& tokenizer, const std::string& tag) {
-    auto key = join(tokenizer.tokens(tag), " ");
+std::string tag_key(const TermAnalyzer& analyzer, const std::string& tag) {
+    auto key = join(analyzer.words(tag), " ");
     return key.empty() ? tag : key;
 }
 
@@ -120,7 +122,7 @@ struct CheckedTag {
     std::string key;
 };
 
-std::vector<CheckedTag> check_tags(const FoldingTokenizer& tokenizer, const std::vector<std::string>& tags,
+std::vector<CheckedTag> check_tags(const TermAnalyzer& analyzer, const std::vector<std::string>& tags,
                                    const NoteLimits& limits, const char* where) {
     if (tags.size() > limits.max_tags)
         throw NoteRejected(std::string(where) + " gives " + std::to_string(tags.size()) + " tags; at most " +
@@ -138,7 +140,7 @@ std::vector<CheckedTag> check_tags(const FoldingTokenizer& tokenizer, const std:
         for (char c : tag)
             if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
                 throw NoteRejected(which + " holds a control character (a line break, a tab); use plain words.");
-        CheckedTag checked{tag, tag_key(tokenizer, tag)};
+        CheckedTag checked{tag, tag_key(analyzer, tag)};
         if (seen.insert(checked.key).second) out.push_back(std::move(checked));
     }
     return out;
@@ -164,10 +166,36 @@ int64_t find_owner(SqliteDatabase& db, const Owner& owner) {
     return s.step() ? s.integer(0) : 0;
 }
 
-// BM25 (Robertson/Sparck Jones IDF with +1, as Lucene, so a word in most of a
-// small owner's notes still counts a little rather than going negative).
-constexpr double kK1 = 1.2;
-constexpr double kB = 0.75;
+// A note's terms join or leave its owner's document frequencies.
+void count_terms(SqliteDatabase& db, int64_t owner_id, const std::vector<std::string>& terms, int delta) {
+    auto& add = db.statement("INSERT INTO owner_terms (owner_id, term, notes) VALUES (?1, ?2, ?3) "
+                             "ON CONFLICT (owner_id, term) DO UPDATE SET notes = notes + ?3");
+    for (const auto& term : terms) {
+        add.bind(1, owner_id).bind(2, term).bind(3, int64_t{delta});
+        add.step();
+        add.reset();
+    }
+    if (delta < 0)
+        for (const auto& term : terms)
+            db.statement("DELETE FROM owner_terms WHERE owner_id = ?1 AND term = ?2 AND notes <= 0")
+                .bind(1, owner_id)
+                .bind(2, term)
+                .step();
+}
+
+// The MATCH expression for some of the phrases: each one quoted, so nothing
+// of the query is FTS5 syntax.
+std::string match_expression(const std::vector<QueryPhrase>& phrases, const std::vector<std::size_t>& which) {
+    std::string match;
+    for (auto p : which) {
+        if (!match.empty()) match += " OR ";
+        match += '"';
+        for (char c : phrases[p].term)
+            match += c == '"' ? std::string("\"\"") : std::string(1, c);
+        match += '"';
+    }
+    return match;
+}
 
 } // namespace
 
@@ -198,12 +226,13 @@ int64_t NoteStore::remember(const Owner& owner, const NewNote& note) {
                                *last4);
 
     auto db = pool_->acquire();
-    const auto tags = check_tags((*db).tokenizer(), note.tags, limits, "The note");
+    const auto tags = check_tags((*db).analyzer(), note.tags, limits, "The note");
     Json shown = Json::array();
     for (const auto& t : tags)
         shown.push_back(t.shown);
     const std::string tags_json = shown.dump();
-    const auto tokens = (*db).tokenizer().count(note.text) + (*db).tokenizer().count(tags_json);
+    const auto tokens = (*db).analyzer().count(note.text) + (*db).analyzer().count(tags_json);
+    const auto terms = (*db).analyzer().distinct_terms({note.text, tags_json});
 
     std::lock_guard lock(write_mutex_);
     Transaction tx(*db, Transaction::Kind::write);
@@ -240,6 +269,7 @@ int64_t NoteStore::remember(const Owner& owner, const NewNote& note) {
             .bind(2, t.key)
             .bind(3, note_id)
             .step();
+    count_terms(*db, owner_id, terms, +1);
     tx.commit();
     return number;
 }
@@ -254,14 +284,14 @@ std::vector<Note> NoteStore::recall(const Owner& owner, const RecallQuery& query
     // here and each token is quoted, so quotes, *, NEAR, OR and AND are just
     // words (or nothing).
     std::vector<std::string> words;
-    for (auto& w : (*db).tokenizer().tokens(query.query))
+    for (auto& w : (*db).analyzer().words(query.query))
         if (std::find(words.begin(), words.end(), w) == words.end()) words.push_back(std::move(w));
     if (words.size() > limits.max_query_words)
         throw NoteRejected("The query has " + std::to_string(words.size()) + " different words; recall takes at most " +
                            std::to_string(limits.max_query_words) + ". Keep the telling ones.");
 
     std::vector<std::string> tag_keys;
-    for (auto& t : check_tags((*db).tokenizer(), query.tags, limits, "The query"))
+    for (auto& t : check_tags((*db).analyzer(), query.tags, limits, "The query"))
         tag_keys.push_back(std::move(t.key));
 
     std::vector<Note> notes;
@@ -308,71 +338,86 @@ std::vector<Note> NoteStore::latest(SqliteDatabase& db, int64_t owner_id, const 
     return notes;
 }
 
-// FTS5 finds the candidate rows, but the score is computed here: bm25() in
-// FTS5 takes its IDF and average length from the whole table, i.e. from every
-// owner's notes, so the order of Alice's results would shift with what Bob
-// writes, and Alice could learn how common a word is in other people's notes.
-// Here document frequency, note count and average length are the owner's own.
+// FTS5 finds the candidate rows, but the score is computed here
+// (recall_ranking.hpp): bm25() in FTS5 takes its IDF and average length from
+// the whole table, i.e. from every owner's notes, so the order of Alice's
+// results would shift with what Bob writes, and Alice could learn how common a
+// word is in other people's notes. Here document frequencies (owner_terms),
+// note count and average length are the owner's own.
+//
+// Bounded: the words in at most kCandidatesPerWord of the owner's notes are
+// looked for together, every note of theirs; a word in more is looked for
+// alone, in its newest kCandidatesPerWord notes. A note found by one word
+// counts the hits of every word of that search, so only an old note's hits of
+// a common word can go uncounted.
 std::vector<Note> NoteStore::search(SqliteDatabase& db, int64_t owner_id, const std::vector<std::string>& words,
                                     const std::vector<std::string>& tags, bool critical_only, int limit) {
-    std::string match;
-    for (const auto& w : words) {
-        if (!match.empty()) match += " OR ";
-        match += '"';
-        for (char c : w)
-            match += c == '"' ? std::string("\"\"") : std::string(1, c);
-        match += '"';
+    auto phrases = query_phrases(db.analyzer(), words);
+    auto& frequency = db.statement("SELECT notes FROM owner_terms WHERE owner_id = ?1 AND term = ?2");
+    std::vector<int64_t> word_notes(words.size(), 0); // the most notes any phrase of the word is in
+    for (auto& p : phrases) {
+        frequency.bind(1, owner_id).bind(2, p.term);
+        p.notes = frequency.step() ? frequency.integer(0) : 0;
+        frequency.reset();
+        word_notes[p.word] = std::max(word_notes[p.word], p.notes);
     }
-    std::string sql = "SELECT n.id, n.number, n.token_count, note_term_counts(notes_fts) FROM notes_fts CROSS "
-                      "JOIN notes n ON n.id = notes_fts.rowid WHERE notes_fts MATCH ?1 AND n.owner_id = ?2";
-    if (critical_only) sql += " AND n.critical = 1";
-    for (std::size_t i = 0; i < tags.size(); ++i)
-        sql += " AND EXISTS (SELECT 1 FROM note_tags o WHERE o.owner_id = ?2 AND o.tag_key = ?" +
-               std::to_string(i + 3) + " AND o.note_id = n.id)";
 
-    struct Candidate {
-        int64_t id;
-        int64_t number;
-        int64_t length;
-        std::vector<uint32_t> counts; // hits of word 0, word 1, ...
-        double score = 0;
-    };
-    std::vector<Candidate> candidates;
-    auto& s = db.statement(sql);
-    s.bind(1, match).bind(2, owner_id);
+    std::vector<std::vector<std::size_t>> searches; // phrase indices, one MATCH each
+    std::vector<bool> capped;
+    std::vector<std::size_t> together;
+    for (std::size_t w = 0; w < words.size(); ++w) {
+        if (word_notes[w] == 0) continue;
+        std::vector<std::size_t> mine;
+        for (std::size_t p = 0; p < phrases.size(); ++p)
+            if (phrases[p].word == w) mine.push_back(p);
+        if (static_cast<std::size_t>(word_notes[w]) > kCandidatesPerWord) {
+            searches.push_back(std::move(mine));
+            capped.push_back(true);
+        } else {
+            together.insert(together.end(), mine.begin(), mine.end());
+        }
+    }
+    if (!together.empty()) {
+        searches.push_back(std::move(together));
+        capped.push_back(false);
+    }
+    if (searches.empty()) return {};
+
+    std::string filter;
+    if (critical_only) filter += " AND n.critical = 1";
     for (std::size_t i = 0; i < tags.size(); ++i)
-        s.bind(static_cast<int>(i + 3), tags[i]);
-    while (s.step())
-        candidates.push_back({s.integer(0), s.integer(1), s.integer(2), s.uint32_blob(3)});
-    s.reset();
+        filter += " AND EXISTS (SELECT 1 FROM note_tags o WHERE o.owner_id = ?2 AND o.tag_key = ?" +
+                  std::to_string(i + 3) + " AND o.note_id = n.id)";
+    const std::string base = "SELECT n.id, n.number, n.token_count, note_term_counts(notes_fts) FROM notes_fts CROSS "
+                             "JOIN notes n ON n.id = notes_fts.rowid WHERE notes_fts MATCH ?1 AND n.owner_id = ?2" +
+                             filter;
+
+    std::vector<Candidate> candidates;
+    std::unordered_map<int64_t, std::size_t> by_id;
+    for (std::size_t i = 0; i < searches.size(); ++i) {
+        auto& s = db.statement(
+            capped[i] ? base + " ORDER BY notes_fts.rowid DESC LIMIT " + std::to_string(kCandidatesPerWord) : base);
+        s.bind(1, match_expression(phrases, searches[i])).bind(2, owner_id);
+        for (std::size_t t = 0; t < tags.size(); ++t)
+            s.bind(static_cast<int>(t + 3), tags[t]);
+        while (s.step()) {
+            const int64_t id = s.integer(0);
+            auto [it, added] = by_id.try_emplace(id, candidates.size());
+            if (added) candidates.push_back({id, s.integer(1), s.integer(2), std::vector<uint32_t>(phrases.size())});
+            const auto counts = s.uint32_blob(3);
+            auto& into = candidates[it->second].counts;
+            for (std::size_t k = 0; k < counts.size() && k < searches[i].size(); ++k)
+                into[searches[i][k]] = counts[k];
+        }
+        s.reset();
+    }
     if (candidates.empty()) return {};
 
     auto& stats = db.statement("SELECT note_count, token_count FROM owners WHERE id = ?1");
     stats.bind(1, owner_id).step();
-    const double note_count = std::max<double>(1, static_cast<double>(stats.integer(0)));
-    const double average_length = std::max(1.0, static_cast<double>(stats.integer(1)) / note_count);
+    const OwnerStatistics owner{stats.integer(0), stats.integer(1)};
     stats.reset();
-
-    std::vector<double> idf(words.size());
-    for (std::size_t w = 0; w < words.size(); ++w) {
-        const double df = static_cast<double>(std::count_if(candidates.begin(), candidates.end(), [&](const auto& c) {
-            return c.counts.size() > w && c.counts[w] > 0;
-        }));
-        idf[w] = std::log(1.0 + (note_count - df + 0.5) / (df + 0.5));
-    }
-    for (auto& c : candidates) {
-        const double length = c.length > 0 ? static_cast<double>(c.length) : average_length;
-        for (std::size_t w = 0; w < words.size() && w < c.counts.size(); ++w) {
-            const double tf = c.counts[w];
-            if (tf > 0) c.score += idf[w] * tf * (kK1 + 1) / (tf + kK1 * (1 - kB + kB * length / average_length));
-        }
-    }
-    const auto top = std::min(candidates.size(), static_cast<std::size_t>(limit));
-    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(top), candidates.end(),
-                      [](const Candidate& a, const Candidate& b) {
-                          if (a.score != b.score) return a.score > b.score;
-                          return a.number > b.number;
-                      });
+    const auto top = rank_candidates(candidates, phrases, owner, static_cast<std::size_t>(limit));
 
     std::vector<Note> notes;
     auto& fetch = db.statement(std::string("SELECT ") + kNoteColumns + " FROM notes n WHERE n.id = ?1");
@@ -408,12 +453,14 @@ bool NoteStore::forget(const Owner& owner, int64_t id) {
     std::lock_guard lock(write_mutex_);
     Transaction tx(*db, Transaction::Kind::write);
     auto& s = (*db).statement("DELETE FROM notes WHERE owner_id = (SELECT id FROM owners WHERE subject = ?1 AND "
-                              "store = ?2) AND number = ?3 RETURNING owner_id, token_count");
+                              "store = ?2) AND number = ?3 RETURNING owner_id, token_count, text, tags");
     s.bind(1, owner.principal).bind(2, owner.store).bind(3, id);
     if (!s.step()) return false;
     const int64_t owner_id = s.integer(0);
     const int64_t tokens = s.integer(1);
+    const auto terms = (*db).analyzer().distinct_terms({s.text(2), s.text(3)});
     s.reset();
+    count_terms(*db, owner_id, terms, -1);
     (*db)
         .statement("UPDATE owners SET note_count = note_count - 1, token_count = token_count - ?2 WHERE id = ?1")
         .bind(1, owner_id)
@@ -434,6 +481,7 @@ int64_t NoteStore::forget_all(const Owner& owner) {
     const int64_t deleted = sqlite3_changes64((*db).handle());
     s.reset();
     (*db).statement("UPDATE owners SET note_count = 0, token_count = 0 WHERE id = ?1").bind(1, owner_id).step();
+    (*db).statement("DELETE FROM owner_terms WHERE owner_id = ?1").bind(1, owner_id).step();
     tx.commit();
     return deleted;
 }
@@ -465,6 +513,54 @@ std::vector<int64_t> NoteStore::unread_critical(const Owner& owner) {
         out.push_back(s.integer(0));
     tx.commit();
     return out;
+}
+
+NoteStore::CheckReport NoteStore::check() {
+    CheckReport report;
+    auto db = pool_->acquire();
+    Transaction tx(*db, Transaction::Kind::read);
+    auto& integrity = (*db).statement("PRAGMA integrity_check");
+    while (integrity.step())
+        if (const auto line = integrity.text(0); line != "ok") report.problems.push_back("sqlite: " + line);
+    integrity.reset();
+    try {
+        // With rank 1 FTS5 also compares the index with the notes it indexes.
+        (*db).exec("INSERT INTO notes_fts (notes_fts, rank) VALUES ('integrity-check', 1)");
+    } catch (const SqliteError& e) {
+        report.problems.push_back(std::string("the word index disagrees with the notes: ") + e.what());
+    }
+    auto& owners = (*db).statement("SELECT o.id, o.subject, o.store, o.note_count, "
+                                   "(SELECT count(*) FROM notes n WHERE n.owner_id = o.id) FROM owners o");
+    while (owners.step()) {
+        ++report.owners;
+        report.notes += owners.integer(4);
+        if (owners.integer(3) != owners.integer(4))
+            report.problems.push_back("owner " + std::to_string(owners.integer(0)) + " counts " +
+                                      std::to_string(owners.integer(3)) + " notes but has " +
+                                      std::to_string(owners.integer(4)));
+    }
+    owners.reset();
+    std::map<std::pair<int64_t, std::string>, int64_t> expected;
+    auto& notes = (*db).statement("SELECT owner_id, text, tags FROM notes");
+    while (notes.step())
+        for (auto& term : (*db).analyzer().distinct_terms({notes.text(1), notes.text(2)}))
+            ++expected[{notes.integer(0), std::move(term)}];
+    notes.reset();
+    auto& terms = (*db).statement("SELECT owner_id, term, notes FROM owner_terms");
+    std::size_t wrong = 0;
+    while (terms.step()) {
+        auto it = expected.find({terms.integer(0), terms.text(1)});
+        const int64_t want = it == expected.end() ? 0 : it->second;
+        if (want != terms.integer(2)) ++wrong;
+        if (it != expected.end()) expected.erase(it);
+    }
+    terms.reset();
+    wrong += expected.size(); // terms of notes that no count holds
+    if (wrong > 0)
+        report.problems.push_back(std::to_string(wrong) +
+                                  " of the owners' term counts disagree with their notes (recall ranks by them)");
+    tx.commit();
+    return report;
 }
 
 } // namespace memory

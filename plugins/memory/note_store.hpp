@@ -42,6 +42,7 @@ struct NoteLimits {
 struct StoreSettings {
     std::string database_path;
     Synchronous synchronous = Synchronous::normal;
+    Stemming stemming; // English for Latin words, Russian for Cyrillic ones
     NoteLimits limits;
 };
 
@@ -94,9 +95,10 @@ public:
     // text, a card number, or bad tags.
     int64_t remember(const Owner& owner, const NewNote& note);
 
-    // Words match the text or a tag (any word; more matching words rank
-    // higher). Ranked by BM25 computed over this owner's notes only, then by
-    // recency. Critical notes returned are marked read for this owner.
+    // Words match the text or a tag, by their exact folded form or by their
+    // stem (any word; more matching words rank higher, an exact form above a
+    // stem). Ranked by BM25 computed over this owner's notes only, then by
+    // recency (recall_ranking.hpp). Critical notes returned are marked read for this owner.
     std::vector<Note> recall(const Owner& owner, const RecallQuery& query);
 
     // False when this owner has no note with that number.
@@ -110,6 +112,18 @@ public:
     std::vector<int64_t> unread_critical(const Owner& owner);
     // All of the owner's critical notes, read or not, oldest first.
     std::vector<Note> critical_notes(const Owner& owner);
+
+    // Reads the whole database and reports what disagrees: SQLite's own
+    // integrity check, the index against the notes, each owner's note and
+    // term counts against the notes. Empty when all is well. For operators
+    // (`gatehouse notes check`): the index needs this plugin's tokenizer, so
+    // the sqlite3 shell cannot check it.
+    struct CheckReport {
+        int64_t owners = 0;
+        int64_t notes = 0;
+        std::vector<std::string> problems;
+    };
+    CheckReport check();
 
     const NoteLimits& limits() const { return settings_.limits; }
     int schema_version();

@@ -1,9 +1,9 @@
 #include "schema_migrations.hpp"
 
-#include "folding_tokenizer.hpp"
 #include "sqlite_database.hpp"
 
 #include <string>
+#include <vector>
 
 namespace memory {
 
@@ -24,8 +24,8 @@ namespace {
 //  notes_fts     FTS5 over text and tags, external content = notes, kept in
 //                step by triggers.
 //  critical_reads  which critical notes each owner has read, for the gate.
-std::string version_1() {
-    return std::string(R"(
+const char* version_1() {
+    return R"(
 CREATE TABLE owners (
     id          INTEGER PRIMARY KEY,
     subject     TEXT NOT NULL,
@@ -61,8 +61,8 @@ CREATE TABLE critical_reads (
     PRIMARY KEY (owner_id, note_id)
 ) WITHOUT ROWID;
 CREATE INDEX critical_reads_by_note ON critical_reads (note_id);
-CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id', )") +
-           kTokenizeClause + R"();
+CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2');
 CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
     INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
 END;
@@ -70,6 +70,66 @@ CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
     INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
 END;
 )";
+}
+
+// Version 2: stemming, and bounded recall.
+//  notes_fts     rebuilt with the "gatehouse" tokenizer: every word also
+//                indexed under its stem term (term_analyzer.hpp).
+//  owner_terms   per owner, how many notes hold each term (exact and stem):
+//                the document frequencies recall ranks with. Kept exact, so
+//                a word recall looks for in its newest notes only still
+//                weighs what it weighs over all of them.
+void version_2(SqliteDatabase& db) {
+    db.exec(R"(
+CREATE TABLE owner_terms (
+    owner_id INTEGER NOT NULL REFERENCES owners(id),
+    term     TEXT NOT NULL,
+    notes    INTEGER NOT NULL,
+    PRIMARY KEY (owner_id, term)
+) WITHOUT ROWID;
+)");
+}
+
+std::string index_definition(const SqliteDatabase& db) {
+    return "CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id', " +
+           note_tokenize_clause(db.analyzer().stemming()) + ")";
+}
+
+std::string current_index_definition(SqliteDatabase& db) {
+    auto& s = db.statement("SELECT sql FROM sqlite_schema WHERE name = 'notes_fts'");
+    std::string sql = s.step() ? s.text(0) : std::string();
+    s.reset();
+    return sql;
+}
+
+// Drops the index and builds it again from the notes with this connection's
+// tokenizer settings, and counts every owner's terms again with the same
+// analyzer. Inside the caller's write transaction.
+void rebuild_index(SqliteDatabase& db) {
+    db.exec("DROP TRIGGER IF EXISTS notes_fts_insert; DROP TRIGGER IF EXISTS notes_fts_delete; "
+            "DROP TABLE IF EXISTS notes_fts;");
+    db.exec(index_definition(db).c_str());
+    db.exec(R"(
+CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+    INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
+END;
+CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
+END;
+INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+DELETE FROM owner_terms;
+)");
+    auto& notes = db.statement("SELECT owner_id, text, tags FROM notes ORDER BY owner_id");
+    auto& add = db.statement("INSERT INTO owner_terms (owner_id, term, notes) VALUES (?1, ?2, 1) "
+                             "ON CONFLICT (owner_id, term) DO UPDATE SET notes = notes + 1");
+    while (notes.step()) {
+        const int64_t owner = notes.integer(0);
+        for (const auto& term : db.analyzer().distinct_terms({notes.text(1), notes.text(2)})) {
+            add.bind(1, owner).bind(2, term).step();
+            add.reset();
+        }
+    }
+    notes.reset();
 }
 
 } // namespace
@@ -83,11 +143,10 @@ int schema_version(SqliteDatabase& db) {
 }
 
 void migrate_schema(SqliteDatabase& db) {
-    const std::string steps[] = {version_1()};
-    static_assert(kSchemaVersion == 1, "add the new version's step above");
+    static_assert(kSchemaVersion == 2, "add the new version's step below");
     // Up to date, as on every start but the first: no write transaction
     // (it would take the file's write lock, waiting on any other host).
-    if (schema_version(db) == kSchemaVersion) return;
+    if (schema_version(db) == kSchemaVersion && current_index_definition(db) == index_definition(db)) return;
     Transaction tx(db, Transaction::Kind::write);
     int version = schema_version(db);
     if (version > kSchemaVersion)
@@ -95,9 +154,11 @@ void migrate_schema(SqliteDatabase& db) {
                                  ", newer than this plugin's " + std::to_string(kSchemaVersion) +
                                  "; use the newer plugin or another database file");
     for (; version < kSchemaVersion; ++version) {
-        db.exec(steps[version].c_str());
+        if (version == 0) db.exec(version_1());
+        if (version == 1) version_2(db);
         db.exec(("PRAGMA user_version = " + std::to_string(version + 1)).c_str());
     }
+    if (current_index_definition(db) != index_definition(db)) rebuild_index(db);
     tx.commit();
 }
 

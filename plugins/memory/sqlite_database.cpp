@@ -20,10 +20,10 @@ namespace {
 // table for every candidate.
 void note_term_counts(const Fts5ExtensionApi* x, Fts5Context* fts, sqlite3_context* out, int, sqlite3_value**) {
     const int phrases = x->xPhraseCount(fts);
-    uint32_t stack[32] = {}; // a query has at most 32 words
+    uint32_t stack[64] = {}; // a query has at most 32 words, each exact and stemmed
     std::vector<uint32_t> heap;
     uint32_t* counts = stack;
-    if (phrases > 32) {
+    if (phrases > 64) {
         heap.assign(static_cast<std::size_t>(phrases), 0);
         counts = heap.data();
     }
@@ -95,7 +95,7 @@ std::vector<uint32_t> Statement::uint32_blob(int column) const {
     return out;
 }
 
-SqliteDatabase::SqliteDatabase(const std::string& path, Synchronous synchronous) {
+SqliteDatabase::SqliteDatabase(const std::string& path, Synchronous synchronous, const Stemming& stemming) {
     const int rc =
         sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
@@ -118,12 +118,13 @@ SqliteDatabase::SqliteDatabase(const std::string& path, Synchronous synchronous)
         // shared by every connection. Address space only, not memory.
         exec("PRAGMA mmap_size = 1073741824");
         fts5_api* api = fts5_api_of(db_);
-        tokenizer_ = std::make_unique<FoldingTokenizer>(api);
+        analyzer_ = std::make_unique<TermAnalyzer>(api, stemming);
+        register_note_tokenizer(api);
         if (api->xCreateFunction(api, "note_term_counts", nullptr, &note_term_counts, nullptr) != SQLITE_OK)
             throw SqliteError(SQLITE_ERROR, "cannot register note_term_counts");
     } catch (...) {
         statements_.clear();
-        tokenizer_.reset();
+        analyzer_.reset();
         sqlite3_close(db_);
         throw;
     }
@@ -155,7 +156,7 @@ void SqliteDatabase::switch_to_wal() {
 
 SqliteDatabase::~SqliteDatabase() {
     statements_.clear();
-    tokenizer_.reset();
+    analyzer_.reset();
     sqlite3_close(db_);
 }
 

@@ -1,9 +1,10 @@
-// One SQLite connection with its cached statements, its FTS5 folding
-// tokenizer and the auxiliary function recall ranks with. A connection is used
+// One SQLite connection with its cached statements, its term analyzer (the
+// same folding and stemming the index's "gatehouse" tokenizer, registered
+// here, applies) and the auxiliary function recall ranks with. A connection is used
 // by one thread at a time (ConnectionPool hands it out), never shared.
 #pragma once
 
-#include "folding_tokenizer.hpp"
+#include "term_analyzer.hpp"
 
 #include <sqlite3.h>
 
@@ -54,7 +55,7 @@ enum class Synchronous { normal, full };
 
 class SqliteDatabase {
 public:
-    SqliteDatabase(const std::string& path, Synchronous synchronous);
+    SqliteDatabase(const std::string& path, Synchronous synchronous, const Stemming& stemming);
     ~SqliteDatabase();
     SqliteDatabase(const SqliteDatabase&) = delete;
     SqliteDatabase& operator=(const SqliteDatabase&) = delete;
@@ -66,14 +67,14 @@ public:
     // Resets every cached statement, so none keeps a read snapshot alive
     // past the end of its transaction.
     void reset_statements();
-    const FoldingTokenizer& tokenizer() const { return *tokenizer_; }
+    const TermAnalyzer& analyzer() const { return *analyzer_; }
     sqlite3* handle() const { return db_; }
 
 private:
     void switch_to_wal();
     sqlite3* db_ = nullptr;
     std::unordered_map<std::string, std::unique_ptr<Statement>> statements_;
-    std::unique_ptr<FoldingTokenizer> tokenizer_;
+    std::unique_ptr<TermAnalyzer> analyzer_;
 };
 
 // Every statement of a transaction goes through this guard: it commits only

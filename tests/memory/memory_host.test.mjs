@@ -7,7 +7,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import { DatabaseSync } from 'node:sqlite';
-import { Gatehouse, makeHome, refusalCode, text } from './gatehouse_process.mjs';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { binary, Gatehouse, makeHome, refusalCode, text } from './gatehouse_process.mjs';
 
 test('the story: a contract and a call, a restart, recall and forget(99)', async () => {
   const home = makeHome();
@@ -28,6 +30,9 @@ test('the story: a contract and a call, a restart, recall and forget(99)', async
   assert.equal(note.critical, false);
   assert.match(note.created, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   assert.match(text(found), /Ромашка/);
+  // Any form of the word finds it (Snowball stems), and the English side too.
+  assert.deepEqual((await host.call('recall', { query: 'договора' })).structuredContent.notes.map((n) => n.id), [note.id]);
+  assert.deepEqual((await host.call('recall', { query: 'ИВАНОВА' })).structuredContent.notes.map((n) => n.id), [call.structuredContent.id]);
 
   const missing = await host.call('forget', { note_id: 99 });
   assert.equal(refusalCode(missing), 'NOTE_NOT_FOUND');
@@ -181,24 +186,59 @@ test('a token whose subject is the local user\'s name is another owner: one host
   fs.rmSync(home.dir, { recursive: true });
 });
 
-test('notes an earlier version kept for the local user are still its own', async () => {
+// The schema version 1 wrote (before stemming): a file from an earlier
+// version, made here as that version made it.
+const VERSION_1_SCHEMA = `
+CREATE TABLE owners (id INTEGER PRIMARY KEY, subject TEXT NOT NULL, store TEXT NOT NULL,
+  next_number INTEGER NOT NULL DEFAULT 1, note_count INTEGER NOT NULL DEFAULT 0,
+  token_count INTEGER NOT NULL DEFAULT 0, UNIQUE (subject, store));
+CREATE TABLE notes (id INTEGER PRIMARY KEY, owner_id INTEGER NOT NULL REFERENCES owners(id),
+  number INTEGER NOT NULL, text TEXT NOT NULL, tags TEXT NOT NULL, critical INTEGER NOT NULL DEFAULT 0,
+  created_ms INTEGER NOT NULL, token_count INTEGER NOT NULL, UNIQUE (owner_id, number));
+CREATE INDEX notes_critical ON notes (owner_id, number) WHERE critical = 1;
+CREATE TABLE note_tags (owner_id INTEGER NOT NULL, tag_key TEXT NOT NULL,
+  note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE, PRIMARY KEY (owner_id, tag_key, note_id)) WITHOUT ROWID;
+CREATE INDEX note_tags_by_note ON note_tags (note_id);
+CREATE TABLE critical_reads (owner_id INTEGER NOT NULL, note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+  first_read_ms INTEGER NOT NULL, PRIMARY KEY (owner_id, note_id)) WITHOUT ROWID;
+CREATE INDEX critical_reads_by_note ON critical_reads (note_id);
+CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id',
+  tokenize = 'unicode61 remove_diacritics 2');
+CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+  INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
+CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+  INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags); END;
+PRAGMA user_version = 1;`;
+
+// `gatehouse notes check`: the family reads its whole database (the index
+// needs its tokenizer, so no other SQLite can).
+function checkNotes(home) {
+  const run = spawnSync(binary, ['notes', 'check', '--config', home.config], { encoding: 'utf8', env: { ...process.env, GATEHOUSE_LOG: 'warn' } });
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  return run.stdout;
+}
+
+test('a file an earlier version wrote is migrated: the local user\'s notes are still its own, found by stem', async () => {
   const home = makeHome();
-  let host = new Gatehouse(home, 'alice');
-  await host.call('remember', { text: 'warm-up' }); // creates the database
-  await host.stop();
-  // What an earlier version wrote: the owner row keyed by the plain subject.
+  fs.mkdirSync(path.dirname(home.database), { recursive: true });
+  // What an earlier version wrote: schema 1, the owner row keyed by the plain subject.
   const db = new DatabaseSync(home.database);
-  db.exec("INSERT INTO owners (subject, store, next_number, note_count, token_count) VALUES ('bob', '', 8, 1, 2)");
+  db.exec(VERSION_1_SCHEMA);
+  db.exec("INSERT INTO owners (subject, store, next_number, note_count, token_count) VALUES ('bob', '', 8, 1, 7)");
   const owner = db.prepare("SELECT id FROM owners WHERE subject = 'bob'").get().id;
-  db.prepare("INSERT INTO notes (owner_id, number, text, tags, critical, created_ms, token_count) VALUES (?, 7, 'kept before the upgrade', '[]', 0, 1800000000000, 2)").run(owner);
+  db.prepare("INSERT INTO notes (owner_id, number, text, tags, critical, created_ms, token_count) VALUES (?, 7, 'Договор с ООО Ромашка до 31.12', '[]', 0, 1800000000000, 7)").run(owner);
   db.close();
-  host = new Gatehouse(home, 'bob');
+  const host = new Gatehouse(home, 'bob');
   try {
     const found = await host.call('recall', {});
-    assert.deepEqual(found.structuredContent.notes.map((n) => [n.id, n.text]), [[7, 'kept before the upgrade']]);
+    assert.deepEqual(found.structuredContent.notes.map((n) => [n.id, n.text]), [[7, 'Договор с ООО Ромашка до 31.12']]);
+    const byStem = await host.call('recall', { query: 'договоров' });
+    assert.deepEqual(byStem.structuredContent.notes.map((n) => n.id), [7]);
+    assert.equal((await host.call('remember', { text: 'new after the upgrade' })).structuredContent.id, 8);
   } finally {
     await host.stop();
   }
+  assert.match(checkNotes(home), /^ok: 2 notes of 1 owners/);
   fs.rmSync(home.dir, { recursive: true });
 });
 
@@ -278,9 +318,8 @@ test('every acknowledged note survives SIGKILL in the middle of a burst', async 
   assert.equal(signal, 'SIGKILL');
   assert.ok(acknowledged.length >= 200 && acknowledged.length < 3000, `killed after ${acknowledged.length} answers`);
 
+  checkNotes(home); // the file, the index and the counts agree
   const db = new DatabaseSync(home.database);
-  assert.equal(db.prepare('PRAGMA integrity_check').get().integrity_check, 'ok');
-  db.exec("INSERT INTO notes_fts(notes_fts) VALUES('integrity-check')"); // throws if the index disagrees
   const stored = new Set(db.prepare("SELECT n.number FROM notes n JOIN owners o ON o.id = n.owner_id WHERE o.subject = 'alice'").all().map((r) => r.number));
   db.close();
   t.diagnostic(`killed after ${acknowledged.length} of 3000 answers; ${stored.size} notes on disk`);

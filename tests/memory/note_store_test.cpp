@@ -5,6 +5,7 @@
 
 #include "card_number_guard.hpp"
 #include "note_store.hpp"
+#include "recall_ranking.hpp"
 #include "schema_migrations.hpp"
 
 #include <sqlite3.h>
@@ -191,9 +192,11 @@ TEST_CASE("ranking uses only the owner's own statistics") {
     CHECK(ids(find(store, alice, "banana cherry")) == std::vector<int64_t>{banana, cherry});
 
     // ...although FTS5's own bm25() over the shared table would: this is the
-    // leak the store's ranking avoids.
+    // leak the store's ranking avoids. (A connection of its own needs the
+    // index's tokenizer registered first, like every connection the store opens.)
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(tmp.settings().database_path.c_str(), &db) == SQLITE_OK);
+    register_note_tokenizer(fts5_api_of(db));
     sqlite3_stmt* s = nullptr;
     REQUIRE(sqlite3_prepare_v2(db,
                                "SELECT n.number FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid "
@@ -495,4 +498,180 @@ TEST_CASE("many threads remember and recall at once") {
     }
     CHECK(find(store, alice, "", {"t1"}, 50).size() == 50);
     CHECK(find(store, bob, "", {"t1"}, 50).empty());
+}
+
+namespace {
+
+// Runs SQL on the store's file through a connection of its own (with the
+// index's tokenizer, as every connection to it needs); returns the first
+// column of the first row, if any.
+std::string query_file(const std::string& path, const char* sql) {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    register_note_tokenizer(fts5_api_of(db));
+    char* error = nullptr;
+    std::string first;
+    auto row = [](void* out, int, char** values, char**) {
+        auto& s = *static_cast<std::string*>(out);
+        if (s.empty() && values[0]) s = values[0];
+        return 0;
+    };
+    const int rc = sqlite3_exec(db, sql, row, &first, &error);
+    const std::string why = error ? error : "";
+    sqlite3_free(error);
+    sqlite3_close(db);
+    INFO(sql << ": " << why);
+    REQUIRE(rc == SQLITE_OK);
+    return first;
+}
+
+} // namespace
+
+TEST_CASE("words match by stem in Russian and English, an exact form ranking first") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    const auto contract = keep(store, alice, "Договор с ООО Ромашка до 31.12");
+    const auto invoices = keep(store, alice, "Sent the invoices for both contracts");
+    const auto other = keep(store, alice, "Позвонить маме в субботу");
+
+    // The seed's own words still find it, and every form of a word does too.
+    CHECK(ids(find(store, alice, "договор")) == std::vector<int64_t>{contract});
+    CHECK(ids(find(store, alice, "договора")) == std::vector<int64_t>{contract});
+    CHECK(ids(find(store, alice, "ДОГОВОРОВ")) == std::vector<int64_t>{contract});
+    CHECK(ids(find(store, alice, "ромашки")) == std::vector<int64_t>{contract});
+    CHECK(ids(find(store, alice, "contract")) == std::vector<int64_t>{invoices});
+    CHECK(ids(find(store, alice, "invoice")) == std::vector<int64_t>{invoices});
+    CHECK(ids(find(store, alice, "sending")).empty()); // "send" is not "sent": Snowball stems, it does not lemmatise
+    CHECK(ids(find(store, alice, "субботы")) == std::vector<int64_t>{other});
+    // Numbers and mixed words are kept whole.
+    CHECK(ids(find(store, alice, "31")) == std::vector<int64_t>{contract});
+    CHECK(ids(find(store, alice, "3")).empty());
+
+    // A note with the asked form itself ranks above one with another form,
+    // although the other is newer.
+    const auto exact = keep(store, bob, "договора подписаны");
+    const auto stem_only = keep(store, bob, "договоры подписаны");
+    CHECK(ids(find(store, bob, "договора")) == std::vector<int64_t>{exact, stem_only});
+    CHECK(ids(find(store, bob, "договоры")) == std::vector<int64_t>{stem_only, exact});
+    // Tags are matched by stem as well.
+    const auto tagged = keep(store, bob, "встреча во вторник", {"Контракты"});
+    CHECK(ids(find(store, bob, "контракт")) == std::vector<int64_t>{tagged});
+}
+
+TEST_CASE("stemming follows the settings, and a changed setting rebuilds the index") {
+    TempDatabase tmp;
+    auto plain = tmp.settings();
+    plain.stemming = {"", ""};
+    {
+        NoteStore store(plain);
+        keep(store, alice, "Договор с ООО Ромашка до 31.12");
+        keep(store, alice, "two contracts signed");
+        CHECK(find(store, alice, "договора").empty());
+        CHECK(find(store, alice, "contract").empty());
+        CHECK(ids(find(store, alice, "contracts")) == std::vector<int64_t>{2});
+    }
+    {
+        auto russian_only = tmp.settings();
+        russian_only.stemming.latin = "";
+        NoteStore store(russian_only);
+        CHECK(ids(find(store, alice, "договора")) == std::vector<int64_t>{1});
+        CHECK(find(store, alice, "contract").empty());
+    }
+    {
+        NoteStore store(tmp.settings());
+        CHECK(ids(find(store, alice, "договора")) == std::vector<int64_t>{1});
+        CHECK(ids(find(store, alice, "contract")) == std::vector<int64_t>{2});
+        keep(store, alice, "a third contract");
+        CHECK(ids(find(store, alice, "contracts")) == std::vector<int64_t>{2, 3});
+    }
+    CHECK_THROWS_WITH(WordStemmer(Stemming{"klingon", ""}), Catch::Contains("klingon"));
+    CHECK_THROWS_WITH(WordStemmer(Stemming{"russian", ""}), Catch::Contains("latin"));
+}
+
+TEST_CASE("a version 1 file is migrated: its notes are found by stem and counted per owner") {
+    TempDatabase tmp;
+    const auto path = tmp.settings().database_path;
+    {
+        NoteStore store(tmp.settings());
+        keep(store, alice, "Договор с ООО Ромашка до 31.12");
+        keep(store, bob, "договор аренды");
+    }
+    // Back to what version 1 wrote: a unicode61 index, no term counts.
+    query_file(path, R"(
+        DROP TABLE owner_terms; DROP TRIGGER notes_fts_insert; DROP TRIGGER notes_fts_delete; DROP TABLE notes_fts;
+        CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id',
+            tokenize = 'unicode61 remove_diacritics 2');
+        CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+            INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
+        CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+            INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags); END;
+        INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+        PRAGMA user_version = 1;)");
+    NoteStore store(tmp.settings());
+    CHECK(store.schema_version() == 2);
+    CHECK(ids(find(store, alice, "договоров")) == std::vector<int64_t>{1});
+    CHECK(ids(find(store, bob, "договоров")) == std::vector<int64_t>{1});
+    CHECK(query_file(path, "SELECT notes FROM owner_terms t JOIN owners o ON o.id = t.owner_id "
+                           "WHERE o.subject = 'alice' AND t.term = 'договор'") == "1");
+}
+
+TEST_CASE("the owners' term counts follow every write") {
+    TempDatabase tmp;
+    const auto path = tmp.settings().database_path;
+    NoteStore store(tmp.settings());
+    const char* count_contract = "SELECT coalesce((SELECT notes FROM owner_terms t JOIN owners o ON o.id = t.owner_id "
+                                 "WHERE o.subject = 'alice' AND t.term = char(1) || 'contract'), 0)";
+    const auto one = keep(store, alice, "contract one, contracts two");
+    keep(store, alice, "another contract");
+    keep(store, bob, "bob's contract");
+    CHECK(query_file(path, count_contract) == "2"); // notes, not hits; Bob's not among them
+    CHECK(store.forget(alice, one));
+    CHECK(query_file(path, count_contract) == "1");
+    CHECK(store.forget_all(alice) == 1);
+    CHECK(query_file(path, "SELECT count(*) FROM owner_terms t JOIN owners o ON o.id = t.owner_id "
+                           "WHERE o.subject = 'alice'") == "0");
+    CHECK(query_file(path, "SELECT count(*) FROM owner_terms t JOIN owners o ON o.id = t.owner_id "
+                           "WHERE o.subject = 'bob'") != "0");
+}
+
+TEST_CASE("a word in most of the owner's notes is looked for in its newest ones only, a rare one everywhere") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    // The oldest note says "lamp" five times: over all notes it would rank first.
+    const auto oldest = keep(store, alice, "lamp lamp lamp lamp lamp, and a zeppelin");
+    for (std::size_t i = 0; i < kCandidatesPerWord + 200; ++i)
+        keep(store, alice, "lamp note number " + std::to_string(i));
+    const auto newest = keep(store, alice, "the last lamp");
+
+    const auto found = ids(find(store, alice, "lamp", {}, 50));
+    REQUIRE(found.size() == 50);
+    CHECK(std::find(found.begin(), found.end(), oldest) == found.end());
+    CHECK(std::find(found.begin(), found.end(), newest) != found.end());
+    // A rare word is looked for in every note, old ones too, and the common
+    // word beside it does not push that note out.
+    CHECK(ids(find(store, alice, "zeppelin")) == std::vector<int64_t>{oldest});
+    CHECK(ids(find(store, alice, "lamp zeppelin", {}, 1)) == std::vector<int64_t>{oldest});
+    // An owner with few such notes is searched whole.
+    for (int i = 0; i < 20; ++i)
+        keep(store, bob, "lamp " + std::to_string(i));
+    const auto bob_oldest = keep(store, bob, "lamp lamp lamp lamp lamp");
+    CHECK(ids(find(store, bob, "lamp", {}, 1)) == std::vector<int64_t>{bob_oldest});
+}
+
+TEST_CASE("the check reads the whole file and names what disagrees") {
+    TempDatabase tmp;
+    const auto path = tmp.settings().database_path;
+    NoteStore store(tmp.settings());
+    keep(store, alice, "договор с ООО Ромашка");
+    keep(store, bob, "two contracts");
+    auto report = store.check();
+    CHECK(report.problems.empty());
+    CHECK(report.notes == 2);
+    CHECK(report.owners == 2);
+    query_file(path, "UPDATE owner_terms SET notes = 7 WHERE term = 'two'");
+    query_file(path, "UPDATE owners SET note_count = 5 WHERE subject = 'alice'");
+    report = store.check();
+    REQUIRE(report.problems.size() == 2);
+    CHECK_THAT(report.problems[0], Catch::Contains("counts 5 notes but has 1"));
+    CHECK_THAT(report.problems[1], Catch::Contains("1 of the owners' term counts"));
 }
