@@ -13,12 +13,13 @@
 // For the gate, the family lists the owner's critical notes at
 // session_connect (id = the note number in decimal, title = the start of the
 // text), and recall reports every critical note it shows back to the host.
-// Settings (domains.memory.settings): database (file path; relative to the
-// family's data_dir; default <data_dir>/memory.db), max_text_bytes (default
+// Settings (domains.memory.settings): database (file path, relative to the
+// family's data_dir, default <data_dir>/memory.db; or a postgresql:// URL), max_text_bytes (default
 // 65536), synchronous (normal | full; default normal), stemming (none, or a
 // mapping {latin: <Snowball language|none>, cyrillic: <...|none>}; default
 // {latin: english, cyrillic: russian}).
 #include "note_store.hpp"
+#include "postgres_connection.hpp"
 
 #include <gatehouse/plugin.hpp>
 
@@ -88,6 +89,13 @@ template <class F> auto guarded(F&& body) {
         throw gh::Refusal("CARD_NUMBER_IN_NOTE", e.what(), {{"argument", "text"}, {"last4", e.last4()}});
     } catch (const memory::NoteRejected& e) {
         throw gh::InvalidArguments(e.what());
+    } catch (const memory::NotesUnavailable& e) {
+        // What went wrong is the operator's to read; the agent is told to wait.
+        plugin.log(gh::LogLevel::warning, std::string("memory: ") + e.what());
+        throw gh::Refusal("NOTES_UNAVAILABLE",
+                          "The notes database cannot be reached just now; nothing was changed. Try again in a few "
+                          "seconds.",
+                          {{"action", "retry"}, {"retryAfterSeconds", 2}});
     }
 }
 
@@ -200,7 +208,7 @@ const auto& forget = plugin.tool({
     .handler =
         [](NoteStore& store, gh::Call& call) {
             const auto id = call.arg<int64_t>("note_id");
-            if (!store.forget(owner_of(call), id))
+            if (!guarded([&] { return store.forget(owner_of(call), id); }))
                 throw gh::Refusal("NOTE_NOT_FOUND",
                                   "No note " + std::to_string(id) +
                                       ": nothing was deleted. recall lists the notes and their ids.",
@@ -222,7 +230,7 @@ const auto& forget_all = plugin.tool({
     .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](NoteStore& store, gh::Call& call) {
-            const int64_t deleted = store.forget_all(owner_of(call));
+            const int64_t deleted = guarded([&] { return store.forget_all(owner_of(call)); });
             return gh::Result::structured({{"deleted", deleted}},
                                           "Forgot all notes (" + std::to_string(deleted) + ").");
         },
@@ -272,6 +280,14 @@ static auto& notes_command = plugin.command({
         },
 });
 
+void read_limits(const gh::Json& settings, memory::StoreSettings& out) {
+    if (auto it = settings.find("max_text_bytes"); it != settings.end()) {
+        if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 16 * 1024 * 1024)
+            throw std::runtime_error("domains.memory.settings.max_text_bytes must be an integer from 1 to 16777216");
+        out.limits.max_text_bytes = it->get<std::size_t>();
+    }
+}
+
 memory::StoreSettings read_settings(const gh::Json& config) {
     const std::filesystem::path data_dir = config.value("data_dir", std::string());
     const gh::Json settings = config.value("settings", gh::Json::object());
@@ -284,15 +300,20 @@ memory::StoreSettings read_settings(const gh::Json& config) {
     std::filesystem::path database = data_dir / "memory.db";
     if (auto it = settings.find("database"); it != settings.end()) {
         if (!it->is_string() || it->get<std::string>().empty())
-            throw std::runtime_error("domains.memory.settings.database must be a file path");
+            throw std::runtime_error("domains.memory.settings.database must be a file path or a postgresql:// URL");
+        if (memory::is_postgres_url(it->get<std::string>())) {
+            out.database_path = it->get<std::string>();
+            if (settings.contains("synchronous"))
+                throw std::runtime_error("domains.memory.settings.synchronous is for a SQLite file; PostgreSQL "
+                                         "always commits synchronously");
+            if (auto s = settings.find("stemming"); s != settings.end()) out.stemming = read_stemming(*s);
+            read_limits(settings, out);
+            return out;
+        }
         database = it->get<std::string>();
         if (database.is_relative()) database = data_dir / database;
     }
-    if (auto it = settings.find("max_text_bytes"); it != settings.end()) {
-        if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 16 * 1024 * 1024)
-            throw std::runtime_error("domains.memory.settings.max_text_bytes must be an integer from 1 to 16777216");
-        out.limits.max_text_bytes = it->get<std::size_t>();
-    }
+    read_limits(settings, out);
     if (auto it = settings.find("synchronous"); it != settings.end()) {
         const std::string mode = it->is_string() ? it->get<std::string>() : "";
         if (mode == "full")
@@ -311,9 +332,11 @@ memory::StoreSettings read_settings(const gh::Json& config) {
 static const bool initialised = [] {
     plugin.on_init([](const gh::Json& config) {
         auto settings = read_settings(config);
-        const std::string where = settings.database_path;
+        const std::string where = memory::is_postgres_url(settings.database_path)
+                                      ? memory::redacted_postgres_url(settings.database_path)
+                                      : settings.database_path;
         auto store = std::make_unique<NoteStore>(std::move(settings));
-        plugin.log(gh::LogLevel::info, "memory: notes in " + where);
+        plugin.log(gh::LogLevel::info, std::string("memory: notes in ") + store->backend_name() + " " + where);
         return store;
     });
     // The gate asks at session_connect: {"store", "user", "principal"}. The

@@ -1,34 +1,29 @@
-// The notes of every owner in one SQLite file: the logic behind remember,
-// recall, forget and forget_all, free of any MCP type so it can be tested alone.
+// The notes of every owner: the logic behind remember, recall, forget and
+// forget_all, free of any MCP type so it can be tested alone. Every argument
+// is checked here and every text cut into terms here (TermAnalyzer), then
+// kept by a backend: one SQLite file (the default) or a PostgreSQL database
+// several hosts share (`postgresql://` URL), see note_backend.hpp.
 //
-// Isolation: every statement is scoped to one owner row. Note numbers are per
-// owner (an id says nothing about anybody else's notes), and recall ranks with
-// the owner's own statistics (see recall()). What remains shared is time: a
-// query for a word many other owners use takes longer, because FTS5 walks the
-// whole posting list before the owner filter.
+// Isolation: every statement of either backend is scoped to one owner. Note
+// numbers are per owner (an id says nothing about anybody else's notes), and
+// recall ranks with the owner's own statistics (recall_ranking.hpp).
 //
-// Thread-safe: calls may come from many threads. Each takes a connection from
-// a pool; writers queue on one mutex (SQLite has one writer at a time) while
-// readers, in WAL mode, read their snapshot without waiting.
+// Thread-safe: calls may come from many threads; each takes an analyzer and
+// a connection from pools.
 #pragma once
 
+#include "note_backend.hpp"
+#include "object_pool.hpp"
 #include "sqlite_database.hpp"
+#include "term_analyzer.hpp"
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace memory {
-
-// Whose notes: the principal's owner key (opaque, from the host) and, inside
-// a session, the store.
-struct Owner {
-    std::string principal;
-    std::string store; // "" outside a session
-};
 
 struct NoteLimits {
     std::size_t max_text_bytes = 64 * 1024;
@@ -40,24 +35,20 @@ struct NoteLimits {
 };
 
 struct StoreSettings {
+    // A file path (SQLite) or a postgresql:// / postgres:// connection URL.
     std::string database_path;
-    Synchronous synchronous = Synchronous::normal;
-    Stemming stemming; // English for Latin words, Russian for Cyrillic ones
+    Synchronous synchronous = Synchronous::normal; // SQLite only; PostgreSQL always commits synchronously
+    Stemming stemming;                             // English for Latin words, Russian for Cyrillic ones
     NoteLimits limits;
 };
+
+// True for a PostgreSQL connection URL.
+bool is_postgres_url(const std::string& database);
 
 struct NewNote {
     std::string text;
     std::vector<std::string> tags;
     bool critical = false;
-};
-
-struct Note {
-    int64_t id = 0; // the owner's note number
-    std::string text;
-    std::vector<std::string> tags;
-    bool critical = false;
-    int64_t created_ms = 0; // Unix time, milliseconds
 };
 
 struct RecallQuery {
@@ -92,13 +83,15 @@ public:
     NoteStore& operator=(const NoteStore&) = delete;
 
     // Returns the new note's number. Throws NoteRejected for empty or oversized
-    // text, a card number, or bad tags.
+    // text, a card number, or bad tags; NotesUnavailable when the database
+    // cannot be reached.
     int64_t remember(const Owner& owner, const NewNote& note);
 
     // Words match the text or a tag, by their exact folded form or by their
     // stem (any word; more matching words rank higher, an exact form above a
     // stem). Ranked by BM25 computed over this owner's notes only, then by
-    // recency (recall_ranking.hpp). Critical notes returned are marked read for this owner.
+    // recency (recall_ranking.hpp). Critical notes returned are marked read
+    // for this owner.
     std::vector<Note> recall(const Owner& owner, const RecallQuery& query);
 
     // False when this owner has no note with that number.
@@ -113,32 +106,22 @@ public:
     // All of the owner's critical notes, read or not, oldest first.
     std::vector<Note> critical_notes(const Owner& owner);
 
-    // Reads the whole database and reports what disagrees: SQLite's own
-    // integrity check, the index against the notes, each owner's note and
-    // term counts against the notes. Empty when all is well. For operators
-    // (`gatehouse notes check`): the index needs this plugin's tokenizer, so
-    // the sqlite3 shell cannot check it.
-    struct CheckReport {
-        int64_t owners = 0;
-        int64_t notes = 0;
-        std::vector<std::string> problems;
-    };
-    CheckReport check();
+    // Reads the whole database and reports what disagrees: the database's
+    // own checks, the index against the notes, each owner's note and term
+    // counts against the notes. No problems when all is well. For operators
+    // (`gatehouse notes check`): the SQLite index needs this plugin's
+    // tokenizer, so the sqlite3 shell cannot check it.
+    CheckReport check() { return backend_->check(); }
 
     const NoteLimits& limits() const { return settings_.limits; }
-    int schema_version();
+    int schema_version() { return backend_->schema_version(); }
+    // "sqlite" or "postgresql", for the log.
+    const char* backend_name() const;
 
 private:
-    class ConnectionPool;
-    std::vector<Note> latest(SqliteDatabase& db, int64_t owner_id, const std::vector<std::string>& tag_keys,
-                             bool critical_only, int limit);
-    std::vector<Note> search(SqliteDatabase& db, int64_t owner_id, const std::vector<std::string>& words,
-                             const std::vector<std::string>& tag_keys, bool critical_only, int limit);
-    void mark_critical_read(SqliteDatabase& db, int64_t owner_id, const std::vector<Note>& notes);
-
     StoreSettings settings_;
-    std::unique_ptr<ConnectionPool> pool_;
-    std::mutex write_mutex_;
+    ObjectPool<StandaloneAnalyzer> analyzers_;
+    std::unique_ptr<NoteBackend> backend_;
 };
 
 } // namespace memory

@@ -1,5 +1,6 @@
 #include "recall_ranking.hpp"
 
+#include "note_backend.hpp"
 #include "term_analyzer.hpp"
 
 #include <algorithm>
@@ -54,6 +55,32 @@ std::size_t rank_candidates(std::vector<Candidate>& candidates, const std::vecto
                           return a.number > b.number;
                       });
     return top;
+}
+
+std::vector<PlannedSearch> plan_searches(const std::vector<QueryPhrase>& phrases, std::size_t words) {
+    std::vector<PlannedSearch> searches;
+    PlannedSearch together;
+    for (std::size_t w = 0; w < words; ++w) {
+        PlannedSearch mine;
+        int64_t most = 0;
+        for (std::size_t p = 0; p < phrases.size(); ++p) {
+            if (phrases[p].word != w) continue;
+            mine.phrases.push_back(p);
+            if (phrases[p].notes > most) {
+                most = phrases[p].notes;
+                mine.broadest = p;
+            }
+        }
+        if (most == 0) continue;
+        if (static_cast<std::size_t>(most) > kCandidatesPerWord) {
+            mine.capped = true;
+            searches.push_back(std::move(mine));
+        } else {
+            together.phrases.insert(together.phrases.end(), mine.phrases.begin(), mine.phrases.end());
+        }
+    }
+    if (!together.phrases.empty()) searches.push_back(std::move(together));
+    return searches;
 }
 
 } // namespace memory

@@ -12,14 +12,46 @@ TermAnalyzer::TermAnalyzer(fts5_api* api, const Stemming& stemming)
 
 std::vector<std::string> TermAnalyzer::distinct_terms(std::initializer_list<std::string_view> texts) const {
     std::vector<std::string> terms;
+    for (auto& [term, hits] : term_hits(texts))
+        terms.push_back(std::move(term));
+    return terms;
+}
+
+std::vector<std::pair<std::string, uint32_t>>
+TermAnalyzer::term_hits(std::initializer_list<std::string_view> texts) const {
+    std::vector<std::string> all;
     for (auto text : texts)
         for (auto& word : folding_.tokens(text)) {
-            if (auto stem = stemmer_.stem_term(word)) terms.push_back(std::move(*stem));
-            terms.push_back(std::move(word));
+            if (auto stem = stemmer_.stem_term(word)) all.push_back(std::move(*stem));
+            all.push_back(std::move(word));
         }
-    std::sort(terms.begin(), terms.end());
-    terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
-    return terms;
+    std::sort(all.begin(), all.end());
+    std::vector<std::pair<std::string, uint32_t>> hits;
+    for (auto& term : all) {
+        if (!hits.empty() && hits.back().first == term)
+            ++hits.back().second;
+        else
+            hits.emplace_back(std::move(term), 1);
+    }
+    return hits;
+}
+
+StandaloneAnalyzer::StandaloneAnalyzer(const Stemming& stemming) {
+    if (sqlite3_open_v2(":memory:", &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+        sqlite3_close(db_);
+        throw std::runtime_error("cannot open an in-memory SQLite connection for the analyzer");
+    }
+    try {
+        analyzer_ = std::make_unique<TermAnalyzer>(fts5_api_of(db_), stemming);
+    } catch (...) {
+        sqlite3_close(db_);
+        throw;
+    }
+}
+
+StandaloneAnalyzer::~StandaloneAnalyzer() {
+    analyzer_.reset();
+    sqlite3_close(db_);
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include "folding_tokenizer.hpp"
 #include "word_stemmer.hpp"
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +31,8 @@ public:
     // Every distinct term (exact and stem) of the texts, sorted: what a note
     // adds to its owner's document frequencies.
     std::vector<std::string> distinct_terms(std::initializer_list<std::string_view> texts) const;
+    // The same terms, each with how many times the texts hold it.
+    std::vector<std::pair<std::string, uint32_t>> term_hits(std::initializer_list<std::string_view> texts) const;
 
     const Stemming& stemming() const { return stemming_; }
 
@@ -36,6 +40,23 @@ private:
     Stemming stemming_;
     FoldingTokenizer folding_;
     WordStemmer stemmer_;
+};
+
+// A TermAnalyzer with a private in-memory SQLite connection of its own (for
+// unicode61), for callers without a notes connection: NoteStore, which checks
+// and cuts texts before any backend sees them.
+class StandaloneAnalyzer {
+public:
+    explicit StandaloneAnalyzer(const Stemming& stemming);
+    ~StandaloneAnalyzer();
+    StandaloneAnalyzer(const StandaloneAnalyzer&) = delete;
+    StandaloneAnalyzer& operator=(const StandaloneAnalyzer&) = delete;
+    const TermAnalyzer& operator*() const { return *analyzer_; }
+    const TermAnalyzer* operator->() const { return analyzer_.get(); }
+
+private:
+    sqlite3* db_ = nullptr;
+    std::unique_ptr<TermAnalyzer> analyzer_;
 };
 
 // Registers the FTS5 tokenizer "gatehouse" on a connection: unicode61

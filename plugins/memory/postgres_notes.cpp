@@ -1,0 +1,504 @@
+#include "postgres_notes.hpp"
+
+#include "object_pool.hpp"
+#include "postgres_connection.hpp"
+#include "term_analyzer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <chrono>
+#include <map>
+#include <unordered_map>
+
+namespace memory {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr int kPostgresSchemaVersion = 1;
+// Taken by the migration, so hosts starting together migrate once.
+constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7245130021)";
+
+// Version 1. The same tables as the SQLite file, with the index as tables of
+// its own (see postgres_notes.hpp). Terms compare byte for byte (COLLATE
+// "C"): they are folded already, and a stem term starts with kStemMarker.
+constexpr const char* kVersion1 = R"(
+CREATE TABLE owners (
+    id          bigserial PRIMARY KEY,
+    subject     text NOT NULL,
+    store       text NOT NULL,
+    next_number bigint NOT NULL DEFAULT 1,
+    note_count  bigint NOT NULL DEFAULT 0,
+    token_count bigint NOT NULL DEFAULT 0,
+    UNIQUE (subject, store)
+);
+CREATE TABLE notes (
+    id          bigserial PRIMARY KEY,
+    owner_id    bigint NOT NULL REFERENCES owners(id),
+    number      bigint NOT NULL,
+    text        text NOT NULL,
+    tags        text NOT NULL,
+    critical    boolean NOT NULL DEFAULT false,
+    created_ms  bigint NOT NULL,
+    token_count integer NOT NULL,
+    UNIQUE (owner_id, number)
+);
+CREATE INDEX notes_critical ON notes (owner_id, number) WHERE critical;
+CREATE TABLE note_tags (
+    owner_id bigint NOT NULL,
+    tag_key  text COLLATE "C" NOT NULL,
+    note_id  bigint NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+    PRIMARY KEY (owner_id, tag_key, note_id)
+);
+CREATE INDEX note_tags_by_note ON note_tags (note_id);
+CREATE TABLE critical_reads (
+    owner_id      bigint NOT NULL,
+    note_id       bigint NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+    first_read_ms bigint NOT NULL,
+    PRIMARY KEY (owner_id, note_id)
+);
+CREATE INDEX critical_reads_by_note ON critical_reads (note_id);
+CREATE TABLE note_terms (
+    owner_id bigint NOT NULL,
+    term     text COLLATE "C" NOT NULL,
+    note_id  bigint NOT NULL,
+    hits     integer NOT NULL,
+    PRIMARY KEY (owner_id, term, note_id)
+);
+CREATE TABLE owner_terms (
+    owner_id bigint NOT NULL,
+    term     text COLLATE "C" NOT NULL,
+    notes    bigint NOT NULL,
+    PRIMARY KEY (owner_id, term)
+);
+)";
+
+constexpr const char* kNoteColumns = "n.id, n.number, n.text, n.tags, n.critical, n.created_ms";
+
+Note read_note(const PgResult& r, int row) {
+    // Columns: id, number, text, tags, critical, created_ms.
+    Note n;
+    n.id = r.integer(row, 1);
+    n.text = r.text(row, 2);
+    n.tags = Json::parse(r.text(row, 3)).get<std::vector<std::string>>();
+    n.critical = r.boolean(row, 4);
+    n.created_ms = r.integer(row, 5);
+    return n;
+}
+
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::vector<std::string> terms_only(const std::vector<std::pair<std::string, uint32_t>>& hits) {
+    std::vector<std::string> out;
+    for (const auto& [term, n] : hits)
+        out.push_back(term);
+    return out;
+}
+
+class PostgresNotes final : public NoteBackend {
+public:
+    PostgresNotes(const std::string& url, const Stemming& stemming)
+        : stemming_(stemming), signature_(note_tokenize_clause(stemming)),
+          pool_([url] { return std::make_unique<PgConnection>(url); }),
+          analyzers_([stemming] { return std::make_unique<StandaloneAnalyzer>(stemming); }) {
+        // A server that is down at start is not the end of the family: its
+        // calls answer NotesUnavailable, and the first one that reaches the
+        // server migrates.
+        try {
+            connection();
+        } catch (const NotesUnavailable&) {
+        }
+    }
+
+    int64_t remember(const Owner& owner, const CheckedNote& note) override;
+    std::vector<Note> recall(const Owner& owner, const CheckedQuery& query) override;
+    bool forget(const Owner& owner, int64_t number) override;
+    int64_t forget_all(const Owner& owner) override;
+    std::vector<int64_t> unread_critical(const Owner& owner) override;
+    std::vector<Note> critical_notes(const Owner& owner) override;
+    CheckReport check() override;
+    int schema_version() override {
+        auto conn = connection();
+        const auto r = conn->run("SELECT version FROM memory_schema");
+        return r.rows() ? static_cast<int>(r.integer(0, 0)) : 0;
+    }
+
+private:
+    // A connection from the pool, the schema brought up to date first if no
+    // call has reached the server yet.
+    ObjectPool<PgConnection>::Lease connection() {
+        auto conn = pool_.acquire();
+        if (!migrated_.load(std::memory_order_acquire)) {
+            std::lock_guard lock(migrate_mutex_);
+            if (!migrated_.load(std::memory_order_relaxed)) {
+                migrate(*conn);
+                migrated_.store(true, std::memory_order_release);
+            }
+        }
+        return conn;
+    }
+    void migrate(PgConnection& conn);
+    void rebuild_terms(PgConnection& conn);
+    std::vector<Note> search(PgConnection& conn, int64_t owner_id, const OwnerStatistics& owner,
+                             const CheckedQuery& query);
+
+    Stemming stemming_;
+    std::string signature_; // which analyzer settings made note_terms
+    ObjectPool<PgConnection> pool_;
+    ObjectPool<StandaloneAnalyzer> analyzers_;
+    std::atomic<bool> migrated_{false};
+    std::mutex migrate_mutex_;
+};
+
+void PostgresNotes::migrate(PgConnection& conn) {
+    PgTransaction tx(conn);
+    conn.exec(kMigrationLock);
+    conn.exec("CREATE TABLE IF NOT EXISTS memory_schema (version integer NOT NULL, terms_made_by text NOT NULL)");
+    const auto r = conn.run("SELECT version, terms_made_by FROM memory_schema");
+    int version = r.rows() ? static_cast<int>(r.integer(0, 0)) : 0;
+    const std::string made_by = r.rows() ? r.text(0, 1) : signature_;
+    if (version > kPostgresSchemaVersion)
+        throw std::runtime_error("the notes database has schema version " + std::to_string(version) +
+                                 ", newer than this plugin's " + std::to_string(kPostgresSchemaVersion) +
+                                 "; use the newer plugin or another database");
+    if (version == 0) {
+        conn.exec(kVersion1);
+        conn.run("INSERT INTO memory_schema (version, terms_made_by) VALUES ($1::integer, $2)",
+                 PgParams().add(int64_t{1}).add(signature_));
+        version = 1;
+    }
+    static_assert(kPostgresSchemaVersion == 1, "add the new version's step above");
+    if (made_by != signature_) {
+        rebuild_terms(conn);
+        conn.run("UPDATE memory_schema SET terms_made_by = $1", PgParams().add(signature_));
+    }
+    tx.commit();
+}
+
+// The stemming settings changed: every note's terms again, with this host's
+// analyzer, in batches; then the owners' frequencies from them.
+void PostgresNotes::rebuild_terms(PgConnection& conn) {
+    conn.exec("DELETE FROM note_terms; DELETE FROM owner_terms");
+    auto analyzer = analyzers_.acquire();
+    int64_t after = 0;
+    for (;;) {
+        const auto batch = conn.run("SELECT id, owner_id, text, tags FROM notes WHERE id > $1::bigint ORDER BY id "
+                                    "LIMIT 1000",
+                                    PgParams().add(after));
+        if (batch.rows() == 0) break;
+        std::vector<int64_t> owners, notes, hits;
+        std::vector<std::string> terms;
+        for (int i = 0; i < batch.rows(); ++i) {
+            after = batch.integer(i, 0);
+            for (const auto& [term, n] : (*analyzer)->term_hits({batch.text(i, 2), batch.text(i, 3)})) {
+                owners.push_back(batch.integer(i, 1));
+                notes.push_back(after);
+                terms.push_back(term);
+                hits.push_back(n);
+            }
+        }
+        conn.run("INSERT INTO note_terms (owner_id, term, note_id, hits) SELECT * FROM unnest($1::bigint[], "
+                 "$2::text[], $3::bigint[], $4::integer[])",
+                 PgParams().add_array(owners).add_array(terms).add_array(notes).add_array(hits));
+    }
+    conn.exec("INSERT INTO owner_terms (owner_id, term, notes) SELECT owner_id, term, count(*) FROM note_terms "
+              "GROUP BY owner_id, term");
+}
+
+int64_t PostgresNotes::remember(const Owner& owner, const CheckedNote& note) {
+    std::vector<std::string> terms;
+    std::vector<int64_t> hits;
+    for (const auto& [term, n] : note.terms) {
+        terms.push_back(term);
+        hits.push_back(n);
+    }
+    // One statement, so one transaction and one round trip. The owners row
+    // is taken first: writes of one owner queue there, on every host.
+    auto conn = connection();
+    const auto r = conn->run(
+        "WITH o AS (INSERT INTO owners (subject, store, next_number, note_count, token_count) "
+        "VALUES ($1, $2, 2, 1, $3::bigint) ON CONFLICT (subject, store) DO UPDATE SET "
+        "next_number = owners.next_number + 1, note_count = owners.note_count + 1, "
+        "token_count = owners.token_count + EXCLUDED.token_count RETURNING id, next_number - 1 AS number), "
+        "n AS (INSERT INTO notes (owner_id, number, text, tags, critical, created_ms, token_count) "
+        "SELECT o.id, o.number, $4, $5, $6::boolean, $7::bigint, $3::integer FROM o RETURNING id, owner_id, number), "
+        "t AS (INSERT INTO note_tags (owner_id, tag_key, note_id) SELECT n.owner_id, k, n.id FROM n, "
+        "unnest($8::text[]) AS k), "
+        "nt AS (INSERT INTO note_terms (owner_id, term, note_id, hits) SELECT n.owner_id, u.term, n.id, u.hits "
+        "FROM n, unnest($9::text[], $10::integer[]) AS u(term, hits)), "
+        "ot AS (INSERT INTO owner_terms (owner_id, term, notes) SELECT n.owner_id, u.term, 1 FROM n, "
+        "unnest($9::text[]) AS u(term) ON CONFLICT (owner_id, term) DO UPDATE SET notes = owner_terms.notes + 1) "
+        "SELECT number FROM n",
+        PgParams()
+            .add(owner.principal)
+            .add(owner.store)
+            .add(note.tokens)
+            .add(note.text)
+            .add(note.tags_json)
+            .add(note.critical)
+            .add(note.created_ms)
+            .add_array(note.tag_keys)
+            .add_array(terms)
+            .add_array(hits));
+    return r.integer(0, 0);
+}
+
+std::vector<Note> PostgresNotes::recall(const Owner& owner, const CheckedQuery& query) {
+    auto conn = connection();
+    const auto found = conn->run("SELECT id, note_count, token_count FROM owners WHERE subject = $1 AND store = $2",
+                                 PgParams().add(owner.principal).add(owner.store));
+    if (found.rows() == 0) return {};
+    const int64_t owner_id = found.integer(0, 0);
+    const OwnerStatistics statistics{found.integer(0, 1), found.integer(0, 2)};
+
+    std::vector<Note> notes;
+    if (!query.phrases.empty()) {
+        notes = search(*conn, owner_id, statistics, query);
+    } else {
+        std::string sql;
+        PgParams params;
+        params.add(owner_id).add(int64_t{query.limit});
+        const std::string critical = query.critical_only ? " AND n.critical" : "";
+        if (query.tag_keys.empty()) {
+            sql = std::string("SELECT ") + kNoteColumns + " FROM notes n WHERE n.owner_id = $1::bigint" + critical +
+                  " ORDER BY n.number DESC LIMIT $2::bigint";
+        } else {
+            // Walk the first tag's notes newest first; the others must be there too.
+            sql = std::string("SELECT ") + kNoteColumns +
+                  " FROM note_tags t JOIN notes n ON n.id = t.note_id WHERE t.owner_id = $1::bigint AND "
+                  "t.tag_key = $3" +
+                  critical +
+                  " AND (SELECT count(*) FROM note_tags o WHERE o.owner_id = $1::bigint AND o.note_id = n.id AND "
+                  "o.tag_key = ANY($4::text[])) = $5::bigint ORDER BY t.note_id DESC LIMIT $2::bigint";
+            params.add(query.tag_keys[0]).add_array(query.tag_keys).add(static_cast<int64_t>(query.tag_keys.size()));
+        }
+        const auto r = conn->run(sql, params);
+        for (int i = 0; i < r.rows(); ++i)
+            notes.push_back(read_note(r, i));
+    }
+    std::vector<int64_t> critical;
+    for (const auto& n : notes)
+        if (n.critical) critical.push_back(n.id);
+    if (!critical.empty())
+        // By number within the owner: the note may have been forgotten since.
+        conn->run("INSERT INTO critical_reads (owner_id, note_id, first_read_ms) SELECT owner_id, id, $3::bigint "
+                  "FROM notes WHERE owner_id = $1::bigint AND number = ANY($2::bigint[]) "
+                  "ON CONFLICT (owner_id, note_id) DO NOTHING",
+                  PgParams().add(owner_id).add_array(critical).add(now_ms()));
+    return notes;
+}
+
+std::vector<Note> PostgresNotes::search(PgConnection& conn, int64_t owner_id, const OwnerStatistics& statistics,
+                                        const CheckedQuery& query) {
+    auto phrases = query.phrases;
+    std::vector<std::string> all_terms;
+    for (const auto& p : phrases)
+        all_terms.push_back(p.term);
+    const auto frequencies =
+        conn.run("SELECT term, notes FROM owner_terms WHERE owner_id = $1::bigint AND term = ANY($2::text[])",
+                 PgParams().add(owner_id).add_array(all_terms));
+    for (int i = 0; i < frequencies.rows(); ++i) {
+        const auto term = frequencies.text(i, 0);
+        for (auto& p : phrases)
+            if (p.term == term) p.notes = frequencies.integer(i, 1);
+    }
+    const auto searches = plan_searches(phrases, query.words);
+    if (searches.empty()) return {};
+
+    // Parameters: $1 owner, $2 the search's terms, then the filters'.
+    std::string filter;
+    PgParams filter_params;
+    if (query.critical_only) filter += " AND n.critical";
+    if (!query.tag_keys.empty())
+        filter += " AND (SELECT count(*) FROM note_tags o WHERE o.owner_id = $1::bigint AND o.note_id = n.id AND "
+                  "o.tag_key = ANY($4::text[])) = $5::bigint";
+
+    std::vector<Candidate> candidates;
+    std::unordered_map<int64_t, std::size_t> by_id;
+    for (const auto& search : searches) {
+        std::vector<std::string> terms;
+        for (auto p : search.phrases)
+            terms.push_back(phrases[p].term);
+        PgParams params;
+        params.add(owner_id).add_array(terms);
+        std::string sql;
+        if (search.capped) {
+            // The newest notes holding the word's broadest phrase, read
+            // backwards along (owner, term, note) and stopped at the cap;
+            // then the hits of the word's phrases in them.
+            params.add(phrases[search.broadest].term);
+            sql = "WITH c AS (SELECT t.note_id FROM note_terms t JOIN notes n ON n.id = t.note_id WHERE t.owner_id = "
+                  "$1::bigint AND t.term = $3" +
+                  filter + " ORDER BY t.note_id DESC LIMIT " + std::to_string(kCandidatesPerWord) +
+                  ") SELECT t.note_id, n.number, n.token_count, t.term, t.hits FROM c JOIN note_terms t ON "
+                  "t.owner_id = $1::bigint AND t.term = ANY($2::text[]) AND t.note_id = c.note_id JOIN notes n ON "
+                  "n.id = c.note_id";
+        } else {
+            params.add(std::string_view("")); // $3 unused, kept so the filters' numbers stay fixed
+            sql = "SELECT t.note_id, n.number, n.token_count, t.term, t.hits FROM note_terms t JOIN notes n ON n.id = "
+                  "t.note_id WHERE t.owner_id = $1::bigint AND t.term = ANY($2::text[]) AND $3::text IS NOT NULL" +
+                  filter;
+        }
+        if (!query.tag_keys.empty()) params.add_array(query.tag_keys).add(static_cast<int64_t>(query.tag_keys.size()));
+        const auto r = conn.run(sql, params);
+        for (int i = 0; i < r.rows(); ++i) {
+            const int64_t id = r.integer(i, 0);
+            auto [it, added] = by_id.try_emplace(id, candidates.size());
+            if (added)
+                candidates.push_back({id, r.integer(i, 1), r.integer(i, 2), std::vector<uint32_t>(phrases.size())});
+            const auto term = r.text(i, 3);
+            for (auto p : search.phrases)
+                if (phrases[p].term == term) candidates[it->second].counts[p] = static_cast<uint32_t>(r.integer(i, 4));
+        }
+    }
+    if (candidates.empty()) return {};
+    const auto top = rank_candidates(candidates, phrases, statistics, static_cast<std::size_t>(query.limit));
+    std::vector<int64_t> ids;
+    for (std::size_t i = 0; i < top; ++i)
+        ids.push_back(candidates[i].id);
+    const auto r = conn.run(std::string("SELECT ") + kNoteColumns + " FROM notes n WHERE n.id = ANY($1::bigint[])",
+                            PgParams().add_array(ids));
+    std::unordered_map<int64_t, Note> by_row;
+    for (int i = 0; i < r.rows(); ++i)
+        by_row.emplace(r.integer(i, 0), read_note(r, i));
+    std::vector<Note> notes;
+    for (auto id : ids)
+        if (auto it = by_row.find(id); it != by_row.end()) notes.push_back(std::move(it->second));
+    return notes;
+}
+
+bool PostgresNotes::forget(const Owner& owner, int64_t number) {
+    auto conn = connection();
+    PgTransaction tx(*conn);
+    const auto locked = conn->run("SELECT id FROM owners WHERE subject = $1 AND store = $2 FOR UPDATE",
+                                  PgParams().add(owner.principal).add(owner.store));
+    if (locked.rows() == 0) return false;
+    const int64_t owner_id = locked.integer(0, 0);
+    const auto deleted =
+        conn->run("DELETE FROM notes WHERE owner_id = $1::bigint AND number = $2::bigint RETURNING id, token_count, "
+                  "text, tags",
+                  PgParams().add(owner_id).add(number));
+    if (deleted.rows() == 0) return false;
+    const int64_t note_id = deleted.integer(0, 0);
+    const auto terms = (*analyzers_.acquire())->distinct_terms({deleted.text(0, 2), deleted.text(0, 3)});
+    conn->run("DELETE FROM note_terms WHERE owner_id = $1::bigint AND term = ANY($2::text[]) AND note_id = $3::bigint",
+              PgParams().add(owner_id).add_array(terms).add(note_id));
+    conn->run("WITH d AS (UPDATE owner_terms SET notes = notes - 1 WHERE owner_id = $1::bigint AND "
+              "term = ANY($2::text[]) RETURNING term, notes) DELETE FROM owner_terms o USING d WHERE "
+              "o.owner_id = $1::bigint AND o.term = d.term AND d.notes <= 0",
+              PgParams().add(owner_id).add_array(terms));
+    conn->run("UPDATE owners SET note_count = note_count - 1, token_count = token_count - $2::bigint WHERE id = "
+              "$1::bigint",
+              PgParams().add(owner_id).add(deleted.integer(0, 1)));
+    tx.commit();
+    return true;
+}
+
+int64_t PostgresNotes::forget_all(const Owner& owner) {
+    auto conn = connection();
+    PgTransaction tx(*conn);
+    const auto locked = conn->run("SELECT id FROM owners WHERE subject = $1 AND store = $2 FOR UPDATE",
+                                  PgParams().add(owner.principal).add(owner.store));
+    if (locked.rows() == 0) return 0;
+    PgParams id;
+    id.add(locked.integer(0, 0));
+    conn->run("DELETE FROM note_terms WHERE owner_id = $1::bigint", id);
+    conn->run("DELETE FROM owner_terms WHERE owner_id = $1::bigint", id);
+    const auto deleted =
+        conn->run("WITH d AS (DELETE FROM notes WHERE owner_id = $1::bigint RETURNING 1) SELECT count(*) FROM d", id);
+    conn->run("UPDATE owners SET note_count = 0, token_count = 0 WHERE id = $1::bigint", id);
+    tx.commit();
+    return deleted.integer(0, 0);
+}
+
+std::vector<Note> PostgresNotes::critical_notes(const Owner& owner) {
+    auto conn = connection();
+    const auto r = conn->run(std::string("SELECT ") + kNoteColumns +
+                                 " FROM notes n JOIN owners o ON o.id = n.owner_id WHERE o.subject = $1 AND "
+                                 "o.store = $2 AND n.critical ORDER BY n.number",
+                             PgParams().add(owner.principal).add(owner.store));
+    std::vector<Note> out;
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back(read_note(r, i));
+    return out;
+}
+
+std::vector<int64_t> PostgresNotes::unread_critical(const Owner& owner) {
+    auto conn = connection();
+    const auto r = conn->run("SELECT n.number FROM notes n JOIN owners o ON o.id = n.owner_id WHERE o.subject = $1 "
+                             "AND o.store = $2 AND n.critical AND NOT EXISTS (SELECT 1 FROM critical_reads r WHERE "
+                             "r.owner_id = o.id AND r.note_id = n.id) ORDER BY n.number",
+                             PgParams().add(owner.principal).add(owner.store));
+    std::vector<int64_t> out;
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back(r.integer(i, 0));
+    return out;
+}
+
+CheckReport PostgresNotes::check() {
+    CheckReport report;
+    auto conn = connection();
+    auto analyzer = analyzers_.acquire();
+    // One snapshot for the whole reading.
+    conn->exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    conn->set_in_transaction(true);
+    const auto owners =
+        conn->run("SELECT o.id, o.note_count, (SELECT count(*) FROM notes n WHERE n.owner_id = o.id) FROM owners o");
+    for (int i = 0; i < owners.rows(); ++i) {
+        ++report.owners;
+        report.notes += owners.integer(i, 2);
+        if (owners.integer(i, 1) != owners.integer(i, 2))
+            report.problems.push_back("owner " + std::to_string(owners.integer(i, 0)) + " counts " +
+                                      std::to_string(owners.integer(i, 1)) + " notes but has " +
+                                      std::to_string(owners.integer(i, 2)));
+    }
+    std::map<std::pair<int64_t, std::string>, int64_t> expected_notes;
+    std::map<std::pair<int64_t, std::string>, int64_t> expected_hits; // (note id, term)
+    const auto notes = conn->run("SELECT id, owner_id, text, tags FROM notes");
+    for (int i = 0; i < notes.rows(); ++i)
+        for (auto& [term, hits] : (*analyzer)->term_hits({notes.text(i, 2), notes.text(i, 3)})) {
+            ++expected_notes[{notes.integer(i, 1), term}];
+            expected_hits[{notes.integer(i, 0), std::move(term)}] = hits;
+        }
+    std::size_t wrong_index = 0;
+    const auto index = conn->run("SELECT note_id, term, hits FROM note_terms");
+    for (int i = 0; i < index.rows(); ++i) {
+        auto it = expected_hits.find({index.integer(i, 0), index.text(i, 1)});
+        if (it == expected_hits.end() || it->second != index.integer(i, 2)) ++wrong_index;
+        if (it != expected_hits.end()) expected_hits.erase(it);
+    }
+    wrong_index += expected_hits.size();
+    if (wrong_index > 0)
+        report.problems.push_back(std::string("the word index disagrees with the notes: ") +
+                                  std::to_string(wrong_index) + " of the notes' terms are missing or wrong");
+    std::size_t wrong = 0;
+    const auto counted = conn->run("SELECT owner_id, term, notes FROM owner_terms");
+    for (int i = 0; i < counted.rows(); ++i) {
+        auto it = expected_notes.find({counted.integer(i, 0), counted.text(i, 1)});
+        const int64_t want = it == expected_notes.end() ? 0 : it->second;
+        if (want != counted.integer(i, 2)) ++wrong;
+        if (it != expected_notes.end()) expected_notes.erase(it);
+    }
+    wrong += expected_notes.size();
+    if (wrong > 0)
+        report.problems.push_back(std::to_string(wrong) +
+                                  " of the owners' term counts disagree with their notes (recall ranks by them)");
+    conn->exec("COMMIT");
+    conn->set_in_transaction(false);
+    return report;
+}
+
+} // namespace
+
+std::unique_ptr<NoteBackend> make_postgres_notes(const std::string& url, const Stemming& stemming) {
+    return std::make_unique<PostgresNotes>(url, stemming);
+}
+
+} // namespace memory
