@@ -19,7 +19,7 @@
 #   redis/                     redis.conf, redis.sock, redis.pid, redis.log, the append-only file
 #   nginx/                     nginx.conf, nginx.pid, error.log, access.log, temp/
 #   gh-K/                      gatehouse.yaml, gatehouse.pid, gatehouse.log, port, data/
-#   shared/                    memory.db (the memory family's notes), conversations/
+#   shared/                    memory.db (the memory family's notes, unless in PostgreSQL), conversations/
 # `up` starts from a fresh folder: it removes one an earlier `up` left (never
 # another folder) and refuses while anything in it still runs.
 #
@@ -32,6 +32,9 @@
 #   GATEHOUSE_CLUSTER_FREE_FAMILIES  license.free_families, space-separated (default "session sessions memory")
 #   GATEHOUSE_CLUSTER_SERVER_NAME   server.name of every instance (default gatehouse)
 #   GATEHOUSE_CLUSTER_TOOL_TIMEOUT_MS  limits.tool_timeout_ms (default 120000); nginx waits longer
+#   GATEHOUSE_CLUSTER_MEMORY_DATABASE  the memory family's database for every instance: a postgresql:// URL
+#                                   (scripts/postgres.sh start DIR prints one); default shared/memory.db, a
+#                                   SQLite file only instances of one machine can share
 #   GATEHOUSE_CLUSTER_RATE_LIMITS   a rate_limits section in YAML flow style, e.g.
 #                                   '{calls_per_second: 10, burst: 20}' (default: none)
 set -euo pipefail
@@ -172,7 +175,7 @@ write_instance_config() {
       cat <<EOF
   memory:
     settings:
-      database: $(quote "$dir/shared/memory.db")   # one file for every instance of this machine
+      database: $(quote "${memory_database:-$dir/shared/memory.db}")   # one database for every instance
     tools:
       forget_all:
         rules: >-
@@ -434,6 +437,7 @@ up() {
   free_families=${GATEHOUSE_CLUSTER_FREE_FAMILIES:-session sessions memory}
   tool_timeout_ms=${GATEHOUSE_CLUSTER_TOOL_TIMEOUT_MS:-120000}
   rate_limits=${GATEHOUSE_CLUSTER_RATE_LIMITS:-}
+  memory_database=${GATEHOUSE_CLUSTER_MEMORY_DATABASE:-}
   read_timeout_s=$((tool_timeout_ms / 1000 + 30))
 
   mkdir -p "$dir"/{redis,shared/conversations} "$dir"/nginx/temp

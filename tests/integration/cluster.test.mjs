@@ -6,14 +6,17 @@
 // critical notes; the rounds of one multi round-trip call; a change on one
 // instance reaching a listen stream on another; an approval code exchanged
 // once among racing instances; a kill -9 in a burst of writes losing no
-// acknowledged write.
+// acknowledged write. The memory family's notes are in one PostgreSQL
+// database all three share (scripts/postgres.sh starts a real one).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Cluster, recordingFetch, openListen } from './lib/cluster.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
 import { HttpHost } from './lib/http_host.mjs';
+import { Postgres } from './lib/postgres.mjs';
 import { MODERN } from './lib/host.mjs';
 
 const MULTI_ROUND = 'test_input_required_result_multi_round';
@@ -21,7 +24,9 @@ const RATED = 'test_simple_text';
 const RATED_BURST = 4;
 
 let cluster;
+let postgres;
 before(async () => {
+  postgres = await Postgres.start();
   // One tool has a bucket of its own, small and slow to refill, for the
   // rate-limit story; nothing else calls it.
   cluster = await Cluster.up({
@@ -29,10 +34,18 @@ before(async () => {
     testPlugins: ['conformance.so'],
     testFamilies: ['conformance'],
     rateLimits: `{per_tool: {${RATED}: {calls_per_second: 0.01, burst: ${RATED_BURST}}}}`,
+    memoryDatabase: postgres.url,
   });
 });
 after(async () => {
+  // The database's password is in every instance's YAML, never in a log.
+  for (let k = 1; k <= (cluster?.count ?? 0); k++) {
+    const log = readFileSync(path.join(cluster.dir, `gh-${k}`, 'gatehouse.log'), 'utf8');
+    assert.ok(log.includes('notes in postgresql'), `gh-${k} says where its notes are`);
+    assert.ok(!log.includes(postgres.password), `gh-${k}'s log never shows the database password`);
+  }
   await cluster?.down();
+  await postgres?.stop();
 });
 
 const code = (result) => result.structuredContent?.code ?? (result.isError ? result.content?.[0]?.text?.split(':')[0] : undefined);

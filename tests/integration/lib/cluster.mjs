@@ -21,13 +21,16 @@ export class Cluster {
   // testPlugins: file names in GATEHOUSE_TEST_PLUGINS served beside the
   // shipped families (license-free, under their family names).
   // rateLimits: the rate_limits section, in YAML flow style.
-  static async up({ instances = 3, testPlugins = [], testFamilies = [], rateLimits } = {}) {
+  // memoryDatabase: the memory family's database URL (PostgreSQL), shared by
+  // every instance.
+  static async up({ instances = 3, testPlugins = [], testFamilies = [], rateLimits, memoryDatabase } = {}) {
     const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-itest-cluster-'));
     const cluster = new Cluster(dir, {
       GATEHOUSE_BIN: binaryPath(),
       GATEHOUSE_CLUSTER_PLUGINS: [...SHIPPED, ...testPlugins.map((p) => path.join(pluginDir(), p))].join(' '),
       GATEHOUSE_CLUSTER_FREE_FAMILIES: ['session', 'sessions', 'memory', ...testFamilies].join(' '),
       ...(rateLimits ? { GATEHOUSE_CLUSTER_RATE_LIMITS: rateLimits } : {}),
+      ...(memoryDatabase ? { GATEHOUSE_CLUSTER_MEMORY_DATABASE: memoryDatabase } : {}),
     });
     try {
       const { stdout } = await cluster.script('up', String(instances));
