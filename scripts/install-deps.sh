@@ -11,6 +11,7 @@ packages=(
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libssl-dev openssl libvalijson-dev   # openssl: the certificates of the Redis TLS tests
   libstemmer-dev                  # Snowball stemmers: the memory family matches words by stem
+  libpq-dev postgresql            # the memory family's PostgreSQL backend, and the server its tests start (scripts/postgres.sh); not the service
   libhiredis-dev redis-server     # the Redis state backend, and the Redis its tests start
   nginx                           # the proxy in front of the local cluster (scripts/cluster.sh, its tests); it runs its own, not the service
   prometheus                      # promtool checks the metrics exposition, and a real Prometheus scrapes it (tests); the tests run their own, not the service

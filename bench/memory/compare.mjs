@@ -4,7 +4,11 @@
 //
 //   node compare.mjs --gatehouse <build>/bin/gatehouse --plugins <build>/lib/gatehouse/plugins
 //                    [--notes 10000] [--big 100000] [--queries 300] [--peer none]
+//                    [--database postgresql://...]
 //
+// --database points Gatehouse's memory family at a PostgreSQL database (an
+// empty one: scripts/postgres.sh start DIR prints a URL) instead of its
+// SQLite file.
 // --peer none measures Gatehouse alone (server-memory's side takes most of
 // an hour at the default sizes).
 //
@@ -30,6 +34,7 @@ const N = Number(args.notes ?? 10000);
 const BIG = Number(args.big ?? 100000);
 const QUERIES = Number(args.queries ?? 300);
 const PEER = args.peer !== 'none';
+const DATABASE = args.database;
 if (!gatehouseBin || !pluginDir) {
   console.error('usage: node compare.mjs --gatehouse BIN --plugins DIR [--notes N] [--big N] [--queries Q]');
   process.exit(2);
@@ -45,7 +50,9 @@ const vocabulary = Array.from({ length: 5000 }, (_, i) => {
   const alphabet = i % 2 ? cyrillic : latin;
   let w = '';
   for (let k = 0; k < 4 + (i % 5); k++) w += alphabet[Math.floor(random() * alphabet.length)];
-  return w + i.toString(36);
+  // A suffix of letters keeps the words apart; no digit, so every word is stemmed.
+  for (let rest = i; rest > 0; rest = Math.floor(rest / 26)) w += alphabet[rest % 26];
+  return w;
 });
 const note = (i) => {
   const words = [];
@@ -107,6 +114,7 @@ function startGatehouse(dir) {
       'strict: true',
       'gate: false',
       'plugins: [memory.so]',
+      ...(DATABASE ? ['domains:', '  memory:', '    settings:', `      database: ${JSON.stringify(DATABASE)}`] : []),
     ].join('\n') + '\n',
   );
   const c = new StdioClient(gatehouseBin, ['serve', '--config', config], { GATEHOUSE_PRINCIPAL: 'bench' });
@@ -187,7 +195,7 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'gatehouse-memory-bench-'));
   );
   const big = await timeRecalls(g);
   await g.client.stop();
-  const dbBytes = fs.statSync(path.join(work, 'gatehouse/data/memory/memory.db')).size;
+  const dbBytes = DATABASE ? NaN : fs.statSync(path.join(work, 'gatehouse/data/memory/memory.db')).size;
   results.gatehouse = { storeMs, small, big, dbBytes };
 }
 if (PEER) {

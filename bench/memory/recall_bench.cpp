@@ -3,23 +3,28 @@
 // half Latin, half Cyrillic; one of 50 tags), so the store's own share of a
 // round trip can be measured and profiled apart from the transport.
 //
-//   recall_bench --database /tmp/notes.db [--notes 100000] [--queries 300] [--others 0]
-//                [--common 0]
+//   recall_bench --database /tmp/notes.db|postgresql://... [--notes 100000] [--queries 300]
+//                [--others 0] [--common 0] [--threads 1] [--write-queries FILE]
 //
 // An existing file with enough notes is reused (filling 100 000 notes one
 // remember each takes a while). --others N adds N notes of another owner
 // sharing the vocabulary (their posting-list entries are walked too);
 // --common P puts one word into P % of the notes, and queries it, to show
-// the cost of a frequent word.
+// the cost of a frequent word. --threads fills with that many writers (the
+// PostgreSQL backend takes writes side by side); --write-queries keeps the
+// timed queries, one per line, for compare.mjs to send over stdio. Words are
+// letters only, so the stemmers see every one of them.
 #include "note_store.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -30,6 +35,8 @@ struct Options {
     int queries = 300;
     int others = 0;
     int common = 0;
+    int threads = 1;
+    std::string write_queries;
 };
 
 Options parse(int argc, char** argv) {
@@ -47,6 +54,8 @@ Options parse(int argc, char** argv) {
     if (args.count("--queries")) o.queries = std::stoi(args["--queries"]);
     if (args.count("--others")) o.others = std::stoi(args["--others"]);
     if (args.count("--common")) o.common = std::stoi(args["--common"]);
+    if (args.count("--threads")) o.threads = std::max(1, std::stoi(args["--threads"]));
+    if (args.count("--write-queries")) o.write_queries = args["--write-queries"];
     return o;
 }
 
@@ -63,7 +72,11 @@ std::vector<std::string> make_vocabulary(std::mt19937& random) {
             else
                 w += latin[random() % latin.size()];
         }
-        words.push_back(w + std::to_string(i));
+        // A suffix of letters keeps the words apart without digits (a word
+        // with a digit is never stemmed).
+        for (int rest = i; rest > 0; rest /= 26)
+            w += i % 2 ? cyrillic[static_cast<std::size_t>(rest % 26)] : std::string(1, latin[rest % 26]);
+        words.push_back(w);
     }
     return words;
 }
@@ -101,17 +114,35 @@ int main(int argc, char** argv) {
     const int64_t existing = have.empty() ? 0 : have.front().id;
     if (existing < options.notes) {
         const auto t = std::chrono::steady_clock::now();
-        for (int64_t i = existing; i < options.notes; ++i) {
-            store.remember(owner, make_note(static_cast<int>(i)));
-            if (i < options.others) store.remember(other, make_note(static_cast<int>(i)));
-        }
-        std::printf("filled %lld notes in %.1f s\n", static_cast<long long>(options.notes - existing),
-                    ms_since(t) / 1000);
+        // The notes are drawn up front, in order, so a filled database is the
+        // same whatever the thread count.
+        std::vector<memory::NewNote> pending;
+        for (int64_t i = existing; i < options.notes; ++i)
+            pending.push_back(make_note(static_cast<int>(i)));
+        std::atomic<std::size_t> next{0};
+        std::vector<std::thread> writers;
+        for (int w = 0; w < options.threads; ++w)
+            writers.emplace_back([&] {
+                for (std::size_t i; (i = next++) < pending.size();) {
+                    store.remember(owner, pending[i]);
+                    if (static_cast<int64_t>(i) + existing < options.others) store.remember(other, pending[i]);
+                }
+            });
+        for (auto& w : writers)
+            w.join();
+        std::printf("filled %lld notes in %.1f s (%d writers)\n", static_cast<long long>(options.notes - existing),
+                    ms_since(t) / 1000, options.threads);
     }
 
     std::vector<std::string> queries;
     for (int q = 0; q < options.queries; ++q)
         queries.push_back(options.common > 0 && q % 2 ? common_word : vocabulary[random() % vocabulary.size()]);
+    if (!options.write_queries.empty()) {
+        std::FILE* out = std::fopen(options.write_queries.c_str(), "w");
+        for (const auto& q : queries)
+            std::fprintf(out, "%s\n", q.c_str());
+        std::fclose(out);
+    }
     for (int q = 0; q < 20 && q < options.queries; ++q)
         (void)store.recall(owner, {queries[static_cast<std::size_t>(q)], {}, 0});
     std::vector<double> times;

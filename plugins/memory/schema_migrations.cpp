@@ -24,7 +24,17 @@ namespace {
 //  notes_fts     FTS5 over text and tags, external content = notes, kept in
 //                step by triggers.
 //  critical_reads  which critical notes each owner has read, for the gate.
-const char* version_1() {
+// The triggers that keep notes_fts in step with notes (every version's).
+constexpr const char* kIndexTriggers = R"(
+CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+    INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
+END;
+CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
+END;
+)";
+
+std::string version_1() {
     return R"(
 CREATE TABLE owners (
     id          INTEGER PRIMARY KEY,
@@ -63,13 +73,7 @@ CREATE TABLE critical_reads (
 CREATE INDEX critical_reads_by_note ON critical_reads (note_id);
 CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id',
     tokenize = 'unicode61 remove_diacritics 2');
-CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
-    INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
-END;
-CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
-    INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
-END;
-)";
+)" + std::string(kIndexTriggers);
 }
 
 // Version 2: stemming, and bounded recall.
@@ -109,16 +113,8 @@ void rebuild_index(SqliteDatabase& db) {
     db.exec("DROP TRIGGER IF EXISTS notes_fts_insert; DROP TRIGGER IF EXISTS notes_fts_delete; "
             "DROP TABLE IF EXISTS notes_fts;");
     db.exec(index_definition(db).c_str());
-    db.exec(R"(
-CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
-    INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
-END;
-CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
-    INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
-END;
-INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
-DELETE FROM owner_terms;
-)");
+    db.exec(kIndexTriggers);
+    db.exec("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild'); DELETE FROM owner_terms;");
     auto& notes = db.statement("SELECT owner_id, text, tags FROM notes ORDER BY owner_id");
     auto& add = db.statement("INSERT INTO owner_terms (owner_id, term, notes) VALUES (?1, ?2, 1) "
                              "ON CONFLICT (owner_id, term) DO UPDATE SET notes = notes + 1");
@@ -154,7 +150,7 @@ void migrate_schema(SqliteDatabase& db) {
                                  ", newer than this plugin's " + std::to_string(kSchemaVersion) +
                                  "; use the newer plugin or another database file");
     for (; version < kSchemaVersion; ++version) {
-        if (version == 0) db.exec(version_1());
+        if (version == 0) db.exec(version_1().c_str());
         if (version == 1) version_2(db);
         db.exec(("PRAGMA user_version = " + std::to_string(version + 1)).c_str());
     }
