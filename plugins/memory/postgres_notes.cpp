@@ -147,7 +147,7 @@ private:
     void migrate(PgConnection& conn);
     void rebuild_terms(PgConnection& conn);
     std::vector<Note> search(PgConnection& conn, int64_t owner_id, const OwnerStatistics& owner,
-                             const CheckedQuery& query);
+                             const std::vector<QueryPhrase>& phrases, const CheckedQuery& query);
 
     Stemming stemming_;
     std::string signature_; // which analyzer settings made note_terms
@@ -252,15 +252,28 @@ int64_t PostgresNotes::remember(const Owner& owner, const CheckedNote& note) {
 
 std::vector<Note> PostgresNotes::recall(const Owner& owner, const CheckedQuery& query) {
     auto conn = connection();
-    const auto found = conn->run("SELECT id, note_count, token_count FROM owners WHERE subject = $1 AND store = $2",
-                                 PgParams().add(owner.principal).add(owner.store));
+    // The owner and how many of its notes hold each phrase, in one round trip.
+    auto phrases = query.phrases;
+    std::vector<std::string> terms;
+    for (const auto& p : phrases)
+        terms.push_back(p.term);
+    const auto found = conn->run("SELECT o.id, o.note_count, o.token_count, t.term, t.notes FROM owners o LEFT JOIN "
+                                 "owner_terms t ON t.owner_id = o.id AND t.term = ANY($3::text[]) WHERE o.subject = $1 "
+                                 "AND o.store = $2",
+                                 PgParams().add(owner.principal).add(owner.store).add_array(terms));
     if (found.rows() == 0) return {};
     const int64_t owner_id = found.integer(0, 0);
     const OwnerStatistics statistics{found.integer(0, 1), found.integer(0, 2)};
+    for (int i = 0; i < found.rows(); ++i) {
+        if (found.null(i, 3)) continue;
+        const auto term = found.text(i, 3);
+        for (auto& p : phrases)
+            if (p.term == term) p.notes = found.integer(i, 4);
+    }
 
     std::vector<Note> notes;
     if (!query.phrases.empty()) {
-        notes = search(*conn, owner_id, statistics, query);
+        notes = search(*conn, owner_id, statistics, phrases, query);
     } else {
         std::string sql;
         PgParams params;
@@ -295,68 +308,64 @@ std::vector<Note> PostgresNotes::recall(const Owner& owner, const CheckedQuery& 
     return notes;
 }
 
+// Every planned search in one statement (UNION ALL), so one round trip
+// whatever the query. A term belongs to one phrase and a phrase to one
+// search, so each row is one candidate's hits of one phrase.
 std::vector<Note> PostgresNotes::search(PgConnection& conn, int64_t owner_id, const OwnerStatistics& statistics,
-                                        const CheckedQuery& query) {
-    auto phrases = query.phrases;
-    std::vector<std::string> all_terms;
-    for (const auto& p : phrases)
-        all_terms.push_back(p.term);
-    const auto frequencies =
-        conn.run("SELECT term, notes FROM owner_terms WHERE owner_id = $1::bigint AND term = ANY($2::text[])",
-                 PgParams().add(owner_id).add_array(all_terms));
-    for (int i = 0; i < frequencies.rows(); ++i) {
-        const auto term = frequencies.text(i, 0);
-        for (auto& p : phrases)
-            if (p.term == term) p.notes = frequencies.integer(i, 1);
-    }
+                                        const std::vector<QueryPhrase>& phrases, const CheckedQuery& query) {
     const auto searches = plan_searches(phrases, query.words);
     if (searches.empty()) return {};
 
-    // Parameters: $1 owner, $2 the search's terms, then the filters'.
+    // Parameters: $1 the owner, $2 and $3 the tags and their count (when
+    // there are tags: PostgreSQL cannot type a parameter no SQL uses), then
+    // each search's terms (and a capped one's broadest phrase).
+    PgParams params;
+    params.add(owner_id);
     std::string filter;
-    PgParams filter_params;
+    int next = 2;
     if (query.critical_only) filter += " AND n.critical";
-    if (!query.tag_keys.empty())
+    if (!query.tag_keys.empty()) {
+        params.add_array(query.tag_keys).add(static_cast<int64_t>(query.tag_keys.size()));
         filter += " AND (SELECT count(*) FROM note_tags o WHERE o.owner_id = $1::bigint AND o.note_id = n.id AND "
-                  "o.tag_key = ANY($4::text[])) = $5::bigint";
-
-    std::vector<Candidate> candidates;
-    std::unordered_map<int64_t, std::size_t> by_id;
+                  "o.tag_key = ANY($2::text[])) = $3::bigint";
+        next = 4;
+    }
+    std::string sql;
     for (const auto& search : searches) {
         std::vector<std::string> terms;
         for (auto p : search.phrases)
             terms.push_back(phrases[p].term);
-        PgParams params;
-        params.add(owner_id).add_array(terms);
-        std::string sql;
+        params.add_array(terms);
+        const std::string terms_at = "$" + std::to_string(next++) + "::text[]";
+        if (!sql.empty()) sql += " UNION ALL ";
         if (search.capped) {
             // The newest notes holding the word's broadest phrase, read
             // backwards along (owner, term, note) and stopped at the cap;
             // then the hits of the word's phrases in them.
             params.add(phrases[search.broadest].term);
-            sql = "WITH c AS (SELECT t.note_id FROM note_terms t JOIN notes n ON n.id = t.note_id WHERE t.owner_id = "
-                  "$1::bigint AND t.term = $3" +
-                  filter + " ORDER BY t.note_id DESC LIMIT " + std::to_string(kCandidatesPerWord) +
-                  ") SELECT t.note_id, n.number, n.token_count, t.term, t.hits FROM c JOIN note_terms t ON "
-                  "t.owner_id = $1::bigint AND t.term = ANY($2::text[]) AND t.note_id = c.note_id JOIN notes n ON "
-                  "n.id = c.note_id";
+            const std::string broadest_at = "$" + std::to_string(next++);
+            sql += "SELECT t.note_id, n.number, n.token_count, t.term, t.hits FROM (SELECT t.note_id FROM note_terms t "
+                   "JOIN notes n ON n.id = t.note_id WHERE t.owner_id = $1::bigint AND t.term = " +
+                   broadest_at + filter + " ORDER BY t.note_id DESC LIMIT " + std::to_string(kCandidatesPerWord) +
+                   ") c JOIN note_terms t ON t.owner_id = $1::bigint AND t.term = ANY(" + terms_at +
+                   ") AND t.note_id = c.note_id JOIN notes n ON n.id = c.note_id";
         } else {
-            params.add(std::string_view("")); // $3 unused, kept so the filters' numbers stay fixed
-            sql = "SELECT t.note_id, n.number, n.token_count, t.term, t.hits FROM note_terms t JOIN notes n ON n.id = "
-                  "t.note_id WHERE t.owner_id = $1::bigint AND t.term = ANY($2::text[]) AND $3::text IS NOT NULL" +
-                  filter;
+            sql += "SELECT t.note_id, n.number, n.token_count, t.term, t.hits FROM note_terms t JOIN notes n ON n.id = "
+                   "t.note_id WHERE t.owner_id = $1::bigint AND t.term = ANY(" +
+                   terms_at + ")" + filter;
         }
-        if (!query.tag_keys.empty()) params.add_array(query.tag_keys).add(static_cast<int64_t>(query.tag_keys.size()));
-        const auto r = conn.run(sql, params);
-        for (int i = 0; i < r.rows(); ++i) {
-            const int64_t id = r.integer(i, 0);
-            auto [it, added] = by_id.try_emplace(id, candidates.size());
-            if (added)
-                candidates.push_back({id, r.integer(i, 1), r.integer(i, 2), std::vector<uint32_t>(phrases.size())});
-            const auto term = r.text(i, 3);
-            for (auto p : search.phrases)
-                if (phrases[p].term == term) candidates[it->second].counts[p] = static_cast<uint32_t>(r.integer(i, 4));
-        }
+    }
+    std::vector<Candidate> candidates;
+    std::unordered_map<int64_t, std::size_t> by_id;
+    const auto rows = conn.run(sql, params);
+    for (int i = 0; i < rows.rows(); ++i) {
+        const int64_t id = rows.integer(i, 0);
+        auto [it, added] = by_id.try_emplace(id, candidates.size());
+        if (added)
+            candidates.push_back({id, rows.integer(i, 1), rows.integer(i, 2), std::vector<uint32_t>(phrases.size())});
+        const auto term = rows.text(i, 3);
+        for (std::size_t p = 0; p < phrases.size(); ++p)
+            if (phrases[p].term == term) candidates[it->second].counts[p] = static_cast<uint32_t>(rows.integer(i, 4));
     }
     if (candidates.empty()) return {};
     const auto top = rank_candidates(candidates, phrases, statistics, static_cast<std::size_t>(query.limit));
