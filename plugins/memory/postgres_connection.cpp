@@ -81,7 +81,11 @@ PgConnection::PgConnection(const std::string& url) {
     PQsetNoticeReceiver(conn_, &PgConnection::on_notice, this);
     // Every acknowledged note is committed on the server's disk, whatever
     // the server's own default; no statement holds a connection forever.
-    exec("SET synchronous_commit = on; SET statement_timeout = '30s'; SET client_min_messages = warning");
+    // The statements are prepared once and their best plan does not depend
+    // on the values (primary-key ranges of one owner), so they are planned
+    // once too, instead of again on every call.
+    exec("SET synchronous_commit = on; SET statement_timeout = '30s'; SET client_min_messages = warning; "
+         "SET plan_cache_mode = force_generic_plan");
 }
 
 PgConnection::~PgConnection() {
