@@ -38,14 +38,17 @@ before(async () => {
   });
 });
 after(async () => {
-  // The database's password is in every instance's YAML, never in a log.
-  for (let k = 1; k <= (cluster?.count ?? 0); k++) {
-    const log = readFileSync(path.join(cluster.dir, `gh-${k}`, 'gatehouse.log'), 'utf8');
-    assert.ok(log.includes('notes in postgresql'), `gh-${k} says where its notes are`);
-    assert.ok(!log.includes(postgres.password), `gh-${k}'s log never shows the database password`);
+  try {
+    // The database's password is in every instance's YAML, never in a log.
+    for (let k = 1; k <= (cluster?.count ?? 0); k++) {
+      const log = readFileSync(path.join(cluster.dir, `gh-${k}`, 'gatehouse.log'), 'utf8');
+      assert.ok(log.includes('notes in postgresql'), `gh-${k} says where its notes are`);
+      assert.ok(!log.includes(postgres.password), `gh-${k}'s log never shows the database password`);
+    }
+  } finally {
+    await cluster?.down();
+    await postgres?.stop();
   }
-  await cluster?.down();
-  await postgres?.stop();
 });
 
 const code = (result) => result.structuredContent?.code ?? (result.isError ? result.content?.[0]?.text?.split(':')[0] : undefined);

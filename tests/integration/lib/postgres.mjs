@@ -13,14 +13,20 @@ const SCRIPT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..
 export class Postgres {
   static async start() {
     const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-itest-pg-'));
-    const { stdout } = await run('bash', [SCRIPT, 'start', dir], { timeout: 60000 });
-    return new Postgres(dir, stdout.trim());
+    const server = new Postgres(dir);
+    try {
+      const { stdout } = await run('bash', [SCRIPT, 'start', dir], { timeout: 60000 });
+      server.url = stdout.trim(); // postgresql://gatehouse:PASSWORD@/notes?host=DIR&port=5432
+      server.password = /^postgresql:\/\/[^:]*:([^@]*)@/.exec(server.url)[1];
+    } catch (e) {
+      await server.stop(); // nothing of it outlives a failed start
+      throw e;
+    }
+    return server;
   }
 
-  constructor(dir, url) {
+  constructor(dir) {
     this.dir = dir;
-    this.url = url; // postgresql://gatehouse:PASSWORD@/notes?host=DIR&port=5432
-    this.password = /^postgresql:\/\/[^:]*:([^@]*)@/.exec(url)[1];
   }
 
   async stop() {
