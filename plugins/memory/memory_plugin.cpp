@@ -280,14 +280,6 @@ static auto& notes_command = plugin.command({
         },
 });
 
-void read_limits(const gh::Json& settings, memory::StoreSettings& out) {
-    if (auto it = settings.find("max_text_bytes"); it != settings.end()) {
-        if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 16 * 1024 * 1024)
-            throw std::runtime_error("domains.memory.settings.max_text_bytes must be an integer from 1 to 16777216");
-        out.limits.max_text_bytes = it->get<std::size_t>();
-    }
-}
-
 memory::StoreSettings read_settings(const gh::Json& config) {
     const std::filesystem::path data_dir = config.value("data_dir", std::string());
     const gh::Json settings = config.value("settings", gh::Json::object());
@@ -297,23 +289,12 @@ memory::StoreSettings read_settings(const gh::Json& config) {
             throw std::runtime_error("unknown setting domains.memory.settings." + key +
                                      " (allowed: database, max_text_bytes, synchronous, stemming)");
     memory::StoreSettings out;
-    std::filesystem::path database = data_dir / "memory.db";
-    if (auto it = settings.find("database"); it != settings.end()) {
-        if (!it->is_string() || it->get<std::string>().empty())
-            throw std::runtime_error("domains.memory.settings.database must be a file path or a postgresql:// URL");
-        if (memory::is_postgres_url(it->get<std::string>())) {
-            out.database_path = it->get<std::string>();
-            if (settings.contains("synchronous"))
-                throw std::runtime_error("domains.memory.settings.synchronous is for a SQLite file; PostgreSQL "
-                                         "always commits synchronously");
-            if (auto s = settings.find("stemming"); s != settings.end()) out.stemming = read_stemming(*s);
-            read_limits(settings, out);
-            return out;
-        }
-        database = it->get<std::string>();
-        if (database.is_relative()) database = data_dir / database;
+    if (auto it = settings.find("max_text_bytes"); it != settings.end()) {
+        if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 16 * 1024 * 1024)
+            throw std::runtime_error("domains.memory.settings.max_text_bytes must be an integer from 1 to 16777216");
+        out.limits.max_text_bytes = it->get<std::size_t>();
     }
-    read_limits(settings, out);
+    if (auto it = settings.find("stemming"); it != settings.end()) out.stemming = read_stemming(*it);
     if (auto it = settings.find("synchronous"); it != settings.end()) {
         const std::string mode = it->is_string() ? it->get<std::string>() : "";
         if (mode == "full")
@@ -321,7 +302,21 @@ memory::StoreSettings read_settings(const gh::Json& config) {
         else if (mode != "normal")
             throw std::runtime_error("domains.memory.settings.synchronous must be normal or full");
     }
-    if (auto it = settings.find("stemming"); it != settings.end()) out.stemming = read_stemming(*it);
+
+    std::filesystem::path database = data_dir / "memory.db";
+    if (auto it = settings.find("database"); it != settings.end()) {
+        if (!it->is_string() || it->get<std::string>().empty())
+            throw std::runtime_error("domains.memory.settings.database must be a file path or a postgresql:// URL");
+        if (memory::is_postgres_url(it->get<std::string>())) {
+            if (settings.contains("synchronous"))
+                throw std::runtime_error("domains.memory.settings.synchronous is for a SQLite file; PostgreSQL "
+                                         "always commits synchronously");
+            out.database_path = it->get<std::string>();
+            return out;
+        }
+        database = it->get<std::string>();
+        if (database.is_relative()) database = data_dir / database;
+    }
     if (database.has_parent_path()) std::filesystem::create_directories(database.parent_path());
     out.database_path = database.string();
     return out;
