@@ -34,23 +34,12 @@ int collect(void* out, int, const char* token, int length, int, int) {
     return SQLITE_OK;
 }
 
-int tally(void* out, int, const char*, int, int, int) {
-    ++*static_cast<std::size_t*>(out);
-    return SQLITE_OK;
-}
-
 } // namespace
 
 std::vector<std::string> FoldingTokenizer::tokens(std::string_view text) const {
     std::vector<std::string> out;
     methods_.xTokenize(tokenizer_, &out, FTS5_TOKENIZE_DOCUMENT, text.data(), static_cast<int>(text.size()), &collect);
     return out;
-}
-
-std::size_t FoldingTokenizer::count(std::string_view text) const {
-    std::size_t n = 0;
-    methods_.xTokenize(tokenizer_, &n, FTS5_TOKENIZE_DOCUMENT, text.data(), static_cast<int>(text.size()), &tally);
-    return n;
 }
 
 } // namespace memory

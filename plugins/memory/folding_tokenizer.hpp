@@ -28,7 +28,6 @@ public:
 
     // Case-folded, diacritics-free tokens, in order, repeats kept.
     std::vector<std::string> tokens(std::string_view text) const;
-    std::size_t count(std::string_view text) const;
 
 private:
     fts5_tokenizer methods_{};

@@ -7,6 +7,7 @@
 #include "recall_ranking.hpp"
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -80,17 +81,30 @@ public:
     virtual int schema_version() = 0;
 };
 
-// Which searches one recall makes (both backends): the words in at most
-// kCandidatesPerWord of the owner's notes together, every note of theirs; a
-// word in more alone, in its newest kCandidatesPerWord notes that hold its
-// broadest phrase. A note found by a search counts the hits of every phrase
-// of that search, so only an old note's hits of a common word can go
-// uncounted. Words in none of the owner's notes are left out.
-struct PlannedSearch {
-    std::vector<std::size_t> phrases; // indices into the query's phrases
-    bool capped = false;
-    std::size_t broadest = 0; // for a capped search: the phrase in the most notes
+// For the backends' check(): counts the notes imply, compared with the counts
+// stored. wrong() is how many stored counts differ from what the notes give,
+// plus how many the notes give that nothing stores.
+template <class Key> class CountAudit {
+public:
+    int64_t& expect(const Key& key) { return expected_[key]; }
+    void stored(const Key& key, int64_t value) {
+        auto it = expected_.find(key);
+        if ((it == expected_.end() ? 0 : it->second) != value) ++wrong_;
+        if (it != expected_.end()) expected_.erase(it);
+    }
+    std::size_t wrong() const { return wrong_ + expected_.size(); }
+
+private:
+    std::map<Key, int64_t> expected_;
+    std::size_t wrong_ = 0;
 };
-std::vector<PlannedSearch> plan_searches(const std::vector<QueryPhrase>& phrases, std::size_t words);
+
+// (owner or note row, term)
+using TermKey = std::pair<int64_t, std::string>;
+
+// The check's sentence for owners' term counts that disagree with the notes.
+inline std::string term_counts_problem(std::size_t wrong) {
+    return std::to_string(wrong) + " of the owners' term counts disagree with their notes (recall ranks by them)";
+}
 
 } // namespace memory

@@ -144,8 +144,11 @@ int64_t NoteStore::remember(const Owner& owner, const NewNote& note) {
             checked.tag_keys.push_back(std::move(t.key));
         }
         checked.tags_json = shown.dump();
-        checked.tokens = static_cast<int64_t>(words.count(note.text) + words.count(checked.tags_json));
         checked.terms = words.term_hits({note.text, checked.tags_json});
+        // The note's length in words: the hits of its exact terms (every
+        // word is one), so the texts are cut once, not once more to count.
+        for (const auto& [term, hits] : checked.terms)
+            if (term.front() != kStemMarker) checked.tokens += hits;
     }
     checked.text = note.text;
     checked.critical = note.critical;

@@ -10,7 +10,6 @@
 #include <atomic>
 #include <mutex>
 #include <chrono>
-#include <map>
 #include <unordered_map>
 
 namespace memory {
@@ -112,8 +111,7 @@ std::vector<std::string> terms_only(const std::vector<std::pair<std::string, uin
 class PostgresNotes final : public NoteBackend {
 public:
     PostgresNotes(const std::string& url, const Stemming& stemming)
-        : stemming_(stemming), signature_(note_tokenize_clause(stemming)),
-          pool_([url] { return std::make_unique<PgConnection>(url); }),
+        : signature_(note_tokenize_clause(stemming)), pool_([url] { return std::make_unique<PgConnection>(url); }),
           analyzers_([stemming] { return std::make_unique<StandaloneAnalyzer>(stemming); }) {
         // A server that is down at start is not the end of the family: its
         // calls answer NotesUnavailable, and the first one that reaches the
@@ -156,7 +154,6 @@ private:
     std::vector<Note> search(PgConnection& conn, int64_t owner_id, const OwnerStatistics& owner,
                              const std::vector<QueryPhrase>& phrases, const CheckedQuery& query);
 
-    Stemming stemming_;
     std::string signature_; // which analyzer settings made note_terms
     ObjectPool<PgConnection> pool_;
     ObjectPool<StandaloneAnalyzer> analyzers_;
@@ -491,37 +488,24 @@ CheckReport PostgresNotes::check() {
                                       std::to_string(owners.integer(i, 1)) + " notes but has " +
                                       std::to_string(owners.integer(i, 2)));
     }
-    std::map<std::pair<int64_t, std::string>, int64_t> expected_notes;
-    std::map<std::pair<int64_t, std::string>, int64_t> expected_hits; // (note id, term)
+    CountAudit<TermKey> counts; // (owner, term): how many notes hold it
+    CountAudit<TermKey> index;  // (note, term): its hits in the note
     const auto notes = conn->run("SELECT id, owner_id, text, tags FROM notes");
     for (int i = 0; i < notes.rows(); ++i)
         for (auto& [term, hits] : (*analyzer)->term_hits({notes.text(i, 2), notes.text(i, 3)})) {
-            ++expected_notes[{notes.integer(i, 1), term}];
-            expected_hits[{notes.integer(i, 0), std::move(term)}] = hits;
+            ++counts.expect({notes.integer(i, 1), term});
+            index.expect({notes.integer(i, 0), std::move(term)}) = hits;
         }
-    std::size_t wrong_index = 0;
-    const auto index = conn->run("SELECT note_id, term, hits FROM note_terms");
-    for (int i = 0; i < index.rows(); ++i) {
-        auto it = expected_hits.find({index.integer(i, 0), index.text(i, 1)});
-        if (it == expected_hits.end() || it->second != index.integer(i, 2)) ++wrong_index;
-        if (it != expected_hits.end()) expected_hits.erase(it);
-    }
-    wrong_index += expected_hits.size();
-    if (wrong_index > 0)
+    const auto indexed = conn->run("SELECT note_id, term, hits FROM note_terms");
+    for (int i = 0; i < indexed.rows(); ++i)
+        index.stored({indexed.integer(i, 0), indexed.text(i, 1)}, indexed.integer(i, 2));
+    if (index.wrong() > 0)
         report.problems.push_back(std::string("the word index disagrees with the notes: ") +
-                                  std::to_string(wrong_index) + " of the notes' terms are missing or wrong");
-    std::size_t wrong = 0;
+                                  std::to_string(index.wrong()) + " of the notes' terms are missing or wrong");
     const auto counted = conn->run("SELECT owner_id, term, notes FROM owner_terms");
-    for (int i = 0; i < counted.rows(); ++i) {
-        auto it = expected_notes.find({counted.integer(i, 0), counted.text(i, 1)});
-        const int64_t want = it == expected_notes.end() ? 0 : it->second;
-        if (want != counted.integer(i, 2)) ++wrong;
-        if (it != expected_notes.end()) expected_notes.erase(it);
-    }
-    wrong += expected_notes.size();
-    if (wrong > 0)
-        report.problems.push_back(std::to_string(wrong) +
-                                  " of the owners' term counts disagree with their notes (recall ranks by them)");
+    for (int i = 0; i < counted.rows(); ++i)
+        counts.stored({counted.integer(i, 0), counted.text(i, 1)}, counted.integer(i, 2));
+    if (counts.wrong() > 0) report.problems.push_back(term_counts_problem(counts.wrong()));
     conn->exec("COMMIT");
     conn->set_in_transaction(false);
     return report;

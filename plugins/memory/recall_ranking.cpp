@@ -1,6 +1,5 @@
 #include "recall_ranking.hpp"
 
-#include "note_backend.hpp"
 #include "term_analyzer.hpp"
 
 #include <algorithm>

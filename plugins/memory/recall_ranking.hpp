@@ -48,6 +48,19 @@ struct OwnerStatistics {
     int64_t tokens = 0;
 };
 
+// Which searches one recall makes (both backends): the words in at most
+// kCandidatesPerWord of the owner's notes together, every note of theirs; a
+// word in more alone, in its newest kCandidatesPerWord notes that hold its
+// broadest phrase. A note found by a search counts the hits of every phrase
+// of that search, so only an old note's hits of a common word can go
+// uncounted. Words in none of the owner's notes are left out.
+struct PlannedSearch {
+    std::vector<std::size_t> phrases; // indices into the query's phrases
+    bool capped = false;
+    std::size_t broadest = 0; // for a capped search: the phrase in the most notes
+};
+std::vector<PlannedSearch> plan_searches(const std::vector<QueryPhrase>& phrases, std::size_t words);
+
 // Scores the candidates and moves the best `limit` to the front, best first;
 // returns how many that is.
 std::size_t rank_candidates(std::vector<Candidate>& candidates, const std::vector<QueryPhrase>& phrases,

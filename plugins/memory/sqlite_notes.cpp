@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -378,25 +377,17 @@ CheckReport SqliteNotes::check() {
                                       std::to_string(owners.integer(4)));
     }
     owners.reset();
-    std::map<std::pair<int64_t, std::string>, int64_t> expected;
+    CountAudit<TermKey> counts;
     auto& notes = (*db).statement("SELECT owner_id, text, tags FROM notes");
     while (notes.step())
         for (auto& term : (*db).analyzer().distinct_terms({notes.text(1), notes.text(2)}))
-            ++expected[{notes.integer(0), std::move(term)}];
+            ++counts.expect({notes.integer(0), std::move(term)});
     notes.reset();
     auto& terms = (*db).statement("SELECT owner_id, term, notes FROM owner_terms");
-    std::size_t wrong = 0;
-    while (terms.step()) {
-        auto it = expected.find({terms.integer(0), terms.text(1)});
-        const int64_t want = it == expected.end() ? 0 : it->second;
-        if (want != terms.integer(2)) ++wrong;
-        if (it != expected.end()) expected.erase(it);
-    }
+    while (terms.step())
+        counts.stored({terms.integer(0), terms.text(1)}, terms.integer(2));
     terms.reset();
-    wrong += expected.size(); // terms of notes that no count holds
-    if (wrong > 0)
-        report.problems.push_back(std::to_string(wrong) +
-                                  " of the owners' term counts disagree with their notes (recall ranks by them)");
+    if (counts.wrong() > 0) report.problems.push_back(term_counts_problem(counts.wrong()));
     tx.commit();
     return report;
 }

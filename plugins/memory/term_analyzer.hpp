@@ -25,7 +25,6 @@ public:
 
     // The folded words, in order, repeats kept.
     std::vector<std::string> words(std::string_view text) const { return folding_.tokens(text); }
-    std::size_t count(std::string_view text) const { return folding_.count(text); }
     // kStemMarker + the word's stem, or nothing when its script is not stemmed.
     std::optional<std::string> stem_term(std::string_view word) const { return stemmer_.stem_term(word); }
     // Every distinct term (exact and stem) of the texts, sorted: what a note
