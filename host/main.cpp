@@ -7,6 +7,7 @@
 #include "cli/stdout_diversion.hpp"
 #include "config/config_loader.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "isolation/family_child.hpp"
 #include "gate/license_check.hpp"
 #include "plugins/plugin_loader.hpp"
 #include "limits/argument_bounds.hpp"
@@ -350,6 +351,8 @@ int list_plugins(const Arguments& args) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // A family's own process (isolation: process), started by a host.
+    if (argc > 1 && std::string_view(argv[1]) == "serve-family") return isolation::serve_family(argc, argv);
     auto args = parse_arguments(argc, argv);
     if (!args) return 2;
     try {

@@ -33,6 +33,12 @@ struct PluginEntry {
     // The operator lets this plugin ask for the session store's password
     // (ABI 1.4 store_credentials); its answers are then checked for it.
     bool store_credentials = false;
+    // isolation: process serves the family from a child process of its own,
+    // within these bounds (each unset: none but the host's).
+    bool own_process = false;
+    std::optional<std::uint64_t> memory_mb;
+    std::optional<std::uint64_t> cpu_seconds;
+    std::optional<std::uint64_t> open_files;
 };
 
 // The operator's word on one tool of a family (YAML domains.<family>.tools.<tool>),

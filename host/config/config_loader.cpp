@@ -406,11 +406,43 @@ void read_plugins(const YamlReader& r, const YAML::Node& node, std::vector<Plugi
         r.attempt([&] { out.push_back(read_plugin_entry(r, item)); });
 }
 
+// isolation: in_process (the default) or process, and the child's bounds,
+// which only a family in a process of its own can have.
+void read_isolation(const YamlReader& r, const YAML::Node& item, PluginEntry& entry) {
+    if (item["isolation"])
+        r.attempt([&] {
+            const auto mode = r.string(item["isolation"], "a plugins entry's isolation");
+            if (mode != "in_process" && mode != "process")
+                r.fail(item["isolation"],
+                       "a plugins entry's isolation must be in_process or process, not '" + mode + "'");
+            entry.own_process = mode == "process";
+        });
+    const struct {
+        const char* key;
+        std::optional<std::uint64_t>& value;
+        std::uint64_t min, max;
+    } bounds[] = {{"memory_mb", entry.memory_mb, 16, 1u << 20},
+                  {"cpu_seconds", entry.cpu_seconds, 1, 1u << 30},
+                  {"open_files", entry.open_files, 16, 1u << 20}};
+    for (const auto& bound : bounds) {
+        if (!item[bound.key]) continue;
+        r.attempt([&] {
+            if (!entry.own_process)
+                r.fail(item[bound.key], std::string("a plugins entry's ") + bound.key +
+                                            " bounds a family's own process: it needs isolation: process");
+            bound.value = r.count(item[bound.key], std::string("a plugins entry's ") + bound.key, bound.min, bound.max);
+        });
+    }
+}
+
 PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
     PluginEntry entry;
     if (item.IsMap()) {
         r.expect_map(item, "a plugins entry");
-        r.only_keys(item, {"path", "max_in_flight", "tool_timeout_ms", "store_credentials"}, "a plugins entry");
+        r.only_keys(item,
+                    {"path", "max_in_flight", "tool_timeout_ms", "store_credentials", "isolation", "memory_mb",
+                     "cpu_seconds", "open_files"},
+                    "a plugins entry");
         if (!item["path"]) r.fail(item, "a plugins entry needs a path");
         if (item["max_in_flight"])
             r.attempt([&] {
@@ -425,6 +457,7 @@ PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
             r.attempt([&] {
                 entry.store_credentials = r.boolean(item["store_credentials"], "a plugins entry's store_credentials");
             });
+        read_isolation(r, item, entry);
     }
     // Not `path_node = item["path"]` on a copy: assigning to a yaml-cpp
     // node overwrites the node it refers to, here the entry itself.

@@ -62,6 +62,9 @@ inline constexpr std::string_view job_failed = "JOB_FAILED";
 inline constexpr std::string_view job_cancelled = "JOB_CANCELLED";
 // The integer does not fit the 64 bits the host and its plugins read.
 inline constexpr std::string_view integer_out_of_range = "INTEGER_OUT_OF_RANGE";
+// The family's process (isolation: process) died while serving the call,
+// or is being started again after it died.
+inline constexpr std::string_view family_crashed = "FAMILY_CRASHED";
 } // namespace refusal_code
 
 // A refusal code as the wire carries it: UPPER_SNAKE, a letter first, at

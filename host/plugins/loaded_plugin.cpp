@@ -1,5 +1,6 @@
 #include "plugins/loaded_plugin.hpp"
 
+#include "isolation/family_process.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 
@@ -19,11 +20,23 @@ LoadedPlugin::LoadedPlugin(boost::dll::shared_library library, std::filesystem::
     : library_(std::move(library)), path_(std::move(path)), desc_(desc), name_(copy(desc.name)),
       version_(copy(desc.version)), family_(copy(desc.family)), rules_(copy(desc.rules)) {}
 
+LoadedPlugin::LoadedPlugin(std::unique_ptr<isolation::FamilyProcess> process, std::filesystem::path path,
+                           gh_plugin_desc desc)
+    : process_(std::move(process)), path_(std::move(path)), desc_(desc), name_(copy(desc.name)),
+      version_(copy(desc.version)), family_(copy(desc.family)), rules_(copy(desc.rules)) {}
+
+// A family's own process runs its shutdown there, as process_ goes.
 LoadedPlugin::~LoadedPlugin() {
     if (initialized_ && desc_.shutdown) desc_.shutdown(state_);
 }
 
 bool LoadedPlugin::init(const std::string& config_json, std::string& error) {
+    if (process_) {
+        // The proxied functions find their process through the plugin state.
+        state_ = static_cast<isolation::ProxiedCalls*>(process_.get());
+        initialized_ = process_->init(config_json, error);
+        return initialized_;
+    }
     if (!desc_.init) {
         initialized_ = true;
         return true;

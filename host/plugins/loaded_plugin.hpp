@@ -11,10 +11,15 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace gatehouse::isolation {
+class FamilyProcess;
+}
 
 namespace gatehouse::plugins {
 
@@ -33,6 +38,9 @@ struct PluginCallLimits {
 class LoadedPlugin {
 public:
     LoadedPlugin(boost::dll::shared_library library, std::filesystem::path path, gh_plugin_desc desc);
+    // A family served from its own process (isolation: process): desc is the
+    // process's proxy descriptor, and init and shutdown run in the child.
+    LoadedPlugin(std::unique_ptr<isolation::FamilyProcess> process, std::filesystem::path path, gh_plugin_desc desc);
     ~LoadedPlugin();
     LoadedPlugin(const LoadedPlugin&) = delete;
     LoadedPlugin& operator=(const LoadedPlugin&) = delete;
@@ -98,9 +106,12 @@ public:
     const std::string& family() const { return family_; }
     const std::string& rules() const { return rules_; }
     bool reentrant() const { return (desc_.flags & GH_PLUGIN_REENTRANT) != 0; }
+    // Its own process, for a family with isolation: process; else null.
+    const isolation::FamilyProcess* process() const { return process_.get(); }
 
 private:
     boost::dll::shared_library library_;
+    std::unique_ptr<isolation::FamilyProcess> process_;
     std::filesystem::path path_;
     gh_plugin_desc desc_;
     std::string name_, version_, family_, rules_;

@@ -1,5 +1,6 @@
 #include "plugins/plugin_loader.hpp"
 
+#include "isolation/family_process.hpp"
 #include "plugins/abi_struct.hpp"
 #include "plugins/host_api.hpp"
 #include "plugins/tool_listing.hpp"
@@ -9,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -471,21 +473,29 @@ void read_offer(const gh_plugin_desc& desc, Candidate& c) {
 
 // Steps up to (not including) init: open, find the entry, read and check the
 // descriptor and every tool in it.
-Candidate open_plugin(const std::filesystem::path& path, const config::Config& cfg, std::string& disabled_family) {
+Candidate open_plugin(const std::filesystem::path& path, const config::PluginEntry& entry, const config::Config& cfg,
+                      std::string& disabled_family) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) throw Refused("file not found");
     if (!std::filesystem::is_regular_file(path, ec)) throw Refused("not a regular file");
     if (!looks_like_elf(path)) throw Refused("not a shared library (no ELF header)");
 
-    boost::dll::shared_library library;
-    boost::dll::fs::error_code load_error;
-    library.load(path.string(), boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local, load_error);
-    if (load_error) throw Refused("cannot load the shared library: " + load_error.message());
-    if (!library.has(GH_ENTRY_SYMBOL))
-        throw Refused(std::string("missing entry symbol ") + GH_ENTRY_SYMBOL + " (is it built with GH_EXPORT_PLUGIN?)");
-    auto entry = library.get<const gh_plugin_desc*(const gh_host_api*)>(GH_ENTRY_SYMBOL);
-    const gh_plugin_desc* raw = entry(host_api());
-    if (!raw) throw Refused(std::string(GH_ENTRY_SYMBOL) + " returned no descriptor");
+    std::unique_ptr<isolation::FamilyProcess> process;
+    OpenedLibrary opened;
+    if (entry.own_process) {
+        isolation::FamilyProcessOptions options;
+        options.library = path;
+        options.limits = {entry.memory_mb, entry.cpu_seconds, entry.open_files};
+        options.call_deadline = std::chrono::milliseconds(entry.tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms));
+        try {
+            process = std::make_unique<isolation::FamilyProcess>(std::move(options));
+        } catch (const std::runtime_error& e) {
+            throw Refused(e.what());
+        }
+    } else {
+        opened = open_library(path, host_api());
+    }
+    const gh_plugin_desc* raw = process ? process->descriptor() : opened.descriptor;
 
     // abi_version sits right after struct_size in every version, so the major
     // can be checked before trusting any other field.
@@ -531,11 +541,26 @@ Candidate open_plugin(const std::filesystem::path& path, const config::Config& c
     if (domain != cfg.domains.end()) apply_tool_overrides(domain->second, family, c.tools, cfg.session.configured);
     read_offer(*desc, c);
     c.commands = read_commands(*desc);
-    c.plugin = std::make_unique<LoadedPlugin>(std::move(library), path, *desc);
+    c.plugin = process ? std::make_unique<LoadedPlugin>(std::move(process), path, *desc)
+                       : std::make_unique<LoadedPlugin>(std::move(opened.library), path, *desc);
     return c;
 }
 
 } // namespace
+
+OpenedLibrary open_library(const std::filesystem::path& path, const gh_host_api* api) {
+    OpenedLibrary opened;
+    boost::dll::fs::error_code load_error;
+    opened.library.load(path.string(), boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local,
+                        load_error);
+    if (load_error) throw Refused("cannot load the shared library: " + load_error.message());
+    if (!opened.library.has(GH_ENTRY_SYMBOL))
+        throw Refused(std::string("missing entry symbol ") + GH_ENTRY_SYMBOL + " (is it built with GH_EXPORT_PLUGIN?)");
+    auto entry = opened.library.get<const gh_plugin_desc*(const gh_host_api*)>(GH_ENTRY_SYMBOL);
+    opened.descriptor = entry(api);
+    if (!opened.descriptor) throw Refused(std::string(GH_ENTRY_SYMBOL) + " returned no descriptor");
+    return opened;
+}
 
 std::filesystem::path resolve_plugin_path(const config::PluginEntry& entry, const config::Config& cfg) {
     if (entry.path.has_parent_path() || entry.path.is_absolute()) return entry.path;
@@ -580,7 +605,7 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
             if (!ec && !opened.insert(canonical).second)
                 throw Refused("this file is listed more than once under plugins");
             std::string disabled_family;
-            Candidate c = open_plugin(path, cfg, disabled_family);
+            Candidate c = open_plugin(path, entry, cfg, disabled_family);
             if (!disabled_family.empty()) {
                 report.disabled.push_back({disabled_family, path.string()});
                 continue;

@@ -3,6 +3,8 @@
 #include "config/config.hpp"
 #include "plugins/tool_registry.hpp"
 
+#include <boost/dll/shared_library.hpp>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +36,16 @@ class PluginLoader {
 public:
     static std::unique_ptr<ToolRegistry> load(const config::Config& config, LoadReport& report);
 };
+
+// A plugin's library, opened, and the descriptor its entry returned for
+// `api` (not yet checked). Throws std::runtime_error with the sentence the
+// load report shows. The host opens a library so; a family's own process
+// (isolation: process) opens it the same way there.
+struct OpenedLibrary {
+    boost::dll::shared_library library;
+    const gh_plugin_desc* descriptor = nullptr;
+};
+OpenedLibrary open_library(const std::filesystem::path& path, const gh_host_api* api);
 
 // Where the loader looks for a plugins entry's file: a bare file name in
 // plugin_dir, anything else as written (already resolved against the config).

@@ -1,0 +1,473 @@
+#include "isolation/family_child.hpp"
+
+#include "isolation/frame_channel.hpp"
+#include "isolation/wire_descriptor.hpp"
+#include "plugins/call_environment.hpp"
+#include "plugins/plugin_loader.hpp"
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GATEHOUSE_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GATEHOUSE_UNDER_ASAN 1
+#endif
+#endif
+
+namespace gatehouse::isolation {
+
+namespace {
+
+class ServedFamily;
+
+// One call the host asked for, as the plugin's gh_call: the handle the
+// plugin holds is this object, cast.
+struct ChildCall {
+    std::uint64_t id = 0;
+    ServedFamily* family = nullptr;
+    std::atomic<bool> cancelled{false};
+    std::string input_responses = "{}";
+    std::string request_state;
+    std::optional<std::string> context; // call_context, asked of the host once
+    std::deque<gh_sink> sinks;          // sink_new
+    std::mutex asking;                  // one host function at a time per call
+    std::mutex mutex;
+    std::condition_variable answered;
+    std::optional<Frame> reply;
+};
+
+ChildCall* child_call(gh_call* call) {
+    return reinterpret_cast<ChildCall*>(call);
+}
+
+const std::string& field(const Frame& frame, std::size_t i) {
+    static const std::string kEmpty;
+    return i < frame.fields.size() ? frame.fields[i] : kEmpty;
+}
+
+gh_str view(const std::string& text) {
+    return gh_str{text.data(), text.size()};
+}
+
+// Threads for the calls, made as they are needed and kept.
+class Workers {
+public:
+    void submit(std::function<void()> job) {
+        std::lock_guard lock(mutex_);
+        jobs_.push_back(std::move(job));
+        if (idle_ == 0)
+            std::thread([this] { work(); }).detach();
+        else
+            ready_.notify_one();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<std::function<void()>> jobs_;
+    unsigned idle_ = 0;
+    void work() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            ++idle_;
+            ready_.wait(lock, [&] { return !jobs_.empty(); });
+            --idle_;
+            auto job = std::move(jobs_.front());
+            jobs_.pop_front();
+            lock.unlock();
+            job();
+            lock.lock();
+        }
+    }
+};
+
+// The library, its tables and the socket to the host.
+class ServedFamily {
+public:
+    explicit ServedFamily(int fd) : channel_(fd) {}
+    FrameChannel& channel() { return channel_; }
+    int serve(const char* library_path);
+
+    // A host function the plugin called: asked of the host, answered into out.
+    int32_t ask_host(gh_call* handle, HostFunction function, std::vector<std::string> fields, gh_sink* out);
+
+private:
+    FrameChannel channel_;
+    plugins::OpenedLibrary library_;
+    PluginTables tables_;
+    void* state_ = nullptr;
+    bool initialized_ = false;
+    Workers workers_;
+    std::mutex calls_mutex_;
+    std::unordered_map<std::uint64_t, std::shared_ptr<ChildCall>> calls_;
+
+    void init(const Frame& frame);
+    void start_call(Frame frame);
+    int32_t run(const Frame& frame, ChildCall& call, gh_sink& out, gh_sink& err);
+    std::shared_ptr<ChildCall> find(std::uint64_t id);
+};
+
+// The family this process serves, for what the plugin reports outside any
+// call (log and notify_changed with call NULL), where the ABI gives no handle.
+ServedFamily* g_served_family = nullptr;
+
+void send_outside_or_in(gh_call* call, FrameType type, std::int32_t code, std::vector<std::string> fields) {
+    ServedFamily* family = call ? child_call(call)->family : g_served_family;
+    if (!family) return;
+    family->channel().send(Frame{type, code, 0, call ? child_call(call)->id : 0, std::move(fields)});
+}
+
+void api_sink_write(gh_sink* sink, gh_str bytes) noexcept {
+    if (!sink || !bytes.ptr) return;
+    try {
+        sink->bytes.append(bytes.ptr, bytes.len);
+    } catch (...) {
+    }
+}
+
+void api_log(gh_call* call, int32_t level, gh_str message) noexcept {
+    try {
+        send_outside_or_in(call, FrameType::log, level,
+                           {std::string(message.ptr ? message.ptr : "", message.ptr ? message.len : 0)});
+    } catch (...) {
+    }
+}
+
+void api_progress(gh_call* call, double done, double total, gh_str message) noexcept {
+    if (!call) return;
+    try {
+        send_outside_or_in(call, FrameType::progress, 0,
+                           {number_field(done), number_field(total),
+                            std::string(message.ptr ? message.ptr : "", message.ptr ? message.len : 0)});
+    } catch (...) {
+    }
+}
+
+int32_t api_is_cancelled(gh_call* call) noexcept {
+    return call && child_call(call)->cancelled.load() ? 1 : 0;
+}
+
+gh_str api_call_context(gh_call* call) noexcept {
+    static constexpr std::string_view kEmpty = "{}";
+    try {
+        if (call) {
+            auto* c = child_call(call);
+            if (!c->context) {
+                gh_sink answer;
+                if (c->family->ask_host(call, HostFunction::call_context, {}, &answer) == GH_STATUS_OK)
+                    c->context = std::move(answer.bytes);
+                else
+                    c->context = std::string(kEmpty);
+            }
+            return view(*c->context);
+        }
+    } catch (...) {
+    }
+    return gh_str{kEmpty.data(), kEmpty.size()};
+}
+
+gh_sink* api_sink_new(gh_call* call) noexcept {
+    try {
+        return call ? &child_call(call)->sinks.emplace_back() : nullptr;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+gh_str api_sink_bytes(gh_sink* sink) noexcept {
+    return sink ? view(sink->bytes) : gh_str{nullptr, 0};
+}
+
+std::string text(gh_str s) {
+    return s.ptr ? std::string(s.ptr, s.len) : std::string();
+}
+
+int32_t ask(gh_call* call, HostFunction function, std::vector<std::string> fields, gh_sink* out) noexcept {
+    try {
+        if (!call) return GH_STATUS_INTERNAL;
+        return child_call(call)->family->ask_host(call, function, std::move(fields), out);
+    } catch (...) {
+        return GH_STATUS_INTERNAL;
+    }
+}
+
+int32_t api_session_describe(gh_call* call, gh_str handle, gh_sink* out) noexcept {
+    return out ? ask(call, HostFunction::session_describe, {text(handle)}, out) : GH_STATUS_INTERNAL;
+}
+int32_t api_session_open(gh_call* call, gh_str topic, gh_sink* out) noexcept {
+    return out ? ask(call, HostFunction::session_open, {text(topic)}, out) : GH_STATUS_INTERNAL;
+}
+int32_t api_rules_accept(gh_call* call, gh_str handle, gh_str code, gh_sink* out) noexcept {
+    return out ? ask(call, HostFunction::rules_accept, {text(handle), text(code)}, out) : GH_STATUS_INTERNAL;
+}
+int32_t api_critical_read(gh_call* call, gh_str item_ids, gh_sink* out) noexcept {
+    return out ? ask(call, HostFunction::critical_read, {text(item_ids)}, out) : GH_STATUS_INTERNAL;
+}
+
+void api_notify_changed(gh_call* call, int32_t kind, gh_str uri) noexcept {
+    try {
+        send_outside_or_in(call, FrameType::notify, kind, {text(uri)});
+    } catch (...) {
+    }
+}
+
+gh_str api_input_responses(gh_call* call) noexcept {
+    static constexpr std::string_view kNone = "{}";
+    return call ? view(child_call(call)->input_responses) : gh_str{kNone.data(), kNone.size()};
+}
+
+gh_str api_request_state(gh_call* call) noexcept {
+    return call ? view(child_call(call)->request_state) : gh_str{nullptr, 0};
+}
+
+int32_t api_state_get(gh_call* call, gh_str key, gh_sink* out) noexcept {
+    return out ? ask(call, HostFunction::state_get, {text(key)}, out) : GH_STATUS_INVALID_ARGS;
+}
+int32_t api_state_put(gh_call* call, gh_str key, gh_str value, uint64_t ttl_ms) noexcept {
+    gh_sink ignored;
+    return ask(call, HostFunction::state_put, {text(key), text(value), number_field(ttl_ms)}, &ignored);
+}
+int32_t api_state_erase(gh_call* call, gh_str key) noexcept {
+    gh_sink ignored;
+    return ask(call, HostFunction::state_erase, {text(key)}, &ignored);
+}
+int32_t api_state_take(gh_call* call, gh_str key, gh_sink* out) noexcept {
+    return out ? ask(call, HostFunction::state_take, {text(key)}, out) : GH_STATUS_INVALID_ARGS;
+}
+int32_t api_store_credentials(gh_call* call, gh_sink* out) noexcept {
+    return out ? ask(call, HostFunction::store_credentials, {}, out) : GH_STATUS_INTERNAL;
+}
+
+const gh_host_api kChildApi = {
+    sizeof(gh_host_api),    GH_ABI_VERSION,        &api_sink_write,      &api_log,
+    &api_progress,          &api_is_cancelled,     &api_call_context,    &api_sink_new,
+    &api_sink_bytes,        &api_session_describe, &api_session_open,    &api_rules_accept,
+    &api_critical_read,     &api_notify_changed,   &api_input_responses, &api_request_state,
+    &api_state_get,         &api_state_put,        &api_state_erase,     &api_state_take,
+    &api_store_credentials,
+};
+
+int32_t ServedFamily::ask_host(gh_call* handle, HostFunction function, std::vector<std::string> fields, gh_sink* out) {
+    auto* call = child_call(handle);
+    std::lock_guard one_at_a_time(call->asking);
+    {
+        std::lock_guard lock(call->mutex);
+        call->reply.reset();
+    }
+    if (!channel_.send(
+            Frame{FrameType::host_call, static_cast<std::int32_t>(function), 0, call->id, std::move(fields)}))
+        return GH_STATUS_INTERNAL;
+    std::unique_lock lock(call->mutex);
+    call->answered.wait(lock, [&] { return call->reply.has_value(); });
+    if (out) out->bytes.append(field(*call->reply, 0));
+    return call->reply->code;
+}
+
+std::shared_ptr<ChildCall> ServedFamily::find(std::uint64_t id) {
+    std::lock_guard lock(calls_mutex_);
+    auto found = calls_.find(id);
+    return found == calls_.end() ? nullptr : found->second;
+}
+
+void ServedFamily::init(const Frame& frame) {
+    gh_sink error;
+    int32_t status = GH_STATUS_OK;
+    if (tables_.desc.init) {
+        const auto& config = field(frame, 0);
+        status = tables_.desc.init(&kChildApi, view(config), &state_, &error);
+    }
+    initialized_ = status == GH_STATUS_OK;
+    channel_.send(Frame{FrameType::result, status, 0, frame.id, {std::move(error.bytes)}});
+}
+
+void ServedFamily::start_call(Frame frame) {
+    auto call = std::make_shared<ChildCall>();
+    call->id = frame.id;
+    call->family = this;
+    if (static_cast<CallKind>(frame.code) == CallKind::tool) {
+        call->input_responses = field(frame, 1);
+        call->request_state = field(frame, 2);
+    }
+    {
+        std::lock_guard lock(calls_mutex_);
+        calls_.emplace(call->id, call);
+    }
+    workers_.submit([this, call, frame = std::move(frame)] {
+        gh_sink out, err;
+        const int32_t status = run(frame, *call, out, err);
+        {
+            std::lock_guard lock(calls_mutex_);
+            calls_.erase(call->id);
+        }
+        channel_.send(Frame{FrameType::result, status, 0, call->id, {std::move(out.bytes), std::move(err.bytes)}});
+    });
+}
+
+int32_t ServedFamily::run(const Frame& frame, ChildCall& call, gh_sink& out, gh_sink& err) {
+    auto* handle = reinterpret_cast<gh_call*>(&call);
+    const std::uint32_t i = frame.index;
+    auto s = [&](std::size_t n) { return view(field(frame, n)); };
+    const auto& t = tables_;
+    auto missing = [&](const char* what) {
+        out.bytes = std::string("the family's process has no ") + what + " #" + std::to_string(i);
+        return GH_STATUS_INTERNAL;
+    };
+    switch (static_cast<CallKind>(frame.code)) {
+    case CallKind::tool:
+        if (i >= t.tools.size() || !t.tools[i].call) return missing("tool");
+        return t.tools[i].call(state_, t.tools[i].tool_data, handle, s(0), &out);
+    case CallKind::resource_read:
+        if (i >= t.resources.size() || !t.resources[i].read) return missing("resource");
+        return t.resources[i].read(state_, t.resources[i].resource_data, handle, s(0), s(1), &out);
+    case CallKind::template_read:
+        if (i >= t.templates.size() || !t.templates[i].read) return missing("resource template");
+        return t.templates[i].read(state_, t.templates[i].template_data, handle, s(0), s(1), &out);
+    case CallKind::template_complete:
+        if (i >= t.templates.size() || !t.templates[i].complete) return missing("template completion");
+        return t.templates[i].complete(state_, t.templates[i].template_data, handle, s(0), s(1), s(2), &out);
+    case CallKind::prompt_get:
+        if (i >= t.prompts.size() || !t.prompts[i].get) return missing("prompt");
+        return t.prompts[i].get(state_, t.prompts[i].prompt_data, handle, s(0), &out);
+    case CallKind::prompt_complete:
+        if (i >= t.prompts.size() || !t.prompts[i].complete) return missing("prompt completion");
+        return t.prompts[i].complete(state_, t.prompts[i].prompt_data, handle, s(0), s(1), s(2), &out);
+    case CallKind::page_show:
+        if (i >= t.pages.size() || !t.pages[i].show) return missing("page");
+        return t.pages[i].show(state_, t.pages[i].page_data, handle, s(0), s(1), &out);
+    case CallKind::page_act:
+        if (i >= t.pages.size() || !t.pages[i].act) return missing("page");
+        return t.pages[i].act(state_, t.pages[i].page_data, handle, s(0), s(1), &out);
+    case CallKind::critical_items:
+        if (!t.desc.critical_items) return missing("critical items function");
+        return t.desc.critical_items(state_, s(0), &out);
+    case CallKind::command: {
+        if (i >= t.commands.size() || !t.commands[i].run) return missing("command");
+        std::vector<gh_str> words;
+        for (std::size_t n = 1; n < frame.fields.size(); ++n)
+            words.push_back(view(frame.fields[n]));
+        return t.commands[i].run(state_, t.commands[i].command_data, s(0), words.data(),
+                                 static_cast<uint32_t>(words.size()), &out, &err);
+    }
+    }
+    out.bytes = "the family's process does not know call kind " + std::to_string(frame.code);
+    return GH_STATUS_INTERNAL;
+}
+
+int ServedFamily::serve(const char* library_path) {
+    std::string encoded;
+    try {
+        library_ = plugins::open_library(library_path, &kChildApi);
+        tables_ = read_plugin_tables(library_.descriptor);
+        encoded = encode_descriptor(tables_);
+    } catch (const std::exception& e) {
+        channel_.send(Frame{FrameType::descriptor, 1, 0, 0, {e.what()}});
+        return 1;
+    }
+    channel_.send(Frame{FrameType::descriptor, 0, 0, 0, {std::move(encoded)}});
+    try {
+        while (auto frame = channel_.receive()) {
+            switch (frame->type) {
+            case FrameType::init: init(*frame); break;
+            case FrameType::call: start_call(std::move(*frame)); break;
+            case FrameType::cancel:
+                if (auto call = find(frame->id)) call->cancelled = true;
+                break;
+            case FrameType::host_reply:
+                if (auto call = find(frame->id)) {
+                    {
+                        std::lock_guard lock(call->mutex);
+                        call->reply = std::move(*frame);
+                    }
+                    call->answered.notify_all();
+                }
+                break;
+            case FrameType::shutdown:
+                if (initialized_ && tables_.desc.shutdown) tables_.desc.shutdown(state_);
+                std::cout.flush();
+                std::fflush(nullptr);
+                std::_Exit(0);
+            default: break;
+            }
+        }
+    } catch (const BrokenChannel& e) {
+        std::cerr << "gatehouse serve-family: the host sent a broken frame: " << e.what() << "\n";
+        std::_Exit(1);
+    }
+    // The host is gone: nothing is left to serve, whatever the plugin's threads are doing.
+    std::_Exit(0);
+}
+
+bool set_limit(int resource, std::uint64_t value, const char* what) {
+    rlimit limit{static_cast<rlim_t>(value), static_cast<rlim_t>(value)};
+    if (resource == RLIMIT_CPU) limit.rlim_max = static_cast<rlim_t>(value + 1); // SIGXCPU first, then SIGKILL
+    if (::setrlimit(resource, &limit) == 0) return true;
+    std::cerr << "gatehouse serve-family: cannot set the " << what << " limit: " << std::strerror(errno) << "\n";
+    return false;
+}
+
+} // namespace
+
+int serve_family(int argc, char** argv) {
+    int fd = -1;
+    std::optional<std::uint64_t> memory_mb, cpu_seconds, open_files;
+    const char* library = nullptr;
+    for (int i = 2; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto number = [&](std::optional<std::uint64_t>& into) {
+            if (i + 1 >= argc) return false;
+            into = std::strtoull(argv[++i], nullptr, 10);
+            return true;
+        };
+        std::optional<std::uint64_t> socket;
+        if (arg == "--socket" && number(socket))
+            fd = static_cast<int>(*socket);
+        else if (arg == "--memory-mb" && number(memory_mb)) {
+        } else if (arg == "--cpu-seconds" && number(cpu_seconds)) {
+        } else if (arg == "--open-files" && number(open_files)) {
+        } else if (arg == "--" && i + 1 < argc) {
+            library = argv[++i];
+        } else {
+            std::cerr << "gatehouse serve-family: unexpected argument '" << arg << "'\n";
+            return 2;
+        }
+    }
+    if (fd < 0 || !library) {
+        std::cerr << "gatehouse serve-family: started by the host for a family with isolation: process; it needs "
+                     "--socket FD and -- LIBRARY\n";
+        return 2;
+    }
+    // Ends with the host, whatever it was doing.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // Nothing of the host's but the socket and the standard streams.
+    ::close_range(static_cast<unsigned>(fd) + 1, ~0U, 0);
+#ifndef GATEHOUSE_UNDER_ASAN
+    // Under AddressSanitizer its reserved shadow is beyond any address-space
+    // bound; the host gave the sanitizer a resident-size watch instead.
+    if (memory_mb && !set_limit(RLIMIT_AS, *memory_mb << 20, "address space")) return 1;
+#endif
+    if (cpu_seconds && !set_limit(RLIMIT_CPU, *cpu_seconds, "CPU time")) return 1;
+    if (open_files && !set_limit(RLIMIT_NOFILE, *open_files, "open files")) return 1;
+    ServedFamily family(fd);
+    g_served_family = &family;
+    return family.serve(library);
+}
+
+} // namespace gatehouse::isolation

@@ -1,0 +1,618 @@
+#include "isolation/family_process.hpp"
+
+#include "gate/refusal.hpp"
+#include "plugins/call_environment.hpp"
+#include "plugins/host_api.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+extern char** environ;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GATEHOUSE_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GATEHOUSE_UNDER_ASAN 1
+#endif
+#endif
+
+namespace gatehouse::isolation {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct FamilyProcess::Pending {
+    std::mutex mutex;
+    std::condition_variable arrived;
+    std::deque<Frame> frames;
+    bool gone = false;
+    std::string why;
+};
+
+struct FamilyProcess::Child {
+    pid_t pid = -1;
+    std::string label; // the family, or the library's file name before the descriptor
+    std::unique_ptr<FrameChannel> channel;
+    int output_fd = -1; // the child's stdout and stderr, read into the log
+    std::thread reader, output_reader;
+    Clock::time_point started = Clock::now();
+    std::mutex mutex;
+    std::condition_variable ended;
+    std::unordered_map<std::uint64_t, std::shared_ptr<Pending>> pending;
+    bool gone = false;
+    std::string kill_reason; // set when the host killed it, and why
+
+    void join() {
+        if (reader.joinable()) reader.join();
+        if (output_reader.joinable()) output_reader.join();
+    }
+};
+
+namespace {
+
+constexpr auto kFirstBackoff = 100ms;
+constexpr auto kLongestBackoff = 30s;
+constexpr auto kLivedLongEnough = 30s; // a crash after this long starts the backoff over
+constexpr auto kPoll = 20ms;           // how often a waiting call looks at its cancellation and deadline
+constexpr auto kShutdownWait = 10s;
+
+std::string describe_exit(int status) {
+    if (WIFSIGNALED(status)) {
+        const int sig = WTERMSIG(status);
+        const char* abbrev = sigabbrev_np(sig);
+        const char* text = sigdescr_np(sig);
+        return "was killed by signal " + std::to_string(sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : "") +
+               (text ? std::string(": ") + text : "");
+    }
+    if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+    return "ended (wait status " + std::to_string(status) + ")";
+}
+
+void set_receive_timeout(int fd, std::chrono::milliseconds timeout) {
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+const std::string& field(const Frame& frame, std::size_t i) {
+    static const std::string kEmpty;
+    return i < frame.fields.size() ? frame.fields[i] : kEmpty;
+}
+
+gh_str view(const std::string& text) {
+    return gh_str{text.data(), text.size()};
+}
+
+spdlog::level::level_enum log_level(int32_t level) {
+    switch (level) {
+    case GH_LOG_DEBUG: return spdlog::level::debug;
+    case GH_LOG_INFO:
+    case GH_LOG_NOTICE: return spdlog::level::info;
+    case GH_LOG_WARNING: return spdlog::level::warn;
+    case GH_LOG_ERROR: return spdlog::level::err;
+    default: return spdlog::level::critical;
+    }
+}
+
+// What a frame with no call (id 0) asks: a log line or a change the plugin
+// reported from a thread of its own.
+void outside_any_call(const std::string& family, const Frame& frame) {
+    if (frame.type == FrameType::log) spdlog::log(log_level(frame.code), "[{}] {}", family, field(frame, 0));
+    if (frame.type == FrameType::notify)
+        plugins::host_api()->notify_changed(nullptr, frame.code, view(field(frame, 0)));
+}
+
+// The child's environment: the host's. Under AddressSanitizer an address-space
+// limit would stop the sanitizer itself, so the memory limit becomes its
+// resident-size watch instead.
+std::vector<std::string> child_environment([[maybe_unused]] const ProcessLimits& limits) {
+    std::vector<std::string> env;
+    for (char** e = environ; e && *e; ++e)
+        env.emplace_back(*e);
+#ifdef GATEHOUSE_UNDER_ASAN
+    if (limits.memory_mb) {
+        const std::string watch = "hard_rss_limit_mb=" + std::to_string(*limits.memory_mb);
+        bool found = false;
+        for (auto& variable : env)
+            if (variable.rfind("ASAN_OPTIONS=", 0) == 0) {
+                variable += ":" + watch;
+                found = true;
+            }
+        if (!found) env.push_back("ASAN_OPTIONS=" + watch);
+    }
+#endif
+    return env;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& words) {
+    std::vector<char*> out;
+    for (auto& word : words)
+        out.push_back(word.data());
+    out.push_back(nullptr);
+    return out;
+}
+
+} // namespace
+
+FamilyProcess::FamilyProcess(FamilyProcessOptions options) : options_(std::move(options)) {
+    auto child = spawn();
+    descriptor_bytes_ = read_descriptor(*child);
+    proxy_ = std::make_unique<ProxyDescriptor>(descriptor_bytes_, *this);
+    const auto& family = proxy_->descriptor()->family;
+    family_.assign(family.ptr, family.len);
+    child->label = family_;
+    std::lock_guard lock(mutex_);
+    child_ = std::move(child);
+}
+
+FamilyProcess::~FamilyProcess() {
+    std::shared_ptr<Child> child;
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+        child = child_;
+        changed_.notify_all();
+    }
+    if (supervisor_.joinable()) supervisor_.join();
+    if (child && child->reader.joinable()) {
+        // The plugin's shutdown runs in the child, which then exits.
+        child->channel->send(Frame{FrameType::shutdown, 0, 0, 0, {}});
+        std::unique_lock lock(child->mutex);
+        if (!child->ended.wait_for(lock, kShutdownWait, [&] { return child->gone; })) {
+            lock.unlock();
+            kill(*child, "it did not stop within 10 s of being asked to");
+        }
+    } else if (child) {
+        // Never initialized: nothing of the plugin's to shut down.
+        kill(*child, "");
+        child_gone(child, "");
+    }
+    if (child) child->join();
+    std::lock_guard lock(mutex_);
+    for (auto& retired : retired_)
+        retired->join();
+}
+
+std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
+    int pair[2], output[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+        throw std::runtime_error(std::string("cannot make the family process's socket: ") + std::strerror(errno));
+    if (::pipe2(output, O_CLOEXEC) != 0) {
+        ::close(pair[0]);
+        ::close(pair[1]);
+        throw std::runtime_error(std::string("cannot make the family process's output pipe: ") + std::strerror(errno));
+    }
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    std::vector<std::string> args{"gatehouse", "serve-family", "--socket", "3"};
+    const auto& limits = options_.limits;
+    if (limits.memory_mb) args.insert(args.end(), {"--memory-mb", std::to_string(*limits.memory_mb)});
+    if (limits.cpu_seconds) args.insert(args.end(), {"--cpu-seconds", std::to_string(*limits.cpu_seconds)});
+    if (limits.open_files) args.insert(args.end(), {"--open-files", std::to_string(*limits.open_files)});
+    args.insert(args.end(), {"--", options_.library.string()});
+    auto env = child_environment(limits);
+    auto argv = pointers(args);
+    auto envp = pointers(env);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, pair[1], 3);
+    // The child's stdout is never the stdio transport's: both go to the log.
+    posix_spawn_file_actions_adddup2(&actions, output[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, output[1], 2);
+    pid_t pid = -1;
+    const int spawned =
+        ::posix_spawn(&pid, ec ? "/proc/self/exe" : self.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pair[1]);
+    ::close(output[1]);
+    if (spawned != 0) {
+        ::close(pair[0]);
+        ::close(output[0]);
+        throw std::runtime_error(std::string("cannot start the family process: ") + std::strerror(spawned));
+    }
+    auto child = std::make_shared<Child>();
+    child->pid = pid;
+    child->label = family_ != "plugin" ? family_ : options_.library.filename().string();
+    child->channel = std::make_unique<FrameChannel>(pair[0]);
+    child->output_fd = output[0];
+    child->output_reader = std::thread([child = child.get()] {
+        std::string pending;
+        char buffer[4096];
+        for (;;) {
+            const ssize_t n = ::read(child->output_fd, buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            pending.append(buffer, static_cast<std::size_t>(n));
+            for (std::size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
+                spdlog::info("[{}] {}", child->label, pending.substr(0, end));
+            if (pending.size() > 64 * 1024) {
+                spdlog::info("[{}] {}", child->label, pending);
+                pending.clear();
+            }
+        }
+        if (!pending.empty()) spdlog::info("[{}] {}", child->label, pending);
+        ::close(child->output_fd);
+    });
+    return child;
+}
+
+std::string FamilyProcess::read_descriptor(Child& child) {
+    const auto started = Clock::now();
+    set_receive_timeout(child.channel->fd(), options_.load_timeout);
+    std::string why;
+    try {
+        while (auto frame = child.channel->receive()) {
+            if (frame->type == FrameType::descriptor) {
+                set_receive_timeout(child.channel->fd(), 0ms);
+                if (frame->code == 0) return field(*frame, 0);
+                why = field(*frame, 0);
+                break;
+            }
+            outside_any_call(child.label, *frame);
+        }
+    } catch (const BrokenChannel& e) {
+        why = std::string("its process sent a broken frame: ") + e.what();
+    }
+    if (why.empty() && Clock::now() - started >= options_.load_timeout)
+        why = "its process did not offer a descriptor within " + std::to_string(options_.load_timeout.count()) + " ms";
+    kill(child, "");
+    int status = 0;
+    ::waitpid(child.pid, &status, 0);
+    child.channel->shut_down();
+    child.join();
+    if (why.empty()) why = "its process " + describe_exit(status) + " before it offered a descriptor";
+    throw std::runtime_error(why);
+}
+
+bool FamilyProcess::run_init(Child& child, std::string& error) {
+    const auto started = Clock::now();
+    set_receive_timeout(child.channel->fd(), options_.init_timeout);
+    std::string why;
+    try {
+        if (child.channel->send(Frame{FrameType::init, 0, 0, 0, {init_config_}}))
+            while (auto frame = child.channel->receive()) {
+                if (frame->type == FrameType::result) {
+                    set_receive_timeout(child.channel->fd(), 0ms);
+                    if (frame->code == GH_STATUS_OK) return true;
+                    error = field(*frame, 0);
+                    if (error.empty()) error = "init returned status " + std::to_string(frame->code);
+                    return false;
+                }
+                outside_any_call(child.label, *frame);
+            }
+    } catch (const BrokenChannel& e) {
+        why = std::string("its process sent a broken frame: ") + e.what();
+    }
+    if (why.empty() && Clock::now() - started >= options_.init_timeout)
+        why = "init did not return within " + std::to_string(options_.init_timeout.count()) + " ms";
+    kill(child, "");
+    int status = 0;
+    ::waitpid(child.pid, &status, 0);
+    child.pid = -1;
+    if (why.empty()) why = "its process " + describe_exit(status) + " during init";
+    error = why;
+    return false;
+}
+
+bool FamilyProcess::init(const std::string& config_json, std::string& error) {
+    init_config_ = config_json;
+    std::shared_ptr<Child> child;
+    {
+        std::lock_guard lock(mutex_);
+        child = child_;
+    }
+    if (!child || !run_init(*child, error)) return false;
+    start_reading(child);
+    supervisor_ = std::thread([this] { supervise(); });
+    return true;
+}
+
+void FamilyProcess::start_reading(const std::shared_ptr<Child>& child) {
+    child->reader = std::thread([this, child] { read_frames(child); });
+}
+
+void FamilyProcess::read_frames(std::shared_ptr<Child> child) {
+    std::string why;
+    try {
+        while (auto frame = child->channel->receive()) {
+            if (frame->id == 0) {
+                outside_any_call(family_, *frame);
+                continue;
+            }
+            std::shared_ptr<Pending> pending;
+            {
+                std::lock_guard lock(child->mutex);
+                auto found = child->pending.find(frame->id);
+                if (found != child->pending.end()) pending = found->second;
+            }
+            if (!pending) continue; // a call that is over; its late frames mean nothing
+            {
+                std::lock_guard lock(pending->mutex);
+                pending->frames.push_back(std::move(*frame));
+            }
+            pending->arrived.notify_one();
+        }
+    } catch (const BrokenChannel& e) {
+        why = std::string("it sent a broken frame (") + e.what() + ") and was killed";
+        kill(*child, why);
+    }
+    child_gone(child, why);
+}
+
+void FamilyProcess::kill(Child& child, const std::string& reason) {
+    std::lock_guard lock(child.mutex);
+    if (child.gone || child.pid <= 0) return;
+    if (child.kill_reason.empty()) child.kill_reason = reason;
+    ::kill(child.pid, SIGKILL);
+}
+
+void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::string& why) {
+    std::unordered_map<std::uint64_t, std::shared_ptr<Pending>> pending;
+    std::string reason;
+    {
+        std::lock_guard lock(child->mutex);
+        if (child->gone) return;
+        reason = child->kill_reason.empty() ? why : child->kill_reason;
+    }
+    int status = 0;
+    if (child->pid > 0) {
+        // The stream's end may come before the child's: a broken frame, or a
+        // child that closed its socket and lives on, is ended here.
+        if (::waitpid(child->pid, &status, WNOHANG) == 0) {
+            ::kill(child->pid, SIGKILL);
+            ::waitpid(child->pid, &status, 0);
+        }
+        if (reason.empty()) reason = "its process " + describe_exit(status);
+    }
+    {
+        std::lock_guard lock(child->mutex);
+        child->gone = true;
+        child->pid = -1;
+        pending.swap(child->pending);
+    }
+    child->ended.notify_all();
+    child->channel->shut_down();
+    for (auto& [id, call] : pending) {
+        {
+            std::lock_guard lock(call->mutex);
+            call->gone = true;
+            call->why = reason;
+        }
+        call->arrived.notify_one();
+    }
+    std::lock_guard lock(mutex_);
+    if (child_ == child) child_.reset();
+    if (stopping_) return;
+    crashes_++;
+    if (Clock::now() - child->started >= kLivedLongEnough) crashes_in_a_row_ = 0;
+    ++crashes_in_a_row_;
+    auto backoff = kFirstBackoff * (1u << std::min(crashes_in_a_row_ - 1, 9u));
+    if (backoff > kLongestBackoff) backoff = std::chrono::duration_cast<decltype(backoff)>(kLongestBackoff);
+    next_start_ = Clock::now() + backoff;
+    restart_wanted_ = true;
+    retired_.push_back(child);
+    spdlog::error("family '{}' stopped: {}; {} call(s) in flight answered FAMILY_CRASHED; starting it again in {} ms "
+                  "({} crash(es) in a row)",
+                  family_, reason, pending.size(),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count(), crashes_in_a_row_);
+    changed_.notify_all();
+}
+
+void FamilyProcess::supervise() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+        if (!retired_.empty()) {
+            auto retired = std::move(retired_);
+            retired_.clear();
+            lock.unlock();
+            for (auto& child : retired)
+                child->join();
+            lock.lock();
+            continue;
+        }
+        if (restart_wanted_ && Clock::now() >= next_start_) {
+            restart_wanted_ = false;
+            lock.unlock();
+            std::shared_ptr<Child> child;
+            std::string error;
+            try {
+                child = spawn();
+                const auto bytes = read_descriptor(*child);
+                if (bytes != descriptor_bytes_) {
+                    kill(*child, "");
+                    ::waitpid(child->pid, nullptr, 0);
+                    child->pid = -1;
+                    child->channel->shut_down();
+                    child->join();
+                    throw std::runtime_error("its library now offers another descriptor than the one being served; "
+                                             "restart the host to serve the new one");
+                }
+                if (!run_init(*child, error)) {
+                    child->channel->shut_down();
+                    child->join();
+                    throw std::runtime_error("init failed: " + error);
+                }
+            } catch (const std::exception& e) {
+                error = e.what();
+                child.reset();
+            }
+            lock.lock();
+            if (!child) {
+                ++crashes_in_a_row_;
+                auto backoff = kFirstBackoff * (1u << std::min(crashes_in_a_row_ - 1, 9u));
+                if (backoff > kLongestBackoff) backoff = std::chrono::duration_cast<decltype(backoff)>(kLongestBackoff);
+                next_start_ = Clock::now() + backoff;
+                restart_wanted_ = true;
+                spdlog::error("family '{}' did not start again: {}; next try in {} ms", family_, error,
+                              std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count());
+                continue;
+            }
+            if (stopping_) {
+                lock.unlock();
+                kill(*child, "");
+                child_gone(child, "");
+                child->join();
+                lock.lock();
+                break;
+            }
+            child->label = family_;
+            child_ = child;
+            restarts_++;
+            start_reading(child);
+            spdlog::info("family '{}' serves again (process {})", family_, child->pid);
+            continue;
+        }
+        if (restart_wanted_)
+            changed_.wait_until(lock, next_start_);
+        else
+            changed_.wait(lock);
+    }
+}
+
+bool FamilyProcess::serving() const {
+    std::lock_guard lock(mutex_);
+    return child_ != nullptr;
+}
+
+int32_t FamilyProcess::crashed(gh_sink* out, gh_sink* err, const std::string& why) const {
+    std::int64_t retry_ms;
+    {
+        std::lock_guard lock(mutex_);
+        retry_ms = std::max<std::int64_t>(
+            0, std::chrono::duration_cast<std::chrono::milliseconds>(next_start_ - Clock::now()).count());
+    }
+    const std::string message = "The family '" + family_ + "' stopped while serving this call (" + why +
+                                "), so whether it took effect is unknown; the host is starting it again. Try again "
+                                "shortly.";
+    if (err) {
+        err->bytes += message + "\n";
+        return GH_STATUS_INTERNAL;
+    }
+    if (!out) return GH_STATUS_INTERNAL;
+    const nlohmann::json refusal = {{"code", gate::refusal_code::family_crashed},
+                                    {"message", message},
+                                    {"next", {{"action", "retry"}, {"retryAfterMs", retry_ms + 100}}}};
+    out->bytes = refusal.dump();
+    return GH_STATUS_REFUSED;
+}
+
+void FamilyProcess::run_host_call(gh_call* call, Child& child, const Frame& frame) {
+    const gh_host_api* api = plugins::host_api();
+    gh_sink answer;
+    int32_t status = GH_STATUS_INTERNAL;
+    const auto& a = field(frame, 0);
+    switch (static_cast<HostFunction>(frame.code)) {
+    case HostFunction::call_context: {
+        const gh_str context = api->call_context(call);
+        answer.bytes.assign(context.ptr, context.len);
+        status = GH_STATUS_OK;
+        break;
+    }
+    case HostFunction::session_describe: status = api->session_describe(call, view(a), &answer); break;
+    case HostFunction::session_open: status = api->session_open(call, view(a), &answer); break;
+    case HostFunction::rules_accept: status = api->rules_accept(call, view(a), view(field(frame, 1)), &answer); break;
+    case HostFunction::critical_read: status = api->critical_read(call, view(a), &answer); break;
+    case HostFunction::state_get: status = api->state_get(call, view(a), &answer); break;
+    case HostFunction::state_put:
+        status = api->state_put(call, view(a), view(field(frame, 1)), field_u64(field(frame, 2)));
+        break;
+    case HostFunction::state_erase: status = api->state_erase(call, view(a)); break;
+    case HostFunction::state_take: status = api->state_take(call, view(a), &answer); break;
+    case HostFunction::store_credentials: status = api->store_credentials(call, &answer); break;
+    default: status = GH_STATUS_INVALID_ARGS; break;
+    }
+    child.channel->send(Frame{FrameType::host_reply, status, 0, frame.id, {std::move(answer.bytes)}});
+}
+
+int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call, std::vector<std::string> fields,
+                              gh_sink* out, gh_sink* err) {
+    auto pending = std::make_shared<Pending>();
+    std::shared_ptr<Child> child;
+    std::uint64_t id;
+    {
+        std::lock_guard lock(mutex_);
+        child = child_;
+        id = next_id_++;
+    }
+    if (!child) return crashed(out, err, "it has not started again yet");
+    {
+        std::lock_guard lock(child->mutex);
+        if (child->gone) return crashed(out, err, "it has not started again yet");
+        child->pending.emplace(id, pending);
+    }
+    if (kind == CallKind::tool) {
+        fields.emplace_back(call ? call->input_responses : std::string_view("{}"));
+        fields.emplace_back(call ? call->request_state : std::string_view());
+    }
+    child->channel->send(Frame{FrameType::call, static_cast<std::int32_t>(kind), index, id, std::move(fields)});
+
+    const gh_host_api* api = plugins::host_api();
+    // A command is a person's maintenance verb; it may take as long as it takes.
+    const bool bounded = kind != CallKind::command;
+    const auto deadline = Clock::now() + options_.call_deadline + options_.kill_grace;
+    bool cancel_sent = false, killed = false;
+    auto forget = [&] {
+        std::lock_guard lock(child->mutex);
+        child->pending.erase(id);
+    };
+    for (;;) {
+        std::deque<Frame> frames;
+        bool gone;
+        std::string why;
+        {
+            std::unique_lock lock(pending->mutex);
+            pending->arrived.wait_for(lock, kPoll, [&] { return !pending->frames.empty() || pending->gone; });
+            frames.swap(pending->frames);
+            gone = pending->gone;
+            why = pending->why;
+        }
+        for (auto& frame : frames) {
+            switch (frame.type) {
+            case FrameType::result:
+                forget();
+                if (out) out->bytes.append(field(frame, 0));
+                if (err) err->bytes.append(field(frame, 1));
+                return frame.code;
+            case FrameType::host_call: run_host_call(call, *child, frame); break;
+            case FrameType::log: api->log(call, frame.code, view(field(frame, 0))); break;
+            case FrameType::progress:
+                api->progress(call, field_double(field(frame, 0)), field_double(field(frame, 1)),
+                              view(field(frame, 2)));
+                break;
+            case FrameType::notify: api->notify_changed(call, frame.code, view(field(frame, 0))); break;
+            default: break;
+            }
+        }
+        if (gone) return crashed(out, err, why);
+        if (!cancel_sent && call && api->is_cancelled(call)) {
+            cancel_sent = true;
+            child->channel->send(Frame{FrameType::cancel, 0, 0, id, {}});
+        }
+        if (bounded && !killed && Clock::now() >= deadline) {
+            killed = true;
+            kill(*child, "a call ran " + std::to_string((options_.call_deadline + options_.kill_grace).count()) +
+                             " ms, past its deadline and the grace after it, so its process was killed");
+        }
+    }
+}
+
+} // namespace gatehouse::isolation

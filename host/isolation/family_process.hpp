@@ -1,0 +1,112 @@
+#pragma once
+
+#include "isolation/frame_channel.hpp"
+#include "isolation/wire_descriptor.hpp"
+
+#include <gatehouse/plugin.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gatehouse::isolation {
+
+// The bounds a family's child runs within (its plugins entry: memory_mb,
+// cpu_seconds, open_files). Unset: the host's own.
+struct ProcessLimits {
+    std::optional<std::uint64_t> memory_mb;   // address space (RLIMIT_AS)
+    std::optional<std::uint64_t> cpu_seconds; // CPU time (RLIMIT_CPU), summed over the child's life
+    std::optional<std::uint64_t> open_files;  // RLIMIT_NOFILE
+};
+
+struct FamilyProcessOptions {
+    std::filesystem::path library;
+    ProcessLimits limits;
+    // A call the child has not answered this long after its tool timeout
+    // is hung: the child is killed and started again.
+    std::chrono::milliseconds call_deadline{120000};
+    std::chrono::milliseconds kill_grace{5000};
+    // How long the child may take to load the library, and to run init.
+    std::chrono::milliseconds load_timeout{10000};
+    std::chrono::milliseconds init_timeout{120000};
+};
+
+// One family served from a child process: the same binary's `serve-family`
+// verb loads the library there and answers frames on a socket pair. Every
+// call the host makes through the proxy descriptor becomes a call frame;
+// the host functions the plugin calls back come back as frames, and the
+// calling thread runs them with its own gh_call, as it would in process.
+//
+// When the child dies (a signal, an exit, killed for a hung call or a
+// broken frame), every call in flight answers FAMILY_CRASHED, the host
+// logs why, and the child is started again after a backoff that doubles
+// with each crash in a row (100 ms to 30 s; a child that lived 30 s
+// resets it). A restarted child must offer the very descriptor the first
+// one did; its init runs again with the same configuration.
+class FamilyProcess final : public ProxiedCalls {
+public:
+    // Starts the child and reads its descriptor. Throws std::runtime_error
+    // with the sentence the load report shows when it cannot.
+    explicit FamilyProcess(FamilyProcessOptions options);
+    ~FamilyProcess() override;
+    FamilyProcess(const FamilyProcess&) = delete;
+    FamilyProcess& operator=(const FamilyProcess&) = delete;
+
+    // The descriptor to check and serve: every function forwards here.
+    const gh_plugin_desc* descriptor() const { return proxy_->descriptor(); }
+    // Runs the plugin's init in the child; false with the plugin's sentence.
+    // From here on a child that dies is started again.
+    bool init(const std::string& config_json, std::string& error);
+
+    int32_t invoke(CallKind kind, std::uint32_t index, gh_call* call, std::vector<std::string> fields, gh_sink* out,
+                   gh_sink* err) override;
+
+    const std::string& family() const { return family_; }
+    bool serving() const;
+    std::uint64_t crashes() const { return crashes_.load(); }
+    std::uint64_t restarts() const { return restarts_.load(); }
+
+    struct Child;
+    struct Pending;
+
+private:
+    FamilyProcessOptions options_;
+    std::string family_ = "plugin";
+    std::string descriptor_bytes_;
+    std::unique_ptr<ProxyDescriptor> proxy_;
+    std::string init_config_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::shared_ptr<Child> child_;                // null while down
+    std::vector<std::shared_ptr<Child>> retired_; // dead, their threads to join
+    std::uint64_t next_id_ = 1;
+    bool stopping_ = false;
+    bool restart_wanted_ = false;
+    unsigned crashes_in_a_row_ = 0;
+    std::chrono::steady_clock::time_point next_start_{};
+    std::atomic<std::uint64_t> crashes_{0}, restarts_{0};
+    std::thread supervisor_;
+
+    std::shared_ptr<Child> spawn();
+    // Reads the child's descriptor frame; throws std::runtime_error.
+    std::string read_descriptor(Child& child);
+    bool run_init(Child& child, std::string& error);
+    void start_reading(const std::shared_ptr<Child>& child);
+    void read_frames(std::shared_ptr<Child> child);
+    void child_gone(const std::shared_ptr<Child>& child, const std::string& why);
+    void supervise();
+    void kill(Child& child, const std::string& reason);
+    int32_t crashed(gh_sink* out, gh_sink* err, const std::string& why) const;
+    void run_host_call(gh_call* call, Child& child, const Frame& frame);
+};
+
+} // namespace gatehouse::isolation

@@ -1,0 +1,141 @@
+#include "isolation/frame_channel.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace gatehouse::isolation {
+
+namespace {
+
+// length (of what follows it), type, three zero bytes, code, index, id, field count.
+constexpr std::size_t kHeaderBytes = 4 + 4 + 4 + 4 + 8 + 4;
+
+template <class T> void put(std::string& out, T value) {
+    out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+template <class T> T get(const char* at) {
+    T value;
+    std::memcpy(&value, at, sizeof value);
+    return value;
+}
+
+} // namespace
+
+FrameChannel::~FrameChannel() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+bool FrameChannel::send(const Frame& frame) {
+    std::size_t total = kHeaderBytes;
+    for (const auto& field : frame.fields)
+        total += 4 + field.size();
+    std::string bytes;
+    bytes.reserve(total);
+    put<std::uint32_t>(bytes, static_cast<std::uint32_t>(total - 4));
+    put<std::uint8_t>(bytes, static_cast<std::uint8_t>(frame.type));
+    bytes.append(3, '\0');
+    put<std::int32_t>(bytes, frame.code);
+    put<std::uint32_t>(bytes, frame.index);
+    put<std::uint64_t>(bytes, frame.id);
+    put<std::uint32_t>(bytes, static_cast<std::uint32_t>(frame.fields.size()));
+    for (const auto& field : frame.fields) {
+        put<std::uint32_t>(bytes, static_cast<std::uint32_t>(field.size()));
+        bytes.append(field);
+    }
+    std::lock_guard lock(send_mutex_);
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+        const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        sent += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+bool FrameChannel::fill(std::size_t bytes) {
+    if (in_start_ > 0 && in_start_ == in_.size()) {
+        in_.clear();
+        in_start_ = 0;
+    }
+    while (in_.size() - in_start_ < bytes) {
+        const std::size_t have = in_.size();
+        const std::size_t want = std::max<std::size_t>(64 * 1024, bytes - (have - in_start_));
+        in_.resize(have + want);
+        ssize_t n;
+        do {
+            n = ::recv(fd_, in_.data() + have, want, 0);
+        } while (n < 0 && errno == EINTR);
+        in_.resize(have + static_cast<std::size_t>(n > 0 ? n : 0));
+        if (n <= 0) return false;
+    }
+    return true;
+}
+
+std::optional<Frame> FrameChannel::receive() {
+    if (!fill(4)) {
+        if (in_.size() == in_start_) return std::nullopt;
+        throw BrokenChannel("the stream ended inside a frame's length");
+    }
+    const auto length = get<std::uint32_t>(in_.data() + in_start_);
+    if (length < kHeaderBytes - 4 || length > kMaxFrameBytes)
+        throw BrokenChannel("a frame of " + std::to_string(length) + " bytes is beyond the bounds (" +
+                            std::to_string(kHeaderBytes - 4) + " to " + std::to_string(kMaxFrameBytes) + ")");
+    if (!fill(4 + static_cast<std::size_t>(length))) throw BrokenChannel("the stream ended inside a frame");
+    const char* at = in_.data() + in_start_ + 4;
+    const char* end = at + length;
+    Frame frame;
+    frame.type = static_cast<FrameType>(get<std::uint8_t>(at));
+    frame.code = get<std::int32_t>(at + 4);
+    frame.index = get<std::uint32_t>(at + 8);
+    frame.id = get<std::uint64_t>(at + 12);
+    const auto count = get<std::uint32_t>(at + 20);
+    at += kHeaderBytes - 4;
+    if (count > kMaxFrameFields)
+        throw BrokenChannel("a frame of " + std::to_string(count) + " fields is beyond the bound of " +
+                            std::to_string(kMaxFrameFields));
+    frame.fields.reserve(count);
+    for (std::uint32_t i = 0; i < count; ++i) {
+        if (end - at < 4) throw BrokenChannel("field " + std::to_string(i) + " runs past its frame");
+        const auto size = get<std::uint32_t>(at);
+        at += 4;
+        if (static_cast<std::size_t>(end - at) < size)
+            throw BrokenChannel("field " + std::to_string(i) + " runs past its frame");
+        frame.fields.emplace_back(at, size);
+        at += size;
+    }
+    if (at != end) throw BrokenChannel("a frame has bytes after its last field");
+    in_start_ += 4 + static_cast<std::size_t>(length);
+    return frame;
+}
+
+void FrameChannel::shut_down() {
+    ::shutdown(fd_, SHUT_RDWR);
+}
+
+std::string number_field(double value) {
+    std::string out;
+    put(out, value);
+    return out;
+}
+
+std::string number_field(std::uint64_t value) {
+    std::string out;
+    put(out, value);
+    return out;
+}
+
+double field_double(std::string_view field) {
+    return field.size() == sizeof(double) ? get<double>(field.data()) : 0.0;
+}
+
+std::uint64_t field_u64(std::string_view field) {
+    return field.size() == sizeof(std::uint64_t) ? get<std::uint64_t>(field.data()) : 0;
+}
+
+} // namespace gatehouse::isolation

@@ -1,0 +1,112 @@
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gatehouse::isolation {
+
+// What one frame between the host and a family's child process says. The
+// host writes the first group, the child the second; both sides are the
+// same binary, so integers travel in the machine's own byte order.
+enum class FrameType : std::uint8_t {
+    // host -> child
+    init = 1,       // fields: [config JSON]
+    call = 2,       // code: CallKind, index: the descriptor entry, fields: the call's strings
+    cancel = 3,     // id: the call the agent cancelled
+    host_reply = 4, // id, code: status; fields: [answer]
+    shutdown = 5,
+    // child -> host
+    descriptor = 16, // fields: [encoded descriptor] (wire_descriptor.hpp), or code 1 and [why it did not load]
+    result = 17,     // id, code: status; fields: [out] (a command: [out, err])
+    host_call = 18,  // id, code: HostFunction; fields: its arguments
+    log = 19,        // id (0: outside any call), code: level; fields: [message]
+    progress = 20,   // id; fields: [done, total (8 bytes each), message]
+    notify = 21,     // id (0: outside any call), code: GH_CHANGE_*; fields: [uri]
+};
+
+// What a call frame asks the child to run (FrameType::call's code).
+enum class CallKind : std::int32_t {
+    tool = 1,              // fields: [arguments, input_responses, request_state]
+    resource_read = 2,     // fields: [uri, variables]
+    template_read = 3,     // fields: [uri, variables]
+    template_complete = 4, // fields: [argument, value, context]
+    prompt_get = 5,        // fields: [arguments]
+    prompt_complete = 6,   // fields: [argument, value, context]
+    page_show = 7,         // fields: [token, action]
+    page_act = 8,          // fields: [token, action]
+    critical_items = 9,    // fields: [owner]
+    command = 10,          // fields: [context, args...]
+};
+
+// The host functions a child asks the host to run for a call (host_call's code).
+enum class HostFunction : std::int32_t {
+    call_context = 1,
+    session_describe = 2, // [handle]
+    session_open = 3,     // [topic]
+    rules_accept = 4,     // [handle, code]
+    critical_read = 5,    // [item ids]
+    state_get = 6,        // [key]
+    state_put = 7,        // [key, value, ttl_ms (8 bytes)]
+    state_erase = 8,      // [key]
+    state_take = 9,       // [key]
+    store_credentials = 10,
+};
+
+struct Frame {
+    FrameType type{};
+    std::int32_t code = 0;
+    std::uint32_t index = 0;
+    std::uint64_t id = 0;
+    std::vector<std::string> fields;
+};
+
+// A frame that breaks the bounds below, or a stream cut inside one.
+struct BrokenChannel : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The bounds a frame is read within, so a child that writes garbage or
+// without end is cut off, not believed: a frame is at most 64 MiB (a tool's
+// answer included) in at most 4096 fields.
+inline constexpr std::size_t kMaxFrameBytes = 64u << 20;
+inline constexpr std::size_t kMaxFrameFields = 4096;
+
+// One end of a connected stream socket, framed. send() may be called from
+// any thread (a frame is written whole under a lock); receive() from one
+// reader at a time.
+class FrameChannel {
+public:
+    explicit FrameChannel(int fd) : fd_(fd) {}
+    ~FrameChannel();
+    FrameChannel(const FrameChannel&) = delete;
+    FrameChannel& operator=(const FrameChannel&) = delete;
+
+    // False when the other end is gone.
+    bool send(const Frame& frame);
+    // The next frame; nothing at a clean end of stream (between frames).
+    // Throws BrokenChannel on a frame beyond the bounds or cut short.
+    std::optional<Frame> receive();
+    // Ends both directions, so a reader blocked in receive() returns.
+    void shut_down();
+    int fd() const { return fd_; }
+
+private:
+    int fd_;
+    std::mutex send_mutex_;
+    std::vector<char> in_;        // bytes read past the frame receive() returned
+    std::size_t in_start_ = 0;    // where the unread bytes start in in_
+    bool fill(std::size_t bytes); // until in_ holds that many unread bytes; false at end of stream
+};
+
+// An 8-byte field of a number, as progress and state_put carry them.
+std::string number_field(double value);
+std::string number_field(std::uint64_t value);
+double field_double(std::string_view field);
+std::uint64_t field_u64(std::string_view field);
+
+} // namespace gatehouse::isolation
