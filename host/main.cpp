@@ -293,6 +293,7 @@ int list_plugins(const Arguments& args) {
                                        {"prefix", f.prefix},
                                        {"reentrant", f.reentrant},
                                        {"store_credentials", f.store_credentials},
+                                       {"isolation", f.own_process ? "process" : "in_process"},
                                        {"rules", !f.rules.empty()},
                                        {"tools", tools},
                                        {"resources", offered_by(f.family, registry->resources())},
@@ -309,7 +310,8 @@ int list_plugins(const Arguments& args) {
         for (const auto& f : registry->families()) {
             std::cout << "family " << f.family << "  (" << f.plugin_name << " " << f.version << ", " << f.path
                       << (f.reentrant ? ", reentrant" : ", serialized") << (f.rules.empty() ? "" : ", has rules")
-                      << (f.store_credentials ? ", store_credentials allowed" : "") << ")\n";
+                      << (f.store_credentials ? ", store_credentials allowed" : "")
+                      << (f.own_process ? ", isolation: process" : "") << ")\n";
             if (licenses) {
                 const auto license = license_of(f.family);
                 std::cout << "  license " << license["license"].get<std::string>();

@@ -79,4 +79,27 @@ nlohmann::json published_output_schema(const nlohmann::json& own) {
     return published;
 }
 
+// A family's own refusal (GH_STATUS_REFUSED) becomes the very shape of the
+// gate's; an answer that does not fit {code, message, next} is a fault of
+// the plugin, never passed on half-read.
+std::optional<Refusal> family_refusal(std::string_view answer) {
+    const auto parsed = nlohmann::json::parse(answer, nullptr, false);
+    if (!parsed.is_object()) return std::nullopt;
+    auto code = parsed.find("code");
+    auto message = parsed.find("message");
+    auto next = parsed.find("next");
+    if (code == parsed.end() || !code->is_string() || !valid_refusal_code(code->get_ref<const std::string&>()))
+        return std::nullopt;
+    if (message == parsed.end() || !message->is_string() || message->get_ref<const std::string&>().empty())
+        return std::nullopt;
+    if (next != parsed.end() && !next->is_object()) return std::nullopt;
+    for (const auto& [key, value] : parsed.items())
+        if (key != "code" && key != "message" && key != "next") return std::nullopt;
+    Refusal refusal;
+    refusal.code = code->get<std::string>();
+    refusal.message = message->get<std::string>();
+    if (next != parsed.end()) refusal.next = *next;
+    return refusal;
+}
+
 } // namespace gatehouse::gate

@@ -96,4 +96,8 @@ struct Refusal {
 // references into the tool's own schema are re-pointed to where it now sits.
 nlohmann::json published_output_schema(const nlohmann::json& own);
 
+// A family's own refusal (GH_STATUS_REFUSED): its answer read as
+// {code, message, next?}, or nothing when it does not have that shape.
+std::optional<Refusal> family_refusal(std::string_view answer);
+
 } // namespace gatehouse::gate

@@ -302,9 +302,11 @@ void ServedFamily::start_call(Frame frame) {
     auto call = std::make_shared<ChildCall>();
     call->id = frame.id;
     call->family = this;
-    if (static_cast<CallKind>(frame.code) == CallKind::tool) {
-        call->input_responses = field(frame, 1);
-        call->request_state = field(frame, 2);
+    if (carries_round(static_cast<CallKind>(frame.code)) && frame.fields.size() >= 2) {
+        call->request_state = std::move(frame.fields.back());
+        frame.fields.pop_back();
+        call->input_responses = std::move(frame.fields.back());
+        frame.fields.pop_back();
     }
     {
         std::lock_guard lock(calls_mutex_);

@@ -559,7 +559,7 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         if (child->gone) return crashed(out, err, "it has not started again yet");
         child->pending.emplace(id, pending);
     }
-    if (kind == CallKind::tool) {
+    if (carries_round(kind)) {
         fields.emplace_back(call ? call->input_responses : std::string_view("{}"));
         fields.emplace_back(call ? call->request_state : std::string_view());
     }

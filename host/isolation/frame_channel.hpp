@@ -31,7 +31,7 @@ enum class FrameType : std::uint8_t {
 
 // What a call frame asks the child to run (FrameType::call's code).
 enum class CallKind : std::int32_t {
-    tool = 1,              // fields: [arguments, input_responses, request_state]
+    tool = 1,              // fields: [arguments]
     resource_read = 2,     // fields: [uri, variables]
     template_read = 3,     // fields: [uri, variables]
     template_complete = 4, // fields: [argument, value, context]
@@ -42,6 +42,12 @@ enum class CallKind : std::int32_t {
     critical_items = 9,    // fields: [owner]
     command = 10,          // fields: [context, args...]
 };
+
+// Whether a call of this kind has a gh_call, and so a round of a multi
+// round-trip request: its frame ends with [input_responses, request_state].
+constexpr bool carries_round(CallKind kind) {
+    return kind != CallKind::critical_items && kind != CallKind::command;
+}
 
 // The host functions a child asks the host to run for a call (host_call's code).
 enum class HostFunction : std::int32_t {

@@ -88,6 +88,7 @@ void ToolRegistry::add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<
         tools_.push_back(std::move(t));
     }
     info.store_credentials = plugin->store_credentials();
+    info.own_process = plugin->process() != nullptr;
     info.resources = offer.resources.size();
     info.resource_templates = offer.resource_templates.size();
     info.prompts = offer.prompts.size();

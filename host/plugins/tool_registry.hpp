@@ -26,6 +26,7 @@ struct FamilyInfo {
     std::vector<const Tool*> tools;
     std::size_t resources = 0, resource_templates = 0, prompts = 0;
     bool store_credentials = false; // the operator's grant in its plugins entry
+    bool own_process = false;       // isolation: process
 };
 
 // What a family offers besides tools (ABI 1.2), checked by the loader.

@@ -1,5 +1,6 @@
 #include "protocol/request_environment.hpp"
 
+#include "gate/refusal.hpp"
 #include "protocol/log_level.hpp"
 
 #include <spdlog/spdlog.h>
@@ -64,6 +65,12 @@ Json plugin_result(const PluginAnswer& answer, const std::string& family, const 
                             answer.text.empty() ? "The plugin serving " + what + " failed without saying why."
                                                 : answer.text);
     case GH_STATUS_CANCELLED: throw ProtocolError(error_code::internal_error, "The request was cancelled.");
+    case GH_STATUS_REFUSED:
+        // A refusal with a stable code (FAMILY_CRASHED): the agent reads what to do next in the error's data.
+        if (auto refusal = gate::family_refusal(answer.text))
+            throw ProtocolError(error_code::internal_error, refusal->message,
+                                {{"code", refusal->code}, {"next", refusal->next}});
+        plugin_fault(family, what, "refused with an answer that is not {code, message, next}: " + answer.text);
     default: plugin_fault(family, what, "status " + std::to_string(answer.status) + ": " + answer.text);
     }
     Json result;

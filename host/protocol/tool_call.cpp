@@ -82,29 +82,6 @@ std::string status_name(int32_t status) {
     }
 }
 
-// A family's own refusal (GH_STATUS_REFUSED) becomes the very shape of the
-// gate's; an answer that does not fit {code, message, next} is a fault of
-// the plugin, never passed on half-read.
-std::optional<gate::Refusal> family_refusal(const std::string& answer) {
-    const Json parsed = Json::parse(answer, nullptr, false);
-    if (!parsed.is_object()) return std::nullopt;
-    auto code = parsed.find("code");
-    auto message = parsed.find("message");
-    auto next = parsed.find("next");
-    if (code == parsed.end() || !code->is_string() || !gate::valid_refusal_code(code->get_ref<const std::string&>()))
-        return std::nullopt;
-    if (message == parsed.end() || !message->is_string() || message->get_ref<const std::string&>().empty())
-        return std::nullopt;
-    if (next != parsed.end() && !next->is_object()) return std::nullopt;
-    for (const auto& [key, value] : parsed.items())
-        if (key != "code" && key != "message" && key != "next") return std::nullopt;
-    gate::Refusal refusal;
-    refusal.code = code->get<std::string>();
-    refusal.message = message->get<std::string>();
-    if (next != parsed.end()) refusal.next = *next;
-    return refusal;
-}
-
 gate::Refusal rate_limited(const limits::RateLimiter::Refused& r) {
     std::ostringstream rate;
     rate << r.calls_per_second << " calls per second, bursts of " << r.burst;
@@ -355,7 +332,7 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, int3
         return tool_error(out.bytes.empty() ? "Tool '" + tool.name + "' failed without saying why." : out.bytes);
     case GH_STATUS_CANCELLED: return tool_error("Tool '" + tool.name + "' stopped: the call was cancelled.");
     case GH_STATUS_REFUSED:
-        if (auto refusal = family_refusal(out.bytes)) return refusal->to_tool_result();
+        if (auto refusal = gate::family_refusal(out.bytes)) return refusal->to_tool_result();
         spdlog::error("tool '{}' ({}) refused with an answer that is not {{code, message, next}} (code "
                       "UPPER_SNAKE, a message, next an object): {}",
                       tool.name, tool.family, out.bytes);

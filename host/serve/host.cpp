@@ -1,5 +1,7 @@
 #include "serve/host.hpp"
 
+#include "isolation/family_process.hpp"
+
 #include "cli/host_setup.hpp"
 #include "cli/stdout_diversion.hpp"
 #include "gate/make_gate.hpp"
@@ -236,6 +238,32 @@ void Host::add_gauges() {
                                       "subscriptions/listen streams open (2026-07-28).", std::vector<std::string>{},
                                       [server = server_.get()] {
                                           return Series{{{}, double(server->open_subscriptions())}};
+                                      });
+    // Families with isolation: process: how often each one's process died,
+    // and whether one serves it now (0 while it waits out its backoff).
+    auto processes = [families = registry_.get()] {
+        std::vector<std::pair<std::string, const isolation::FamilyProcess*>> out;
+        for (const auto& plugin : families->plugins())
+            if (plugin->process()) out.emplace_back(plugin->family(), plugin->process());
+        return out;
+    };
+    registry.add<metrics::ReadFamily>(
+        "gatehouse_family_crashes_total", "Times the process of a family with isolation: process died.",
+        std::vector<std::string>{"family"},
+        [processes] {
+            Series series;
+            for (const auto& [family, process] : processes())
+                series.push_back({{family}, double(process->crashes())});
+            return series;
+        },
+        "counter");
+    registry.add<metrics::ReadFamily>("gatehouse_family_process_up",
+                                      "1 while a process serves the family (isolation: process), else 0.",
+                                      std::vector<std::string>{"family"}, [processes] {
+                                          Series series;
+                                          for (const auto& [family, process] : processes())
+                                              series.push_back({{family}, process->serving() ? 1.0 : 0.0});
+                                          return series;
                                       });
     if (!http_) return;
     registry.add<metrics::ReadFamily>("gatehouse_http_connections_open", "HTTP connections open.",

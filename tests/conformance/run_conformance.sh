@@ -5,11 +5,14 @@
 # Failures must be listed in expected-failures-<revision>.yaml; an unlisted
 # failure fails the run, and so does a listed one that now passes (the list
 # may only shrink).
-# Usage: tests/conformance/run_conformance.sh BUILD_DIR REVISION
+# With ISOLATION "process" the fixture family is served from a process of
+# its own (isolation: process), and must pass alike.
+# Usage: tests/conformance/run_conformance.sh BUILD_DIR REVISION [in_process|process]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$1" && pwd)
 revision=$2
+isolation=${3:-in_process}
 node=${GATEHOUSE_NODE:-node}
 [[ -d $here/node_modules/@modelcontextprotocol/conformance ]] || (cd "$here" && npm ci --silent --no-audit --no-fund)
 
@@ -24,7 +27,7 @@ cat >"$work/conformance.yaml" <<YAML
 plugin_dir: $build/tests/plugins
 data_dir: $work/data
 gate: false
-plugins: [conformance.so]
+plugins: [{path: conformance.so, isolation: $isolation}]
 transports: [http]
 http: {listen: "127.0.0.1:0"}
 # The suite's task scenarios poll tasks/get every 200 ms (and 100 ms while

@@ -39,6 +39,15 @@ export function modernMeta(extra = {}) {
 // JSON is YAML, and quoting every value keeps paths with odd characters safe.
 const yamlValue = (value) => JSON.stringify(value);
 
+// GATEHOUSE_TEST_ISOLATION=process serves every family a test lists from a
+// process of its own (unless the test chose), so a suite proves the two
+// modes alike.
+function isolated(entry) {
+  if (process.env.GATEHOUSE_TEST_ISOLATION !== 'process') return entry;
+  const written = typeof entry === 'string' ? { path: entry } : entry;
+  return written.isolation ? written : { ...written, isolation: 'process' };
+}
+
 // Writes a config into its own temporary folder; returns { dir, file }.
 export function writeConfig({
   plugins = ['echo.so', 'serial.so'],
@@ -60,7 +69,7 @@ export function writeConfig({
   // Most tests exercise the protocol and the plugins, not the gate; those
   // that want the host's default (gate on, no sessions) pass gate: true.
   if (!gate) lines.push('gate: false');
-  lines.push(`plugins: ${yamlValue(plugins)}`);
+  lines.push(`plugins: ${yamlValue(plugins.map(isolated))}`);
   const limitEntries = Object.entries(limits);
   if (limitEntries.length) {
     lines.push('limits:');

@@ -1,0 +1,126 @@
+// Families served with isolation: process: each in a child process of its
+// own. The crashy fixture ends its process every way a plugin can; the host
+// must answer FAMILY_CRASHED, keep serving the echo family (in process)
+// during and after, and serve crashy again from a new process.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { withHost, writeConfig, binaryPath, modernMeta } from './lib/host.mjs';
+
+// Under AddressSanitizer the bound is the sanitizer's resident-size watch,
+// and the sanitized binary alone is some 300 MiB; 1 GiB holds either build.
+const CRASHY = { path: 'crashy.so', isolation: 'process', memory_mb: 1024, tool_timeout_ms: 1000 };
+
+function toolCall(id, name, args = {}, meta = modernMeta()) {
+  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: meta } };
+}
+
+async function pidOf(host) {
+  const answer = await host.modern('tools/call', { name: 'crashy_pid', arguments: {} });
+  return answer.result.isError ? null : Number(answer.result.content[0].text);
+}
+
+// Asks until the family answers again (its restart waits out a backoff).
+async function servedAgain(host, timeoutMs = 15000) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const pid = await pidOf(host);
+    if (pid) return pid;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('the crashed family did not serve again');
+}
+
+test('a segfault, an abort, an exit, unbounded memory and a hang each answer FAMILY_CRASHED; other families serve throughout, and the family again after', () =>
+  withHost({ plugins: ['echo.so', CRASHY] }, async (host) => {
+    let pid = await servedAgain(host);
+    const ways = [
+      ['crashy_segfault', /process (was killed by signal|exited with status)/],
+      ['crashy_abort', /process (was killed by signal 6 \(SIGABRT\)|exited with status)/],
+      ['crashy_exit', /process exited with status 3/],
+      ['crashy_allocate', /process (was killed by signal|exited with status)/],
+      ['crashy_hang', /past its deadline and the grace after it, so its process was killed/],
+    ];
+    for (const [index, [tool, why]] of ways.entries()) {
+      host.send(toolCall(`crash-${index}`, tool));
+      // Another family answers while the crash is under way.
+      const during = await host.modern('tools/call', { name: 'echo', arguments: { text: `during ${tool}` } });
+      assert.equal(during.result.structuredContent.text, `during ${tool}`);
+      const crashed = (await host.response(`crash-${index}`, 30000)).message.result;
+      if (tool === 'crashy_hang') {
+        // The agent hears at its tool timeout; the process is killed after a grace.
+        assert.equal(crashed.structuredContent.code, 'TOOL_TIMEOUT', JSON.stringify(crashed));
+        await host.stderrMatching(why, 15000);
+      } else {
+        assert.equal(crashed.isError, true, tool);
+        assert.equal(crashed.structuredContent.code, 'FAMILY_CRASHED', JSON.stringify(crashed));
+        assert.match(crashed.structuredContent.message, /The family 'crashy' stopped while serving this call/);
+        assert.match(crashed.structuredContent.message, why, tool);
+        assert.equal(crashed.structuredContent.next.action, 'retry');
+        assert.ok(crashed.structuredContent.next.retryAfterMs > 0);
+      }
+      const after = await host.modern('tools/call', { name: 'echo', arguments: { text: `after ${tool}` } });
+      assert.equal(after.result.structuredContent.text, `after ${tool}`);
+      const next = await servedAgain(host);
+      assert.notEqual(next, pid, `${tool}: a new process serves the family`);
+      pid = next;
+    }
+    // Crashes in a row wait longer each time, and the log says how many.
+    await host.stderrMatching(/family 'crashy' stopped: .*starting it again in 100 ms \(1 crash\(es\) in a row\)/);
+    await host.stderrMatching(/starting it again in 1600 ms \(5 crash\(es\) in a row\)/);
+    assert.match(host.stderr, /family 'crashy' serves again \(process \d+\)/);
+  }));
+
+test('the host functions cross to the child: progress, log, state and the call context', () =>
+  withHost({ plugins: [CRASHY] }, async (host) => {
+    const answer = await host.modern('tools/call', {
+      name: 'crashy_callback', arguments: { value: 'kept across' }, _meta: { progressToken: 'p1' },
+    });
+    assert.equal(answer.result.isError, undefined, JSON.stringify(answer));
+    const out = answer.result.structuredContent;
+    assert.equal(out.kept, 'kept across');
+    assert.equal(out.family, 'crashy');
+    assert.equal(out.tool, 'crashy_callback');
+    assert.notEqual(out.pid, host.pid, 'the tool ran in another process');
+    const progress = host.notifications('notifications/progress');
+    assert.equal(progress.length, 1);
+    assert.deepEqual([progress[0].params.progressToken, progress[0].params.progress, progress[0].params.total],
+      ['p1', 1, 2]);
+    await host.stderrMatching(/\[crashy\] crashy_callback keeps kept across/);
+  }));
+
+test('cancellation reaches the child: the cancelled call frees its only place', () =>
+  // One place in flight for the family: the echo below runs only once the
+  // cancelled slow call has returned from the plugin in its process.
+  withHost({ plugins: [{ path: 'echo.so', isolation: 'process', max_in_flight: 1 }] }, async (host) => {
+    host.send(toolCall('long', 'slow', { ms: 60000 }, modernMeta({ progressToken: 'long' })));
+    // Its first progress says the call is inside the plugin.
+    await host.waitFor((m) => m.method === 'notifications/progress' && m.params.progressToken === 'long');
+    host.notify('notifications/cancelled', { requestId: 'long', reason: 'no longer needed' });
+    const echo = await host.modern('tools/call', { name: 'echo', arguments: { text: 'after cancel' } });
+    assert.equal(echo.result.structuredContent.text, 'after cancel');
+    assert.equal(host.messages.some((m) => m.message.id === 'long'), false, 'the cancelled call got no answer');
+  }));
+
+test("a family's process never writes to the stdio transport: its stdout goes to the log", () =>
+  withHost({ plugins: [{ path: 'noisy.so', isolation: 'process' }] }, async (host) => {
+    const answer = await host.modern('tools/call', { name: 'noisy_shout', arguments: {} });
+    assert.equal(answer.result.content[0].text, 'shouted');
+    await host.stderrMatching(/\[noisy\] noisy printf/);
+  }));
+
+test('gatehouse plugins names the isolation; bounds without isolation: process are refused where they are written', () => {
+  const { file } = writeConfig({ plugins: [CRASHY, 'echo.so'] });
+  const listed = JSON.parse(execFileSync(binaryPath(), ['plugins', '--config', file, '--json'], { encoding: 'utf8' }));
+  const crashy = listed.families.find((f) => f.family === 'crashy');
+  assert.equal(crashy.isolation, 'process');
+  assert.equal(listed.families.find((f) => f.family === 'echo').isolation, 'in_process');
+  const text = execFileSync(binaryPath(), ['plugins', '--config', file], { encoding: 'utf8' });
+  assert.match(text, /crashy.*isolation: process/);
+
+  const bad = writeConfig({ plugins: [{ path: 'echo.so', memory_mb: 64 }, { path: 'noisy.so', isolation: 'jail' }] });
+  const check = spawnSync(binaryPath(), ['check-config', bad.file], { encoding: 'utf8' });
+  assert.equal(check.status, 1);
+  assert.match(check.stderr + check.stdout, /gatehouse\.yaml:\d+:\d+: .*memory_mb bounds a family's own process: it needs isolation: process/);
+  assert.match(check.stderr + check.stdout, /isolation must be in_process or process, not 'jail'/);
+});
