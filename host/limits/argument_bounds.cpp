@@ -39,33 +39,55 @@ gate::Refusal out_of_range(const std::string& tool, const std::string& pointer, 
 
 std::optional<gate::Refusal> argument_beyond_bounds(const nlohmann::json& arguments, std::size_t max_string_bytes,
                                                     const std::string& tool) {
-    struct Pending {
+    // Every node met, with its parent and its place there; the pointer is
+    // spelled out only for a refusal, so the walk costs one entry a node
+    // however deep the arguments nest.
+    struct Step {
         const nlohmann::json* node;
-        std::string pointer;
+        std::size_t parent;   // kRoot for the arguments themselves
+        std::string_view key; // its key in an object parent
+        std::size_t index;    // its index in an array parent
     };
-    std::vector<Pending> stack{{&arguments, ""}};
+    constexpr std::size_t kRoot = static_cast<std::size_t>(-1);
+    std::vector<Step> steps{{&arguments, kRoot, {}, 0}};
+    auto pointer_of = [&](std::size_t at) {
+        std::vector<std::string> tokens;
+        for (; steps[at].parent != kRoot; at = steps[at].parent)
+            tokens.push_back(steps[steps[at].parent].node->is_object()
+                                 ? schema::json_pointer_token(std::string(steps[at].key))
+                                 : std::to_string(steps[at].index));
+        std::string pointer;
+        for (auto token = tokens.rbegin(); token != tokens.rend(); ++token)
+            pointer += "/" + *token;
+        return pointer;
+    };
+    std::vector<std::size_t> stack{0};
     while (!stack.empty()) {
-        Pending at = std::move(stack.back());
+        const std::size_t at = stack.back();
         stack.pop_back();
-        const auto& node = *at.node;
+        const auto& node = *steps[at].node;
         if (node.is_string()) {
             const auto size = node.get_ref<const std::string&>().size();
-            if (size > max_string_bytes) return too_large(tool, at.pointer, false, size, max_string_bytes);
+            if (size > max_string_bytes) return too_large(tool, pointer_of(at), false, size, max_string_bytes);
         } else if (node.is_number_unsigned()) {
             if (node.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                return out_of_range(tool, at.pointer, node);
+                return out_of_range(tool, pointer_of(at), node);
         } else if (node.is_object()) {
             for (auto it = node.begin(); it != node.end(); ++it) {
                 // A key is cut short in the pointer: naming it in full would
                 // echo the very text that was too long.
                 if (it.key().size() > max_string_bytes)
-                    return too_large(tool, at.pointer + "/" + schema::json_pointer_token(it.key().substr(0, 32)) + "…",
+                    return too_large(tool,
+                                     pointer_of(at) + "/" + schema::json_pointer_token(it.key().substr(0, 32)) + "…",
                                      true, it.key().size(), max_string_bytes);
-                stack.push_back({&it.value(), at.pointer + "/" + schema::json_pointer_token(it.key())});
+                stack.push_back(steps.size());
+                steps.push_back({&it.value(), at, it.key(), 0});
             }
         } else if (node.is_array()) {
-            for (std::size_t i = 0; i < node.size(); ++i)
-                stack.push_back({&node[i], at.pointer + "/" + std::to_string(i)});
+            for (std::size_t i = 0; i < node.size(); ++i) {
+                stack.push_back(steps.size());
+                steps.push_back({&node[i], at, {}, i});
+            }
         }
     }
     return std::nullopt;

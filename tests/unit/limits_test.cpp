@@ -30,8 +30,12 @@ TEST_CASE("argument_beyond_bounds finds a long string or key anywhere, with its 
     CHECK(key->message.find(std::string(40, 'k')) == std::string::npos);
     // Deep nesting is walked without recursion.
     json nested = "123456789";
-    for (int i = 0; i < 100000; ++i)
-        nested = json::array({std::move(nested)});
+    // Each level wraps the last by move; an initializer list would copy it.
+    for (int i = 0; i < 100000; ++i) {
+        json level = json::array();
+        level.push_back(std::move(nested));
+        nested = std::move(level);
+    }
     CHECK(limits::argument_beyond_bounds(nested, 8, "t"));
 }
 
