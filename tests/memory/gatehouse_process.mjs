@@ -9,6 +9,12 @@ export const binary = process.env.GATEHOUSE_BIN;
 export const pluginDir = process.env.GATEHOUSE_PLUGIN_DIR;
 const REVISION = '2026-07-28';
 
+// GATEHOUSE_TEST_ISOLATION=process serves each family from a process of its
+// own, so the same stories prove the two modes alike.
+const ownProcess = process.env.GATEHOUSE_TEST_ISOLATION === 'process';
+const pluginsLine = (files) =>
+  `plugins: ${JSON.stringify(ownProcess ? files.map((file) => ({ path: file, isolation: 'process' })) : files)}`;
+
 // A folder with a configuration that serves only the memory family;
 // `sections` are further top-level YAML lines (transports, http, auth).
 export function makeHome(settings = {}, sections = []) {
@@ -19,7 +25,7 @@ export function makeHome(settings = {}, sections = []) {
     'log_level: warn',
     'strict: true',
     'gate: false', // the plugin alone; the gate has its own tests
-    'plugins: [memory.so]',
+    pluginsLine(['memory.so']),
     'domains:',
     '  memory:',
     '    settings:',
@@ -45,7 +51,7 @@ export function makeSessionHome({ store = 'shop-a', user = 'ann' } = {}) {
     `data_dir: ${JSON.stringify(path.join(dir, 'data'))}`,
     'log_level: warn',
     'strict: true',
-    'plugins: [session.so, memory.so]',
+    pluginsLine(['session.so', 'memory.so']),
     'session:',
     '  backend: memory',
     `  program_state_file: ${JSON.stringify(program)}`,
