@@ -5,7 +5,8 @@
 # no-op tool, sequential and with 32 in flight, cold start to the first
 # tools/list answer, and idle RSS, for
 #   floor       bench/line_echo.c: reads a line, writes a fixed answer
-#   gatehouse   `noop` of the echo test family, 2026-07-28 and 2025-11-25
+#   gatehouse   `noop` of the echo test family, 2026-07-28 and 2025-11-25,
+#               in process and with isolation: process (its own child process)
 #   ts-sdk-v2   @modelcontextprotocol/server 2.x (serveStdio), both eras
 # and, with BASELINE=<git revision>, gatehouse@<revision>: that revision built
 # in BUILD_DIR/baseline-build (bench/baseline.sh) and run beside the current
@@ -63,6 +64,7 @@ plugins:
 YAML
 }
 bench_yaml "$build" >"$out/bench.yaml"
+sed 's|^  - \(.*echo.so\)$|  - {path: \1, isolation: process}|' "$out/bench.yaml" >"$out/bench-process.yaml"
 [[ -z $baseline ]] || bench_yaml "$baseline_build_dir" >"$out/bench-baseline.yaml"
 results=$out/stdio_bench.jsonl
 : >"$results"
@@ -85,6 +87,7 @@ for era in modern legacy; do
         run "gatehouse@$baseline" $era "$baseline_build_dir/bin/gatehouse" serve --config "$out/bench-baseline.yaml"
     fi
     run gatehouse $era "$build/bin/gatehouse" serve --config "$out/bench.yaml"
+    run "gatehouse (isolation: process)" $era "$build/bin/gatehouse" serve --config "$out/bench-process.yaml"
 done
 # The default plugins (config/gatehouse.yaml: session, memory, sessions, with
 # their SQLite files) only start: cold start and idle RSS. Their data goes

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <signal.h>
 #include <spawn.h>
@@ -136,21 +137,42 @@ public:
         }
     }
 
-    // utime + stime of every thread of the server, in microseconds.
+    // utime + stime of every thread of the server and of its child
+    // processes (a family served with isolation: process), in microseconds.
     double cpu_us() const {
-        std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+        double total = process_cpu_us(pid_);
+        for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+            const auto name = entry.path().filename().string();
+            if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+            const pid_t pid = static_cast<pid_t>(std::stol(name));
+            if (pid != pid_ && parent_of(pid) == pid_) total += process_cpu_us(pid);
+        }
+        return total;
+    }
+
+    // The fields of /proc/<pid>/stat after the command name, from 3 (state) on.
+    static std::vector<std::string> stat_fields(pid_t pid) {
+        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
         std::string text((std::istreambuf_iterator<char>(stat)), {});
         const auto close_paren = text.rfind(')');
-        if (close_paren == std::string::npos) die("cannot read /proc/<pid>/stat");
+        std::vector<std::string> out;
+        if (close_paren == std::string::npos) return out;
         std::istringstream fields(text.substr(close_paren + 2));
-        std::string field;
-        unsigned long long utime = 0, stime = 0;
-        // Fields after the command name start at 3 (state); utime is 14, stime 15.
-        for (int i = 3; i <= 15 && fields >> field; ++i) {
-            if (i == 14) utime = std::stoull(field);
-            if (i == 15) stime = std::stoull(field);
-        }
-        return static_cast<double>(utime + stime) * 1e6 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+        for (std::string field; out.size() < 13 && fields >> field;)
+            out.push_back(field);
+        return out;
+    }
+
+    static pid_t parent_of(pid_t pid) {
+        const auto fields = stat_fields(pid);
+        return fields.size() > 1 ? static_cast<pid_t>(std::stol(fields[1])) : -1; // field 4
+    }
+
+    static double process_cpu_us(pid_t pid) {
+        const auto fields = stat_fields(pid);
+        if (fields.size() < 13) return 0;                                     // gone
+        const auto ticks = std::stoull(fields[11]) + std::stoull(fields[12]); // fields 14 and 15
+        return static_cast<double>(ticks) * 1e6 / static_cast<double>(::sysconf(_SC_CLK_TCK));
     }
 
     long rss_kib() const {

@@ -67,33 +67,43 @@ gh_str view(const std::string& text) {
     return gh_str{text.data(), text.size()};
 }
 
-// Threads for the calls, made as they are needed and kept.
+// Threads for the calls, made as they are needed and kept. A thread counts
+// as free again before its answer is sent, so the host's next call, which
+// may follow the answer at once, finds it instead of making another.
 class Workers {
 public:
-    void submit(std::function<void()> job) {
+    using Job = std::function<Frame()>;
+    explicit Workers(std::function<void(Frame)> deliver) : deliver_(std::move(deliver)) {}
+
+    void submit(Job job) {
         std::lock_guard lock(mutex_);
         jobs_.push_back(std::move(job));
-        if (idle_ == 0)
-            std::thread([this] { work(); }).detach();
-        else
+        if (free_ > 0) {
+            --free_;
             ready_.notify_one();
+        } else {
+            std::thread([this] { work(); }).detach();
+        }
     }
 
 private:
+    std::function<void(Frame)> deliver_;
     std::mutex mutex_;
     std::condition_variable ready_;
-    std::deque<std::function<void()>> jobs_;
-    unsigned idle_ = 0;
+    std::deque<Job> jobs_;
+    unsigned free_ = 0; // threads that will take the next job without a new one being made
     void work() {
         std::unique_lock lock(mutex_);
         for (;;) {
-            ++idle_;
             ready_.wait(lock, [&] { return !jobs_.empty(); });
-            --idle_;
             auto job = std::move(jobs_.front());
             jobs_.pop_front();
             lock.unlock();
-            job();
+            Frame answer = job();
+            lock.lock();
+            ++free_;
+            lock.unlock();
+            deliver_(std::move(answer));
             lock.lock();
         }
     }
@@ -102,7 +112,7 @@ private:
 // The library, its tables and the socket to the host.
 class ServedFamily {
 public:
-    explicit ServedFamily(int fd) : channel_(fd) {}
+    explicit ServedFamily(int fd) : channel_(fd), workers_([this](Frame answer) { channel_.send(answer); }) {}
     FrameChannel& channel() { return channel_; }
     int serve(const char* library_path);
 
@@ -319,7 +329,7 @@ void ServedFamily::start_call(Frame frame) {
             std::lock_guard lock(calls_mutex_);
             calls_.erase(call->id);
         }
-        channel_.send(Frame{FrameType::result, status, 0, call->id, {std::move(out.bytes), std::move(err.bytes)}});
+        return Frame{FrameType::result, status, 0, call->id, {std::move(out.bytes), std::move(err.bytes)}};
     });
 }
 

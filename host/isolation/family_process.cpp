@@ -409,6 +409,7 @@ void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::s
     if (backoff > kLongestBackoff) backoff = std::chrono::duration_cast<decltype(backoff)>(kLongestBackoff);
     next_start_ = Clock::now() + backoff;
     restart_wanted_ = true;
+    last_crash_ = reason;
     retired_.push_back(child);
     spdlog::error("family '{}' stopped: {}; {} call(s) in flight answered FAMILY_CRASHED; starting it again in {} ms "
                   "({} crash(es) in a row)",
@@ -493,16 +494,19 @@ bool FamilyProcess::serving() const {
     return child_ != nullptr;
 }
 
-int32_t FamilyProcess::crashed(gh_sink* out, gh_sink* err, const std::string& why) const {
+int32_t FamilyProcess::crashed(gh_sink* out, gh_sink* err, const std::string& why, bool reached) const {
     std::int64_t retry_ms;
     {
         std::lock_guard lock(mutex_);
         retry_ms = std::max<std::int64_t>(
             0, std::chrono::duration_cast<std::chrono::milliseconds>(next_start_ - Clock::now()).count());
     }
-    const std::string message = "The family '" + family_ + "' stopped while serving this call (" + why +
-                                "), so whether it took effect is unknown; the host is starting it again. Try again "
-                                "shortly.";
+    const std::string message =
+        reached ? "The family '" + family_ + "' stopped while serving this call (" + why +
+                      "), so whether it took effect is unknown; the host is starting it again. Try again shortly."
+                : "The family '" + family_ + "' is not serving right now (" + why +
+                      "), so the call did not run; the host is starting it again. Try again in " +
+                      std::to_string(retry_ms + 100) + " ms.";
     if (err) {
         err->bytes += message + "\n";
         return GH_STATUS_INTERNAL;
@@ -548,15 +552,17 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
     auto pending = std::make_shared<Pending>();
     std::shared_ptr<Child> child;
     std::uint64_t id;
+    std::string down;
     {
         std::lock_guard lock(mutex_);
         child = child_;
         id = next_id_++;
+        if (!child) down = last_crash_;
     }
-    if (!child) return crashed(out, err, "it has not started again yet");
+    if (!child) return crashed(out, err, down.empty() ? "its process ended" : down, false);
     {
         std::lock_guard lock(child->mutex);
-        if (child->gone) return crashed(out, err, "it has not started again yet");
+        if (child->gone) return crashed(out, err, "its process has just ended", false);
         child->pending.emplace(id, pending);
     }
     if (carries_round(kind)) {
@@ -602,7 +608,7 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
             default: break;
             }
         }
-        if (gone) return crashed(out, err, why);
+        if (gone) return crashed(out, err, why, true);
         if (!cancel_sent && call && api->is_cancelled(call)) {
             cancel_sent = true;
             child->channel->send(Frame{FrameType::cancel, 0, 0, id, {}});

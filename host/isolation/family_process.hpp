@@ -92,6 +92,7 @@ private:
     bool stopping_ = false;
     bool restart_wanted_ = false;
     unsigned crashes_in_a_row_ = 0;
+    std::string last_crash_; // how the last child ended, for calls while none serves
     std::chrono::steady_clock::time_point next_start_{};
     std::atomic<std::uint64_t> crashes_{0}, restarts_{0};
     std::thread supervisor_;
@@ -105,7 +106,9 @@ private:
     void child_gone(const std::shared_ptr<Child>& child, const std::string& why);
     void supervise();
     void kill(Child& child, const std::string& reason);
-    int32_t crashed(gh_sink* out, gh_sink* err, const std::string& why) const;
+    // FAMILY_CRASHED for a call the child died serving (reached), or one
+    // that came while no child serves.
+    int32_t crashed(gh_sink* out, gh_sink* err, const std::string& why, bool reached) const;
     void run_host_call(gh_call* call, Child& child, const Frame& frame);
 };
 

@@ -8,8 +8,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { withHost, writeConfig, binaryPath, modernMeta } from './lib/host.mjs';
 
 // Under AddressSanitizer the bound is the sanitizer's resident-size watch,
-// and the sanitized binary alone is some 300 MiB; 1 GiB holds either build.
-const CRASHY = { path: 'crashy.so', isolation: 'process', memory_mb: 1024, tool_timeout_ms: 1000 };
+// and the sanitized binary alone is some 300 MiB; 640 MiB holds either build. The
+// timeout leaves the allocation, slow under the sanitizer, time to reach it.
+const CRASHY = { path: 'crashy.so', isolation: 'process', memory_mb: 640, tool_timeout_ms: 4000 };
 
 function toolCall(id, name, args = {}, meta = modernMeta()) {
   return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: meta } };
@@ -46,13 +47,16 @@ test('a segfault, an abort, an exit, unbounded memory and a hang each answer FAM
       // Another family answers while the crash is under way.
       const during = await host.modern('tools/call', { name: 'echo', arguments: { text: `during ${tool}` } });
       assert.equal(during.result.structuredContent.text, `during ${tool}`);
-      const crashed = (await host.response(`crash-${index}`, 30000)).message.result;
+      const reply = (await host.response(`crash-${index}`, 30000)).message;
+      const crashed = reply.result;
+      assert.ok(crashed, `${tool}: ${JSON.stringify(reply)}`);
       if (tool === 'crashy_hang') {
         // The agent hears at its tool timeout; the process is killed after a grace.
         assert.equal(crashed.structuredContent.code, 'TOOL_TIMEOUT', JSON.stringify(crashed));
         await host.stderrMatching(why, 15000);
       } else {
         assert.equal(crashed.isError, true, tool);
+        assert.ok(crashed.structuredContent, `${tool}: ${JSON.stringify(crashed)}`);
         assert.equal(crashed.structuredContent.code, 'FAMILY_CRASHED', JSON.stringify(crashed));
         assert.match(crashed.structuredContent.message, /The family 'crashy' stopped while serving this call/);
         assert.match(crashed.structuredContent.message, why, tool);

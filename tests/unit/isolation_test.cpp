@@ -1,0 +1,196 @@
+#include "isolation/frame_channel.hpp"
+#include "isolation/wire_descriptor.hpp"
+#include "plugins/call_environment.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+
+using namespace gatehouse::isolation;
+
+namespace {
+
+struct SocketPair {
+    int ends[2] = {-1, -1};
+    SocketPair() { REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0); }
+};
+
+// Raw bytes as the other end would write them: length, type, pad, code, index, id, count, fields.
+std::string raw_frame(std::uint32_t length, std::uint32_t count, const std::string& body = {}) {
+    std::string out(reinterpret_cast<const char*>(&length), 4);
+    out += std::string(4, '\0');         // type and three zero bytes
+    out += std::string(4 + 4 + 8, '\0'); // code, index, id
+    out.append(reinterpret_cast<const char*>(&count), 4);
+    return out + body;
+}
+
+gh_str str(const char* text) {
+    return gh_str{text, std::strlen(text)};
+}
+
+} // namespace
+
+TEST_CASE("FrameChannel carries frames whole, in order, and ends cleanly between frames", "[isolation]") {
+    SocketPair pair;
+    FrameChannel a(pair.ends[0]), b(pair.ends[1]);
+    const std::string big(1 << 20, 'x');
+    std::thread writer([&] {
+        CHECK(a.send(Frame{FrameType::call, 7, 3, 42, {"one", "", big}}));
+        CHECK(a.send(Frame{FrameType::cancel, 0, 0, 42, {}}));
+        a.shut_down();
+    });
+    auto first = b.receive();
+    REQUIRE(first);
+    CHECK(first->type == FrameType::call);
+    CHECK(first->code == 7);
+    CHECK(first->index == 3);
+    CHECK(first->id == 42);
+    REQUIRE(first->fields.size() == 3);
+    CHECK(first->fields[0] == "one");
+    CHECK(first->fields[1].empty());
+    CHECK(first->fields[2] == big);
+    auto second = b.receive();
+    REQUIRE(second);
+    CHECK(second->type == FrameType::cancel);
+    CHECK_FALSE(b.receive());
+    writer.join();
+    CHECK(field_double(number_field(2.5)) == 2.5);
+    CHECK(field_u64(number_field(std::uint64_t{1} << 40)) == std::uint64_t{1} << 40);
+}
+
+TEST_CASE("FrameChannel refuses a frame beyond its bounds, cut short, or with fields that do not fit", "[isolation]") {
+    auto refused = [](const std::string& bytes, const char* why) {
+        SocketPair pair;
+        FrameChannel reader(pair.ends[0]);
+        REQUIRE(::write(pair.ends[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+        ::close(pair.ends[1]);
+        CHECK_THROWS_WITH(reader.receive(), Catch::Contains(why));
+    };
+    refused(raw_frame(static_cast<std::uint32_t>(kMaxFrameBytes + 1), 0), "beyond the bounds");
+    refused(raw_frame(3, 0), "beyond the bounds");
+    refused(raw_frame(24 + 100, 0), "ended inside a frame");
+    refused(raw_frame(24, static_cast<std::uint32_t>(kMaxFrameFields + 1)), "fields is beyond the bound");
+    std::uint32_t size = 1000;
+    refused(raw_frame(24 + 4 + 2, 1, std::string(reinterpret_cast<const char*>(&size), 4) + "ab"),
+            "runs past its frame");
+    refused(raw_frame(24 + 3, 0, "abc"), "bytes after its last field");
+    refused(std::string("\x10\x00", 2), "inside a frame's length");
+}
+
+namespace {
+
+struct Recorded : ProxiedCalls {
+    CallKind kind{};
+    std::uint32_t index = 99;
+    std::vector<std::string> fields;
+    int32_t invoke(CallKind k, std::uint32_t i, gh_call*, std::vector<std::string> f, gh_sink* out, gh_sink*) override {
+        kind = k;
+        index = i;
+        fields = std::move(f);
+        if (out) out->bytes = "answered";
+        return GH_STATUS_OK;
+    }
+};
+
+int32_t a_tool(void*, void*, gh_call*, gh_str, gh_sink*) {
+    return GH_STATUS_OK;
+}
+int32_t a_read(void*, void*, gh_call*, gh_str, gh_str, gh_sink*) {
+    return GH_STATUS_OK;
+}
+int32_t a_get(void*, void*, gh_call*, gh_str, gh_sink*) {
+    return GH_STATUS_OK;
+}
+
+} // namespace
+
+TEST_CASE("A descriptor crosses the channel whole, and its proxy forwards each call with its entry", "[isolation]") {
+    gh_tool_desc first{}, second{};
+    for (auto* t : {&first, &second}) {
+        t->struct_size = sizeof *t;
+        t->risk = GH_RISK_READ;
+        t->input_schema = str(R"({"type":"object"})");
+        t->call = &a_tool;
+    }
+    first.name = str("first");
+    second.name = str("second");
+    second.output_schema = str(R"({"type":"object"})");
+    second.task_support = GH_TASK_OPTIONAL;
+    const gh_tool_desc* tools[] = {&first, &second};
+    gh_resource_desc resource{};
+    resource.struct_size = sizeof resource;
+    resource.uri = str("test://a");
+    resource.name = str("a");
+    resource.flags = GH_RESOURCE_HAS_SIZE;
+    resource.size = 12;
+    resource.read = &a_read;
+    const gh_resource_desc* resources[] = {&resource};
+    gh_prompt_desc prompt{};
+    prompt.struct_size = sizeof prompt;
+    prompt.name = str("ask");
+    prompt.get = &a_get;
+    const gh_prompt_desc* prompts[] = {&prompt};
+    gh_plugin_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.abi_version = GH_ABI_VERSION;
+    desc.flags = GH_PLUGIN_REENTRANT;
+    desc.name = str("gatehouse-test");
+    desc.version = str("1.0.0");
+    desc.family = str("wired");
+    desc.tool_count = 2;
+    desc.tools = tools;
+    desc.resource_count = 1;
+    desc.resources = resources;
+    desc.prompt_count = 1;
+    desc.prompts = prompts;
+
+    const std::string bytes = encode_descriptor(read_plugin_tables(&desc));
+    Recorded recorded;
+    ProxyDescriptor proxy(bytes, recorded);
+    const gh_plugin_desc* out = proxy.descriptor();
+    CHECK(std::string(out->family.ptr, out->family.len) == "wired");
+    CHECK(out->flags == GH_PLUGIN_REENTRANT);
+    CHECK(out->init == nullptr);
+    CHECK(out->critical_items == nullptr);
+    REQUIRE(out->tool_count == 2);
+    CHECK(std::string(out->tools[1]->name.ptr, out->tools[1]->name.len) == "second");
+    CHECK(out->tools[1]->output_schema.len > 0);
+    CHECK(out->tools[1]->task_support == GH_TASK_OPTIONAL);
+    REQUIRE(out->resource_count == 1);
+    CHECK(out->resources[0]->size == 12);
+    CHECK(out->resources[0]->flags == GH_RESOURCE_HAS_SIZE);
+    CHECK(out->resource_template_count == 0);
+    CHECK(out->resource_templates == nullptr);
+
+    gh_sink sink;
+    CHECK(out->tools[1]->call(nullptr, out->tools[1]->tool_data, nullptr, str(R"({"x":1})"), &sink) == GH_STATUS_OK);
+    CHECK(recorded.kind == CallKind::tool);
+    CHECK(recorded.index == 1);
+    REQUIRE(recorded.fields.size() == 1);
+    CHECK(recorded.fields[0] == R"({"x":1})");
+    CHECK(sink.bytes == "answered");
+    CHECK(out->resources[0]->read(nullptr, out->resources[0]->resource_data, nullptr, str("test://a"), str("{}"),
+                                  &sink) == GH_STATUS_OK);
+    CHECK(recorded.kind == CallKind::resource_read);
+    CHECK(recorded.index == 0);
+    CHECK(recorded.fields == std::vector<std::string>{"test://a", "{}"});
+
+    // Every cut of the bytes is refused, never read past.
+    for (std::size_t cut = 0; cut < bytes.size(); cut += 7)
+        CHECK_THROWS_AS(ProxyDescriptor(std::string_view(bytes).substr(0, cut), recorded), BrokenChannel);
+    CHECK_THROWS_AS(ProxyDescriptor(bytes + "x", recorded), BrokenChannel);
+
+    // A table the plugin counts but does not give is the host's to refuse, not read.
+    desc.prompts = nullptr;
+    ProxyDescriptor tableless(encode_descriptor(read_plugin_tables(&desc)), recorded);
+    CHECK(tableless.descriptor()->prompt_count == 1);
+    CHECK(tableless.descriptor()->prompts == nullptr);
+    const gh_tool_desc* broken[] = {&first, nullptr};
+    desc.tools = broken;
+    CHECK_THROWS_WITH(read_plugin_tables(&desc), Catch::Contains("tool #1: null struct pointer"));
+}
