@@ -1,5 +1,6 @@
 #include "isolation/family_child.hpp"
 
+#include "isolation/address_sanitizer.hpp"
 #include "isolation/frame_channel.hpp"
 #include "isolation/wire_descriptor.hpp"
 #include "plugins/call_environment.hpp"
@@ -23,14 +24,6 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define GATEHOUSE_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GATEHOUSE_UNDER_ASAN 1
-#endif
-#endif
 
 namespace gatehouse::isolation {
 

@@ -1,5 +1,6 @@
 #include "isolation/family_process.hpp"
 
+#include "isolation/address_sanitizer.hpp"
 #include "gate/refusal.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
@@ -23,14 +24,6 @@
 #include <vector>
 
 extern char** environ;
-
-#if defined(__SANITIZE_ADDRESS__)
-#define GATEHOUSE_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GATEHOUSE_UNDER_ASAN 1
-#endif
-#endif
 
 namespace gatehouse::isolation {
 
@@ -100,21 +93,10 @@ gh_str view(const std::string& text) {
     return gh_str{text.data(), text.size()};
 }
 
-spdlog::level::level_enum log_level(int32_t level) {
-    switch (level) {
-    case GH_LOG_DEBUG: return spdlog::level::debug;
-    case GH_LOG_INFO:
-    case GH_LOG_NOTICE: return spdlog::level::info;
-    case GH_LOG_WARNING: return spdlog::level::warn;
-    case GH_LOG_ERROR: return spdlog::level::err;
-    default: return spdlog::level::critical;
-    }
-}
-
 // What a frame with no call (id 0) asks: a log line or a change the plugin
 // reported from a thread of its own.
 void outside_any_call(const std::string& family, const Frame& frame) {
-    if (frame.type == FrameType::log) spdlog::log(log_level(frame.code), "[{}] {}", family, field(frame, 0));
+    if (frame.type == FrameType::log) spdlog::log(plugins::log_level(frame.code), "[{}] {}", family, field(frame, 0));
     if (frame.type == FrameType::notify)
         plugins::host_api()->notify_changed(nullptr, frame.code, view(field(frame, 0)));
 }
@@ -154,7 +136,15 @@ std::vector<char*> pointers(std::vector<std::string>& words) {
 FamilyProcess::FamilyProcess(FamilyProcessOptions options) : options_(std::move(options)) {
     auto child = spawn();
     descriptor_bytes_ = read_descriptor(*child);
-    proxy_ = std::make_unique<ProxyDescriptor>(descriptor_bytes_, *this);
+    try {
+        proxy_ = std::make_unique<ProxyDescriptor>(descriptor_bytes_, *this);
+    } catch (const BrokenChannel& e) {
+        kill(*child, "");
+        ::waitpid(child->pid, nullptr, 0);
+        child->channel->shut_down();
+        child->join();
+        throw std::runtime_error(std::string("its process offered a descriptor that cannot be read: ") + e.what());
+    }
     const auto& family = proxy_->descriptor()->family;
     family_.assign(family.ptr, family.len);
     child->label = family_;

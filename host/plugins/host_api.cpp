@@ -21,17 +21,6 @@ std::string_view as_view(gh_str s) {
     return s.ptr ? std::string_view(s.ptr, s.len) : std::string_view();
 }
 
-spdlog::level::level_enum spd_level(int32_t level) {
-    switch (level) {
-    case GH_LOG_DEBUG: return spdlog::level::debug;
-    case GH_LOG_INFO:
-    case GH_LOG_NOTICE: return spdlog::level::info;
-    case GH_LOG_WARNING: return spdlog::level::warn;
-    case GH_LOG_ERROR: return spdlog::level::err;
-    default: return spdlog::level::critical;
-    }
-}
-
 void sink_write(gh_sink* sink, gh_str bytes) noexcept {
     if (!sink || !bytes.ptr) return;
     try {
@@ -51,7 +40,7 @@ void log(gh_call* call, int32_t level, gh_str message) noexcept {
             text = masked;
         }
         const auto family = call ? call->family : std::string_view("plugin");
-        spdlog::log(spd_level(level), "[{}] {}", family, text);
+        spdlog::log(log_level(level), "[{}] {}", family, text);
         if (call && call->environment) call->environment->log(level, family, text);
     } catch (...) {
     }
@@ -262,6 +251,17 @@ const gh_host_api kHostApi = {
 };
 
 } // namespace
+
+spdlog::level::level_enum log_level(int32_t level) {
+    switch (level) {
+    case GH_LOG_DEBUG: return spdlog::level::debug;
+    case GH_LOG_INFO:
+    case GH_LOG_NOTICE: return spdlog::level::info;
+    case GH_LOG_WARNING: return spdlog::level::warn;
+    case GH_LOG_ERROR: return spdlog::level::err;
+    default: return spdlog::level::critical;
+    }
+}
 
 const gh_host_api* host_api() {
     return &kHostApi;

@@ -32,7 +32,7 @@ async function servedAgain(host, timeoutMs = 15000) {
   throw new Error('the crashed family did not serve again');
 }
 
-test('a segfault, an abort, an exit, unbounded memory and a hang each answer FAMILY_CRASHED; other families serve throughout, and the family again after', () =>
+test('a segfault, an abort, an exit, unbounded memory, garbage on its socket and a hang each answer FAMILY_CRASHED; other families serve throughout, and the family again after', () =>
   withHost({ plugins: ['echo.so', CRASHY] }, async (host) => {
     let pid = await servedAgain(host);
     const ways = [
@@ -40,6 +40,8 @@ test('a segfault, an abort, an exit, unbounded memory and a hang each answer FAM
       ['crashy_abort', /process (was killed by signal 6 \(SIGABRT\)|exited with status)/],
       ['crashy_exit', /process exited with status 3/],
       ['crashy_allocate', /process (was killed by signal|exited with status)/],
+      // What it writes on the host's socket is no frame: the host stops reading it and kills it.
+      ['crashy_scribble', /it sent a broken frame \(a frame of 4294967295 bytes is beyond the bounds/],
       ['crashy_hang', /past its deadline and the grace after it, so its process was killed/],
     ];
     for (const [index, [tool, why]] of ways.entries()) {
@@ -71,7 +73,7 @@ test('a segfault, an abort, an exit, unbounded memory and a hang each answer FAM
     }
     // Crashes in a row wait longer each time, and the log says how many.
     await host.stderrMatching(/family 'crashy' stopped: .*starting it again in 100 ms \(1 crash\(es\) in a row\)/);
-    await host.stderrMatching(/starting it again in 1600 ms \(5 crash\(es\) in a row\)/);
+    await host.stderrMatching(/starting it again in 3200 ms \(6 crash\(es\) in a row\)/);
     assert.match(host.stderr, /family 'crashy' serves again \(process \d+\)/);
   }));
 
@@ -128,3 +130,23 @@ test('gatehouse plugins names the isolation; bounds without isolation: process a
   assert.match(check.stderr + check.stdout, /gatehouse\.yaml:\d+:\d+: .*memory_mb bounds a family's own process: it needs isolation: process/);
   assert.match(check.stderr + check.stdout, /isolation must be in_process or process, not 'jail'/);
 });
+
+test('the metrics count a family’s crashes and say whether a process serves it', () =>
+  withHost({ plugins: ['echo.so', CRASHY], sections: { metrics: { listen: '127.0.0.1:0', allow: ['127.0.0.1'] } } },
+    async (host) => {
+      await host.stderrMatching(/metrics, \/health and \/ready served on 127\.0\.0\.1:\d+/);
+      const port = Number(/served on 127\.0\.0\.1:(\d+)/.exec(host.stderr)[1]);
+      const scrape = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const value = (text, name) => {
+        const line = text.split('\n').find((l) => l.startsWith(`${name}{family="crashy"} `));
+        return line === undefined ? undefined : Number(line.split(' ').at(-1));
+      };
+      const before = await scrape();
+      assert.equal(value(before, 'gatehouse_family_crashes_total'), 0);
+      assert.equal(value(before, 'gatehouse_family_process_up'), 1);
+      assert.doesNotMatch(before, /gatehouse_family_crashes_total\{family="echo"\}/, 'an in-process family has no such series');
+      await host.modern('tools/call', { name: 'crashy_exit', arguments: {} });
+      assert.equal(value(await scrape(), 'gatehouse_family_crashes_total'), 1);
+      await servedAgain(host);
+      assert.equal(value(await scrape(), 'gatehouse_family_process_up'), 1);
+    }));
