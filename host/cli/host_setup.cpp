@@ -44,8 +44,9 @@ void setup_logging(const std::string& configured_level, const std::string& forma
 std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, plugins::LoadReport& report) {
     auto registry = plugins::PluginLoader::load(cfg, report);
     for (const auto& f : registry->families())
-        spdlog::info("family '{}' loaded: {} {} from {} ({} tools{})", f.family, f.plugin_name, f.version, f.path,
-                     f.tools.size(), f.prefix.empty() ? "" : ", prefix '" + f.prefix + "'");
+        spdlog::info("family '{}' loaded: {} {} from {} ({} tools{}{})", f.family, f.plugin_name, f.version, f.path,
+                     f.tools.size(), f.prefix.empty() ? "" : ", prefix '" + f.prefix + "'",
+                     f.own_process ? ", in a process of its own" : "");
     for (const auto& d : report.disabled)
         spdlog::info("family '{}' from {} is disabled by domains.{}.enabled", d.family, d.path, d.family);
     for (const auto& failure : report.failures)

@@ -34,6 +34,8 @@ async function servedAgain(host, timeoutMs = 15000) {
 
 test('a segfault, an abort, an exit, unbounded memory, garbage on its socket and a hang each answer FAMILY_CRASHED; other families serve throughout, and the family again after', () =>
   withHost({ plugins: ['echo.so', CRASHY] }, async (host) => {
+    await host.stderrMatching(/family 'crashy' loaded: .*\(8 tools, in a process of its own\)/);
+    assert.doesNotMatch(host.stderr, /family 'echo' loaded: .*in a process of its own/);
     let pid = await servedAgain(host);
     const ways = [
       ['crashy_segfault', /process (was killed by signal|exited with status)/],
