@@ -2,7 +2,8 @@
 // agent gets a tool error that blames the tool, stdout stays clean (the
 // harness fails on any line that is not valid JSON-RPC), and the host keeps
 // serving. A plugin that crashes the process (a segfault) cannot be contained
-// in-process; docs/security.md says what operators do about it.
+// in process; served with isolation: process it is (isolation.test.mjs), and
+// docs/security.md says which to choose.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Host, withHost, modernMeta } from './lib/host.mjs';
