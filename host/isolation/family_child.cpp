@@ -3,7 +3,9 @@
 #include "isolation/address_sanitizer.hpp"
 #include "isolation/frame_channel.hpp"
 #include "isolation/wire_descriptor.hpp"
+#include "plugins/abi_text.hpp"
 #include "plugins/call_environment.hpp"
+#include "plugins/host_api.hpp"
 #include "plugins/plugin_loader.hpp"
 
 #include <sys/prctl.h>
@@ -29,6 +31,9 @@ namespace gatehouse::isolation {
 
 namespace {
 
+using plugins::abi_copy;
+using plugins::abi_str;
+
 class ServedFamily;
 
 // One call the host asked for, as the plugin's gh_call: the handle the
@@ -49,15 +54,6 @@ struct ChildCall {
 
 ChildCall* child_call(gh_call* call) {
     return reinterpret_cast<ChildCall*>(call);
-}
-
-const std::string& field(const Frame& frame, std::size_t i) {
-    static const std::string kEmpty;
-    return i < frame.fields.size() ? frame.fields[i] : kEmpty;
-}
-
-gh_str view(const std::string& text) {
-    return gh_str{text.data(), text.size()};
 }
 
 // Threads for the calls, made as they are needed and kept. A thread counts
@@ -102,6 +98,8 @@ private:
     }
 };
 
+gh_host_api child_api();
+
 // The library, its tables and the socket to the host.
 class ServedFamily {
 public:
@@ -113,6 +111,7 @@ public:
     int32_t ask_host(gh_call* handle, HostFunction function, std::vector<std::string> fields, gh_sink* out);
 
 private:
+    const gh_host_api api_ = child_api(); // what the plugin holds for the life of the process
     FrameChannel channel_;
     plugins::OpenedLibrary library_;
     PluginTables tables_;
@@ -138,18 +137,9 @@ void send_outside_or_in(gh_call* call, FrameType type, std::int32_t code, std::v
     family->channel().send(Frame{type, code, 0, call ? child_call(call)->id : 0, std::move(fields)});
 }
 
-void api_sink_write(gh_sink* sink, gh_str bytes) noexcept {
-    if (!sink || !bytes.ptr) return;
-    try {
-        sink->bytes.append(bytes.ptr, bytes.len);
-    } catch (...) {
-    }
-}
-
 void api_log(gh_call* call, int32_t level, gh_str message) noexcept {
     try {
-        send_outside_or_in(call, FrameType::log, level,
-                           {std::string(message.ptr ? message.ptr : "", message.ptr ? message.len : 0)});
+        send_outside_or_in(call, FrameType::log, level, {abi_copy(message)});
     } catch (...) {
     }
 }
@@ -157,9 +147,7 @@ void api_log(gh_call* call, int32_t level, gh_str message) noexcept {
 void api_progress(gh_call* call, double done, double total, gh_str message) noexcept {
     if (!call) return;
     try {
-        send_outside_or_in(call, FrameType::progress, 0,
-                           {number_field(done), number_field(total),
-                            std::string(message.ptr ? message.ptr : "", message.ptr ? message.len : 0)});
+        send_outside_or_in(call, FrameType::progress, 0, {number_field(done), number_field(total), abi_copy(message)});
     } catch (...) {
     }
 }
@@ -180,11 +168,11 @@ gh_str api_call_context(gh_call* call) noexcept {
                 else
                     c->context = std::string(kEmpty);
             }
-            return view(*c->context);
+            return abi_str(*c->context);
         }
     } catch (...) {
     }
-    return gh_str{kEmpty.data(), kEmpty.size()};
+    return abi_str(kEmpty);
 }
 
 gh_sink* api_sink_new(gh_call* call) noexcept {
@@ -193,14 +181,6 @@ gh_sink* api_sink_new(gh_call* call) noexcept {
     } catch (...) {
         return nullptr;
     }
-}
-
-gh_str api_sink_bytes(gh_sink* sink) noexcept {
-    return sink ? view(sink->bytes) : gh_str{nullptr, 0};
-}
-
-std::string text(gh_str s) {
-    return s.ptr ? std::string(s.ptr, s.len) : std::string();
 }
 
 int32_t ask(gh_call* call, HostFunction function, std::vector<std::string> fields, gh_sink* out) noexcept {
@@ -213,60 +193,76 @@ int32_t ask(gh_call* call, HostFunction function, std::vector<std::string> field
 }
 
 int32_t api_session_describe(gh_call* call, gh_str handle, gh_sink* out) noexcept {
-    return out ? ask(call, HostFunction::session_describe, {text(handle)}, out) : GH_STATUS_INTERNAL;
+    return out ? ask(call, HostFunction::session_describe, {abi_copy(handle)}, out) : GH_STATUS_INTERNAL;
 }
 int32_t api_session_open(gh_call* call, gh_str topic, gh_sink* out) noexcept {
-    return out ? ask(call, HostFunction::session_open, {text(topic)}, out) : GH_STATUS_INTERNAL;
+    return out ? ask(call, HostFunction::session_open, {abi_copy(topic)}, out) : GH_STATUS_INTERNAL;
 }
 int32_t api_rules_accept(gh_call* call, gh_str handle, gh_str code, gh_sink* out) noexcept {
-    return out ? ask(call, HostFunction::rules_accept, {text(handle), text(code)}, out) : GH_STATUS_INTERNAL;
+    return out ? ask(call, HostFunction::rules_accept, {abi_copy(handle), abi_copy(code)}, out) : GH_STATUS_INTERNAL;
 }
 int32_t api_critical_read(gh_call* call, gh_str item_ids, gh_sink* out) noexcept {
-    return out ? ask(call, HostFunction::critical_read, {text(item_ids)}, out) : GH_STATUS_INTERNAL;
+    return out ? ask(call, HostFunction::critical_read, {abi_copy(item_ids)}, out) : GH_STATUS_INTERNAL;
 }
 
 void api_notify_changed(gh_call* call, int32_t kind, gh_str uri) noexcept {
     try {
-        send_outside_or_in(call, FrameType::notify, kind, {text(uri)});
+        send_outside_or_in(call, FrameType::notify, kind, {abi_copy(uri)});
     } catch (...) {
     }
 }
 
 gh_str api_input_responses(gh_call* call) noexcept {
     static constexpr std::string_view kNone = "{}";
-    return call ? view(child_call(call)->input_responses) : gh_str{kNone.data(), kNone.size()};
+    return call ? abi_str(child_call(call)->input_responses) : abi_str(kNone);
 }
 
 gh_str api_request_state(gh_call* call) noexcept {
-    return call ? view(child_call(call)->request_state) : gh_str{nullptr, 0};
+    return call ? abi_str(child_call(call)->request_state) : gh_str{nullptr, 0};
 }
 
 int32_t api_state_get(gh_call* call, gh_str key, gh_sink* out) noexcept {
-    return out ? ask(call, HostFunction::state_get, {text(key)}, out) : GH_STATUS_INVALID_ARGS;
+    return out ? ask(call, HostFunction::state_get, {abi_copy(key)}, out) : GH_STATUS_INVALID_ARGS;
 }
 int32_t api_state_put(gh_call* call, gh_str key, gh_str value, uint64_t ttl_ms) noexcept {
     gh_sink ignored;
-    return ask(call, HostFunction::state_put, {text(key), text(value), number_field(ttl_ms)}, &ignored);
+    return ask(call, HostFunction::state_put, {abi_copy(key), abi_copy(value), number_field(ttl_ms)}, &ignored);
 }
 int32_t api_state_erase(gh_call* call, gh_str key) noexcept {
     gh_sink ignored;
-    return ask(call, HostFunction::state_erase, {text(key)}, &ignored);
+    return ask(call, HostFunction::state_erase, {abi_copy(key)}, &ignored);
 }
 int32_t api_state_take(gh_call* call, gh_str key, gh_sink* out) noexcept {
-    return out ? ask(call, HostFunction::state_take, {text(key)}, out) : GH_STATUS_INVALID_ARGS;
+    return out ? ask(call, HostFunction::state_take, {abi_copy(key)}, out) : GH_STATUS_INVALID_ARGS;
 }
 int32_t api_store_credentials(gh_call* call, gh_sink* out) noexcept {
     return out ? ask(call, HostFunction::store_credentials, {}, out) : GH_STATUS_INTERNAL;
 }
 
-const gh_host_api kChildApi = {
-    sizeof(gh_host_api),    GH_ABI_VERSION,        &api_sink_write,      &api_log,
-    &api_progress,          &api_is_cancelled,     &api_call_context,    &api_sink_new,
-    &api_sink_bytes,        &api_session_describe, &api_session_open,    &api_rules_accept,
-    &api_critical_read,     &api_notify_changed,   &api_input_responses, &api_request_state,
-    &api_state_get,         &api_state_put,        &api_state_erase,     &api_state_take,
-    &api_store_credentials,
-};
+// The host's table, with every function that reaches the call or the host
+// replaced by one that asks across the socket; the sinks (sink_write,
+// sink_bytes) work on this process's memory as the host's do on its own.
+gh_host_api child_api() {
+    gh_host_api api = *plugins::host_api();
+    api.log = &api_log;
+    api.progress = &api_progress;
+    api.is_cancelled = &api_is_cancelled;
+    api.call_context = &api_call_context;
+    api.sink_new = &api_sink_new;
+    api.session_describe = &api_session_describe;
+    api.session_open = &api_session_open;
+    api.rules_accept = &api_rules_accept;
+    api.critical_read = &api_critical_read;
+    api.notify_changed = &api_notify_changed;
+    api.input_responses = &api_input_responses;
+    api.request_state = &api_request_state;
+    api.state_get = &api_state_get;
+    api.state_put = &api_state_put;
+    api.state_erase = &api_state_erase;
+    api.state_take = &api_state_take;
+    api.store_credentials = &api_store_credentials;
+    return api;
+}
 
 int32_t ServedFamily::ask_host(gh_call* handle, HostFunction function, std::vector<std::string> fields, gh_sink* out) {
     auto* call = child_call(handle);
@@ -280,7 +276,7 @@ int32_t ServedFamily::ask_host(gh_call* handle, HostFunction function, std::vect
         return GH_STATUS_INTERNAL;
     std::unique_lock lock(call->mutex);
     call->answered.wait(lock, [&] { return call->reply.has_value(); });
-    if (out) out->bytes.append(field(*call->reply, 0));
+    if (out) out->bytes.append(call->reply->field(0));
     return call->reply->code;
 }
 
@@ -294,8 +290,8 @@ void ServedFamily::init(const Frame& frame) {
     gh_sink error;
     int32_t status = GH_STATUS_OK;
     if (tables_.desc.init) {
-        const auto& config = field(frame, 0);
-        status = tables_.desc.init(&kChildApi, view(config), &state_, &error);
+        const auto& config = frame.field(0);
+        status = tables_.desc.init(&api_, abi_str(config), &state_, &error);
     }
     initialized_ = status == GH_STATUS_OK;
     channel_.send(Frame{FrameType::result, status, 0, frame.id, {std::move(error.bytes)}});
@@ -329,7 +325,7 @@ void ServedFamily::start_call(Frame frame) {
 int32_t ServedFamily::run(const Frame& frame, ChildCall& call, gh_sink& out, gh_sink& err) {
     auto* handle = reinterpret_cast<gh_call*>(&call);
     const std::uint32_t i = frame.index;
-    auto s = [&](std::size_t n) { return view(field(frame, n)); };
+    auto s = [&](std::size_t n) { return abi_str(frame.field(n)); };
     const auto& t = tables_;
     auto missing = [&](const char* what) {
         out.bytes = std::string("the family's process has no ") + what + " #" + std::to_string(i);
@@ -367,7 +363,7 @@ int32_t ServedFamily::run(const Frame& frame, ChildCall& call, gh_sink& out, gh_
         if (i >= t.commands.size() || !t.commands[i].run) return missing("command");
         std::vector<gh_str> words;
         for (std::size_t n = 1; n < frame.fields.size(); ++n)
-            words.push_back(view(frame.fields[n]));
+            words.push_back(abi_str(frame.fields[n]));
         return t.commands[i].run(state_, t.commands[i].command_data, s(0), words.data(),
                                  static_cast<uint32_t>(words.size()), &out, &err);
     }
@@ -379,7 +375,7 @@ int32_t ServedFamily::run(const Frame& frame, ChildCall& call, gh_sink& out, gh_
 int ServedFamily::serve(const char* library_path) {
     std::string encoded;
     try {
-        library_ = plugins::open_library(library_path, &kChildApi);
+        library_ = plugins::open_library(library_path, &api_);
         tables_ = read_plugin_tables(library_.descriptor);
         encoded = encode_descriptor(tables_);
     } catch (const std::exception& e) {

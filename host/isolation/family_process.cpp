@@ -2,6 +2,7 @@
 
 #include "isolation/address_sanitizer.hpp"
 #include "gate/refusal.hpp"
+#include "plugins/abi_text.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 
@@ -84,21 +85,12 @@ void set_receive_timeout(int fd, std::chrono::milliseconds timeout) {
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
-const std::string& field(const Frame& frame, std::size_t i) {
-    static const std::string kEmpty;
-    return i < frame.fields.size() ? frame.fields[i] : kEmpty;
-}
-
-gh_str view(const std::string& text) {
-    return gh_str{text.data(), text.size()};
-}
-
 // What a frame with no call (id 0) asks: a log line or a change the plugin
 // reported from a thread of its own.
 void outside_any_call(const std::string& family, const Frame& frame) {
-    if (frame.type == FrameType::log) spdlog::log(plugins::log_level(frame.code), "[{}] {}", family, field(frame, 0));
+    if (frame.type == FrameType::log) spdlog::log(plugins::log_level(frame.code), "[{}] {}", family, frame.field(0));
     if (frame.type == FrameType::notify)
-        plugins::host_api()->notify_changed(nullptr, frame.code, view(field(frame, 0)));
+        plugins::host_api()->notify_changed(nullptr, frame.code, plugins::abi_str(frame.field(0)));
 }
 
 // The child's environment: the host's. Under AddressSanitizer an address-space
@@ -139,8 +131,7 @@ FamilyProcess::FamilyProcess(FamilyProcessOptions options) : options_(std::move(
     try {
         proxy_ = std::make_unique<ProxyDescriptor>(descriptor_bytes_, *this);
     } catch (const BrokenChannel& e) {
-        kill(*child, "");
-        ::waitpid(child->pid, nullptr, 0);
+        reap(*child);
         child->channel->shut_down();
         child->join();
         throw std::runtime_error(std::string("its process offered a descriptor that cannot be read: ") + e.what());
@@ -245,28 +236,43 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     return child;
 }
 
-std::string FamilyProcess::read_descriptor(Child& child) {
+std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, std::chrono::milliseconds timeout,
+                                                const char* not_in_time, std::string& why) {
     const auto started = Clock::now();
-    set_receive_timeout(child.channel->fd(), options_.load_timeout);
-    std::string why;
+    set_receive_timeout(child.channel->fd(), timeout);
     try {
         while (auto frame = child.channel->receive()) {
-            if (frame->type == FrameType::descriptor) {
+            if (frame->type == type) {
                 set_receive_timeout(child.channel->fd(), 0ms);
-                if (frame->code == 0) return field(*frame, 0);
-                why = field(*frame, 0);
-                break;
+                return frame;
             }
             outside_any_call(child.label, *frame);
         }
     } catch (const BrokenChannel& e) {
         why = std::string("its process sent a broken frame: ") + e.what();
+        return std::nullopt;
     }
-    if (why.empty() && Clock::now() - started >= options_.load_timeout)
-        why = "its process did not offer a descriptor within " + std::to_string(options_.load_timeout.count()) + " ms";
+    if (Clock::now() - started >= timeout)
+        why = std::string(not_in_time) + " within " + std::to_string(timeout.count()) + " ms";
+    return std::nullopt;
+}
+
+int FamilyProcess::reap(Child& child) {
     kill(child, "");
     int status = 0;
-    ::waitpid(child.pid, &status, 0);
+    if (child.pid > 0) ::waitpid(child.pid, &status, 0);
+    child.pid = -1;
+    return status;
+}
+
+std::string FamilyProcess::read_descriptor(Child& child) {
+    std::string why;
+    if (auto frame = await_frame(child, FrameType::descriptor, options_.load_timeout,
+                                 "its process did not offer a descriptor", why)) {
+        if (frame->code == 0) return frame->field(0);
+        why = frame->field(0);
+    }
+    const int status = reap(child);
     child.channel->shut_down();
     child.join();
     if (why.empty()) why = "its process " + describe_exit(status) + " before it offered a descriptor";
@@ -274,30 +280,15 @@ std::string FamilyProcess::read_descriptor(Child& child) {
 }
 
 bool FamilyProcess::run_init(Child& child, std::string& error) {
-    const auto started = Clock::now();
-    set_receive_timeout(child.channel->fd(), options_.init_timeout);
     std::string why;
-    try {
-        if (child.channel->send(Frame{FrameType::init, 0, 0, 0, {init_config_}}))
-            while (auto frame = child.channel->receive()) {
-                if (frame->type == FrameType::result) {
-                    set_receive_timeout(child.channel->fd(), 0ms);
-                    if (frame->code == GH_STATUS_OK) return true;
-                    error = field(*frame, 0);
-                    if (error.empty()) error = "init returned status " + std::to_string(frame->code);
-                    return false;
-                }
-                outside_any_call(child.label, *frame);
-            }
-    } catch (const BrokenChannel& e) {
-        why = std::string("its process sent a broken frame: ") + e.what();
-    }
-    if (why.empty() && Clock::now() - started >= options_.init_timeout)
-        why = "init did not return within " + std::to_string(options_.init_timeout.count()) + " ms";
-    kill(child, "");
-    int status = 0;
-    ::waitpid(child.pid, &status, 0);
-    child.pid = -1;
+    if (child.channel->send(Frame{FrameType::init, 0, 0, 0, {init_config_}}))
+        if (auto frame = await_frame(child, FrameType::result, options_.init_timeout, "init did not return", why)) {
+            if (frame->code == GH_STATUS_OK) return true;
+            error = frame->field(0);
+            if (error.empty()) error = "init returned status " + std::to_string(frame->code);
+            return false;
+        }
+    const int status = reap(child);
     if (why.empty()) why = "its process " + describe_exit(status) + " during init";
     error = why;
     return false;
@@ -394,18 +385,22 @@ void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::s
     if (stopping_) return;
     crashes_++;
     if (Clock::now() - child->started >= kLivedLongEnough) crashes_in_a_row_ = 0;
-    ++crashes_in_a_row_;
-    auto backoff = kFirstBackoff * (1u << std::min(crashes_in_a_row_ - 1, 9u));
-    if (backoff > kLongestBackoff) backoff = std::chrono::duration_cast<decltype(backoff)>(kLongestBackoff);
-    next_start_ = Clock::now() + backoff;
-    restart_wanted_ = true;
+    const auto backoff = schedule_restart();
     last_crash_ = reason;
     retired_.push_back(child);
     spdlog::error("family '{}' stopped: {}; {} call(s) in flight answered FAMILY_CRASHED; starting it again in {} ms "
                   "({} crash(es) in a row)",
-                  family_, reason, pending.size(),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count(), crashes_in_a_row_);
+                  family_, reason, pending.size(), backoff.count(), crashes_in_a_row_);
     changed_.notify_all();
+}
+
+std::chrono::milliseconds FamilyProcess::schedule_restart() {
+    ++crashes_in_a_row_;
+    const std::chrono::milliseconds backoff = std::min<std::chrono::milliseconds>(
+        kFirstBackoff * (1u << std::min(crashes_in_a_row_ - 1, 9u)), kLongestBackoff);
+    next_start_ = Clock::now() + backoff;
+    restart_wanted_ = true;
+    return backoff;
 }
 
 void FamilyProcess::supervise() {
@@ -429,9 +424,7 @@ void FamilyProcess::supervise() {
                 child = spawn();
                 const auto bytes = read_descriptor(*child);
                 if (bytes != descriptor_bytes_) {
-                    kill(*child, "");
-                    ::waitpid(child->pid, nullptr, 0);
-                    child->pid = -1;
+                    reap(*child);
                     child->channel->shut_down();
                     child->join();
                     throw std::runtime_error("its library now offers another descriptor than the one being served; "
@@ -448,13 +441,8 @@ void FamilyProcess::supervise() {
             }
             lock.lock();
             if (!child) {
-                ++crashes_in_a_row_;
-                auto backoff = kFirstBackoff * (1u << std::min(crashes_in_a_row_ - 1, 9u));
-                if (backoff > kLongestBackoff) backoff = std::chrono::duration_cast<decltype(backoff)>(kLongestBackoff);
-                next_start_ = Clock::now() + backoff;
-                restart_wanted_ = true;
                 spdlog::error("family '{}' did not start again: {}; next try in {} ms", family_, error,
-                              std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count());
+                              schedule_restart().count());
                 continue;
             }
             if (stopping_) {
@@ -467,7 +455,6 @@ void FamilyProcess::supervise() {
             }
             child->label = family_;
             child_ = child;
-            restarts_++;
             start_reading(child);
             spdlog::info("family '{}' serves again (process {})", family_, child->pid);
             continue;
@@ -513,7 +500,7 @@ void FamilyProcess::run_host_call(gh_call* call, Child& child, const Frame& fram
     const gh_host_api* api = plugins::host_api();
     gh_sink answer;
     int32_t status = GH_STATUS_INTERNAL;
-    const auto& a = field(frame, 0);
+    const auto& a = frame.field(0);
     switch (static_cast<HostFunction>(frame.code)) {
     case HostFunction::call_context: {
         const gh_str context = api->call_context(call);
@@ -521,16 +508,18 @@ void FamilyProcess::run_host_call(gh_call* call, Child& child, const Frame& fram
         status = GH_STATUS_OK;
         break;
     }
-    case HostFunction::session_describe: status = api->session_describe(call, view(a), &answer); break;
-    case HostFunction::session_open: status = api->session_open(call, view(a), &answer); break;
-    case HostFunction::rules_accept: status = api->rules_accept(call, view(a), view(field(frame, 1)), &answer); break;
-    case HostFunction::critical_read: status = api->critical_read(call, view(a), &answer); break;
-    case HostFunction::state_get: status = api->state_get(call, view(a), &answer); break;
-    case HostFunction::state_put:
-        status = api->state_put(call, view(a), view(field(frame, 1)), field_u64(field(frame, 2)));
+    case HostFunction::session_describe: status = api->session_describe(call, plugins::abi_str(a), &answer); break;
+    case HostFunction::session_open: status = api->session_open(call, plugins::abi_str(a), &answer); break;
+    case HostFunction::rules_accept:
+        status = api->rules_accept(call, plugins::abi_str(a), plugins::abi_str(frame.field(1)), &answer);
         break;
-    case HostFunction::state_erase: status = api->state_erase(call, view(a)); break;
-    case HostFunction::state_take: status = api->state_take(call, view(a), &answer); break;
+    case HostFunction::critical_read: status = api->critical_read(call, plugins::abi_str(a), &answer); break;
+    case HostFunction::state_get: status = api->state_get(call, plugins::abi_str(a), &answer); break;
+    case HostFunction::state_put:
+        status = api->state_put(call, plugins::abi_str(a), plugins::abi_str(frame.field(1)), field_u64(frame.field(2)));
+        break;
+    case HostFunction::state_erase: status = api->state_erase(call, plugins::abi_str(a)); break;
+    case HostFunction::state_take: status = api->state_take(call, plugins::abi_str(a), &answer); break;
     case HostFunction::store_credentials: status = api->store_credentials(call, &answer); break;
     default: status = GH_STATUS_INVALID_ARGS; break;
     }
@@ -585,16 +574,16 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
             switch (frame.type) {
             case FrameType::result:
                 forget();
-                if (out) out->bytes.append(field(frame, 0));
-                if (err) err->bytes.append(field(frame, 1));
+                if (out) out->bytes.append(frame.field(0));
+                if (err) err->bytes.append(frame.field(1));
                 return frame.code;
             case FrameType::host_call: run_host_call(call, *child, frame); break;
-            case FrameType::log: api->log(call, frame.code, view(field(frame, 0))); break;
+            case FrameType::log: api->log(call, frame.code, plugins::abi_str(frame.field(0))); break;
             case FrameType::progress:
-                api->progress(call, field_double(field(frame, 0)), field_double(field(frame, 1)),
-                              view(field(frame, 2)));
+                api->progress(call, field_double(frame.field(0)), field_double(frame.field(1)),
+                              plugins::abi_str(frame.field(2)));
                 break;
-            case FrameType::notify: api->notify_changed(call, frame.code, view(field(frame, 0))); break;
+            case FrameType::notify: api->notify_changed(call, frame.code, plugins::abi_str(frame.field(0))); break;
             default: break;
             }
         }

@@ -72,7 +72,6 @@ public:
     const std::string& family() const { return family_; }
     bool serving() const;
     std::uint64_t crashes() const { return crashes_.load(); }
-    std::uint64_t restarts() const { return restarts_.load(); }
 
     struct Child;
     struct Pending;
@@ -94,10 +93,21 @@ private:
     unsigned crashes_in_a_row_ = 0;
     std::string last_crash_; // how the last child ended, for calls while none serves
     std::chrono::steady_clock::time_point next_start_{};
-    std::atomic<std::uint64_t> crashes_{0}, restarts_{0};
+    std::atomic<std::uint64_t> crashes_{0};
     std::thread supervisor_;
 
     std::shared_ptr<Child> spawn();
+    // The next frame of `type` from a child whose reader has not started,
+    // logging what comes outside any call meanwhile. Nothing, with `why`
+    // set, when it breaks a frame or takes `timeout` (why: not_in_time and
+    // the timeout); nothing with `why` empty when its stream ends.
+    std::optional<Frame> await_frame(Child& child, FrameType type, std::chrono::milliseconds timeout,
+                                     const char* not_in_time, std::string& why);
+    // Kills the child and waits for it; its wait status.
+    int reap(Child& child);
+    // After a crash or a failed start (mutex_ held): the next start, after a
+    // backoff that doubles with each in a row up to 30 s.
+    std::chrono::milliseconds schedule_restart();
     // Reads the child's descriptor frame; throws std::runtime_error.
     std::string read_descriptor(Child& child);
     bool run_init(Child& child, std::string& error);

@@ -26,6 +26,11 @@ template <class T> T get(const char* at) {
 
 } // namespace
 
+const std::string& Frame::field(std::size_t i) const {
+    static const std::string kEmpty;
+    return i < fields.size() ? fields[i] : kEmpty;
+}
+
 FrameChannel::~FrameChannel() {
     if (fd_ >= 0) ::close(fd_);
 }

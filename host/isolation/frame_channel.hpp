@@ -69,6 +69,10 @@ struct Frame {
     std::uint32_t index = 0;
     std::uint64_t id = 0;
     std::vector<std::string> fields;
+
+    // Field i, or empty when the frame has fewer: what a frame lacks reads
+    // as nothing, never past its end.
+    const std::string& field(std::size_t i) const;
 };
 
 // A frame that breaks the bounds below, or a stream cut inside one.

@@ -1,6 +1,7 @@
 #include "isolation/wire_descriptor.hpp"
 
 #include "plugins/abi_struct.hpp"
+#include "plugins/abi_text.hpp"
 
 #include <cstring>
 #include <stdexcept>
@@ -9,6 +10,7 @@ namespace gatehouse::isolation {
 
 namespace {
 
+using plugins::abi_copy;
 using plugins::read_abi_struct;
 
 class Writer {
@@ -76,52 +78,48 @@ template <class T> void write_presence(Writer& w, const T* const* table, std::ui
     w.flag(table);
 }
 
-std::string text_of(gh_str s) {
-    return s.ptr ? std::string(s.ptr, s.len) : std::string();
-}
-
 int32_t tool_trampoline(void*, void* data, gh_call* call, gh_str arguments, gh_sink* out) {
     auto* target = static_cast<ProxyDescriptor::Target*>(data);
-    return target->calls->invoke(CallKind::tool, target->index, call, {text_of(arguments)}, out, nullptr);
+    return target->calls->invoke(CallKind::tool, target->index, call, {abi_copy(arguments)}, out, nullptr);
 }
 
 template <CallKind kind>
 int32_t read_trampoline(void*, void* data, gh_call* call, gh_str uri, gh_str variables, gh_sink* out) {
     auto* target = static_cast<ProxyDescriptor::Target*>(data);
-    return target->calls->invoke(kind, target->index, call, {text_of(uri), text_of(variables)}, out, nullptr);
+    return target->calls->invoke(kind, target->index, call, {abi_copy(uri), abi_copy(variables)}, out, nullptr);
 }
 
 template <CallKind kind>
 int32_t complete_trampoline(void*, void* data, gh_call* call, gh_str argument, gh_str value, gh_str context,
                             gh_sink* out) {
     auto* target = static_cast<ProxyDescriptor::Target*>(data);
-    return target->calls->invoke(kind, target->index, call, {text_of(argument), text_of(value), text_of(context)}, out,
-                                 nullptr);
+    return target->calls->invoke(kind, target->index, call, {abi_copy(argument), abi_copy(value), abi_copy(context)},
+                                 out, nullptr);
 }
 
 int32_t prompt_trampoline(void*, void* data, gh_call* call, gh_str arguments, gh_sink* out) {
     auto* target = static_cast<ProxyDescriptor::Target*>(data);
-    return target->calls->invoke(CallKind::prompt_get, target->index, call, {text_of(arguments)}, out, nullptr);
+    return target->calls->invoke(CallKind::prompt_get, target->index, call, {abi_copy(arguments)}, out, nullptr);
 }
 
 template <CallKind kind>
 int32_t page_trampoline(void*, void* data, gh_call* call, gh_str token, gh_str action, gh_sink* out) {
     auto* target = static_cast<ProxyDescriptor::Target*>(data);
-    return target->calls->invoke(kind, target->index, call, {text_of(token), text_of(action)}, out, nullptr);
+    return target->calls->invoke(kind, target->index, call, {abi_copy(token), abi_copy(action)}, out, nullptr);
 }
 
 int32_t command_trampoline(void*, void* data, gh_str context, const gh_str* args, uint32_t arg_count, gh_sink* out,
                            gh_sink* err) {
     auto* target = static_cast<ProxyDescriptor::Target*>(data);
-    std::vector<std::string> fields{text_of(context)};
+    std::vector<std::string> fields{abi_copy(context)};
     for (uint32_t i = 0; i < arg_count; ++i)
-        fields.push_back(text_of(args[i]));
+        fields.push_back(abi_copy(args[i]));
     return target->calls->invoke(CallKind::command, target->index, nullptr, std::move(fields), out, err);
 }
 
 int32_t critical_items_trampoline(void* plugin_state, gh_str owner, gh_sink* out) {
     return static_cast<ProxiedCalls*>(plugin_state)
-        ->invoke(CallKind::critical_items, 0, nullptr, {text_of(owner)}, out, nullptr);
+        ->invoke(CallKind::critical_items, 0, nullptr, {abi_copy(owner)}, out, nullptr);
 }
 
 } // namespace

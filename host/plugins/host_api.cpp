@@ -1,5 +1,6 @@
 #include "plugins/host_api.hpp"
 
+#include "plugins/abi_text.hpp"
 #include "plugins/call_environment.hpp"
 
 #include <spdlog/spdlog.h>
@@ -17,10 +18,6 @@ namespace gatehouse::plugins {
 
 namespace {
 
-std::string_view as_view(gh_str s) {
-    return s.ptr ? std::string_view(s.ptr, s.len) : std::string_view();
-}
-
 void sink_write(gh_sink* sink, gh_str bytes) noexcept {
     if (!sink || !bytes.ptr) return;
     try {
@@ -33,7 +30,7 @@ void sink_write(gh_sink* sink, gh_str bytes) noexcept {
 
 void log(gh_call* call, int32_t level, gh_str message) noexcept {
     try {
-        auto text = as_view(message);
+        auto text = abi_view(message);
         std::string masked;
         if (call && call->environment && call->environment->masks_passwords()) {
             masked = call->environment->masked(text);
@@ -49,9 +46,9 @@ void log(gh_call* call, int32_t level, gh_str message) noexcept {
 void progress(gh_call* call, double done, double total, gh_str message) noexcept {
     try {
         if (call && call->environment && call->environment->masks_passwords())
-            call->environment->progress(done, total, call->environment->masked(as_view(message)));
+            call->environment->progress(done, total, call->environment->masked(abi_view(message)));
         else if (call && call->environment)
-            call->environment->progress(done, total, as_view(message));
+            call->environment->progress(done, total, abi_view(message));
     } catch (...) {
     }
 }
@@ -102,23 +99,23 @@ int32_t answer_service(const char* what, gh_call* call, gh_sink* out, Service&& 
 
 int32_t session_describe(gh_call* call, gh_str handle, gh_sink* out) noexcept {
     return answer_service("session_describe", call, out,
-                          [&](CallEnvironment& environment) { return environment.describe_session(as_view(handle)); });
+                          [&](CallEnvironment& environment) { return environment.describe_session(abi_view(handle)); });
 }
 
 int32_t session_open(gh_call* call, gh_str topic, gh_sink* out) noexcept {
     return answer_service("session_open", call, out,
-                          [&](CallEnvironment& environment) { return environment.open_session(as_view(topic)); });
+                          [&](CallEnvironment& environment) { return environment.open_session(abi_view(topic)); });
 }
 
 int32_t rules_accept(gh_call* call, gh_str handle, gh_str code, gh_sink* out) noexcept {
     return answer_service("rules_accept", call, out, [&](CallEnvironment& environment) {
-        return environment.accept_rules(as_view(handle), as_view(code));
+        return environment.accept_rules(abi_view(handle), abi_view(code));
     });
 }
 
 int32_t critical_read(gh_call* call, gh_str item_ids, gh_sink* out) noexcept {
     return answer_service("critical_read", call, out, [&](CallEnvironment& environment) {
-        return environment.record_critical_read(as_view(item_ids));
+        return environment.record_critical_read(abi_view(item_ids));
     });
 }
 
@@ -132,7 +129,7 @@ void notify_changed(gh_call* call, int32_t kind, gh_str uri) noexcept {
             spdlog::warn("a plugin reported a change of unknown kind {}; ignored", kind);
             return;
         }
-        const std::string_view changed_uri = kind == GH_CHANGE_RESOURCE_UPDATED ? as_view(uri) : std::string_view();
+        const std::string_view changed_uri = kind == GH_CHANGE_RESOURCE_UPDATED ? abi_view(uri) : std::string_view();
         if (call && call->host) {
             if (call->host->changed) call->host->changed(kind, changed_uri);
             return;
@@ -165,7 +162,7 @@ constexpr std::size_t kMaxStateValueBytes = 1024 * 1024;
 // Each family's keys live under its own prefix, apart from the host's keys
 // (session/, session-topic/) and every other family's.
 std::string family_key(const gh_call* call, gh_str key) {
-    return "family/" + std::string(call->family) + "/" + std::string(as_view(key));
+    return "family/" + std::string(call->family) + "/" + std::string(abi_view(key));
 }
 
 // The state backend of the call's host (checked non-null by valid_key's caller).
@@ -208,7 +205,7 @@ int32_t state_put(gh_call* call, gh_str key, gh_str value, uint64_t ttl_ms) noex
         // A TTL beyond what a signed millisecond count holds means "a very long time", not "never".
         const auto ttl = std::chrono::milliseconds(static_cast<std::int64_t>(
             std::min<uint64_t>(ttl_ms, static_cast<uint64_t>(std::numeric_limits<std::int64_t>::max() / 2))));
-        backend->put(family_key(call, key), as_view(value), ttl);
+        backend->put(family_key(call, key), abi_view(value), ttl);
         return GH_STATUS_OK;
     } catch (const std::exception& e) {
         spdlog::error("[{}] state_put: {}", call ? call->family : "plugin", e.what());

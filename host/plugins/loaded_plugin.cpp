@@ -1,6 +1,7 @@
 #include "plugins/loaded_plugin.hpp"
 
 #include "isolation/family_process.hpp"
+#include "plugins/abi_text.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 
@@ -10,20 +11,14 @@
 
 namespace gatehouse::plugins {
 
-namespace {
-std::string copy(gh_str s) {
-    return s.ptr ? std::string(s.ptr, s.len) : std::string();
-}
-} // namespace
-
 LoadedPlugin::LoadedPlugin(boost::dll::shared_library library, std::filesystem::path path, gh_plugin_desc desc)
-    : library_(std::move(library)), path_(std::move(path)), desc_(desc), name_(copy(desc.name)),
-      version_(copy(desc.version)), family_(copy(desc.family)), rules_(copy(desc.rules)) {}
+    : library_(std::move(library)), path_(std::move(path)), desc_(desc), name_(abi_copy(desc.name)),
+      version_(abi_copy(desc.version)), family_(abi_copy(desc.family)), rules_(abi_copy(desc.rules)) {}
 
 LoadedPlugin::LoadedPlugin(std::unique_ptr<isolation::FamilyProcess> process, std::filesystem::path path,
                            gh_plugin_desc desc)
-    : process_(std::move(process)), path_(std::move(path)), desc_(desc), name_(copy(desc.name)),
-      version_(copy(desc.version)), family_(copy(desc.family)), rules_(copy(desc.rules)) {}
+    : process_(std::move(process)), path_(std::move(path)), desc_(desc), name_(abi_copy(desc.name)),
+      version_(abi_copy(desc.version)), family_(abi_copy(desc.family)), rules_(abi_copy(desc.rules)) {}
 
 // A family's own process runs its shutdown there, as process_ goes.
 LoadedPlugin::~LoadedPlugin() {

@@ -2,6 +2,7 @@
 
 #include "isolation/family_process.hpp"
 #include "plugins/abi_struct.hpp"
+#include "plugins/abi_text.hpp"
 #include "plugins/host_api.hpp"
 #include "plugins/tool_listing.hpp"
 #include "plugins/tool_overrides.hpp"
@@ -27,10 +28,6 @@ namespace {
 struct Refused : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
-
-std::string copy(gh_str s) {
-    return s.ptr ? std::string(s.ptr, s.len) : std::string();
-}
 
 bool valid_tool_name(const std::string& name) {
     if (name.empty() || name.size() > 64) return false;
@@ -109,7 +106,7 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     auto desc = read_abi_struct<gh_tool_desc>(raw, GH_TOOL_DESC_SIZE_V1, why);
     if (!desc) throw Refused("tool #" + std::to_string(index) + ": " + why);
     auto tool = std::make_unique<Tool>();
-    tool->plugin_name = copy(desc->name);
+    tool->plugin_name = abi_copy(desc->name);
     if (!valid_tool_name(tool->plugin_name))
         throw Refused("tool #" + std::to_string(index) + " has an invalid name '" + tool->plugin_name +
                       "' (1-64 of letters, digits, '_', '-', '.')");
@@ -121,10 +118,10 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     tool->name = prefix + n;
     if (!valid_tool_name(tool->name))
         throw Refused("tool '" + tool->name + "' is longer than 64 characters with its prefix");
-    tool->title = copy(desc->title);
-    tool->description = copy(desc->description);
-    tool->scope = copy(desc->scope);
-    tool->rules = copy(desc->rules);
+    tool->title = abi_copy(desc->title);
+    tool->description = abi_copy(desc->description);
+    tool->scope = abi_copy(desc->scope);
+    tool->rules = abi_copy(desc->rules);
     tool->gate_exempt = (desc->flags & GH_TOOL_GATE_EXEMPT) != 0;
     tool->reads_critical = (desc->flags & GH_TOOL_READS_CRITICAL) != 0;
     switch (desc->task_support) {
@@ -229,13 +226,13 @@ nlohmann::json read_annotations(gh_str text, const std::string& what) {
 // The fields a resource and a resource template share, into their listing.
 void describe(nlohmann::json& listing, const std::string& what, gh_str name, gh_str title, gh_str description,
               gh_str mime_type, gh_str annotations) {
-    const std::string n = copy(name);
+    const std::string n = abi_copy(name);
     if (n.empty()) throw Refused(what + " has no name (a short name for programs is required)");
     listing["name"] = n;
-    if (title.len > 0) listing["title"] = copy(title);
-    if (description.len > 0) listing["description"] = copy(description);
+    if (title.len > 0) listing["title"] = abi_copy(title);
+    if (description.len > 0) listing["description"] = abi_copy(description);
     if (mime_type.len > 0) {
-        const std::string type = copy(mime_type);
+        const std::string type = abi_copy(mime_type);
         if (!valid_mime_type(type)) throw Refused(what + " has an invalid MIME type '" + type + "' (type/subtype)");
         listing["mimeType"] = type;
     }
@@ -248,7 +245,7 @@ std::unique_ptr<Resource> read_resource(const gh_resource_desc* raw, std::size_t
     auto desc = read_abi_struct<gh_resource_desc>(raw, GH_RESOURCE_DESC_SIZE_V1, why);
     if (!desc) throw Refused("resource #" + std::to_string(index) + ": " + why);
     auto resource = std::make_unique<Resource>();
-    resource->uri = copy(desc->uri);
+    resource->uri = abi_copy(desc->uri);
     if (auto problem = uri_problem(resource->uri); !problem.empty())
         throw Refused("resource #" + std::to_string(index) + " has a URI that " + problem);
     const std::string what = "resource '" + resource->uri + "'";
@@ -272,7 +269,7 @@ std::unique_ptr<ResourceTemplate> read_resource_template(const gh_resource_templ
     std::string why;
     auto desc = read_abi_struct<gh_resource_template_desc>(raw, GH_RESOURCE_TEMPLATE_DESC_SIZE_V1, why);
     if (!desc) throw Refused("resource template #" + std::to_string(index) + ": " + why);
-    const std::string text = copy(desc->uri_template);
+    const std::string text = abi_copy(desc->uri_template);
     const std::string what = "resource template '" + text + "'";
     UriTemplate compiled;
     try {
@@ -332,7 +329,7 @@ std::unique_ptr<Prompt> read_prompt(const gh_prompt_desc* raw, std::size_t index
     auto desc = read_abi_struct<gh_prompt_desc>(raw, GH_PROMPT_DESC_SIZE_V1, why);
     if (!desc) throw Refused("prompt #" + std::to_string(index) + ": " + why);
     auto prompt = std::make_unique<Prompt>();
-    prompt->plugin_name = copy(desc->name);
+    prompt->plugin_name = abi_copy(desc->name);
     if (!valid_tool_name(prompt->plugin_name))
         throw Refused("prompt #" + std::to_string(index) + " has an invalid name '" + prompt->plugin_name +
                       "' (1-64 of letters, digits, '_', '-', '.')");
@@ -349,8 +346,8 @@ std::unique_ptr<Prompt> read_prompt(const gh_prompt_desc* raw, std::size_t index
     prompt->data = desc->prompt_data;
     auto& l = prompt->listing;
     l["name"] = prompt->name;
-    if (desc->title.len > 0) l["title"] = copy(desc->title);
-    if (desc->description.len > 0) l["description"] = copy(desc->description);
+    if (desc->title.len > 0) l["title"] = abi_copy(desc->title);
+    if (desc->description.len > 0) l["description"] = abi_copy(desc->description);
     prompt->arguments = read_prompt_arguments(desc->arguments, what, l);
     return prompt;
 }
@@ -366,7 +363,7 @@ std::unique_ptr<Page> read_page(const gh_page_desc* raw, std::size_t index) {
     auto desc = read_abi_struct<gh_page_desc>(raw, GH_PAGE_DESC_SIZE_V1, why);
     if (!desc) throw Refused("page #" + std::to_string(index) + ": " + why);
     auto page = std::make_unique<Page>();
-    page->name = copy(desc->name);
+    page->name = abi_copy(desc->name);
     if (!valid_page_name(page->name))
         throw Refused("page #" + std::to_string(index) + " has an invalid name '" + page->name +
                       "' (1-64 of lowercase letters, digits, '_', '-')");
@@ -401,7 +398,7 @@ std::vector<Command> read_commands(const gh_plugin_desc& desc) {
         auto raw = read_abi_struct<gh_command_desc>(desc.commands[i], GH_COMMAND_DESC_SIZE_V1, why);
         if (!raw) throw Refused("command #" + std::to_string(i) + ": " + why);
         Command command;
-        command.name = copy(raw->name);
+        command.name = abi_copy(raw->name);
         if (!valid_command_name(command.name))
             throw Refused("command #" + std::to_string(i) + " has an invalid name '" + command.name +
                           "' (1-32 of lowercase letters, digits and '-', a letter first)");
@@ -410,8 +407,8 @@ std::vector<Command> read_commands(const gh_plugin_desc& desc) {
                           hex(raw->flags & ~GH_COMMAND_KNOWN_FLAGS));
         if (!raw->run) throw Refused("command '" + command.name + "' has no run function");
         if (!seen.insert(command.name).second) throw Refused("command '" + command.name + "' is declared twice");
-        command.usage = copy(raw->usage);
-        command.summary = copy(raw->summary);
+        command.usage = abi_copy(raw->usage);
+        command.summary = abi_copy(raw->summary);
         command.run = raw->run;
         command.data = raw->command_data;
         out.push_back(std::move(command));
@@ -512,7 +509,7 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
     if (desc->flags & ~GH_PLUGIN_KNOWN_FLAGS)
         throw Refused("descriptor sets unknown flag bits " + hex(desc->flags & ~GH_PLUGIN_KNOWN_FLAGS) +
                       " (this host knows " + hex(GH_PLUGIN_KNOWN_FLAGS) + ")");
-    const std::string family = copy(desc->family);
+    const std::string family = abi_copy(desc->family);
     if (!valid_family_name(family))
         throw Refused("invalid family name '" + family + "' (1-64 of lowercase letters, digits, '_', '-')");
     if (desc->tool_count > 0 && !desc->tools) throw Refused("descriptor lists tools but has no tool table");
