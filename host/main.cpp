@@ -216,7 +216,7 @@ int check_config(const Arguments& args) {
             registry = plugins::PluginLoader::load(cfg, report);
         }
         for (const auto& failure : report.failures)
-            problems.push_back({failure.where, "plugin " + failure.path + " does not load: " + failure.reason});
+            problems.push_back({failure.where, failure.subject() + " does not load: " + failure.reason});
         if (report.failures.empty())
             for (const auto& [family, domain] : cfg.domains) {
                 if (domain.tools.empty() || !domain.enabled) continue;
@@ -286,20 +286,24 @@ int list_plugins(const Arguments& args) {
                                  {"rules", !t->rules.empty()},
                                  {"gate_exempt", t->gate_exempt},
                                  {"reads_critical", t->reads_critical}});
-            out["families"].push_back({{"family", f.family},
-                                       {"plugin", f.plugin_name},
-                                       {"version", f.version},
-                                       {"path", f.path},
-                                       {"prefix", f.prefix},
-                                       {"reentrant", f.reentrant},
-                                       {"store_credentials", f.store_credentials},
-                                       {"isolation", f.own_process ? "process" : "in_process"},
-                                       {"rules", !f.rules.empty()},
-                                       {"tools", tools},
-                                       {"resources", offered_by(f.family, registry->resources())},
-                                       {"resource_templates", offered_by(f.family, registry->resource_templates())},
-                                       {"prompts", offered_by(f.family, registry->prompts())},
-                                       {"license", license_of(f.family)}});
+            out["families"].push_back(
+                {{"family", f.family},
+                 {"plugin", f.plugin_name},
+                 {"version", f.version},
+                 {"path", f.path},
+                 {"prefix", f.prefix},
+                 {"reentrant", f.reentrant},
+                 {"store_credentials", f.store_credentials},
+                 {"isolation", f.own_process ? "process" : "in_process"},
+                 {"upstream", f.upstream.empty()
+                                  ? nlohmann::json(nullptr)
+                                  : nlohmann::json{{"reaches", f.upstream}, {"protocol", f.upstream_protocol}}},
+                 {"rules", !f.rules.empty()},
+                 {"tools", tools},
+                 {"resources", offered_by(f.family, registry->resources())},
+                 {"resource_templates", offered_by(f.family, registry->resource_templates())},
+                 {"prompts", offered_by(f.family, registry->prompts())},
+                 {"license", license_of(f.family)}});
         }
         for (const auto& x : report.failures)
             out["failures"].push_back({{"path", x.path}, {"reason", x.reason}, {"listed_at", x.where.str()}});
@@ -311,7 +315,8 @@ int list_plugins(const Arguments& args) {
             std::cout << "family " << f.family << "  (" << f.plugin_name << " " << f.version << ", " << f.path
                       << (f.reentrant ? ", reentrant" : ", serialized") << (f.rules.empty() ? "" : ", has rules")
                       << (f.store_credentials ? ", store_credentials allowed" : "")
-                      << (f.own_process ? ", isolation: process" : "") << ")\n";
+                      << (f.own_process ? ", isolation: process" : "")
+                      << (f.upstream.empty() ? "" : ", upstream speaking " + f.upstream_protocol) << ")\n";
             if (licenses) {
                 const auto license = license_of(f.family);
                 std::cout << "  license " << license["license"].get<std::string>();

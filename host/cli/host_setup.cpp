@@ -46,11 +46,13 @@ std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, p
     for (const auto& f : registry->families())
         spdlog::info("family '{}' loaded: {} {} from {} ({} tools{}{})", f.family, f.plugin_name, f.version, f.path,
                      f.tools.size(), f.prefix.empty() ? "" : ", prefix '" + f.prefix + "'",
-                     f.own_process ? ", in a process of its own" : "");
+                     f.own_process        ? ", in a process of its own"
+                     : f.upstream.empty() ? ""
+                                          : ", an upstream speaking " + f.upstream_protocol);
     for (const auto& d : report.disabled)
         spdlog::info("family '{}' from {} is disabled by domains.{}.enabled", d.family, d.path, d.family);
     for (const auto& failure : report.failures)
-        spdlog::error("{}: plugin {} not loaded: {}", failure.where.str(), failure.path, failure.reason);
+        spdlog::error("{}: {} not loaded: {}", failure.where.str(), failure.subject(), failure.reason);
     for (const auto& [family, domain] : cfg.domains) {
         bool present = false;
         for (const auto& f : registry->families())

@@ -41,6 +41,33 @@ struct PluginEntry {
     std::optional<std::uint64_t> open_files;
 };
 
+// One MCP server mounted as a family (YAML upstreams:): the host is its
+// client, and its tools pass the same gate as a plugin's.
+struct UpstreamEntry {
+    std::string name;                        // the family it serves as
+    std::vector<std::string> command;        // over stdio: the program and its arguments; or
+    std::string url;                         // over Streamable HTTP
+    std::map<std::string, std::string> env;  // over the host's own environment, for a command
+    std::filesystem::path cwd;               // a command's working directory (empty: the host's)
+    std::string names = "{upstream}_{name}"; // the name hook: how its tool names read here
+    std::vector<std::string> allow, deny;    // its tools by their own names (allow empty: all)
+    // What the upstream cannot declare, for every tool of it (domains.<name>.tools
+    // overrides one tool): the token scope, the grants, the risk (unset: from
+    // its annotations, else write), the rules, whether the gate checks it.
+    std::string scope;
+    std::vector<std::string> required_scopes;
+    std::optional<std::string> risk;
+    std::string rules;
+    bool gated = true;
+    std::optional<unsigned> max_in_flight;
+    std::optional<std::uint64_t> tool_timeout_ms;
+    std::uint64_t connect_timeout_ms = 30000;
+    // The host's own bearer token for the upstream (never the agent's).
+    std::filesystem::path token_file;
+    std::string token_env;
+    SourceLocation where;
+};
+
 // The operator's word on one tool of a family (YAML domains.<family>.tools.<tool>),
 // laid over what the plugin declared before the registry is frozen. Unset
 // fields keep the plugin's declaration.
@@ -312,6 +339,7 @@ struct Config {
     std::filesystem::path plugin_dir; // where bare plugin file names are looked up
     std::filesystem::path data_dir;   // where families keep their files
     std::vector<PluginEntry> plugins;
+    std::vector<UpstreamEntry> upstreams;
     std::map<std::string, DomainSettings> domains;
     Limits limits;
     RateLimits rate_limits;

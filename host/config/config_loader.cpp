@@ -474,6 +474,130 @@ PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
     return entry;
 }
 
+// The name hook of an upstream: {name} once, {upstream} at most once, and
+// around them only what a tool name may hold; "none" keeps the upstream's names.
+std::string read_name_hook(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+    std::string hook = r.string(node, what);
+    if (hook == "none") return "{name}";
+    std::string rest = hook;
+    const auto take = [&](const std::string& part) {
+        const auto at = rest.find(part);
+        if (at == std::string::npos) return 0;
+        rest.erase(at, part.size());
+        return rest.find(part) == std::string::npos ? 1 : 2;
+    };
+    if (take("{name}") != 1) r.fail(node, what + " must hold {name} exactly once (or be none), not '" + hook + "'");
+    if (take("{upstream}") == 2) r.fail(node, what + " may hold {upstream} at most once");
+    for (char c : rest)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+            r.fail(node, what + " may hold, besides {name} and {upstream}, only letters, digits, '_', '-' and '.'");
+    return hook;
+}
+
+bool valid_upstream_name(const std::string& name) {
+    if (name.empty() || name.size() > 64) return false;
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
+}
+
+std::vector<std::string> string_list(const YamlReader& r, const YAML::Node& node, const std::string& what);
+
+UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
+    UpstreamEntry u;
+    r.expect_map(item, "an upstreams entry");
+    u.where = r.at(item);
+    if (!item["name"]) r.fail(item, "an upstreams entry needs a name (the family it serves as)");
+    u.name = r.string(item["name"], "an upstreams entry's name");
+    if (!valid_upstream_name(u.name))
+        r.fail(item["name"],
+               "an upstreams entry's name must be 1-64 of lowercase letters, digits, '_', '-', not '" + u.name + "'");
+    const std::string what = "upstream '" + u.name + "'";
+    r.only_keys(item,
+                {"name", "command", "url", "env", "cwd", "names", "allow", "deny", "scope", "required_scopes", "risk",
+                 "rules", "gated", "max_in_flight", "tool_timeout_ms", "connect_timeout_ms", "token_file", "token_env"},
+                what);
+    if (!item["command"] == !item["url"])
+        r.fail(item, what + " needs exactly one of command (a program over stdio) and url (Streamable HTTP)");
+    if (item["command"])
+        r.attempt([&] {
+            const auto& list = item["command"];
+            if (!list.IsSequence() || list.size() == 0)
+                r.fail(list, what + ".command must be a list: the program, then its arguments");
+            u.command = string_list(r, list, what + ".command");
+            if (u.command.front().empty()) r.fail(list, what + ".command names no program");
+        });
+    if (item["url"])
+        r.attempt([&] {
+            u.url = r.string(item["url"], what + ".url");
+            if (u.url.rfind("http://", 0) != 0 && u.url.rfind("https://", 0) != 0)
+                r.fail(item["url"], what + ".url must be an http:// or https:// URL, not '" + u.url + "'");
+        });
+    if (item["env"])
+        r.attempt([&] {
+            if (!item["command"]) r.fail(item["env"], what + ".env is a command's environment: it needs command");
+            r.expect_map(item["env"], what + ".env");
+            for (const auto& kv : item["env"]) {
+                const auto key = r.key(kv.first, what + ".env");
+                if (key.empty() || key.find('=') != std::string::npos)
+                    r.fail(kv.first, what + ".env names a variable that is empty or holds '='");
+                u.env[key] = r.string(kv.second, what + ".env." + key);
+            }
+        });
+    if (item["cwd"])
+        r.attempt([&] {
+            if (!item["command"]) r.fail(item["cwd"], what + ".cwd is a command's working folder: it needs command");
+            u.cwd = r.path(item["cwd"], what + ".cwd");
+        });
+    if (item["names"]) r.attempt([&] { u.names = read_name_hook(r, item["names"], what + ".names"); });
+    if (item["allow"]) r.attempt([&] { u.allow = string_list(r, item["allow"], what + ".allow"); });
+    if (item["deny"]) r.attempt([&] { u.deny = string_list(r, item["deny"], what + ".deny"); });
+    if (item["allow"] && item["deny"])
+        r.note(item["deny"], what + " sets both allow and deny; keep the one list that says what you mean");
+    if (item["scope"]) r.attempt([&] { u.scope = r.string(item["scope"], what + ".scope"); });
+    if (item["required_scopes"])
+        r.attempt([&] { u.required_scopes = string_list(r, item["required_scopes"], what + ".required_scopes"); });
+    if (item["risk"])
+        r.attempt([&] {
+            u.risk = r.string(item["risk"], what + ".risk");
+            if (*u.risk != "read" && *u.risk != "write" && *u.risk != "money" && *u.risk != "destructive")
+                r.fail(item["risk"],
+                       what + ".risk must be one of read, write, money, destructive, not '" + *u.risk + "'");
+        });
+    if (item["rules"]) r.attempt([&] { u.rules = r.string(item["rules"], what + ".rules"); });
+    if (item["gated"]) r.attempt([&] { u.gated = r.boolean(item["gated"], what + ".gated"); });
+    if (item["max_in_flight"])
+        r.attempt([&] { u.max_in_flight = r.count(item["max_in_flight"], what + ".max_in_flight", 1, 1024); });
+    if (item["tool_timeout_ms"])
+        r.attempt(
+            [&] { u.tool_timeout_ms = r.count(item["tool_timeout_ms"], what + ".tool_timeout_ms", 1, 86400000); });
+    if (item["connect_timeout_ms"])
+        r.attempt([&] {
+            u.connect_timeout_ms = r.count(item["connect_timeout_ms"], what + ".connect_timeout_ms", 100, 600000);
+        });
+    if (item["token_file"] && item["token_env"])
+        r.note(item["token_env"], what + " sets both token_file and token_env; the token comes from one place");
+    if (item["token_file"] || item["token_env"])
+        if (!item["url"])
+            r.note(item["token_file"] ? item["token_file"] : item["token_env"],
+                   what + "'s bearer token is for a url; a command gets what it needs through env");
+    if (item["token_file"]) r.attempt([&] { u.token_file = r.path(item["token_file"], what + ".token_file"); });
+    if (item["token_env"]) r.attempt([&] { u.token_env = r.string(item["token_env"], what + ".token_env"); });
+    return u;
+}
+
+void read_upstreams(const YamlReader& r, const YAML::Node& node, std::vector<UpstreamEntry>& out) {
+    if (!node.IsSequence()) r.fail(node, "upstreams must be a list of MCP servers, each with a name");
+    std::map<std::string, SourceLocation> seen;
+    for (const auto& item : node)
+        r.attempt([&] {
+            UpstreamEntry u = read_upstream(r, item);
+            if (auto [first, fresh] = seen.emplace(u.name, u.where); !fresh)
+                r.fail(item["name"], "upstream '" + u.name + "' is listed twice (first at line " +
+                                         std::to_string(first->second.line) + ")");
+            out.push_back(std::move(u));
+        });
+}
+
 // `exposure` of a domain or of one tool: true for on_demand.
 bool on_demand_exposure(const YamlReader& r, const YAML::Node& node, const std::string& what) {
     const std::string exposure = r.string(node, what + ".exposure");
@@ -1014,9 +1138,10 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     cfg.data_dir = default_data_dir();
     if (root.IsNull()) return cfg;
     r.expect_map(root, "the configuration");
-    r.only_keys(root, {"server",         "strict", "gate",        "log_level",  "plugin_dir", "data_dir", "plugins",
-                       "domains",        "limits", "rate_limits", "transports", "http",       "session",  "license",
-                       "input_requests", "auth",   "tasks",       "log_format", "metrics",    "audit",    "tracing"},
+    r.only_keys(root, {"server",  "strict",  "gate",           "log_level",   "plugin_dir", "data_dir",
+                       "plugins", "domains", "limits",         "rate_limits", "transports", "http",
+                       "session", "license", "input_requests", "auth",        "tasks",      "log_format",
+                       "metrics", "audit",   "tracing",        "upstreams"},
                 "the configuration");
     // Each section alone: a mistake in one does not hide those in the next.
     const auto section = [&](const char* key, auto&& read) {
@@ -1041,6 +1166,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     section("data_dir", [&](const YAML::Node& n) { cfg.data_dir = r.path(n, "data_dir"); });
     section("plugins", [&](const YAML::Node& n) { read_plugins(r, n, cfg.plugins); });
     section("domains", [&](const YAML::Node& n) { read_domains(r, n, cfg.domains); });
+    section("upstreams", [&](const YAML::Node& n) { read_upstreams(r, n, cfg.upstreams); });
     section("limits", [&](const YAML::Node& n) { read_limits(r, n, cfg.limits); });
     section("rate_limits", [&](const YAML::Node& n) { read_rate_limits(r, n, cfg.rate_limits); });
     section("session", [&](const YAML::Node& n) { read_session(r, n, cfg.data_dir, cfg.session); });

@@ -65,6 +65,9 @@ inline constexpr std::string_view integer_out_of_range = "INTEGER_OUT_OF_RANGE";
 // The family's process (isolation: process) died while serving the call,
 // or is being started again after it died.
 inline constexpr std::string_view family_crashed = "FAMILY_CRASHED";
+// The MCP server a family of upstreams: is a client of cannot be reached, or
+// stopped answering during the call; the host is connecting to it again.
+inline constexpr std::string_view upstream_unavailable = "UPSTREAM_UNAVAILABLE";
 } // namespace refusal_code
 
 // A refusal code as the wire carries it: UPPER_SNAKE, a letter first, at

@@ -2,6 +2,7 @@
 
 #include "isolation/frame_channel.hpp"
 #include "isolation/wire_descriptor.hpp"
+#include "plugins/remote_family.hpp"
 
 #include <gatehouse/plugin.h>
 
@@ -51,7 +52,7 @@ struct FamilyProcessOptions {
 // with each crash in a row (100 ms to 30 s; a child that lived 30 s
 // resets it). A restarted child must offer the very descriptor the first
 // one did; its init runs again with the same configuration.
-class FamilyProcess final : public ProxiedCalls {
+class FamilyProcess final : public ProxiedCalls, public plugins::RemoteFamily {
 public:
     // Starts the child and reads its descriptor. Throws std::runtime_error
     // with the sentence the load report shows when it cannot.
@@ -64,7 +65,9 @@ public:
     const gh_plugin_desc* descriptor() const { return proxy_->descriptor(); }
     // Runs the plugin's init in the child; false with the plugin's sentence.
     // From here on a child that dies is started again.
-    bool init(const std::string& config_json, std::string& error);
+    bool init(const std::string& config_json, std::string& error) override;
+    // The proxied functions find their process through the plugin state.
+    void* plugin_state() override { return static_cast<ProxiedCalls*>(this); }
 
     int32_t invoke(CallKind kind, std::uint32_t index, gh_call* call, std::vector<std::string> fields, gh_sink* out,
                    gh_sink* err) override;

@@ -1,6 +1,7 @@
 #include "plugins/loaded_plugin.hpp"
 
 #include "isolation/family_process.hpp"
+#include "upstream/upstream_family.hpp"
 #include "plugins/abi_text.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
@@ -15,21 +16,19 @@ LoadedPlugin::LoadedPlugin(boost::dll::shared_library library, std::filesystem::
     : library_(std::move(library)), path_(std::move(path)), desc_(desc), name_(abi_copy(desc.name)),
       version_(abi_copy(desc.version)), family_(abi_copy(desc.family)), rules_(abi_copy(desc.rules)) {}
 
-LoadedPlugin::LoadedPlugin(std::unique_ptr<isolation::FamilyProcess> process, std::filesystem::path path,
-                           gh_plugin_desc desc)
-    : process_(std::move(process)), path_(std::move(path)), desc_(desc), name_(abi_copy(desc.name)),
+LoadedPlugin::LoadedPlugin(std::unique_ptr<RemoteFamily> remote, std::filesystem::path path, gh_plugin_desc desc)
+    : remote_(std::move(remote)), path_(std::move(path)), desc_(desc), name_(abi_copy(desc.name)),
       version_(abi_copy(desc.version)), family_(abi_copy(desc.family)), rules_(abi_copy(desc.rules)) {}
 
-// A family's own process runs its shutdown there, as process_ goes.
+// A remote family runs its own shutdown, as remote_ goes.
 LoadedPlugin::~LoadedPlugin() {
     if (initialized_ && desc_.shutdown) desc_.shutdown(state_);
 }
 
 bool LoadedPlugin::init(const std::string& config_json, std::string& error) {
-    if (process_) {
-        // The proxied functions find their process through the plugin state.
-        state_ = static_cast<isolation::ProxiedCalls*>(process_.get());
-        initialized_ = process_->init(config_json, error);
+    if (remote_) {
+        state_ = remote_->plugin_state();
+        initialized_ = remote_->init(config_json, error);
         return initialized_;
     }
     if (!desc_.init) {
@@ -115,6 +114,14 @@ std::function<void()> LoadedPlugin::admitted(std::function<void()> job) {
         }
         later(admitted(std::move(next)));
     };
+}
+
+const isolation::FamilyProcess* LoadedPlugin::process() const {
+    return dynamic_cast<const isolation::FamilyProcess*>(remote_.get());
+}
+
+const upstream::UpstreamFamily* LoadedPlugin::upstream() const {
+    return dynamic_cast<const upstream::UpstreamFamily*>(remote_.get());
 }
 
 bool LoadedPlugin::critical_items(std::string_view owner_json, std::string& out) {

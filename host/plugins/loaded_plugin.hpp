@@ -1,6 +1,7 @@
 #pragma once
 
 #include "plugins/command.hpp"
+#include "plugins/remote_family.hpp"
 
 #include <gatehouse/plugin.h>
 
@@ -20,6 +21,9 @@
 namespace gatehouse::isolation {
 class FamilyProcess;
 }
+namespace gatehouse::upstream {
+class UpstreamFamily;
+}
 
 namespace gatehouse::plugins {
 
@@ -38,9 +42,10 @@ struct PluginCallLimits {
 class LoadedPlugin {
 public:
     LoadedPlugin(boost::dll::shared_library library, std::filesystem::path path, gh_plugin_desc desc);
-    // A family served from its own process (isolation: process): desc is the
-    // process's proxy descriptor, and init and shutdown run in the child.
-    LoadedPlugin(std::unique_ptr<isolation::FamilyProcess> process, std::filesystem::path path, gh_plugin_desc desc);
+    // A family whose code runs elsewhere (in its own process, isolation:
+    // process; or an upstream MCP server): desc is its descriptor, whose
+    // functions reach it, and its init and shutdown are its own.
+    LoadedPlugin(std::unique_ptr<RemoteFamily> remote, std::filesystem::path path, gh_plugin_desc desc);
     ~LoadedPlugin();
     LoadedPlugin(const LoadedPlugin&) = delete;
     LoadedPlugin& operator=(const LoadedPlugin&) = delete;
@@ -107,11 +112,13 @@ public:
     const std::string& rules() const { return rules_; }
     bool reentrant() const { return (desc_.flags & GH_PLUGIN_REENTRANT) != 0; }
     // Its own process, for a family with isolation: process; else null.
-    const isolation::FamilyProcess* process() const { return process_.get(); }
+    const isolation::FamilyProcess* process() const;
+    // The MCP server it is a client of, for a family of upstreams:; else null.
+    const upstream::UpstreamFamily* upstream() const;
 
 private:
     boost::dll::shared_library library_;
-    std::unique_ptr<isolation::FamilyProcess> process_;
+    std::unique_ptr<RemoteFamily> remote_;
     std::filesystem::path path_;
     gh_plugin_desc desc_;
     std::string name_, version_, family_, rules_;

@@ -6,6 +6,7 @@
 #include "plugins/host_api.hpp"
 #include "plugins/tool_listing.hpp"
 #include "plugins/tool_overrides.hpp"
+#include "upstream/upstream_family.hpp"
 
 #include <boost/dll/shared_library.hpp>
 #include <spdlog/spdlog.h>
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -417,6 +419,7 @@ std::vector<Command> read_commands(const gh_plugin_desc& desc) {
 }
 
 struct Candidate {
+    std::string upstream; // the upstreams entry it came from; empty for a plugin
     std::unique_ptr<LoadedPlugin> plugin;
     std::vector<std::unique_ptr<Tool>> tools;
     std::vector<Command> commands;
@@ -543,6 +546,53 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
     return c;
 }
 
+// An upstreams entry: connect, list, and read the descriptor the family
+// builds from that as a plugin's is read; its tools carry the hook's names.
+Candidate open_upstream(const config::UpstreamEntry& entry, const config::Config& cfg, std::string& disabled_family) {
+    Candidate c;
+    c.upstream = entry.name;
+    auto domain = cfg.domains.find(entry.name);
+    if (domain != cfg.domains.end()) {
+        if (!domain->second.enabled) {
+            disabled_family = entry.name;
+            return c;
+        }
+        if (!domain->second.prefix.empty())
+            throw Refused("domains." + entry.name +
+                          ".prefix does not name an upstream's tools; its names (the name "
+                          "hook, now '" +
+                          entry.names + "') does");
+        c.settings = domain->second.settings;
+    } else {
+        c.settings = nlohmann::json::object();
+    }
+    upstream::UpstreamOptions options;
+    options.entry = entry;
+    options.max_message_bytes = cfg.limits.max_message_bytes;
+    options.max_json_depth = cfg.limits.max_json_depth;
+    options.tool_timeout = std::chrono::milliseconds(entry.tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms));
+    options.host_version = cfg.server.version;
+    std::unique_ptr<upstream::UpstreamFamily> family;
+    try {
+        family = std::make_unique<upstream::UpstreamFamily>(std::move(options));
+    } catch (const std::runtime_error& e) {
+        throw Refused(e.what());
+    }
+    const gh_plugin_desc desc = *family->descriptor();
+    for (uint32_t i = 0; i < desc.tool_count; ++i) {
+        auto tool = read_tool(desc.tools[i], i, "", cfg.session.configured);
+        tool->name = family->published_name(i);
+        tool->family = entry.name;
+        publish_listing(*tool, cfg.session.configured);
+        c.tools.push_back(std::move(tool));
+    }
+    if (domain != cfg.domains.end()) apply_tool_overrides(domain->second, entry.name, c.tools, cfg.session.configured);
+    c.prefix = "";
+    const std::string where = "upstream " + entry.name + " (" + family->describe() + ")";
+    c.plugin = std::make_unique<LoadedPlugin>(std::move(family), where, desc);
+    return c;
+}
+
 } // namespace
 
 OpenedLibrary open_library(const std::filesystem::path& path, const gh_host_api* api) {
@@ -592,9 +642,90 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
     std::unordered_map<std::string, std::string> command_owner; // a verb names one family's command
     std::set<std::filesystem::path> opened;
 
+    // One family, checked against those already admitted, then initialized
+    // and added, within its entry's own bounds where it sets them.
+    const auto admit = [&](Candidate c, const std::string& path, const std::optional<unsigned>& max_in_flight,
+                           const std::optional<std::uint64_t>& tool_timeout_ms, bool store_credentials) {
+        const std::string family = c.plugin->family();
+        if (auto other = family_path.find(family); other != family_path.end())
+            throw Refused("family '" + family + "' is already served by " + other->second);
+        const std::string fix = c.upstream.empty()
+                                    ? "give one family a prefix under domains." + family + ".prefix"
+                                    : "set names (the name hook) on upstream '" + c.upstream + "' to keep them apart";
+        for (const auto& t : c.tools) {
+            auto clash = tool_owner.find(t->name);
+            if (clash != tool_owner.end())
+                throw Refused("tool name '" + t->name + "'" +
+                              (c.upstream.empty() ? "" : " of upstream '" + c.upstream + "'") +
+                              " clashes with family '" + clash->second + "'; " + fix);
+        }
+        for (const auto& r : c.offer.resources)
+            if (auto clash = resource_owner.find(r->uri); clash != resource_owner.end())
+                throw Refused("resource URI '" + r->uri + "' is already served by family '" + clash->second +
+                              "'; a URI names one resource");
+        for (const auto& t : c.offer.resource_templates)
+            if (auto clash = template_owner.find(t->uri_template.text()); clash != template_owner.end())
+                throw Refused("resource template '" + t->uri_template.text() + "' is already served by family '" +
+                              clash->second + "'");
+        for (const auto& p : c.offer.prompts)
+            if (auto clash = prompt_owner.find(p->name); clash != prompt_owner.end())
+                throw Refused("prompt name '" + p->name + "' clashes with family '" + clash->second + "'; " + fix);
+        for (const auto& command : c.commands)
+            if (auto clash = command_owner.find(command.name); clash != command_owner.end())
+                throw Refused("command '" + command.name + "' is already declared by family '" + clash->second +
+                              "'; a verb names one family's command");
+        const nlohmann::json init_config = {{"data_dir", (cfg.data_dir / family).string()}, {"settings", c.settings}};
+        std::string init_error;
+        if (!c.plugin->init(init_config.dump(), init_error)) throw Refused("init failed: " + init_error);
+        for (const auto& t : c.tools)
+            tool_owner.emplace(t->name, family);
+        for (const auto& r : c.offer.resources)
+            resource_owner.emplace(r->uri, family);
+        for (const auto& t : c.offer.resource_templates)
+            template_owner.emplace(t->uri_template.text(), family);
+        for (const auto& p : c.offer.prompts)
+            prompt_owner.emplace(p->name, family);
+        for (const auto& command : c.commands)
+            command_owner.emplace(command.name, family);
+        family_path.emplace(family, path);
+        for (auto& r : c.offer.resources)
+            r->family = family;
+        for (auto& t : c.offer.resource_templates)
+            t->family = family;
+        for (auto& p : c.offer.prompts)
+            p->family = family;
+        for (auto& page : c.offer.pages)
+            page->family = family;
+        plugins::PluginCallLimits limits;
+        limits.max_in_flight = max_in_flight.value_or(cfg.limits.max_in_flight_per_plugin);
+        limits.tool_timeout_ms = tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms);
+        limits.max_in_flight_overridden = max_in_flight.has_value();
+        limits.tool_timeout_overridden = tool_timeout_ms.has_value();
+        c.plugin->set_call_limits(limits);
+        c.plugin->set_store_credentials(store_credentials);
+        c.plugin->set_commands(std::move(c.commands));
+        registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix, std::move(c.offer));
+    };
+    // What went wrong with one entry, in the report.
+    const auto report_failure = [&](const std::string& path, const config::SourceLocation& where, bool upstream,
+                                    auto&& attempt) {
+        try {
+            attempt();
+        } catch (const Refused& e) {
+            report.failures.push_back({path, e.what(), where, upstream});
+        } catch (const config::ConfigError& e) {
+            // The family's own config is at fault (a tool override naming no
+            // tool of it): the report points there.
+            for (const auto& problem : e.problems())
+                report.failures.push_back({path, problem.message, problem.where, upstream});
+        } catch (const std::exception& e) {
+            report.failures.push_back({path, std::string("unexpected error: ") + e.what(), where, upstream});
+        }
+    };
+
     for (const auto& entry : cfg.plugins) {
         const auto path = resolve_plugin_path(entry, cfg);
-        try {
+        report_failure(path.string(), entry.where, false, [&] {
             // The same library opened twice is one dlopen handle with one
             // static descriptor; say what happened instead of a family clash.
             std::error_code ec;
@@ -605,75 +736,22 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
             Candidate c = open_plugin(path, entry, cfg, disabled_family);
             if (!disabled_family.empty()) {
                 report.disabled.push_back({disabled_family, path.string()});
-                continue;
+                return;
             }
-            const std::string family = c.plugin->family();
-            if (auto other = family_path.find(family); other != family_path.end())
-                throw Refused("family '" + family + "' is already served by " + other->second);
-            for (const auto& t : c.tools) {
-                auto clash = tool_owner.find(t->name);
-                if (clash != tool_owner.end())
-                    throw Refused("tool name '" + t->name + "' clashes with family '" + clash->second +
-                                  "'; give one family a prefix under domains." + family + ".prefix");
+            admit(std::move(c), path.string(), entry.max_in_flight, entry.tool_timeout_ms, entry.store_credentials);
+        });
+    }
+    for (const auto& entry : cfg.upstreams) {
+        const std::string label = "upstream '" + entry.name + "'";
+        report_failure(label, entry.where, true, [&] {
+            std::string disabled_family;
+            Candidate c = open_upstream(entry, cfg, disabled_family);
+            if (!disabled_family.empty()) {
+                report.disabled.push_back({disabled_family, label});
+                return;
             }
-            for (const auto& r : c.offer.resources)
-                if (auto clash = resource_owner.find(r->uri); clash != resource_owner.end())
-                    throw Refused("resource URI '" + r->uri + "' is already served by family '" + clash->second +
-                                  "'; a URI names one resource");
-            for (const auto& t : c.offer.resource_templates)
-                if (auto clash = template_owner.find(t->uri_template.text()); clash != template_owner.end())
-                    throw Refused("resource template '" + t->uri_template.text() + "' is already served by family '" +
-                                  clash->second + "'");
-            for (const auto& p : c.offer.prompts)
-                if (auto clash = prompt_owner.find(p->name); clash != prompt_owner.end())
-                    throw Refused("prompt name '" + p->name + "' clashes with family '" + clash->second +
-                                  "'; give one family a prefix under domains." + family + ".prefix");
-            for (const auto& command : c.commands)
-                if (auto clash = command_owner.find(command.name); clash != command_owner.end())
-                    throw Refused("command '" + command.name + "' is already declared by family '" + clash->second +
-                                  "'; a verb names one family's command");
-            const nlohmann::json init_config = {{"data_dir", (cfg.data_dir / family).string()},
-                                                {"settings", c.settings}};
-            std::string init_error;
-            if (!c.plugin->init(init_config.dump(), init_error)) throw Refused("init failed: " + init_error);
-            for (const auto& t : c.tools)
-                tool_owner.emplace(t->name, family);
-            for (const auto& r : c.offer.resources)
-                resource_owner.emplace(r->uri, family);
-            for (const auto& t : c.offer.resource_templates)
-                template_owner.emplace(t->uri_template.text(), family);
-            for (const auto& p : c.offer.prompts)
-                prompt_owner.emplace(p->name, family);
-            for (const auto& command : c.commands)
-                command_owner.emplace(command.name, family);
-            family_path.emplace(family, path.string());
-            for (auto& r : c.offer.resources)
-                r->family = family;
-            for (auto& t : c.offer.resource_templates)
-                t->family = family;
-            for (auto& p : c.offer.prompts)
-                p->family = family;
-            for (auto& page : c.offer.pages)
-                page->family = family;
-            plugins::PluginCallLimits limits;
-            limits.max_in_flight = entry.max_in_flight.value_or(cfg.limits.max_in_flight_per_plugin);
-            limits.tool_timeout_ms = entry.tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms);
-            limits.max_in_flight_overridden = entry.max_in_flight.has_value();
-            limits.tool_timeout_overridden = entry.tool_timeout_ms.has_value();
-            c.plugin->set_call_limits(limits);
-            c.plugin->set_store_credentials(entry.store_credentials);
-            c.plugin->set_commands(std::move(c.commands));
-            registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix, std::move(c.offer));
-        } catch (const Refused& e) {
-            report.failures.push_back({path.string(), e.what(), entry.where});
-        } catch (const config::ConfigError& e) {
-            // The family's own config is at fault (a tool override naming no
-            // tool of it): the report points there.
-            for (const auto& problem : e.problems())
-                report.failures.push_back({path.string(), problem.message, problem.where});
-        } catch (const std::exception& e) {
-            report.failures.push_back({path.string(), std::string("unexpected error: ") + e.what(), entry.where});
-        }
+            admit(std::move(c), label, entry.max_in_flight, entry.tool_timeout_ms, false);
+        });
     }
     registry->freeze();
     return registry;

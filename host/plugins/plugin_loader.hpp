@@ -14,9 +14,11 @@ namespace gatehouse::plugins {
 // One plugin that did not load: the file, and why, in a sentence an operator
 // can act on.
 struct LoadFailure {
-    std::string path;
+    std::string path; // a plugin's file, or "upstream '<name>'"
     std::string reason;
-    config::SourceLocation where; // the plugins entry in the config that named it
+    config::SourceLocation where; // the plugins or upstreams entry in the config that named it
+    bool upstream = false;
+    std::string subject() const { return upstream ? path : "plugin " + path; }
 };
 
 struct DisabledFamily {

@@ -1,5 +1,7 @@
 #include "plugins/tool_registry.hpp"
 
+#include "upstream/upstream_family.hpp"
+
 #include <algorithm>
 #include <functional>
 
@@ -89,6 +91,10 @@ void ToolRegistry::add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<
     }
     info.store_credentials = plugin->store_credentials();
     info.own_process = plugin->process() != nullptr;
+    if (const auto* upstream = plugin->upstream()) {
+        info.upstream = upstream->describe();
+        info.upstream_protocol = upstream->protocol_version();
+    }
     info.resources = offer.resources.size();
     info.resource_templates = offer.resource_templates.size();
     info.prompts = offer.prompts.size();

@@ -27,6 +27,8 @@ struct FamilyInfo {
     std::size_t resources = 0, resource_templates = 0, prompts = 0;
     bool store_credentials = false; // the operator's grant in its plugins entry
     bool own_process = false;       // isolation: process
+    std::string upstream;           // an upstreams entry's family: the command or URL it reaches
+    std::string upstream_protocol;  // and the revision it speaks
 };
 
 // What a family offers besides tools (ABI 1.2), checked by the loader.

@@ -1,6 +1,7 @@
 #include "serve/host.hpp"
 
 #include "isolation/family_process.hpp"
+#include "upstream/upstream_family.hpp"
 
 #include "cli/host_setup.hpp"
 #include "cli/stdout_diversion.hpp"
@@ -265,6 +266,15 @@ void Host::add_gauges() {
                                               series.push_back({{family}, process->serving() ? 1.0 : 0.0});
                                           return series;
                                       });
+    registry.add<metrics::ReadFamily>(
+        "gatehouse_upstream_up", "1 while the MCP server of a family of upstreams: is connected, else 0.",
+        std::vector<std::string>{"family"}, [families = registry_.get()] {
+            Series series;
+            for (const auto& plugin : families->plugins())
+                if (const auto* upstream = plugin->upstream())
+                    series.push_back({{plugin->family()}, upstream->serving() ? 1.0 : 0.0});
+            return series;
+        });
     if (!http_) return;
     registry.add<metrics::ReadFamily>("gatehouse_http_connections_open", "HTTP connections open.",
                                       std::vector<std::string>{}, [http = http_.get()] {

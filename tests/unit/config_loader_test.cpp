@@ -536,3 +536,59 @@ TEST_CASE("metrics, audit, tracing and log_format are read, and their mistakes n
         CHECK_THAT(error_of(dir, c.yaml), Catch::Contains(c.words));
     }
 }
+
+TEST_CASE("upstreams: each a family with a command or a URL, its name hook and gate settings, mistakes named",
+          "[config][upstream]") {
+    TempDir dir;
+    const auto file = dir.write(
+        "gatehouse.yaml",
+        "upstreams:\n"
+        "  - name: mem\n    command: [npx, -y, server-memory]\n    env: {MEMORY_FILE_PATH: /tmp/m.jsonl}\n"
+        "    cwd: work\n    deny: [delete_entities]\n    risk: read\n    rules: Ask first.\n"
+        "    required_scopes: [notes]\n    tool_timeout_ms: 5000\n"
+        "  - name: everything\n    url: http://127.0.0.1:3001/mcp\n    names: none\n    token_env: EVERYTHING_TOKEN\n");
+    const auto cfg = load_config_file(file);
+    REQUIRE(cfg.upstreams.size() == 2);
+    const auto& mem = cfg.upstreams[0];
+    CHECK(mem.name == "mem");
+    CHECK(mem.command == std::vector<std::string>{"npx", "-y", "server-memory"});
+    CHECK(mem.env.at("MEMORY_FILE_PATH") == "/tmp/m.jsonl");
+    CHECK(mem.cwd == dir.path() / "work");
+    CHECK(mem.names == "{upstream}_{name}");
+    CHECK(mem.deny == std::vector<std::string>{"delete_entities"});
+    CHECK(mem.risk == "read");
+    CHECK(mem.rules == "Ask first.");
+    CHECK(mem.required_scopes == std::vector<std::string>{"notes"});
+    CHECK(mem.tool_timeout_ms == 5000u);
+    CHECK(mem.gated);
+    const auto& everything = cfg.upstreams[1];
+    CHECK(everything.url == "http://127.0.0.1:3001/mcp");
+    CHECK(everything.names == "{name}");
+    CHECK(everything.token_env == "EVERYTHING_TOKEN");
+
+    struct Case {
+        const char* yaml;
+        const char* words;
+    };
+    const Case cases[] = {
+        {"upstreams:\n  - command: [x]\n", ":2:5: an upstreams entry needs a name"},
+        {"upstreams:\n  - name: Mem\n    command: [x]\n", ":2:11: an upstreams entry's name must be 1-64 of lowercase"},
+        {"upstreams:\n  - name: m\n", ":2:5: upstream 'm' needs exactly one of command"},
+        {"upstreams:\n  - name: m\n    command: [x]\n    url: http://h/mcp\n", "needs exactly one of command"},
+        {"upstreams:\n  - name: m\n    url: ftp://h/mcp\n",
+         ":3:10: upstream 'm'.url must be an http:// or https:// URL"},
+        {"upstreams:\n  - name: m\n    command: []\n", ":3:14: upstream 'm'.command must be a list"},
+        {"upstreams:\n  - name: m\n    url: http://h/\n    env: {A: b}\n", ":4:10: upstream 'm'.env is a command's"},
+        {"upstreams:\n  - name: m\n    command: [x]\n    names: '{upstream}'\n", "must hold {name} exactly once"},
+        {"upstreams:\n  - name: m\n    command: [x]\n    names: 'a/{name}'\n", "only letters, digits"},
+        {"upstreams:\n  - name: m\n    command: [x]\n    risk: huge\n", ":4:11: upstream 'm'.risk must be one of"},
+        {"upstreams:\n  - name: m\n    command: [x]\n    colour: red\n", ":4:5: unknown key 'colour' in upstream 'm'"},
+        {"upstreams:\n  - name: m\n    command: [x]\n  - name: m\n    url: http://h/\n",
+         ":4:11: upstream 'm' is listed twice (first at line 2)"},
+        {"upstreams:\n  - name: m\n    command: [x]\n    token_file: t\n", "bearer token is for a url"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.yaml);
+        CHECK_THAT(error_of(dir, c.yaml), Catch::Contains(c.words));
+    }
+}

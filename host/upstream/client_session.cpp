@@ -1,0 +1,301 @@
+#include "upstream/client_session.hpp"
+
+#include "protocol/mcp_server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <deque>
+
+namespace gatehouse::upstream {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kModern = "2026-07-28";
+constexpr const char* kLegacy = "2025-11-25";
+// What a 2025-11-25 server may answer initialize with, newest first.
+constexpr const char* kLegacyRevisions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+constexpr auto kPoll = 20ms; // how often a waiting request looks at its cancellation
+
+constexpr const char* kProtocolVersion = "io.modelcontextprotocol/protocolVersion";
+constexpr const char* kClientInfo = "io.modelcontextprotocol/clientInfo";
+constexpr const char* kClientCapabilities = "io.modelcontextprotocol/clientCapabilities";
+constexpr const char* kServerInfo = "io.modelcontextprotocol/serverInfo";
+
+bool known_legacy_revision(const std::string& version) {
+    for (const char* known : kLegacyRevisions)
+        if (version == known) return true;
+    return false;
+}
+
+std::string error_text(const Json& error) {
+    const auto message = error.find("message");
+    return message != error.end() && message->is_string() ? message->get<std::string>() : "no message";
+}
+
+} // namespace
+
+struct ClientSession::Pending {
+    std::optional<Json> answer; // the whole response: result or error
+    std::deque<Json> progress;
+    bool gone = false;
+    std::string why;
+    std::condition_variable changed;
+};
+
+ClientSession::ClientSession(std::unique_ptr<ClientTransport> transport, Options options, ListChanged list_changed)
+    : transport_(std::move(transport)), options_(std::move(options)), list_changed_(std::move(list_changed)) {
+    transport_->start(
+        {[this](std::string_view text) { receive(text); }, [this](const std::string& why) { on_closed(why); }});
+}
+
+ClientSession::~ClientSession() {
+    close();
+}
+
+void ClientSession::close() {
+    transport_->close();
+}
+
+bool ClientSession::alive() const {
+    std::lock_guard lock(mutex_);
+    return !closed_;
+}
+
+std::string ClientSession::why_closed() const {
+    std::lock_guard lock(mutex_);
+    return why_closed_;
+}
+
+void ClientSession::on_closed(const std::string& why) {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    why_closed_ = why;
+    for (auto& [id, pending] : pending_) {
+        pending->gone = true;
+        pending->why = why;
+        pending->changed.notify_all();
+    }
+}
+
+bool ClientSession::send(const Json& message) {
+    return transport_->send(message.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+// A 2026-07-28 request says who asks and what it can do, every time.
+Json ClientSession::with_meta(Json params) const {
+    if (!stateless_) return params;
+    if (!params.is_object()) params = Json::object();
+    Json& meta = params["_meta"];
+    if (!meta.is_object()) meta = Json::object();
+    meta[kProtocolVersion] = kModern;
+    meta[kClientInfo] = {{"name", "gatehouse"}, {"version", options_.client_version}};
+    meta[kClientCapabilities] = Json::object();
+    return params;
+}
+
+void ClientSession::open(std::chrono::milliseconds timeout) {
+    Json discovered;
+    try {
+        discovered = request("server/discover", Json::object(), {timeout, {}, {}});
+    } catch (const UpstreamError&) {
+        // A server of an earlier revision does not know server/discover.
+    }
+    if (discovered.is_object()) {
+        const auto versions = discovered.find("supportedVersions");
+        if (versions != discovered.end() && versions->is_array())
+            for (const auto& v : *versions)
+                if (v == kModern) protocol_version_ = kModern;
+        if (!protocol_version_.empty()) {
+            if (auto caps = discovered.find("capabilities"); caps != discovered.end() && caps->is_object())
+                capabilities_ = *caps;
+            if (auto meta = discovered.find("_meta"); meta != discovered.end() && meta->is_object())
+                if (auto info = meta->find(kServerInfo); info != meta->end() && info->is_object()) server_info_ = *info;
+            return;
+        }
+    }
+    // From here on requests carry no _meta of the revision: the session has it.
+    stateless_ = false;
+    const Json params = {{"protocolVersion", kLegacy},
+                         {"capabilities", Json::object()},
+                         {"clientInfo", {{"name", "gatehouse"}, {"version", options_.client_version}}}};
+    Json initialized = request("initialize", params, {timeout, {}, {}});
+    const auto version = initialized.value("protocolVersion", std::string());
+    if (!known_legacy_revision(version))
+        throw UpstreamUnavailable("it answered initialize with protocol version '" + version +
+                                  "', which this host does not speak");
+    protocol_version_ = version;
+    if (auto caps = initialized.find("capabilities"); caps != initialized.end() && caps->is_object())
+        capabilities_ = *caps;
+    if (auto info = initialized.find("serverInfo"); info != initialized.end() && info->is_object())
+        server_info_ = *info;
+    send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+}
+
+Json ClientSession::request(const std::string& method, Json params, const Waiting& waiting) {
+    auto pending = std::make_shared<Pending>();
+    std::int64_t id;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_) throw UpstreamUnavailable(why_closed_);
+        id = ++next_id_;
+        pending_.emplace(id, pending);
+    }
+    struct Forget {
+        ClientSession* session;
+        std::int64_t id;
+        ~Forget() {
+            std::lock_guard lock(session->mutex_);
+            session->pending_.erase(id);
+        }
+    } forget{this, id};
+    params = with_meta(std::move(params));
+    if (waiting.progress) params["_meta"]["progressToken"] = id;
+    if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}))
+        throw UpstreamUnavailable("its connection ended before the request could be sent");
+
+    const auto timeout = waiting.timeout.count() > 0 ? waiting.timeout : options_.request_timeout;
+    const auto deadline = Clock::now() + timeout;
+    const auto tell_cancelled = [&](const std::string& reason) {
+        send({{"jsonrpc", "2.0"},
+              {"method", "notifications/cancelled"},
+              {"params", {{"requestId", id}, {"reason", reason}}}});
+    };
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        pending->changed.wait_for(lock, kPoll,
+                                  [&] { return pending->answer || pending->gone || !pending->progress.empty(); });
+        while (!pending->progress.empty()) {
+            Json progress = std::move(pending->progress.front());
+            pending->progress.pop_front();
+            lock.unlock();
+            if (waiting.progress) waiting.progress(progress);
+            lock.lock();
+        }
+        if (pending->answer) break;
+        if (pending->gone) throw UpstreamUnavailable(pending->why);
+        lock.unlock();
+        if (waiting.cancelled && waiting.cancelled()) {
+            tell_cancelled("the agent's call was cancelled");
+            throw RequestCancelled(method + " was cancelled");
+        }
+        if (Clock::now() >= deadline) {
+            tell_cancelled("no answer within " + std::to_string(timeout.count()) + " ms");
+            throw UpstreamUnavailable("it did not answer " + method + " within " + std::to_string(timeout.count()) +
+                                      " ms");
+        }
+        lock.lock();
+    }
+    Json answer = std::move(*pending->answer);
+    lock.unlock();
+    if (auto error = answer.find("error"); error != answer.end()) {
+        const int code = error->is_object() && (*error)["code"].is_number_integer() ? (*error)["code"].get<int>() : 0;
+        throw UpstreamError(code, error->is_object() ? error_text(*error) : "a malformed error",
+                            error->is_object() ? error->value("data", Json()) : Json());
+    }
+    Json result = std::move(answer["result"]);
+    if (!result.is_object()) throw UpstreamError(0, "its answer to " + method + " is not an object", Json());
+    return result;
+}
+
+Json ClientSession::request(const std::string& method, Json params) {
+    return request(method, std::move(params), Waiting{});
+}
+
+std::vector<Json> ClientSession::list_all(const std::string& method, const std::string& key) {
+    std::vector<Json> items;
+    std::string cursor;
+    for (std::size_t page = 0;; ++page) {
+        if (page == kMaxPages)
+            throw UpstreamError(0, method + " went on past " + std::to_string(kMaxPages) + " pages", Json());
+        Json params = Json::object();
+        if (!cursor.empty()) params["cursor"] = cursor;
+        Json result = request(method, std::move(params));
+        auto list = result.find(key);
+        if (list == result.end() || !list->is_array())
+            throw UpstreamError(0, "its answer to " + method + " has no " + key + " list", Json());
+        for (auto& item : *list) {
+            if (items.size() == kMaxItems)
+                throw UpstreamError(0, "it lists more than " + std::to_string(kMaxItems) + " " + key, Json());
+            items.push_back(std::move(item));
+        }
+        auto next = result.find("nextCursor");
+        if (next == result.end() || next->is_null()) break;
+        if (!next->is_string() || next->get<std::string>().empty() || next->get<std::string>() == cursor)
+            throw UpstreamError(0, "its answer to " + method + " has a nextCursor that leads nowhere", Json());
+        cursor = next->get<std::string>();
+    }
+    return items;
+}
+
+void ClientSession::receive(std::string_view text) {
+    Json message;
+    if (!protocol::nests_deeper_than(text, options_.max_json_depth)) message = Json::parse(text, nullptr, false);
+    if (!message.is_object() || message.value("jsonrpc", "") != "2.0") {
+        // MCP's stdio keeps stdout for messages only; one that is not is dropped, noted a few times.
+        if (unreadable_.fetch_add(1) < 5)
+            spdlog::warn("[{}] sent something that is not a JSON-RPC message (nested over {} levels, or not "
+                         "JSON); ignored",
+                         options_.family, options_.max_json_depth);
+        return;
+    }
+    const auto method = message.find("method");
+    const auto id = message.find("id");
+    if (method != message.end() && method->is_string()) {
+        const Json params = message.value("params", Json::object());
+        if (id != message.end()) {
+            answer_request(message);
+            return;
+        }
+        on_notification(method->get<std::string>(), params);
+        return;
+    }
+    if (id == message.end() || !id->is_number_integer()) return; // not an answer to anything this host sent
+    std::lock_guard lock(mutex_);
+    auto it = pending_.find(id->get<std::int64_t>());
+    if (it == pending_.end()) return; // late: its request was cancelled or timed out
+    it->second->answer = std::move(message);
+    it->second->changed.notify_all();
+}
+
+// What a server may ask of its client. This host declares no client
+// capabilities, so it answers ping and says no to the rest.
+void ClientSession::answer_request(const Json& message) {
+    Json reply = {{"jsonrpc", "2.0"}, {"id", message["id"]}};
+    if (message["method"] == "ping")
+        reply["result"] = Json::object();
+    else
+        reply["error"] = {{"code", -32601},
+                          {"message", "gatehouse does not answer " + message["method"].get<std::string>() +
+                                          " for this server's family"}};
+    send(reply);
+}
+
+void ClientSession::on_notification(const std::string& method, const Json& params) {
+    if (method == "notifications/progress") {
+        const auto token = params.find("progressToken");
+        if (token == params.end() || !token->is_number_integer()) return;
+        std::lock_guard lock(mutex_);
+        auto it = pending_.find(token->get<std::int64_t>());
+        if (it == pending_.end() || it->second->progress.size() >= 64) return; // a flood is thinned, not queued
+        it->second->progress.push_back(params);
+        it->second->changed.notify_all();
+        return;
+    }
+    if (method.size() > 13 && method.compare(method.size() - 13, 13, "/list_changed") == 0) {
+        if (list_changed_) list_changed_(method);
+        return;
+    }
+    if (method == "notifications/message") {
+        const auto data = params.find("data");
+        spdlog::info("[{}] {}: {}", options_.family, params.value("level", "info"),
+                     data == params.end() ? ""
+                     : data->is_string()  ? data->get<std::string>()
+                                          : data->dump());
+    }
+}
+
+} // namespace gatehouse::upstream

@@ -1,0 +1,116 @@
+#pragma once
+
+#include "upstream/client_transport.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace gatehouse::upstream {
+
+// The upstream answered a request with a JSON-RPC error.
+struct UpstreamError : std::runtime_error {
+    UpstreamError(int code, const std::string& message, nlohmann::json data)
+        : std::runtime_error(message), code(code), data(std::move(data)) {}
+    int code;
+    nlohmann::json data;
+};
+
+// The upstream cannot answer: its connection ended, or it did not answer in time.
+struct UpstreamUnavailable : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// The request was cancelled on our side; the upstream was told.
+struct RequestCancelled : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// One connection to one MCP server, the host as its client (the shape of
+// the Python SDK's ClientSession): it negotiates the revision, sends
+// requests and matches their answers, hands progress to the request that
+// asked for it, answers what the server may ask of a client, and bounds
+// everything it reads, so a hostile server cannot take the host down.
+class ClientSession {
+public:
+    struct Options {
+        std::string family; // names its log lines
+        std::size_t max_json_depth = 64;
+        std::chrono::milliseconds request_timeout{30000}; // requests with no timeout of their own
+        std::string client_version;                       // the host's version, in clientInfo
+    };
+    // From the transport's thread, for each notifications/<list>/list_changed.
+    using ListChanged = std::function<void(const std::string& method)>;
+
+    ClientSession(std::unique_ptr<ClientTransport> transport, Options options, ListChanged list_changed = {});
+    ~ClientSession();
+    ClientSession(const ClientSession&) = delete;
+    ClientSession& operator=(const ClientSession&) = delete;
+
+    // Negotiates: server/discover first (2026-07-28); a server that does not
+    // know it gets initialize (2025-11-25 and the revisions before).
+    // Throws UpstreamUnavailable or UpstreamError.
+    void open(std::chrono::milliseconds timeout);
+
+    const std::string& protocol_version() const { return protocol_version_; }
+    bool stateless() const { return stateless_; } // 2026-07-28: every request carries its own _meta
+    const nlohmann::json& server_info() const { return server_info_; }
+    const nlohmann::json& capabilities() const { return capabilities_; }
+
+    struct Waiting {
+        std::chrono::milliseconds timeout{0};                // 0: Options::request_timeout
+        std::function<bool()> cancelled;                     // polled while waiting
+        std::function<void(const nlohmann::json&)> progress; // each notifications/progress's params
+    };
+    // Sends a request and waits for its answer on the calling thread.
+    // Throws UpstreamError, UpstreamUnavailable, RequestCancelled.
+    nlohmann::json request(const std::string& method, nlohmann::json params, const Waiting& waiting);
+    nlohmann::json request(const std::string& method, nlohmann::json params);
+    // Every page of a list method ("tools/list" with key "tools"), at most
+    // kMaxItems items in at most kMaxPages pages.
+    std::vector<nlohmann::json> list_all(const std::string& method, const std::string& key);
+
+    static constexpr std::size_t kMaxItems = 10000;
+    static constexpr std::size_t kMaxPages = 1000;
+
+    bool alive() const;
+    std::string why_closed() const;
+    std::string describe() const { return transport_->describe(); }
+    void close();
+
+private:
+    struct Pending;
+    std::unique_ptr<ClientTransport> transport_;
+    Options options_;
+    ListChanged list_changed_;
+    std::string protocol_version_;
+    bool stateless_ = true; // while discovering, and for a 2026-07-28 server
+    nlohmann::json server_info_ = nlohmann::json::object();
+    nlohmann::json capabilities_ = nlohmann::json::object();
+
+    mutable std::mutex mutex_;
+    std::unordered_map<std::int64_t, std::shared_ptr<Pending>> pending_;
+    std::int64_t next_id_ = 0;
+    bool closed_ = false;
+    std::string why_closed_;
+    std::atomic<unsigned> unreadable_{0}; // lines that were not JSON-RPC, logged a few times
+
+    void receive(std::string_view text);
+    void answer_request(const nlohmann::json& message);
+    void on_notification(const std::string& method, const nlohmann::json& params);
+    void on_closed(const std::string& why);
+    bool send(const nlohmann::json& message);
+    nlohmann::json with_meta(nlohmann::json params) const;
+};
+
+} // namespace gatehouse::upstream

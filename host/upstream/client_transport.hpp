@@ -1,0 +1,32 @@
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace gatehouse::upstream {
+
+// One connection to an upstream MCP server, as the client session sees it:
+// JSON-RPC messages out, JSON-RPC messages in. Each kind (a command over
+// stdio, a URL over Streamable HTTP) frames and bounds them its own way.
+class ClientTransport {
+public:
+    struct Events {
+        // One whole message, at most the transport's bound in bytes, not yet parsed.
+        std::function<void(std::string_view message)> message;
+        // The connection ended (called once, after the last message), and why.
+        std::function<void(const std::string& why)> closed;
+    };
+
+    virtual ~ClientTransport() = default;
+    // Starts delivering what arrives to `events` (from a thread of the transport's own).
+    virtual void start(Events events) = 0;
+    // Sends one message. False when the connection has ended.
+    virtual bool send(const std::string& message) = 0;
+    // Ends the connection; `closed` has been called when it returns.
+    virtual void close() = 0;
+    // What it reaches, for the log and `gatehouse plugins`: the command or the URL.
+    virtual std::string describe() const = 0;
+};
+
+} // namespace gatehouse::upstream

@@ -1,0 +1,267 @@
+#include "upstream/stdio_client_transport.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace gatehouse::upstream {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// What a command inherits of the host's environment: enough to find and
+// run a program, nothing that could hold the host's own secrets. The rest
+// comes from its entry's env.
+constexpr const char* kInherited[] = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR"};
+
+std::vector<std::string> command_environment(const std::map<std::string, std::string>& extra) {
+    std::map<std::string, std::string> env;
+    for (const char* name : kInherited)
+        if (const char* value = std::getenv(name)) env[name] = value;
+    for (const auto& [name, value] : extra)
+        env[name] = value;
+    std::vector<std::string> out;
+    for (const auto& [name, value] : env)
+        out.push_back(name + "=" + value);
+    return out;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& words) {
+    std::vector<char*> out;
+    for (auto& word : words)
+        out.push_back(word.data());
+    out.push_back(nullptr);
+    return out;
+}
+
+std::string describe_exit(int status) {
+    if (WIFSIGNALED(status)) {
+        const char* abbrev = sigabbrev_np(WTERMSIG(status));
+        return "it was killed by signal " + std::to_string(WTERMSIG(status)) +
+               (abbrev ? std::string(" (SIG") + abbrev + ")" : "");
+    }
+    if (WIFEXITED(status)) return "it exited with status " + std::to_string(WEXITSTATUS(status));
+    return "it ended";
+}
+
+} // namespace
+
+StdioClientTransport::StdioClientTransport(Options options) : options_(std::move(options)) {
+    int in[2], out[2], err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0)
+        throw std::runtime_error(std::string("cannot make a pipe: ") + std::strerror(errno));
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+        ::close(in[0]);
+        ::close(in[1]);
+        throw std::runtime_error(std::string("cannot make a pipe: ") + std::strerror(errno));
+    }
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+        for (int fd : {in[0], in[1], out[0], out[1]})
+            ::close(fd);
+        throw std::runtime_error(std::string("cannot make a pipe: ") + std::strerror(errno));
+    }
+    auto args = options_.command;
+    auto env = command_environment(options_.env);
+    auto argv = pointers(args);
+    auto envp = pointers(env);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    if (!options_.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.cwd.c_str());
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    // The host blocks its stop signals on every thread (StopSignal); the
+    // command must not inherit that mask, or it could not be stopped.
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    sigemptyset(&defaults);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE})
+        sigaddset(&defaults, sig);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    const int spawned = ::posix_spawnp(&pid_, argv[0], &actions, &attributes, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    if (spawned != 0) {
+        ::close(in[1]);
+        ::close(out[0]);
+        ::close(err[0]);
+        throw std::runtime_error("cannot start " + options_.command.front() + ": " + std::strerror(spawned));
+    }
+    stdin_fd_ = in[1];
+    stdout_fd_ = out[0];
+    stderr_fd_ = err[0];
+    log_reader_ = std::thread([this] { copy_log(); });
+}
+
+StdioClientTransport::~StdioClientTransport() {
+    close();
+}
+
+void StdioClientTransport::start(Events events) {
+    events_ = std::move(events);
+    reader_ = std::thread([this] { read_messages(); });
+}
+
+bool StdioClientTransport::send(const std::string& message) {
+    std::lock_guard lock(write_mutex_);
+    if (stdin_fd_ < 0) return false;
+    std::string line = message;
+    line += '\n';
+    std::size_t written = 0;
+    while (written < line.size()) {
+        const ssize_t n = ::write(stdin_fd_, line.data() + written, line.size() - written);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false; // EPIPE: SIGPIPE is blocked on the host's threads
+        written += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+void StdioClientTransport::read_messages() {
+    std::string pending, why;
+    char buffer[64 * 1024];
+    for (;;) {
+        const ssize_t n = ::read(stdout_fd_, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        pending.append(buffer, static_cast<std::size_t>(n));
+        std::size_t start = 0;
+        for (std::size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
+            std::string_view line(pending.data() + start, end - start);
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (!line.empty()) events_.message(line);
+        }
+        pending.erase(0, start);
+        if (pending.size() > options_.max_message_bytes) {
+            why = "it sent a message over " + std::to_string(options_.max_message_bytes) +
+                  " bytes (limits.max_message_bytes)";
+            break;
+        }
+    }
+    const std::string ended = end_process();
+    reading_done_ = true;
+    events_.closed(why.empty() ? "its output ended: " + ended : why + ", so the host ended it");
+}
+
+void StdioClientTransport::copy_log() {
+    std::string pending;
+    char buffer[4096];
+    for (;;) {
+        const ssize_t n = ::read(stderr_fd_, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        pending.append(buffer, static_cast<std::size_t>(n));
+        for (std::size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
+            spdlog::info("[{}] {}", options_.family, pending.substr(0, end));
+        if (pending.size() > 64 * 1024) {
+            spdlog::info("[{}] {}", options_.family, pending);
+            pending.clear();
+        }
+    }
+    if (!pending.empty()) spdlog::info("[{}] {}", options_.family, pending);
+}
+
+void StdioClientTransport::close_stdin() {
+    std::lock_guard lock(write_mutex_);
+    if (stdin_fd_ >= 0) ::close(stdin_fd_);
+    stdin_fd_ = -1;
+}
+
+void StdioClientTransport::signal_group(int sig) {
+    std::lock_guard lock(pid_mutex_);
+    if (pid_ > 0) ::kill(-pid_, sig);
+}
+
+// Whether the process has ended within `patience`, without reaping it, so
+// its pid (and its group's) stays its own until reap().
+bool StdioClientTransport::exited(std::chrono::milliseconds patience) {
+    const auto until = std::chrono::steady_clock::now() + patience;
+    for (;;) {
+        siginfo_t info{};
+        {
+            std::lock_guard lock(pid_mutex_);
+            if (pid_ < 0) return true;
+            if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0)
+                return true;
+        }
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(10ms);
+    }
+}
+
+// Closes its stdin (a server's cue to stop), then asks its group to end,
+// then makes it; says how it ended.
+std::string StdioClientTransport::end_process() {
+    close_stdin();
+    if (!exited(2s)) signal_group(SIGTERM);
+    if (!exited(2s)) signal_group(SIGKILL);
+    exited(10s);
+    // Whatever it started and left behind in its group goes with it.
+    signal_group(SIGKILL);
+    std::lock_guard lock(pid_mutex_);
+    if (pid_ < 0) return "it had ended";
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    return describe_exit(status);
+}
+
+void StdioClientTransport::close() {
+    {
+        std::lock_guard lock(write_mutex_);
+        if (closing_) return;
+        closing_ = true;
+    }
+    if (reader_.joinable()) {
+        // The reader sees its output end once the process is gone, and reaps it.
+        close_stdin();
+        for (int sig : {SIGTERM, SIGKILL}) {
+            if (reading_done_.load()) break;
+            const auto until = std::chrono::steady_clock::now() + 2s;
+            while (!reading_done_.load() && std::chrono::steady_clock::now() < until)
+                std::this_thread::sleep_for(10ms);
+            if (!reading_done_.load()) signal_group(sig);
+        }
+        reader_.join();
+    } else {
+        end_process();
+    }
+    if (log_reader_.joinable()) log_reader_.join();
+    for (int* fd : {&stdout_fd_, &stderr_fd_})
+        if (*fd >= 0) {
+            ::close(*fd);
+            *fd = -1;
+        }
+}
+
+std::string StdioClientTransport::describe() const {
+    std::string text;
+    for (const auto& word : options_.command)
+        text += (text.empty() ? "" : " ") + word;
+    return text;
+}
+
+} // namespace gatehouse::upstream

@@ -1,0 +1,399 @@
+#include "upstream/upstream_family.hpp"
+
+#include "gate/refusal.hpp"
+#include "plugins/call_environment.hpp"
+#include "plugins/host_api.hpp"
+#include "plugins/plugin_loader.hpp"
+#include "upstream/stdio_client_transport.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace gatehouse::upstream {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kFirstBackoff = 100ms;
+constexpr auto kLongestBackoff = 30s;
+constexpr auto kLivedLongEnough = 30s; // a connection that lasted this long starts the backoff over
+constexpr auto kWatch = 100ms;         // how often the supervisor looks at the connection
+
+bool valid_tool_name(std::string_view name) {
+    if (name.empty() || name.size() > 64) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    });
+}
+
+std::uint32_t risk_named(const std::string& name) {
+    if (name == "read") return GH_RISK_READ;
+    if (name == "money") return GH_RISK_MONEY;
+    if (name == "destructive") return GH_RISK_DESTRUCTIVE;
+    return GH_RISK_WRITE;
+}
+
+// An upstream declares no risk; its annotations hint at one. Without a
+// hint a tool may change things, so it is a write.
+std::uint32_t risk_of(const Json& annotations) {
+    if (!annotations.is_object()) return GH_RISK_WRITE;
+    if (annotations.value("readOnlyHint", false) == true) return GH_RISK_READ;
+    if (annotations.value("destructiveHint", false) == true) return GH_RISK_DESTRUCTIVE;
+    return GH_RISK_WRITE;
+}
+
+std::string text_of(const Json& tool, const char* key) {
+    const auto it = tool.find(key);
+    return it != tool.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string json_of(const Json& tool, const char* key) {
+    const auto it = tool.find(key);
+    return it != tool.end() && it->is_object() ? it->dump() : std::string();
+}
+
+} // namespace
+
+UpstreamFamily::UpstreamFamily(UpstreamOptions options)
+    : options_(std::move(options)), hook_(options_.entry.names, options_.entry.name) {
+    auto session = connect();
+    std::vector<Json> listed;
+    try {
+        listed = session->list_all("tools/list", "tools");
+    } catch (const std::exception& e) {
+        throw std::runtime_error("it did not list its tools: " + std::string(e.what()));
+    }
+    protocol_version_ = session->protocol_version();
+    offer(listed, session->server_info());
+    std::lock_guard lock(mutex_);
+    session_ = std::move(session);
+    supervisor_ = std::thread([this] { supervise(); });
+}
+
+UpstreamFamily::~UpstreamFamily() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+        changed_.notify_all();
+    }
+    if (supervisor_.joinable()) supervisor_.join();
+    std::shared_ptr<ClientSession> session;
+    {
+        std::lock_guard lock(mutex_);
+        session = std::move(session_);
+    }
+    if (session) session->close();
+}
+
+bool UpstreamFamily::init(const std::string&, std::string&) {
+    return true; // the connection was made when its tools were listed
+}
+
+std::shared_ptr<ClientSession> UpstreamFamily::connect() {
+    const auto& entry = options_.entry;
+    std::unique_ptr<ClientTransport> transport;
+    if (!entry.command.empty()) {
+        StdioClientTransport::Options o;
+        o.family = entry.name;
+        o.command = entry.command;
+        o.env = entry.env;
+        o.cwd = entry.cwd;
+        o.max_message_bytes = options_.max_message_bytes;
+        transport = std::make_unique<StdioClientTransport>(std::move(o));
+    } else {
+        throw std::runtime_error("Streamable HTTP upstreams (url) are not served by this build");
+    }
+    ClientSession::Options o;
+    o.family = entry.name;
+    o.max_json_depth = options_.max_json_depth;
+    o.client_version = options_.host_version;
+    auto session = std::make_shared<ClientSession>(std::move(transport), std::move(o), [this](const std::string&) {
+        // From the connection's reader: the listing happens on the supervisor's thread.
+        std::lock_guard lock(mutex_);
+        relist_ = true;
+        changed_.notify_all();
+    });
+    try {
+        session->open(std::chrono::milliseconds(entry.connect_timeout_ms));
+    } catch (const std::exception& e) {
+        const std::string why = e.what();
+        session->close();
+        const std::string closed = session->why_closed();
+        throw std::runtime_error("it did not connect (" + why + (closed.empty() || closed == why ? "" : "; " + closed) +
+                                 ")");
+    }
+    return session;
+}
+
+gh_str UpstreamFamily::keep(std::string text) {
+    const std::string& kept = strings_.emplace_back(std::move(text));
+    return gh_str{kept.data(), kept.size()};
+}
+
+// The descriptor the loader reads, from what the upstream listed and what
+// the operator said. A tool the host could not serve is left out and logged,
+// not allowed to keep the others from loading.
+void UpstreamFamily::offer(const std::vector<Json>& listed, const Json& server_info) {
+    const auto& entry = options_.entry;
+    const std::set<std::string> allow(entry.allow.begin(), entry.allow.end());
+    const std::set<std::string> deny(entry.deny.begin(), entry.deny.end());
+    std::set<std::string> seen;
+    const std::string required_scopes = Json(entry.required_scopes).dump();
+    for (const auto& tool : listed) {
+        if (!tool.is_object() || !tool["name"].is_string()) {
+            spdlog::warn("upstream '{}' lists a tool with no name; left out", entry.name);
+            continue;
+        }
+        const std::string own = tool["name"].get<std::string>();
+        seen.insert(own);
+        if ((!allow.empty() && !allow.count(own)) || deny.count(own)) continue;
+        OfferedTool offered;
+        offered.own_name = own;
+        offered.published = hook_.apply(own);
+        if (!valid_tool_name(own) || !valid_tool_name(offered.published)) {
+            spdlog::warn("upstream '{}': tool '{}' is left out: as '{}' its name is not 1-64 of letters, digits, "
+                         "'_', '-', '.'",
+                         entry.name, own.substr(0, 200), offered.published.substr(0, 200));
+            continue;
+        }
+        gh_tool_desc& d = offered.desc;
+        d.struct_size = sizeof(gh_tool_desc);
+        d.flags = entry.gated ? 0 : GH_TOOL_GATE_EXEMPT;
+        d.name = keep(own);
+        d.title = keep(text_of(tool, "title"));
+        d.description = keep(text_of(tool, "description"));
+        d.input_schema = keep(json_of(tool, "inputSchema"));
+        d.output_schema = keep(json_of(tool, "outputSchema"));
+        d.scope = keep(entry.scope);
+        d.required_scopes = keep(required_scopes);
+        const Json annotations = tool.value("annotations", Json::object());
+        d.risk = entry.risk ? risk_named(*entry.risk) : risk_of(annotations);
+        d.rules = keep(entry.rules);
+        d.annotations = keep(annotations.is_object() ? annotations.dump() : "{}");
+        d.call = &UpstreamFamily::call_tool;
+        d.task_support = GH_TASK_NONE;
+        try {
+            // The loader's own checks, so a tool it would refuse cannot refuse the family.
+            plugins::read_tool_descriptor(&d, tools_.size(), "", false);
+        } catch (const std::exception& e) {
+            spdlog::warn("upstream '{}': tool '{}' is left out: {}", entry.name, own, e.what());
+            continue;
+        }
+        tools_.push_back(std::move(offered));
+    }
+    for (const auto* list : {&entry.allow, &entry.deny})
+        for (const auto& name : *list)
+            if (!seen.count(name))
+                spdlog::warn("upstream '{}' names tool '{}' in {}, but the server offers no such tool", entry.name,
+                             name, list == &entry.allow ? "allow" : "deny");
+    for (auto& t : tools_) {
+        t.desc.tool_data = &t;
+        tool_table_.push_back(&t.desc);
+    }
+    offered_now_.assign(seen.begin(), seen.end());
+
+    desc_.struct_size = sizeof(gh_plugin_desc);
+    desc_.abi_version = GH_ABI_VERSION;
+    desc_.flags = GH_PLUGIN_REENTRANT; // the server takes concurrent requests; max_in_flight bounds them
+    desc_.tool_count = static_cast<std::uint32_t>(tool_table_.size());
+    desc_.tools = tool_table_.data();
+    const std::string server_name = server_info.is_object() ? text_of(server_info, "name") : "";
+    desc_.name = keep(server_name.empty() ? entry.name : server_name.substr(0, 128));
+    desc_.version = keep(server_info.is_object() ? text_of(server_info, "version").substr(0, 64) : "");
+    desc_.family = keep(entry.name);
+}
+
+std::string UpstreamFamily::describe() const {
+    const auto& entry = options_.entry;
+    if (!entry.url.empty()) return entry.url;
+    std::string text;
+    for (const auto& word : entry.command)
+        text += (text.empty() ? "" : " ") + word;
+    return text;
+}
+
+bool UpstreamFamily::serving() const {
+    std::lock_guard lock(mutex_);
+    return session_ != nullptr;
+}
+
+std::string UpstreamFamily::why_not_serving() const {
+    std::lock_guard lock(mutex_);
+    return down_because_;
+}
+
+// Watches the connection: when it ends, connects again after a backoff that
+// doubles while attempts fail; re-lists when the server says its tools changed.
+void UpstreamFamily::supervise() {
+    auto backoff = kFirstBackoff;
+    auto connected_at = Clock::now();
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+        changed_.wait_for(lock, kWatch);
+        if (stopping_) break;
+        if (session_ && session_->alive()) {
+            if (!relist_) continue;
+            relist_ = false;
+            auto session = session_;
+            lock.unlock();
+            try {
+                note_listing(session->list_all("tools/list", "tools"));
+            } catch (const std::exception& e) {
+                spdlog::warn("upstream '{}' said its tools changed, but did not list them: {}", options_.entry.name,
+                             e.what());
+            }
+            lock.lock();
+            continue;
+        }
+        if (session_) {
+            down_because_ = session_->why_closed();
+            auto gone = std::move(session_);
+            if (Clock::now() - connected_at >= kLivedLongEnough) backoff = kFirstBackoff;
+            next_attempt_ = Clock::now() + backoff;
+            spdlog::error("upstream '{}' ({}) stopped serving: {}; connecting again in {} ms", options_.entry.name,
+                          describe(), down_because_,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count());
+            lock.unlock();
+            gone->close();
+            lock.lock();
+            continue;
+        }
+        if (Clock::now() < next_attempt_) continue;
+        lock.unlock();
+        std::shared_ptr<ClientSession> session;
+        std::string why;
+        try {
+            session = connect();
+            note_listing(session->list_all("tools/list", "tools"));
+        } catch (const std::exception& e) {
+            why = e.what();
+            if (session) session->close();
+            session.reset();
+        }
+        lock.lock();
+        if (session) {
+            spdlog::info("upstream '{}' serves again ({})", options_.entry.name, session->protocol_version());
+            session_ = std::move(session);
+            down_because_.clear();
+            connected_at = Clock::now();
+        } else {
+            down_because_ = why;
+            backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);
+            next_attempt_ = Clock::now() + backoff;
+            spdlog::warn("upstream '{}' could not be reached again: {}; next attempt in {} ms", options_.entry.name,
+                         why, std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count());
+        }
+    }
+}
+
+// The registry keeps the tools it read at start; what the server lists now
+// decides which of them it still serves, and the log says what differs.
+void UpstreamFamily::note_listing(const std::vector<Json>& listed) {
+    std::set<std::string> now;
+    for (const auto& tool : listed)
+        if (tool.is_object() && tool["name"].is_string()) now.insert(tool["name"].get<std::string>());
+    std::vector<std::string> gone, added;
+    for (const auto& t : tools_)
+        if (!now.count(t.own_name)) gone.push_back(t.own_name);
+    std::set<std::string> before;
+    {
+        std::lock_guard lock(mutex_);
+        before.insert(offered_now_.begin(), offered_now_.end());
+        offered_now_.assign(now.begin(), now.end());
+    }
+    for (const auto& name : now)
+        if (!before.count(name)) added.push_back(name);
+    if (!gone.empty())
+        spdlog::warn("upstream '{}' no longer offers {} of the tools served for it; calls to them are refused",
+                     options_.entry.name, Json(gone).dump());
+    if (!added.empty())
+        spdlog::warn("upstream '{}' now offers {} besides; they are served after the host is restarted",
+                     options_.entry.name, Json(added).dump());
+}
+
+int32_t UpstreamFamily::unavailable(gh_sink* out, const std::string& why, bool reached) const {
+    std::int64_t retry_ms;
+    {
+        std::lock_guard lock(mutex_);
+        retry_ms = std::max<std::int64_t>(
+            0, std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt_ - Clock::now()).count());
+    }
+    const auto& name = options_.entry.name;
+    const std::string message =
+        reached ? "The upstream server of family '" + name + "' stopped answering during this call (" + why +
+                      "), so whether it took effect is unknown; the host is connecting to it again. Try again shortly."
+                : "The upstream server of family '" + name + "' is not reachable right now (" + why +
+                      "), so the call did not run; the host is connecting to it again. Try again in " +
+                      std::to_string(retry_ms + 100) + " ms.";
+    const Json refusal = {{"code", gate::refusal_code::upstream_unavailable},
+                          {"message", message},
+                          {"next", {{"action", "retry"}, {"retryAfterMs", retry_ms + 100}}}};
+    out->bytes = refusal.dump();
+    return GH_STATUS_REFUSED;
+}
+
+int32_t UpstreamFamily::call_tool(void* state, void* tool_data, gh_call* call, gh_str arguments, gh_sink* out) {
+    return static_cast<UpstreamFamily*>(state)->call(*static_cast<const OfferedTool*>(tool_data), call, arguments, out);
+}
+
+int32_t UpstreamFamily::call(const OfferedTool& tool, gh_call* call, gh_str arguments, gh_sink* out) {
+    std::shared_ptr<ClientSession> session;
+    {
+        std::lock_guard lock(mutex_);
+        session = session_;
+        if (session && std::find(offered_now_.begin(), offered_now_.end(), tool.own_name) == offered_now_.end()) {
+            out->bytes = "The upstream server of family '" + options_.entry.name + "' no longer offers tool '" +
+                         tool.own_name + "'.";
+            return GH_STATUS_TOOL_ERROR;
+        }
+    }
+    if (!session) return unavailable(out, why_not_serving(), false);
+    const gh_host_api* api = plugins::host_api();
+    Json params = {{"name", tool.own_name},
+                   {"arguments", Json::parse(std::string_view(arguments.ptr, arguments.len), nullptr, false)}};
+    if (params["arguments"].is_discarded()) params["arguments"] = Json::object();
+    ClientSession::Waiting waiting;
+    // The host's deadline cancels the call first; this only bounds the wait past it.
+    waiting.timeout = options_.tool_timeout + 5s;
+    waiting.cancelled = [&] { return api->is_cancelled(call) != 0; };
+    waiting.progress = [&](const Json& progress) {
+        const auto number = [&](const char* key) {
+            const auto it = progress.find(key);
+            return it != progress.end() && it->is_number() ? it->get<double>() : 0.0;
+        };
+        const std::string message = text_of(progress, "message");
+        api->progress(call, number("progress"), number("total"), gh_str{message.data(), message.size()});
+    };
+    Json result;
+    try {
+        result = session->request("tools/call", std::move(params), waiting);
+    } catch (const RequestCancelled&) {
+        return GH_STATUS_CANCELLED;
+    } catch (const UpstreamUnavailable& e) {
+        return unavailable(out, e.what(), true);
+    } catch (const UpstreamError& e) {
+        out->bytes = "The upstream server of family '" + options_.entry.name + "' refused the call to '" +
+                     tool.own_name + "': " + e.what() + " (JSON-RPC error " + std::to_string(e.code) + ").";
+        return GH_STATUS_TOOL_ERROR;
+    }
+    if (result.value("resultType", "complete") != "complete") {
+        out->bytes = "The upstream server of family '" + options_.entry.name +
+                     "' asked for input this host does not relay for it yet.";
+        return GH_STATUS_TOOL_ERROR;
+    }
+    // Only what a CallToolResult carries for the agent; the result checks
+    // (its schema, the tool's outputSchema) come after.
+    Json answer = Json::object();
+    for (const char* key : {"content", "structuredContent", "isError"})
+        if (auto it = result.find(key); it != result.end()) answer[key] = std::move(*it);
+    out->bytes = answer.dump();
+    return GH_STATUS_OK;
+}
+
+} // namespace gatehouse::upstream

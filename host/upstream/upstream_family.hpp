@@ -1,0 +1,95 @@
+#pragma once
+
+#include "config/config.hpp"
+#include "plugins/remote_family.hpp"
+#include "upstream/client_session.hpp"
+#include "upstream/name_hook.hpp"
+
+#include <gatehouse/plugin.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gatehouse::upstream {
+
+struct UpstreamOptions {
+    config::UpstreamEntry entry;
+    std::size_t max_message_bytes = 4 * 1024 * 1024; // limits.max_message_bytes
+    std::size_t max_json_depth = 64;                 // limits.max_json_depth
+    std::chrono::milliseconds tool_timeout{120000};  // its tool_timeout_ms, else limits.tool_timeout_ms
+    std::string host_version;
+};
+
+// An MCP server served as a family (upstreams: in YAML). It connects and
+// lists the server's tools, and offers them to the loader as a descriptor
+// whose every tool forwards its call to the server, so the registry, the
+// gate and the result checks treat them as they treat a plugin's. The
+// operator's word (scope, grants, risk, rules, gated, allow or deny) is laid
+// on each tool here; the name hook names them. When the server's connection
+// ends, calls answer UPSTREAM_UNAVAILABLE and the host connects again, with
+// backoff (a command is started again).
+class UpstreamFamily final : public plugins::RemoteFamily {
+public:
+    // Connects and lists its tools. Throws std::runtime_error with the
+    // sentence the load report shows when it cannot.
+    explicit UpstreamFamily(UpstreamOptions options);
+    ~UpstreamFamily() override;
+    UpstreamFamily(const UpstreamFamily&) = delete;
+    UpstreamFamily& operator=(const UpstreamFamily&) = delete;
+
+    const gh_plugin_desc* descriptor() const { return &desc_; }
+    // The published name of descriptor tool `index` (the hook applied).
+    const std::string& published_name(std::size_t index) const { return tools_[index].published; }
+
+    void* plugin_state() override { return this; }
+    bool init(const std::string& config_json, std::string& error) override;
+
+    // What `gatehouse plugins` and the log say of it.
+    std::string describe() const;
+    bool serving() const;
+    std::string why_not_serving() const;
+    const std::string& protocol_version() const { return protocol_version_; }
+
+private:
+    struct OfferedTool {
+        std::string own_name;  // the upstream's
+        std::string published; // after the hook
+        gh_tool_desc desc{};
+    };
+
+    UpstreamOptions options_;
+    NameHook hook_;
+    std::string protocol_version_;
+    gh_plugin_desc desc_{};
+    std::deque<std::string> strings_; // what desc_ and the tools' gh_str point at
+    std::deque<OfferedTool> tools_;
+    std::vector<const gh_tool_desc*> tool_table_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::shared_ptr<ClientSession> session_; // null while it is down
+    std::string down_because_;
+    std::chrono::steady_clock::time_point next_attempt_{};
+    std::vector<std::string> offered_now_; // the upstream's own names it lists now
+    bool stopping_ = false;
+    bool relist_ = false; // the server said its tools changed
+    std::thread supervisor_;
+
+    std::shared_ptr<ClientSession> connect();
+    void offer(const std::vector<nlohmann::json>& listed, const nlohmann::json& server_info);
+    void supervise();
+    void note_listing(const std::vector<nlohmann::json>& listed);
+    gh_str keep(std::string text);
+    int32_t call(const OfferedTool& tool, gh_call* call, gh_str arguments, gh_sink* out);
+    int32_t unavailable(gh_sink* out, const std::string& why, bool reached) const;
+    static int32_t call_tool(void* state, void* tool_data, gh_call* call, gh_str arguments, gh_sink* out);
+};
+
+} // namespace gatehouse::upstream

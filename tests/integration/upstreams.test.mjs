@@ -1,0 +1,258 @@
+// MCP servers mounted as families (upstreams: in the YAML): the host is their
+// client. Real servers from npm (@modelcontextprotocol/server-memory and
+// server-everything, both over stdio), a hand-written hostile one
+// (tests/fixtures/upstream/hostile_server.mjs), and another gatehouse.
+// Their tools join the registry under the name hook and pass the same gate.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { rmSync } from 'node:fs';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
+import { withHost, writeConfig, binaryPath, modernMeta, MODERN } from './lib/host.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+const packageBin = (name, file) => path.join(path.dirname(require.resolve(`${name}/package.json`)), file);
+const NODE = process.execPath;
+const MEMORY = packageBin('@modelcontextprotocol/server-memory', 'dist/index.js');
+const EVERYTHING = packageBin('@modelcontextprotocol/server-everything', 'dist/index.js');
+const HOSTILE = path.resolve(HERE, '../fixtures/upstream/hostile_server.mjs');
+
+const memory = (dir) => ({ name: 'mem', command: [NODE, MEMORY], env: { MEMORY_FILE_PATH: path.join(dir, 'memory.jsonl') } });
+const everything = { name: 'everything', command: [NODE, EVERYTHING, 'stdio'] };
+const hostile = (extra = {}) => ({ name: 'hostile', command: [NODE, HOSTILE], tool_timeout_ms: 3000, ...extra });
+
+const names = (tools) => tools.map((t) => t.name);
+// `gatehouse plugins --json`; it exits 1 when a family did not load, and still reports.
+const pluginsJson = (file) =>
+  JSON.parse(spawnSync(binaryPath(), ['plugins', '--config', file, '--json'], { encoding: 'utf8' }).stdout);
+
+test('server-memory and server-everything mount beside a plugin family: listed under the name hook, called, with progress', () =>
+  withHost({ plugins: ['echo.so'], sections: { upstreams: (dir) => [memory(dir), everything] } }, async (host) => {
+    await host.stderrMatching(/family 'mem' loaded: .*an upstream speaking 2025-11-25/, 30000);
+    await host.stderrMatching(/family 'everything' loaded: /, 30000);
+    const tools = (await host.modern('tools/list')).result.tools;
+    for (const name of ['echo', 'mem_create_entities', 'mem_search_nodes', 'everything_echo', 'everything_get-sum'])
+      assert.ok(names(tools).includes(name), `${name} is listed: ${names(tools)}`);
+    const call = async (name, args, meta) => (await host.modern('tools/call', { name, arguments: args }, meta)).result;
+
+    assert.equal((await call('echo', { text: 'native' })).structuredContent.text, 'native');
+    const created = await call('mem_create_entities', {
+      entities: [{ name: 'Ann', entityType: 'person', observations: ['drinks green tea'] }],
+    });
+    assert.equal(created.isError, undefined, JSON.stringify(created));
+    const found = await call('mem_search_nodes', { query: 'tea' });
+    assert.match(JSON.stringify(found), /Ann/);
+    assert.match((await call('everything_get-sum', { a: 2, b: 3 })).content[0].text, /5/);
+    // Its outputSchema, checked here against what it answered, holds.
+    const structured = await call('everything_get-structured-content', { location: 'New York' });
+    assert.equal(structured.isError, undefined, JSON.stringify(structured));
+    assert.equal(typeof structured.structuredContent.temperature, 'number');
+
+    // Progress the upstream reports reaches the agent under the agent's own token.
+    const from = host.messages.length;
+    const long = await call('everything_trigger-long-running-operation', { duration: 1, steps: 3 }, { progressToken: 'p-1' });
+    assert.equal(long.isError, undefined, JSON.stringify(long));
+    const progress = host.notifications('notifications/progress', from);
+    assert.ok(progress.length >= 2, `progress relayed: ${JSON.stringify(progress)}`);
+    assert.ok(progress.every((n) => n.params.progressToken === 'p-1'));
+
+    const listed = pluginsJson(host.config.file).families.find((f) => f.family === 'mem');
+    assert.equal(listed.upstream.protocol, '2025-11-25');
+    assert.match(listed.upstream.reaches, /server-memory/);
+  }));
+
+async function withRealClient(makeClient, makeTransport, configFile, body) {
+  const transport = makeTransport({
+    command: binaryPath(),
+    args: ['serve', '--config', configFile],
+    env: { PATH: process.env.PATH, GATEHOUSE_LOG: 'warn', ASAN_OPTIONS: process.env.ASAN_OPTIONS ?? '' },
+    stderr: 'pipe',
+  });
+  const client = makeClient();
+  try {
+    await client.connect(transport);
+    await body(client);
+  } finally {
+    await client.close();
+  }
+}
+
+test('a real v1 and a real v2 client list the upstreams\' tools and the plugin\'s, and call each', async () => {
+  const config = writeConfig({ plugins: ['echo.so'], sections: { upstreams: (dir) => [memory(dir), everything] } });
+  try {
+    const story = async (client) => {
+      const { tools } = await client.listTools();
+      for (const name of ['echo', 'mem_read_graph', 'everything_echo']) assert.ok(names(tools).includes(name), name);
+      assert.equal((await client.callTool({ name: 'echo', arguments: { text: 'a' } })).structuredContent.text, 'a');
+      const echoed = await client.callTool({ name: 'everything_echo', arguments: { message: 'through the gate' } });
+      assert.match(echoed.content[0].text, /through the gate/);
+      const graph = await client.callTool({ name: 'mem_read_graph', arguments: {} });
+      assert.equal(graph.isError ?? false, false, JSON.stringify(graph));
+    };
+    await withRealClient(() => new ClientV1({ name: 'itest-v1', version: '1.0.0' }), (p) => new StdioV1(p), config.file, story);
+    await withRealClient(
+      () => new ClientV2({ name: 'itest-v2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } }),
+      (p) => new StdioV2(p),
+      config.file,
+      story,
+    );
+  } finally {
+    rmSync(config.dir, { recursive: true, force: true });
+  }
+});
+
+test('a name clash between two upstreams is refused naming both, the other families keep serving, and the hook resolves it', () => {
+  const clashing = writeConfig({
+    plugins: ['ledger.so'],
+    sections: { upstreams: [{ ...everything, names: 'none' }, { name: 'again', command: [NODE, EVERYTHING, 'stdio'], names: 'none' }] },
+  });
+  const resolved = writeConfig({
+    plugins: ['ledger.so'],
+    sections: { upstreams: [{ ...everything, names: 'none' }, { name: 'again', command: [NODE, EVERYTHING, 'stdio'], names: 'second-{name}' }] },
+  });
+  try {
+    const refused = pluginsJson(clashing.file);
+    assert.deepEqual(refused.families.map((f) => f.family).sort(), ['everything', 'ledger']);
+    assert.equal(refused.failures.length, 1);
+    assert.equal(refused.failures[0].path, "upstream 'again'");
+    assert.match(refused.failures[0].reason, /tool name 'echo' of upstream 'again' clashes with family 'everything'; set names/);
+    const both = pluginsJson(resolved.file);
+    assert.deepEqual(both.failures, []);
+    const tools = both.families.flatMap((f) => f.tools.map((t) => t.name));
+    assert.ok(tools.includes('echo') && tools.includes('second-echo') && tools.includes('ledger_balance'), String(tools));
+  } finally {
+    rmSync(clashing.dir, { recursive: true, force: true });
+    rmSync(resolved.dir, { recursive: true, force: true });
+  }
+});
+
+test('an upstream tool behind the gate: refused without a session, without its grant, and until its rules are accepted', () =>
+  withHost(
+    {
+      gate: true,
+      plugins: [path.resolve(path.dirname(binaryPath()), '../lib/gatehouse/plugins/session.so')],
+      sections: {
+        session: { backend: 'memory', pinned: { store: 'shop', user: 'ann' }, grants: { shop: { ann: ['echoing'] } } },
+        upstreams: [{ ...everything, required_scopes: ['echoing'], rules: 'Echo only what the person said.' }],
+        domains: { everything: { tools: { 'get-sum': { required_scopes: ['arithmetic'] } } } },
+      },
+    },
+    async (host) => {
+      const call = async (name, args) => (await host.modern('tools/call', { name, arguments: args })).result;
+      const listed = (await host.modern('tools/list')).result.tools.find((t) => t.name === 'everything_echo');
+      assert.ok(listed.inputSchema.required.includes('session'), 'a gated upstream tool takes the session handle');
+      assert.equal((await call('everything_echo', { message: 'hi' })).structuredContent.code, 'NOT_CONNECTED');
+      const session = (await call('session_connect', { topic: 'talk' })).structuredContent.session;
+      const sum = await call('everything_get-sum', { session, a: 1, b: 2 });
+      assert.equal(sum.structuredContent.code, 'NOT_GRANTED');
+      assert.deepEqual(sum.structuredContent.next.missing_scopes, ['arithmetic']);
+      const refused = await call('everything_echo', { session, message: 'hi' });
+      assert.equal(refused.structuredContent.code, 'RULES_NOT_ACCEPTED');
+      assert.equal(refused.structuredContent.next.rules, 'Echo only what the person said.');
+      await call('session_rules_accept', { session, code: refused.structuredContent.next.code });
+      const echoed = await call('everything_echo', { session, message: 'hi' });
+      assert.match(echoed.content[0].text, /hi/);
+    },
+  ));
+
+test('a hostile upstream: broken schemas caught, bounds kept, a crash answered UPSTREAM_UNAVAILABLE and the server started again', () =>
+  withHost({ plugins: ['echo.so'], limits: { max_message_bytes: 1 << 20 }, sections: { upstreams: [hostile()] } }, async (host) => {
+    await host.stderrMatching(/family 'hostile' loaded: hostile 6\.6\.6/, 30000);
+    assert.match(host.stderr, /tool 'bad name!' is left out/);
+    const call = async (name, args = {}, meta) => (await host.modern('tools/call', { name, arguments: args }, meta)).result;
+    const tools = names((await host.modern('tools/list')).result.tools);
+    assert.ok(tools.includes('hostile_count') && !tools.some((n) => n.includes('bad name')), String(tools));
+
+    assert.deepEqual((await call('hostile_count')).structuredContent, { count: 3 });
+    const broken = await call('hostile_broken_count');
+    assert.equal(broken.isError, true);
+    assert.match(broken.content[0].text, /breaks its own outputSchema \(at \/count/);
+    const bare = await call('hostile_no_structure');
+    assert.equal(bare.isError, true);
+    assert.match(bare.content[0].text, /no structured result although it declares an outputSchema/);
+
+    // Progress, and a cancellation passed on.
+    const from = host.messages.length;
+    assert.equal((await call('hostile_progress', {}, { progressToken: 7 })).content[0].text, 'done');
+    assert.deepEqual(host.notifications('notifications/progress', from).map((n) => n.params.message), ['step 1', 'step 2', 'step 3']);
+    host.send({ jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'hostile_wait', arguments: {}, _meta: modernMeta() } });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    host.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'w', _meta: modernMeta() } });
+    const heard = async () => (await call('hostile_cancellations')).structuredContent.cancelled.length;
+    for (let i = 0; i < 50 && (await heard()) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(await heard(), 1, 'the upstream heard notifications/cancelled');
+
+    // Nested past limits.max_json_depth: never parsed; the call times out.
+    const deep = await call('hostile_deep');
+    assert.equal(deep.structuredContent.code, 'TOOL_TIMEOUT', JSON.stringify(deep));
+    await host.stderrMatching(/\[hostile\] sent something that is not a JSON-RPC message \(nested over 64 levels/);
+
+    // A line past limits.max_message_bytes ends the connection; the host starts the server again.
+    const pid = Number((await call('hostile_pid')).content[0].text);
+    const flood = await call('hostile_flood');
+    assert.equal(flood.structuredContent.code, 'UPSTREAM_UNAVAILABLE', JSON.stringify(flood));
+    assert.match(flood.structuredContent.message, /over 1048576 bytes/);
+    await host.stderrMatching(/upstream 'hostile' serves again/, 15000);
+
+    // An exit mid-call: the call hears UPSTREAM_UNAVAILABLE, the other families never stop.
+    const exited = await call('hostile_exit');
+    assert.equal(exited.structuredContent.code, 'UPSTREAM_UNAVAILABLE');
+    assert.match(exited.structuredContent.message, /exited with status 7/);
+    assert.equal(exited.structuredContent.next.action, 'retry');
+    assert.equal((await call('echo', { text: 'still here' })).structuredContent.text, 'still here');
+    let again;
+    for (let i = 0; i < 100; i++) {
+      again = await call('hostile_pid');
+      if (!again.isError) break;
+      assert.equal(again.structuredContent.code, 'UPSTREAM_UNAVAILABLE');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.notEqual(Number(again.content[0].text), pid, 'served from a new process');
+    assert.equal(host.child.exitCode, null);
+  }));
+
+test('an upstream that cannot start is reported, and the other families serve', () => {
+  const config = writeConfig({ plugins: ['echo.so'], sections: { upstreams: [{ name: 'missing', command: ['/nonexistent/server'] }] } });
+  try {
+    const out = pluginsJson(config.file);
+    assert.deepEqual(out.families.map((f) => f.family), ['echo']);
+    assert.equal(out.failures[0].path, "upstream 'missing'");
+    assert.match(out.failures[0].reason, /cannot start \/nonexistent\/server/);
+  } finally {
+    rmSync(config.dir, { recursive: true, force: true });
+  }
+});
+
+test('one gatehouse mounts another: server/discover finds 2026-07-28, and the inner families serve through the outer gate', async () => {
+  const inner = writeConfig({ plugins: ['echo.so'] });
+  try {
+    await withHost(
+      {
+        plugins: [],
+        sections: {
+          upstreams: [{
+            name: 'inner',
+            command: [binaryPath(), 'serve', '--config', inner.file],
+            env: { ASAN_OPTIONS: process.env.ASAN_OPTIONS ?? '', GATEHOUSE_LOG: 'warn' },
+          }],
+        },
+      },
+      async (host) => {
+        await host.stderrMatching(/family 'inner' loaded: gatehouse .*an upstream speaking 2026-07-28/, 30000);
+        const answer = await host.modern('tools/call', { name: 'inner_echo', arguments: { text: 'nested' } });
+        assert.deepEqual(answer.result.structuredContent, { text: 'nested' });
+        const failing = await host.modern('tools/call', { name: 'inner_fail', arguments: {} });
+        assert.equal(failing.result.isError, true);
+      },
+    );
+  } finally {
+    rmSync(inner.dir, { recursive: true, force: true });
+  }
+});

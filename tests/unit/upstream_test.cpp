@@ -1,0 +1,182 @@
+// The client side's rooms driven directly: the name hook, and a ClientSession
+// over a scripted transport (negotiation, pagination, progress, cancellation,
+// bounds), no server process needed.
+#include "upstream/client_session.hpp"
+#include "upstream/name_hook.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+using gatehouse::upstream::ClientSession;
+using gatehouse::upstream::ClientTransport;
+using gatehouse::upstream::NameHook;
+using Json = nlohmann::json;
+
+namespace {
+
+// Answers each message it is sent with what `script` returns (nothing, or
+// lines to deliver), on the sender's thread.
+class ScriptedTransport final : public ClientTransport {
+public:
+    using Script = std::function<std::vector<std::string>(const Json& sent)>;
+    ScriptedTransport(Script script, std::vector<Json>& sent) : script_(std::move(script)), sent_(sent) {}
+    void start(Events events) override { events_ = std::move(events); }
+    bool send(const std::string& message) override {
+        const Json parsed = Json::parse(message);
+        {
+            std::lock_guard lock(mutex_);
+            sent_.push_back(parsed);
+        }
+        for (const auto& line : script_(parsed))
+            events_.message(line);
+        return !closed_;
+    }
+    void close() override {
+        if (!closed_.exchange(true)) events_.closed("closed by the test");
+    }
+    std::string describe() const override { return "scripted"; }
+
+private:
+    Script script_;
+    std::vector<Json>& sent_;
+    std::mutex mutex_;
+    Events events_;
+    std::atomic<bool> closed_{false};
+};
+
+std::string reply(const Json& to, Json result) {
+    return Json{{"jsonrpc", "2.0"}, {"id", to["id"]}, {"result", std::move(result)}}.dump();
+}
+
+std::string error(const Json& to, int code, const char* message) {
+    return Json{{"jsonrpc", "2.0"}, {"id", to["id"]}, {"error", {{"code", code}, {"message", message}}}}.dump();
+}
+
+std::unique_ptr<ClientSession> session_over(ScriptedTransport::Script script, std::vector<Json>& sent) {
+    ClientSession::Options options;
+    options.family = "test";
+    options.client_version = "9.9.9";
+    options.request_timeout = std::chrono::milliseconds(2000);
+    return std::make_unique<ClientSession>(std::make_unique<ScriptedTransport>(std::move(script), sent), options);
+}
+
+// A 2025-11-25 server: server/discover is unknown to it.
+std::vector<std::string> legacy_server(const Json& m) {
+    if (!m.contains("id")) return {};
+    if (m["method"] == "server/discover") return {error(m, -32601, "Method not found")};
+    if (m["method"] == "initialize")
+        return {reply(m, {{"protocolVersion", "2025-06-18"},
+                          {"capabilities", {{"tools", Json::object()}}},
+                          {"serverInfo", {{"name", "old"}, {"version", "1"}}}})};
+    return {error(m, -32601, "Method not found")};
+}
+
+} // namespace
+
+TEST_CASE("the name hook puts {upstream} and {name} where the pattern says", "[upstream]") {
+    CHECK(NameHook("{upstream}_{name}", "mem").apply("read_graph") == "mem_read_graph");
+    CHECK(NameHook("{name}", "mem").apply("read_graph") == "read_graph");
+    CHECK(NameHook("{name}.{upstream}", "mem").apply("x") == "x.mem");
+    CHECK(NameHook("a-{name}", "mem").apply("{upstream}") == "a-{upstream}"); // a name is not a pattern
+}
+
+TEST_CASE("a 2025-11-25 server is asked server/discover, then initialize, and told initialized", "[upstream]") {
+    std::vector<Json> sent;
+    auto session = session_over(legacy_server, sent);
+    session->open(std::chrono::milliseconds(2000));
+    CHECK(session->protocol_version() == "2025-06-18");
+    CHECK_FALSE(session->stateless());
+    CHECK(session->server_info()["name"] == "old");
+    REQUIRE(sent.size() == 3);
+    CHECK(sent[0]["method"] == "server/discover");
+    CHECK(sent[0]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28");
+    CHECK(sent[1]["method"] == "initialize");
+    CHECK(sent[1]["params"]["clientInfo"]["version"] == "9.9.9");
+    CHECK_FALSE(sent[1]["params"].contains("_meta"));
+    CHECK(sent[2]["method"] == "notifications/initialized");
+}
+
+TEST_CASE("a 2026-07-28 server: no initialize, and every request carries the revision's _meta", "[upstream]") {
+    std::vector<Json> sent;
+    auto session = session_over(
+        [](const Json& m) -> std::vector<std::string> {
+            if (m["method"] == "server/discover")
+                return {reply(m, {{"supportedVersions", {"2025-11-25", "2026-07-28"}},
+                                  {"capabilities", {{"tools", Json::object()}}},
+                                  {"_meta", {{"io.modelcontextprotocol/serverInfo", {{"name", "new"}}}}}})};
+            return {reply(m, {{"tools", Json::array()}, {"resultType", "complete"}})};
+        },
+        sent);
+    session->open(std::chrono::milliseconds(2000));
+    CHECK(session->protocol_version() == "2026-07-28");
+    CHECK(session->server_info()["name"] == "new");
+    session->list_all("tools/list", "tools");
+    REQUIRE(sent.size() == 2);
+    CHECK(sent[1]["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"] == "gatehouse");
+}
+
+TEST_CASE("lists are followed page by page, and a cursor that leads nowhere is refused", "[upstream]") {
+    std::vector<Json> sent;
+    auto session = session_over(
+        [](const Json& m) -> std::vector<std::string> {
+            if (m["method"] != "tools/list") return legacy_server(m);
+            const std::string cursor = m["params"].value("cursor", "");
+            if (cursor.empty()) return {reply(m, {{"tools", {{{"name", "a"}}}}, {"nextCursor", "2"}})};
+            if (cursor == "2") return {reply(m, {{"tools", {{{"name", "b"}}}}, {"nextCursor", "3"}})};
+            return {reply(m, {{"tools", {{{"name", "c"}}}}, {"nextCursor", "3"}})}; // the same cursor again
+        },
+        sent);
+    session->open(std::chrono::milliseconds(2000));
+    CHECK_THROWS_WITH(session->list_all("tools/list", "tools"), Catch::Contains("a nextCursor that leads nowhere"));
+}
+
+TEST_CASE("progress reaches the request's own handler; a cancelled request tells the server", "[upstream]") {
+    std::vector<Json> sent;
+    auto session = session_over(
+        [](const Json& m) -> std::vector<std::string> {
+            if (m["method"] != "tools/call") return legacy_server(m);
+            const Json token = m["params"]["_meta"]["progressToken"];
+            const auto progress = [&](int n) {
+                return Json{{"jsonrpc", "2.0"},
+                            {"method", "notifications/progress"},
+                            {"params", {{"progressToken", token}, {"progress", n}}}}
+                    .dump();
+            };
+            if (m["params"]["name"] == "slow") return {progress(1), progress(2)}; // and never an answer
+            return {progress(1), std::string(100, '['), reply(m, {{"content", Json::array()}})};
+        },
+        sent);
+    session->open(std::chrono::milliseconds(2000));
+    std::vector<double> seen;
+    ClientSession::Waiting waiting;
+    waiting.progress = [&](const Json& p) { seen.push_back(p["progress"].get<double>()); };
+    session->request("tools/call", {{"name", "quick"}}, waiting);
+    CHECK(seen == std::vector<double>{1}); // the line nested 100 deep was dropped, unread
+
+    std::atomic<int> polls{0};
+    waiting.cancelled = [&] { return ++polls > 3; };
+    CHECK_THROWS_AS(session->request("tools/call", {{"name", "slow"}}, waiting), gatehouse::upstream::RequestCancelled);
+    const Json& last = sent.back();
+    CHECK(last["method"] == "notifications/cancelled");
+    CHECK(last["params"]["requestId"] == sent[sent.size() - 2]["id"]);
+}
+
+TEST_CASE("a server's JSON-RPC error is an UpstreamError, a closed connection UpstreamUnavailable", "[upstream]") {
+    std::vector<Json> sent;
+    auto session = session_over(legacy_server, sent);
+    session->open(std::chrono::milliseconds(2000));
+    try {
+        session->request("prompts/list", Json::object());
+        FAIL("no error");
+    } catch (const gatehouse::upstream::UpstreamError& e) {
+        CHECK(e.code == -32601);
+    }
+    session->close();
+    CHECK_FALSE(session->alive());
+    CHECK_THROWS_AS(session->request("tools/list", Json::object()), gatehouse::upstream::UpstreamUnavailable);
+}
