@@ -22,6 +22,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
+constexpr auto kWriteStall = 10s; // how long a server may leave its input unread while a message waits
+
 // What a command inherits of the host's environment: enough to find and
 // run a program, nothing that could hold the host's own secrets. The rest
 // comes from its entry's env.
@@ -83,6 +85,9 @@ StdioClientTransport::StdioClientTransport(Options options) : options_(std::move
     posix_spawn_file_actions_adddup2(&actions, in[0], 0);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    // Nothing else of the host's: not the stdio transport's own stdout (kept
+    // aside by StdoutDiversion), not a socket, not a file.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     if (!options_.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.cwd.c_str());
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
@@ -110,6 +115,7 @@ StdioClientTransport::StdioClientTransport(Options options) : options_(std::move
         throw std::runtime_error("cannot start " + options_.command.front() + ": " + std::strerror(spawned));
     }
     stdin_fd_ = in[1];
+    ::fcntl(stdin_fd_, F_SETFL, ::fcntl(stdin_fd_, F_GETFL) | O_NONBLOCK);
     stdout_fd_ = out[0];
     stderr_fd_ = err[0];
     log_reader_ = std::thread([this] { copy_log(); });
@@ -124,17 +130,32 @@ void StdioClientTransport::start(Events events) {
     reader_ = std::thread([this] { read_messages(); });
 }
 
+// Its stdin is non-blocking: a server that stops reading holds a sender for
+// at most kWriteStall, then is ended, since half a line cannot be taken back.
 bool StdioClientTransport::send(const std::string& message) {
     std::lock_guard lock(write_mutex_);
     if (stdin_fd_ < 0) return false;
     std::string line = message;
     line += '\n';
+    const auto until = std::chrono::steady_clock::now() + kWriteStall;
     std::size_t written = 0;
     while (written < line.size()) {
         const ssize_t n = ::write(stdin_fd_, line.data() + written, line.size() - written);
+        if (n > 0) {
+            written += static_cast<std::size_t>(n);
+            continue;
+        }
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false; // EPIPE: SIGPIPE is blocked on the host's threads
-        written += static_cast<std::size_t>(n);
+        if (n < 0 && errno != EAGAIN) return false; // EPIPE: SIGPIPE is blocked on the host's threads
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+        pollfd ready{stdin_fd_, POLLOUT, 0};
+        if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) == 0) {
+            spdlog::error("[{}] stopped reading its input for {} s; the host ends it", options_.family,
+                          std::chrono::duration_cast<std::chrono::seconds>(kWriteStall).count());
+            signal_group(SIGKILL);
+            return false;
+        }
     }
     return true;
 }

@@ -163,8 +163,20 @@ test('an upstream tool behind the gate: refused without a session, without its g
   ));
 
 test('a hostile upstream: broken schemas caught, bounds kept, a crash answered UPSTREAM_UNAVAILABLE and the server started again', () =>
-  withHost({ plugins: ['echo.so'], limits: { max_message_bytes: 1 << 20 }, sections: { upstreams: [hostile()] } }, async (host) => {
+  withHost({
+    plugins: ['echo.so'],
+    limits: { max_message_bytes: 1 << 20 },
+    sections: { upstreams: [hostile()], metrics: { listen: '127.0.0.1:0', allow: ['127.0.0.1'] } },
+  }, async (host) => {
     await host.stderrMatching(/family 'hostile' loaded: hostile 6\.6\.6/, 30000);
+    await host.stderrMatching(/metrics, \/health and \/ready served on 127\.0\.0\.1:\d+/);
+    const port = Number(/served on 127\.0\.0\.1:(\d+)/.exec(host.stderr)[1]);
+    const up = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      assert.doesNotMatch(text, /gatehouse_upstream_up\{family="echo"\}/, 'a plugin family has no such series');
+      return Number(/gatehouse_upstream_up\{family="hostile"\} (\d+)/.exec(text)?.[1]);
+    };
+    assert.equal(await up(), 1);
     assert.match(host.stderr, /tool 'bad name!' is left out/);
     const call = async (name, args = {}, meta) => (await host.modern('tools/call', { name, arguments: args }, meta)).result;
     const tools = names((await host.modern('tools/list')).result.tools);
@@ -215,6 +227,16 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     assert.notEqual(Number(again.content[0].text), pid, 'served from a new process');
+    assert.equal(await up(), 1, 'connected again');
+
+    // A server that stops reading: the agent hears at the tool's timeout, and
+    // the sender is held 10 s at most before the server is ended and started again.
+    assert.equal((await call('hostile_stall')).content[0].text, 'no longer reading');
+    const stalled = await call('hostile_count', { parts: Array(4).fill('x'.repeat(60000)) });
+    assert.equal(stalled.structuredContent.code, 'TOOL_TIMEOUT', JSON.stringify(stalled));
+    await host.stderrMatching(/\[hostile\] stopped reading its input for 10 s; the host ends it/, 15000);
+    await host.stderrMatching(/upstream 'hostile' \(.*\) stopped serving: its output ended: it was killed by signal 9/);
+    await host.stderrMatching(/upstream 'hostile' \(.*hostile_server\.mjs\) stopped serving: its output ended: it exited with status 7; connecting again in \d+ ms/);
     assert.equal(host.child.exitCode, null);
   }));
 
