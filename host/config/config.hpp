@@ -51,6 +51,7 @@ struct UpstreamEntry {
     std::filesystem::path cwd;               // a command's working directory (empty: the host's)
     std::string names = "{upstream}_{name}"; // the name hook: how its tool names read here
     std::vector<std::string> allow, deny;    // its tools by their own names (allow empty: all)
+    bool resources = true;                   // false: its resources and templates are left out
     // What the upstream cannot declare, for every tool of it (domains.<name>.tools
     // overrides one tool): the token scope, the grants, the risk (unset: from
     // its annotations, else write), the rules, whether the gate checks it.

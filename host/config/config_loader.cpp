@@ -513,8 +513,9 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
                "an upstreams entry's name must be 1-64 of lowercase letters, digits, '_', '-', not '" + u.name + "'");
     const std::string what = "upstream '" + u.name + "'";
     r.only_keys(item,
-                {"name", "command", "url", "env", "cwd", "names", "allow", "deny", "scope", "required_scopes", "risk",
-                 "rules", "gated", "max_in_flight", "tool_timeout_ms", "connect_timeout_ms", "token_file", "token_env"},
+                {"name", "command", "url", "env", "cwd", "names", "allow", "deny", "resources", "scope",
+                 "required_scopes", "risk", "rules", "gated", "max_in_flight", "tool_timeout_ms", "connect_timeout_ms",
+                 "token_file", "token_env"},
                 what);
     if (!item["command"] == !item["url"])
         r.fail(item, what + " needs exactly one of command (a program over stdio) and url (Streamable HTTP)");
@@ -553,6 +554,7 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
     if (item["deny"]) r.attempt([&] { u.deny = string_list(r, item["deny"], what + ".deny"); });
     if (item["allow"] && item["deny"])
         r.note(item["deny"], what + " sets both allow and deny; keep the one list that says what you mean");
+    if (item["resources"]) r.attempt([&] { u.resources = r.boolean(item["resources"], what + ".resources"); });
     if (item["scope"]) r.attempt([&] { u.scope = r.string(item["scope"], what + ".scope"); });
     if (item["required_scopes"])
         r.attempt([&] { u.required_scopes = string_list(r, item["required_scopes"], what + ".required_scopes"); });

@@ -587,7 +587,12 @@ Candidate open_upstream(const config::UpstreamEntry& entry, const config::Config
         c.tools.push_back(std::move(tool));
     }
     if (domain != cfg.domains.end()) apply_tool_overrides(domain->second, entry.name, c.tools, cfg.session.configured);
-    c.prefix = "";
+    read_offer(desc, c);
+    for (std::size_t i = 0; i < c.offer.prompts.size(); ++i) {
+        auto& prompt = *c.offer.prompts[i];
+        prompt.name = family->published_prompt_name(i);
+        prompt.listing["name"] = prompt.name;
+    }
     const std::string where = "upstream " + entry.name + " (" + family->describe() + ")";
     c.plugin = std::make_unique<LoadedPlugin>(std::move(family), where, desc);
     return c;

@@ -82,7 +82,7 @@ void ClientSession::on_closed(const std::string& why) {
 }
 
 bool ClientSession::send(const Json& message) {
-    return transport_->send(message.dump(-1, ' ', false, Json::error_handler_t::replace));
+    return transport_->send(message);
 }
 
 // A 2026-07-28 request says who asks and what it can do, every time.
@@ -110,6 +110,7 @@ void ClientSession::open(std::chrono::milliseconds timeout) {
             for (const auto& v : *versions)
                 if (v == kModern) protocol_version_ = kModern;
         if (!protocol_version_.empty()) {
+            transport_->negotiated(protocol_version_);
             if (auto caps = discovered.find("capabilities"); caps != discovered.end() && caps->is_object())
                 capabilities_ = *caps;
             if (auto meta = discovered.find("_meta"); meta != discovered.end() && meta->is_object())
@@ -128,6 +129,7 @@ void ClientSession::open(std::chrono::milliseconds timeout) {
         throw UpstreamUnavailable("it answered initialize with protocol version '" + version +
                                   "', which this host does not speak");
     protocol_version_ = version;
+    transport_->negotiated(protocol_version_);
     if (auto caps = initialized.find("capabilities"); caps != initialized.end() && caps->is_object())
         capabilities_ = *caps;
     if (auto info = initialized.find("serverInfo"); info != initialized.end() && info->is_object())

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <string>
 #include <string_view>
@@ -22,7 +24,9 @@ public:
     // Starts delivering what arrives to `events` (from a thread of the transport's own).
     virtual void start(Events events) = 0;
     // Sends one message. False when the connection has ended.
-    virtual bool send(const std::string& message) = 0;
+    virtual bool send(const nlohmann::json& message) = 0;
+    // The revision the session settled on (over HTTP it rides in a header).
+    virtual void negotiated(const std::string& protocol_version) { (void)protocol_version; }
     // Ends the connection; `closed` has been called when it returns.
     virtual void close() = 0;
     // What it reaches, for the log and `gatehouse plugins`: the command or the URL.

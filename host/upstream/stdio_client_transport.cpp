@@ -132,11 +132,11 @@ void StdioClientTransport::start(Events events) {
 
 // Its stdin is non-blocking: a server that stops reading holds a sender for
 // at most kWriteStall, then is ended, since half a line cannot be taken back.
-bool StdioClientTransport::send(const std::string& message) {
+bool StdioClientTransport::send(const nlohmann::json& message) {
+    std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    line += '\n';
     std::lock_guard lock(write_mutex_);
     if (stdin_fd_ < 0) return false;
-    std::string line = message;
-    line += '\n';
     const auto until = std::chrono::steady_clock::now() + kWriteStall;
     std::size_t written = 0;
     while (written < line.size()) {

@@ -35,7 +35,7 @@ public:
     ~StdioClientTransport() override;
 
     void start(Events events) override;
-    bool send(const std::string& message) override;
+    bool send(const nlohmann::json& message) override;
     void close() override;
     std::string describe() const override;
 

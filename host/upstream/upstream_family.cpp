@@ -4,11 +4,15 @@
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 #include "plugins/plugin_loader.hpp"
+#include "upstream/http_client_transport.hpp"
 #include "upstream/stdio_client_transport.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <set>
 #include <stdexcept>
 
@@ -58,19 +62,61 @@ std::string json_of(const Json& tool, const char* key) {
     return it != tool.end() && it->is_object() ? it->dump() : std::string();
 }
 
+// The host's own token for an HTTP upstream, from its file or the
+// environment, read at each connection (so a rotated file takes effect).
+// Never logged: the errors name where it should be, not what it is.
+std::string bearer_token(const config::UpstreamEntry& entry) {
+    std::string token;
+    if (!entry.token_file.empty()) {
+        std::ifstream in(entry.token_file);
+        if (!in) throw std::runtime_error("its token file " + entry.token_file.string() + " cannot be read");
+        std::stringstream text;
+        text << in.rdbuf();
+        token = text.str();
+    } else if (!entry.token_env.empty()) {
+        const char* value = std::getenv(entry.token_env.c_str());
+        if (!value || !*value) throw std::runtime_error("the environment has no " + entry.token_env + " for its token");
+        token = value;
+    }
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
+        token.pop_back();
+    return token;
+}
+
+constexpr int kResourceNotFound = -32002; // MCP's code for resources/read of an unknown URI
+
+// Arguments the host hands on (it wrote them itself) as a JSON object.
+Json object_of(gh_str text) {
+    Json parsed = Json::parse(std::string_view(text.ptr, text.len), nullptr, false);
+    return parsed.is_object() ? parsed : Json::object();
+}
+
 } // namespace
 
 UpstreamFamily::UpstreamFamily(UpstreamOptions options)
     : options_(std::move(options)), hook_(options_.entry.names, options_.entry.name) {
     auto session = connect();
-    std::vector<Json> listed;
-    try {
-        listed = session->list_all("tools/list", "tools");
-    } catch (const std::exception& e) {
-        throw std::runtime_error("it did not list its tools: " + std::string(e.what()));
+    const Json& capabilities = session->capabilities();
+    const auto offers = [&](const char* what) { return capabilities.contains(what); };
+    const auto list = [&](const char* method, const char* key) {
+        try {
+            return session->list_all(method, key);
+        } catch (const std::exception& e) {
+            throw std::runtime_error(std::string("it did not answer ") + method + ": " + e.what());
+        }
+    };
+    Listing listing;
+    if (offers("tools")) listing.tools = list("tools/list", "tools");
+    // A URI names one resource: two servers that offer the same ones cannot
+    // both serve them, and the operator leaves one's out.
+    if (offers("resources") && options_.entry.resources) {
+        listing.resources = list("resources/list", "resources");
+        listing.templates = list("resources/templates/list", "resourceTemplates");
     }
+    if (offers("prompts")) listing.prompts = list("prompts/list", "prompts");
+    completions_ = offers("completions");
     protocol_version_ = session->protocol_version();
-    offer(listed, session->server_info());
+    offer(listing, session->server_info());
     std::lock_guard lock(mutex_);
     session_ = std::move(session);
     supervisor_ = std::thread([this] { supervise(); });
@@ -107,7 +153,19 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
         o.max_message_bytes = options_.max_message_bytes;
         transport = std::make_unique<StdioClientTransport>(std::move(o));
     } else {
-        throw std::runtime_error("Streamable HTTP upstreams (url) are not served by this build");
+        HttpClientTransport::Options o;
+        o.family = entry.name;
+        o.url = entry.url;
+        o.bearer_token = bearer_token(entry);
+        o.max_message_bytes = options_.max_message_bytes;
+        o.connect_timeout =
+            std::min<std::chrono::milliseconds>(std::chrono::milliseconds(entry.connect_timeout_ms), 10s);
+        o.read_timeout = options_.tool_timeout + 10s;
+        try {
+            transport = std::make_unique<HttpClientTransport>(std::move(o));
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(e.what());
+        }
     }
     ClientSession::Options o;
     o.family = entry.name;
@@ -139,7 +197,8 @@ gh_str UpstreamFamily::keep(std::string text) {
 // The descriptor the loader reads, from what the upstream listed and what
 // the operator said. A tool the host could not serve is left out and logged,
 // not allowed to keep the others from loading.
-void UpstreamFamily::offer(const std::vector<Json>& listed, const Json& server_info) {
+void UpstreamFamily::offer(const Listing& listing, const Json& server_info) {
+    const std::vector<Json>& listed = listing.tools;
     const auto& entry = options_.entry;
     const std::set<std::string> allow(entry.allow.begin(), entry.allow.end());
     const std::set<std::string> deny(entry.deny.begin(), entry.deny.end());
@@ -197,6 +256,8 @@ void UpstreamFamily::offer(const std::vector<Json>& listed, const Json& server_i
         tool_table_.push_back(&t.desc);
     }
     offered_now_.assign(seen.begin(), seen.end());
+    offer_resources(listing);
+    offer_prompts(listing.prompts);
 
     desc_.struct_size = sizeof(gh_plugin_desc);
     desc_.abi_version = GH_ABI_VERSION;
@@ -207,6 +268,118 @@ void UpstreamFamily::offer(const std::vector<Json>& listed, const Json& server_i
     desc_.name = keep(server_name.empty() ? entry.name : server_name.substr(0, 128));
     desc_.version = keep(server_info.is_object() ? text_of(server_info, "version").substr(0, 64) : "");
     desc_.family = keep(entry.name);
+    desc_.resource_count = static_cast<std::uint32_t>(resource_table_.size());
+    desc_.resources = resource_table_.data();
+    desc_.resource_template_count = static_cast<std::uint32_t>(template_table_.size());
+    desc_.resource_templates = template_table_.data();
+    desc_.prompt_count = static_cast<std::uint32_t>(prompt_table_.size());
+    desc_.prompts = prompt_table_.data();
+}
+
+// Resources keep their URIs (a URI names one resource; a clash with another
+// family's is refused at load) and templates theirs.
+void UpstreamFamily::offer_resources(const Listing& listing) {
+    const auto& family = options_.entry.name;
+    for (const auto& r : listing.resources) {
+        if (!r.is_object() || !r["uri"].is_string()) continue;
+        auto& offered = resources_.emplace_back();
+        gh_resource_desc& d = offered.desc;
+        d.struct_size = sizeof(gh_resource_desc);
+        d.uri = keep(r["uri"].get<std::string>());
+        d.name = keep(text_of(r, "name"));
+        d.title = keep(text_of(r, "title"));
+        d.description = keep(text_of(r, "description"));
+        d.mime_type = keep(text_of(r, "mimeType"));
+        d.annotations = keep(json_of(r, "annotations"));
+        if (auto size = r.find("size"); size != r.end() && size->is_number_unsigned()) {
+            d.flags = GH_RESOURCE_HAS_SIZE;
+            d.size = size->get<std::uint64_t>();
+        }
+        d.read = &UpstreamFamily::read_resource;
+        d.resource_data = this;
+        try {
+            plugins::read_resource_descriptor(&d, resources_.size() - 1);
+        } catch (const std::exception& e) {
+            spdlog::warn("upstream '{}': resource '{}' is left out: {}", family, text_of(r, "uri").substr(0, 200),
+                         e.what());
+            resources_.pop_back();
+        }
+    }
+    for (const auto& t : listing.templates) {
+        if (!t.is_object() || !t["uriTemplate"].is_string()) continue;
+        auto& offered = templates_.emplace_back();
+        offered.uri_template = t["uriTemplate"].get<std::string>();
+        gh_resource_template_desc& d = offered.desc;
+        d.struct_size = sizeof(gh_resource_template_desc);
+        d.uri_template = keep(offered.uri_template);
+        d.name = keep(text_of(t, "name"));
+        d.title = keep(text_of(t, "title"));
+        d.description = keep(text_of(t, "description"));
+        d.mime_type = keep(text_of(t, "mimeType"));
+        d.annotations = keep(json_of(t, "annotations"));
+        d.read = &UpstreamFamily::read_resource;
+        if (completions_) d.complete = &UpstreamFamily::complete_template;
+        try {
+            plugins::read_resource_template_descriptor(&d, templates_.size() - 1);
+        } catch (const std::exception& e) {
+            spdlog::warn("upstream '{}': resource template '{}' is left out: {}", family,
+                         offered.uri_template.substr(0, 200), e.what());
+            templates_.pop_back();
+        }
+    }
+    for (auto& r : resources_)
+        resource_table_.push_back(&r.desc);
+    for (auto& t : templates_) {
+        t.desc.template_data = &t;
+        template_table_.push_back(&t.desc);
+    }
+}
+
+// Prompts are named by the hook, as tools are.
+void UpstreamFamily::offer_prompts(const std::vector<Json>& listed) {
+    const auto& family = options_.entry.name;
+    for (const auto& p : listed) {
+        if (!p.is_object() || !p["name"].is_string()) continue;
+        auto& offered = prompts_.emplace_back();
+        offered.own_name = p["name"].get<std::string>();
+        offered.published = hook_.apply(offered.own_name);
+        gh_prompt_desc& d = offered.desc;
+        d.struct_size = sizeof(gh_prompt_desc);
+        d.name = keep(offered.own_name);
+        d.title = keep(text_of(p, "title"));
+        d.description = keep(text_of(p, "description"));
+        Json arguments = Json::array();
+        if (auto list = p.find("arguments"); list != p.end() && list->is_array())
+            for (const auto& a : *list)
+                if (a.is_object()) {
+                    Json kept = Json::object();
+                    for (const char* key : {"name", "title", "description", "required"})
+                        if (auto v = a.find(key); v != a.end()) kept[key] = *v;
+                    arguments.push_back(std::move(kept));
+                }
+        d.arguments = keep(arguments.dump());
+        d.get = &UpstreamFamily::get_prompt;
+        if (completions_) d.complete = &UpstreamFamily::complete_prompt;
+        bool usable = valid_tool_name(offered.published);
+        try {
+            if (usable) plugins::read_prompt_descriptor(&d, prompts_.size() - 1, "");
+        } catch (const std::exception& e) {
+            spdlog::warn("upstream '{}': prompt '{}' is left out: {}", family, offered.own_name.substr(0, 200),
+                         e.what());
+            usable = false;
+        }
+        if (!usable) {
+            if (!valid_tool_name(offered.published))
+                spdlog::warn("upstream '{}': prompt '{}' is left out: as '{}' its name is not 1-64 of letters, "
+                             "digits, '_', '-', '.'",
+                             family, offered.own_name.substr(0, 200), offered.published.substr(0, 200));
+            prompts_.pop_back();
+        }
+    }
+    for (auto& p : prompts_) {
+        p.desc.prompt_data = &p;
+        prompt_table_.push_back(&p.desc);
+    }
 }
 
 std::string UpstreamFamily::describe() const {
@@ -343,45 +516,19 @@ int32_t UpstreamFamily::call_tool(void* state, void* tool_data, gh_call* call, g
 }
 
 int32_t UpstreamFamily::call(const OfferedTool& tool, gh_call* call, gh_str arguments, gh_sink* out) {
-    std::shared_ptr<ClientSession> session;
     {
         std::lock_guard lock(mutex_);
-        session = session_;
-        if (session && std::find(offered_now_.begin(), offered_now_.end(), tool.own_name) == offered_now_.end()) {
+        if (session_ && std::find(offered_now_.begin(), offered_now_.end(), tool.own_name) == offered_now_.end()) {
             out->bytes = "The upstream server of family '" + options_.entry.name + "' no longer offers tool '" +
                          tool.own_name + "'.";
             return GH_STATUS_TOOL_ERROR;
         }
     }
-    if (!session) return unavailable(out, why_not_serving(), false);
-    const gh_host_api* api = plugins::host_api();
-    Json params = {{"name", tool.own_name},
-                   {"arguments", Json::parse(std::string_view(arguments.ptr, arguments.len), nullptr, false)}};
-    if (params["arguments"].is_discarded()) params["arguments"] = Json::object();
-    ClientSession::Waiting waiting;
-    // The host's deadline cancels the call first; this only bounds the wait past it.
-    waiting.timeout = options_.tool_timeout + 5s;
-    waiting.cancelled = [&] { return api->is_cancelled(call) != 0; };
-    waiting.progress = [&](const Json& progress) {
-        const auto number = [&](const char* key) {
-            const auto it = progress.find(key);
-            return it != progress.end() && it->is_number() ? it->get<double>() : 0.0;
-        };
-        const std::string message = text_of(progress, "message");
-        api->progress(call, number("progress"), number("total"), gh_str{message.data(), message.size()});
-    };
+    Json params = {{"name", tool.own_name}, {"arguments", object_of(arguments)}};
     Json result;
-    try {
-        result = session->request("tools/call", std::move(params), waiting);
-    } catch (const RequestCancelled&) {
-        return GH_STATUS_CANCELLED;
-    } catch (const UpstreamUnavailable& e) {
-        return unavailable(out, e.what(), true);
-    } catch (const UpstreamError& e) {
-        out->bytes = "The upstream server of family '" + options_.entry.name + "' refused the call to '" +
-                     tool.own_name + "': " + e.what() + " (JSON-RPC error " + std::to_string(e.code) + ").";
-        return GH_STATUS_TOOL_ERROR;
-    }
+    if (const int32_t status = ask(call, "tools/call", std::move(params), "tool '" + tool.own_name + "'", result, out);
+        status != GH_STATUS_OK)
+        return status;
     if (result.value("resultType", "complete") != "complete") {
         out->bytes = "The upstream server of family '" + options_.entry.name +
                      "' asked for input this host does not relay for it yet.";
@@ -394,6 +541,105 @@ int32_t UpstreamFamily::call(const OfferedTool& tool, gh_call* call, gh_str argu
         if (auto it = result.find(key); it != result.end()) answer[key] = std::move(*it);
     out->bytes = answer.dump();
     return GH_STATUS_OK;
+}
+
+// One request upstream on the calling thread, with the call's progress and
+// cancellation; GH_STATUS_OK and `result`, or the status and sentence the
+// host answers with.
+int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json params, const std::string& what,
+                            Json& result, gh_sink* out) {
+    std::shared_ptr<ClientSession> session;
+    {
+        std::lock_guard lock(mutex_);
+        session = session_;
+    }
+    if (!session) return unavailable(out, why_not_serving(), false);
+    const gh_host_api* api = plugins::host_api();
+    ClientSession::Waiting waiting;
+    // The host's deadline cancels the call first; this only bounds the wait past it.
+    waiting.timeout = options_.tool_timeout + 5s;
+    waiting.cancelled = [&] { return api->is_cancelled(call) != 0; };
+    waiting.progress = [&](const Json& progress) {
+        const auto number = [&](const char* key) {
+            const auto it = progress.find(key);
+            return it != progress.end() && it->is_number() ? it->get<double>() : 0.0;
+        };
+        const std::string message = text_of(progress, "message");
+        api->progress(call, number("progress"), number("total"), gh_str{message.data(), message.size()});
+    };
+    try {
+        result = session->request(method, std::move(params), waiting);
+    } catch (const RequestCancelled&) {
+        return GH_STATUS_CANCELLED;
+    } catch (const UpstreamUnavailable& e) {
+        return unavailable(out, e.what(), true);
+    } catch (const UpstreamError& e) {
+        if (e.code == kResourceNotFound && method == "resources/read") return GH_STATUS_NOT_FOUND;
+        out->bytes = "The upstream server of family '" + options_.entry.name + "' refused " + what + ": " + e.what() +
+                     " (JSON-RPC error " + std::to_string(e.code) + ").";
+        return GH_STATUS_TOOL_ERROR;
+    }
+    return GH_STATUS_OK;
+}
+
+int32_t UpstreamFamily::read_resource(void* state, void*, gh_call* call, gh_str uri, gh_str, gh_sink* out) {
+    auto& self = *static_cast<UpstreamFamily*>(state);
+    const std::string address(uri.ptr, uri.len);
+    Json result;
+    if (const int32_t status =
+            self.ask(call, "resources/read", {{"uri", address}}, "the read of '" + address + "'", result, out);
+        status != GH_STATUS_OK)
+        return status;
+    Json answer = {{"contents", result.value("contents", Json::array())}};
+    out->bytes = answer.dump();
+    return GH_STATUS_OK;
+}
+
+int32_t UpstreamFamily::get_prompt(void* state, void* data, gh_call* call, gh_str arguments, gh_sink* out) {
+    auto& self = *static_cast<UpstreamFamily*>(state);
+    const auto& prompt = *static_cast<const OfferedPrompt*>(data);
+    Json result;
+    if (const int32_t status =
+            self.ask(call, "prompts/get", {{"name", prompt.own_name}, {"arguments", object_of(arguments)}},
+                     "prompt '" + prompt.own_name + "'", result, out);
+        status != GH_STATUS_OK)
+        return status;
+    Json answer = {{"messages", result.value("messages", Json::array())}};
+    if (auto d = result.find("description"); d != result.end() && d->is_string()) answer["description"] = *d;
+    out->bytes = answer.dump();
+    return GH_STATUS_OK;
+}
+
+int32_t UpstreamFamily::complete(gh_call* call, Json ref, gh_str argument, gh_str value, gh_str context, gh_sink* out) {
+    Json params = {{"ref", std::move(ref)},
+                   {"argument",
+                    {{"name", std::string(argument.ptr, argument.len)}, {"value", std::string(value.ptr, value.len)}}}};
+    if (Json resolved = object_of(context); !resolved.empty()) params["context"] = {{"arguments", std::move(resolved)}};
+    Json result;
+    if (const int32_t status = ask(call, "completion/complete", std::move(params), "a completion", result, out);
+        status != GH_STATUS_OK)
+        return status;
+    Json completion = result.value("completion", Json::object());
+    if (!completion.is_object() || !completion["values"].is_array()) completion = {{"values", Json::array()}};
+    Json answer = {{"values", completion["values"]}};
+    for (const char* key : {"total", "hasMore"})
+        if (auto it = completion.find(key); it != completion.end()) answer[key] = *it;
+    out->bytes = answer.dump();
+    return GH_STATUS_OK;
+}
+
+int32_t UpstreamFamily::complete_prompt(void* state, void* data, gh_call* call, gh_str argument, gh_str value,
+                                        gh_str context, gh_sink* out) {
+    const auto& prompt = *static_cast<const OfferedPrompt*>(data);
+    return static_cast<UpstreamFamily*>(state)->complete(call, {{"type", "ref/prompt"}, {"name", prompt.own_name}},
+                                                         argument, value, context, out);
+}
+
+int32_t UpstreamFamily::complete_template(void* state, void* data, gh_call* call, gh_str argument, gh_str value,
+                                          gh_str context, gh_sink* out) {
+    const auto& offered = *static_cast<const OfferedTemplate*>(data);
+    return static_cast<UpstreamFamily*>(state)->complete(
+        call, {{"type", "ref/resource"}, {"uri", offered.uri_template}}, argument, value, context, out);
 }
 
 } // namespace gatehouse::upstream

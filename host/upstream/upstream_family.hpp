@@ -45,8 +45,9 @@ public:
     UpstreamFamily& operator=(const UpstreamFamily&) = delete;
 
     const gh_plugin_desc* descriptor() const { return &desc_; }
-    // The published name of descriptor tool `index` (the hook applied).
+    // The published name of descriptor tool (prompt) `index`: the hook applied.
     const std::string& published_name(std::size_t index) const { return tools_[index].published; }
+    const std::string& published_prompt_name(std::size_t index) const { return prompts_[index].published; }
 
     void* plugin_state() override { return this; }
     bool init(const std::string& config_json, std::string& error) override;
@@ -64,6 +65,22 @@ private:
         gh_tool_desc desc{};
     };
 
+    struct OfferedResource {
+        gh_resource_desc desc{};
+    };
+    struct OfferedTemplate {
+        std::string uri_template;
+        gh_resource_template_desc desc{};
+    };
+    struct OfferedPrompt {
+        std::string own_name, published;
+        gh_prompt_desc desc{};
+    };
+    // What the server listed at start, each list only if it offers it.
+    struct Listing {
+        std::vector<nlohmann::json> tools, resources, templates, prompts;
+    };
+
     UpstreamOptions options_;
     NameHook hook_;
     std::string protocol_version_;
@@ -71,6 +88,13 @@ private:
     std::deque<std::string> strings_; // what desc_ and the tools' gh_str point at
     std::deque<OfferedTool> tools_;
     std::vector<const gh_tool_desc*> tool_table_;
+    std::deque<OfferedResource> resources_;
+    std::deque<OfferedTemplate> templates_;
+    std::deque<OfferedPrompt> prompts_;
+    std::vector<const gh_resource_desc*> resource_table_;
+    std::vector<const gh_resource_template_desc*> template_table_;
+    std::vector<const gh_prompt_desc*> prompt_table_;
+    bool completions_ = false; // the server offers completion/complete
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;
@@ -83,13 +107,24 @@ private:
     std::thread supervisor_;
 
     std::shared_ptr<ClientSession> connect();
-    void offer(const std::vector<nlohmann::json>& listed, const nlohmann::json& server_info);
+    void offer(const Listing& listing, const nlohmann::json& server_info);
+    void offer_resources(const Listing& listing);
+    void offer_prompts(const std::vector<nlohmann::json>& listed);
     void supervise();
     void note_listing(const std::vector<nlohmann::json>& listed);
     gh_str keep(std::string text);
     int32_t call(const OfferedTool& tool, gh_call* call, gh_str arguments, gh_sink* out);
+    int32_t ask(gh_call* call, const std::string& method, nlohmann::json params, const std::string& what,
+                nlohmann::json& result, gh_sink* out);
+    int32_t complete(gh_call* call, nlohmann::json ref, gh_str argument, gh_str value, gh_str context, gh_sink* out);
     int32_t unavailable(gh_sink* out, const std::string& why, bool reached) const;
     static int32_t call_tool(void* state, void* tool_data, gh_call* call, gh_str arguments, gh_sink* out);
+    static int32_t read_resource(void* state, void* data, gh_call* call, gh_str uri, gh_str variables, gh_sink* out);
+    static int32_t get_prompt(void* state, void* data, gh_call* call, gh_str arguments, gh_sink* out);
+    static int32_t complete_prompt(void* state, void* data, gh_call* call, gh_str argument, gh_str value,
+                                   gh_str context, gh_sink* out);
+    static int32_t complete_template(void* state, void* data, gh_call* call, gh_str argument, gh_str value,
+                                     gh_str context, gh_sink* out);
 };
 
 } // namespace gatehouse::upstream

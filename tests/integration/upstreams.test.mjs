@@ -5,16 +5,18 @@
 // Their tools join the registry under the name hook and pass the same gate.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import net from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 import { withHost, writeConfig, binaryPath, modernMeta, MODERN } from './lib/host.mjs';
+import { HttpHost } from './lib/http_host.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -62,6 +64,28 @@ test('server-memory and server-everything mount beside a plugin family: listed u
     const progress = host.notifications('notifications/progress', from);
     assert.ok(progress.length >= 2, `progress relayed: ${JSON.stringify(progress)}`);
     assert.ok(progress.every((n) => n.params.progressToken === 'p-1'));
+
+    // Its resources keep their URIs, its templates theirs, its prompts take the hook; completions pass.
+    const resources = (await host.modern('resources/list')).result.resources;
+    const doc = resources.find((r) => r.uri.startsWith('demo://resource/static/document/'));
+    assert.ok(doc, JSON.stringify(resources.map((r) => r.uri)));
+    const read = (await host.modern('resources/read', { uri: doc.uri })).result;
+    assert.equal(read.contents[0].uri, doc.uri, JSON.stringify(read));
+    const templates = (await host.modern('resources/templates/list')).result.resourceTemplates;
+    assert.ok(templates.some((t) => t.uriTemplate === 'demo://resource/dynamic/text/{resourceId}'), JSON.stringify(templates));
+    const dynamic = (await host.modern('resources/read', { uri: 'demo://resource/dynamic/text/7' })).result;
+    assert.match(JSON.stringify(dynamic.contents), /7/);
+    const unknown = await host.modern('resources/read', { uri: 'demo://resource/nowhere' });
+    assert.ok(unknown.error, 'an unknown URI is an error');
+    const prompts = names((await host.modern('prompts/list')).result.prompts);
+    assert.ok(prompts.includes('everything_simple-prompt') && prompts.includes('everything_completable-prompt'), String(prompts));
+    const prompt = (await host.modern('prompts/get', { name: 'everything_simple-prompt' })).result;
+    assert.equal(prompt.messages[0].content.text, 'This is a simple prompt without arguments.');
+    const completion = (await host.modern('completion/complete', {
+      ref: { type: 'ref/prompt', name: 'everything_completable-prompt' },
+      argument: { name: 'department', value: 'Eng' },
+    })).result;
+    assert.deepEqual(completion.completion.values, ['Engineering']);
 
     const listed = pluginsJson(host.config.file).families.find((f) => f.family === 'mem');
     assert.equal(listed.upstream.protocol, '2025-11-25');
@@ -115,7 +139,7 @@ test('a name clash between two upstreams is refused naming both, the other famil
   });
   const resolved = writeConfig({
     plugins: ['ledger.so'],
-    sections: { upstreams: [{ ...everything, names: 'none' }, { name: 'again', command: [NODE, EVERYTHING, 'stdio'], names: 'second-{name}' }] },
+    sections: { upstreams: [{ ...everything, names: 'none' }, { name: 'again', command: [NODE, EVERYTHING, 'stdio'], names: 'second-{name}', resources: false }] },
   });
   try {
     const refused = pluginsJson(clashing.file);
@@ -276,5 +300,110 @@ test('one gatehouse mounts another: server/discover finds 2026-07-28, and the in
     );
   } finally {
     rmSync(inner.dir, { recursive: true, force: true });
+  }
+});
+
+async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+test('server-everything over Streamable HTTP: its session kept, its SSE answers and progress read, the host\'s own token sent', async () => {
+  const port = await freePort();
+  const server = spawn(NODE, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  server.stdout.on('data', (chunk) => (log += chunk));
+  server.stderr.on('data', (chunk) => (log += chunk));
+  try {
+    for (let i = 0; i < 200 && !/listening on port/.test(log); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.match(log, /listening on port/);
+    await withHost(
+      {
+        plugins: ['echo.so'],
+        env: { EVERYTHING_TOKEN: 'host-own-secret' },
+        sections: { upstreams: [{ name: 'everything', url: `http://127.0.0.1:${port}/mcp`, token_env: 'EVERYTHING_TOKEN' }] },
+      },
+      async (host) => {
+        await host.stderrMatching(/family 'everything' loaded: .*an upstream speaking 2025-11-25/, 30000);
+        const call = async (name, args, meta) => (await host.modern('tools/call', { name, arguments: args }, meta)).result;
+        assert.match((await call('everything_echo', { message: 'over http' })).content[0].text, /over http/);
+        const structured = await call('everything_get-structured-content', { location: 'Chicago' });
+        assert.equal(typeof structured.structuredContent.temperature, 'number', JSON.stringify(structured));
+        const from = host.messages.length;
+        const long = await call('everything_trigger-long-running-operation', { duration: 1, steps: 3 }, { progressToken: 'h-1' });
+        assert.equal(long.isError, undefined, JSON.stringify(long));
+        assert.ok(host.notifications('notifications/progress', from).length >= 2, 'progress arrived over SSE');
+        assert.match(log, /Session initialized with ID/);
+        assert.ok(!host.stderr.includes('host-own-secret'), 'the token is never logged');
+      },
+    );
+  } finally {
+    server.kill('SIGKILL');
+  }
+});
+
+test('one gatehouse mounts another over Streamable HTTP in 2026-07-28, with the revision\'s headers', async () => {
+  const inner = await HttpHost.start({ plugins: ['echo.so'] });
+  try {
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'inner', url: inner.url }] } }, async (host) => {
+      await host.stderrMatching(/family 'inner' loaded: gatehouse .*an upstream speaking 2026-07-28/, 30000);
+      const answer = await host.modern('tools/call', { name: 'inner_echo', arguments: { text: 'across http' } });
+      assert.deepEqual(answer.result.structuredContent, { text: 'across http' });
+    });
+  } finally {
+    await inner.stop();
+  }
+});
+
+test('over HTTP the host sends its own token from its file and the session id it was given, answers read as plain JSON', async () => {
+  const seen = [];
+  const server = (await import('node:http')).createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      seen.push({ method: req.method, authorization: req.headers.authorization, session: req.headers['mcp-session-id'] });
+      if (req.method === 'DELETE') return res.writeHead(200).end();
+      const message = JSON.parse(body);
+      if (message.id === undefined) return res.writeHead(202).end();
+      const answer = (result) => res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-42' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      if (message.method === 'initialize')
+        return answer({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'plain', version: '1' } });
+      if (message.method === 'tools/list') return answer({ tools: [{ name: 'hello', inputSchema: { type: 'object' } }] });
+      if (message.method === 'tools/call') return answer({ content: [{ type: 'text', text: 'hello back' }] });
+      res.writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'no' } }));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await withHost(
+      {
+        plugins: [],
+        sections: {
+          upstreams: (dir) => {
+            const tokenFile = path.join(dir, 'plain.token');
+            writeFileSync(tokenFile, 'file-token-7\n');
+            return [{ name: 'plain', url: `http://127.0.0.1:${server.address().port}/mcp`, token_file: tokenFile }];
+          },
+        },
+      },
+      async (host) => {
+        await host.stderrMatching(/family 'plain' loaded: plain 1/, 30000);
+        const answer = await host.modern('tools/call', { name: 'plain_hello', arguments: {} });
+        assert.equal(answer.result.content[0].text, 'hello back');
+        assert.ok(seen.length >= 4, JSON.stringify(seen));
+        assert.ok(seen.every((r) => r.authorization === 'Bearer file-token-7'), JSON.stringify(seen));
+        const call = seen.at(-1);
+        assert.equal(call.session, 's-42', 'the session id of initialize rides on later requests');
+        assert.ok(!host.stderr.includes('file-token-7'), 'the token is never logged');
+      },
+    );
+    assert.equal(seen.at(-1).method, 'DELETE', 'the session is deleted when the host stops');
+  } finally {
+    server.close();
   }
 });

@@ -2,6 +2,7 @@
 // over a scripted transport (negotiation, pagination, progress, cancellation,
 // bounds), no server process needed.
 #include "upstream/client_session.hpp"
+#include "upstream/http_client_transport.hpp"
 #include "upstream/name_hook.hpp"
 
 #include <catch2/catch.hpp>
@@ -26,8 +27,8 @@ public:
     using Script = std::function<std::vector<std::string>(const Json& sent)>;
     ScriptedTransport(Script script, std::vector<Json>& sent) : script_(std::move(script)), sent_(sent) {}
     void start(Events events) override { events_ = std::move(events); }
-    bool send(const std::string& message) override {
-        const Json parsed = Json::parse(message);
+    bool send(const Json& message) override {
+        const Json parsed = Json::parse(message.dump());
         {
             std::lock_guard lock(mutex_);
             sent_.push_back(parsed);
@@ -179,4 +180,23 @@ TEST_CASE("a server's JSON-RPC error is an UpstreamError, a closed connection Up
     session->close();
     CHECK_FALSE(session->alive());
     CHECK_THROWS_AS(session->request("tools/list", Json::object()), gatehouse::upstream::UpstreamUnavailable);
+}
+
+TEST_CASE("an upstream URL: host, port and target read; what a request cannot carry refused", "[upstream]") {
+    using gatehouse::upstream::HttpUrl;
+    const auto plain = HttpUrl::parse("http://127.0.0.1:3001/mcp?x=1#frag");
+    CHECK(plain.host == "127.0.0.1");
+    CHECK(plain.port == "3001");
+    CHECK(plain.target == "/mcp?x=1");
+    CHECK(plain.host_header == "127.0.0.1:3001");
+    const auto v6 = HttpUrl::parse("http://[::1]:8080");
+    CHECK(v6.host == "::1");
+    CHECK(v6.port == "8080");
+    CHECK(v6.target == "/");
+    CHECK(HttpUrl::parse("http://example.org/mcp").port == "80");
+    CHECK_THROWS_WITH(HttpUrl::parse("https://h/mcp"), Catch::Contains("https:// upstreams are not served"));
+    CHECK_THROWS_WITH(HttpUrl::parse("http://user:pw@h/mcp"), Catch::Contains("credentials in it"));
+    CHECK_THROWS_WITH(HttpUrl::parse("http://h:99999999/"), Catch::Contains("no valid port"));
+    CHECK_THROWS_WITH(HttpUrl::parse("http://h/a b"), Catch::Contains("a path a request line cannot carry"));
+    CHECK_THROWS_WITH(HttpUrl::parse("http://:80/"), Catch::Contains("names no host"));
 }

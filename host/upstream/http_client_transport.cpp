@@ -1,0 +1,359 @@
+#include "upstream/http_client_transport.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include <sys/socket.h>
+
+#include <limits>
+#include <stdexcept>
+
+namespace gatehouse::upstream {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using Json = nlohmann::json;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+bool ascii_printable(std::string_view text) {
+    for (char c : text)
+        if (c < 0x20 || c > 0x7e) return false;
+    return true;
+}
+
+// What a 2026-07-28 request names in Mcp-Name.
+const char* name_field(const std::string& method) {
+    if (method == "tools/call" || method == "prompts/get") return "name";
+    if (method == "resources/read") return "uri";
+    return nullptr;
+}
+
+// The events of an SSE stream: `data:` lines joined, one message per blank
+// line; `event:` other than message is not JSON-RPC.
+class SseReader {
+public:
+    SseReader(std::size_t bound, std::function<void(std::string_view)> deliver)
+        : bound_(bound), deliver_(std::move(deliver)) {}
+    // False when an event (or a line) is over the bound.
+    bool feed(std::string_view bytes) {
+        pending_.append(bytes);
+        std::size_t start = 0;
+        for (std::size_t end; (end = pending_.find('\n', start)) != std::string::npos; start = end + 1) {
+            std::string_view line(pending_.data() + start, end - start);
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (line.empty()) {
+                if (!data_.empty() && (event_.empty() || event_ == "message")) deliver_(data_);
+                data_.clear();
+                event_.clear();
+            } else if (line.rfind("data:", 0) == 0) {
+                line.remove_prefix(5);
+                if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+                if (!data_.empty()) data_ += '\n';
+                data_ += line;
+                if (data_.size() > bound_) return false;
+            } else if (line.rfind("event:", 0) == 0) {
+                line.remove_prefix(6);
+                if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+                event_ = std::string(line.substr(0, 64));
+            } // id:, retry: and comments need nothing here
+        }
+        pending_.erase(0, start);
+        return pending_.size() <= bound_;
+    }
+
+private:
+    std::size_t bound_;
+    std::function<void(std::string_view)> deliver_;
+    std::string pending_, data_, event_;
+};
+
+} // namespace
+
+HttpUrl HttpUrl::parse(const std::string& url) {
+    if (url.rfind("https://", 0) == 0)
+        throw std::invalid_argument("https:// upstreams are not served by this build; put a TLS proxy on loopback");
+    if (url.rfind("http://", 0) != 0) throw std::invalid_argument("'" + url + "' is not an http:// URL");
+    std::string rest = url.substr(7);
+    const auto slash = rest.find_first_of("/?#");
+    std::string authority = rest.substr(0, slash);
+    HttpUrl out;
+    out.target = slash == std::string::npos ? "/" : rest.substr(slash);
+    if (const auto hash = out.target.find('#'); hash != std::string::npos) out.target.erase(hash);
+    if (out.target.empty() || out.target.front() != '/') out.target.insert(0, "/");
+    if (authority.find('@') != std::string::npos)
+        throw std::invalid_argument("a URL with credentials in it; give the token as token_file or token_env");
+    out.host_header = authority;
+    if (!authority.empty() && authority.front() == '[') {
+        const auto close = authority.find(']');
+        if (close == std::string::npos) throw std::invalid_argument("'" + url + "' has an unclosed IPv6 address");
+        out.host = authority.substr(1, close - 1);
+        const std::string after = authority.substr(close + 1);
+        out.port = after.empty() ? "80" : after.substr(1);
+    } else {
+        const auto colon = authority.rfind(':');
+        out.host = authority.substr(0, colon);
+        out.port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+    }
+    if (out.host.empty()) throw std::invalid_argument("'" + url + "' names no host");
+    if (out.port.empty() || out.port.find_first_not_of("0123456789") != std::string::npos || out.port.size() > 5)
+        throw std::invalid_argument("'" + url + "' has no valid port");
+    if (!ascii_printable(out.target) || out.target.find(' ') != std::string::npos)
+        throw std::invalid_argument("'" + url + "' has a path a request line cannot carry");
+    return out;
+}
+
+HttpClientTransport::HttpClientTransport(Options options)
+    : options_(std::move(options)), url_(HttpUrl::parse(options_.url)) {
+    if (!ascii_printable(options_.bearer_token))
+        throw std::invalid_argument("the bearer token holds characters a header may not");
+}
+
+HttpClientTransport::~HttpClientTransport() {
+    close();
+}
+
+void HttpClientTransport::start(Events events) {
+    events_ = std::move(events);
+}
+
+void HttpClientTransport::negotiated(const std::string& protocol_version) {
+    std::lock_guard lock(mutex_);
+    protocol_version_ = protocol_version;
+}
+
+bool HttpClientTransport::send(const Json& message) {
+    std::string body = message.dump(-1, ' ', false, Json::error_handler_t::replace);
+    std::lock_guard lock(mutex_);
+    if (closed_) return false;
+    // Finished posts' threads are joined as new ones start, so they do not pile up.
+    for (auto it = posts_.begin(); it != posts_.end();)
+        if (it->done->load()) {
+            it->thread.join();
+            it = posts_.erase(it);
+        } else {
+            ++it;
+        }
+    ++in_flight_;
+    Post& started = posts_.emplace_back();
+    started.thread = std::thread([this, done = started.done, message, body = std::move(body)]() mutable {
+        post(std::move(message), std::move(body));
+        done->store(true);
+    });
+    return true;
+}
+
+void HttpClientTransport::ended(const std::string& why) {
+    if (told_closed_.exchange(true)) return;
+    {
+        std::lock_guard lock(mutex_);
+        closed_ = true;
+    }
+    events_.closed(why);
+}
+
+// One POST, its answer delivered message by message.
+void HttpClientTransport::post(Json message, std::string body) {
+    struct Done {
+        HttpClientTransport* self;
+        ~Done() {
+            std::lock_guard lock(self->mutex_);
+            --self->in_flight_;
+            self->idle_.notify_all();
+        }
+    } done{this};
+    const std::string method = message.value("method", "");
+    std::string session_id, version;
+    {
+        std::lock_guard lock(mutex_);
+        session_id = session_id_;
+        version = protocol_version_;
+    }
+    if (const auto meta = message.find("params"); meta != message.end() && meta->is_object())
+        if (auto m = meta->find("_meta"); m != meta->end() && m->is_object())
+            if (auto v = m->find("io.modelcontextprotocol/protocolVersion"); v != m->end() && v->is_string())
+                version = v->get<std::string>();
+
+    asio::io_context io;
+    beast::tcp_stream stream(io);
+    int fd = -1;
+    try {
+        tcp::resolver resolver(io);
+        const auto addresses = resolver.resolve(url_.host, url_.port);
+        stream.expires_after(options_.connect_timeout);
+        stream.connect(addresses);
+        fd = stream.socket().native_handle();
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_) return;
+            sockets_.insert(fd);
+        }
+        struct Forget {
+            HttpClientTransport* self;
+            int fd;
+            ~Forget() {
+                std::lock_guard lock(self->mutex_);
+                self->sockets_.erase(fd);
+            }
+        } forget{this, fd};
+
+        http::request<http::string_body> request{http::verb::post, url_.target, 11};
+        request.set(http::field::host, url_.host_header);
+        request.set(http::field::user_agent, "gatehouse");
+        request.set(http::field::content_type, "application/json");
+        request.set(http::field::accept, "application/json, text/event-stream");
+        if (!options_.bearer_token.empty()) request.set(http::field::authorization, "Bearer " + options_.bearer_token);
+        if (!session_id.empty()) request.set("Mcp-Session-Id", session_id);
+        if (!version.empty()) request.set("MCP-Protocol-Version", version);
+        if (version == "2026-07-28" && !method.empty()) {
+            request.set("Mcp-Method", method);
+            if (const char* field = name_field(method))
+                if (auto p = message.find("params"); p != message.end() && p->is_object())
+                    if (auto n = p->find(field);
+                        n != p->end() && n->is_string() && ascii_printable(n->get<std::string>()))
+                        request.set("Mcp-Name", n->get<std::string>());
+        }
+        request.body() = std::move(body);
+        request.prepare_payload();
+        stream.expires_after(options_.read_timeout);
+        http::write(stream, request);
+
+        beast::flat_buffer buffer;
+        http::response_parser<http::buffer_body> parser;
+        // Bounded per message below. Not boost::none: Boost 1.74 compares a
+        // Content-Length against it as if it were a limit of zero.
+        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+        parser.header_limit(16 * 1024);
+        http::read_header(stream, buffer, parser);
+        const auto& head = parser.get();
+        const unsigned status = head.result_int();
+        if (method == "initialize")
+            if (auto sid = head.find("Mcp-Session-Id"); sid != head.end()) {
+                const std::string_view id(sid->value().data(), sid->value().size());
+                if (!id.empty() && id.size() <= 256 && ascii_printable(id)) {
+                    std::lock_guard lock(mutex_);
+                    session_id_ = std::string(id);
+                }
+            }
+        const std::string type(head[http::field::content_type]);
+        const bool events = type.rfind("text/event-stream", 0) == 0;
+        std::string whole; // a JSON body
+        bool over = false;
+        SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data); });
+        char chunk[16 * 1024];
+        while (!parser.is_done()) {
+            parser.get().body().data = chunk;
+            parser.get().body().size = sizeof chunk;
+            stream.expires_after(options_.read_timeout);
+            beast::error_code ec;
+            http::read(stream, buffer, parser, ec);
+            if (ec == http::error::need_buffer) ec = {};
+            if (ec) throw beast::system_error(ec);
+            const std::string_view got(chunk, sizeof chunk - parser.get().body().size);
+            if (events) {
+                if (!sse.feed(got)) over = true;
+            } else {
+                whole.append(got);
+                if (whole.size() > options_.max_message_bytes) over = true;
+            }
+            if (over) break;
+        }
+        if (over) {
+            ended("it sent a message over " + std::to_string(options_.max_message_bytes) +
+                  " bytes (limits.max_message_bytes)");
+            return;
+        }
+        if (status == 404 && !session_id.empty()) {
+            ended("it no longer knows the session (HTTP 404)");
+            return;
+        }
+        if (status == 202 || (status >= 200 && status < 300 && whole.empty() && !events)) return;
+        if (status >= 300) {
+            // A request's refusal answers that request; nothing else can.
+            if (message.contains("id") && !method.empty())
+                events_.message(Json{{"jsonrpc", "2.0"},
+                                     {"id", message["id"]},
+                                     {"error",
+                                      {{"code", -32603},
+                                       {"message", "the server answered HTTP " + std::to_string(status) +
+                                                       (whole.empty() ? "" : ": " + whole.substr(0, 200))}}}}
+                                    .dump());
+            return;
+        }
+        if (!events) events_.message(whole);
+    } catch (const beast::system_error& e) {
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_) return; // close() cut it short
+        }
+        // A stream that goes quiet past its time ends alone: the request it
+        // carried times out in the session, and the connection stays.
+        if (e.code() == beast::error::timeout && fd >= 0) {
+            spdlog::warn("[{}] an answer stream went quiet for {} ms; the host stopped reading it", options_.family,
+                         options_.read_timeout.count());
+            return;
+        }
+        ended("it could not be reached at " + options_.url + " (" + e.code().message() + ")");
+    } catch (const std::exception& e) {
+        ended("it could not be reached at " + options_.url + " (" + e.what() + ")");
+    }
+}
+
+void HttpClientTransport::delete_session() {
+    std::string session_id, version;
+    {
+        std::lock_guard lock(mutex_);
+        session_id = session_id_;
+        version = protocol_version_;
+    }
+    if (session_id.empty()) return;
+    try {
+        asio::io_context io;
+        beast::tcp_stream stream(io);
+        tcp::resolver resolver(io);
+        stream.expires_after(std::chrono::seconds(2));
+        stream.connect(resolver.resolve(url_.host, url_.port));
+        http::request<http::empty_body> request{http::verb::delete_, url_.target, 11};
+        request.set(http::field::host, url_.host_header);
+        request.set("Mcp-Session-Id", session_id);
+        if (!version.empty()) request.set("MCP-Protocol-Version", version);
+        if (!options_.bearer_token.empty()) request.set(http::field::authorization, "Bearer " + options_.bearer_token);
+        http::write(stream, request);
+        beast::flat_buffer buffer;
+        http::response<http::string_body> response;
+        http::read(stream, buffer, response);
+    } catch (const std::exception&) {
+        // The server may be gone; its session goes with it.
+    }
+}
+
+void HttpClientTransport::close() {
+    {
+        std::unique_lock lock(mutex_);
+        if (closed_ && posts_.empty()) {
+            lock.unlock();
+            ended("closed");
+            return;
+        }
+        closed_ = true;
+        // Posts still reading (a request the session gave up on) end now.
+        for (int fd : sockets_)
+            ::shutdown(fd, SHUT_RDWR);
+        idle_.wait(lock, [&] { return in_flight_ == 0; });
+    }
+    for (auto& p : posts_)
+        if (p.thread.joinable()) p.thread.join();
+    posts_.clear();
+    delete_session();
+    ended("closed");
+}
+
+} // namespace gatehouse::upstream

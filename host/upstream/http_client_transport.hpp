@@ -1,0 +1,78 @@
+#pragma once
+
+#include "upstream/client_transport.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+namespace gatehouse::upstream {
+
+// The parts of an http:// URL a request needs. Throws std::invalid_argument
+// naming what is wrong with it.
+struct HttpUrl {
+    std::string host; // without the brackets of an IPv6 literal
+    std::string port;
+    std::string target; // path and query, "/" at least
+    std::string host_header;
+    static HttpUrl parse(const std::string& url);
+};
+
+// An upstream reached over Streamable HTTP: each message a POST to its URL,
+// the answer as one JSON body or an SSE stream of messages (progress first,
+// the response last), each message at most the host's bound. A 2025-11-25
+// server's Mcp-Session-Id is kept and sent, and the session is deleted at
+// the end; a 2026-07-28 request carries its Mcp-Method and Mcp-Name headers.
+// The host's own bearer token goes in Authorization, never the agent's.
+// Each POST is read on a thread of its own, so a request's progress arrives
+// while it runs and its cancellation can be sent meanwhile.
+class HttpClientTransport final : public ClientTransport {
+public:
+    struct Options {
+        std::string family;
+        std::string url;
+        std::string bearer_token; // empty: none
+        std::size_t max_message_bytes = 4 * 1024 * 1024;
+        std::chrono::milliseconds connect_timeout{10000};
+        std::chrono::milliseconds read_timeout{130000}; // an answer (or the next SSE event) within this
+    };
+    // Throws std::invalid_argument for a URL it cannot reach.
+    explicit HttpClientTransport(Options options);
+    ~HttpClientTransport() override;
+
+    void start(Events events) override;
+    bool send(const nlohmann::json& message) override;
+    void negotiated(const std::string& protocol_version) override;
+    void close() override;
+    std::string describe() const override { return options_.url; }
+
+private:
+    Options options_;
+    HttpUrl url_;
+    Events events_;
+    std::mutex mutex_;
+    std::condition_variable idle_;
+    std::string session_id_, protocol_version_;
+    bool closed_ = false;
+    std::atomic<bool> told_closed_{false};
+    struct Post {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);
+    };
+    std::list<Post> posts_;
+    std::set<int> sockets_; // of posts in flight, shut down by close()
+    unsigned in_flight_ = 0;
+
+    void post(nlohmann::json message, std::string body);
+    void ended(const std::string& why);
+    void delete_session();
+};
+
+} // namespace gatehouse::upstream
