@@ -572,6 +572,8 @@ Candidate open_upstream(const config::UpstreamEntry& entry, const config::Config
     options.max_json_depth = cfg.limits.max_json_depth;
     options.tool_timeout = std::chrono::milliseconds(entry.tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms));
     options.host_version = cfg.server.version;
+    options.input_wait =
+        std::chrono::milliseconds(std::max(cfg.input_requests.state_ttl_ms, cfg.input_requests.client_timeout_ms));
     std::unique_ptr<upstream::UpstreamFamily> family;
     try {
         family = std::make_unique<upstream::UpstreamFamily>(std::move(options));

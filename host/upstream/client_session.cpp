@@ -41,6 +41,8 @@ std::string error_text(const Json& error) {
 struct ClientSession::Pending {
     std::optional<Json> answer; // the whole response: result or error
     std::deque<Json> progress;
+    bool relays = false;              // what the server asks meanwhile is handed back
+    std::vector<ServerRequest> asked; // asked and not yet handed back
     bool gone = false;
     std::string why;
     std::condition_variable changed;
@@ -48,8 +50,8 @@ struct ClientSession::Pending {
 
 ClientSession::ClientSession(std::unique_ptr<ClientTransport> transport, Options options, ListChanged list_changed)
     : transport_(std::move(transport)), options_(std::move(options)), list_changed_(std::move(list_changed)) {
-    transport_->start(
-        {[this](std::string_view text) { receive(text); }, [this](const std::string& why) { on_closed(why); }});
+    transport_->start({[this](std::string_view text, const Json& stream_of) { receive(text, stream_of); },
+                       [this](const std::string& why) { on_closed(why); }});
 }
 
 ClientSession::~ClientSession() {
@@ -86,15 +88,24 @@ bool ClientSession::send(const Json& message) {
 }
 
 // A 2026-07-28 request says who asks and what it can do, every time.
-Json ClientSession::with_meta(Json params) const {
+Json ClientSession::with_meta(Json params, const Json& capabilities) const {
     if (!stateless_) return params;
     if (!params.is_object()) params = Json::object();
     Json& meta = params["_meta"];
     if (!meta.is_object()) meta = Json::object();
     meta[kProtocolVersion] = kModern;
     meta[kClientInfo] = {{"name", "gatehouse"}, {"version", options_.client_version}};
-    meta[kClientCapabilities] = Json::object();
+    meta[kClientCapabilities] = capabilities.is_object() ? capabilities : Json::object();
     return params;
+}
+
+const Json& ClientSession::relayed_capabilities() {
+    static const Json declared = {
+        {"elicitation", {{"form", Json::object()}, {"url", Json::object()}}},
+        {"sampling", Json::object()},
+        {"roots", Json::object()},
+    };
+    return declared;
 }
 
 void ClientSession::open(std::chrono::milliseconds timeout) {
@@ -120,8 +131,10 @@ void ClientSession::open(std::chrono::milliseconds timeout) {
     }
     // From here on requests carry no _meta of the revision: the session has it.
     stateless_ = false;
+    // A session declares once what every call of it may relay; an agent
+    // whose client cannot answer an ask gets it refused on its behalf.
     const Json params = {{"protocolVersion", kLegacy},
-                         {"capabilities", Json::object()},
+                         {"capabilities", relayed_capabilities()},
                          {"clientInfo", {{"name", "gatehouse"}, {"version", options_.client_version}}}};
     Json initialized = request("initialize", params, {timeout, {}, {}});
     const auto version = initialized.value("protocolVersion", std::string());
@@ -137,8 +150,9 @@ void ClientSession::open(std::chrono::milliseconds timeout) {
     send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
 }
 
-Json ClientSession::request(const std::string& method, Json params, const Waiting& waiting) {
+ClientSession::Reply ClientSession::call(const std::string& method, Json params, const Waiting& waiting) {
     auto pending = std::make_shared<Pending>();
+    pending->relays = waiting.relays;
     std::int64_t id;
     {
         std::lock_guard lock(mutex_);
@@ -146,19 +160,65 @@ Json ClientSession::request(const std::string& method, Json params, const Waitin
         id = ++next_id_;
         pending_.emplace(id, pending);
     }
+    params = with_meta(std::move(params), waiting.capabilities);
+    if (waiting.progress) params["_meta"]["progressToken"] = id;
+    if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}})) {
+        std::lock_guard lock(mutex_);
+        pending_.erase(id);
+        throw UpstreamUnavailable("its connection ended before the request could be sent");
+    }
+    return wait(id, pending, method, waiting);
+}
+
+ClientSession::Reply ClientSession::resume(std::int64_t id, const Waiting& waiting) {
+    std::shared_ptr<Pending> pending;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = pending_.find(id);
+        if (it == pending_.end()) throw UpstreamUnavailable("the request that asked is no longer open");
+        pending = it->second;
+    }
+    return wait(id, pending, "the request", waiting);
+}
+
+void ClientSession::abandon(std::int64_t id, const std::string& reason) {
+    std::vector<ServerRequest> unanswered;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = pending_.find(id);
+        if (it == pending_.end()) return;
+        unanswered = std::move(it->second->asked);
+        pending_.erase(it);
+    }
+    for (const auto& ask : unanswered)
+        refuse(ask.id, -32603, reason);
+    send({{"jsonrpc", "2.0"},
+          {"method", "notifications/cancelled"},
+          {"params", {{"requestId", id}, {"reason", reason}}}});
+}
+
+void ClientSession::answer(const Json& server_request_id, Json result) {
+    send({{"jsonrpc", "2.0"}, {"id", server_request_id}, {"result", std::move(result)}});
+}
+
+void ClientSession::refuse(const Json& server_request_id, int code, const std::string& message) {
+    send({{"jsonrpc", "2.0"}, {"id", server_request_id}, {"error", {{"code", code}, {"message", message}}}});
+}
+
+// Waits for the answer of request `id`; it stays open (in pending_) only
+// when the reply hands back what the server asked.
+ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<Pending>& pending,
+                                         const std::string& method, const Waiting& waiting) {
     struct Forget {
         ClientSession* session;
         std::int64_t id;
+        bool keep = false;
         ~Forget() {
+            if (keep) return;
             std::lock_guard lock(session->mutex_);
             session->pending_.erase(id);
         }
     } forget{this, id};
-    params = with_meta(std::move(params));
-    if (waiting.progress) params["_meta"]["progressToken"] = id;
-    if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}))
-        throw UpstreamUnavailable("its connection ended before the request could be sent");
-
     const auto timeout = waiting.timeout.count() > 0 ? waiting.timeout : options_.request_timeout;
     const auto deadline = Clock::now() + timeout;
     const auto tell_cancelled = [&](const std::string& reason) {
@@ -166,10 +226,21 @@ Json ClientSession::request(const std::string& method, Json params, const Waitin
               {"method", "notifications/cancelled"},
               {"params", {{"requestId", id}, {"reason", reason}}}});
     };
+    // Asks of a request that gives up are refused: no one will answer them.
+    const auto refuse_asked = [&](const std::string& reason) {
+        std::vector<ServerRequest> unanswered;
+        {
+            std::lock_guard lock(mutex_);
+            unanswered = std::move(pending->asked);
+        }
+        for (const auto& ask : unanswered)
+            refuse(ask.id, -32603, reason);
+    };
     std::unique_lock lock(mutex_);
     for (;;) {
-        pending->changed.wait_for(lock, kPoll,
-                                  [&] { return pending->answer || pending->gone || !pending->progress.empty(); });
+        pending->changed.wait_for(lock, kPoll, [&] {
+            return pending->answer || pending->gone || !pending->progress.empty() || !pending->asked.empty();
+        });
         while (!pending->progress.empty()) {
             Json progress = std::move(pending->progress.front());
             pending->progress.pop_front();
@@ -179,13 +250,23 @@ Json ClientSession::request(const std::string& method, Json params, const Waitin
         }
         if (pending->answer) break;
         if (pending->gone) throw UpstreamUnavailable(pending->why);
+        if (!pending->asked.empty()) {
+            Reply reply;
+            reply.asked = std::move(pending->asked);
+            pending->asked.clear();
+            reply.id = id;
+            forget.keep = true;
+            return reply;
+        }
         lock.unlock();
         if (waiting.cancelled && waiting.cancelled()) {
             tell_cancelled("the agent's call was cancelled");
+            refuse_asked("the agent's call was cancelled");
             throw RequestCancelled(method + " was cancelled");
         }
         if (Clock::now() >= deadline) {
             tell_cancelled("no answer within " + std::to_string(timeout.count()) + " ms");
+            refuse_asked("the host stopped waiting for the answer");
             throw UpstreamUnavailable("it did not answer " + method + " within " + std::to_string(timeout.count()) +
                                       " ms");
         }
@@ -198,9 +279,17 @@ Json ClientSession::request(const std::string& method, Json params, const Waitin
         throw UpstreamError(code, error->is_object() ? error_text(*error) : "a malformed error",
                             error->is_object() ? error->value("data", Json()) : Json());
     }
-    Json result = std::move(answer["result"]);
-    if (!result.is_object()) throw UpstreamError(0, "its answer to " + method + " is not an object", Json());
-    return result;
+    Reply reply;
+    reply.id = id;
+    reply.result = std::move(answer["result"]);
+    if (!reply.result.is_object()) throw UpstreamError(0, "its answer to " + method + " is not an object", Json());
+    return reply;
+}
+
+Json ClientSession::request(const std::string& method, Json params, const Waiting& waiting) {
+    Waiting plain = waiting;
+    plain.relays = false;
+    return call(method, std::move(params), plain).result;
 }
 
 Json ClientSession::request(const std::string& method, Json params) {
@@ -233,7 +322,7 @@ std::vector<Json> ClientSession::list_all(const std::string& method, const std::
     return items;
 }
 
-void ClientSession::receive(std::string_view text) {
+void ClientSession::receive(std::string_view text, const Json& stream_of) {
     Json message;
     if (!protocol::nests_deeper_than(text, options_.max_json_depth)) message = Json::parse(text, nullptr, false);
     if (!message.is_object() || message.value("jsonrpc", "") != "2.0") {
@@ -249,7 +338,7 @@ void ClientSession::receive(std::string_view text) {
     if (method != message.end() && method->is_string()) {
         const Json params = message.value("params", Json::object());
         if (id != message.end()) {
-            answer_request(message);
+            on_server_request(message, stream_of);
             return;
         }
         on_notification(method->get<std::string>(), params);
@@ -263,17 +352,65 @@ void ClientSession::receive(std::string_view text) {
     it->second->changed.notify_all();
 }
 
-// What a server may ask of its client. This host declares no client
-// capabilities, so it answers ping and says no to the rest.
-void ClientSession::answer_request(const Json& message) {
-    Json reply = {{"jsonrpc", "2.0"}, {"id", message["id"]}};
-    if (message["method"] == "ping")
-        reply["result"] = Json::object();
-    else
-        reply["error"] = {{"code", -32601},
-                          {"message", "gatehouse does not answer " + message["method"].get<std::string>() +
-                                          " for this server's family"}};
-    send(reply);
+// What a server may ask of its client: ping is answered here; what only
+// the agent can answer (a person's input, a model's sampling, its roots) is
+// handed to the request of the host's that it was asked during. Over HTTP
+// the stream it came on says which; over stdio nothing does, so it goes to
+// the one request in flight that relays, and is refused when there are
+// several (a family with max_in_flight: 1 never has several).
+void ClientSession::on_server_request(const Json& message, const Json& stream_of) {
+    const Json& id = message["id"];
+    if (!id.is_string() && !id.is_number_integer()) return; // not a request JSON-RPC can answer
+    const std::string method = message["method"].get<std::string>();
+    if (method == "ping") {
+        answer(id, Json::object());
+        return;
+    }
+    if (method != "elicitation/create" && method != "sampling/createMessage" && method != "roots/list") {
+        refuse(id, -32601, "gatehouse does not answer " + method.substr(0, 100) + " for this server's family");
+        return;
+    }
+    Json params = message.value("params", Json::object());
+    if (!params.is_object()) {
+        refuse(id, -32602, method + " needs its params as an object");
+        return;
+    }
+    std::string refusal;
+    {
+        std::lock_guard lock(mutex_);
+        std::shared_ptr<Pending> during;
+        bool several = false;
+        if (stream_of.is_number_integer()) {
+            auto it = pending_.find(stream_of.get<std::int64_t>());
+            if (it != pending_.end() && it->second->relays) during = it->second;
+        } else if (stream_of.is_null()) {
+            for (const auto& [_, p] : pending_)
+                if (p->relays) {
+                    several = during != nullptr;
+                    during = p;
+                    if (several) break;
+                }
+        }
+        if (during && !several) {
+            if (during->asked.size() < kMaxAsked) {
+                during->asked.push_back({id, method, std::move(params)});
+                during->changed.notify_all();
+                return;
+            }
+            refusal = "the call it was asked during has " + std::to_string(kMaxAsked) + " asks waiting already";
+        } else if (several) {
+            refusal = "several calls are in flight, and over stdio the host cannot tell which one asks (the "
+                      "family's max_in_flight: 1 makes it one)";
+        }
+    }
+    // Outside any call the host, not an agent, is the client: it has no roots.
+    if (refusal.empty() && method == "roots/list") {
+        answer(id, {{"roots", Json::array()}});
+        return;
+    }
+    if (refusal.empty()) refusal = "it was not asked during a call of the host's that an agent can answer";
+    spdlog::warn("[{}] asked {}, which was refused: {}", options_.family, method, refusal);
+    refuse(id, -32603, "gatehouse cannot relay " + method + ": " + refusal);
 }
 
 void ClientSession::on_notification(const std::string& method, const Json& params) {

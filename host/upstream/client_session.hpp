@@ -71,11 +71,52 @@ public:
         std::chrono::milliseconds timeout{0};                // 0: Options::request_timeout
         std::function<bool()> cancelled;                     // polled while waiting
         std::function<void(const nlohmann::json&)> progress; // each notifications/progress's params
+        // What the server asks of its client while it answers this request
+        // (elicitation/create, sampling/createMessage, roots/list) comes back
+        // in Reply::asked for the agent; without it, such asks are refused.
+        bool relays = false;
+        // For a 2026-07-28 server: the clientCapabilities this request's
+        // _meta declares (those of the agent it is made for); null: none.
+        nlohmann::json capabilities;
     };
-    // Sends a request and waits for its answer on the calling thread.
+
+    // A request the server made of this host, its client, during one of the host's.
+    struct ServerRequest {
+        nlohmann::json id;
+        std::string method;
+        nlohmann::json params;
+    };
+    // What a request came to: its result, or what the server asked before it
+    // would answer. Then the request stays open: answer() or refuse() each
+    // ask, and resume() it, or abandon() it.
+    struct Reply {
+        nlohmann::json result;
+        std::vector<ServerRequest> asked;
+        std::int64_t id = 0; // the host's request
+    };
+
+    // Sends a request and waits on the calling thread for its answer, or for
+    // what the server asks meanwhile (Waiting::relays).
     // Throws UpstreamError, UpstreamUnavailable, RequestCancelled.
+    Reply call(const std::string& method, nlohmann::json params, const Waiting& waiting);
+    // Waits again for a request that Reply::asked left open. Throws as call()
+    // does, and UpstreamUnavailable for a request that is no longer open.
+    Reply resume(std::int64_t id, const Waiting& waiting);
+    // Ends an open request the host will not wait for any longer: the server
+    // is told it was cancelled, and what it asked and no one answered is refused.
+    void abandon(std::int64_t id, const std::string& reason);
+    // The host's answer to a server's request: its result, or an error.
+    void answer(const nlohmann::json& server_request_id, nlohmann::json result);
+    void refuse(const nlohmann::json& server_request_id, int code, const std::string& message);
+
+    // A request whose server asks nothing of the agent (lists, completions).
     nlohmann::json request(const std::string& method, nlohmann::json params, const Waiting& waiting);
     nlohmann::json request(const std::string& method, nlohmann::json params);
+    // What this host declares it can relay, as a client, to a 2025-11-25 server.
+    static const nlohmann::json& relayed_capabilities();
+    // At most this many asks wait in one request.
+    static constexpr std::size_t kMaxAsked = 16;
+
     // Every page of a list method ("tools/list" with key "tools"), at most
     // kMaxItems items in at most kMaxPages pages.
     std::vector<nlohmann::json> list_all(const std::string& method, const std::string& key);
@@ -105,12 +146,14 @@ private:
     std::string why_closed_;
     std::atomic<unsigned> unreadable_{0}; // lines that were not JSON-RPC, logged a few times
 
-    void receive(std::string_view text);
-    void answer_request(const nlohmann::json& message);
+    void receive(std::string_view text, const nlohmann::json& stream_of);
+    void on_server_request(const nlohmann::json& message, const nlohmann::json& stream_of);
+    Reply wait(std::int64_t id, const std::shared_ptr<Pending>& pending, const std::string& method,
+               const Waiting& waiting);
     void on_notification(const std::string& method, const nlohmann::json& params);
     void on_closed(const std::string& why);
     bool send(const nlohmann::json& message);
-    nlohmann::json with_meta(nlohmann::json params) const;
+    nlohmann::json with_meta(nlohmann::json params, const nlohmann::json& capabilities) const;
 };
 
 } // namespace gatehouse::upstream

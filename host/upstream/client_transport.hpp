@@ -14,8 +14,11 @@ namespace gatehouse::upstream {
 class ClientTransport {
 public:
     struct Events {
-        // One whole message, at most the transport's bound in bytes, not yet parsed.
-        std::function<void(std::string_view message)> message;
+        // One whole message, at most the transport's bound in bytes, not yet
+        // parsed. `stream_of` is the id of the host's request whose answer
+        // stream carried it (Streamable HTTP), null where the transport cannot
+        // tell (stdio): what a server asks during a call is matched by it.
+        std::function<void(std::string_view message, const nlohmann::json& stream_of)> message;
         // The connection ended (called once, after the last message), and why.
         std::function<void(const std::string& why)> closed;
     };

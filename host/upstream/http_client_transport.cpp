@@ -247,7 +247,8 @@ void HttpClientTransport::post(Json message, std::string body) {
         const bool events = type.rfind("text/event-stream", 0) == 0;
         std::string whole; // a JSON body
         bool over = false;
-        SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data); });
+        const Json stream_of = message.contains("method") ? message.value("id", Json()) : Json();
+        SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data, stream_of); });
         char chunk[16 * 1024];
         while (!parser.is_done()) {
             parser.get().body().data = chunk;
@@ -285,10 +286,11 @@ void HttpClientTransport::post(Json message, std::string body) {
                                       {{"code", -32603},
                                        {"message", "the server answered HTTP " + std::to_string(status) +
                                                        (whole.empty() ? "" : ": " + whole.substr(0, 200))}}}}
-                                    .dump());
+                                    .dump(),
+                                Json());
             return;
         }
-        if (!events) events_.message(whole);
+        if (!events) events_.message(whole, stream_of);
     } catch (const beast::system_error& e) {
         {
             std::lock_guard lock(mutex_);

@@ -172,7 +172,7 @@ void StdioClientTransport::read_messages() {
         for (std::size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
             std::string_view line(pending.data() + start, end - start);
             if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-            if (!line.empty()) events_.message(line);
+            if (!line.empty()) events_.message(line, nlohmann::json());
         }
         pending.erase(0, start);
         if (pending.size() > options_.max_message_bytes) {

@@ -1,6 +1,8 @@
 #include "upstream/upstream_family.hpp"
 
+#include "crypto/random_bytes.hpp"
 #include "gate/refusal.hpp"
+#include "mrtr/input_requests.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 #include "plugins/plugin_loader.hpp"
@@ -84,6 +86,27 @@ std::string bearer_token(const config::UpstreamEntry& entry) {
 }
 
 constexpr int kResourceNotFound = -32002; // MCP's code for resources/read of an unknown URI
+constexpr int kMethodNotFound = -32601;   // what a client answers a request it does not offer
+
+// Calls of one family that wait for an agent's answers, and of them for one
+// principal: each holds a request open upstream, not a worker.
+constexpr std::size_t kMaxParked = 1024;
+constexpr std::size_t kMaxParkedPerOwner = 16;
+constexpr std::size_t kMaxStateBytes = 8 * 1024; // a round's state, as the plugin ABI bounds it
+
+std::string new_handle() {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : crypto::random_bytes(16)) {
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
+    }
+    return out;
+}
+
+bool relayed_method(const Json& method) {
+    return method == "elicitation/create" || method == "sampling/createMessage" || method == "roots/list";
+}
 
 // Arguments the host hands on (it wrote them itself) as a JSON object.
 Json object_of(gh_str text) {
@@ -123,12 +146,20 @@ UpstreamFamily::UpstreamFamily(UpstreamOptions options)
 }
 
 UpstreamFamily::~UpstreamFamily() {
+    std::vector<Parked> parked;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
         changed_.notify_all();
     }
     if (supervisor_.joinable()) supervisor_.join();
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [_, p] : parked_)
+            parked.push_back(std::move(p));
+        parked_.clear();
+    }
+    end_parked(std::move(parked), "the host is stopping");
     std::shared_ptr<ClientSession> session;
     {
         std::lock_guard lock(mutex_);
@@ -410,6 +441,9 @@ void UpstreamFamily::supervise() {
     while (!stopping_) {
         changed_.wait_for(lock, kWatch);
         if (stopping_) break;
+        lock.unlock();
+        sweep_parked();
+        lock.lock();
         if (session_ && session_->alive()) {
             if (!relist_) continue;
             relist_ = false;
@@ -529,9 +563,9 @@ int32_t UpstreamFamily::call(const OfferedTool& tool, gh_call* call, gh_str argu
     if (const int32_t status = ask(call, "tools/call", std::move(params), "tool '" + tool.own_name + "'", result, out);
         status != GH_STATUS_OK)
         return status;
-    if (result.value("resultType", "complete") != "complete") {
-        out->bytes = "The upstream server of family '" + options_.entry.name +
-                     "' asked for input this host does not relay for it yet.";
+    if (const auto type = result.value("resultType", "complete"); type != "complete") {
+        out->bytes = "The upstream server of family '" + options_.entry.name + "' answered tool '" + tool.own_name +
+                     "' with a result of type '" + type.substr(0, 40) + "', which this host does not relay.";
         return GH_STATUS_TOOL_ERROR;
     }
     // Only what a CallToolResult carries for the agent; the result checks
@@ -545,15 +579,13 @@ int32_t UpstreamFamily::call(const OfferedTool& tool, gh_call* call, gh_str argu
 
 // One request upstream on the calling thread, with the call's progress and
 // cancellation; GH_STATUS_OK and `result`, or the status and sentence the
-// host answers with.
+// host answers with. With `relays`, what the server asks of the agent meanwhile
+// goes back as GH_STATUS_INPUT_REQUIRED: the host asks the agent in its own
+// revision's way (multi round-trip) and calls again with the answers, which
+// this round's state leads to the request still open upstream (a 2025-11-25
+// server) or to the server's own requestState (a 2026-07-28 one).
 int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json params, const std::string& what,
-                            Json& result, gh_sink* out) {
-    std::shared_ptr<ClientSession> session;
-    {
-        std::lock_guard lock(mutex_);
-        session = session_;
-    }
-    if (!session) return unavailable(out, why_not_serving(), false);
+                            Json& result, gh_sink* out, bool relays) {
     const gh_host_api* api = plugins::host_api();
     ClientSession::Waiting waiting;
     // The host's deadline cancels the call first; this only bounds the wait past it.
@@ -567,8 +599,90 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
         const std::string message = text_of(progress, "message");
         api->progress(call, number("progress"), number("total"), gh_str{message.data(), message.size()});
     };
+    waiting.relays = relays;
+    Json agent_capabilities = Json::object();
+    std::string owner;
+    Json state; // this round's: {"parked": handle} or {"upstream": the server's requestState}
+    if (relays) {
+        const Json context = object_of(api->call_context(call));
+        if (auto caps = context.find("clientCapabilities"); caps != context.end() && caps->is_object())
+            agent_capabilities = *caps;
+        if (auto principal = context.find("principal"); principal != context.end() && principal->is_object())
+            owner = principal->value("owner", "");
+        if (const gh_str sealed = api->request_state(call); sealed.len)
+            state = Json::parse(std::string_view(sealed.ptr, sealed.len), nullptr, false);
+        // A 2026-07-28 server hears of what the agent can answer, and only that.
+        waiting.capabilities = Json::object();
+        for (const char* key : {"elicitation", "sampling", "roots"})
+            if (auto c = agent_capabilities.find(key); c != agent_capabilities.end() && c->is_object())
+                waiting.capabilities[key] = *c;
+    }
+    std::shared_ptr<ClientSession> session;
+    ClientSession::Reply reply;
     try {
-        result = session->request(method, std::move(params), waiting);
+        if (state.is_object() && state["parked"].is_string()) {
+            Parked parked;
+            {
+                std::lock_guard lock(mutex_);
+                auto it = parked_.find(state["parked"].get<std::string>());
+                if (it == parked_.end() || it->second.owner != owner) {
+                    out->bytes = "The upstream call of family '" + options_.entry.name + "' that asked for input (" +
+                                 what + ") no longer waits here: it waited past " +
+                                 std::to_string(options_.input_wait.count()) +
+                                 " ms, its server's connection ended, or another instance of the host holds it. Call "
+                                 "again without requestState and inputResponses to start over.";
+                    return GH_STATUS_TOOL_ERROR;
+                }
+                parked = std::move(it->second);
+                parked_.erase(it);
+            }
+            session = parked.session;
+            const Json responses = object_of(api->input_responses(call));
+            for (auto it = parked.asked.begin(); it != parked.asked.end();) {
+                auto given = responses.find(it->first);
+                if (given == responses.end() || !given->is_object()) {
+                    ++it;
+                    continue;
+                }
+                session->answer(it->second, *given);
+                parked.requests.erase(it->first);
+                it = parked.asked.erase(it);
+            }
+            if (!parked.asked.empty()) return park(std::move(parked), out); // what is still unanswered, again
+            reply = session->resume(parked.request, waiting);
+        } else {
+            {
+                std::lock_guard lock(mutex_);
+                session = session_;
+            }
+            if (!session) return unavailable(out, why_not_serving(), false);
+            if (state.is_object() && state.contains("upstream")) {
+                params["requestState"] = state["upstream"];
+                params["inputResponses"] = object_of(api->input_responses(call));
+            }
+            reply = session->call(method, std::move(params), waiting);
+        }
+        while (!reply.asked.empty()) {
+            Parked parked;
+            parked.session = session;
+            parked.request = reply.id;
+            parked.owner = owner;
+            for (auto& asked : reply.asked) {
+                Json request = {{"method", asked.method}, {"params", std::move(asked.params)}};
+                // The server hears no at once where the agent's client cannot answer.
+                if (const Json missing = mrtr::missing_capabilities(Json{{"ask", request}}, agent_capabilities);
+                    !missing.empty()) {
+                    session->refuse(asked.id, kMethodNotFound,
+                                    "the agent's client does not offer " + missing.dump() + " for " + asked.method);
+                    continue;
+                }
+                const std::string key = "upstream-" + std::to_string(parked.asked.size() + 1);
+                parked.asked.emplace(key, asked.id);
+                parked.requests[key] = std::move(request);
+            }
+            if (!parked.asked.empty()) return park(std::move(parked), out);
+            reply = session->resume(reply.id, waiting);
+        }
     } catch (const RequestCancelled&) {
         return GH_STATUS_CANCELLED;
     } catch (const UpstreamUnavailable& e) {
@@ -579,7 +693,108 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
                      " (JSON-RPC error " + std::to_string(e.code) + ").";
         return GH_STATUS_TOOL_ERROR;
     }
+    result = std::move(reply.result);
+    if (relays && result.value("resultType", "") == "input_required") return pass_on_input_required(result, what, out);
     return GH_STATUS_OK;
+}
+
+// Keeps an open upstream call for the agent's next round, and asks the agent.
+int32_t UpstreamFamily::park(Parked parked, gh_sink* out) {
+    parked.expires = Clock::now() + options_.input_wait;
+    const Json requests = parked.requests;
+    const std::string handle = new_handle();
+    std::string full;
+    {
+        std::lock_guard lock(mutex_);
+        const auto mine = static_cast<std::size_t>(std::count_if(
+            parked_.begin(), parked_.end(), [&](const auto& entry) { return entry.second.owner == parked.owner; }));
+        if (parked_.size() >= kMaxParked)
+            full = std::to_string(kMaxParked) + " calls of family '" + options_.entry.name + "' wait for answers";
+        else if (mine >= kMaxParkedPerOwner)
+            full = "this principal has " + std::to_string(kMaxParkedPerOwner) + " calls of family '" +
+                   options_.entry.name + "' waiting for answers";
+        else
+            parked_.emplace(handle, std::move(parked));
+    }
+    if (!full.empty()) {
+        std::vector<Parked> ended;
+        ended.push_back(std::move(parked));
+        end_parked(std::move(ended), "the host cannot keep the call open: " + full);
+        out->bytes = "The upstream server asked for input, and the host cannot keep one more call open for the "
+                     "answers: " +
+                     full + ". Answer or drop those first.";
+        return GH_STATUS_TOOL_ERROR;
+    }
+    out->bytes = Json{{"inputRequests", requests}, {"requestState", Json{{"parked", handle}}.dump()}}.dump();
+    return GH_STATUS_INPUT_REQUIRED;
+}
+
+// A 2026-07-28 server's InputRequiredResult, passed on: its requests as they
+// are, its requestState inside this host's (which the host seals again).
+int32_t UpstreamFamily::pass_on_input_required(const Json& result, const std::string& what, gh_sink* out) const {
+    const auto refuse = [&](const std::string& why) {
+        spdlog::warn("upstream '{}' asked for input for {} that cannot be relayed: {}", options_.entry.name, what, why);
+        out->bytes = "The upstream server of family '" + options_.entry.name + "' asked for input for " + what +
+                     " that the host cannot relay: " + why + ".";
+        return GH_STATUS_TOOL_ERROR;
+    };
+    Json requests = Json::object();
+    if (auto listed = result.find("inputRequests"); listed != result.end()) {
+        if (!listed->is_object()) return refuse("its inputRequests is not an object");
+        if (listed->size() > ClientSession::kMaxAsked)
+            return refuse("it asks for more than " + std::to_string(ClientSession::kMaxAsked) + " inputs at once");
+        for (const auto& [key, request] : listed->items()) {
+            if (key.empty() || !request.is_object() || !relayed_method(request.value("method", Json())))
+                return refuse("input request '" + key.substr(0, 64) +
+                              "' is not one of elicitation/create, sampling/createMessage, roots/list");
+            const Json params = request.value("params", Json::object());
+            if (!params.is_object())
+                return refuse("the params of input request '" + key.substr(0, 64) + "' are not an object");
+            requests[key] = {{"method", request["method"]}, {"params", params}};
+        }
+    }
+    std::string state;
+    if (auto own = result.find("requestState"); own != result.end()) {
+        if (!own->is_string()) return refuse("its requestState is not a string");
+        state = Json{{"upstream", *own}}.dump();
+        if (state.size() > kMaxStateBytes)
+            return refuse("its requestState is " + std::to_string(own->get_ref<const std::string&>().size()) +
+                          " bytes, and a round carries at most " + std::to_string(kMaxStateBytes));
+    }
+    if (requests.empty() && state.empty()) return refuse("it asks for nothing and keeps no state");
+    Json answer = {{"inputRequests", std::move(requests)}};
+    if (!state.empty()) answer["requestState"] = std::move(state);
+    out->bytes = answer.dump();
+    return GH_STATUS_INPUT_REQUIRED;
+}
+
+void UpstreamFamily::end_parked(std::vector<Parked> ended, const std::string& reason) {
+    for (auto& parked : ended) {
+        for (const auto& [_, id] : parked.asked)
+            parked.session->refuse(id, -32603, reason);
+        parked.session->abandon(parked.request, reason);
+    }
+}
+
+// Calls whose agent did not come back in time are ended upstream.
+void UpstreamFamily::sweep_parked() {
+    std::vector<Parked> expired;
+    {
+        std::lock_guard lock(mutex_);
+        const auto now = Clock::now();
+        for (auto it = parked_.begin(); it != parked_.end();)
+            if (it->second.expires <= now) {
+                expired.push_back(std::move(it->second));
+                it = parked_.erase(it);
+            } else {
+                ++it;
+            }
+    }
+    if (expired.empty()) return;
+    spdlog::info("upstream '{}': {} call(s) that asked for input were not answered within {} ms; ended",
+                 options_.entry.name, expired.size(), options_.input_wait.count());
+    end_parked(std::move(expired),
+               "the agent did not answer within " + std::to_string(options_.input_wait.count()) + " ms");
 }
 
 int32_t UpstreamFamily::read_resource(void* state, void*, gh_call* call, gh_str uri, gh_str, gh_sink* out) {
@@ -616,7 +831,7 @@ int32_t UpstreamFamily::complete(gh_call* call, Json ref, gh_str argument, gh_st
                     {{"name", std::string(argument.ptr, argument.len)}, {"value", std::string(value.ptr, value.len)}}}};
     if (Json resolved = object_of(context); !resolved.empty()) params["context"] = {{"arguments", std::move(resolved)}};
     Json result;
-    if (const int32_t status = ask(call, "completion/complete", std::move(params), "a completion", result, out);
+    if (const int32_t status = ask(call, "completion/complete", std::move(params), "a completion", result, out, false);
         status != GH_STATUS_OK)
         return status;
     Json completion = result.value("completion", Json::object());

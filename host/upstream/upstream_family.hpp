@@ -11,10 +11,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace gatehouse::upstream {
@@ -25,6 +27,9 @@ struct UpstreamOptions {
     std::size_t max_json_depth = 64;                 // limits.max_json_depth
     std::chrono::milliseconds tool_timeout{120000};  // its tool_timeout_ms, else limits.tool_timeout_ms
     std::string host_version;
+    // How long a call whose server asked for input waits for the agent's
+    // answers: the longer of input_requests.state_ttl_ms and client_timeout_ms.
+    std::chrono::milliseconds input_wait{600000};
 };
 
 // An MCP server served as a family (upstreams: in YAML). It connects and
@@ -76,6 +81,18 @@ private:
         std::string own_name, published;
         gh_prompt_desc desc{};
     };
+    // A call whose server asked for input (a 2025-11-25 server's
+    // elicitation/create, sampling/createMessage or roots/list during it),
+    // kept open upstream until the agent answers in the next round. The
+    // host's sealed requestState names it; only this instance holds it.
+    struct Parked {
+        std::shared_ptr<ClientSession> session;
+        std::int64_t request = 0;                           // the host's request upstream
+        std::map<std::string, nlohmann::json> asked;        // input key -> the server's request id
+        nlohmann::json requests = nlohmann::json::object(); // input key -> {method, params}, for asking again
+        std::string owner;                                  // the principal it waits for
+        std::chrono::steady_clock::time_point expires;
+    };
     // What the server listed at start, each list only if it offers it.
     struct Listing {
         std::vector<nlohmann::json> tools, resources, templates, prompts;
@@ -103,7 +120,8 @@ private:
     std::chrono::steady_clock::time_point next_attempt_{};
     std::vector<std::string> offered_now_; // the upstream's own names it lists now
     bool stopping_ = false;
-    bool relist_ = false; // the server said its tools changed
+    bool relist_ = false;                            // the server said its tools changed
+    std::unordered_map<std::string, Parked> parked_; // by the handle in the round's state
     std::thread supervisor_;
 
     std::shared_ptr<ClientSession> connect();
@@ -115,7 +133,11 @@ private:
     gh_str keep(std::string text);
     int32_t call(const OfferedTool& tool, gh_call* call, gh_str arguments, gh_sink* out);
     int32_t ask(gh_call* call, const std::string& method, nlohmann::json params, const std::string& what,
-                nlohmann::json& result, gh_sink* out);
+                nlohmann::json& result, gh_sink* out, bool relays = true);
+    int32_t park(Parked parked, gh_sink* out);
+    int32_t pass_on_input_required(const nlohmann::json& result, const std::string& what, gh_sink* out) const;
+    void end_parked(std::vector<Parked> ended, const std::string& reason);
+    void sweep_parked();
     int32_t complete(gh_call* call, nlohmann::json ref, gh_str argument, gh_str value, gh_str context, gh_sink* out);
     int32_t unavailable(gh_sink* out, const std::string& why, bool reached) const;
     static int32_t call_tool(void* state, void* tool_data, gh_call* call, gh_str arguments, gh_sink* out);

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rmSync, writeFileSync } from 'node:fs';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
@@ -31,6 +32,44 @@ const everything = { name: 'everything', command: [NODE, EVERYTHING, 'stdio'] };
 const hostile = (extra = {}) => ({ name: 'hostile', command: [NODE, HOSTILE], tool_timeout_ms: 3000, ...extra });
 
 const names = (tools) => tools.map((t) => t.name);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// What an agent's client answers an upstream's asks with, by method.
+const AGENT_ANSWERS = {
+  'roots/list': { roots: [{ uri: 'file:///srv/agent-root', name: 'agent' }] },
+  'elicitation/create': { action: 'accept', content: { colour: 'teal', name: 'Ada Lovelace' } },
+  'sampling/createMessage': { model: 'agent-model', role: 'assistant', content: { type: 'text', text: 'words from the agent\'s model' } },
+};
+const ALL_INPUTS = { elicitation: {}, sampling: {}, roots: {} };
+
+// A 2026-07-28 tool call driven round by round, as a client does: each
+// InputRequiredResult is answered by method and the call made again with the
+// answers and the requestState. The final answer, and everything asked.
+async function rounds(host, name, args, capabilities, answers = AGENT_ANSWERS) {
+  const meta = { 'io.modelcontextprotocol/clientCapabilities': capabilities };
+  const asked = [];
+  let retry = {};
+  for (let round = 0; round < 6; round++) {
+    const answer = await host.modern('tools/call', { name, arguments: args, ...retry }, meta);
+    if (answer.result?.resultType !== 'input_required') return { answer, asked };
+    const inputResponses = {};
+    for (const [key, request] of Object.entries(answer.result.inputRequests ?? {})) {
+      asked.push(request);
+      inputResponses[key] = answers[request.method];
+    }
+    retry = { inputResponses, requestState: answer.result.requestState };
+  }
+  throw new Error(`${name} asked for input more than 6 rounds in a row`);
+}
+
+// The same answers, from a real client's own request handlers.
+function answerAsAgent(client, schemas, seen) {
+  for (const [method, schema] of Object.entries(schemas))
+    client.setRequestHandler(schema, async (request) => {
+      seen.push(request);
+      return AGENT_ANSWERS[method];
+    });
+}
 // `gatehouse plugins --json`; it exits 1 when a family did not load, and still reports.
 const pluginsJson = (file) =>
   JSON.parse(spawnSync(binaryPath(), ['plugins', '--config', file, '--json'], { encoding: 'utf8' }).stdout);
@@ -111,21 +150,62 @@ async function withRealClient(makeClient, makeTransport, configFile, body) {
 test('a real v1 and a real v2 client list the upstreams\' tools and the plugin\'s, and call each', async () => {
   const config = writeConfig({ plugins: ['echo.so'], sections: { upstreams: (dir) => [memory(dir), everything] } });
   try {
-    const story = async (client) => {
+    const story = async (client, seen) => {
       const { tools } = await client.listTools();
       for (const name of ['echo', 'mem_read_graph', 'everything_echo']) assert.ok(names(tools).includes(name), name);
+      // server-everything asks its client for a form and for a sampling during
+      // these calls: the agent's client is asked and its answers go back.
+      const elicited = await client.callTool({ name: 'everything_trigger-elicitation-request', arguments: {} });
+      assert.equal(elicited.isError ?? false, false, JSON.stringify(elicited));
+      assert.match(JSON.stringify(elicited.content), /Ada Lovelace/);
+      const sampled = await client.callTool({ name: 'everything_trigger-sampling-request', arguments: { prompt: 'a haiku', maxTokens: 20 } });
+      assert.equal(sampled.isError ?? false, false, JSON.stringify(sampled));
+      assert.match(sampled.content[0].text, /words from the agent's model/);
+      const form = seen.find((r) => r.method === 'elicitation/create');
+      assert.match(form?.params.message ?? '', /Please provide inputs/, JSON.stringify(seen));
+      assert.ok(form.params.requestedSchema.properties.name, 'the server\'s own schema reaches the agent');
+      assert.match(JSON.stringify(seen.find((r) => r.method === 'sampling/createMessage')?.params.messages), /a haiku/);
       assert.equal((await client.callTool({ name: 'echo', arguments: { text: 'a' } })).structuredContent.text, 'a');
       const echoed = await client.callTool({ name: 'everything_echo', arguments: { message: 'through the gate' } });
       assert.match(echoed.content[0].text, /through the gate/);
       const graph = await client.callTool({ name: 'mem_read_graph', arguments: {} });
       assert.equal(graph.isError ?? false, false, JSON.stringify(graph));
     };
-    await withRealClient(() => new ClientV1({ name: 'itest-v1', version: '1.0.0' }), (p) => new StdioV1(p), config.file, story);
+    const v1seen = [];
     await withRealClient(
-      () => new ClientV2({ name: 'itest-v2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } }),
+      () => {
+        const client = new ClientV1({ name: 'itest-v1', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {} } });
+        answerAsAgent(client, { 'elicitation/create': ElicitRequestSchema, 'sampling/createMessage': CreateMessageRequestSchema }, v1seen);
+        return client;
+      },
+      (p) => new StdioV1(p),
+      config.file,
+      (client) => story(client, v1seen),
+    );
+    const v2seen = [];
+    await withRealClient(
+      () => {
+        const client = new ClientV2(
+          { name: 'itest-v2', version: '1.0.0' },
+          { capabilities: { elicitation: { form: {} }, sampling: {} }, versionNegotiation: { mode: { pin: MODERN } } },
+        );
+        answerAsAgent(client, { 'elicitation/create': 'elicitation/create', 'sampling/createMessage': 'sampling/createMessage' }, v2seen);
+        return client;
+      },
       (p) => new StdioV2(p),
       config.file,
-      story,
+      (client) => story(client, v2seen),
+    );
+    // A client that cannot sample: the upstream hears so at once, and its tool says what failed.
+    await withRealClient(
+      () => new ClientV1({ name: 'itest-v1-plain', version: '1.0.0' }),
+      (p) => new StdioV1(p),
+      config.file,
+      async (client) => {
+        const sampled = await client.callTool({ name: 'everything_trigger-sampling-request', arguments: { prompt: 'x', maxTokens: 5 } });
+        assert.equal(sampled.isError, true, JSON.stringify(sampled));
+        assert.match(JSON.stringify(sampled.content), /does not offer/);
+      },
     );
   } finally {
     rmSync(config.dir, { recursive: true, force: true });
@@ -264,6 +344,50 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     assert.equal(host.child.exitCode, null);
   }));
 
+test('what an upstream asks during a call reaches the agent and goes back; what the agent cannot answer is refused; an abandoned call is ended', () =>
+  withHost({
+    plugins: [],
+    sections: { upstreams: [hostile()], input_requests: { client_timeout_ms: 1000, state_ttl_ms: 1000 } },
+  }, async (host) => {
+    await host.stderrMatching(/family 'hostile' loaded/, 30000);
+    const heard = async () => (await host.modern('tools/call', { name: 'hostile_heard', arguments: {} })).result.structuredContent;
+    assert.deepEqual(Object.keys((await heard()).capabilities).sort(), ['elicitation', 'roots', 'sampling'], 'declared at initialize');
+
+    // An agent that offers forms and roots, not sampling.
+    const methods = ['roots/list', 'elicitation/create', 'sampling/createMessage'];
+    const { answer, asked } = await rounds(host, 'hostile_ask', { methods }, { elicitation: {}, roots: {} });
+    assert.equal(answer.result?.isError, undefined, JSON.stringify(answer));
+    const got = answer.result.structuredContent.answers;
+    assert.deepEqual(got['roots/list'].result, AGENT_ANSWERS['roots/list']);
+    assert.deepEqual(got['elicitation/create'].result, AGENT_ANSWERS['elicitation/create']);
+    assert.equal(got['sampling/createMessage'].error?.code, -32601, JSON.stringify(got));
+    assert.match(got['sampling/createMessage'].error.message, /does not offer/);
+    assert.deepEqual(asked.map((r) => r.method).sort(), ['elicitation/create', 'roots/list']);
+    assert.equal(asked.find((r) => r.method === 'elicitation/create').params.message, 'Which colour?');
+
+    // Answers that do not fit the round: asked again for what is missing.
+    const first = await host.modern('tools/call', { name: 'hostile_ask', arguments: { methods: ['elicitation/create'] } },
+      { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } });
+    assert.equal(first.result?.resultType, 'input_required', JSON.stringify(first));
+    const [key] = Object.keys(first.result.inputRequests);
+    const again = await host.modern('tools/call', {
+      name: 'hostile_ask', arguments: { methods: ['elicitation/create'] }, inputResponses: { other: { action: 'decline' } }, requestState: first.result.requestState,
+    }, { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } });
+    assert.deepEqual(Object.keys(again.result?.inputRequests ?? {}), [key], JSON.stringify(again));
+
+    // Then the agent never comes back: past the wait the host ends the call upstream.
+    const before = (await heard()).heard.length;
+    let late;
+    for (let i = 0; i < 100 && !late; i++) {
+      await sleep(50);
+      late = (await heard()).heard.slice(before).find((h) => h.error);
+    }
+    assert.match(late?.error.message ?? '', /the agent did not answer within 1000 ms/);
+    await host.stderrMatching(/call\(s\) that asked for input were not answered within 1000 ms; ended/);
+    const cancelled = (await host.modern('tools/call', { name: 'hostile_cancellations', arguments: {} })).result.structuredContent.cancelled;
+    assert.equal(cancelled.length, 1, 'the server heard its call was cancelled');
+  }));
+
 test('an upstream that cannot start is reported, and the other families serve', () => {
   const config = writeConfig({ plugins: ['echo.so'], sections: { upstreams: [{ name: 'missing', command: ['/nonexistent/server'] }] } });
   try {
@@ -277,7 +401,7 @@ test('an upstream that cannot start is reported, and the other families serve', 
 });
 
 test('one gatehouse mounts another: server/discover finds 2026-07-28, and the inner families serve through the outer gate', async () => {
-  const inner = writeConfig({ plugins: ['echo.so'] });
+  const inner = writeConfig({ plugins: ['echo.so', 'conformance.so'] });
   try {
     await withHost(
       {
@@ -296,6 +420,40 @@ test('one gatehouse mounts another: server/discover finds 2026-07-28, and the in
         assert.deepEqual(answer.result.structuredContent, { text: 'nested' });
         const failing = await host.modern('tools/call', { name: 'inner_fail', arguments: {} });
         assert.equal(failing.result.isError, true);
+
+        // The inner host asks by InputRequiredResult: passed on, its requestState inside the outer's.
+        const answers = {
+          'elicitation/create': { action: 'accept', content: { name: 'Ann' } },
+          'sampling/createMessage': AGENT_ANSWERS['sampling/createMessage'],
+          'roots/list': AGENT_ANSWERS['roots/list'],
+        };
+        const three = await rounds(host, 'inner_test_input_required_result_multiple_inputs', {}, ALL_INPUTS, answers);
+        assert.equal(three.answer.result?.isError, undefined, JSON.stringify(three.answer));
+        assert.match(three.answer.result.content[0].text, /words from the agent's model.*Ann.*file:\/\/\/srv\/agent-root/);
+        assert.deepEqual(three.asked.map((r) => r.method).sort(), ['elicitation/create', 'roots/list', 'sampling/createMessage']);
+        const confirm = { action: 'accept', content: { ok: true } };
+        const stated = await rounds(host, 'inner_test_input_required_result_request_state', {}, ALL_INPUTS, { 'elicitation/create': confirm });
+        assert.match(stated.answer.result.content[0].text, /^state-ok/, JSON.stringify(stated.answer));
+
+        // A 2025-11-25 agent is asked by requests of the outer host's, and the inner one finishes.
+        const seen = [];
+        await withRealClient(
+          () => {
+            const client = new ClientV1({ name: 'itest-nested-v1', version: '1.0.0' }, { capabilities: ALL_INPUTS });
+            client.setRequestHandler(ElicitRequestSchema, async (r) => (seen.push(r), answers['elicitation/create']));
+            client.setRequestHandler(CreateMessageRequestSchema, async (r) => (seen.push(r), answers['sampling/createMessage']));
+            client.setRequestHandler(ListRootsRequestSchema, async (r) => (seen.push(r), answers['roots/list']));
+            return client;
+          },
+          (p) => new StdioV1(p),
+          host.config.file,
+          async (client) => {
+            const done = await client.callTool({ name: 'inner_test_input_required_result_multiple_inputs', arguments: {} });
+            assert.equal(done.isError ?? false, false, JSON.stringify(done));
+            assert.match(done.content[0].text, /words from the agent's model.*Ann.*file:\/\/\/srv\/agent-root/);
+          },
+        );
+        assert.deepEqual(seen.map((r) => r.method).sort(), ['elicitation/create', 'roots/list', 'sampling/createMessage']);
       },
     );
   } finally {

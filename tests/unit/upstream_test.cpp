@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 using gatehouse::upstream::ClientSession;
@@ -34,13 +35,15 @@ public:
             sent_.push_back(parsed);
         }
         for (const auto& line : script_(parsed))
-            events_.message(line);
+            events_.message(line, Json());
         return !closed_;
     }
     void close() override {
         if (!closed_.exchange(true)) events_.closed("closed by the test");
     }
     std::string describe() const override { return "scripted"; }
+    // A message the server sends of its own accord, outside any answer.
+    void deliver(const std::string& line) { events_.message(line, Json()); }
 
 private:
     Script script_;
@@ -58,12 +61,26 @@ std::string error(const Json& to, int code, const char* message) {
     return Json{{"jsonrpc", "2.0"}, {"id", to["id"]}, {"error", {{"code", code}, {"message", message}}}}.dump();
 }
 
-std::unique_ptr<ClientSession> session_over(ScriptedTransport::Script script, std::vector<Json>& sent) {
+std::unique_ptr<ClientSession> session_over(ScriptedTransport::Script script, std::vector<Json>& sent,
+                                            ScriptedTransport** transport = nullptr) {
     ClientSession::Options options;
     options.family = "test";
     options.client_version = "9.9.9";
     options.request_timeout = std::chrono::milliseconds(2000);
-    return std::make_unique<ClientSession>(std::make_unique<ScriptedTransport>(std::move(script), sent), options);
+    auto scripted = std::make_unique<ScriptedTransport>(std::move(script), sent);
+    if (transport) *transport = scripted.get();
+    return std::make_unique<ClientSession>(std::move(scripted), options);
+}
+
+std::string server_asks(const char* id, const char* method, Json params = Json::object()) {
+    return Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}.dump();
+}
+
+// The host's answer to the server's request `id`, among what it sent.
+Json answer_to(const std::vector<Json>& sent, const char* id) {
+    for (const auto& m : sent)
+        if (!m.contains("method") && m.contains("id") && m["id"] == id) return m;
+    return Json();
 }
 
 // A 2025-11-25 server: server/discover is unknown to it.
@@ -99,6 +116,11 @@ TEST_CASE("a 2025-11-25 server is asked server/discover, then initialize, and to
     CHECK(sent[1]["method"] == "initialize");
     CHECK(sent[1]["params"]["clientInfo"]["version"] == "9.9.9");
     CHECK_FALSE(sent[1]["params"].contains("_meta"));
+    // What the host relays to its agents, declared once for the session.
+    CHECK(sent[1]["params"]["capabilities"]["elicitation"].contains("form"));
+    CHECK(sent[1]["params"]["capabilities"]["elicitation"].contains("url"));
+    CHECK(sent[1]["params"]["capabilities"]["sampling"].is_object());
+    CHECK(sent[1]["params"]["capabilities"]["roots"].is_object());
     CHECK(sent[2]["method"] == "notifications/initialized");
 }
 
@@ -180,6 +202,122 @@ TEST_CASE("a server's JSON-RPC error is an UpstreamError, a closed connection Up
     session->close();
     CHECK_FALSE(session->alive());
     CHECK_THROWS_AS(session->request("tools/list", Json::object()), gatehouse::upstream::UpstreamUnavailable);
+}
+
+TEST_CASE("what a server asks during a call is handed back open, and its answer lets the call finish", "[upstream]") {
+    std::vector<Json> sent;
+    Json call;
+    auto session = session_over(
+        [&](const Json& m) -> std::vector<std::string> {
+            if (!m.contains("method")) { // the host's answer to what the server asked
+                if (m["id"] == "e1")
+                    return {reply(call, {{"content", {{{"type", "text"}, {"text", m["result"]["content"]["name"]}}}}})};
+                return {};
+            }
+            if (m["method"] == "tools/call") {
+                call = m;
+                return {server_asks("e1", "elicitation/create", {{"message", "Your name?"}})};
+            }
+            return legacy_server(m);
+        },
+        sent);
+    session->open(std::chrono::milliseconds(2000));
+    ClientSession::Waiting waiting;
+    waiting.relays = true;
+    auto first = session->call("tools/call", {{"name", "greet"}}, waiting);
+    REQUIRE(first.asked.size() == 1);
+    CHECK(first.asked[0].id == "e1");
+    CHECK(first.asked[0].method == "elicitation/create");
+    CHECK(first.asked[0].params["message"] == "Your name?");
+    session->answer(first.asked[0].id, {{"action", "accept"}, {"content", {{"name", "Ada"}}}});
+    auto done = session->resume(first.id, waiting);
+    CHECK(done.asked.empty());
+    CHECK(done.result["content"][0]["text"] == "Ada");
+    CHECK_THROWS_AS(session->resume(first.id, waiting), gatehouse::upstream::UpstreamUnavailable); // no longer open
+}
+
+TEST_CASE("a call that does not relay refuses what its server asks; roots outside a call are none", "[upstream]") {
+    std::vector<Json> sent;
+    auto session = session_over(
+        [&](const Json& m) -> std::vector<std::string> {
+            if (!m.contains("method")) return {};
+            if (m["method"] == "tools/list")
+                return {server_asks("r1", "roots/list"), server_asks("e1", "elicitation/create"),
+                        server_asks("s1", "sampling/createMessage", {{"messages", Json::array()}}),
+                        server_asks("x1", "tasks/list"), reply(m, {{"tools", Json::array()}})};
+            return legacy_server(m);
+        },
+        sent);
+    session->open(std::chrono::milliseconds(2000));
+    session->list_all("tools/list", "tools");
+    CHECK(answer_to(sent, "r1")["result"]["roots"] == Json::array());
+    CHECK(answer_to(sent, "e1")["error"]["code"] == -32603);
+    CHECK_THAT(answer_to(sent, "e1")["error"]["message"].get<std::string>(),
+               Catch::Contains("not asked during a call of the host's that an agent can answer"));
+    CHECK(answer_to(sent, "s1")["error"]["code"] == -32603);
+    CHECK(answer_to(sent, "x1")["error"]["code"] == -32601);
+}
+
+TEST_CASE("over a transport that cannot tell, an ask with two relaying calls in flight goes to neither", "[upstream]") {
+    std::vector<Json> sent;
+    ScriptedTransport* transport = nullptr;
+    std::atomic<int> calls{0};
+    auto session = session_over(
+        [&](const Json& m) -> std::vector<std::string> {
+            if (m.contains("method") && m["method"] == "tools/call") {
+                ++calls;
+                return {}; // answered never: both stay in flight
+            }
+            if (!m.contains("method")) return {};
+            return legacy_server(m);
+        },
+        sent, &transport);
+    session->open(std::chrono::milliseconds(2000));
+    ClientSession::Waiting waiting;
+    waiting.relays = true;
+    waiting.timeout = std::chrono::milliseconds(1500);
+    std::atomic<int> handed_back{0};
+    const auto one = [&] {
+        try {
+            if (!session->call("tools/call", {{"name", "hold"}}, waiting).asked.empty()) ++handed_back;
+        } catch (const gatehouse::upstream::UpstreamUnavailable&) {
+        }
+    };
+    std::thread a(one), b(one);
+    while (calls < 2)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    transport->deliver(server_asks("e1", "elicitation/create", {{"message", "whose?"}}));
+    a.join();
+    b.join();
+    CHECK(handed_back == 0);
+    CHECK(answer_to(sent, "e1")["error"]["code"] == -32603);
+    CHECK_THAT(answer_to(sent, "e1")["error"]["message"].get<std::string>(), Catch::Contains("several calls"));
+}
+
+TEST_CASE("an open call abandoned: the server hears it was cancelled, and what it asked is refused", "[upstream]") {
+    std::vector<Json> sent;
+    auto session = session_over(
+        [&](const Json& m) -> std::vector<std::string> {
+            if (!m.contains("method")) return {};
+            if (m["method"] == "tools/call")
+                return {server_asks("e1", "elicitation/create"), server_asks("e2", "sampling/createMessage")};
+            return legacy_server(m);
+        },
+        sent);
+    session->open(std::chrono::milliseconds(2000));
+    ClientSession::Waiting waiting;
+    waiting.relays = true;
+    auto first = session->call("tools/call", {{"name", "ask"}}, waiting);
+    REQUIRE_FALSE(first.asked.empty());
+    session->abandon(first.id, "the agent did not answer");
+    bool cancelled = false;
+    for (const auto& m : sent)
+        if (m.value("method", "") == "notifications/cancelled" && m["params"]["requestId"] == first.id)
+            cancelled = true;
+    CHECK(cancelled);
+    // An ask still queued when the call was abandoned is refused by the session itself.
+    if (first.asked.size() == 1) CHECK(answer_to(sent, "e2")["error"]["message"] == "the agent did not answer");
+    CHECK_THROWS_AS(session->resume(first.id, waiting), gatehouse::upstream::UpstreamUnavailable);
 }
 
 TEST_CASE("an upstream URL: host, port and target read; what a request cannot carry refused", "[upstream]") {
