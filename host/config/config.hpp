@@ -43,6 +43,18 @@ struct PluginEntry {
 
 // One MCP server mounted as a family (YAML upstreams:): the host is its
 // client, and its tools pass the same gate as a plugin's.
+// The host's own OAuth client at an HTTP upstream's authorization server
+// (the client credentials grant; upstream/client_credentials.hpp).
+struct UpstreamOAuth {
+    std::string client_id;                    // empty: no oauth
+    std::filesystem::path client_secret_file; // or
+    std::string client_secret_env;
+    std::string scope;     // asked for; empty: none
+    std::string token_url; // empty: found from the upstream's metadata
+    std::string resource;  // RFC 8707; empty: the upstream's metadata's, else its url
+    bool configured() const { return !client_id.empty(); }
+};
+
 struct UpstreamEntry {
     std::string name;                        // the family it serves as
     std::vector<std::string> command;        // over stdio: the program and its arguments; or
@@ -66,6 +78,7 @@ struct UpstreamEntry {
     // The host's own bearer token for the upstream (never the agent's).
     std::filesystem::path token_file;
     std::string token_env;
+    UpstreamOAuth oauth; // or a token of its own from its authorization server
     SourceLocation where;
 };
 

@@ -288,6 +288,9 @@ void read_metrics(const YamlReader& r, const YAML::Node& node, MetricsSettings& 
             out.path = r.string(node["path"], "metrics.path");
             if (out.path.size() < 2 || out.path[0] != '/' || out.path.find_first_of("?# ") != std::string::npos)
                 r.fail(node["path"], "metrics.path must be a path such as /metrics (a '/' first, no query)");
+            for (const char* probe : {"/health", "/ready", "/status"})
+                if (out.path == probe)
+                    r.fail(node["path"], "metrics.path cannot be " + out.path + ", which the host serves itself");
         });
     if (node["listen"])
         r.attempt([&] {
@@ -502,6 +505,46 @@ bool valid_upstream_name(const std::string& name) {
 
 std::vector<std::string> string_list(const YamlReader& r, const YAML::Node& node, const std::string& what);
 
+// user@ or user:password@ before the host of a URL.
+bool has_user_information(std::string_view url) {
+    const auto scheme_end = url.find("://");
+    if (scheme_end == std::string_view::npos) return false;
+    const auto rest = url.substr(scheme_end + 3);
+    return rest.substr(0, rest.find_first_of("/?#")).find('@') != std::string_view::npos;
+}
+
+// upstreams[].oauth: the host's own client at the upstream's authorization server.
+UpstreamOAuth read_upstream_oauth(const YamlReader& r, const YAML::Node& item, const std::string& what) {
+    const YAML::Node node = item["oauth"];
+    const std::string where = what + ".oauth";
+    UpstreamOAuth o;
+    r.expect_map(node, where);
+    r.only_keys(node, {"client_id", "client_secret_file", "client_secret_env", "scope", "token_url", "resource"},
+                where);
+    if (!item["url"]) r.fail(node, where + " is the host's client at a url's authorization server: it needs url");
+    if (item["token_file"] || item["token_env"])
+        r.fail(node, what + " sets both oauth and a token of its own (token_file or token_env); keep one");
+    if (!node["client_id"]) r.fail(node, where + " needs client_id");
+    o.client_id = r.string(node["client_id"], where + ".client_id");
+    if (o.client_id.empty()) r.fail(node["client_id"], where + ".client_id must not be empty");
+    if (!node["client_secret_file"] == !node["client_secret_env"])
+        r.fail(node, where + " needs exactly one of client_secret_file and client_secret_env");
+    if (node["client_secret_file"])
+        o.client_secret_file = r.path(node["client_secret_file"], where + ".client_secret_file");
+    if (node["client_secret_env"])
+        o.client_secret_env = r.string(node["client_secret_env"], where + ".client_secret_env");
+    if (node["scope"]) o.scope = r.string(node["scope"], where + ".scope");
+    for (const char* key : {"token_url", "resource"}) {
+        if (!node[key]) continue;
+        std::string url = r.string(node[key], where + "." + key);
+        if ((url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) || has_user_information(url))
+            r.fail(node[key], where + "." + key +
+                                  " must be an http:// or https:// URL with no user information, not '" + url + "'");
+        (std::string(key) == "token_url" ? o.token_url : o.resource) = std::move(url);
+    }
+    return o;
+}
+
 UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
     UpstreamEntry u;
     r.expect_map(item, "an upstreams entry");
@@ -513,9 +556,26 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
                "an upstreams entry's name must be 1-64 of lowercase letters, digits, '_', '-', not '" + u.name + "'");
     const std::string what = "upstream '" + u.name + "'";
     r.only_keys(item,
-                {"name", "command", "url", "env", "cwd", "names", "allow", "deny", "resources", "scope",
-                 "required_scopes", "risk", "rules", "gated", "max_in_flight", "tool_timeout_ms", "connect_timeout_ms",
-                 "token_file", "token_env"},
+                {"name",
+                 "command",
+                 "url",
+                 "env",
+                 "cwd",
+                 "names",
+                 "allow",
+                 "deny",
+                 "resources",
+                 "scope",
+                 "required_scopes",
+                 "risk",
+                 "rules",
+                 "gated",
+                 "max_in_flight",
+                 "tool_timeout_ms",
+                 "connect_timeout_ms",
+                 "token_file",
+                 "token_env",
+                 "oauth"},
                 what);
     if (!item["command"] == !item["url"])
         r.fail(item, what + " needs exactly one of command (a program over stdio) and url (Streamable HTTP)");
@@ -532,6 +592,12 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
             u.url = r.string(item["url"], what + ".url");
             if (u.url.rfind("http://", 0) != 0 && u.url.rfind("https://", 0) != 0)
                 r.fail(item["url"], what + ".url must be an http:// or https:// URL, not '" + u.url + "'");
+            // The URL is shown in the log and by `gatehouse plugins`; a
+            // password in it would be too.
+            if (has_user_information(u.url))
+                r.fail(item["url"], what + ".url holds user information (user@ or user:password@), which the host "
+                                           "would show in its log; give the host its credentials with token_file "
+                                           "or token_env");
         });
     if (item["env"])
         r.attempt([&] {
@@ -584,6 +650,7 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
                    what + "'s bearer token is for a url; a command gets what it needs through env");
     if (item["token_file"]) r.attempt([&] { u.token_file = r.path(item["token_file"], what + ".token_file"); });
     if (item["token_env"]) r.attempt([&] { u.token_env = r.string(item["token_env"], what + ".token_env"); });
+    if (item["oauth"]) r.attempt([&] { u.oauth = read_upstream_oauth(r, item, what); });
     return u;
 }
 

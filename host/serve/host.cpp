@@ -1,4 +1,5 @@
 #include "serve/host.hpp"
+#include "serve/host_status.hpp"
 
 #include "isolation/family_process.hpp"
 #include "upstream/upstream_family.hpp"
@@ -88,6 +89,7 @@ std::unique_ptr<plugins::ToolRegistry> Host::load_families() {
         registry = cli::load_plugins(config_, report);
     }
     observability_->plugin_load_failures(report.failures.size());
+    not_loaded_ = report.failures;
     observability_->families_loaded(registry->families().size());
     if (config_.strict && !report.failures.empty())
         throw HostError(std::to_string(report.failures.size()) +
@@ -292,8 +294,9 @@ std::unique_ptr<transport::OpsListener> Host::listen_ops() {
     try {
         return std::make_unique<transport::OpsListener>(
             config_.metrics, *observability_,
-            transport::OpsListener::Probes{[server = server_.get()] { return server->readiness(); },
-                                           [this] { return stopping_.load(); }});
+            transport::OpsListener::Probes{
+                [server = server_.get()] { return server->readiness(); }, [this] { return stopping_.load(); },
+                [this] { return host_status(*registry_, not_loaded_, server_->readiness()); }});
     } catch (const std::exception& e) {
         throw HostError(e.what(), 1);
     }

@@ -6,6 +6,7 @@
 #include "metrics/observability.hpp"
 #include "mrtr/request_state_sealer.hpp"
 #include "plugins/host_services.hpp"
+#include "plugins/plugin_loader.hpp"
 #include "plugins/tool_registry.hpp"
 #include "protocol/mcp_server.hpp"
 #include "protocol/request_pool.hpp"
@@ -89,6 +90,7 @@ private:
     // load, so their failures are counted; gone after every part that counts.
     std::unique_ptr<metrics::Observability> observability_;
     std::unique_ptr<plugins::ToolRegistry> registry_; // plugins unload last
+    std::vector<plugins::LoadFailure> not_loaded_;    // what the configuration names that did not load
     std::shared_ptr<state::RedisClient> redis_;       // with session.backend redis: the one client of its parts
     std::unique_ptr<session::SessionService> sessions_;
     std::unique_ptr<state::StateBackend> families_only_state_; // families' state when no sessions hold a backend

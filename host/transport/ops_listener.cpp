@@ -97,7 +97,7 @@ OpsListener::OpsListener(const config::MetricsSettings& settings, metrics::Obser
         throw std::runtime_error("metrics.listen: cannot listen on " + settings_.listen_host + ":" +
                                  std::to_string(settings_.listen_port) + ": " + ec.message());
     port_ = acceptor_.local_endpoint().port();
-    spdlog::info("metrics, /health and /ready served on {}:{}", settings_.listen_host, port_);
+    spdlog::info("metrics, /health, /ready and /status served on {}:{}", settings_.listen_host, port_);
     accept();
     thread_ = std::thread([this] { io_.run(); });
 }
@@ -128,8 +128,9 @@ void OpsListener::accept() {
 
 std::string OpsListener::answer(const std::string& method, std::string_view path,
                                 const boost::asio::ip::address& peer) {
-    const bool known = path == settings_.path || path == "/health" || path == "/ready";
-    if (!known) return text(404, "Nothing here: this listener serves " + settings_.path + ", /health and /ready.");
+    const bool known = path == settings_.path || path == "/health" || path == "/ready" || path == "/status";
+    if (!known)
+        return text(404, "Nothing here: this listener serves " + settings_.path + ", /health, /ready and /status.");
     if (method != "GET") return text(405, "Read it with GET.", "Allow: GET\r\n");
     if (path == "/health") {
         const bool draining = probes_.draining && probes_.draining();
@@ -147,7 +148,16 @@ std::string OpsListener::answer(const std::string& method, std::string_view path
         return response(200, "application/json", R"({"status":"ready"})");
     }
     if (!allow_.empty() && !allow_.allows(peer))
-        return text(403, "This address may not read the metrics (metrics.allow in the configuration).");
+        return text(403, "This address may not read the metrics or the status (metrics.allow in the configuration).");
+    if (path == "/status") {
+        // What the families are doing, for the operator; a draining host says so.
+        nlohmann::json status = probes_.status ? probes_.status() : nlohmann::json::object();
+        if (probes_.draining && probes_.draining()) {
+            status["status"] = "draining";
+            status.erase("reason");
+        }
+        return response(200, "application/json", status.dump(2) + "\n");
+    }
     return response(200, metrics::kExpositionContentType, observability_.exposition());
 }
 

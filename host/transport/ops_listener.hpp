@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -16,8 +17,8 @@
 
 namespace gatehouse::transport {
 
-// The operators' own listener (metrics.listen): GET <metrics.path>, /health
-// and /ready on an address apart from the MCP endpoint, so a stdio-only
+// The operators' own listener (metrics.listen): GET <metrics.path>, /health,
+// /ready and /status on an address apart from the MCP endpoint, so a stdio-only
 // host can be scraped and probed on loopback. One thread, one request per
 // connection, small bounded reads; nothing of MCP is served here. Scrapes
 // are limited to metrics.allow when it is set (the configuration refuses a
@@ -27,6 +28,7 @@ public:
     struct Probes {
         std::function<std::optional<std::string>()> unready; // why not ready, or nothing
         std::function<bool()> draining;
+        std::function<nlohmann::json()> status; // GET /status (serve/host_status.hpp)
     };
 
     // Binds at once; throws std::runtime_error saying why not.

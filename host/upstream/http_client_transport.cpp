@@ -78,10 +78,15 @@ private:
 
 } // namespace
 
+std::string shown_url(const std::string& url) {
+    const auto query = url.find('?');
+    return query == std::string::npos ? url : url.substr(0, query) + "?…";
+}
+
 HttpUrl HttpUrl::parse(const std::string& url) {
     if (url.rfind("https://", 0) == 0)
         throw std::invalid_argument("https:// upstreams are not served by this build; put a TLS proxy on loopback");
-    if (url.rfind("http://", 0) != 0) throw std::invalid_argument("'" + url + "' is not an http:// URL");
+    if (url.rfind("http://", 0) != 0) throw std::invalid_argument("'" + shown_url(url) + "' is not an http:// URL");
     std::string rest = url.substr(7);
     const auto slash = rest.find_first_of("/?#");
     std::string authority = rest.substr(0, slash);
@@ -94,7 +99,8 @@ HttpUrl HttpUrl::parse(const std::string& url) {
     out.host_header = authority;
     if (!authority.empty() && authority.front() == '[') {
         const auto close = authority.find(']');
-        if (close == std::string::npos) throw std::invalid_argument("'" + url + "' has an unclosed IPv6 address");
+        if (close == std::string::npos)
+            throw std::invalid_argument("'" + shown_url(url) + "' has an unclosed IPv6 address");
         out.host = authority.substr(1, close - 1);
         const std::string after = authority.substr(close + 1);
         out.port = after.empty() ? "80" : after.substr(1);
@@ -103,19 +109,16 @@ HttpUrl HttpUrl::parse(const std::string& url) {
         out.host = authority.substr(0, colon);
         out.port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
     }
-    if (out.host.empty()) throw std::invalid_argument("'" + url + "' names no host");
+    if (out.host.empty()) throw std::invalid_argument("'" + shown_url(url) + "' names no host");
     if (out.port.empty() || out.port.find_first_not_of("0123456789") != std::string::npos || out.port.size() > 5)
-        throw std::invalid_argument("'" + url + "' has no valid port");
+        throw std::invalid_argument("'" + shown_url(url) + "' has no valid port");
     if (!ascii_printable(out.target) || out.target.find(' ') != std::string::npos)
-        throw std::invalid_argument("'" + url + "' has a path a request line cannot carry");
+        throw std::invalid_argument("'" + shown_url(url) + "' has a path a request line cannot carry");
     return out;
 }
 
 HttpClientTransport::HttpClientTransport(Options options)
-    : options_(std::move(options)), url_(HttpUrl::parse(options_.url)) {
-    if (!ascii_printable(options_.bearer_token))
-        throw std::invalid_argument("the bearer token holds characters a header may not");
-}
+    : options_(std::move(options)), url_(HttpUrl::parse(options_.url)) {}
 
 HttpClientTransport::~HttpClientTransport() {
     close();
@@ -160,7 +163,33 @@ void HttpClientTransport::ended(const std::string& why) {
     events_.closed(why);
 }
 
-// One POST, its answer delivered message by message.
+// A request's refusal answers that request; nothing else can.
+void HttpClientTransport::refuse(const Json& message, const std::string& why) {
+    if (message.contains("id") && !message.value("method", "").empty())
+        events_.message(
+            Json{{"jsonrpc", "2.0"}, {"id", message["id"]}, {"error", {{"code", -32603}, {"message", why}}}}.dump(),
+            Json());
+}
+
+// The token for a request, or empty; false (the request refused) when the
+// host has none to give.
+bool HttpClientTransport::bearer_for(const Json& message, std::string& token) {
+    token.clear();
+    if (!options_.bearer) return true;
+    try {
+        token = options_.bearer->current();
+    } catch (const std::exception& e) {
+        spdlog::warn("[{}] {}", options_.family, e.what());
+        refuse(message, e.what());
+        return false;
+    }
+    if (ascii_printable(token)) return true;
+    refuse(message, "the host's bearer token for it holds characters a header may not");
+    return false;
+}
+
+// One POST, its answer delivered message by message; sent once more with a
+// new token when the server refuses the one it carried and another can be had.
 void HttpClientTransport::post(Json message, std::string body) {
     struct Done {
         HttpClientTransport* self;
@@ -170,6 +199,14 @@ void HttpClientTransport::post(Json message, std::string body) {
             self->idle_.notify_all();
         }
     } done{this};
+    std::string token;
+    if (!bearer_for(message, token)) return;
+    if (post_once(message, body, token, true) == Outcome::token_refused && bearer_for(message, token))
+        post_once(message, body, token, false);
+}
+
+HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message, const std::string& body,
+                                                            const std::string& token, bool may_renew) {
     const std::string method = message.value("method", "");
     std::string session_id, version;
     {
@@ -193,7 +230,7 @@ void HttpClientTransport::post(Json message, std::string body) {
         fd = stream.socket().native_handle();
         {
             std::lock_guard lock(mutex_);
-            if (closed_) return;
+            if (closed_) return Outcome::done;
             sockets_.insert(fd);
         }
         struct Forget {
@@ -210,7 +247,7 @@ void HttpClientTransport::post(Json message, std::string body) {
         request.set(http::field::user_agent, "gatehouse");
         request.set(http::field::content_type, "application/json");
         request.set(http::field::accept, "application/json, text/event-stream");
-        if (!options_.bearer_token.empty()) request.set(http::field::authorization, "Bearer " + options_.bearer_token);
+        if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
         if (!session_id.empty()) request.set("Mcp-Session-Id", session_id);
         if (!version.empty()) request.set("MCP-Protocol-Version", version);
         if (version == "2026-07-28" && !method.empty()) {
@@ -221,7 +258,7 @@ void HttpClientTransport::post(Json message, std::string body) {
                         n != p->end() && n->is_string() && ascii_printable(n->get<std::string>()))
                         request.set("Mcp-Name", n->get<std::string>());
         }
-        request.body() = std::move(body);
+        request.body() = body;
         request.prepare_payload();
         stream.expires_after(options_.read_timeout);
         http::write(stream, request);
@@ -270,43 +307,41 @@ void HttpClientTransport::post(Json message, std::string body) {
         if (over) {
             ended("it sent a message over " + std::to_string(options_.max_message_bytes) +
                   " bytes (limits.max_message_bytes)");
-            return;
+            return Outcome::done;
         }
         if (status == 404 && !session_id.empty()) {
             ended("it no longer knows the session (HTTP 404)");
-            return;
+            return Outcome::done;
         }
-        if (status == 202 || (status >= 200 && status < 300 && whole.empty() && !events)) return;
+        if (status == 401 && may_renew && !token.empty() && options_.bearer->refused(token)) {
+            spdlog::info("[{}] refused the host's access token (HTTP 401); sending again with a new one",
+                         options_.family);
+            return Outcome::token_refused;
+        }
+        if (status == 202 || (status >= 200 && status < 300 && whole.empty() && !events)) return Outcome::done;
         if (status >= 300) {
-            // A request's refusal answers that request; nothing else can.
-            if (message.contains("id") && !method.empty())
-                events_.message(Json{{"jsonrpc", "2.0"},
-                                     {"id", message["id"]},
-                                     {"error",
-                                      {{"code", -32603},
-                                       {"message", "the server answered HTTP " + std::to_string(status) +
-                                                       (whole.empty() ? "" : ": " + whole.substr(0, 200))}}}}
-                                    .dump(),
-                                Json());
-            return;
+            refuse(message, "the server answered HTTP " + std::to_string(status) +
+                                (whole.empty() ? "" : ": " + whole.substr(0, 200)));
+            return Outcome::done;
         }
         if (!events) events_.message(whole, stream_of);
     } catch (const beast::system_error& e) {
         {
             std::lock_guard lock(mutex_);
-            if (closed_) return; // close() cut it short
+            if (closed_) return Outcome::done; // close() cut it short
         }
         // A stream that goes quiet past its time ends alone: the request it
         // carried times out in the session, and the connection stays.
         if (e.code() == beast::error::timeout && fd >= 0) {
             spdlog::warn("[{}] an answer stream went quiet for {} ms; the host stopped reading it", options_.family,
                          options_.read_timeout.count());
-            return;
+            return Outcome::done;
         }
-        ended("it could not be reached at " + options_.url + " (" + e.code().message() + ")");
+        ended("it could not be reached at " + shown_url(options_.url) + " (" + e.code().message() + ")");
     } catch (const std::exception& e) {
-        ended("it could not be reached at " + options_.url + " (" + e.what() + ")");
+        ended("it could not be reached at " + shown_url(options_.url) + " (" + e.what() + ")");
     }
+    return Outcome::done;
 }
 
 void HttpClientTransport::delete_session() {
@@ -327,7 +362,10 @@ void HttpClientTransport::delete_session() {
         request.set(http::field::host, url_.host_header);
         request.set("Mcp-Session-Id", session_id);
         if (!version.empty()) request.set("MCP-Protocol-Version", version);
-        if (!options_.bearer_token.empty()) request.set(http::field::authorization, "Bearer " + options_.bearer_token);
+        if (options_.bearer) {
+            const std::string token = options_.bearer->current();
+            if (ascii_printable(token) && !token.empty()) request.set(http::field::authorization, "Bearer " + token);
+        }
         http::write(stream, request);
         beast::flat_buffer buffer;
         http::response<http::string_body> response;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "upstream/bearer_source.hpp"
 #include "upstream/client_transport.hpp"
 
 #include <atomic>
@@ -25,12 +26,17 @@ struct HttpUrl {
     static HttpUrl parse(const std::string& url);
 };
 
+// The URL as the log and `gatehouse plugins` show it: without its query,
+// which may carry a key some servers take there.
+std::string shown_url(const std::string& url);
+
 // An upstream reached over Streamable HTTP: each message a POST to its URL,
 // the answer as one JSON body or an SSE stream of messages (progress first,
 // the response last), each message at most the host's bound. A 2025-11-25
 // server's Mcp-Session-Id is kept and sent, and the session is deleted at
 // the end; a 2026-07-28 request carries its Mcp-Method and Mcp-Name headers.
-// The host's own bearer token goes in Authorization, never the agent's.
+// The host's own bearer token goes in Authorization, never the agent's; a
+// request it refuses with 401 is sent once more when a new token can be had.
 // Each POST is read on a thread of its own, so a request's progress arrives
 // while it runs and its cancellation can be sent meanwhile.
 class HttpClientTransport final : public ClientTransport {
@@ -38,7 +44,7 @@ public:
     struct Options {
         std::string family;
         std::string url;
-        std::string bearer_token; // empty: none
+        std::shared_ptr<BearerSource> bearer; // null: no Authorization
         std::size_t max_message_bytes = 4 * 1024 * 1024;
         std::chrono::milliseconds connect_timeout{10000};
         std::chrono::milliseconds read_timeout{130000}; // an answer (or the next SSE event) within this
@@ -70,7 +76,11 @@ private:
     std::set<int> sockets_; // of posts in flight, shut down by close()
     unsigned in_flight_ = 0;
 
+    enum class Outcome { done, token_refused };
     void post(nlohmann::json message, std::string body);
+    Outcome post_once(const nlohmann::json& message, const std::string& body, const std::string& token, bool may_renew);
+    bool bearer_for(const nlohmann::json& message, std::string& token);
+    void refuse(const nlohmann::json& message, const std::string& why);
     void ended(const std::string& why);
     void delete_session();
 };

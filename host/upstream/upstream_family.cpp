@@ -6,6 +6,7 @@
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 #include "plugins/plugin_loader.hpp"
+#include "upstream/client_credentials.hpp"
 #include "upstream/http_client_transport.hpp"
 #include "upstream/stdio_client_transport.hpp"
 
@@ -64,25 +65,35 @@ std::string json_of(const Json& tool, const char* key) {
     return it != tool.end() && it->is_object() ? it->dump() : std::string();
 }
 
-// The host's own token for an HTTP upstream, from its file or the
-// environment, read at each connection (so a rotated file takes effect).
-// Never logged: the errors name where it should be, not what it is.
-std::string bearer_token(const config::UpstreamEntry& entry) {
-    std::string token;
-    if (!entry.token_file.empty()) {
-        std::ifstream in(entry.token_file);
-        if (!in) throw std::runtime_error("its token file " + entry.token_file.string() + " cannot be read");
+// A secret of the host's (a token, a client secret) from its file or the
+// environment; empty when neither is set. Never logged: the errors name
+// where it should be, not what it is.
+std::string secret_from(const std::filesystem::path& file, const std::string& env, const std::string& what) {
+    std::string secret;
+    if (!file.empty()) {
+        std::ifstream in(file);
+        if (!in) throw std::runtime_error("its " + what + " file " + file.string() + " cannot be read");
         std::stringstream text;
         text << in.rdbuf();
-        token = text.str();
-    } else if (!entry.token_env.empty()) {
-        const char* value = std::getenv(entry.token_env.c_str());
-        if (!value || !*value) throw std::runtime_error("the environment has no " + entry.token_env + " for its token");
-        token = value;
+        secret = text.str();
+    } else if (!env.empty()) {
+        const char* value = std::getenv(env.c_str());
+        if (!value || !*value) throw std::runtime_error("the environment has no " + env + " for its " + what);
+        secret = value;
     }
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
-        token.pop_back();
-    return token;
+    while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back())))
+        secret.pop_back();
+    return secret;
+}
+
+// The host's own token for an HTTP upstream: from its authorization server
+// (kept across connections), or from its file or the environment, read at
+// each connection (so a rotated file takes effect).
+std::shared_ptr<BearerSource> bearer_for(const config::UpstreamEntry& entry,
+                                         const std::shared_ptr<ClientCredentials>& oauth) {
+    if (oauth) return oauth;
+    std::string token = secret_from(entry.token_file, entry.token_env, "token");
+    return token.empty() ? nullptr : std::make_shared<FixedBearer>(std::move(token));
 }
 
 constexpr int kResourceNotFound = -32002; // MCP's code for resources/read of an unknown URI
@@ -118,6 +129,19 @@ Json object_of(gh_str text) {
 
 UpstreamFamily::UpstreamFamily(UpstreamOptions options)
     : options_(std::move(options)), hook_(options_.entry.names, options_.entry.name) {
+    if (const auto& oauth = options_.entry.oauth; oauth.configured()) {
+        ClientCredentials::Options o;
+        o.family = options_.entry.name;
+        o.upstream_url = options_.entry.url;
+        o.token_url = oauth.token_url;
+        o.client_id = oauth.client_id;
+        o.client_secret = secret_from(oauth.client_secret_file, oauth.client_secret_env, "client secret");
+        o.scope = oauth.scope;
+        o.resource = oauth.resource;
+        o.timeout =
+            std::min<std::chrono::milliseconds>(std::chrono::milliseconds(options_.entry.connect_timeout_ms), 10s);
+        oauth_ = std::make_shared<ClientCredentials>(std::move(o));
+    }
     auto session = connect();
     const Json& capabilities = session->capabilities();
     const auto offers = [&](const char* what) { return capabilities.contains(what); };
@@ -187,7 +211,7 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
         HttpClientTransport::Options o;
         o.family = entry.name;
         o.url = entry.url;
-        o.bearer_token = bearer_token(entry);
+        o.bearer = bearer_for(entry, oauth_);
         o.max_message_bytes = options_.max_message_bytes;
         o.connect_timeout =
             std::min<std::chrono::milliseconds>(std::chrono::milliseconds(entry.connect_timeout_ms), 10s);
@@ -415,7 +439,7 @@ void UpstreamFamily::offer_prompts(const std::vector<Json>& listed) {
 
 std::string UpstreamFamily::describe() const {
     const auto& entry = options_.entry;
-    if (!entry.url.empty()) return entry.url;
+    if (!entry.url.empty()) return shown_url(entry.url);
     std::string text;
     for (const auto& word : entry.command)
         text += (text.empty() ? "" : " ") + word;

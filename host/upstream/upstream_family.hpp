@@ -21,6 +21,8 @@
 
 namespace gatehouse::upstream {
 
+class ClientCredentials;
+
 struct UpstreamOptions {
     config::UpstreamEntry entry;
     std::size_t max_message_bytes = 4 * 1024 * 1024; // limits.max_message_bytes
@@ -122,6 +124,7 @@ private:
     bool stopping_ = false;
     bool relist_ = false;                            // the server said its tools changed
     std::unordered_map<std::string, Parked> parked_; // by the handle in the round's state
+    std::shared_ptr<ClientCredentials> oauth_;       // oauth: the host's client at the upstream's authorization server
     std::thread supervisor_;
 
     std::shared_ptr<ClientSession> connect();

@@ -136,7 +136,7 @@ test('gatehouse plugins names the isolation; bounds without isolation: process a
 test('the metrics count a family’s crashes and say whether a process serves it', () =>
   withHost({ plugins: ['echo.so', CRASHY], sections: { metrics: { listen: '127.0.0.1:0', allow: ['127.0.0.1'] } } },
     async (host) => {
-      await host.stderrMatching(/metrics, \/health and \/ready served on 127\.0\.0\.1:\d+/);
+      await host.stderrMatching(/metrics, \/health, \/ready and \/status served on 127\.0\.0\.1:\d+/);
       const port = Number(/served on 127\.0\.0\.1:(\d+)/.exec(host.stderr)[1]);
       const scrape = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       const value = (text, name) => {

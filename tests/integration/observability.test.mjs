@@ -278,7 +278,7 @@ test('metrics.listen serves a stdio host to a real Prometheus; the audit file is
   const auditFile = path.join(host.config.dir, 'audit.jsonl');
   let prometheus;
   try {
-    await host.stderrMatching(/metrics, \/health and \/ready served on 127\.0\.0\.1:\d+/);
+    await host.stderrMatching(/metrics, \/health, \/ready and \/status served on 127\.0\.0\.1:\d+/);
     const port = Number(/served on 127\.0\.0\.1:(\d+)/.exec(host.stderr)[1]);
     const base = `http://127.0.0.1:${port}`;
     assert.deepEqual(await (await fetch(`${base}/health`)).json(), { status: 'ok' });

@@ -273,7 +273,7 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     sections: { upstreams: [hostile()], metrics: { listen: '127.0.0.1:0', allow: ['127.0.0.1'] } },
   }, async (host) => {
     await host.stderrMatching(/family 'hostile' loaded: hostile 6\.6\.6/, 30000);
-    await host.stderrMatching(/metrics, \/health and \/ready served on 127\.0\.0\.1:\d+/);
+    await host.stderrMatching(/metrics, \/health, \/ready and \/status served on 127\.0\.0\.1:\d+/);
     const port = Number(/served on 127\.0\.0\.1:(\d+)/.exec(host.stderr)[1]);
     const up = async () => {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -281,6 +281,15 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
       return Number(/gatehouse_upstream_up\{family="hostile"\} (\d+)/.exec(text)?.[1]);
     };
     assert.equal(await up(), 1);
+    const status = async () => (await fetch(`http://127.0.0.1:${port}/status`)).json();
+    const first = await status();
+    assert.equal(first.status, 'ready');
+    const hostile = first.families.find((f) => f.family === 'hostile');
+    assert.equal(hostile.kind, 'upstream');
+    assert.equal(hostile.serving, true);
+    assert.equal(hostile.protocol, '2025-11-25');
+    assert.match(hostile.reaches, /hostile_server\.mjs/);
+    assert.deepEqual(first.families.find((f) => f.family === 'echo').kind, 'plugin');
     assert.match(host.stderr, /tool 'bad name!' is left out/);
     const call = async (name, args = {}, meta) => (await host.modern('tools/call', { name, arguments: args }, meta)).result;
     const tools = names((await host.modern('tools/list')).result.tools);
@@ -332,6 +341,7 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     }
     assert.notEqual(Number(again.content[0].text), pid, 'served from a new process');
     assert.equal(await up(), 1, 'connected again');
+    assert.equal((await status()).families.find((f) => f.family === 'hostile').serving, true);
 
     // A server that stops reading: the agent hears at the tool's timeout, and
     // the sender is held 10 s at most before the server is ended and started again.
@@ -388,8 +398,9 @@ test('what an upstream asks during a call reaches the agent and goes back; what 
     assert.equal(cancelled.length, 1, 'the server heard its call was cancelled');
   }));
 
-test('an upstream that cannot start is reported, and the other families serve', () => {
-  const config = writeConfig({ plugins: ['echo.so'], sections: { upstreams: [{ name: 'missing', command: ['/nonexistent/server'] }] } });
+test('an upstream that cannot start is reported, and the other families serve', async () => {
+  const sections = { upstreams: [{ name: 'missing', command: ['/nonexistent/server'] }] };
+  const config = writeConfig({ plugins: ['echo.so'], sections });
   try {
     const out = pluginsJson(config.file);
     assert.deepEqual(out.families.map((f) => f.family), ['echo']);
@@ -398,6 +409,21 @@ test('an upstream that cannot start is reported, and the other families serve', 
   } finally {
     rmSync(config.dir, { recursive: true, force: true });
   }
+  // A serving host tells its operator on GET /status, with where in the YAML.
+  await withHost({
+    plugins: ['echo.so'],
+    sections: { ...sections, metrics: { listen: '127.0.0.1:0', allow: ['127.0.0.1'] } },
+  }, async (host) => {
+    await host.stderrMatching(/\/status served on 127\.0\.0\.1:(\d+)/);
+    const port = Number(/\/status served on 127\.0\.0\.1:(\d+)/.exec(host.stderr)[1]);
+    const status = await (await fetch(`http://127.0.0.1:${port}/status`)).json();
+    assert.deepEqual(status.families.map((f) => [f.family, f.kind, f.serving]), [['echo', 'plugin', true]]);
+    assert.equal(status.not_loaded.length, 1);
+    assert.equal(status.not_loaded[0].what, "upstream 'missing'");
+    assert.match(status.not_loaded[0].where, /:\d+:\d+$/);
+    assert.match(status.not_loaded[0].why, /cannot start \/nonexistent\/server/);
+    assert.equal((await host.modern('tools/call', { name: 'echo', arguments: { text: 'on' } })).result.structuredContent.text, 'on');
+  });
 });
 
 test('one gatehouse mounts another: server/discover finds 2026-07-28, and the inner families serve through the outer gate', async () => {
@@ -563,5 +589,56 @@ test('over HTTP the host sends its own token from its file and the session id it
     assert.equal(seen.at(-1).method, 'DELETE', 'the session is deleted when the host stops');
   } finally {
     server.close();
+  }
+});
+
+test('over HTTP with oauth: the host finds the authorization server, gets its own token by client credentials, renews it before it expires and when refused', async () => {
+  const { startOAuthUpstream } = await import('../fixtures/upstream/oauth_upstream.mjs');
+  const secret = 'client-secret-9f3';
+  const upstream = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, lifetimeS: 2 });
+  try {
+    await withHost(
+      {
+        plugins: [],
+        sections: {
+          upstreams: (dir) => {
+            const secretFile = path.join(dir, 'reports.secret');
+            writeFileSync(secretFile, `${secret}\n`);
+            const wrongFile = path.join(dir, 'wrong.secret');
+            writeFileSync(wrongFile, 'not-the-secret\n');
+            return [
+              { name: 'reports', url: upstream.url, oauth: { client_id: 'gatehouse', client_secret_file: secretFile, scope: 'reports:read' } },
+              { name: 'denied', url: upstream.url, oauth: { client_id: 'gatehouse', client_secret_file: wrongFile } },
+            ];
+          },
+        },
+      },
+      async (host) => {
+        await host.stderrMatching(/family 'reports' loaded: reports 2/, 30000);
+        await host.stderrMatching(/upstream 'denied'.*its token endpoint http:\/\/127\.0\.0\.1:\d+\/as\/token answered HTTP 401: invalid_client \(client authentication failed\)/, 30000);
+        const whoami = async () => (await host.modern('tools/call', { name: 'reports_whoami', arguments: {} })).result;
+        const first = await whoami();
+        assert.equal(first.content[0].text, 'tok-1', JSON.stringify(first));
+        const asked = upstream.state.tokenRequests.find((r) => r.id === 'gatehouse' && r.form.scope);
+        assert.deepEqual(asked.form, { grant_type: 'client_credentials', scope: 'reports:read', resource: upstream.url });
+        assert.equal(asked.contentType, 'application/x-www-form-urlencoded');
+
+        // Renewed shortly before it expires (2 s here), not at the server's refusal.
+        await new Promise((resolve) => setTimeout(resolve, 2100));
+        assert.equal((await whoami()).content[0].text, 'tok-2');
+        assert.equal(upstream.state.refused, 0, 'no request went out with an expired token');
+
+        // Refused (the server rotated its keys): a new token, and the call sent again once.
+        await new Promise((resolve) => setTimeout(resolve, 1100));
+        upstream.revoke();
+        assert.equal((await whoami()).content[0].text, 'tok-3');
+        assert.equal(upstream.state.refused, 1);
+
+        for (const text of [secret, 'tok-1', 'tok-2', 'tok-3'])
+          assert.ok(!host.stderr.includes(text), `${text} is never logged`);
+      },
+    );
+  } finally {
+    await upstream.close();
   }
 });

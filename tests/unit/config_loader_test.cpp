@@ -525,6 +525,7 @@ TEST_CASE("metrics, audit, tracing and log_format are read, and their mistakes n
          ":2:11: metrics.allow: 'example.com' is not an IP address or a CIDR block"},
         {"metrics:\n  allow: [10.0.0.0/40]\n", ":2:11: metrics.allow: '10.0.0.0/40'"},
         {"metrics:\n  path: metrics\n", ":2:9: metrics.path must be a path such as /metrics"},
+        {"metrics:\n  path: /status\n", ":2:9: metrics.path cannot be /status, which the host serves itself"},
         {"metrics:\n  path: /mcp\n", ":2:3: metrics.path /mcp is also http.path"},
         {"metrics:\n  listen: nowhere\n", ":2:11: metrics.listen: 'nowhere' is not host:port"},
         {"audit:\n  include_arguments: true\n", ":2:3: audit needs file"},
@@ -546,9 +547,20 @@ TEST_CASE("upstreams: each a family with a command or a URL, its name hook and g
         "  - name: mem\n    command: [npx, -y, server-memory]\n    env: {MEMORY_FILE_PATH: /tmp/m.jsonl}\n"
         "    cwd: work\n    deny: [delete_entities]\n    risk: read\n    rules: Ask first.\n"
         "    required_scopes: [notes]\n    tool_timeout_ms: 5000\n"
-        "  - name: everything\n    url: http://127.0.0.1:3001/mcp\n    names: none\n    token_env: EVERYTHING_TOKEN\n");
+        "  - name: everything\n    url: http://127.0.0.1:3001/mcp\n    names: none\n    token_env: EVERYTHING_TOKEN\n"
+        "  - name: reports\n    url: https://reports.example/mcp\n"
+        "    oauth: {client_id: gh, client_secret_file: reports.secret, scope: 'a b', "
+        "token_url: https://auth.example/token}\n");
     const auto cfg = load_config_file(file);
-    REQUIRE(cfg.upstreams.size() == 2);
+    REQUIRE(cfg.upstreams.size() == 3);
+    const auto& oauth = cfg.upstreams[2].oauth;
+    CHECK(oauth.configured());
+    CHECK(oauth.client_id == "gh");
+    CHECK(oauth.client_secret_file == dir.path() / "reports.secret");
+    CHECK(oauth.scope == "a b");
+    CHECK(oauth.token_url == "https://auth.example/token");
+    CHECK(oauth.resource.empty());
+    CHECK_FALSE(cfg.upstreams[1].oauth.configured());
     const auto& mem = cfg.upstreams[0];
     CHECK(mem.name == "mem");
     CHECK(mem.command == std::vector<std::string>{"npx", "-y", "server-memory"});
@@ -578,6 +590,20 @@ TEST_CASE("upstreams: each a family with a command or a URL, its name hook and g
         {"upstreams:\n  - name: m\n    url: ftp://h/mcp\n",
          ":3:10: upstream 'm'.url must be an http:// or https:// URL"},
         {"upstreams:\n  - name: m\n    command: []\n", ":3:14: upstream 'm'.command must be a list"},
+        {"upstreams:\n  - name: m\n    url: http://me:pw@h/mcp\n", ":3:10: upstream 'm'.url holds user information"},
+        {"upstreams:\n  - name: m\n    command: [x]\n    oauth: {client_id: c, client_secret_env: S}\n",
+         ":4:12: upstream 'm'.oauth is the host's client at a url's authorization server: it needs url"},
+        {"upstreams:\n  - name: m\n    url: http://h/\n    token_env: T\n    oauth: {client_id: c, client_secret_env: "
+         "S}\n",
+         "upstream 'm' sets both oauth and a token of its own"},
+        {"upstreams:\n  - name: m\n    url: http://h/\n    oauth: {client_secret_env: S}\n", "oauth needs client_id"},
+        {"upstreams:\n  - name: m\n    url: http://h/\n    oauth: {client_id: c}\n",
+         "needs exactly one of client_secret_file and client_secret_env"},
+        {"upstreams:\n  - name: m\n    url: http://h/\n    oauth: {client_id: c, client_secret_env: S, token_url: "
+         "ftp://a/t}\n",
+         "oauth.token_url must be an http:// or https:// URL with no user information"},
+        {"upstreams:\n  - name: m\n    url: http://h/\n    oauth: {client_id: c, client_secret_env: S, grant: x}\n",
+         "grant"},
         {"upstreams:\n  - name: m\n    url: http://h/\n    env: {A: b}\n", ":4:10: upstream 'm'.env is a command's"},
         {"upstreams:\n  - name: m\n    command: [x]\n    names: '{upstream}'\n", "must hold {name} exactly once"},
         {"upstreams:\n  - name: m\n    command: [x]\n    names: 'a/{name}'\n", "only letters, digits"},

@@ -337,4 +337,8 @@ TEST_CASE("an upstream URL: host, port and target read; what a request cannot ca
     CHECK_THROWS_WITH(HttpUrl::parse("http://h:99999999/"), Catch::Contains("no valid port"));
     CHECK_THROWS_WITH(HttpUrl::parse("http://h/a b"), Catch::Contains("a path a request line cannot carry"));
     CHECK_THROWS_WITH(HttpUrl::parse("http://:80/"), Catch::Contains("names no host"));
+    // A key in the query stays out of what the log shows.
+    CHECK(gatehouse::upstream::shown_url("http://h/mcp?key=s3cret") == "http://h/mcp?…");
+    CHECK(gatehouse::upstream::shown_url("http://h/mcp") == "http://h/mcp");
+    CHECK_THROWS_WITH(HttpUrl::parse("http://:80/?key=s3cret"), !Catch::Contains("s3cret"));
 }
