@@ -76,6 +76,8 @@ void ClientSession::on_closed(const std::string& why) {
     std::lock_guard lock(mutex_);
     closed_ = true;
     why_closed_ = why;
+    listen_id_ = 0;
+    if (listening_ == Listening::open) listening_ = Listening::ended;
     for (auto& [id, pending] : pending_) {
         pending->gone = true;
         pending->why = why;
@@ -148,6 +150,40 @@ void ClientSession::open(std::chrono::milliseconds timeout) {
     if (auto info = initialized.find("serverInfo"); info != initialized.end() && info->is_object())
         server_info_ = *info;
     send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+}
+
+void ClientSession::listen() {
+    if (!stateless_) return;
+    const auto changes = [&](const char* list) {
+        const auto offered = capabilities_.find(list);
+        if (offered == capabilities_.end() || !offered->is_object()) return false;
+        const auto flag = offered->find("listChanged");
+        return flag != offered->end() && flag->is_boolean() && flag->get<bool>();
+    };
+    Json wanted = Json::object();
+    if (changes("tools")) wanted["toolsListChanged"] = true;
+    if (changes("prompts")) wanted["promptsListChanged"] = true;
+    if (changes("resources")) wanted["resourcesListChanged"] = true;
+    if (wanted.empty()) return;
+    std::int64_t id;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_ || listening_ == Listening::open || listening_ == Listening::refused) return;
+        id = ++next_id_;
+        listen_id_ = id;
+        listening_ = Listening::open;
+    }
+    Json params = with_meta({{"notifications", std::move(wanted)}}, Json::object());
+    if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", "subscriptions/listen"}, {"params", std::move(params)}})) {
+        std::lock_guard lock(mutex_);
+        if (listen_id_ == id) listen_id_ = 0;
+        listening_ = Listening::ended;
+    }
+}
+
+ClientSession::Listening ClientSession::listening() const {
+    std::lock_guard lock(mutex_);
+    return listening_;
 }
 
 ClientSession::Reply ClientSession::call(const std::string& method, Json params, const Waiting& waiting) {
@@ -345,7 +381,23 @@ void ClientSession::receive(std::string_view text, const Json& stream_of) {
         return;
     }
     if (id == message.end() || !id->is_number_integer()) return; // not an answer to anything this host sent
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    if (listen_id_ != 0 && id->get<std::int64_t>() == listen_id_) {
+        // A subscription is answered only when it ends.
+        listen_id_ = 0;
+        const auto error = message.find("error");
+        const bool unknown =
+            error != message.end() && error->is_object() && error->contains("code") && (*error)["code"] == -32601;
+        listening_ = unknown ? Listening::refused : Listening::ended;
+        lock.unlock();
+        if (error == message.end())
+            spdlog::info("[{}] ended the host's subscription to its changes", options_.family);
+        else
+            spdlog::warn("[{}] answered subscriptions/listen with an error{}: {}", options_.family,
+                         unknown ? " (it does not know it; its list changes go unheard)" : "",
+                         error->is_object() ? error_text(*error) : "a malformed error");
+        return;
+    }
     auto it = pending_.find(id->get<std::int64_t>());
     if (it == pending_.end()) return; // late: its request was cancelled or timed out
     it->second->answer = std::move(message);

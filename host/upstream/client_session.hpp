@@ -124,6 +124,19 @@ public:
     static constexpr std::size_t kMaxItems = 10000;
     static constexpr std::size_t kMaxPages = 1000;
 
+    // 2026-07-28: asks by subscriptions/listen for the list_changed
+    // notifications of the lists the server says can change (a 2025-11-25
+    // server sends them unasked); they reach ListChanged. The subscription
+    // lasts until the server ends it or the connection ends.
+    void listen();
+    enum class Listening {
+        no,      // nothing to listen to, or not asked yet
+        open,    // asked, and not ended
+        ended,   // the server ended it, or its stream was cut: worth asking again
+        refused, // the server does not know subscriptions/listen
+    };
+    Listening listening() const;
+
     bool alive() const;
     std::string why_closed() const;
     std::string describe() const { return transport_->describe(); }
@@ -142,6 +155,8 @@ private:
     mutable std::mutex mutex_;
     std::unordered_map<std::int64_t, std::shared_ptr<Pending>> pending_;
     std::int64_t next_id_ = 0;
+    std::int64_t listen_id_ = 0; // the open subscriptions/listen, 0: none
+    Listening listening_ = Listening::no;
     bool closed_ = false;
     std::string why_closed_;
     std::atomic<unsigned> unreadable_{0}; // lines that were not JSON-RPC, logged a few times

@@ -16,8 +16,9 @@ public:
     struct Events {
         // One whole message, at most the transport's bound in bytes, not yet
         // parsed. `stream_of` is the id of the host's request whose answer
-        // stream carried it (Streamable HTTP), null where the transport cannot
-        // tell (stdio): what a server asks during a call is matched by it.
+        // stream carried it (Streamable HTTP), false for the server's own
+        // stream (outside any request), null where the transport cannot tell
+        // (stdio): what a server asks during a call is matched by it.
         std::function<void(std::string_view message, const nlohmann::json& stream_of)> message;
         // The connection ended (called once, after the last message), and why.
         std::function<void(const std::string& why)> closed;

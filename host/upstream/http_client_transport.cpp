@@ -64,17 +64,28 @@ public:
                 line.remove_prefix(6);
                 if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
                 event_ = std::string(line.substr(0, 64));
-            } // id:, retry: and comments need nothing here
+            } else if (line.rfind("id:", 0) == 0) {
+                line.remove_prefix(3);
+                if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+                // A stream is resumed from it in a header: only what a header carries.
+                if (line.size() <= 256 && ascii_printable(line)) last_id_ = std::string(line);
+            } // retry: and comments need nothing here
         }
         pending_.erase(0, start);
         return pending_.size() <= bound_;
     }
+    const std::string& last_id() const { return last_id_; }
 
 private:
     std::size_t bound_;
     std::function<void(std::string_view)> deliver_;
-    std::string pending_, data_, event_;
+    std::string pending_, data_, event_, last_id_;
 };
+
+// What a server sends on its own stream answers no request of the host's.
+const Json kServerStream = false;
+constexpr auto kFirstStreamBackoff = std::chrono::seconds(1);
+constexpr auto kLongestStreamBackoff = std::chrono::seconds(30);
 
 } // namespace
 
@@ -203,11 +214,156 @@ void HttpClientTransport::post(Json message, std::string body) {
     if (!bearer_for(message, token)) return;
     if (post_once(message, body, token, true) == Outcome::token_refused && bearer_for(message, token))
         post_once(message, body, token, false);
+    if (message.value("method", "") == "notifications/initialized") start_server_stream();
+}
+
+struct HttpClientTransport::Tracked {
+    HttpClientTransport& self;
+    int fd;
+    bool held = false; // false: the transport closed meanwhile, and the socket is not to be used
+    Tracked(HttpClientTransport& self, int fd) : self(self), fd(fd) {
+        std::lock_guard lock(self.mutex_);
+        if (self.closed_) return;
+        self.sockets_.insert(fd);
+        held = true;
+    }
+    ~Tracked() {
+        if (!held) return;
+        std::lock_guard lock(self.mutex_);
+        self.sockets_.erase(fd);
+    }
+    Tracked(const Tracked&) = delete;
+    Tracked& operator=(const Tracked&) = delete;
+};
+
+// A 2025-11-25 session's GET stream, on a thread of its own that close() ends.
+void HttpClientTransport::start_server_stream() {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    ++in_flight_;
+    Post& started = posts_.emplace_back();
+    started.thread = std::thread([this, done = started.done] {
+        hold_server_stream();
+        std::lock_guard lock(mutex_);
+        --in_flight_;
+        idle_.notify_all();
+        done->store(true);
+    });
+}
+
+// Opens the stream again whenever it ends, from the last event seen, after a
+// pause that doubles while streams keep ending soon after they open.
+void HttpClientTransport::hold_server_stream() {
+    std::string last_event_id;
+    std::chrono::seconds backoff = kFirstStreamBackoff;
+    for (;;) {
+        const auto opened = std::chrono::steady_clock::now();
+        if (read_server_stream(last_event_id) != StreamEnd::again) return;
+        if (std::chrono::steady_clock::now() - opened >= kLongestStreamBackoff) backoff = kFirstStreamBackoff;
+        std::unique_lock lock(mutex_);
+        if (closing_.wait_for(lock, backoff, [&] { return closed_; })) return;
+        backoff = std::min(backoff * 2, std::chrono::seconds(kLongestStreamBackoff));
+    }
+}
+
+HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::string& last_event_id) {
+    std::string session_id, version;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_) return StreamEnd::over;
+        session_id = session_id_;
+        version = protocol_version_;
+    }
+    std::string token;
+    if (options_.bearer) {
+        try {
+            token = options_.bearer->current();
+        } catch (const std::exception& e) {
+            spdlog::warn("[{}] {}; its own stream waits", options_.family, e.what());
+            return StreamEnd::again;
+        }
+        if (!ascii_printable(token)) return StreamEnd::over;
+    }
+    asio::io_context io;
+    beast::tcp_stream stream(io);
+    int fd = -1;
+    try {
+        tcp::resolver resolver(io);
+        stream.expires_after(options_.connect_timeout);
+        stream.connect(resolver.resolve(url_.host, url_.port));
+        fd = stream.socket().native_handle();
+        const Tracked tracked(*this, fd);
+        if (!tracked.held) return StreamEnd::over;
+
+        http::request<http::empty_body> request{http::verb::get, url_.target, 11};
+        request.set(http::field::host, url_.host_header);
+        request.set(http::field::user_agent, "gatehouse");
+        request.set(http::field::accept, "text/event-stream");
+        if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
+        if (!session_id.empty()) request.set("Mcp-Session-Id", session_id);
+        if (!version.empty()) request.set("MCP-Protocol-Version", version);
+        if (!last_event_id.empty()) request.set("Last-Event-ID", last_event_id);
+        stream.expires_after(options_.connect_timeout);
+        http::write(stream, request);
+
+        beast::flat_buffer buffer;
+        http::response_parser<http::buffer_body> parser;
+        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+        parser.header_limit(16 * 1024);
+        http::read_header(stream, buffer, parser);
+        const unsigned status = parser.get().result_int();
+        const std::string type(parser.get()[http::field::content_type]);
+        if (status == 404 && !session_id.empty()) {
+            ended("it no longer knows the session (HTTP 404)");
+            return StreamEnd::over;
+        }
+        if (status == 401 && !token.empty() && options_.bearer->refused(token)) return StreamEnd::again;
+        if (status >= 500) {
+            spdlog::warn("[{}] answered the GET of its own stream with HTTP {}; asking again later", options_.family,
+                         status);
+            return StreamEnd::again;
+        }
+        if (status != 200 || type.rfind("text/event-stream", 0) != 0) {
+            // 405 says the server has no stream of its own; what it sends comes within requests.
+            spdlog::debug("[{}] offers no stream of its own (HTTP {})", options_.family, status);
+            return StreamEnd::not_offered;
+        }
+        spdlog::debug("[{}] its own stream is open", options_.family);
+        SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data, kServerStream); });
+        // Quiet for hours is a healthy stream: only close() or the server ends it.
+        stream.expires_never();
+        char chunk[16 * 1024];
+        while (!parser.is_done()) {
+            parser.get().body().data = chunk;
+            parser.get().body().size = sizeof chunk;
+            beast::error_code ec;
+            http::read_some(stream, buffer, parser, ec);
+            if (ec == http::error::need_buffer) ec = {};
+            if (ec) throw beast::system_error(ec);
+            const bool within = sse.feed(std::string_view(chunk, sizeof chunk - parser.get().body().size));
+            last_event_id = sse.last_id();
+            if (!within) {
+                ended("it sent a message over " + std::to_string(options_.max_message_bytes) +
+                      " bytes (limits.max_message_bytes) on its own stream");
+                return StreamEnd::over;
+            }
+        }
+        last_event_id = sse.last_id();
+    } catch (const std::exception& e) {
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_) return StreamEnd::over;
+        }
+        spdlog::info("[{}] its own stream ended ({}); opening it again", options_.family, e.what());
+    }
+    return StreamEnd::again;
 }
 
 HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message, const std::string& body,
                                                             const std::string& token, bool may_renew) {
     const std::string method = message.value("method", "");
+    // A subscription's answer stream is quiet for as long as nothing changes.
+    const bool held = method == "subscriptions/listen";
     std::string session_id, version;
     {
         std::lock_guard lock(mutex_);
@@ -228,19 +384,8 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
         stream.expires_after(options_.connect_timeout);
         stream.connect(addresses);
         fd = stream.socket().native_handle();
-        {
-            std::lock_guard lock(mutex_);
-            if (closed_) return Outcome::done;
-            sockets_.insert(fd);
-        }
-        struct Forget {
-            HttpClientTransport* self;
-            int fd;
-            ~Forget() {
-                std::lock_guard lock(self->mutex_);
-                self->sockets_.erase(fd);
-            }
-        } forget{this, fd};
+        const Tracked tracked(*this, fd);
+        if (!tracked.held) return Outcome::done;
 
         http::request<http::string_body> request{http::verb::post, url_.target, 11};
         request.set(http::field::host, url_.host_header);
@@ -260,7 +405,7 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
         }
         request.body() = body;
         request.prepare_payload();
-        stream.expires_after(options_.read_timeout);
+        stream.expires_after(held ? options_.connect_timeout : options_.read_timeout);
         http::write(stream, request);
 
         beast::flat_buffer buffer;
@@ -290,9 +435,12 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
         while (!parser.is_done()) {
             parser.get().body().data = chunk;
             parser.get().body().size = sizeof chunk;
-            stream.expires_after(options_.read_timeout);
+            if (held)
+                stream.expires_never();
+            else
+                stream.expires_after(options_.read_timeout);
             beast::error_code ec;
-            http::read(stream, buffer, parser, ec);
+            http::read_some(stream, buffer, parser, ec);
             if (ec == http::error::need_buffer) ec = {};
             if (ec) throw beast::system_error(ec);
             const std::string_view got(chunk, sizeof chunk - parser.get().body().size);
@@ -325,6 +473,8 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             return Outcome::done;
         }
         if (!events) events_.message(whole, stream_of);
+        // The subscription's stream ended without its answer: the session asks again.
+        if (held && events) refuse(message, "its subscription stream ended");
     } catch (const beast::system_error& e) {
         {
             std::lock_guard lock(mutex_);
@@ -384,6 +534,7 @@ void HttpClientTransport::close() {
             return;
         }
         closed_ = true;
+        closing_.notify_all();
         // Posts still reading (a request the session gave up on) end now.
         for (int fd : sockets_)
             ::shutdown(fd, SHUT_RDWR);

@@ -38,7 +38,11 @@ std::string shown_url(const std::string& url);
 // The host's own bearer token goes in Authorization, never the agent's; a
 // request it refuses with 401 is sent once more when a new token can be had.
 // Each POST is read on a thread of its own, so a request's progress arrives
-// while it runs and its cancellation can be sent meanwhile.
+// while it runs and its cancellation can be sent meanwhile. What a server
+// sends outside any request travels on a stream held open: a 2025-11-25
+// session's GET stream (opened after initialization, again from the last
+// event id when it is cut; a server without one answers 405), or a 2026-07-28
+// subscriptions/listen POST, which is read for as long as it lasts.
 class HttpClientTransport final : public ClientTransport {
 public:
     struct Options {
@@ -64,7 +68,7 @@ private:
     HttpUrl url_;
     Events events_;
     std::mutex mutex_;
-    std::condition_variable idle_;
+    std::condition_variable idle_, closing_;
     std::string session_id_, protocol_version_;
     bool closed_ = false;
     std::atomic<bool> told_closed_{false};
@@ -77,6 +81,11 @@ private:
     unsigned in_flight_ = 0;
 
     enum class Outcome { done, token_refused };
+    enum class StreamEnd { again, not_offered, over };
+    void start_server_stream();
+    void hold_server_stream();
+    StreamEnd read_server_stream(std::string& last_event_id);
+    struct Tracked; // a socket close() cuts, while it is in use
     void post(nlohmann::json message, std::string body);
     Outcome post_once(const nlohmann::json& message, const std::string& body, const std::string& token, bool may_renew);
     bool bearer_for(const nlohmann::json& message, std::string& token);

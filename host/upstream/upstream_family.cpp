@@ -31,6 +31,7 @@ constexpr auto kFirstBackoff = 100ms;
 constexpr auto kLongestBackoff = 30s;
 constexpr auto kLivedLongEnough = 30s; // a connection that lasted this long starts the backoff over
 constexpr auto kWatch = 100ms;         // how often the supervisor looks at the connection
+constexpr auto kFirstListen = 1000ms;  // a subscription that ended is asked for again after this
 
 bool valid_tool_name(std::string_view name) {
     if (name.empty() || name.size() > 64) return false;
@@ -241,6 +242,8 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
         throw std::runtime_error("it did not connect (" + why + (closed.empty() || closed == why ? "" : "; " + closed) +
                                  ")");
     }
+    // Before the first listing, so no change after it goes unheard.
+    session->listen();
     return session;
 }
 
@@ -461,6 +464,10 @@ std::string UpstreamFamily::why_not_serving() const {
 void UpstreamFamily::supervise() {
     auto backoff = kFirstBackoff;
     auto connected_at = Clock::now();
+    // A subscription the server ended is asked for again, at most once a
+    // second, less often while they keep ending soon after they open.
+    auto listen_backoff = kFirstListen;
+    auto listened_at = Clock::now();
     std::unique_lock lock(mutex_);
     while (!stopping_) {
         changed_.wait_for(lock, kWatch);
@@ -469,6 +476,19 @@ void UpstreamFamily::supervise() {
         sweep_parked();
         lock.lock();
         if (session_ && session_->alive()) {
+            if (session_->listening() == ClientSession::Listening::ended &&
+                Clock::now() - listened_at >= listen_backoff) {
+                listen_backoff = Clock::now() - listened_at >= kLivedLongEnough
+                                     ? kFirstListen
+                                     : std::min<std::chrono::milliseconds>(listen_backoff * 2, kLongestBackoff);
+                listened_at = Clock::now();
+                relist_ = true; // what changed while no one listened
+                auto session = session_;
+                lock.unlock();
+                session->listen();
+                lock.lock();
+                if (stopping_) break;
+            }
             if (!relist_) continue;
             relist_ = false;
             auto session = session_;
@@ -512,7 +532,7 @@ void UpstreamFamily::supervise() {
             spdlog::info("upstream '{}' serves again ({})", options_.entry.name, session->protocol_version());
             session_ = std::move(session);
             down_because_.clear();
-            connected_at = Clock::now();
+            connected_at = listened_at = Clock::now();
         } else {
             down_because_ = why;
             backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);

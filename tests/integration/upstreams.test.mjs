@@ -550,6 +550,7 @@ test('over HTTP the host sends its own token from its file and the session id it
     req.on('end', () => {
       seen.push({ method: req.method, authorization: req.headers.authorization, session: req.headers['mcp-session-id'] });
       if (req.method === 'DELETE') return res.writeHead(200).end();
+      if (req.method === 'GET') return res.writeHead(405).end(); // no stream of its own
       const message = JSON.parse(body);
       if (message.id === undefined) return res.writeHead(202).end();
       const answer = (result) => res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-42' })
@@ -640,5 +641,62 @@ test('over HTTP with oauth: the host finds the authorization server, gets its ow
     );
   } finally {
     await upstream.close();
+  }
+});
+
+test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscriptions/listen and a 2025-11-25 upstream\'s GET stream, each opened again when it ends', async () => {
+  const CHANGING = path.resolve(HERE, '../fixtures/upstream/changing_server.mjs');
+  const { startChangingHttpServer } = await import('../fixtures/upstream/changing_server.mjs');
+  const web = await startChangingHttpServer();
+  const until = async (what, check, ms = 15000) => {
+    const end = Date.now() + ms;
+    for (;;) {
+      const value = await check();
+      if (value) return value;
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await sleep(100);
+    }
+  };
+  try {
+    await withHost(
+      {
+        plugins: [],
+        sections: {
+          upstreams: [
+            { name: 'modern', command: [NODE, CHANGING, 'modern'] },
+            { name: 'web', url: web.url },
+          ],
+        },
+      },
+      async (host) => {
+        await host.stderrMatching(/family 'modern' loaded: changing 1/, 30000);
+        await host.stderrMatching(/family 'web' loaded: changing 1/, 30000);
+        const call = async (name) => (await host.modern('tools/call', { name, arguments: {} })).result;
+        const listens = async () => (await call('modern_streams')).structuredContent.streams;
+
+        // 2026-07-28: one subscription, asking for what the server can change.
+        assert.deepEqual(await until('the listen', async () => ((await listens()).length ? listens() : null)), [
+          { toolsListChanged: true },
+        ]);
+        await call('modern_grow');
+        await host.stderrMatching(/upstream 'modern' now offers \["extra"\]/, 10000);
+        // A subscription the server ends is opened again.
+        await call('modern_end_stream');
+        assert.equal((await until('a second listen', async () => ((await listens()).length >= 2 ? listens() : null))).length, 2);
+
+        // 2025-11-25 over HTTP: the session's GET stream carries the change.
+        await until('the GET stream', () => web.gets.length >= 1);
+        assert.equal(web.gets[0], null, 'the first GET has no Last-Event-ID');
+        await call('web_grow');
+        await host.stderrMatching(/upstream 'web' now offers \["extra"\]/, 10000);
+        // Cut: opened again from the last event the host saw.
+        await call('web_end_stream');
+        await until('a second GET', () => web.gets.length >= 2);
+        assert.equal(web.gets[1], 'ev-1');
+        assert.doesNotMatch(host.stderr, /not a JSON-RPC message/);
+      },
+    );
+  } finally {
+    await web.close();
   }
 });

@@ -342,3 +342,67 @@ TEST_CASE("an upstream URL: host, port and target read; what a request cannot ca
     CHECK(gatehouse::upstream::shown_url("http://h/mcp") == "http://h/mcp");
     CHECK_THROWS_WITH(HttpUrl::parse("http://:80/?key=s3cret"), !Catch::Contains("s3cret"));
 }
+
+TEST_CASE("a 2026-07-28 server is asked by subscriptions/listen for the lists it can change; its end is known",
+          "[upstream]") {
+    std::vector<Json> sent;
+    const auto discover = [](const Json& m) -> std::vector<std::string> {
+        if (m["method"] == "server/discover")
+            return {reply(m, {{"supportedVersions", {"2026-07-28"}},
+                              {"capabilities",
+                               {{"tools", {{"listChanged", true}}},
+                                {"prompts", {{"listChanged", false}}},
+                                {"resources", {{"listChanged", "yes"}}}}}})};
+        return {};
+    };
+    auto scripted = std::make_unique<ScriptedTransport>(discover, sent);
+    ScriptedTransport* transport = scripted.get();
+    std::vector<std::string> changed;
+    ClientSession::Options options;
+    options.family = "test";
+    ClientSession session(std::move(scripted), options, [&](const std::string& m) { changed.push_back(m); });
+    session.open(std::chrono::milliseconds(2000));
+    CHECK(session.listening() == ClientSession::Listening::no);
+    session.listen();
+    REQUIRE(sent.size() == 2);
+    const Json listen = sent[1];
+    CHECK(listen["method"] == "subscriptions/listen");
+    // Only a boolean true counts as a list that can change.
+    CHECK(listen["params"]["notifications"] == Json{{"toolsListChanged", true}});
+    CHECK(listen["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28");
+    CHECK(session.listening() == ClientSession::Listening::open);
+    session.listen(); // one at a time
+    CHECK(sent.size() == 2);
+
+    const Json tag = {{"io.modelcontextprotocol/subscriptionId", listen["id"]}};
+    transport->deliver(Json{{"jsonrpc", "2.0"},
+                            {"method", "notifications/subscriptions/acknowledged"},
+                            {"params", {{"notifications", {{"toolsListChanged", true}}}, {"_meta", tag}}}}
+                           .dump());
+    transport->deliver(
+        Json{{"jsonrpc", "2.0"}, {"method", "notifications/tools/list_changed"}, {"params", {{"_meta", tag}}}}.dump());
+    CHECK(changed == std::vector<std::string>{"notifications/tools/list_changed"});
+
+    // The server ends it: worth asking again.
+    transport->deliver(reply(listen, {{"resultType", "complete"}, {"_meta", tag}}));
+    CHECK(session.listening() == ClientSession::Listening::ended);
+    session.listen();
+    REQUIRE(sent.size() == 3);
+    CHECK(sent[2]["id"] != listen["id"]);
+
+    // A server that does not know it is not asked again.
+    transport->deliver(error(sent[2], -32601, "Method not found"));
+    CHECK(session.listening() == ClientSession::Listening::refused);
+    session.listen();
+    CHECK(sent.size() == 3);
+}
+
+TEST_CASE("a 2025-11-25 server sends its changes unasked: nothing is opened for them", "[upstream]") {
+    std::vector<Json> sent;
+    auto session = session_over(legacy_server, sent);
+    session->open(std::chrono::milliseconds(2000));
+    const auto before = sent.size();
+    session->listen();
+    CHECK(sent.size() == before);
+    CHECK(session->listening() == ClientSession::Listening::no);
+}
