@@ -82,6 +82,27 @@ private:
     std::string pending_, data_, event_, last_id_;
 };
 
+void connect(beast::tcp_stream& stream, asio::io_context& io, const HttpUrl& url, std::chrono::milliseconds timeout) {
+    tcp::resolver resolver(io);
+    const auto addresses = resolver.resolve(url.host, url.port);
+    stream.expires_after(timeout);
+    stream.connect(addresses);
+}
+
+// What every request of the host's to an upstream carries.
+template <class Body>
+http::request<Body> request_to(http::verb verb, const HttpUrl& url, const char* accept, const std::string& token,
+                               const std::string& session_id, const std::string& version) {
+    http::request<Body> request{verb, url.target, 11};
+    request.set(http::field::host, url.host_header);
+    request.set(http::field::user_agent, "gatehouse");
+    request.set(http::field::accept, accept);
+    if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
+    if (!session_id.empty()) request.set("Mcp-Session-Id", session_id);
+    if (!version.empty()) request.set("MCP-Protocol-Version", version);
+    return request;
+}
+
 // What a server sends on its own stream answers no request of the host's.
 const Json kServerStream = false;
 constexpr auto kFirstStreamBackoff = std::chrono::seconds(1);
@@ -288,20 +309,13 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
     beast::tcp_stream stream(io);
     int fd = -1;
     try {
-        tcp::resolver resolver(io);
-        stream.expires_after(options_.connect_timeout);
-        stream.connect(resolver.resolve(url_.host, url_.port));
+        connect(stream, io, url_, options_.connect_timeout);
         fd = stream.socket().native_handle();
         const Tracked tracked(*this, fd);
         if (!tracked.held) return StreamEnd::over;
 
-        http::request<http::empty_body> request{http::verb::get, url_.target, 11};
-        request.set(http::field::host, url_.host_header);
-        request.set(http::field::user_agent, "gatehouse");
-        request.set(http::field::accept, "text/event-stream");
-        if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-        if (!session_id.empty()) request.set("Mcp-Session-Id", session_id);
-        if (!version.empty()) request.set("MCP-Protocol-Version", version);
+        auto request =
+            request_to<http::empty_body>(http::verb::get, url_, "text/event-stream", token, session_id, version);
         if (!last_event_id.empty()) request.set("Last-Event-ID", last_event_id);
         stream.expires_after(options_.connect_timeout);
         http::write(stream, request);
@@ -379,22 +393,14 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
     beast::tcp_stream stream(io);
     int fd = -1;
     try {
-        tcp::resolver resolver(io);
-        const auto addresses = resolver.resolve(url_.host, url_.port);
-        stream.expires_after(options_.connect_timeout);
-        stream.connect(addresses);
+        connect(stream, io, url_, options_.connect_timeout);
         fd = stream.socket().native_handle();
         const Tracked tracked(*this, fd);
         if (!tracked.held) return Outcome::done;
 
-        http::request<http::string_body> request{http::verb::post, url_.target, 11};
-        request.set(http::field::host, url_.host_header);
-        request.set(http::field::user_agent, "gatehouse");
+        auto request = request_to<http::string_body>(http::verb::post, url_, "application/json, text/event-stream",
+                                                     token, session_id, version);
         request.set(http::field::content_type, "application/json");
-        request.set(http::field::accept, "application/json, text/event-stream");
-        if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-        if (!session_id.empty()) request.set("Mcp-Session-Id", session_id);
-        if (!version.empty()) request.set("MCP-Protocol-Version", version);
         if (version == "2026-07-28" && !method.empty()) {
             request.set("Mcp-Method", method);
             if (const char* field = name_field(method))
@@ -505,17 +511,11 @@ void HttpClientTransport::delete_session() {
     try {
         asio::io_context io;
         beast::tcp_stream stream(io);
-        tcp::resolver resolver(io);
-        stream.expires_after(std::chrono::seconds(2));
-        stream.connect(resolver.resolve(url_.host, url_.port));
-        http::request<http::empty_body> request{http::verb::delete_, url_.target, 11};
-        request.set(http::field::host, url_.host_header);
-        request.set("Mcp-Session-Id", session_id);
-        if (!version.empty()) request.set("MCP-Protocol-Version", version);
-        if (options_.bearer) {
-            const std::string token = options_.bearer->current();
-            if (ascii_printable(token) && !token.empty()) request.set(http::field::authorization, "Bearer " + token);
-        }
+        connect(stream, io, url_, std::chrono::seconds(2));
+        std::string token = options_.bearer ? options_.bearer->current() : std::string();
+        if (!ascii_printable(token)) token.clear();
+        auto request =
+            request_to<http::empty_body>(http::verb::delete_, url_, "application/json", token, session_id, version);
         http::write(stream, request);
         beast::flat_buffer buffer;
         http::response<http::string_body> response;
