@@ -31,13 +31,6 @@ struct Refused : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-bool valid_tool_name(const std::string& name) {
-    if (name.empty() || name.size() > 64) return false;
-    for (char c : name)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
-    return true;
-}
-
 bool valid_family_name(const std::string& name) {
     if (name.empty() || name.size() > 64) return false;
     for (char c : name)
@@ -619,6 +612,13 @@ OpenedLibrary open_library(const std::filesystem::path& path, const gh_host_api*
 std::filesystem::path resolve_plugin_path(const config::PluginEntry& entry, const config::Config& cfg) {
     if (entry.path.has_parent_path() || entry.path.is_absolute()) return entry.path;
     return cfg.plugin_dir / entry.path;
+}
+
+bool valid_tool_name(std::string_view name) {
+    if (name.empty() || name.size() > 64) return false;
+    for (char c : name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+    return true;
 }
 
 std::unique_ptr<Tool> read_tool_descriptor(const gh_tool_desc* raw, std::size_t index, const std::string& prefix,

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gatehouse::plugins {
@@ -52,6 +53,10 @@ OpenedLibrary open_library(const std::filesystem::path& path, const gh_host_api*
 // Where the loader looks for a plugins entry's file: a bare file name in
 // plugin_dir, anything else as written (already resolved against the config).
 std::filesystem::path resolve_plugin_path(const config::PluginEntry& entry, const config::Config& config);
+
+// A name a tool or prompt may be published under: 1 to 64 letters, digits,
+// '_', '-' or '.'. Upstream families check the names their servers list by it.
+bool valid_tool_name(std::string_view name);
 
 // Reads one tool descriptor through read_abi_struct and checks everything in
 // it that needs no loaded library: name, flags, risk, the JSON fields and the

@@ -33,13 +33,6 @@ constexpr auto kLivedLongEnough = 30s; // a connection that lasted this long sta
 constexpr auto kWatch = 100ms;         // how often the supervisor looks at the connection
 constexpr auto kFirstListen = 1000ms;  // a subscription that ended is asked for again after this
 
-bool valid_tool_name(std::string_view name) {
-    if (name.empty() || name.size() > 64) return false;
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-    });
-}
-
 std::uint32_t risk_named(const std::string& name) {
     if (name == "read") return GH_RISK_READ;
     if (name == "money") return GH_RISK_MONEY;
@@ -273,7 +266,7 @@ void UpstreamFamily::offer(const Listing& listing, const Json& server_info) {
         OfferedTool offered;
         offered.own_name = own;
         offered.published = hook_.apply(own);
-        if (!valid_tool_name(own) || !valid_tool_name(offered.published)) {
+        if (!plugins::valid_tool_name(own) || !plugins::valid_tool_name(offered.published)) {
             spdlog::warn("upstream '{}': tool '{}' is left out: as '{}' its name is not 1-64 of letters, digits, "
                          "'_', '-', '.'",
                          entry.name, own.substr(0, 200), offered.published.substr(0, 200));
@@ -418,7 +411,7 @@ void UpstreamFamily::offer_prompts(const std::vector<Json>& listed) {
         d.arguments = keep(arguments.dump());
         d.get = &UpstreamFamily::get_prompt;
         if (completions_) d.complete = &UpstreamFamily::complete_prompt;
-        bool usable = valid_tool_name(offered.published);
+        bool usable = plugins::valid_tool_name(offered.published);
         try {
             if (usable) plugins::read_prompt_descriptor(&d, prompts_.size() - 1, "");
         } catch (const std::exception& e) {
@@ -427,7 +420,7 @@ void UpstreamFamily::offer_prompts(const std::vector<Json>& listed) {
             usable = false;
         }
         if (!usable) {
-            if (!valid_tool_name(offered.published))
+            if (!plugins::valid_tool_name(offered.published))
                 spdlog::warn("upstream '{}': prompt '{}' is left out: as '{}' its name is not 1-64 of letters, "
                              "digits, '_', '-', '.'",
                              family, offered.own_name.substr(0, 200), offered.published.substr(0, 200));
