@@ -294,9 +294,9 @@ std::unique_ptr<transport::OpsListener> Host::listen_ops() {
     try {
         return std::make_unique<transport::OpsListener>(
             config_.metrics, *observability_,
-            transport::OpsListener::Probes{
-                [server = server_.get()] { return server->readiness(); }, [this] { return stopping_.load(); },
-                [this] { return host_status(*registry_, not_loaded_, server_->readiness()); }});
+            transport::OpsListener::Probes{[server = server_.get()] { return server->readiness(); },
+                                           [this] { return stopping_.load(); },
+                                           [this] { return host_status(*registry_, not_loaded_); }});
     } catch (const std::exception& e) {
         throw HostError(e.what(), 1);
     }

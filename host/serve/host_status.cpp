@@ -45,19 +45,14 @@ Json family_status(const plugins::FamilyInfo& info, const plugins::LoadedPlugin*
 
 } // namespace
 
-Json host_status(const plugins::ToolRegistry& registry, const std::vector<plugins::LoadFailure>& not_loaded,
-                 const std::optional<std::string>& unready) {
+Json host_status(const plugins::ToolRegistry& registry, const std::vector<plugins::LoadFailure>& not_loaded) {
     Json families = Json::array();
     for (const auto& info : registry.families())
         families.push_back(family_status(info, plugin_of(registry, info.family)));
     Json failures = Json::array();
     for (const auto& failure : not_loaded)
         failures.push_back({{"what", failure.subject()}, {"where", failure.where.str()}, {"why", failure.reason}});
-    Json out = {{"status", unready ? "unavailable" : "ready"},
-                {"families", std::move(families)},
-                {"not_loaded", std::move(failures)}};
-    if (unready) out["reason"] = *unready;
-    return out;
+    return {{"families", std::move(families)}, {"not_loaded", std::move(failures)}};
 }
 
 } // namespace gatehouse::serve

@@ -150,11 +150,14 @@ std::string OpsListener::answer(const std::string& method, std::string_view path
     if (!allow_.empty() && !allow_.allows(peer))
         return text(403, "This address may not read the metrics or the status (metrics.allow in the configuration).");
     if (path == "/status") {
-        // What the families are doing, for the operator; a draining host says so.
+        // What the families are doing, for the operator, under the verdict /ready gives.
         nlohmann::json status = probes_.status ? probes_.status() : nlohmann::json::object();
+        const std::optional<std::string> unready = probes_.unready ? probes_.unready() : std::nullopt;
         if (probes_.draining && probes_.draining()) {
             status["status"] = "draining";
-            status.erase("reason");
+        } else {
+            status["status"] = unready ? "unavailable" : "ready";
+            if (unready) status["reason"] = *unready;
         }
         return response(200, "application/json", status.dump(2) + "\n");
     }
