@@ -119,8 +119,8 @@ struct Host {
             observability = std::make_unique<metrics::Observability>(settings);
             options.observability = observability.get();
         }
-        server =
-            std::make_unique<protocol::McpServer>(*registry, gate, cfg.server, cfg.limits, pool, std::move(options));
+        live = std::make_unique<plugins::LiveRegistry>(registry);
+        server = std::make_unique<protocol::McpServer>(*live, gate, cfg.server, cfg.limits, pool, std::move(options));
         outbound = std::make_shared<CountingOutbound>();
         connection = std::make_shared<protocol::Connection>(outbound, auth::Principal{"bench", "local", {}, {}});
     }
@@ -131,7 +131,8 @@ struct Host {
         if (!audit_file.empty()) std::filesystem::remove(audit_file);
     }
 
-    std::unique_ptr<plugins::ToolRegistry> registry;
+    std::shared_ptr<const plugins::ToolRegistry> registry;
+    std::unique_ptr<plugins::LiveRegistry> live;
     gate::GatePipeline gate;
     protocol::RequestPool pool;
     std::filesystem::path audit_file;
@@ -202,8 +203,7 @@ struct GatedHost {
         session_settings.pinned_store = "shop";
         session_settings.pinned_user = "ann";
         session_settings.conversations_dir = dir / "conversations";
-        sessions =
-            std::make_unique<session::SessionService>(session_settings, state::make_memory_backend(), *h.registry);
+        sessions = std::make_unique<session::SessionService>(session_settings, state::make_memory_backend(), *h.live);
         gate = gate::make_gate(license_settings, {"echo"}, sessions.get(), true);
         handle = sessions->open(principal, "bench")["session"];
         arguments = {{"session", handle}};
@@ -361,8 +361,8 @@ const protocol::InputRounds& input_rounds() {
 void BM_ToolCall_Run_Noop(benchmark::State& state) {
     auto& h = host();
     limits::RateLimiter unlimited{config::RateLimits{}};
-    const protocol::ToolDisclosure disclosure(*h.registry);
-    const protocol::RequestDecoder decoder(*h.registry, disclosure, nullptr);
+    const protocol::ToolDisclosure disclosure(*h.live);
+    const protocol::RequestDecoder decoder(*h.live, disclosure, nullptr);
     protocol::ToolCall tool_call({h.gate, decoder, disclosure, unlimited, input_rounds()},
                                  kDefaultLimits.max_string_bytes);
     const Json params = Json::parse(kModernCall)["params"];
@@ -383,8 +383,8 @@ void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
     auto& h = host();
     auto& g = gated_host();
     limits::RateLimiter unlimited{config::RateLimits{}};
-    const protocol::ToolDisclosure disclosure(*h.registry);
-    const protocol::RequestDecoder decoder(*h.registry, disclosure, nullptr);
+    const protocol::ToolDisclosure disclosure(*h.live);
+    const protocol::RequestDecoder decoder(*h.live, disclosure, nullptr);
     protocol::ToolCall tool_call({g.gate, decoder, disclosure, unlimited, input_rounds(), g.sessions.get()},
                                  kDefaultLimits.max_string_bytes);
     Json params = Json::parse(kModernCall)["params"];

@@ -41,8 +41,9 @@ void setup_logging(const std::string& configured_level, const std::string& forma
     spdlog::set_level(spdlog::level::from_str(level));
 }
 
-std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, plugins::LoadReport& report) {
-    auto registry = plugins::PluginLoader::load(cfg, report);
+std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, plugins::LoadReport& report,
+                                                    const plugins::LoadOptions& options) {
+    auto registry = plugins::PluginLoader::load(cfg, report, options);
     for (const auto& f : registry->families())
         spdlog::info("family '{}' loaded: {} {} from {} ({} tools{}{})", f.family, f.plugin_name, f.version, f.path,
                      f.tools.size(), f.prefix.empty() ? "" : ", prefix '" + f.prefix + "'",
@@ -53,6 +54,9 @@ std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, p
         spdlog::info("family '{}' from {} is disabled by domains.{}.enabled", d.family, d.path, d.family);
     for (const auto& failure : report.failures)
         spdlog::error("{}: {} not loaded: {}", failure.where.str(), failure.subject(), failure.reason);
+    for (const auto& waiting : report.waiting)
+        spdlog::warn("{}: {} is not reachable yet: {}; it is tried again, and its tools are served once it answers",
+                     waiting.where.str(), waiting.subject(), waiting.reason);
     for (const auto& [family, domain] : cfg.domains) {
         bool present = false;
         for (const auto& f : registry->families())

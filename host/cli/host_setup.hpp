@@ -21,6 +21,7 @@ void fill_host_defaults(config::Config& config);
 void setup_logging(const std::string& configured_level, const std::string& format = "text");
 
 // Loads the plugins and writes the start-up report to the log.
-std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& config, plugins::LoadReport& report);
+std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& config, plugins::LoadReport& report,
+                                                    const plugins::LoadOptions& options = {});
 
 } // namespace gatehouse::cli

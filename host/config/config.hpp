@@ -21,6 +21,7 @@ struct SourceLocation {
     int column = 0; // 1-based; 0 when unknown
 
     std::string str() const;
+    bool operator==(const SourceLocation&) const = default;
 };
 
 struct PluginEntry {
@@ -53,6 +54,7 @@ struct UpstreamOAuth {
     std::string token_url; // empty: found from the upstream's metadata
     std::string resource;  // RFC 8707; empty: the upstream's metadata's, else its url
     bool configured() const { return !client_id.empty(); }
+    bool operator==(const UpstreamOAuth&) const = default;
 };
 
 struct UpstreamEntry {
@@ -80,6 +82,13 @@ struct UpstreamEntry {
     std::string token_env;
     UpstreamOAuth oauth; // or a token of its own from its authorization server
     SourceLocation where;
+
+    // The same server reached the same way (where it is written aside).
+    bool same_as(UpstreamEntry other) const {
+        other.where = where;
+        return *this == other;
+    }
+    bool operator==(const UpstreamEntry&) const = default;
 };
 
 // The operator's word on one tool of a family (YAML domains.<family>.tools.<tool>),

@@ -124,6 +124,10 @@ const upstream::UpstreamFamily* LoadedPlugin::upstream() const {
     return dynamic_cast<const upstream::UpstreamFamily*>(remote_.get());
 }
 
+upstream::UpstreamFamily* LoadedPlugin::upstream() {
+    return dynamic_cast<upstream::UpstreamFamily*>(remote_.get());
+}
+
 bool LoadedPlugin::critical_items(std::string_view owner_json, std::string& out) {
     if (!desc_.critical_items) return false;
     gh_sink sink;

@@ -115,6 +115,7 @@ public:
     const isolation::FamilyProcess* process() const;
     // The MCP server it is a client of, for a family of upstreams:; else null.
     const upstream::UpstreamFamily* upstream() const;
+    upstream::UpstreamFamily* upstream();
 
 private:
     boost::dll::shared_library library_;

@@ -413,7 +413,8 @@ std::vector<Command> read_commands(const gh_plugin_desc& desc) {
 
 struct Candidate {
     std::string upstream; // the upstreams entry it came from; empty for a plugin
-    std::unique_ptr<LoadedPlugin> plugin;
+    std::shared_ptr<LoadedPlugin> plugin;
+    std::shared_ptr<const void> listing; // an upstream's: what its tools point into
     std::vector<std::unique_ptr<Tool>> tools;
     std::vector<Command> commands;
     FamilyOffer offer;
@@ -534,14 +535,39 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
     if (domain != cfg.domains.end()) apply_tool_overrides(domain->second, family, c.tools, cfg.session.configured);
     read_offer(*desc, c);
     c.commands = read_commands(*desc);
-    c.plugin = process ? std::make_unique<LoadedPlugin>(std::move(process), path, *desc)
-                       : std::make_unique<LoadedPlugin>(std::move(opened.library), path, *desc);
+    c.plugin = process ? std::make_shared<LoadedPlugin>(std::move(process), path, *desc)
+                       : std::make_shared<LoadedPlugin>(std::move(opened.library), path, *desc);
     return c;
 }
 
+// What an upstream family offers now, read as a plugin's descriptor is:
+// its tools carry the hook's names, and the operator's word on each.
+void read_upstream_offer(const upstream::UpstreamFamily& family, const config::Config& cfg, Candidate& c) {
+    const auto& name = family.name();
+    auto offer = family.offer();
+    const gh_plugin_desc& desc = offer->desc;
+    for (uint32_t i = 0; i < desc.tool_count; ++i) {
+        auto tool = read_tool(desc.tools[i], i, "", cfg.session.configured);
+        tool->name = offer->published_name(i);
+        tool->family = name;
+        publish_listing(*tool, cfg.session.configured);
+        c.tools.push_back(std::move(tool));
+    }
+    auto domain = cfg.domains.find(name);
+    if (domain != cfg.domains.end()) apply_tool_overrides(domain->second, name, c.tools, cfg.session.configured);
+    read_offer(desc, c);
+    for (std::size_t i = 0; i < c.offer.prompts.size(); ++i) {
+        auto& prompt = *c.offer.prompts[i];
+        prompt.name = offer->published_prompt_name(i);
+        prompt.listing["name"] = prompt.name;
+    }
+    c.listing = std::move(offer);
+}
+
 // An upstreams entry: connect, list, and read the descriptor the family
-// builds from that as a plugin's is read; its tools carry the hook's names.
-Candidate open_upstream(const config::UpstreamEntry& entry, const config::Config& cfg, std::string& disabled_family) {
+// builds from that as a plugin's is read.
+Candidate connect_upstream(const config::UpstreamEntry& entry, const config::Config& cfg, std::string& disabled_family,
+                           bool wait_when_unreachable) {
     Candidate c;
     c.upstream = entry.name;
     auto domain = cfg.domains.find(entry.name);
@@ -567,30 +593,154 @@ Candidate open_upstream(const config::UpstreamEntry& entry, const config::Config
     options.host_version = cfg.server.version;
     options.input_wait =
         std::chrono::milliseconds(std::max(cfg.input_requests.state_ttl_ms, cfg.input_requests.client_timeout_ms));
+    options.wait_when_unreachable = wait_when_unreachable;
     std::unique_ptr<upstream::UpstreamFamily> family;
     try {
         family = std::make_unique<upstream::UpstreamFamily>(std::move(options));
     } catch (const std::runtime_error& e) {
         throw Refused(e.what());
     }
-    const gh_plugin_desc desc = *family->descriptor();
-    for (uint32_t i = 0; i < desc.tool_count; ++i) {
-        auto tool = read_tool(desc.tools[i], i, "", cfg.session.configured);
-        tool->name = family->published_name(i);
-        tool->family = entry.name;
-        publish_listing(*tool, cfg.session.configured);
-        c.tools.push_back(std::move(tool));
-    }
-    if (domain != cfg.domains.end()) apply_tool_overrides(domain->second, entry.name, c.tools, cfg.session.configured);
-    read_offer(desc, c);
-    for (std::size_t i = 0; i < c.offer.prompts.size(); ++i) {
-        auto& prompt = *c.offer.prompts[i];
-        prompt.name = family->published_prompt_name(i);
-        prompt.listing["name"] = prompt.name;
+    try {
+        read_upstream_offer(*family, cfg, c);
+    } catch (const config::ConfigError&) {
+        // A tool override that names no tool the server lists is the
+        // operator's to mend only once the server has listed its tools.
+        if (family->serving()) throw;
     }
     const std::string where = "upstream " + entry.name + " (" + family->describe() + ")";
-    c.plugin = std::make_unique<LoadedPlugin>(std::move(family), where, desc);
+    const gh_plugin_desc desc = family->offer()->desc;
+    c.plugin = std::make_shared<LoadedPlugin>(std::move(family), where, desc);
     return c;
+}
+
+// The names families publish, each one's by one family: tools, URIs, URI
+// templates, prompts and command verbs are one namespace each.
+class Namespaces {
+public:
+    Namespaces() = default;
+    // Every family of `serving` but `except`.
+    Namespaces(const ToolRegistry& serving, std::string_view except) {
+        for (const auto& e : serving.entries())
+            if (e->info.family != except) claim(*e);
+    }
+
+    // Refuses a family that would take a name another one has.
+    void check(const Candidate& c) const {
+        const std::string family = c.plugin->family();
+        if (auto other = family_path_.find(family); other != family_path_.end())
+            throw Refused("family '" + family + "' is already served by " + other->second);
+        const std::string fix = c.upstream.empty()
+                                    ? "give one family a prefix under domains." + family + ".prefix"
+                                    : "set names (the name hook) on upstream '" + c.upstream + "' to keep them apart";
+        for (const auto& t : c.tools)
+            if (auto clash = tool_owner_.find(t->name); clash != tool_owner_.end())
+                throw Refused("tool name '" + t->name + "'" +
+                              (c.upstream.empty() ? "" : " of upstream '" + c.upstream + "'") +
+                              " clashes with family '" + clash->second + "'; " + fix);
+        for (const auto& r : c.offer.resources)
+            if (auto clash = resource_owner_.find(r->uri); clash != resource_owner_.end())
+                throw Refused("resource URI '" + r->uri + "' is already served by family '" + clash->second +
+                              "'; a URI names one resource");
+        for (const auto& t : c.offer.resource_templates)
+            if (auto clash = template_owner_.find(t->uri_template.text()); clash != template_owner_.end())
+                throw Refused("resource template '" + t->uri_template.text() + "' is already served by family '" +
+                              clash->second + "'");
+        for (const auto& p : c.offer.prompts)
+            if (auto clash = prompt_owner_.find(p->name); clash != prompt_owner_.end())
+                throw Refused("prompt name '" + p->name + "' clashes with family '" + clash->second + "'; " + fix);
+        for (const auto& command : c.commands)
+            if (auto clash = command_owner_.find(command.name); clash != command_owner_.end())
+                throw Refused("command '" + command.name + "' is already declared by family '" + clash->second +
+                              "'; a verb names one family's command");
+    }
+
+    // What an upstream lists anew: whatever would take another family's
+    // name is left out (and logged), so the rest of its listing serves.
+    void leave_out_clashes(Candidate& c) const {
+        const std::string& family = c.upstream;
+        const auto drop = [&](auto& items, auto key, const auto& owners, const char* what) {
+            std::erase_if(items, [&](const auto& item) {
+                const std::string& name = key(*item);
+                auto clash = owners.find(name);
+                if (clash == owners.end()) return false;
+                spdlog::warn("upstream '{}' now lists {} '{}', which family '{}' serves; it is left out (set names "
+                             "on upstream '{}' to keep them apart)",
+                             family, what, name, clash->second, family);
+                return true;
+            });
+        };
+        drop(
+            c.tools, [](const Tool& t) -> const std::string& { return t.name; }, tool_owner_, "tool");
+        drop(
+            c.offer.resources, [](const Resource& r) -> const std::string& { return r.uri; }, resource_owner_,
+            "resource");
+        drop(
+            c.offer.resource_templates,
+            [](const ResourceTemplate& t) -> const std::string& { return t.uri_template.text(); }, template_owner_,
+            "resource template");
+        drop(
+            c.offer.prompts, [](const Prompt& p) -> const std::string& { return p.name; }, prompt_owner_, "prompt");
+    }
+
+    void claim(const Candidate& c, const std::string& path) {
+        claim(c.plugin->family(), c.tools, c.offer, c.commands, path);
+    }
+
+private:
+    void claim(const FamilyEntry& e) {
+        claim(e.info.family, e.tools, e.offer, e.plugin->commands(),
+              e.plugin->upstream() ? "upstream '" + e.info.family + "'" : e.info.path);
+    }
+    void claim(const std::string& family, const std::vector<std::unique_ptr<Tool>>& tools, const FamilyOffer& offer,
+               const std::vector<Command>& commands, const std::string& path) {
+        for (const auto& t : tools)
+            tool_owner_.emplace(t->name, family);
+        for (const auto& r : offer.resources)
+            resource_owner_.emplace(r->uri, family);
+        for (const auto& t : offer.resource_templates)
+            template_owner_.emplace(t->uri_template.text(), family);
+        for (const auto& p : offer.prompts)
+            prompt_owner_.emplace(p->name, family);
+        for (const auto& command : commands)
+            command_owner_.emplace(command.name, family);
+        family_path_.emplace(family, path);
+    }
+
+    std::unordered_map<std::string, std::string> tool_owner_;  // published name -> family
+    std::unordered_map<std::string, std::string> family_path_; // served family -> its file
+    std::unordered_map<std::string, std::string> resource_owner_, template_owner_, prompt_owner_;
+    std::unordered_map<std::string, std::string> command_owner_; // a verb names one family's command
+};
+
+// A checked family's parts, each told its family, made into its entry.
+std::shared_ptr<const FamilyEntry> entry_of(Candidate c) {
+    const std::string family = c.plugin->family();
+    for (auto& r : c.offer.resources)
+        r->family = family;
+    for (auto& t : c.offer.resource_templates)
+        t->family = family;
+    for (auto& p : c.offer.prompts)
+        p->family = family;
+    for (auto& page : c.offer.pages)
+        page->family = family;
+    return make_family_entry(std::move(c.plugin), std::move(c.tools), c.prefix, std::move(c.offer),
+                             std::move(c.listing));
+}
+
+// init, then the bounds of its entry where it sets them.
+void start_family(Candidate& c, const config::Config& cfg, const std::optional<unsigned>& max_in_flight,
+                  const std::optional<std::uint64_t>& tool_timeout_ms, bool store_credentials) {
+    const std::string family = c.plugin->family();
+    const nlohmann::json init_config = {{"data_dir", (cfg.data_dir / family).string()}, {"settings", c.settings}};
+    std::string init_error;
+    if (!c.plugin->init(init_config.dump(), init_error)) throw Refused("init failed: " + init_error);
+    plugins::PluginCallLimits limits;
+    limits.max_in_flight = max_in_flight.value_or(cfg.limits.max_in_flight_per_plugin);
+    limits.tool_timeout_ms = tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms);
+    limits.max_in_flight_overridden = max_in_flight.has_value();
+    limits.tool_timeout_overridden = tool_timeout_ms.has_value();
+    c.plugin->set_call_limits(limits);
+    c.plugin->set_store_credentials(store_credentials);
 }
 
 } // namespace
@@ -640,78 +790,21 @@ std::unique_ptr<Prompt> read_prompt_descriptor(const gh_prompt_desc* raw, std::s
     return read_prompt(raw, index, prefix);
 }
 
-std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, LoadReport& report) {
-    auto registry = std::make_unique<ToolRegistry>();
-    std::unordered_map<std::string, std::string> tool_owner;  // published name -> family
-    std::unordered_map<std::string, std::string> family_path; // served family -> its file
-    // URIs, URI templates and prompt names are one namespace each across families.
-    std::unordered_map<std::string, std::string> resource_owner, template_owner, prompt_owner;
-    std::unordered_map<std::string, std::string> command_owner; // a verb names one family's command
+std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, LoadReport& report,
+                                                 const LoadOptions& options) {
+    std::vector<std::shared_ptr<const FamilyEntry>> entries;
+    Namespaces names;
     std::set<std::filesystem::path> opened;
 
     // One family, checked against those already admitted, then initialized
     // and added, within its entry's own bounds where it sets them.
     const auto admit = [&](Candidate c, const std::string& path, const std::optional<unsigned>& max_in_flight,
                            const std::optional<std::uint64_t>& tool_timeout_ms, bool store_credentials) {
-        const std::string family = c.plugin->family();
-        if (auto other = family_path.find(family); other != family_path.end())
-            throw Refused("family '" + family + "' is already served by " + other->second);
-        const std::string fix = c.upstream.empty()
-                                    ? "give one family a prefix under domains." + family + ".prefix"
-                                    : "set names (the name hook) on upstream '" + c.upstream + "' to keep them apart";
-        for (const auto& t : c.tools) {
-            auto clash = tool_owner.find(t->name);
-            if (clash != tool_owner.end())
-                throw Refused("tool name '" + t->name + "'" +
-                              (c.upstream.empty() ? "" : " of upstream '" + c.upstream + "'") +
-                              " clashes with family '" + clash->second + "'; " + fix);
-        }
-        for (const auto& r : c.offer.resources)
-            if (auto clash = resource_owner.find(r->uri); clash != resource_owner.end())
-                throw Refused("resource URI '" + r->uri + "' is already served by family '" + clash->second +
-                              "'; a URI names one resource");
-        for (const auto& t : c.offer.resource_templates)
-            if (auto clash = template_owner.find(t->uri_template.text()); clash != template_owner.end())
-                throw Refused("resource template '" + t->uri_template.text() + "' is already served by family '" +
-                              clash->second + "'");
-        for (const auto& p : c.offer.prompts)
-            if (auto clash = prompt_owner.find(p->name); clash != prompt_owner.end())
-                throw Refused("prompt name '" + p->name + "' clashes with family '" + clash->second + "'; " + fix);
-        for (const auto& command : c.commands)
-            if (auto clash = command_owner.find(command.name); clash != command_owner.end())
-                throw Refused("command '" + command.name + "' is already declared by family '" + clash->second +
-                              "'; a verb names one family's command");
-        const nlohmann::json init_config = {{"data_dir", (cfg.data_dir / family).string()}, {"settings", c.settings}};
-        std::string init_error;
-        if (!c.plugin->init(init_config.dump(), init_error)) throw Refused("init failed: " + init_error);
-        for (const auto& t : c.tools)
-            tool_owner.emplace(t->name, family);
-        for (const auto& r : c.offer.resources)
-            resource_owner.emplace(r->uri, family);
-        for (const auto& t : c.offer.resource_templates)
-            template_owner.emplace(t->uri_template.text(), family);
-        for (const auto& p : c.offer.prompts)
-            prompt_owner.emplace(p->name, family);
-        for (const auto& command : c.commands)
-            command_owner.emplace(command.name, family);
-        family_path.emplace(family, path);
-        for (auto& r : c.offer.resources)
-            r->family = family;
-        for (auto& t : c.offer.resource_templates)
-            t->family = family;
-        for (auto& p : c.offer.prompts)
-            p->family = family;
-        for (auto& page : c.offer.pages)
-            page->family = family;
-        plugins::PluginCallLimits limits;
-        limits.max_in_flight = max_in_flight.value_or(cfg.limits.max_in_flight_per_plugin);
-        limits.tool_timeout_ms = tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms);
-        limits.max_in_flight_overridden = max_in_flight.has_value();
-        limits.tool_timeout_overridden = tool_timeout_ms.has_value();
-        c.plugin->set_call_limits(limits);
-        c.plugin->set_store_credentials(store_credentials);
+        names.check(c);
+        start_family(c, cfg, max_in_flight, tool_timeout_ms, store_credentials);
+        names.claim(c, path);
         c.plugin->set_commands(std::move(c.commands));
-        registry->add_family(std::move(c.plugin), std::move(c.tools), c.prefix, std::move(c.offer));
+        entries.push_back(entry_of(std::move(c)));
     };
     // What went wrong with one entry, in the report.
     const auto report_failure = [&](const std::string& path, const config::SourceLocation& where, bool upstream,
@@ -752,16 +845,60 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
         const std::string label = "upstream '" + entry.name + "'";
         report_failure(label, entry.where, true, [&] {
             std::string disabled_family;
-            Candidate c = open_upstream(entry, cfg, disabled_family);
+            Candidate c = connect_upstream(entry, cfg, disabled_family, options.wait_for_upstreams);
             if (!disabled_family.empty()) {
                 report.disabled.push_back({disabled_family, label});
                 return;
             }
+            const auto* family = c.plugin->upstream();
+            if (!family->serving()) report.waiting.push_back({label, family->why_not_serving(), entry.where, true});
             admit(std::move(c), label, entry.max_in_flight, entry.tool_timeout_ms, false);
         });
     }
-    registry->freeze();
-    return registry;
+    return std::make_unique<ToolRegistry>(std::move(entries));
+}
+
+std::shared_ptr<const FamilyEntry> PluginLoader::open_upstream(const config::UpstreamEntry& entry,
+                                                               const config::Config& cfg, const ToolRegistry& serving) {
+    std::string disabled_family;
+    Candidate c = connect_upstream(entry, cfg, disabled_family, true);
+    if (!disabled_family.empty()) return nullptr;
+    Namespaces(serving, "").check(c);
+    start_family(c, cfg, entry.max_in_flight, entry.tool_timeout_ms, false);
+    return entry_of(std::move(c));
+}
+
+std::shared_ptr<const FamilyEntry> PluginLoader::relist_upstream(const FamilyEntry& family, const config::Config& cfg,
+                                                                 const ToolRegistry& serving) {
+    const auto* upstream = family.plugin->upstream();
+    if (!upstream) throw std::logic_error("relist_upstream: family '" + family.info.family + "' is no upstream");
+    Candidate c;
+    c.upstream = family.info.family;
+    c.plugin = family.plugin;
+    try {
+        read_upstream_offer(*upstream, cfg, c);
+    } catch (const config::ConfigError& e) {
+        for (const auto& problem : e.problems())
+            spdlog::warn("upstream '{}': {} (line {})", c.upstream, problem.message, problem.where.line);
+    }
+    Namespaces(serving, c.upstream).leave_out_clashes(c);
+    return entry_of(std::move(c));
+}
+
+std::shared_ptr<const ToolRegistry> with_family(const ToolRegistry& serving, std::string_view name,
+                                                std::shared_ptr<const FamilyEntry> family) {
+    std::vector<std::shared_ptr<const FamilyEntry>> entries;
+    bool placed = false;
+    for (const auto& e : serving.entries()) {
+        if (e->info.family != name) {
+            entries.push_back(e);
+        } else if (family) {
+            entries.push_back(family);
+            placed = true;
+        }
+    }
+    if (family && !placed) entries.push_back(std::move(family));
+    return std::make_shared<ToolRegistry>(std::move(entries));
 }
 
 } // namespace gatehouse::plugins

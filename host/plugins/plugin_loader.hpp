@@ -30,6 +30,16 @@ struct DisabledFamily {
 struct LoadReport {
     std::vector<LoadFailure> failures;
     std::vector<DisabledFamily> disabled;
+    // Upstream families served with nothing listed yet: their servers could
+    // not be reached (LoadOptions::wait_for_upstreams), and why.
+    std::vector<LoadFailure> waiting;
+};
+
+struct LoadOptions {
+    // An upstream that cannot be reached is kept as a family with nothing
+    // listed, connecting with backoff, instead of failing to load (serve
+    // does so; a one-shot command reports it).
+    bool wait_for_upstreams = false;
 };
 
 // Loads every plugin the config lists, checks each descriptor fully before
@@ -37,8 +47,27 @@ struct LoadReport {
 // pass. A plugin that fails is reported and left out; the others are served.
 class PluginLoader {
 public:
-    static std::unique_ptr<ToolRegistry> load(const config::Config& config, LoadReport& report);
+    static std::unique_ptr<ToolRegistry> load(const config::Config& config, LoadReport& report,
+                                              const LoadOptions& options = {});
+
+    // An upstreams entry added while serving (a configuration re-read):
+    // connected (or waiting for its server) and checked against the
+    // families `serving`; null when its domain is disabled. Throws
+    // std::runtime_error with the sentence for the log.
+    static std::shared_ptr<const FamilyEntry> open_upstream(const config::UpstreamEntry& entry,
+                                                            const config::Config& config, const ToolRegistry& serving);
+
+    // An upstream family's entry made again from what its server offers now
+    // (`family` is its entry in `serving`). What would take a name another
+    // family of `serving` has is left out and logged.
+    static std::shared_ptr<const FamilyEntry> relist_upstream(const FamilyEntry& family, const config::Config& config,
+                                                              const ToolRegistry& serving);
 };
+
+// `serving` with `family` in place of the family called `name` (added when
+// there is none), or without it when `family` is null.
+std::shared_ptr<const ToolRegistry> with_family(const ToolRegistry& serving, std::string_view name,
+                                                std::shared_ptr<const FamilyEntry> family);
 
 // A plugin's library, opened, and the descriptor its entry returned for
 // `api` (not yet checked). Throws std::runtime_error with the sentence the

@@ -30,18 +30,27 @@ template <class Item> std::string fingerprint_of(const std::vector<const Item*>&
 
 } // namespace
 
+FamilyEntry::~FamilyEntry() {
+    // Tools and the rest point into their plugin's memory (or the listing's):
+    // drop them before it goes.
+    offer = {};
+    tools.clear();
+}
+
 ToolRegistry::~ToolRegistry() {
-    // Tools point into their plugins' memory: drop them before unloading.
     by_name_.clear();
     ordered_.clear();
-    tools_.clear();
-    resources_.clear();
-    resource_templates_.clear();
-    prompts_.clear();
-    offered_ = {};
-    // Unload in reverse order of loading.
-    while (!plugins_.empty())
-        plugins_.pop_back();
+    // Families go in reverse order of loading (a family another one still
+    // holds stays for it).
+    plugins_.clear();
+    while (!entries_.empty())
+        entries_.pop_back();
+}
+
+const FamilyEntry* ToolRegistry::entry(std::string_view family) const {
+    for (const auto& e : entries_)
+        if (e->info.family == family) return e.get();
+    return nullptr;
 }
 
 const Tool* ToolRegistry::find(std::string_view name) const {
@@ -69,8 +78,8 @@ const Prompt* ToolRegistry::find_prompt(std::string_view name) const {
 }
 
 const Page* ToolRegistry::find_page(std::string_view family, std::string_view name) const {
-    for (const auto& page : offered_.pages)
-        if (page->family == family && page->name == name) return page.get();
+    for (const Page* page : pages_)
+        if (page->family == family && page->name == name) return page;
     return nullptr;
 }
 
@@ -80,14 +89,24 @@ bool ToolRegistry::offers_completions() const {
                        [](const ResourceTemplate* t) { return t->complete != nullptr; });
 }
 
-void ToolRegistry::add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<std::unique_ptr<Tool>> tools,
-                              std::string prefix, FamilyOffer offer) {
+std::optional<WaitingUpstream> upstream_waiting_for(const ToolRegistry& registry, std::string_view name) {
+    for (const auto& e : registry.entries()) {
+        const auto* upstream = e->plugin->upstream();
+        if (!upstream || !e->tools.empty() || !upstream->could_have_named(name) || upstream->serving()) continue;
+        return WaitingUpstream{e->info.family, upstream->why_not_serving(), upstream->retry_after_ms() + 100};
+    }
+    return std::nullopt;
+}
+
+std::shared_ptr<const FamilyEntry> make_family_entry(std::shared_ptr<LoadedPlugin> plugin,
+                                                     std::vector<std::unique_ptr<Tool>> tools, std::string prefix,
+                                                     FamilyOffer offer, std::shared_ptr<const void> listing) {
+    auto entry = std::make_shared<FamilyEntry>();
     FamilyInfo info{plugin->family(),  plugin->name(),  plugin->version(),   plugin->path().string(),
                     std::move(prefix), plugin->rules(), plugin->reentrant(), {}};
     for (auto& t : tools) {
         t->plugin = plugin.get();
         info.tools.push_back(t.get());
-        tools_.push_back(std::move(t));
     }
     info.store_credentials = plugin->store_credentials();
     info.own_process = plugin->process() != nullptr;
@@ -98,31 +117,37 @@ void ToolRegistry::add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<
     info.resources = offer.resources.size();
     info.resource_templates = offer.resource_templates.size();
     info.prompts = offer.prompts.size();
-    for (auto& r : offer.resources) {
+    for (auto& r : offer.resources)
         r->plugin = plugin.get();
-        offered_.resources.push_back(std::move(r));
-    }
-    for (auto& t : offer.resource_templates) {
+    for (auto& t : offer.resource_templates)
         t->plugin = plugin.get();
-        offered_.resource_templates.push_back(std::move(t));
-    }
-    for (auto& p : offer.prompts) {
+    for (auto& p : offer.prompts)
         p->plugin = plugin.get();
-        offered_.prompts.push_back(std::move(p));
-    }
-    for (auto& page : offer.pages) {
+    for (auto& page : offer.pages)
         page->plugin = plugin.get();
-        offered_.pages.push_back(std::move(page));
-    }
-    families_.push_back(std::move(info));
-    plugins_.push_back(std::move(plugin));
+    entry->plugin = std::move(plugin);
+    entry->listing = std::move(listing);
+    entry->tools = std::move(tools);
+    entry->offer = std::move(offer);
+    entry->info = std::move(info);
+    return entry;
 }
 
-void ToolRegistry::freeze() {
-    ordered_.clear();
-    by_name_.clear();
-    for (const auto& t : tools_)
-        ordered_.push_back(t.get());
+ToolRegistry::ToolRegistry(std::vector<std::shared_ptr<const FamilyEntry>> entries) : entries_(std::move(entries)) {
+    for (const auto& e : entries_) {
+        plugins_.push_back(e->plugin);
+        families_.push_back(e->info);
+        for (const auto& t : e->tools)
+            ordered_.push_back(t.get());
+        for (const auto& r : e->offer.resources)
+            resources_.push_back(r.get());
+        for (const auto& t : e->offer.resource_templates)
+            resource_templates_.push_back(t.get());
+        for (const auto& p : e->offer.prompts)
+            prompts_.push_back(p.get());
+        for (const auto& page : e->offer.pages)
+            pages_.push_back(page.get());
+    }
     std::sort(ordered_.begin(), ordered_.end(), [](const Tool* a, const Tool* b) { return a->name < b->name; });
     std::string all;
     for (const Tool* t : ordered_) {
@@ -131,18 +156,8 @@ void ToolRegistry::freeze() {
         all += '\n';
     }
     fingerprint_ = std::to_string(std::hash<std::string>{}(all)&0xffffffffu);
-
-    resources_.clear();
-    resource_templates_.clear();
-    prompts_.clear();
-    for (const auto& r : offered_.resources)
-        resources_.push_back(r.get());
     std::sort(resources_.begin(), resources_.end(),
               [](const Resource* a, const Resource* b) { return a->uri < b->uri; });
-    for (const auto& t : offered_.resource_templates)
-        resource_templates_.push_back(t.get());
-    for (const auto& p : offered_.prompts)
-        prompts_.push_back(p.get());
     std::sort(prompts_.begin(), prompts_.end(), [](const Prompt* a, const Prompt* b) { return a->name < b->name; });
     resources_fingerprint_ = fingerprint_of(resources_);
     resource_templates_fingerprint_ = fingerprint_of(resource_templates_);

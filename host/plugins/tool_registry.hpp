@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,12 +40,39 @@ struct FamilyOffer {
     std::vector<std::unique_ptr<Page>> pages; // ABI 1.3
 };
 
-// The frozen set of families the host serves, with everything they declared:
-// tools, and since ABI 1.2 resources, resource templates and prompts. Built
-// once by the plugin loader, then only read (from many threads, without locks).
+// One family as a registry holds it: what the loader checked, shared by
+// every registry it is part of, so a registry made when another family
+// joins, leaves or lists anew keeps this one as it is.
+struct FamilyEntry {
+    // Declared first, so it goes last: the tools point into its memory.
+    std::shared_ptr<LoadedPlugin> plugin;
+    // What the tools' data points into when the family's descriptor is not
+    // its library's own (an upstream server's listing); null otherwise.
+    std::shared_ptr<const void> listing;
+    std::vector<std::unique_ptr<Tool>> tools;
+    FamilyOffer offer;
+    FamilyInfo info;
+
+    FamilyEntry() = default;
+    FamilyEntry(const FamilyEntry&) = delete;
+    FamilyEntry& operator=(const FamilyEntry&) = delete;
+    ~FamilyEntry();
+};
+
+// Builds a family's entry from what the loader admitted: the plugin, its
+// tools and its offer, each pointed at the plugin.
+std::shared_ptr<const FamilyEntry> make_family_entry(std::shared_ptr<LoadedPlugin> plugin,
+                                                     std::vector<std::unique_ptr<Tool>> tools, std::string prefix,
+                                                     FamilyOffer offer, std::shared_ptr<const void> listing = {});
+
+// A frozen set of families with everything they declared: tools, and since
+// ABI 1.2 resources, resource templates and prompts. Made once from its
+// families, then only read (from many threads, without locks). A host serves
+// the one its LiveRegistry holds now; whoever reads one keeps it (a
+// shared_ptr) for as long as it uses what it found in it.
 class ToolRegistry {
 public:
-    ToolRegistry() = default;
+    explicit ToolRegistry(std::vector<std::shared_ptr<const FamilyEntry>> entries = {});
     ToolRegistry(const ToolRegistry&) = delete;
     ToolRegistry& operator=(const ToolRegistry&) = delete;
     ~ToolRegistry();
@@ -58,7 +86,10 @@ public:
     const std::vector<const Tool*>& ordered() const { return ordered_; }
     const std::vector<FamilyInfo>& families() const { return families_; }
     // The loaded plugins, in load order (the CLI runs their verbs, ABI 1.6).
-    const std::vector<std::unique_ptr<LoadedPlugin>>& plugins() const { return plugins_; }
+    const std::vector<std::shared_ptr<LoadedPlugin>>& plugins() const { return plugins_; }
+    // The families themselves, in load order.
+    const std::vector<std::shared_ptr<const FamilyEntry>>& entries() const { return entries_; }
+    const FamilyEntry* entry(std::string_view family) const;
 
     // Changes whenever the published tool set changes; pagination cursors
     // carry it so a cursor from another tool set is refused.
@@ -76,7 +107,7 @@ public:
     const ResourceTemplate* find_resource_template(std::string_view uri_template) const;
     const Prompt* find_prompt(std::string_view name) const;
     const Page* find_page(std::string_view family, std::string_view name) const;
-    bool offers_pages() const { return !offered_.pages.empty(); }
+    bool offers_pages() const { return !pages_.empty(); }
 
     // Like fingerprint(), one per list, for the cursors of that list.
     const std::string& resources_fingerprint() const { return resources_fingerprint_; }
@@ -90,23 +121,29 @@ public:
 
 private:
     mutable std::atomic<std::uint64_t> lookups_{0};
-    friend class PluginLoader;
-    void add_family(std::unique_ptr<LoadedPlugin> plugin, std::vector<std::unique_ptr<Tool>> tools, std::string prefix,
-                    FamilyOffer offer = {});
-    void freeze();
 
-    std::vector<std::unique_ptr<LoadedPlugin>> plugins_;
-    std::vector<std::unique_ptr<Tool>> tools_;
+    std::vector<std::shared_ptr<const FamilyEntry>> entries_;
+    std::vector<std::shared_ptr<LoadedPlugin>> plugins_;
     std::vector<const Tool*> ordered_;
     std::unordered_map<std::string_view, const Tool*> by_name_;
     std::vector<FamilyInfo> families_;
     std::string fingerprint_;
 
-    FamilyOffer offered_; // owns what the views below point at
     std::vector<const Resource*> resources_;
     std::vector<const ResourceTemplate*> resource_templates_;
     std::vector<const Prompt*> prompts_;
+    std::vector<const Page*> pages_;
     std::string resources_fingerprint_, resource_templates_fingerprint_, prompts_fingerprint_;
 };
+
+// An upstream family of `registry` whose server has not been reached since
+// the host started, so it lists nothing, and whose name hook could have named
+// `name`: what a call of that name is told instead of "unknown tool".
+struct WaitingUpstream {
+    std::string family;
+    std::string why;
+    std::int64_t retry_after_ms = 0;
+};
+std::optional<WaitingUpstream> upstream_waiting_for(const ToolRegistry& registry, std::string_view name);
 
 } // namespace gatehouse::plugins

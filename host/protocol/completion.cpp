@@ -59,11 +59,12 @@ Json Completion::run(Request& request) const {
         if (args != c->end()) context = *args;
     }
 
+    const auto registry = registry_.current(); // kept while the completion runs
     Target target;
     const std::string type = string_field(*ref, "type", "params.ref");
     if (type == "ref/prompt") {
         const std::string name = string_field(*ref, "name", "params.ref");
-        const auto* prompt = registry_.find_prompt(name);
+        const auto* prompt = registry->find_prompt(name);
         if (!prompt)
             throw ProtocolError(error_code::invalid_params,
                                 "Unknown prompt: '" + name + "'; prompts/list names the prompts", {{"prompt", name}});
@@ -73,10 +74,10 @@ Json Completion::run(Request& request) const {
         target = {prompt->plugin, prompt->complete, prompt->data, prompt->family, "prompt '" + name + "'"};
     } else if (type == "ref/resource") {
         const std::string uri = string_field(*ref, "uri", "params.ref");
-        const auto* t = registry_.find_resource_template(uri);
+        const auto* t = registry->find_resource_template(uri);
         if (!t) {
             // A fixed URI has nothing to fill in.
-            if (registry_.find_resource(uri)) return completion(Json::array());
+            if (registry->find_resource(uri)) return completion(Json::array());
             throw ProtocolError(error_code::invalid_params,
                                 "Unknown resource template: '" + uri + "'; resources/templates/list names them",
                                 {{"uri", uri}});

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "plugins/tool_registry.hpp"
+#include "plugins/live_registry.hpp"
 #include "protocol/request.hpp"
 
 namespace gatehouse::protocol {
@@ -12,12 +12,12 @@ namespace gatehouse::protocol {
 // were offered.
 class Completion {
 public:
-    explicit Completion(const plugins::ToolRegistry& registry) : registry_(registry) {}
+    explicit Completion(const plugins::LiveRegistry& registry) : registry_(registry) {}
 
     Json run(Request& request) const;
 
 private:
-    const plugins::ToolRegistry& registry_;
+    const plugins::LiveRegistry& registry_;
 };
 
 } // namespace gatehouse::protocol

@@ -62,7 +62,7 @@ Json server_info(const config::ServerIdentity& identity) {
 
 } // namespace
 
-McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate,
+McpServer::McpServer(const plugins::LiveRegistry& registry, const gate::GatePipeline& gate,
                      config::ServerIdentity identity, config::Limits limits, RequestPool& pool, ServerOptions options)
     : registry_(registry), identity_(std::move(identity)), limits_(limits), pool_(pool), host_(options.host),
       observability_(options.observability), server_info_(server_info(identity_)),
@@ -70,15 +70,16 @@ McpServer::McpServer(const plugins::ToolRegistry& registry, const gate::GatePipe
       input_rounds_(options.state_sealer ? std::move(options.state_sealer)
                                          : mrtr::make_request_state_sealer(options.input_requests, identity_.name),
                     std::chrono::milliseconds(options.input_requests.client_timeout_ms)),
-      disclosure_(registry, options.tasks.enabled && tasks::TaskCalls::offers_jobs(registry)),
+      disclosure_(registry, options.tasks.enabled && tasks::TaskCalls::offers_jobs(*registry.current())),
       decoder_(registry, disclosure_, options.host,
                options.observability ? &options.observability->trace_ids() : nullptr),
       tool_call_({gate, decoder_, disclosure_, rate_limiter_, input_rounds_, options.sessions},
                  limits_.max_string_bytes),
       resource_read_(registry, input_rounds_), prompt_get_(registry, input_rounds_), completion_(registry),
-      subscriptions_(options.bus ? options.bus : std::make_shared<NotificationBus>(),
-                     capabilities(Revision::modern_2026_07_28, options.tasks.enabled), server_info_,
-                     limits.max_in_flight),
+      subscriptions_(
+          options.bus ? options.bus : std::make_shared<NotificationBus>(),
+          [this, tasks = options.tasks.enabled] { return capabilities(Revision::modern_2026_07_28, tasks); },
+          server_info_, limits.max_in_flight),
       own_task_state_(options.task_state ? nullptr : state::make_memory_backend()),
       task_store_(std::make_unique<tasks::TaskStore>(options.task_state ? *options.task_state : *own_task_state_,
                                                      subscriptions_.shared_bus(), options.tasks)),
@@ -110,6 +111,12 @@ McpServer::~McpServer() {
 MethodTable McpServer::method_table() {
     using Runs = MethodTable::Runs;
     MethodTable table;
+    // What the families offer now; an upstream may come to offer resources
+    // or prompts later, so with one their methods are there from the start
+    // (answering empty lists meanwhile).
+    const auto registry = registry_.current();
+    const bool upstreams = std::any_of(registry->entries().begin(), registry->entries().end(),
+                                       [](const auto& e) { return e->plugin->upstream() != nullptr; });
     table.add("initialize", kLegacy, Runs::at_once, [this](Request& r) { return initialize(r); });
     table.add("ping", kLegacy, Runs::at_once, [](Request&) { return Json::object(); });
     table.add("logging/setLevel", kLegacy, Runs::at_once, [this](Request& r) { return set_log_level(r); });
@@ -122,7 +129,7 @@ MethodTable McpServer::method_table() {
         table.add("tasks/update", kModern, Runs::plugin_code, [this](Request& r) { return tasks_->update(r); });
         table.add("tasks/cancel", kModern, Runs::plugin_code, [this](Request& r) { return tasks_->cancel(r); });
     }
-    if (registry_.offers_resources()) {
+    if (registry->offers_resources() || upstreams) {
         table.add("resources/list", kBoth, Runs::at_once, [this](Request& r) { return list_resources(r); });
         table.add("resources/templates/list", kBoth, Runs::at_once,
                   [this](Request& r) { return list_resource_templates(r); });
@@ -132,11 +139,11 @@ MethodTable McpServer::method_table() {
         table.add("resources/unsubscribe", kLegacy, Runs::at_once,
                   [this](Request& r) { return subscriptions_.follow_resource(r, false); });
     }
-    if (registry_.offers_prompts()) {
+    if (registry->offers_prompts() || upstreams) {
         table.add("prompts/list", kBoth, Runs::at_once, [this](Request& r) { return list_prompts(r); });
         table.add("prompts/get", kBoth, Runs::plugin_code, [this](Request& r) { return prompt_get_.run(r); });
     }
-    if (registry_.offers_completions())
+    if (registry->offers_completions() || upstreams)
         table.add("completion/complete", kBoth, Runs::plugin_code, [this](Request& r) { return completion_.run(r); });
     return table;
 }
@@ -340,16 +347,17 @@ Json McpServer::finish(const Json& id, Revision revision, Json result) const {
 
 Json McpServer::capabilities(Revision revision, bool tasks) const {
     // List changes and resource updates reach 2026-07-28 clients on
-    // subscriptions/listen. A 2025-11-25 session hears of tool list changes
-    // (a configuration re-read) on its own channel; the other lists never
-    // change under it.
+    // subscriptions/listen, and a 2025-11-25 session on its own channel: a
+    // configuration re-read changes the tool list, an upstream family that
+    // joins, leaves or lists anew any list.
     const bool modern = revision == Revision::modern_2026_07_28;
     Json caps = {{"tools", {{"listChanged", true}}}, {"logging", Json::object()}};
+    const auto registry = registry_.current();
     // resources/subscribe (2025-11-25) and subscriptions/listen (2026-07-28)
     // both deliver resource updates.
-    if (registry_.offers_resources()) caps["resources"] = {{"listChanged", modern}, {"subscribe", true}};
-    if (registry_.offers_prompts()) caps["prompts"] = {{"listChanged", modern}};
-    if (registry_.offers_completions()) caps["completions"] = Json::object();
+    if (registry->offers_resources()) caps["resources"] = {{"listChanged", true}, {"subscribe", true}};
+    if (registry->offers_prompts()) caps["prompts"] = {{"listChanged", true}};
+    if (registry->offers_completions()) caps["completions"] = Json::object();
     if (modern && tasks) caps["extensions"][tasks::kExtension] = Json::object();
     return caps;
 }
@@ -373,7 +381,7 @@ Json McpServer::initialize(Request& request) {
     // else the newest legacy version it does; the client decides whether to stay.
     connection.legacy_initialized = true;
     connection.record_handshake([&connection] { connection.legacy_initialized = false; });
-    subscriptions_.follow_tool_list_changes(connection);
+    subscriptions_.follow_list_changes(connection);
     Json result = {{"protocolVersion", std::string(kLegacyVersion)},
                    {"capabilities", capabilities(Revision::legacy_2025_11_25, false)},
                    {"serverInfo", server_info_}};
@@ -391,7 +399,7 @@ Json McpServer::discover(const Request&) const {
 }
 
 // 2026-07-28 lists carry caching hints. Most are the same for every caller:
-// the registry is frozen at start and nothing in them is per user.
+// nothing in them is per user, and a change of the registry is announced.
 Json McpServer::cacheable(const Request& request, Json result, bool per_token) const {
     if (request.revision == Revision::modern_2026_07_28) {
         result["ttlMs"] = limits_.tools_list_ttl_ms;
@@ -428,18 +436,27 @@ void McpServer::apply_exposure(const std::set<std::string>& on_demand_families,
     if (disclosure_.apply(on_demand_families, tool_on_demand)) bus().publish({Change::Kind::tools_list, {}});
 }
 
+void McpServer::registry_changed(const plugins::RegistryChanges& changes) {
+    if (disclosure_.refresh()) bus().publish({Change::Kind::tools_list, {}});
+    if (changes.prompts) bus().publish({Change::Kind::prompts_list, {}});
+    if (changes.resources) bus().publish({Change::Kind::resources_list, {}});
+}
+
 Json McpServer::list_resources(const Request& request) const {
-    return cacheable(request, list_page(request, registry_.resources(), "resources", registry_.resources_fingerprint(),
+    const auto registry = registry_.current();
+    return cacheable(request, list_page(request, registry->resources(), "resources", registry->resources_fingerprint(),
                                         limits_.page_size));
 }
 
 Json McpServer::list_resource_templates(const Request& request) const {
-    return cacheable(request, list_page(request, registry_.resource_templates(), "resourceTemplates",
-                                        registry_.resource_templates_fingerprint(), limits_.page_size));
+    const auto registry = registry_.current();
+    return cacheable(request, list_page(request, registry->resource_templates(), "resourceTemplates",
+                                        registry->resource_templates_fingerprint(), limits_.page_size));
 }
 
 Json McpServer::list_prompts(const Request& request) const {
-    return cacheable(request, list_page(request, registry_.prompts(), "prompts", registry_.prompts_fingerprint(),
+    const auto registry = registry_.current();
+    return cacheable(request, list_page(request, registry->prompts(), "prompts", registry->prompts_fingerprint(),
                                         limits_.page_size));
 }
 
@@ -486,7 +503,7 @@ void McpServer::resume_legacy(Connection& connection, const Json& record) {
     const auto initialized = record.find("initialized");
     if (initialized != record.end() && initialized->is_boolean() && initialized->get<bool>() &&
         !connection.legacy_initialized.exchange(true))
-        subscriptions_.follow_tool_list_changes(connection);
+        subscriptions_.follow_list_changes(connection);
     std::set<std::string> uris;
     if (const auto list = record.find("subscriptions"); list != record.end() && list->is_array())
         for (const auto& uri : *list)

@@ -5,7 +5,7 @@
 #include "limits/rate_limiter.hpp"
 #include "metrics/observability.hpp"
 #include "plugins/host_services.hpp"
-#include "plugins/tool_registry.hpp"
+#include "plugins/live_registry.hpp"
 #include "protocol/call_scheduler.hpp"
 #include "protocol/completion.hpp"
 #include "protocol/connection.hpp"
@@ -68,7 +68,7 @@ struct ServerOptions {
 // place.
 class McpServer {
 public:
-    McpServer(const plugins::ToolRegistry& registry, const gate::GatePipeline& gate, config::ServerIdentity identity,
+    McpServer(const plugins::LiveRegistry& registry, const gate::GatePipeline& gate, config::ServerIdentity identity,
               config::Limits limits, RequestPool& pool, ServerOptions options = {});
     ~McpServer();
 
@@ -127,6 +127,10 @@ public:
     void apply_exposure(const std::set<std::string>& on_demand_families,
                         const std::map<std::string, bool>& tool_on_demand = {});
     const ToolDisclosure& disclosure() const { return disclosure_; }
+    // A family joined, left or listed anew (LiveRegistry's watcher): the
+    // tool list is made again under the same exposure, and every listener
+    // hears of each list that changed.
+    void registry_changed(const plugins::RegistryChanges& changes);
 
     // Ends every open subscription gracefully (its final result), as on shutdown.
     void close_subscriptions() { subscriptions_.close_all(); }
@@ -154,7 +158,7 @@ private:
     Json set_log_level(Request& request) const;
     Json capabilities(Revision revision, bool tasks) const;
 
-    const plugins::ToolRegistry& registry_;
+    const plugins::LiveRegistry& registry_;
     config::ServerIdentity identity_;
     config::Limits limits_;
     RequestPool& pool_;

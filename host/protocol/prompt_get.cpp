@@ -66,7 +66,8 @@ Json PromptGet::run(Request& request) const {
     if (name_it == request.params.end() || !name_it->is_string())
         throw ProtocolError(error_code::invalid_params, "prompts/get needs params.name, the prompt's name as a string");
     const std::string& name = name_it->get_ref<const std::string&>();
-    const plugins::Prompt* prompt = registry_.find_prompt(name);
+    const auto registry = registry_.current(); // kept while the prompt runs
+    const plugins::Prompt* prompt = registry->find_prompt(name);
     if (!prompt)
         throw ProtocolError(error_code::invalid_params,
                             "Unknown prompt: '" + name + "'; prompts/list names the prompts", {{"prompt", name}});

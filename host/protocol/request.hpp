@@ -15,12 +15,19 @@
 #include <optional>
 #include <string>
 
+namespace gatehouse::plugins {
+class ToolRegistry;
+}
+
 namespace gatehouse::protocol {
 
 // A tools/call resolved at decode (RequestDecoder): the tool params.name
 // names, its arguments, and the token layer's verdict. Nothing downstream
 // reads params.name or looks the tool up again.
 struct ToolTarget {
+    // The registry it was found in, kept while the call runs: a family that
+    // lists anew or leaves meanwhile does not take the tool from under it.
+    std::shared_ptr<const plugins::ToolRegistry> registry;
     const plugins::Tool* tool = nullptr; // a family's tool, or a host meta tool; never null
     Json arguments = Json::object();     // params.arguments (an object), moved out of params
     // call_tool: the tool its arguments name, when they name one that

@@ -114,8 +114,8 @@ Incoming RequestDecoder::read(Connection& connection, Json&& message, TransportT
     return in;
 }
 
-const plugins::Tool* RequestDecoder::resolve(std::string_view name) const {
-    if (const plugins::Tool* tool = registry_.find(name)) return tool;
+const plugins::Tool* RequestDecoder::resolve(const plugins::ToolRegistry& registry, std::string_view name) const {
+    if (const plugins::Tool* tool = registry.find(name)) return tool;
     return disclosure_.meta_tool(name);
 }
 
@@ -124,28 +124,40 @@ ToolTarget RequestDecoder::target(Json& params, const auth::Principal& principal
     if (name_it == params.end() || !name_it->is_string())
         throw ProtocolError(error_code::invalid_params, "tools/call needs params.name, the tool's name as a string");
     const std::string& name = name_it->get_ref<const std::string&>();
-    const plugins::Tool* tool = resolve(name);
-    if (!tool)
+    auto registry = registry_.current();
+    const plugins::Tool* tool = resolve(*registry, name);
+    if (!tool) {
+        if (auto waiting = plugins::upstream_waiting_for(*registry, name))
+            throw ProtocolError(error_code::invalid_params,
+                                "Unknown tool: '" + echoed_name(name) + "'; it may be one of upstream family '" +
+                                    waiting->family + "', whose server is not reachable yet (" + waiting->why +
+                                    "), so its tools are not listed. Try again in " +
+                                    std::to_string(waiting->retry_after_ms) + " ms.",
+                                {{"code", gate::refusal_code::upstream_unavailable},
+                                 {"family", waiting->family},
+                                 {"next", {{"action", "retry"}, {"retryAfterMs", waiting->retry_after_ms}}}});
         throw ProtocolError(error_code::invalid_params,
                             "Unknown tool: '" + echoed_name(name) + "'; tools/list names the tools");
+    }
     Json arguments = Json::object();
     if (auto a = params.find("arguments"); a != params.end() && !a->is_null()) {
         if (!a->is_object())
             throw ProtocolError(error_code::invalid_params, "tools/call params.arguments must be a JSON object");
         arguments = std::move(*a);
     }
-    return target_of(*tool, std::move(arguments), principal);
+    return target_of(std::move(registry), *tool, std::move(arguments), principal);
 }
 
-ToolTarget RequestDecoder::target_of(const plugins::Tool& tool, Json arguments,
-                                     const auth::Principal& principal) const {
+ToolTarget RequestDecoder::target_of(std::shared_ptr<const plugins::ToolRegistry> registry, const plugins::Tool& tool,
+                                     Json arguments, const auth::Principal& principal) const {
     ToolTarget t;
+    t.registry = std::move(registry);
     t.tool = &tool;
     t.arguments = arguments.is_null() ? Json::object() : std::move(arguments);
     // call_tool waits for its place and times out as the tool it forwards to.
     if (!tool.plugin && tool.name == ToolDisclosure::kCallTool)
         if (auto forwarded = t.arguments.find("name"); forwarded != t.arguments.end() && forwarded->is_string())
-            t.forwarded = resolve(forwarded->get_ref<const std::string&>());
+            t.forwarded = resolve(*t.registry, forwarded->get_ref<const std::string&>());
     t.scope_refusal = scope_refusal(tool, principal);
     return t;
 }

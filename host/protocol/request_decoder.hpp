@@ -1,7 +1,7 @@
 #pragma once
 
 #include "plugins/host_services.hpp"
-#include "plugins/tool_registry.hpp"
+#include "plugins/live_registry.hpp"
 #include "protocol/request.hpp"
 #include "protocol/tool_disclosure.hpp"
 
@@ -27,30 +27,33 @@ struct Incoming {
     bool rejected = false;
 };
 
-// Decodes messages for one host. Thread-safe: it reads only what is frozen
-// at start (the registry) and the disclosure's own lock.
+// Decodes messages for one host. Thread-safe: it reads the registry serving
+// now (each call keeps the one its tool was found in) and the disclosure's
+// own lock.
 class RequestDecoder {
 public:
     // `trace_ids`: where requests' span ids come from (null: requests carry no trace).
-    RequestDecoder(const plugins::ToolRegistry& registry, const ToolDisclosure& disclosure,
+    RequestDecoder(const plugins::LiveRegistry& registry, const ToolDisclosure& disclosure,
                    const plugins::HostServices* host, metrics::TraceIds* trace_ids = nullptr)
         : registry_(registry), disclosure_(disclosure), host_(host), trace_ids_(trace_ids) {}
 
     Incoming read(Connection& connection, Json&& message, TransportTrace transport_trace = {}) const;
 
-    // The tool a tools/call names: a family's own first, else a host meta
-    // tool of that name (while some family is on demand); null when none.
-    const plugins::Tool* resolve(std::string_view name) const;
+    // The tool a tools/call names in `registry`: a family's own first, else
+    // a host meta tool of that name (while some family is on demand); null
+    // when none.
+    const plugins::Tool* resolve(const plugins::ToolRegistry& registry, std::string_view name) const;
 
     // The target of a tools/call whose params are `params` (name and
     // arguments moved out); throws ProtocolError (-32602) for a missing name,
     // an unknown tool or arguments that are not an object.
     ToolTarget target(Json& params, const auth::Principal& principal) const;
 
-    // The target of a call of `tool` already resolved (call_tool's
-    // forwarded call): its own forwarded tool, if it is call_tool, and its
-    // scope verdict.
-    ToolTarget target_of(const plugins::Tool& tool, Json arguments, const auth::Principal& principal) const;
+    // The target of a call of `tool` already resolved in `registry`
+    // (call_tool's forwarded call): its own forwarded tool, if it is
+    // call_tool, and its scope verdict.
+    ToolTarget target_of(std::shared_ptr<const plugins::ToolRegistry> registry, const plugins::Tool& tool,
+                         Json arguments, const auth::Principal& principal) const;
 
 private:
     // Fills `into` in message order (id, method, params first), so what
@@ -61,7 +64,7 @@ private:
     // traceparent is ignored, as W3C Trace Context asks.
     void start_trace(const Json* meta, TransportTrace transport_trace, Request& into) const;
 
-    const plugins::ToolRegistry& registry_;
+    const plugins::LiveRegistry& registry_;
     const ToolDisclosure& disclosure_;
     const plugins::HostServices* host_;
     metrics::TraceIds* trace_ids_;

@@ -46,15 +46,16 @@ Json ResourceRead::run(Request& request) const {
                             "resources/read needs params.uri, the resource's URI as a string");
     const std::string uri = uri_it->get<std::string>();
 
+    const auto registry = registry_.current(); // kept while the read runs
     plugins::LoadedPlugin* plugin = nullptr;
     gh_resource_read_fn read = nullptr;
     void* data = nullptr;
     std::string family;
     Json variables = Json::object();
-    if (const auto* resource = registry_.find_resource(uri)) {
+    if (const auto* resource = registry->find_resource(uri)) {
         plugin = resource->plugin, read = resource->read, data = resource->data, family = resource->family;
     } else {
-        for (const auto* t : registry_.resource_templates()) {
+        for (const auto* t : registry->resource_templates()) {
             if (auto values = t->uri_template.match(uri)) {
                 plugin = t->plugin, read = t->read, data = t->data, family = t->family;
                 variables = *values;

@@ -5,7 +5,7 @@
 
 namespace gatehouse::protocol {
 
-Subscriptions::Subscriptions(std::shared_ptr<NotificationBus> bus, Json capabilities, Json server_info,
+Subscriptions::Subscriptions(std::shared_ptr<NotificationBus> bus, std::function<Json()> capabilities, Json server_info,
                              std::size_t max_open)
     : bus_(std::move(bus)), capabilities_(std::move(capabilities)), server_info_(std::move(server_info)),
       max_open_(max_open) {}
@@ -56,7 +56,7 @@ void Subscriptions::open(const std::shared_ptr<Connection>& connection, Request&
             honored[key] = true;
         }
     };
-    const Json& caps = capabilities_;
+    const Json caps = capabilities_();
     const auto supports = [&](const char* capability, const char* feature) {
         auto c = caps.find(capability);
         return c != caps.end() && c->value(feature, false);
@@ -247,17 +247,21 @@ bool Subscriptions::set_following(Connection& connection, const std::string& uri
 
 // 2025-11-25: tools/list_changed on the session's own channel (stdout, or
 // the HTTP session's GET stream) for as long as the connection lives.
-void Subscriptions::follow_tool_list_changes(Connection& connection) {
+void Subscriptions::follow_list_changes(Connection& connection) {
     auto token = std::make_shared<std::uint64_t>(0);
     *token = bus_->subscribe([token, connection = connection.weak_from_this(),
                               bus = std::weak_ptr<NotificationBus>(bus_)](const Change& change) {
-        if (change.kind != Change::Kind::tools_list) return;
+        const char* method = change.kind == Change::Kind::tools_list       ? "notifications/tools/list_changed"
+                             : change.kind == Change::Kind::prompts_list   ? "notifications/prompts/list_changed"
+                             : change.kind == Change::Kind::resources_list ? "notifications/resources/list_changed"
+                                                                           : nullptr;
+        if (!method) return;
         auto alive = connection.lock();
         if (!alive) {
             if (auto b = bus.lock()) b->unsubscribe(*token);
             return;
         }
-        alive->outbound().send(make_notification("notifications/tools/list_changed", Json::object()));
+        alive->outbound().send(make_notification(method, Json::object()));
     });
 }
 

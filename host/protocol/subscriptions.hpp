@@ -24,7 +24,9 @@ class Subscriptions {
 public:
     // `capabilities`: what 2026-07-28 offers (a listen honours only what
     // it offers). `max_open`: subscriptions open at once, at most.
-    Subscriptions(std::shared_ptr<NotificationBus> bus, Json capabilities, Json server_info, std::size_t max_open);
+    // `capabilities`: the server's now (what a listen may ask for follows the registry).
+    Subscriptions(std::shared_ptr<NotificationBus> bus, std::function<Json()> capabilities, Json server_info,
+                  std::size_t max_open);
     ~Subscriptions();
 
     // subscriptions/listen: acknowledges, then delivers until cancelled or
@@ -38,9 +40,9 @@ public:
     Json follow_resource(Request& request, bool subscribe);
     // The same for exactly `uris`, as a connection's record says.
     void follow_resources(Connection& connection, const std::set<std::string>& uris);
-    // 2025-11-25: tools/list_changed on the connection's own channel for as
-    // long as it lives (from initialize).
-    void follow_tool_list_changes(Connection& connection);
+    // 2025-11-25: tools/, prompts/ and resources/list_changed on the
+    // connection's own channel for as long as it lives (from initialize).
+    void follow_list_changes(Connection& connection);
 
     NotificationBus& bus() { return *bus_; }
     const std::shared_ptr<NotificationBus>& shared_bus() const { return bus_; }
@@ -57,7 +59,7 @@ private:
 
     std::shared_ptr<NotificationBus> bus_;
     TaskFilter task_filter_;
-    const Json capabilities_;
+    const std::function<Json()> capabilities_;
     const Json server_info_;
     const std::size_t max_open_;
     std::mutex mutex_;

@@ -210,9 +210,9 @@ Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, R
     // so nothing reached through call_tool is treated differently from a
     // direct call. A retry's inputResponses and requestState stand beside
     // call_tool's name and arguments in params, and belong to the forwarded call.
-    std::optional<ToolTarget> target =
-        parts_.decoder.target_of(*forwarded, arguments.contains("arguments") ? arguments["arguments"] : Json::object(),
-                                 request.connection->principal());
+    std::optional<ToolTarget> target = parts_.decoder.target_of(
+        request.call->registry, *forwarded, arguments.contains("arguments") ? arguments["arguments"] : Json::object(),
+        request.connection->principal());
     std::swap(request.call, target);
     struct Restore {
         Request& request;

@@ -52,7 +52,7 @@ const Json kName = {{"type", "string"}, {"minLength", 1}, {"maxLength", 128}};
 
 } // namespace
 
-ToolDisclosure::ToolDisclosure(const plugins::ToolRegistry& registry, bool offers_jobs) : registry_(registry) {
+ToolDisclosure::ToolDisclosure(const plugins::LiveRegistry& registry, bool offers_jobs) : registry_(registry) {
     if (offers_jobs) {
         const Json job_argument =
             object_schema({{"job",
@@ -104,11 +104,28 @@ ToolDisclosure::~ToolDisclosure() = default;
 
 bool ToolDisclosure::apply(const std::set<std::string>& on_demand_families,
                            const std::map<std::string, bool>& tool_on_demand) {
+    std::lock_guard applying(applying_);
+    on_demand_families_ = on_demand_families;
+    tool_on_demand_ = tool_on_demand;
+    return make_listing();
+}
+
+bool ToolDisclosure::refresh() {
+    std::lock_guard applying(applying_);
+    return make_listing();
+}
+
+// Under applying_.
+bool ToolDisclosure::make_listing() {
+    const auto& on_demand_families = on_demand_families_;
+    const auto& tool_on_demand = tool_on_demand_;
     auto next = std::make_shared<Listing>();
-    for (const auto& family : registry_.families())
+    next->registry = registry_.current();
+    const plugins::ToolRegistry& registry = *next->registry;
+    for (const auto& family : registry.families())
         if (on_demand_families.count(family.family)) next->on_demand.insert(family.family);
     next->hides_tools = !next->on_demand.empty();
-    for (const plugins::Tool* tool : registry_.ordered()) {
+    for (const plugins::Tool* tool : registry.ordered()) {
         const auto own = tool_on_demand.find(tool->name);
         if (own != tool_on_demand.end() ? own->second : next->on_demand.count(tool->family) > 0)
             next->hides_tools = true;
@@ -117,9 +134,9 @@ bool ToolDisclosure::apply(const std::set<std::string>& on_demand_families,
     }
     if (next->hides_tools)
         for (const auto& meta : meta_tools_)
-            if (!registry_.find(meta->name)) next->tools.push_back(meta.get());
+            if (!registry.find(meta->name)) next->tools.push_back(meta.get());
     for (const auto& job : job_tools_)
-        if (!registry_.find(job->name)) next->tools.push_back(job.get());
+        if (!registry.find(job->name)) next->tools.push_back(job.get());
     if (next->hides_tools || !job_tools_.empty())
         std::sort(next->tools.begin(), next->tools.end(),
                   [](const plugins::Tool* a, const plugins::Tool* b) { return a->name < b->name; });
@@ -153,10 +170,11 @@ const plugins::Tool* ToolDisclosure::meta_tool(std::string_view name) const {
 Json ToolDisclosure::answer(const plugins::Tool& meta_tool, const Json& arguments,
                             const auth::Principal& principal) const {
     const auto current = listing();
+    const plugins::ToolRegistry& registry = *current->registry;
     const auto callable = [&](const plugins::Tool* tool) { return !scope_refusal(*tool, principal); };
     if (meta_tool.name == kListDomains) {
         Json domains = Json::array();
-        for (const auto& family : registry_.families())
+        for (const auto& family : registry.families())
             domains.push_back({{"domain", family.family},
                                {"exposure", current->on_demand.count(family.family) ? "on_demand" : "listed"},
                                {"tools", std::count_if(family.tools.begin(), family.tools.end(), callable)},
@@ -165,7 +183,7 @@ Json ToolDisclosure::answer(const plugins::Tool& meta_tool, const Json& argument
     }
     if (meta_tool.name == kLoadDomain) {
         const auto& domain = arguments.at("domain").get_ref<const std::string&>();
-        for (const auto& family : registry_.families()) {
+        for (const auto& family : registry.families()) {
             if (family.family != domain) continue;
             Json tools = Json::array();
             for (const plugins::Tool* tool : family.tools)
@@ -176,7 +194,7 @@ Json ToolDisclosure::answer(const plugins::Tool& meta_tool, const Json& argument
     }
     if (meta_tool.name == kDescribeTool) {
         const auto& name = arguments.at("name").get_ref<const std::string&>();
-        if (const plugins::Tool* tool = registry_.find(name)) return text_result(plugins::tool_definition(*tool));
+        if (const plugins::Tool* tool = registry.find(name)) return text_result(plugins::tool_definition(*tool));
         return tool_error("There is no tool '" + name + "'; load_domain lists the tools of a domain.");
     }
     return tool_error("Tool '" + meta_tool.name + "' has no answer of its own.");

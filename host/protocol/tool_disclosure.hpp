@@ -1,7 +1,7 @@
 #pragma once
 
 #include "auth/principal.hpp"
-#include "plugins/tool_registry.hpp"
+#include "plugins/live_registry.hpp"
 #include "protocol/json_rpc.hpp"
 
 #include <map>
@@ -19,7 +19,8 @@ namespace gatehouse::protocol {
 // on demand the list carries four host tools instead — list_domains,
 // load_domain, describe_tool and call_tool — so an agent facing many
 // families loads only what it needs. The list is the same for every caller;
-// only a configuration re-read (SIGHUP) changes it. Thread-safe.
+// a configuration re-read (SIGHUP) or a change of the registry changes it.
+// Thread-safe.
 class ToolDisclosure {
 public:
     static constexpr std::string_view kListDomains = "list_domains";
@@ -36,7 +37,7 @@ public:
         return name == kJobStatus || name == kJobResult || name == kJobCancel;
     }
 
-    explicit ToolDisclosure(const plugins::ToolRegistry& registry, bool offers_jobs = false);
+    explicit ToolDisclosure(const plugins::LiveRegistry& registry, bool offers_jobs = false);
     ~ToolDisclosure();
 
     // Families named here go on demand, every other one is listed; a tool
@@ -44,10 +45,14 @@ public:
     // it says, whatever its family is. True when the published tool list
     // changed.
     bool apply(const std::set<std::string>& on_demand_families, const std::map<std::string, bool>& tool_on_demand = {});
+    // The same exposure laid on the registry serving now (a family joined,
+    // left or listed anew). True when the published tool list changed.
+    bool refresh();
 
     struct Listing {
-        std::vector<const plugins::Tool*> tools; // by published name
-        std::string fingerprint;                 // what tools/list cursors carry
+        std::shared_ptr<const plugins::ToolRegistry> registry; // what the tools are of, kept with them
+        std::vector<const plugins::Tool*> tools;               // by published name
+        std::string fingerprint;                               // what tools/list cursors carry
         std::set<std::string> on_demand;
         bool scoped = false;      // some listed tool needs a token scope: tools/list differs per token
         bool hides_tools = false; // some tool is on demand: the meta tools are offered
@@ -67,9 +72,14 @@ public:
     Json answer(const plugins::Tool& meta_tool, const Json& arguments, const auth::Principal& principal) const;
 
 private:
-    const plugins::ToolRegistry& registry_;
+    const plugins::LiveRegistry& registry_;
     std::vector<std::unique_ptr<plugins::Tool>> meta_tools_;
     std::vector<std::unique_ptr<plugins::Tool>> job_tools_;
+    bool make_listing();
+
+    std::mutex applying_; // one apply at a time, over the settings below
+    std::set<std::string> on_demand_families_;
+    std::map<std::string, bool> tool_on_demand_;
     mutable std::mutex mutex_;
     std::shared_ptr<const Listing> listing_;
 };

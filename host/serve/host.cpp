@@ -66,12 +66,16 @@ Host::Host(config::Config config, Transports transports) : config_(std::move(con
     registry_ = load_families();
     sessions_ = open_sessions(opening_state);
     services_.family_state = family_state();
-    gate_ = gate::make_gate(config_.license, family_names(*registry_), sessions_.get(), config_.gate);
+    gate_ = gate::make_gate(config_.license, family_names(*registry_->current()), sessions_.get(), config_.gate);
     bus_ = open_bus();
     pool_ = make_pool();
     state_sealer_ = make_state_sealer();
     server_ = make_server();
+    registry_->watch([server = server_.get()](const plugins::ToolRegistry&, const plugins::RegistryChanges& changes) {
+        server->registry_changed(changes);
+    });
     reload(config_);
+    follow_upstreams();
     services_.changed = publish_changes();
     changes_outside_calls_.emplace(services_);
     if (transports_.http) http_ = listen_http();
@@ -79,14 +83,21 @@ Host::Host(config::Config config, Transports transports) : config_(std::move(con
     if (config_.metrics.own_listener()) ops_ = listen_ops();
 }
 
-Host::~Host() = default;
+Host::~Host() {
+    // Upstream supervisors are stopped first: what they hear changes the
+    // registry, which the parts below are about to stop reading.
+    if (!registry_) return;
+    registry_->close();
+    for (const auto& plugin : registry_->current()->plugins())
+        if (auto* upstream = plugin->upstream()) upstream->retire();
+}
 
-std::unique_ptr<plugins::ToolRegistry> Host::load_families() {
+std::unique_ptr<plugins::LiveRegistry> Host::load_families() {
     plugins::LoadReport report;
     std::unique_ptr<plugins::ToolRegistry> registry;
     {
         cli::StdoutDiversion plugins_print_to_stderr;
-        registry = cli::load_plugins(config_, report);
+        registry = cli::load_plugins(config_, report, {.wait_for_upstreams = true});
     }
     observability_->plugin_load_failures(report.failures.size());
     not_loaded_ = report.failures;
@@ -95,7 +106,96 @@ std::unique_ptr<plugins::ToolRegistry> Host::load_families() {
         throw HostError(std::to_string(report.failures.size()) +
                             " plugin(s) failed to load and the configuration is strict; not serving",
                         1);
-    return registry;
+    families_config_ = config_;
+    return std::make_unique<plugins::LiveRegistry>(std::move(registry));
+}
+
+// Each upstream family's offer, as its server lists anew, becomes its entry
+// in a new registry; the first time also for what it listed before anyone
+// listened.
+void Host::follow_upstreams() {
+    for (const auto& plugin : registry_->current()->plugins())
+        if (auto* upstream = plugin->upstream()) {
+            upstream->on_offer_changed([this, name = upstream->name()] { take_upstream_offer(name); });
+            take_upstream_offer(upstream->name());
+        }
+}
+
+void Host::take_upstream_offer(const std::string& name) {
+    auto lock = registry_->change_lock();
+    if (registry_->closed(lock)) return;
+    const auto serving = registry_->current();
+    const auto* entry = serving->entry(name);
+    if (!entry || !entry->plugin->upstream()) return; // removed meanwhile
+    const auto offer = entry->plugin->upstream()->offer();
+    if (entry->listing.get() == static_cast<const void*>(offer.get())) return; // served as it is
+    auto relisted = plugins::PluginLoader::relist_upstream(*entry, families_config_, *serving);
+    spdlog::info("upstream '{}': {} tool(s), {} resource(s), {} prompt(s) served", name, relisted->tools.size(),
+                 relisted->offer.resources.size(), relisted->offer.prompts.size());
+    registry_->publish(plugins::with_family(*serving, name, std::move(relisted)), lock);
+}
+
+// upstreams: as the re-read configuration says. An entry removed (or its
+// domain disabled) leaves, its server disconnected; one added joins; one
+// changed connects anew; the others list again under the new domains.
+void Host::reload_upstreams(const config::Config& fresh) {
+    std::vector<upstream::UpstreamFamily*> gone, joined;
+    std::vector<std::shared_ptr<const plugins::FamilyEntry>> keep_until_retired;
+    {
+        auto lock = registry_->change_lock();
+        if (registry_->closed(lock)) return;
+        const auto before = registry_->current();
+        auto serving = before;
+        const auto wanted = [&fresh](const std::string& name) -> const config::UpstreamEntry* {
+            auto domain = fresh.domains.find(name);
+            if (domain != fresh.domains.end() && !domain->second.enabled) return nullptr;
+            for (const auto& entry : fresh.upstreams)
+                if (entry.name == name) return &entry;
+            return nullptr;
+        };
+        for (const auto& e : before->entries()) {
+            auto* upstream = e->plugin->upstream();
+            if (!upstream) continue;
+            const auto* now = wanted(e->info.family);
+            if (now && now->same_as(upstream->entry())) continue;
+            spdlog::info("upstream '{}' {}", e->info.family,
+                         now ? "changed in the configuration: connecting anew" : "is no longer configured: it leaves");
+            gone.push_back(upstream);
+            keep_until_retired.push_back(e);
+            serving = plugins::with_family(*serving, e->info.family, nullptr);
+        }
+        families_config_ = fresh;
+        for (const auto& entry : fresh.upstreams) {
+            if (!wanted(entry.name)) continue;
+            if (const auto* e = serving->entry(entry.name)) {
+                if (!e->plugin->upstream())
+                    spdlog::error("upstream '{}' ({}) is not served: family '{}' is already served by {}", entry.name,
+                                  entry.where.str(), entry.name, e->info.path);
+                else // kept: its tools again, under the domains as they read now
+                    serving = plugins::with_family(
+                        *serving, entry.name, plugins::PluginLoader::relist_upstream(*e, families_config_, *serving));
+                continue;
+            }
+            try {
+                auto added = plugins::PluginLoader::open_upstream(entry, families_config_, *serving);
+                if (!added) continue;
+                joined.push_back(added->plugin->upstream());
+                spdlog::info("upstream '{}' joins ({} tool(s){})", entry.name, added->tools.size(),
+                             joined.back()->serving() ? "" : "; its server is not reachable yet");
+                serving = plugins::with_family(*serving, entry.name, std::move(added));
+            } catch (const std::exception& e) {
+                spdlog::error("upstream '{}' ({}) is not served: {}", entry.name, entry.where.str(), e.what());
+            }
+        }
+        registry_->publish(std::move(serving), lock);
+    }
+    // Outside the change lock: a supervisor being joined may be waiting for it.
+    for (auto* upstream : gone)
+        upstream->retire();
+    for (auto* upstream : joined) {
+        upstream->on_offer_changed([this, name = upstream->name()] { take_upstream_offer(name); });
+        take_upstream_offer(upstream->name());
+    }
 }
 
 std::unique_ptr<session::SessionService>
@@ -244,34 +344,36 @@ void Host::add_gauges() {
                                       });
     // Families with isolation: process: how often each one's process died,
     // and whether one serves it now (0 while it waits out its backoff).
-    auto processes = [families = registry_.get()] {
-        std::vector<std::pair<std::string, const isolation::FamilyProcess*>> out;
+    const auto processes = [live = registry_.get()](auto&& each) {
+        const auto families = live->current();
         for (const auto& plugin : families->plugins())
-            if (plugin->process()) out.emplace_back(plugin->family(), plugin->process());
-        return out;
+            if (plugin->process()) each(plugin->family(), *plugin->process());
     };
     registry.add<metrics::ReadFamily>(
         "gatehouse_family_crashes_total", "Times the process of a family with isolation: process died.",
         std::vector<std::string>{"family"},
         [processes] {
             Series series;
-            for (const auto& [family, process] : processes())
-                series.push_back({{family}, double(process->crashes())});
+            processes([&](const std::string& family, const isolation::FamilyProcess& process) {
+                series.push_back({{family}, double(process.crashes())});
+            });
             return series;
         },
         "counter");
-    registry.add<metrics::ReadFamily>("gatehouse_family_process_up",
-                                      "1 while a process serves the family (isolation: process), else 0.",
-                                      std::vector<std::string>{"family"}, [processes] {
-                                          Series series;
-                                          for (const auto& [family, process] : processes())
-                                              series.push_back({{family}, process->serving() ? 1.0 : 0.0});
-                                          return series;
-                                      });
+    registry.add<metrics::ReadFamily>(
+        "gatehouse_family_process_up", "1 while a process serves the family (isolation: process), else 0.",
+        std::vector<std::string>{"family"}, [processes] {
+            Series series;
+            processes([&](const std::string& family, const isolation::FamilyProcess& process) {
+                series.push_back({{family}, process.serving() ? 1.0 : 0.0});
+            });
+            return series;
+        });
     registry.add<metrics::ReadFamily>(
         "gatehouse_upstream_up", "1 while the MCP server of a family of upstreams: is connected, else 0.",
-        std::vector<std::string>{"family"}, [families = registry_.get()] {
+        std::vector<std::string>{"family"}, [live = registry_.get()] {
             Series series;
+            const auto families = live->current();
             for (const auto& plugin : families->plugins())
                 if (const auto* upstream = plugin->upstream())
                     series.push_back({{plugin->family()}, upstream->serving() ? 1.0 : 0.0});
@@ -296,7 +398,7 @@ std::unique_ptr<transport::OpsListener> Host::listen_ops() {
             config_.metrics, *observability_,
             transport::OpsListener::Probes{[server = server_.get()] { return server->readiness(); },
                                            [this] { return stopping_.load(); },
-                                           [this] { return host_status(*registry_, not_loaded_); }});
+                                           [this] { return host_status(*registry_->current(), not_loaded_); }});
     } catch (const std::exception& e) {
         throw HostError(e.what(), 1);
     }
@@ -335,13 +437,15 @@ bool Host::stop_workers(std::chrono::milliseconds grace) {
 void Host::reload(const config::Config& fresh) {
     // logrotate's convention: the audit file is opened anew on SIGHUP.
     observability_->reopen_audit();
+    if (&fresh != &config_) reload_upstreams(fresh);
+    const auto registry = registry_->current();
     std::set<std::string> families;
     std::map<std::string, bool> tools;
     for (const auto& [family, domain] : fresh.domains) {
         if (domain.on_demand) families.insert(family);
         for (const auto& [name, change] : domain.tools) {
             if (!change.on_demand) continue;
-            for (const plugins::Tool* tool : registry_->ordered())
+            for (const plugins::Tool* tool : registry->ordered())
                 if (tool->family == family && tool->plugin_name == name) tools[tool->name] = *change.on_demand;
         }
     }

@@ -7,7 +7,7 @@
 #include "mrtr/request_state_sealer.hpp"
 #include "plugins/host_services.hpp"
 #include "plugins/plugin_loader.hpp"
-#include "plugins/tool_registry.hpp"
+#include "plugins/live_registry.hpp"
 #include "protocol/mcp_server.hpp"
 #include "protocol/request_pool.hpp"
 #include "session/session_service.hpp"
@@ -67,11 +67,15 @@ public:
     bool stop_workers(std::chrono::milliseconds grace);
 
     // What a configuration re-read (SIGHUP) changes while serving: each
-    // domain's and tool's exposure (tools/list), told to every listener.
+    // domain's and tool's exposure (tools/list), and the upstreams, told to
+    // every listener.
     void reload(const config::Config& fresh);
 
 private:
-    std::unique_ptr<plugins::ToolRegistry> load_families();
+    std::unique_ptr<plugins::LiveRegistry> load_families();
+    void follow_upstreams();
+    void take_upstream_offer(const std::string& name);
+    void reload_upstreams(const config::Config& fresh);
     std::unique_ptr<session::SessionService> open_sessions(std::future<std::unique_ptr<state::StateBackend>>& opening);
     state::StateBackend* family_state();
     std::shared_ptr<state::NotificationBus> open_bus() const;
@@ -89,9 +93,10 @@ private:
     // What operators see (metrics, audit, spans): built before the plugins
     // load, so their failures are counted; gone after every part that counts.
     std::unique_ptr<metrics::Observability> observability_;
-    std::unique_ptr<plugins::ToolRegistry> registry_; // plugins unload last
-    std::vector<plugins::LoadFailure> not_loaded_;    // what the configuration names that did not load
-    std::shared_ptr<state::RedisClient> redis_;       // with session.backend redis: the one client of its parts
+    std::unique_ptr<plugins::LiveRegistry> registry_; // plugins unload last
+    config::Config families_config_; // under registry_'s change lock: the configuration upstream families list under
+    std::vector<plugins::LoadFailure> not_loaded_; // what the configuration names that did not load
+    std::shared_ptr<state::RedisClient> redis_;    // with session.backend redis: the one client of its parts
     std::unique_ptr<session::SessionService> sessions_;
     std::unique_ptr<state::StateBackend> families_only_state_; // families' state when no sessions hold a backend
     gate::GatePipeline gate_;

@@ -51,7 +51,7 @@ gate::Refusal not_connected_refusal() {
 }
 
 SessionService::SessionService(const config::SessionSettings& settings, std::unique_ptr<state::StateBackend> backend,
-                               const plugins::ToolRegistry& registry, bool environment_password_allowed)
+                               const plugins::LiveRegistry& registry, bool environment_password_allowed)
     : settings_(settings), table_(std::move(backend), std::chrono::seconds(settings.idle_expiry_s)), stores_(settings),
       credentials_(settings, environment_password_allowed), grants_(settings), registry_(registry) {}
 
@@ -169,7 +169,8 @@ json SessionService::open(const auth::Principal& principal, std::string_view top
 json SessionService::accept_rules(const auth::Principal& principal, std::string_view handle,
                                   std::string_view code_text) {
     const Session s = live(principal, handle);
-    for (const plugins::Tool* tool : registry_.ordered()) {
+    const auto registry = registry_.current();
+    for (const plugins::Tool* tool : registry->ordered()) {
         if (tool->rules.empty() || tool->gate_exempt) continue;
         if (!same_code(rule_code(s.nonce, tool->name), code_text)) continue;
         try {
@@ -215,7 +216,8 @@ std::vector<CriticalItem> SessionService::critical_items(const std::string& stor
     std::vector<CriticalItem> items;
     std::set<plugins::LoadedPlugin*> asked;
     const std::string owner = json{{"store", store}, {"user", user}, {"principal", principal.owner_key()}}.dump();
-    for (const plugins::Tool* tool : registry_.ordered()) {
+    const auto registry = registry_.current();
+    for (const plugins::Tool* tool : registry->ordered()) {
         if (!tool->plugin || !asked.insert(tool->plugin).second || !tool->plugin->has_critical_items()) continue;
         std::string text;
         bool ok = tool->plugin->critical_items(owner, text);

@@ -3,7 +3,7 @@
 #include "auth/principal.hpp"
 #include "config/config.hpp"
 #include "gate/refusal.hpp"
-#include "plugins/tool_registry.hpp"
+#include "plugins/live_registry.hpp"
 #include "session/grant_table.hpp"
 #include "session/session_table.hpp"
 #include "session/store_credentials.hpp"
@@ -38,7 +38,7 @@ public:
     // environment_password_allowed: the host serves stdio and no HTTP, so
     // GATEHOUSE_STORE_PASSWORD may be a source (StoreCredentials).
     SessionService(const config::SessionSettings& settings, std::unique_ptr<state::StateBackend> backend,
-                   const plugins::ToolRegistry& registry, bool environment_password_allowed = false);
+                   const plugins::LiveRegistry& registry, bool environment_password_allowed = false);
 
     nlohmann::json describe(const auth::Principal& principal, std::string_view handle);
     nlohmann::json open(const auth::Principal& principal, std::string_view topic);
@@ -60,7 +60,7 @@ private:
     StoreSource stores_;
     StoreCredentials credentials_;
     GrantTable grants_;
-    const plugins::ToolRegistry& registry_;
+    const plugins::LiveRegistry& registry_;
 };
 
 // The refusal for a handle that names no live session of the caller.

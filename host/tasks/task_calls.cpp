@@ -126,7 +126,7 @@ protocol::Revision revision_named(const std::string& name) {
 
 } // namespace
 
-TaskCalls::TaskCalls(const plugins::ToolRegistry& registry, protocol::ToolCall& tool_call, TaskStore& store,
+TaskCalls::TaskCalls(const plugins::LiveRegistry& registry, protocol::ToolCall& tool_call, TaskStore& store,
                      TaskRunner& runner, std::shared_ptr<limits::BucketStore> poll_buckets,
                      const plugins::HostServices* host, metrics::Observability* observability)
     : registry_(registry), tool_call_(tool_call), store_(store), runner_(runner),
@@ -193,16 +193,18 @@ Json TaskCalls::start(Request& request, Start start) {
         spdlog::error("task for tool '{}' not created: {}", start.tool.name, e.what());
         return tasks_unavailable();
     }
-    submit_round(record.id, start.tool, request.connection->principal());
+    submit_round(record.id, start.tool, request.connection->principal(),
+                 request.call ? request.call->registry : registry_.current());
     if (record.job) return job_handle(record, start.tool);
     Json created = record.created();
     created["resultType"] = "task";
     return created;
 }
 
-void TaskCalls::submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal) {
-    const bool queued =
-        runner_.run(id, [this, id, &tool, principal](RoundControl& control) { round(control, id, tool, principal); });
+void TaskCalls::submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal,
+                             std::shared_ptr<const plugins::ToolRegistry> registry) {
+    const bool queued = runner_.run(
+        id, [this, id, &tool, principal, registry](RoundControl& control) { round(control, id, tool, principal); });
     if (queued) return;
     store_.update(id, [](TaskRecord& r) {
         if (terminal(r.status)) return false;
@@ -506,7 +508,8 @@ Json TaskCalls::update(Request& request) {
     }
     if (resume && found) {
         // The next round runs here, on the instance that took the last answer.
-        const plugins::Tool* tool = registry_.find(found->tool);
+        auto registry = registry_.current();
+        const plugins::Tool* tool = registry->find(found->tool);
         if (!tool || !tool->plugin) {
             store_.update(id, [&](TaskRecord& r) {
                 if (terminal(r.status)) return false;
@@ -520,7 +523,7 @@ Json TaskCalls::update(Request& request) {
                 return true;
             });
         } else {
-            submit_round(id, *tool, request.connection->principal());
+            submit_round(id, *tool, request.connection->principal(), std::move(registry));
         }
     }
     return Json::object();

@@ -3,7 +3,7 @@
 #include "metrics/observability.hpp"
 
 #include "limits/bucket_store.hpp"
-#include "plugins/tool_registry.hpp"
+#include "plugins/live_registry.hpp"
 #include "protocol/request.hpp"
 #include "protocol/tool_call.hpp"
 #include "tasks/task_runner.hpp"
@@ -21,7 +21,7 @@ namespace gatehouse::tasks {
 // is an unknown one. Thread-safe.
 class TaskCalls final : public protocol::TaskStarter {
 public:
-    TaskCalls(const plugins::ToolRegistry& registry, protocol::ToolCall& tool_call, TaskStore& store,
+    TaskCalls(const plugins::LiveRegistry& registry, protocol::ToolCall& tool_call, TaskStore& store,
               TaskRunner& runner, std::shared_ptr<limits::BucketStore> poll_buckets, const plugins::HostServices* host,
               metrics::Observability* observability = nullptr);
 
@@ -58,14 +58,16 @@ private:
     // tasks/cancel and job_cancel: true when the task was still unfinished.
     bool cancel_task(const std::string& id, const std::string& owner);
     // Runs the task's next round on this host, as `principal`.
-    void submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal);
+    // `registry`: the one `tool` is of, kept until the round has run.
+    void submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal,
+                      std::shared_ptr<const plugins::ToolRegistry> registry);
     void round(RoundControl& control, const std::string& id, const plugins::Tool& tool,
                const auth::Principal& principal);
     // Counts, audits and exports one round as a tool call of its own.
     void observe_round(const protocol::Request& request, const plugins::Tool& tool,
                        const protocol::TaskRound& outcome) const;
 
-    const plugins::ToolRegistry& registry_;
+    const plugins::LiveRegistry& registry_;
     protocol::ToolCall& tool_call_;
     TaskStore& store_;
     TaskRunner& runner_;

@@ -530,12 +530,13 @@ void HttpConnection::on_request(Request request) {
     // A page checks its own Origin (its form posts from itself, wherever the
     // host is reached), so allowed_origins, which is about MCP callers, does
     // not apply.
-    if (is_page_path(path) && service_.registry.offers_pages()) {
+    const auto pages = is_page_path(path) ? service_.registry.current() : nullptr; // kept while the page runs
+    if (pages && pages->offers_pages()) {
         const auto field = [&request](http::field name) {
             const auto value = request[name];
             return std::string_view(value.data(), value.size());
         };
-        respond_page(serve_page(service_.server.host(), service_.registry, *service_.page_form_tokens,
+        respond_page(serve_page(service_.server.host(), *pages, *service_.page_form_tokens,
                                 {std::string_view(request.method_string().data(), request.method_string().size()), path,
                                  field(http::field::host), field(http::field::origin), field(http::field::cookie),
                                  field(http::field::content_type), request.body()}));

@@ -10,7 +10,7 @@
 
 namespace gatehouse::transport {
 
-HttpService::HttpService(protocol::McpServer& server_, const plugins::ToolRegistry& registry_,
+HttpService::HttpService(protocol::McpServer& server_, const plugins::LiveRegistry& registry_,
                          config::HttpSettings settings_, config::Limits limits_, config::AuthSettings auth_,
                          std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens_)
     : server(server_), registry(registry_), settings(std::move(settings_)),

@@ -4,7 +4,7 @@
 #include "auth/request_authenticator.hpp"
 #include "config/config.hpp"
 #include "metrics/address_allow_list.hpp"
-#include "plugins/tool_registry.hpp"
+#include "plugins/live_registry.hpp"
 #include "mrtr/request_state_sealer.hpp"
 #include "protocol/mcp_server.hpp"
 #include "transport/http_access.hpp"
@@ -30,12 +30,12 @@ struct HttpService {
     // `page_form_tokens`: seals the cross-site tokens of pages' forms; shared
     // with the other instances of a cluster through its keys. Null: a key
     // of this process only.
-    HttpService(protocol::McpServer& server, const plugins::ToolRegistry& registry, config::HttpSettings settings,
+    HttpService(protocol::McpServer& server, const plugins::LiveRegistry& registry, config::HttpSettings settings,
                 config::Limits limits, config::AuthSettings auth = {},
                 std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens = nullptr);
 
     protocol::McpServer& server;
-    const plugins::ToolRegistry& registry;
+    const plugins::LiveRegistry& registry;
     const config::HttpSettings settings;
     const std::string instance_header; // "Gatehouse-Instance: <name>\r\n", or empty
     const config::Limits limits;

@@ -17,7 +17,7 @@ namespace gatehouse::transport {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-HttpTransport::HttpTransport(protocol::McpServer& server, const plugins::ToolRegistry& registry,
+HttpTransport::HttpTransport(protocol::McpServer& server, const plugins::LiveRegistry& registry,
                              const config::HttpSettings& settings, const config::Limits& limits,
                              const config::AuthSettings& auth,
                              std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens)

@@ -18,7 +18,7 @@ class HttpConnection;
 // Streamable HTTP on one endpoint for both protocol revisions (Boost.Beast).
 class HttpTransport {
 public:
-    HttpTransport(protocol::McpServer& server, const plugins::ToolRegistry& registry,
+    HttpTransport(protocol::McpServer& server, const plugins::LiveRegistry& registry,
                   const config::HttpSettings& settings, const config::Limits& limits,
                   const config::AuthSettings& auth = {},
                   std::shared_ptr<const mrtr::RequestStateSealer> page_form_tokens = nullptr);

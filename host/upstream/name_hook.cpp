@@ -19,4 +19,14 @@ std::string NameHook::apply(std::string_view name) const {
     return out;
 }
 
+bool NameHook::could_have_named(std::string_view published) const {
+    // apply() of a name that cannot occur in a published one marks where the name goes.
+    const std::string marked = apply("\n");
+    const auto at = marked.find('\n');
+    const std::string_view before(marked.data(), at), after(marked.data() + at + 1, marked.size() - at - 1);
+    if (before.empty() && after.empty()) return false;
+    return published.size() > before.size() + after.size() && published.starts_with(before) &&
+           published.ends_with(after);
+}
+
 } // namespace gatehouse::upstream

@@ -16,6 +16,9 @@ public:
         : pattern_(std::move(pattern)), upstream_(std::move(upstream)) {}
 
     std::string apply(std::string_view name) const;
+    // Whether apply() could have made `published` from some name, by the
+    // fixed text around {name}. A hook with none ("none") claims no name.
+    bool could_have_named(std::string_view published) const;
     const std::string& pattern() const { return pattern_; }
 
 private:

@@ -29,9 +29,10 @@ namespace {
 
 constexpr auto kFirstBackoff = 100ms;
 constexpr auto kLongestBackoff = 30s;
-constexpr auto kLivedLongEnough = 30s; // a connection that lasted this long starts the backoff over
-constexpr auto kWatch = 100ms;         // how often the supervisor looks at the connection
-constexpr auto kFirstListen = 1000ms;  // a subscription that ended is asked for again after this
+constexpr auto kLivedLongEnough = 30s;  // a connection that lasted this long starts the backoff over
+constexpr auto kWatch = 100ms;          // how often the supervisor looks at the connection
+constexpr auto kFirstListen = 1000ms;   // a subscription that ended is asked for again after this
+constexpr auto kFewestRelists = 1000ms; // the least time between two listings a server asked for
 
 std::uint32_t risk_named(const std::string& name) {
     if (name == "read") return GH_RISK_READ;
@@ -136,41 +137,46 @@ UpstreamFamily::UpstreamFamily(UpstreamOptions options)
             std::min<std::chrono::milliseconds>(std::chrono::milliseconds(options_.entry.connect_timeout_ms), 10s);
         oauth_ = std::make_shared<ClientCredentials>(std::move(o));
     }
-    auto session = connect();
-    const Json& capabilities = session->capabilities();
-    const auto offers = [&](const char* what) { return capabilities.contains(what); };
-    const auto list = [&](const char* method, const char* key) {
-        try {
-            return session->list_all(method, key);
-        } catch (const std::exception& e) {
-            throw std::runtime_error(std::string("it did not answer ") + method + ": " + e.what());
-        }
-    };
-    Listing listing;
-    if (offers("tools")) listing.tools = list("tools/list", "tools");
-    // A URI names one resource: two servers that offer the same ones cannot
-    // both serve them, and the operator leaves one's out.
-    if (offers("resources") && options_.entry.resources) {
-        listing.resources = list("resources/list", "resources");
-        listing.templates = list("resources/templates/list", "resourceTemplates");
+    std::shared_ptr<ClientSession> session;
+    try {
+        session = connect();
+        offer_ = make_offer(list(*session));
+        protocol_version_ = session->protocol_version();
+    } catch (const std::runtime_error& e) {
+        if (session) session->close();
+        if (!options_.wait_when_unreachable) throw;
+        session.reset();
+        down_because_ = e.what();
+        next_attempt_ = Clock::now() + kFirstBackoff;
+        offer_ = make_offer(Listing{});
     }
-    if (offers("prompts")) listing.prompts = list("prompts/list", "prompts");
-    completions_ = offers("completions");
-    protocol_version_ = session->protocol_version();
-    offer(listing, session->server_info());
     std::lock_guard lock(mutex_);
     session_ = std::move(session);
     supervisor_ = std::thread([this] { supervise(); });
 }
 
 UpstreamFamily::~UpstreamFamily() {
+    retire();
+}
+
+void UpstreamFamily::retire() {
     std::vector<Parked> parked;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
+        retired_ = true;
+        on_offer_changed_ = nullptr;
+        down_because_ = "its upstreams entry was removed";
         changed_.notify_all();
     }
-    if (supervisor_.joinable()) supervisor_.join();
+    if (supervisor_.joinable()) {
+        // Retired from its own thread (what it heard dropped the last hold on
+        // it): that thread ends by itself once it sees stopping_.
+        if (supervisor_.get_id() == std::this_thread::get_id())
+            supervisor_.detach();
+        else
+            supervisor_.join();
+    }
     {
         std::lock_guard lock(mutex_);
         for (auto& [_, p] : parked_)
@@ -184,6 +190,28 @@ UpstreamFamily::~UpstreamFamily() {
         session = std::move(session_);
     }
     if (session) session->close();
+}
+
+std::shared_ptr<const UpstreamFamily::Offer> UpstreamFamily::offer() const {
+    std::lock_guard lock(mutex_);
+    return offer_;
+}
+
+void UpstreamFamily::on_offer_changed(std::function<void()> heard) {
+    std::lock_guard lock(mutex_);
+    if (!retired_) on_offer_changed_ = std::move(heard);
+}
+
+std::string UpstreamFamily::protocol_version() const {
+    std::lock_guard lock(mutex_);
+    return protocol_version_;
+}
+
+std::int64_t UpstreamFamily::retry_after_ms() const {
+    std::lock_guard lock(mutex_);
+    if (session_) return 0;
+    return std::max<std::int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt_ - Clock::now()).count());
 }
 
 bool UpstreamFamily::init(const std::string&, std::string&) {
@@ -240,15 +268,70 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
     return session;
 }
 
-gh_str UpstreamFamily::keep(std::string text) {
-    const std::string& kept = strings_.emplace_back(std::move(text));
+gh_str UpstreamFamily::Offer::keep(std::string text) {
+    const std::string& kept = strings.emplace_back(std::move(text));
     return gh_str{kept.data(), kept.size()};
+}
+
+UpstreamFamily::Listing UpstreamFamily::list(ClientSession& session) const {
+    const Json& capabilities = session.capabilities();
+    const auto offers = [&](const char* what) { return capabilities.contains(what); };
+    const auto list = [&](const char* method, const char* key) {
+        try {
+            return session.list_all(method, key);
+        } catch (const std::exception& e) {
+            throw std::runtime_error(std::string("it did not answer ") + method + ": " + e.what());
+        }
+    };
+    Listing listing;
+    if (offers("tools")) listing.tools = list("tools/list", "tools");
+    // A URI names one resource: two servers that offer the same ones cannot
+    // both serve them, and the operator leaves one's out.
+    if (offers("resources") && options_.entry.resources) {
+        listing.resources = list("resources/list", "resources");
+        listing.templates = list("resources/templates/list", "resourceTemplates");
+    }
+    if (offers("prompts")) listing.prompts = list("prompts/list", "prompts");
+    listing.completions = offers("completions");
+    listing.server_info = session.server_info();
+    return listing;
 }
 
 // The descriptor the loader reads, from what the upstream listed and what
 // the operator said. A tool the host could not serve is left out and logged,
 // not allowed to keep the others from loading.
-void UpstreamFamily::offer(const Listing& listing, const Json& server_info) {
+std::shared_ptr<const UpstreamFamily::Offer> UpstreamFamily::make_offer(const Listing& listing) const {
+    auto made = std::make_shared<Offer>();
+    Offer& offer = *made;
+    offer_tools(listing, offer);
+    offer_resources(listing, offer);
+    offer_prompts(listing, offer);
+    offer.listed = Json::array({Json(listing.tools), Json(listing.resources), Json(listing.templates),
+                                Json(listing.prompts), listing.completions})
+                       .dump();
+
+    const auto& entry = options_.entry;
+    const Json& server_info = listing.server_info;
+    gh_plugin_desc& desc = offer.desc;
+    desc.struct_size = sizeof(gh_plugin_desc);
+    desc.abi_version = GH_ABI_VERSION;
+    desc.flags = GH_PLUGIN_REENTRANT; // the server takes concurrent requests; max_in_flight bounds them
+    desc.tool_count = static_cast<std::uint32_t>(offer.tool_table.size());
+    desc.tools = offer.tool_table.data();
+    const std::string server_name = server_info.is_object() ? text_of(server_info, "name") : "";
+    desc.name = offer.keep(server_name.empty() ? entry.name : server_name.substr(0, 128));
+    desc.version = offer.keep(server_info.is_object() ? text_of(server_info, "version").substr(0, 64) : "");
+    desc.family = offer.keep(entry.name);
+    desc.resource_count = static_cast<std::uint32_t>(offer.resource_table.size());
+    desc.resources = offer.resource_table.data();
+    desc.resource_template_count = static_cast<std::uint32_t>(offer.template_table.size());
+    desc.resource_templates = offer.template_table.data();
+    desc.prompt_count = static_cast<std::uint32_t>(offer.prompt_table.size());
+    desc.prompts = offer.prompt_table.data();
+    return made;
+}
+
+void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
     const std::vector<Json>& listed = listing.tools;
     const auto& entry = options_.entry;
     const std::set<std::string> allow(entry.allow.begin(), entry.allow.end());
@@ -275,130 +358,113 @@ void UpstreamFamily::offer(const Listing& listing, const Json& server_info) {
         gh_tool_desc& d = offered.desc;
         d.struct_size = sizeof(gh_tool_desc);
         d.flags = entry.gated ? 0 : GH_TOOL_GATE_EXEMPT;
-        d.name = keep(own);
-        d.title = keep(text_of(tool, "title"));
-        d.description = keep(text_of(tool, "description"));
-        d.input_schema = keep(json_of(tool, "inputSchema"));
-        d.output_schema = keep(json_of(tool, "outputSchema"));
-        d.scope = keep(entry.scope);
-        d.required_scopes = keep(required_scopes);
+        d.name = offer.keep(own);
+        d.title = offer.keep(text_of(tool, "title"));
+        d.description = offer.keep(text_of(tool, "description"));
+        d.input_schema = offer.keep(json_of(tool, "inputSchema"));
+        d.output_schema = offer.keep(json_of(tool, "outputSchema"));
+        d.scope = offer.keep(entry.scope);
+        d.required_scopes = offer.keep(required_scopes);
         const Json annotations = tool.value("annotations", Json::object());
         d.risk = entry.risk ? risk_named(*entry.risk) : risk_of(annotations);
-        d.rules = keep(entry.rules);
-        d.annotations = keep(annotations.is_object() ? annotations.dump() : "{}");
+        d.rules = offer.keep(entry.rules);
+        d.annotations = offer.keep(annotations.is_object() ? annotations.dump() : "{}");
         d.call = &UpstreamFamily::call_tool;
         d.task_support = GH_TASK_NONE;
         try {
             // The loader's own checks, so a tool it would refuse cannot refuse the family.
-            plugins::read_tool_descriptor(&d, tools_.size(), "", false);
+            plugins::read_tool_descriptor(&d, offer.tools.size(), "", false);
         } catch (const std::exception& e) {
             spdlog::warn("upstream '{}': tool '{}' is left out: {}", entry.name, own, e.what());
             continue;
         }
-        tools_.push_back(std::move(offered));
+        offer.tools.push_back(std::move(offered));
     }
     for (const auto* list : {&entry.allow, &entry.deny})
         for (const auto& name : *list)
             if (!seen.count(name))
                 spdlog::warn("upstream '{}' names tool '{}' in {}, but the server offers no such tool", entry.name,
                              name, list == &entry.allow ? "allow" : "deny");
-    for (auto& t : tools_) {
+    for (auto& t : offer.tools) {
         t.desc.tool_data = &t;
-        tool_table_.push_back(&t.desc);
+        offer.tool_table.push_back(&t.desc);
     }
-    offered_now_.assign(seen.begin(), seen.end());
-    offer_resources(listing);
-    offer_prompts(listing.prompts);
-
-    desc_.struct_size = sizeof(gh_plugin_desc);
-    desc_.abi_version = GH_ABI_VERSION;
-    desc_.flags = GH_PLUGIN_REENTRANT; // the server takes concurrent requests; max_in_flight bounds them
-    desc_.tool_count = static_cast<std::uint32_t>(tool_table_.size());
-    desc_.tools = tool_table_.data();
-    const std::string server_name = server_info.is_object() ? text_of(server_info, "name") : "";
-    desc_.name = keep(server_name.empty() ? entry.name : server_name.substr(0, 128));
-    desc_.version = keep(server_info.is_object() ? text_of(server_info, "version").substr(0, 64) : "");
-    desc_.family = keep(entry.name);
-    desc_.resource_count = static_cast<std::uint32_t>(resource_table_.size());
-    desc_.resources = resource_table_.data();
-    desc_.resource_template_count = static_cast<std::uint32_t>(template_table_.size());
-    desc_.resource_templates = template_table_.data();
-    desc_.prompt_count = static_cast<std::uint32_t>(prompt_table_.size());
-    desc_.prompts = prompt_table_.data();
+    offer.listed_tools.assign(seen.begin(), seen.end());
 }
 
 // Resources keep their URIs (a URI names one resource; a clash with another
 // family's is refused at load) and templates theirs.
-void UpstreamFamily::offer_resources(const Listing& listing) {
+void UpstreamFamily::offer_resources(const Listing& listing, Offer& offer) const {
     const auto& family = options_.entry.name;
     for (const auto& r : listing.resources) {
         if (!r.is_object() || !r["uri"].is_string()) continue;
-        auto& offered = resources_.emplace_back();
+        auto& offered = offer.resources.emplace_back();
         gh_resource_desc& d = offered.desc;
         d.struct_size = sizeof(gh_resource_desc);
-        d.uri = keep(r["uri"].get<std::string>());
-        d.name = keep(text_of(r, "name"));
-        d.title = keep(text_of(r, "title"));
-        d.description = keep(text_of(r, "description"));
-        d.mime_type = keep(text_of(r, "mimeType"));
-        d.annotations = keep(json_of(r, "annotations"));
+        d.uri = offer.keep(r["uri"].get<std::string>());
+        d.name = offer.keep(text_of(r, "name"));
+        d.title = offer.keep(text_of(r, "title"));
+        d.description = offer.keep(text_of(r, "description"));
+        d.mime_type = offer.keep(text_of(r, "mimeType"));
+        d.annotations = offer.keep(json_of(r, "annotations"));
         if (auto size = r.find("size"); size != r.end() && size->is_number_unsigned()) {
             d.flags = GH_RESOURCE_HAS_SIZE;
             d.size = size->get<std::uint64_t>();
         }
         d.read = &UpstreamFamily::read_resource;
-        d.resource_data = this;
+        d.resource_data = const_cast<UpstreamFamily*>(this); // the family its reads go to
         try {
-            plugins::read_resource_descriptor(&d, resources_.size() - 1);
+            plugins::read_resource_descriptor(&d, offer.resources.size() - 1);
         } catch (const std::exception& e) {
             spdlog::warn("upstream '{}': resource '{}' is left out: {}", family, text_of(r, "uri").substr(0, 200),
                          e.what());
-            resources_.pop_back();
+            offer.resources.pop_back();
         }
     }
     for (const auto& t : listing.templates) {
         if (!t.is_object() || !t["uriTemplate"].is_string()) continue;
-        auto& offered = templates_.emplace_back();
+        auto& offered = offer.templates.emplace_back();
         offered.uri_template = t["uriTemplate"].get<std::string>();
         gh_resource_template_desc& d = offered.desc;
         d.struct_size = sizeof(gh_resource_template_desc);
-        d.uri_template = keep(offered.uri_template);
-        d.name = keep(text_of(t, "name"));
-        d.title = keep(text_of(t, "title"));
-        d.description = keep(text_of(t, "description"));
-        d.mime_type = keep(text_of(t, "mimeType"));
-        d.annotations = keep(json_of(t, "annotations"));
+        d.uri_template = offer.keep(offered.uri_template);
+        d.name = offer.keep(text_of(t, "name"));
+        d.title = offer.keep(text_of(t, "title"));
+        d.description = offer.keep(text_of(t, "description"));
+        d.mime_type = offer.keep(text_of(t, "mimeType"));
+        d.annotations = offer.keep(json_of(t, "annotations"));
         d.read = &UpstreamFamily::read_resource;
-        if (completions_) d.complete = &UpstreamFamily::complete_template;
+        if (listing.completions) d.complete = &UpstreamFamily::complete_template;
         try {
-            plugins::read_resource_template_descriptor(&d, templates_.size() - 1);
+            plugins::read_resource_template_descriptor(&d, offer.templates.size() - 1);
         } catch (const std::exception& e) {
             spdlog::warn("upstream '{}': resource template '{}' is left out: {}", family,
                          offered.uri_template.substr(0, 200), e.what());
-            templates_.pop_back();
+            offer.templates.pop_back();
         }
     }
-    for (auto& r : resources_)
-        resource_table_.push_back(&r.desc);
-    for (auto& t : templates_) {
+    for (auto& r : offer.resources)
+        offer.resource_table.push_back(&r.desc);
+    for (auto& t : offer.templates) {
         t.desc.template_data = &t;
-        template_table_.push_back(&t.desc);
+        offer.template_table.push_back(&t.desc);
     }
 }
 
 // Prompts are named by the hook, as tools are.
-void UpstreamFamily::offer_prompts(const std::vector<Json>& listed) {
+void UpstreamFamily::offer_prompts(const Listing& listing, Offer& offer) const {
+    const std::vector<Json>& listed = listing.prompts;
     const auto& family = options_.entry.name;
     for (const auto& p : listed) {
         if (!p.is_object() || !p["name"].is_string()) continue;
-        auto& offered = prompts_.emplace_back();
+        auto& offered = offer.prompts.emplace_back();
         offered.own_name = p["name"].get<std::string>();
         offered.published = hook_.apply(offered.own_name);
         gh_prompt_desc& d = offered.desc;
         d.struct_size = sizeof(gh_prompt_desc);
-        d.name = keep(offered.own_name);
-        d.title = keep(text_of(p, "title"));
-        d.description = keep(text_of(p, "description"));
+        d.name = offer.keep(offered.own_name);
+        d.title = offer.keep(text_of(p, "title"));
+        d.description = offer.keep(text_of(p, "description"));
         Json arguments = Json::array();
         if (auto list = p.find("arguments"); list != p.end() && list->is_array())
             for (const auto& a : *list)
@@ -408,12 +474,12 @@ void UpstreamFamily::offer_prompts(const std::vector<Json>& listed) {
                         if (auto v = a.find(key); v != a.end()) kept[key] = *v;
                     arguments.push_back(std::move(kept));
                 }
-        d.arguments = keep(arguments.dump());
+        d.arguments = offer.keep(arguments.dump());
         d.get = &UpstreamFamily::get_prompt;
-        if (completions_) d.complete = &UpstreamFamily::complete_prompt;
+        if (listing.completions) d.complete = &UpstreamFamily::complete_prompt;
         bool usable = plugins::valid_tool_name(offered.published);
         try {
-            if (usable) plugins::read_prompt_descriptor(&d, prompts_.size() - 1, "");
+            if (usable) plugins::read_prompt_descriptor(&d, offer.prompts.size() - 1, "");
         } catch (const std::exception& e) {
             spdlog::warn("upstream '{}': prompt '{}' is left out: {}", family, offered.own_name.substr(0, 200),
                          e.what());
@@ -424,12 +490,12 @@ void UpstreamFamily::offer_prompts(const std::vector<Json>& listed) {
                 spdlog::warn("upstream '{}': prompt '{}' is left out: as '{}' its name is not 1-64 of letters, "
                              "digits, '_', '-', '.'",
                              family, offered.own_name.substr(0, 200), offered.published.substr(0, 200));
-            prompts_.pop_back();
+            offer.prompts.pop_back();
         }
     }
-    for (auto& p : prompts_) {
+    for (auto& p : offer.prompts) {
         p.desc.prompt_data = &p;
-        prompt_table_.push_back(&p.desc);
+        offer.prompt_table.push_back(&p.desc);
     }
 }
 
@@ -461,6 +527,7 @@ void UpstreamFamily::supervise() {
     // second, less often while they keep ending soon after they open.
     auto listen_backoff = kFirstListen;
     auto listened_at = Clock::now();
+    auto listed_at = Clock::now() - kFewestRelists;
     std::unique_lock lock(mutex_);
     while (!stopping_) {
         changed_.wait_for(lock, kWatch);
@@ -482,14 +549,17 @@ void UpstreamFamily::supervise() {
                 lock.lock();
                 if (stopping_) break;
             }
-            if (!relist_) continue;
+            // However often a server says its lists changed, it is listed at
+            // most once a second: each listing makes a registry anew.
+            if (!relist_ || Clock::now() - listed_at < kFewestRelists) continue;
             relist_ = false;
+            listed_at = Clock::now();
             auto session = session_;
             lock.unlock();
             try {
-                note_listing(session->list_all("tools/list", "tools"));
+                take_listing(*session);
             } catch (const std::exception& e) {
-                spdlog::warn("upstream '{}' said its tools changed, but did not list them: {}", options_.entry.name,
+                spdlog::warn("upstream '{}' said its lists changed, but did not list them: {}", options_.entry.name,
                              e.what());
             }
             lock.lock();
@@ -514,15 +584,25 @@ void UpstreamFamily::supervise() {
         std::string why;
         try {
             session = connect();
-            note_listing(session->list_all("tools/list", "tools"));
+            take_listing(*session);
         } catch (const std::exception& e) {
             why = e.what();
             if (session) session->close();
             session.reset();
         }
         lock.lock();
+        if (stopping_) {
+            if (session) {
+                lock.unlock();
+                session->close();
+                lock.lock();
+            }
+            break;
+        }
         if (session) {
-            spdlog::info("upstream '{}' serves again ({})", options_.entry.name, session->protocol_version());
+            spdlog::info("upstream '{}' serves {}({})", options_.entry.name, down_because_.empty() ? "" : "again ",
+                         session->protocol_version());
+            protocol_version_ = session->protocol_version();
             session_ = std::move(session);
             down_because_.clear();
             connected_at = listened_at = Clock::now();
@@ -536,38 +616,23 @@ void UpstreamFamily::supervise() {
     }
 }
 
-// The registry keeps the tools it read at start; what the server lists now
-// decides which of them it still serves, and the log says what differs.
-void UpstreamFamily::note_listing(const std::vector<Json>& listed) {
-    std::set<std::string> now;
-    for (const auto& tool : listed)
-        if (tool.is_object() && tool["name"].is_string()) now.insert(tool["name"].get<std::string>());
-    std::vector<std::string> gone, added;
-    for (const auto& t : tools_)
-        if (!now.count(t.own_name)) gone.push_back(t.own_name);
-    std::set<std::string> before;
+// What the server lists now becomes the offer; the host hears of it only
+// when something in it changed.
+void UpstreamFamily::take_listing(ClientSession& session) {
+    auto next = make_offer(list(session));
+    std::function<void()> heard;
     {
         std::lock_guard lock(mutex_);
-        before.insert(offered_now_.begin(), offered_now_.end());
-        offered_now_.assign(now.begin(), now.end());
+        if (retired_ || (offer_ && offer_->listed == next->listed)) return;
+        offer_ = std::move(next);
+        heard = on_offer_changed_;
     }
-    for (const auto& name : now)
-        if (!before.count(name)) added.push_back(name);
-    if (!gone.empty())
-        spdlog::warn("upstream '{}' no longer offers {} of the tools served for it; calls to them are refused",
-                     options_.entry.name, Json(gone).dump());
-    if (!added.empty())
-        spdlog::warn("upstream '{}' now offers {} besides; they are served after the host is restarted",
-                     options_.entry.name, Json(added).dump());
+    spdlog::info("upstream '{}' lists {} tool(s) now", options_.entry.name, offer()->tools.size());
+    if (heard) heard();
 }
 
 int32_t UpstreamFamily::unavailable(gh_sink* out, const std::string& why, bool reached) const {
-    std::int64_t retry_ms;
-    {
-        std::lock_guard lock(mutex_);
-        retry_ms = std::max<std::int64_t>(
-            0, std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt_ - Clock::now()).count());
-    }
+    const std::int64_t retry_ms = retry_after_ms();
     const auto& name = options_.entry.name;
     const std::string message =
         reached ? "The upstream server of family '" + name + "' stopped answering during this call (" + why +
@@ -589,7 +654,7 @@ int32_t UpstreamFamily::call_tool(void* state, void* tool_data, gh_call* call, g
 int32_t UpstreamFamily::call(const OfferedTool& tool, gh_call* call, gh_str arguments, gh_sink* out) {
     {
         std::lock_guard lock(mutex_);
-        if (session_ && std::find(offered_now_.begin(), offered_now_.end(), tool.own_name) == offered_now_.end()) {
+        if (session_ && !std::binary_search(offer_->listed_tools.begin(), offer_->listed_tools.end(), tool.own_name)) {
             out->bytes = "The upstream server of family '" + options_.entry.name + "' no longer offers tool '" +
                          tool.own_name + "'.";
             return GH_STATUS_TOOL_ERROR;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,10 @@ struct UpstreamOptions {
     // How long a call whose server asked for input waits for the agent's
     // answers: the longer of input_requests.state_ttl_ms and client_timeout_ms.
     std::chrono::milliseconds input_wait{600000};
+    // A server that cannot be reached at start: false throws, as for a
+    // one-shot command; true keeps the family with nothing listed, and it
+    // connects as it would after losing the server, listing when it answers.
+    bool wait_when_unreachable = false;
 };
 
 // An MCP server served as a family (upstreams: in YAML). It connects and
@@ -44,34 +49,11 @@ struct UpstreamOptions {
 // backoff (a command is started again).
 class UpstreamFamily final : public plugins::RemoteFamily {
 public:
-    // Connects and lists its tools. Throws std::runtime_error with the
-    // sentence the load report shows when it cannot.
-    explicit UpstreamFamily(UpstreamOptions options);
-    ~UpstreamFamily() override;
-    UpstreamFamily(const UpstreamFamily&) = delete;
-    UpstreamFamily& operator=(const UpstreamFamily&) = delete;
-
-    const gh_plugin_desc* descriptor() const { return &desc_; }
-    // The published name of descriptor tool (prompt) `index`: the hook applied.
-    const std::string& published_name(std::size_t index) const { return tools_[index].published; }
-    const std::string& published_prompt_name(std::size_t index) const { return prompts_[index].published; }
-
-    void* plugin_state() override { return this; }
-    bool init(const std::string& config_json, std::string& error) override;
-
-    // What `gatehouse plugins` and the log say of it.
-    std::string describe() const;
-    bool serving() const;
-    std::string why_not_serving() const;
-    const std::string& protocol_version() const { return protocol_version_; }
-
-private:
     struct OfferedTool {
         std::string own_name;  // the upstream's
         std::string published; // after the hook
         gh_tool_desc desc{};
     };
-
     struct OfferedResource {
         gh_resource_desc desc{};
     };
@@ -83,6 +65,64 @@ private:
         std::string own_name, published;
         gh_prompt_desc desc{};
     };
+    // What the server listed at one time, as the descriptor the loader
+    // reads as a plugin's. A registry that serves its tools keeps it (their
+    // data points into it), so a new listing never changes one in use.
+    struct Offer {
+        gh_plugin_desc desc{};
+        std::deque<std::string> strings; // what desc and the tables' gh_str point at
+        std::deque<OfferedTool> tools;
+        std::deque<OfferedResource> resources;
+        std::deque<OfferedTemplate> templates;
+        std::deque<OfferedPrompt> prompts;
+        std::vector<const gh_tool_desc*> tool_table;
+        std::vector<const gh_resource_desc*> resource_table;
+        std::vector<const gh_resource_template_desc*> template_table;
+        std::vector<const gh_prompt_desc*> prompt_table;
+        std::string listed;                    // what the server's lists said, to tell a listing that changed
+        std::vector<std::string> listed_tools; // the server's own names of every tool it lists, sorted
+
+        gh_str keep(std::string text);
+        // The published name of descriptor tool (prompt) `index`: the hook applied.
+        const std::string& published_name(std::size_t index) const { return tools[index].published; }
+        const std::string& published_prompt_name(std::size_t index) const { return prompts[index].published; }
+    };
+
+    // Connects and lists its tools. Throws std::runtime_error with the
+    // sentence the load report shows when it cannot (unless
+    // wait_when_unreachable says to keep trying).
+    explicit UpstreamFamily(UpstreamOptions options);
+    ~UpstreamFamily() override;
+    UpstreamFamily(const UpstreamFamily&) = delete;
+    UpstreamFamily& operator=(const UpstreamFamily&) = delete;
+
+    // What it offers now.
+    std::shared_ptr<const Offer> offer() const;
+    // `heard` runs on the supervisor's thread after the offer changed: the
+    // server answered for the first time, or listed something else after
+    // saying its lists changed, or after a new connection.
+    void on_offer_changed(std::function<void()> heard);
+    // Disconnects for good (its upstreams entry was removed): its calls
+    // answer UPSTREAM_UNAVAILABLE from now on, and no offer changes.
+    void retire();
+
+    void* plugin_state() override { return this; }
+    bool init(const std::string& config_json, std::string& error) override;
+
+    // What `gatehouse plugins` and the log say of it.
+    std::string describe() const;
+    bool serving() const;
+    std::string why_not_serving() const;
+    std::string protocol_version() const;
+    const std::string& name() const { return options_.entry.name; }
+    const config::UpstreamEntry& entry() const { return options_.entry; }
+    // Whether the hook could have named `published` (a tool or prompt of its
+    // server): what a call of a tool it has not listed yet is told.
+    bool could_have_named(std::string_view published) const { return hook_.could_have_named(published); }
+    // The milliseconds until it tries to connect again (0 when it is serving).
+    std::int64_t retry_after_ms() const;
+
+private:
     // A call whose server asked for input (a 2025-11-25 server's
     // elicitation/create, sampling/createMessage or roots/list during it),
     // kept open upstream until the agent answers in the next round. The
@@ -95,45 +135,41 @@ private:
         std::string owner;                                  // the principal it waits for
         std::chrono::steady_clock::time_point expires;
     };
-    // What the server listed at start, each list only if it offers it.
+    // What the server listed, each list only if it offers it.
     struct Listing {
         std::vector<nlohmann::json> tools, resources, templates, prompts;
+        nlohmann::json server_info;
+        bool completions = false; // the server offers completion/complete
     };
 
     UpstreamOptions options_;
     NameHook hook_;
-    std::string protocol_version_;
-    gh_plugin_desc desc_{};
-    std::deque<std::string> strings_; // what desc_ and the tools' gh_str point at
-    std::deque<OfferedTool> tools_;
-    std::vector<const gh_tool_desc*> tool_table_;
-    std::deque<OfferedResource> resources_;
-    std::deque<OfferedTemplate> templates_;
-    std::deque<OfferedPrompt> prompts_;
-    std::vector<const gh_resource_desc*> resource_table_;
-    std::vector<const gh_resource_template_desc*> template_table_;
-    std::vector<const gh_prompt_desc*> prompt_table_;
-    bool completions_ = false; // the server offers completion/complete
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;
+    std::shared_ptr<const Offer> offer_;     // under mutex_
+    std::function<void()> on_offer_changed_; // under mutex_
+    std::string protocol_version_;           // under mutex_: the last connection's
     std::shared_ptr<ClientSession> session_; // null while it is down
     std::string down_because_;
     std::chrono::steady_clock::time_point next_attempt_{};
-    std::vector<std::string> offered_now_; // the upstream's own names it lists now
     bool stopping_ = false;
-    bool relist_ = false;                            // the server said its tools changed
+    bool retired_ = false;
+    bool relist_ = false;                            // the server said its lists changed
     std::unordered_map<std::string, Parked> parked_; // by the handle in the round's state
     std::shared_ptr<ClientCredentials> oauth_;       // oauth: the host's client at the upstream's authorization server
     std::thread supervisor_;
 
     std::shared_ptr<ClientSession> connect();
-    void offer(const Listing& listing, const nlohmann::json& server_info);
-    void offer_resources(const Listing& listing);
-    void offer_prompts(const std::vector<nlohmann::json>& listed);
+    Listing list(ClientSession& session) const;
+    std::shared_ptr<const Offer> make_offer(const Listing& listing) const;
+    void offer_tools(const Listing& listing, Offer& offer) const;
+    void offer_resources(const Listing& listing, Offer& offer) const;
+    void offer_prompts(const Listing& listing, Offer& offer) const;
+    // Takes what `session` lists now as the offer; tells on_offer_changed_
+    // when it differs. Called without mutex_.
+    void take_listing(ClientSession& session);
     void supervise();
-    void note_listing(const std::vector<nlohmann::json>& listed);
-    gh_str keep(std::string text);
     int32_t call(const OfferedTool& tool, gh_call* call, gh_str arguments, gh_sink* out);
     int32_t ask(gh_call* call, const std::string& method, nlohmann::json params, const std::string& what,
                 nlohmann::json& result, gh_sink* out, bool relays = true);

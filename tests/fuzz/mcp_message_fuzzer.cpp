@@ -31,7 +31,8 @@ public:
 
 struct Host {
     config::Config cfg;
-    std::unique_ptr<plugins::ToolRegistry> registry;
+    std::shared_ptr<const plugins::ToolRegistry> registry;
+    std::unique_ptr<plugins::LiveRegistry> live;
     gate::GatePipeline gate;
     protocol::RequestPool pool{2};
     std::unique_ptr<protocol::McpServer> server;
@@ -50,7 +51,8 @@ struct Host {
             std::abort();
         }
         cfg.server.version = "0.0.0-fuzz";
-        server = std::make_unique<protocol::McpServer>(*registry, gate, cfg.server, cfg.limits, pool);
+        live = std::make_unique<plugins::LiveRegistry>(registry);
+        server = std::make_unique<protocol::McpServer>(*live, gate, cfg.server, cfg.limits, pool);
     }
 };
 

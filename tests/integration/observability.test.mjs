@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { HttpHost } from './lib/http_host.mjs';
-import { Host, binaryPath } from './lib/host.mjs';
+import { Host, binaryPath, eventually } from './lib/host.mjs';
 import { sha256Hex } from './lib/authorization_server.mjs';
 
 const require = createRequire(import.meta.url);
@@ -58,16 +58,6 @@ async function startCollector() {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { url: `http://127.0.0.1:${server.address().port}/v1/traces`, spans, resources, close: () => server.close() };
-}
-
-async function eventually(what, probe, timeoutMs = 10000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 // The value of one series of an exposition (labels as written), or undefined.

@@ -46,10 +46,10 @@ for (const revision of [LEGACY, MODERN]) {
   test(`capabilities advertise resources, prompts and completions only when a family offers them (${revision})`, async () => {
     await withHost(FIXTURE, async (host) => {
       const caps = await start(host, revision);
-      // Changes reach 2026-07-28 clients through subscriptions/listen; 2025-11-25 has no such stream here.
-      const modern = revision === MODERN;
-      assert.deepEqual(caps.prompts, { listChanged: modern });
-      assert.deepEqual(caps.resources, { listChanged: modern, subscribe: true });
+      // Changes reach 2026-07-28 clients through subscriptions/listen, and a
+      // 2025-11-25 session on its own channel (an upstream family may list anew).
+      assert.deepEqual(caps.prompts, { listChanged: true });
+      assert.deepEqual(caps.resources, { listChanged: true, subscribe: true });
       assert.deepEqual(caps.completions, {});
     });
     await withHost({ plugins: ['echo.so'] }, async (host) => {

@@ -10,13 +10,14 @@ import net from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
-import { withHost, writeConfig, binaryPath, modernMeta, MODERN } from './lib/host.mjs';
+import { withHost, writeConfig, binaryPath, modernMeta, MODERN, eventually } from './lib/host.mjs';
+
 import { HttpHost } from './lib/http_host.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -33,8 +34,7 @@ const hostile = (extra = {}) => ({ name: 'hostile', command: [NODE, HOSTILE], to
 
 const names = (tools) => tools.map((t) => t.name);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-// What an agent's client answers an upstream's asks with, by method.
+const CHANGING = path.resolve(HERE, '../fixtures/upstream/changing_server.mjs');
 const AGENT_ANSWERS = {
   'roots/list': { roots: [{ uri: 'file:///srv/agent-root', name: 'agent' }] },
   'elicitation/create': { action: 'accept', content: { colour: 'teal', name: 'Ada Lovelace' } },
@@ -398,10 +398,11 @@ test('what an upstream asks during a call reaches the agent and goes back; what 
     assert.equal(cancelled.length, 1, 'the server heard its call was cancelled');
   }));
 
-test('an upstream that cannot start is reported, and the other families serve', async () => {
+test('an upstream down at start is reported and tried again, joins when it answers, and SIGHUP adds and removes upstreams, each change told to agents', async () => {
   const sections = { upstreams: [{ name: 'missing', command: ['/nonexistent/server'] }] };
   const config = writeConfig({ plugins: ['echo.so'], sections });
   try {
+    // The one-shot command reports it as not loaded.
     const out = pluginsJson(config.file);
     assert.deepEqual(out.families.map((f) => f.family), ['echo']);
     assert.equal(out.failures[0].path, "upstream 'missing'");
@@ -409,20 +410,64 @@ test('an upstream that cannot start is reported, and the other families serve', 
   } finally {
     rmSync(config.dir, { recursive: true, force: true });
   }
-  // A serving host tells its operator on GET /status, with where in the YAML.
+  // A serving host keeps both as families with nothing listed, and tries again.
+  const marker = (dir) => path.join(dir, 'late-may-start');
+  const late = (dir) => ({ name: 'late', command: ['/bin/sh', '-c', `test -e '${marker(dir)}' && exec '${NODE}' '${CHANGING}' modern`] });
   await withHost({
     plugins: ['echo.so'],
-    sections: { ...sections, metrics: { listen: '127.0.0.1:0', allow: ['127.0.0.1'] } },
+    sections: {
+      upstreams: (dir) => [sections.upstreams[0], late(dir)],
+      metrics: { listen: '127.0.0.1:0', allow: ['127.0.0.1'] },
+    },
   }, async (host) => {
     await host.stderrMatching(/\/status served on 127\.0\.0\.1:(\d+)/);
+    assert.match(host.stderr, /upstream 'missing' is not reachable yet: .*cannot start \/nonexistent\/server/);
     const port = Number(/\/status served on 127\.0\.0\.1:(\d+)/.exec(host.stderr)[1]);
-    const status = await (await fetch(`http://127.0.0.1:${port}/status`)).json();
-    assert.deepEqual(status.families.map((f) => [f.family, f.kind, f.serving]), [['echo', 'plugin', true]]);
-    assert.equal(status.not_loaded.length, 1);
-    assert.equal(status.not_loaded[0].what, "upstream 'missing'");
-    assert.match(status.not_loaded[0].where, /:\d+:\d+$/);
-    assert.match(status.not_loaded[0].why, /cannot start \/nonexistent\/server/);
+    const status = async () => (await fetch(`http://127.0.0.1:${port}/status`)).json();
+    const first = await status();
+    assert.deepEqual(first.families.map((f) => [f.family, f.kind, f.serving]),
+      [['echo', 'plugin', true], ['missing', 'upstream', false], ['late', 'upstream', false]]);
+    assert.match(first.families[1].why, /cannot start \/nonexistent\/server/);
+    assert.deepEqual(first.not_loaded, []);
     assert.equal((await host.modern('tools/call', { name: 'echo', arguments: { text: 'on' } })).result.structuredContent.text, 'on');
+    // A tool its name hook would name answers UPSTREAM_UNAVAILABLE, not "unknown".
+    const early = await host.modern('tools/call', { name: 'late_streams', arguments: {} });
+    assert.equal(early.error.code, -32602);
+    assert.equal(early.error.data.code, 'UPSTREAM_UNAVAILABLE');
+    assert.equal(early.error.data.family, 'late');
+    assert.equal(early.error.data.next.action, 'retry');
+    const unknown = await host.modern('tools/call', { name: 'nobody_here', arguments: {} });
+    assert.equal(unknown.error.data, undefined);
+
+    host.send({ jsonrpc: '2.0', id: 'agent-listen', method: 'subscriptions/listen', params: { _meta: modernMeta(), notifications: { toolsListChanged: true } } });
+    await host.waitFor((m) => m.method === 'notifications/subscriptions/acknowledged');
+    const heard = () => host.notifications('notifications/tools/list_changed').length;
+
+    // The server can start now: it joins, with its tools, and the agent is told.
+    writeFileSync(marker(host.config.dir), '');
+    await eventually('late serving', async () => (await host.modern('tools/call', { name: 'late_streams', arguments: {} })).result, 40000);
+    await eventually('the agent told of late', () => heard() >= 1);
+    assert.deepEqual((await status()).families.map((f) => [f.family, f.serving]), [['echo', true], ['missing', false], ['late', true]]);
+
+    // SIGHUP: 'missing' and 'late' leave, 'again' joins.
+    const told = heard();
+    const yaml = readFileSync(host.config.file, 'utf8').split('\n');
+    const at = yaml.findIndex((line) => line.startsWith('upstreams:'));
+    yaml[at] = `upstreams: ${JSON.stringify([{ name: 'again', command: [NODE, CHANGING, 'modern'] }])}`;
+    writeFileSync(host.config.file, yaml.join('\n'));
+    host.child.kill('SIGHUP');
+    const listed = async () => names((await host.modern('tools/list')).result.tools);
+    await eventually('again listed, late gone', async () => {
+      const now = await listed();
+      return now.includes('again_grow') && !now.includes('late_grow');
+    });
+    await eventually('the agent told of the re-read', () => heard() > told);
+    const gone = await host.modern('tools/call', { name: 'late_streams', arguments: {} });
+    assert.equal(gone.error.code, -32602);
+    assert.equal(gone.error.data, undefined);
+    assert.deepEqual((await status()).families.map((f) => [f.family, f.serving]), [['echo', true], ['again', true]]);
+    assert.deepEqual((await host.modern('tools/call', { name: 'again_grow', arguments: {} })).result.content[0].text, 'grown');
+    assert.equal((await host.modern('tools/call', { name: 'echo', arguments: { text: 'still' } })).result.structuredContent.text, 'still');
   });
 });
 
@@ -645,18 +690,8 @@ test('over HTTP with oauth: the host finds the authorization server, gets its ow
 });
 
 test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscriptions/listen and a 2025-11-25 upstream\'s GET stream, each opened again when it ends', async () => {
-  const CHANGING = path.resolve(HERE, '../fixtures/upstream/changing_server.mjs');
   const { startChangingHttpServer } = await import('../fixtures/upstream/changing_server.mjs');
   const web = await startChangingHttpServer();
-  const until = async (what, check, ms = 15000) => {
-    const end = Date.now() + ms;
-    for (;;) {
-      const value = await check();
-      if (value) return value;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await sleep(100);
-    }
-  };
   try {
     await withHost(
       {
@@ -675,23 +710,32 @@ test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscr
         const listens = async () => (await call('modern_streams')).structuredContent.streams;
 
         // 2026-07-28: one subscription, asking for what the server can change.
-        assert.deepEqual(await until('the listen', async () => ((await listens()).length ? listens() : null)), [
+        assert.deepEqual(await eventually('the listen', async () => ((await listens()).length ? listens() : null)), [
           { toolsListChanged: true },
         ]);
+        // The agent listens to the host; the tool the server adds joins the
+        // registry, and the agent hears that the list changed.
+        host.send({ jsonrpc: '2.0', id: 'agent-listen', method: 'subscriptions/listen', params: { _meta: modernMeta(), notifications: { toolsListChanged: true } } });
+        await host.waitFor((m) => m.method === 'notifications/subscriptions/acknowledged');
+        const heard = () => host.notifications('notifications/tools/list_changed').length;
+        const before = heard();
         await call('modern_grow');
-        await host.stderrMatching(/upstream 'modern' now offers \["extra"\]/, 10000);
+        await eventually('modern_extra served', async () => (await call('modern_extra'))?.content?.[0]?.text === 'extra here');
+        await eventually('the agent told', () => heard() > before);
+        const listed = (await host.modern('tools/list')).result.tools.map((t) => t.name);
+        assert.ok(listed.includes('modern_extra'), listed.join(', '));
         // A subscription the server ends is opened again.
         await call('modern_end_stream');
-        assert.equal((await until('a second listen', async () => ((await listens()).length >= 2 ? listens() : null))).length, 2);
+        assert.equal((await eventually('a second listen', async () => ((await listens()).length >= 2 ? listens() : null))).length, 2);
 
         // 2025-11-25 over HTTP: the session's GET stream carries the change.
-        await until('the GET stream', () => web.gets.length >= 1);
+        await eventually('the GET stream', () => web.gets.length >= 1);
         assert.equal(web.gets[0], null, 'the first GET has no Last-Event-ID');
         await call('web_grow');
-        await host.stderrMatching(/upstream 'web' now offers \["extra"\]/, 10000);
+        await eventually('web_extra served', async () => (await call('web_extra'))?.content?.[0]?.text === 'extra here');
         // Cut: opened again from the last event the host saw.
         await call('web_end_stream');
-        await until('a second GET', () => web.gets.length >= 2);
+        await eventually('a second GET', () => web.gets.length >= 2);
         assert.equal(web.gets[1], 'ev-1');
         assert.doesNotMatch(host.stderr, /not a JSON-RPC message/);
       },

@@ -28,10 +28,11 @@ struct Host {
     config::Config cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() +
                                                       "\nplugins: [echo.so]\nhttp: {listen: \"127.0.0.1:0\"}\n",
                                                   "test.yaml", "/");
-    std::unique_ptr<plugins::ToolRegistry> registry = load(cfg);
+    std::shared_ptr<const plugins::ToolRegistry> registry = load(cfg);
+    plugins::LiveRegistry live{registry};
     gate::GatePipeline gate;
     protocol::RequestPool pool{2};
-    protocol::McpServer server{*registry, gate, cfg.server, cfg.limits, pool};
+    protocol::McpServer server{live, gate, cfg.server, cfg.limits, pool};
 
     static std::unique_ptr<plugins::ToolRegistry> load(const config::Config& cfg) {
         plugins::LoadReport report;
@@ -86,7 +87,7 @@ TEST_CASE("a tools/call read from text looks its tool up once", "[call_path]") {
 
 TEST_CASE("a tools/call over HTTP is decoded once and looks its tool up once", "[call_path]") {
     Host h;
-    transport::HttpTransport http(h.server, *h.registry, h.cfg.http, h.cfg.limits);
+    transport::HttpTransport http(h.server, h.live, h.cfg.http, h.cfg.limits);
     http.listen();
     transport::StopSignal stop;
     std::thread serving([&] { http.run(stop); });

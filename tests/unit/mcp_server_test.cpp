@@ -19,7 +19,8 @@ namespace {
 // One McpServer over the echo family, with pages of 3 tools, and one
 // connection whose answers are recorded.
 struct Harness {
-    std::unique_ptr<plugins::ToolRegistry> registry;
+    std::shared_ptr<const plugins::ToolRegistry> registry;
+    std::unique_ptr<plugins::LiveRegistry> live;
     gate::GatePipeline gate;
     protocol::RequestPool pool{1};
     std::unique_ptr<protocol::McpServer> server;
@@ -35,7 +36,8 @@ struct Harness {
         registry = plugins::PluginLoader::load(cfg, report);
         REQUIRE(report.failures.empty());
         cfg.server.version = "9.9.9";
-        server = std::make_unique<protocol::McpServer>(*registry, gate, cfg.server, cfg.limits, pool);
+        live = std::make_unique<plugins::LiveRegistry>(registry);
+        server = std::make_unique<protocol::McpServer>(*live, gate, cfg.server, cfg.limits, pool);
     }
 
     // Sends one line and returns the one answer it produced (null when none).
@@ -191,7 +193,8 @@ TEST_CASE("one principal at max_in_flight_per_principal is refused while another
     REQUIRE(report.failures.empty());
     gate::GatePipeline gate;
     protocol::RequestPool pool{2};
-    protocol::McpServer server(*registry, gate, cfg.server, cfg.limits, pool);
+    plugins::LiveRegistry live(std::move(registry));
+    protocol::McpServer server(live, gate, cfg.server, cfg.limits, pool);
     auto out_a = std::make_shared<RecordingOutbound>();
     auto out_b = std::make_shared<RecordingOutbound>();
     auto alice = std::make_shared<protocol::Connection>(out_a, auth::Principal{"alice", "token", {}, {}});

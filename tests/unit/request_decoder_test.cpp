@@ -18,7 +18,8 @@ public:
 };
 
 struct Harness {
-    std::unique_ptr<plugins::ToolRegistry> registry;
+    std::shared_ptr<const plugins::ToolRegistry> registry;
+    std::unique_ptr<plugins::LiveRegistry> live;
     std::unique_ptr<protocol::ToolDisclosure> disclosure;
     std::unique_ptr<protocol::RequestDecoder> decoder;
     plugins::HostServices host;
@@ -31,8 +32,9 @@ struct Harness {
         plugins::LoadReport report;
         registry = plugins::PluginLoader::load(cfg, report);
         REQUIRE(report.failures.empty());
-        disclosure = std::make_unique<protocol::ToolDisclosure>(*registry);
-        decoder = std::make_unique<protocol::RequestDecoder>(*registry, *disclosure, &host);
+        live = std::make_unique<plugins::LiveRegistry>(registry);
+        disclosure = std::make_unique<protocol::ToolDisclosure>(*live);
+        decoder = std::make_unique<protocol::RequestDecoder>(*live, *disclosure, &host);
     }
 
     Incoming read(Json message) { return decoder->read(*connection, std::move(message)); }

@@ -31,10 +31,11 @@ public:
 };
 
 struct Harness {
-    std::unique_ptr<plugins::ToolRegistry> registry = load();
+    std::shared_ptr<const plugins::ToolRegistry> registry = load();
+    plugins::LiveRegistry live{registry};
     gate::GatePipeline gate;
-    protocol::ToolDisclosure disclosure{*registry};
-    protocol::RequestDecoder decoder{*registry, disclosure, nullptr};
+    protocol::ToolDisclosure disclosure{live};
+    protocol::RequestDecoder decoder{live, disclosure, nullptr};
     limits::RateLimiter rate_limiter;
     protocol::InputRounds input_rounds{
         mrtr::make_request_state_sealer(config::InputRequestSettings{}, "gatehouse-test"), std::chrono::seconds(30)};
@@ -63,7 +64,7 @@ struct Harness {
         r.method = "tools/call";
         r.connection = connection.get();
         r.reply = out;
-        r.call = decoder.target_of(tool, std::move(arguments), connection->principal());
+        r.call = decoder.target_of(registry, tool, std::move(arguments), connection->principal());
         return r;
     }
 

@@ -101,6 +101,13 @@ TEST_CASE("the name hook puts {upstream} and {name} where the pattern says", "[u
     CHECK(NameHook("{name}", "mem").apply("read_graph") == "read_graph");
     CHECK(NameHook("{name}.{upstream}", "mem").apply("x") == "x.mem");
     CHECK(NameHook("a-{name}", "mem").apply("{upstream}") == "a-{upstream}"); // a name is not a pattern
+    // What a call of a tool not listed yet is told: the hook's fixed text decides.
+    CHECK(NameHook("{upstream}_{name}", "mem").could_have_named("mem_read_graph"));
+    CHECK_FALSE(NameHook("{upstream}_{name}", "mem").could_have_named("mem_"));
+    CHECK_FALSE(NameHook("{upstream}_{name}", "mem").could_have_named("memo_read"));
+    CHECK(NameHook("{name}.{upstream}", "mem").could_have_named("x.mem"));
+    CHECK_FALSE(NameHook("{name}.{upstream}", "mem").could_have_named("x.men"));
+    CHECK_FALSE(NameHook("{name}", "mem").could_have_named("anything")); // "none" claims no name
 }
 
 TEST_CASE("a 2025-11-25 server is asked server/discover, then initialize, and told initialized", "[upstream]") {

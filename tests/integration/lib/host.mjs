@@ -27,6 +27,17 @@ export function pluginDir() {
 }
 
 // The _meta every 2026-07-28 request carries.
+// Polls `probe` until it gives something truthy, and returns that.
+export async function eventually(what, probe, timeoutMs = 10000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export function modernMeta(extra = {}) {
   return {
     'io.modelcontextprotocol/protocolVersion': MODERN,
