@@ -547,7 +547,16 @@ void read_upstream_offer(const upstream::UpstreamFamily& family, const config::C
     auto offer = family.offer();
     const gh_plugin_desc& desc = offer->desc;
     for (uint32_t i = 0; i < desc.tool_count; ++i) {
-        auto tool = read_tool(desc.tools[i], i, "", cfg.session.configured);
+        // A tool of a server's the host cannot serve (its schema does not
+        // compile, say) is left out; it does not keep the others from serving.
+        std::unique_ptr<Tool> tool;
+        try {
+            tool = read_tool(desc.tools[i], i, "", cfg.session.configured);
+        } catch (const Refused& e) {
+            spdlog::warn("upstream '{}': tool '{}' is left out: {}", name, abi_view(desc.tools[i]->name).substr(0, 200),
+                         e.what());
+            continue;
+        }
         tool->name = offer->published_name(i);
         tool->family = name;
         publish_listing(*tool, cfg.session.configured);

@@ -371,13 +371,8 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
         d.annotations = offer.keep(annotations.is_object() ? annotations.dump() : "{}");
         d.call = &UpstreamFamily::call_tool;
         d.task_support = GH_TASK_NONE;
-        try {
-            // The loader's own checks, so a tool it would refuse cannot refuse the family.
-            plugins::read_tool_descriptor(&d, offer.tools.size(), "", false);
-        } catch (const std::exception& e) {
-            spdlog::warn("upstream '{}': tool '{}' is left out: {}", entry.name, own, e.what());
-            continue;
-        }
+        // The loader reads it as a plugin's, compiling its schemas once, and
+        // leaves it out if it cannot serve it.
         offer.tools.push_back(std::move(offered));
     }
     for (const auto* list : {&entry.allow, &entry.deny})

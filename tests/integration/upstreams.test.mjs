@@ -291,9 +291,10 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     assert.match(hostile.reaches, /hostile_server\.mjs/);
     assert.deepEqual(first.families.find((f) => f.family === 'echo').kind, 'plugin');
     assert.match(host.stderr, /tool 'bad name!' is left out/);
+    assert.match(host.stderr, /upstream 'hostile': tool 'bad_schema' is left out: /);
     const call = async (name, args = {}, meta) => (await host.modern('tools/call', { name, arguments: args }, meta)).result;
     const tools = names((await host.modern('tools/list')).result.tools);
-    assert.ok(tools.includes('hostile_count') && !tools.some((n) => n.includes('bad name')), String(tools));
+    assert.ok(tools.includes('hostile_count') && !tools.some((n) => n.includes('bad name') || n.includes('bad_schema')), String(tools));
 
     assert.deepEqual((await call('hostile_count')).structuredContent, { count: 3 });
     const broken = await call('hostile_broken_count');
