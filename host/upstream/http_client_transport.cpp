@@ -1,5 +1,7 @@
 #include "upstream/http_client_transport.hpp"
 
+#include "license/base64.hpp"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -28,6 +30,29 @@ bool ascii_printable(std::string_view text) {
     for (char c : text)
         if (c < 0x20 || c > 0x7e) return false;
     return true;
+}
+
+// A header's value as 2026-07-28 carries text: as it is when a header can
+// hold it, else Base64 between =?base64? and ?=.
+std::string header_text(const std::string& text) {
+    const bool plain = ascii_printable(text) && (text.empty() || (text.front() != ' ' && text.back() != ' '));
+    return plain ? text : "=?base64?" + license::base64_encode(text) + "?=";
+}
+
+// An x-mcp-header argument as its header: strings as text, numbers in
+// decimal, booleans as true/false; anything else (or nothing) sends none.
+std::optional<std::string> param_header_value(const Json& arguments, const std::vector<std::string>& path) {
+    const Json* node = &arguments;
+    for (const auto& step : path) {
+        if (!node->is_object()) return std::nullopt;
+        auto it = node->find(step);
+        if (it == node->end()) return std::nullopt;
+        node = &*it;
+    }
+    if (node->is_string()) return header_text(node->get<std::string>());
+    if (node->is_boolean()) return node->get<bool>() ? "true" : "false";
+    if (node->is_number()) return node->dump();
+    return std::nullopt;
 }
 
 // What a 2026-07-28 request names in Mcp-Name.
@@ -403,11 +428,17 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
         request.set(http::field::content_type, "application/json");
         if (version == "2026-07-28" && !method.empty()) {
             request.set("Mcp-Method", method);
-            if (const char* field = name_field(method))
-                if (auto p = message.find("params"); p != message.end() && p->is_object())
-                    if (auto n = p->find(field);
-                        n != p->end() && n->is_string() && ascii_printable(n->get<std::string>()))
-                        request.set("Mcp-Name", n->get<std::string>());
+            const auto p = message.find("params");
+            const char* field = name_field(method);
+            if (field && p != message.end() && p->is_object())
+                if (auto n = p->find(field); n != p->end() && n->is_string()) {
+                    request.set("Mcp-Name", header_text(n->get<std::string>()));
+                    if (method == "tools/call" && options_.param_headers)
+                        if (auto a = p->find("arguments"); a != p->end() && a->is_object())
+                            for (const auto& header : options_.param_headers(n->get<std::string>()))
+                                if (auto value = param_header_value(*a, header.path))
+                                    request.set("Mcp-Param-" + header.name, *value);
+                }
         }
         request.body() = body;
         request.prepare_payload();

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "schema/param_headers.hpp"
+
 #include "upstream/bearer_source.hpp"
 #include "upstream/client_transport.hpp"
 
@@ -8,6 +10,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <list>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -52,6 +55,9 @@ public:
         std::size_t max_message_bytes = 4 * 1024 * 1024;
         std::chrono::milliseconds connect_timeout{10000};
         std::chrono::milliseconds read_timeout{130000}; // an answer (or the next SSE event) within this
+        // A 2026-07-28 tool's x-mcp-header arguments, by the server's own
+        // tool name: each goes along as an Mcp-Param-{name} header.
+        std::function<std::vector<schema::ParamHeader>(const std::string& tool)> param_headers;
     };
     // Throws std::invalid_argument for a URL it cannot reach.
     explicit HttpClientTransport(Options options);

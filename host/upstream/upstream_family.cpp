@@ -238,6 +238,11 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
         o.connect_timeout =
             std::min<std::chrono::milliseconds>(std::chrono::milliseconds(entry.connect_timeout_ms), 10s);
         o.read_timeout = options_.tool_timeout + 10s;
+        o.param_headers = [this](const std::string& tool) {
+            std::lock_guard lock(mutex_);
+            auto it = offer_->param_headers.find(tool);
+            return it == offer_->param_headers.end() ? std::vector<schema::ParamHeader>{} : it->second;
+        };
         try {
             transport = std::make_unique<HttpClientTransport>(std::move(o));
         } catch (const std::invalid_argument& e) {
@@ -372,7 +377,12 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
         d.call = &UpstreamFamily::call_tool;
         d.task_support = GH_TASK_NONE;
         // The loader reads it as a plugin's, compiling its schemas once, and
-        // leaves it out if it cannot serve it.
+        // leaves it out if it cannot serve it (a misplaced x-mcp-header too).
+        if (auto schema = tool.find("inputSchema"); schema != tool.end() && schema->is_object()) try {
+                if (auto headers = schema::find_param_headers(*schema); !headers.empty())
+                    offer.param_headers.emplace(own, std::move(headers));
+            } catch (const std::invalid_argument&) {
+            }
         offer.tools.push_back(std::move(offered));
     }
     for (const auto* list : {&entry.allow, &entry.deny})

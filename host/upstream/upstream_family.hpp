@@ -2,6 +2,7 @@
 
 #include "config/config.hpp"
 #include "plugins/remote_family.hpp"
+#include "schema/param_headers.hpp"
 #include "upstream/client_session.hpp"
 #include "upstream/name_hook.hpp"
 
@@ -81,6 +82,8 @@ public:
         std::vector<const gh_prompt_desc*> prompt_table;
         std::string listed;                    // what the server's lists said, to tell a listing that changed
         std::vector<std::string> listed_tools; // the server's own names of every tool it lists, sorted
+        // Each served tool's x-mcp-header arguments, by its own name (HTTP sends them as headers).
+        std::map<std::string, std::vector<schema::ParamHeader>> param_headers;
 
         gh_str keep(std::string text);
         // The published name of descriptor tool (prompt) `index`: the hook applied.

@@ -576,12 +576,19 @@ test('server-everything over Streamable HTTP: its session kept, its SSE answers 
 });
 
 test('one gatehouse mounts another over Streamable HTTP in 2026-07-28, with the revision\'s headers', async () => {
-  const inner = await HttpHost.start({ plugins: ['echo.so'] });
+  const inner = await HttpHost.start({ plugins: ['echo.so', 'headers.so'] });
   try {
     await withHost({ plugins: [], sections: { upstreams: [{ name: 'inner', url: inner.url }] } }, async (host) => {
       await host.stderrMatching(/family 'inner' loaded: gatehouse .*an upstream speaking 2026-07-28/, 30000);
       const answer = await host.modern('tools/call', { name: 'inner_echo', arguments: { text: 'across http' } });
       assert.deepEqual(answer.result.structuredContent, { text: 'across http' });
+      // The inner host refuses a call whose x-mcp-header arguments do not
+      // travel as Mcp-Param-* headers too: text a header cannot hold goes in Base64.
+      const args = { region: 'zürich east', count: 3, dry_run: true, target: { zone: 'b' }, query: 'q' };
+      const routed = await host.modern('tools/call', { name: 'inner_route', arguments: args });
+      assert.deepEqual(routed.result?.structuredContent, args, JSON.stringify(routed));
+      const fewer = await host.modern('tools/call', { name: 'inner_route', arguments: { query: 'only' } });
+      assert.deepEqual(fewer.result?.structuredContent, { query: 'only' }, JSON.stringify(fewer));
     });
   } finally {
     await inner.stop();
