@@ -145,14 +145,18 @@ Observability::~Observability() = default;
 Observability::ToolSeries& Observability::series_of(const CallRecord& call) {
     {
         std::shared_lock lock(series_mutex_);
-        if (auto it = series_.find(call.tool_key); it != series_.end()) return it->second;
+        if (auto it = series_.find(call.tool_key);
+            it != series_.end() && it->second.tool == call.tool && it->second.family == call.family)
+            return it->second;
     }
     ToolSeries series;
+    series.family = call.family;
+    series.tool = call.tool;
     for (std::size_t i = 0; i < kOutcomeNames.size(); ++i)
         series.outcomes[i] = &tool_calls_.with({call.family, call.tool, kOutcomeNames[i]});
     series.duration = &durations_.with({call.family});
     std::unique_lock lock(series_mutex_);
-    return series_.emplace(call.tool_key, series).first->second;
+    return series_.insert_or_assign(call.tool_key, std::move(series)).first->second;
 }
 
 void Observability::tool_call(const CallRecord& call) {

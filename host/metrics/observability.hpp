@@ -103,6 +103,9 @@ private:
     struct ToolSeries {
         std::array<Counter*, 8> outcomes{};
         Histogram* duration = nullptr;
+        // Whose they are: a Tool's address may be another's after its
+        // family listed anew.
+        std::string family, tool;
     };
     ToolSeries& series_of(const CallRecord& call);
     void audit(const CallRecord& call);

@@ -562,15 +562,24 @@ void read_upstream_offer(const upstream::UpstreamFamily& family, const config::C
         publish_listing(*tool, cfg.session.configured);
         c.tools.push_back(std::move(tool));
     }
+    // The listing is kept first: the tools point into it whatever follows.
+    c.listing = offer;
+    // An override naming a tool the server does not list is reported once
+    // the rest is read, so a caller that carries on has a whole candidate.
+    std::optional<config::ConfigError> unknown_override;
     auto domain = cfg.domains.find(name);
-    if (domain != cfg.domains.end()) apply_tool_overrides(domain->second, name, c.tools, cfg.session.configured);
+    if (domain != cfg.domains.end()) try {
+            apply_tool_overrides(domain->second, name, c.tools, cfg.session.configured);
+        } catch (const config::ConfigError& e) {
+            unknown_override = e;
+        }
     read_offer(desc, c);
     for (std::size_t i = 0; i < c.offer.prompts.size(); ++i) {
         auto& prompt = *c.offer.prompts[i];
         prompt.name = offer->published_prompt_name(i);
         prompt.listing["name"] = prompt.name;
     }
-    c.listing = std::move(offer);
+    if (unknown_override) throw *unknown_override;
 }
 
 // An upstreams entry: connect, list, and read the descriptor the family

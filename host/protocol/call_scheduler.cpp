@@ -45,7 +45,8 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     if (request.call && observe_) request.findings = std::make_shared<CallFindings>();
     auto admitted = std::make_shared<const Admitted>(
         Admitted{id, request.method, request.revision, tool, request.trace, request.received, request.received_at,
-                 &connection->principal(), principal, connection->transport, request.findings});
+                 &connection->principal(), principal, connection->transport, request.findings,
+                 request.call ? std::shared_ptr<const void>(request.call->registry) : nullptr});
     auto give_back = [this, connection, state, id, principal] {
         connection->end(id, state);
         in_flight_.release(principal);

@@ -37,6 +37,8 @@ public:
         std::string owner;                          // its owner key, as the in-flight caps counted it
         const char* transport = "";
         std::shared_ptr<CallFindings> findings;
+        // The registry `tool` is of, kept while the call or its deadline may read it.
+        std::shared_ptr<const void> registry;
     };
     // How it ended: answered (`response`, `timed_out` when the deadline
     // answered it), or cancelled (no response). `arguments`: the call's,
