@@ -115,10 +115,12 @@ std::unique_ptr<plugins::LiveRegistry> Host::load_families() {
 // listened.
 void Host::follow_upstreams() {
     for (const auto& plugin : registry_->current()->plugins())
-        if (auto* upstream = plugin->upstream()) {
-            upstream->on_offer_changed([this, name = upstream->name()] { take_upstream_offer(name); });
-            take_upstream_offer(upstream->name());
-        }
+        if (auto* upstream = plugin->upstream()) follow_upstream(*upstream);
+}
+
+void Host::follow_upstream(upstream::UpstreamFamily& upstream) {
+    upstream.on_offer_changed([this, name = upstream.name()] { take_upstream_offer(name); });
+    take_upstream_offer(upstream.name());
 }
 
 void Host::take_upstream_offer(const std::string& name) {
@@ -192,10 +194,8 @@ void Host::reload_upstreams(const config::Config& fresh) {
     // Outside the change lock: a supervisor being joined may be waiting for it.
     for (auto* upstream : gone)
         upstream->retire();
-    for (auto* upstream : joined) {
-        upstream->on_offer_changed([this, name = upstream->name()] { take_upstream_offer(name); });
-        take_upstream_offer(upstream->name());
-    }
+    for (auto* upstream : joined)
+        follow_upstream(*upstream);
 }
 
 std::unique_ptr<session::SessionService>

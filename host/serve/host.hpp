@@ -74,6 +74,7 @@ public:
 private:
     std::unique_ptr<plugins::LiveRegistry> load_families();
     void follow_upstreams();
+    void follow_upstream(upstream::UpstreamFamily& upstream);
     void take_upstream_offer(const std::string& name);
     void reload_upstreams(const config::Config& fresh);
     std::unique_ptr<session::SessionService> open_sessions(std::future<std::unique_ptr<state::StateBackend>>& opening);
