@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan) into
-# build-fuzz/ and runs each for SECONDS (default 300), starting from the
-# committed seed corpus. New inputs go to build-fuzz/fuzz-work/<target>/, never
+# build-fuzz/ (or $GATEHOUSE_FUZZ_BUILD_DIR) and runs each for SECONDS (default 300), starting from the
+# committed seed corpus. New inputs go to <build>/fuzz-work/<target>/, never
 # into the repository; a crash leaves its reproducer there and fails the run.
 # A target written TARGET:RUNS stops after RUNS inputs (SECONDS still caps it):
 # with GATEHOUSE_FUZZ_SEED fixed and an empty work folder, that run is the same
@@ -16,8 +16,12 @@ targets=("$@")
 build=${GATEHOUSE_FUZZ_BUILD_DIR:-build-fuzz}
 work=$build/fuzz-work
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DGATEHOUSE_FUZZ=ON -DGATEHOUSE_BUILD_TESTS=OFF -DGATEHOUSE_BUILD_BENCH=OFF >&2
+# A build folder already configured for fuzzing keeps its options: the test
+# build (scripts/test.sh) is one, and fuzzing there compiles nothing twice.
+if ! grep -qs '^GATEHOUSE_FUZZ:BOOL=ON' "$build/CMakeCache.txt"; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DGATEHOUSE_FUZZ=ON -DGATEHOUSE_BUILD_TESTS=OFF -DGATEHOUSE_BUILD_BENCH=OFF >&2
+fi
 cmake --build "$build" -j "$(nproc)" --target fuzz_targets >&2
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:halt_on_error=1}

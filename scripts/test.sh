@@ -3,14 +3,14 @@
 # tests, integration tests against the real binary (with real MCP clients
 # from npm), the out-of-tree plugin build, and the fuzz corpus replay.
 #
-# The tests run on a build with AddressSanitizer and UndefinedBehaviorSanitizer
-# (build-asan/); any report aborts the process that made it, so the test that
-# started it fails. Before the tests, each fuzz target runs a fixed number of
-# inputs from a fixed seed (about 20 s each here; at most
-# GATEHOUSE_FUZZ_SECONDS, default 60; 0 skips fuzzing), so a run is repeatable
-# and a green run here is green in CI. scripts/fuzz.sh explores longer. With
-# GATEHOUSE_PLAIN_BUILD=1 the plain build of scripts/run.sh is compiled too
-# (build/).
+# The tests run on one build with AddressSanitizer and UndefinedBehaviorSanitizer
+# (build-asan/, clang, Debug); any report aborts the process that made it, so
+# the test that started it fails. The same build holds the libFuzzer targets:
+# before the tests, each runs a fixed number of inputs from a fixed seed
+# (about 20 s each here; at most GATEHOUSE_FUZZ_SECONDS, default 60; 0 skips
+# fuzzing), so a run is repeatable and a green run here is green in CI.
+# scripts/fuzz.sh explores longer. With GATEHOUSE_PLAIN_BUILD=1 the plain
+# build of scripts/run.sh is compiled too (build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-node
@@ -30,8 +30,15 @@ done
 # TLS and the heap as before.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1:intercept_tls_get_addr=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-GATEHOUSE_BUILD_DIR=build-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DGATEHOUSE_SANITIZE=ON \
-  -DGATEHOUSE_BUILD_TESTS=ON -DGATEHOUSE_BUILD_BENCH=OFF -DGATEHOUSE_REQUIRE_INTEGRATION=ON
+# One sanitized build for the tests and the fuzz targets: clang, because
+# libFuzzer is clang's (and it compiles this code base faster than gcc). A
+# build folder an older run configured with another compiler starts afresh.
+if [[ -f build-asan/CMakeCache.txt ]] && ! grep -qs '^GATEHOUSE_FUZZ:BOOL=ON' build-asan/CMakeCache.txt; then
+  rm -rf build-asan
+fi
+GATEHOUSE_BUILD_DIR=build-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_CXX_COMPILER=clang++ -DGATEHOUSE_SANITIZE=ON -DGATEHOUSE_FUZZ=ON -DGATEHOUSE_BUILD_TESTS=ON \
+  -DGATEHOUSE_BUILD_BENCH=OFF -DGATEHOUSE_REQUIRE_INTEGRATION=ON
 
 # The plain build scripts/run.sh serves compiles the same sources with the same
 # compiler, without the sanitizers; on a 2-core machine it would add a third
@@ -43,8 +50,8 @@ fi
 fuzz_seconds=${GATEHOUSE_FUZZ_SECONDS:-60}
 if ((fuzz_seconds > 0)); then
   # A fresh work folder: the committed corpus and the seed alone decide the run.
-  rm -rf build-fuzz/fuzz-work
-  GATEHOUSE_FUZZ_SEED=${GATEHOUSE_FUZZ_SEED:-1} scripts/fuzz.sh "$fuzz_seconds" \
+  rm -rf build-asan/fuzz-work
+  GATEHOUSE_FUZZ_BUILD_DIR=build-asan GATEHOUSE_FUZZ_SEED=${GATEHOUSE_FUZZ_SEED:-1} scripts/fuzz.sh "$fuzz_seconds" \
     mcp_message:1500 config:30000 tool_descriptor:15000 resource_descriptor:15000 json_schema:20000 \
     http_headers:30000 request_state:20000
 fi
