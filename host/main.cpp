@@ -26,6 +26,7 @@
 #include <future>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -136,9 +137,13 @@ int serve_host(const Arguments& args) {
     // First, before any thread starts (plugins may start their own): every
     // thread inherits the blocked stop and reload signals, and one thread
     // waits for them. SIGHUP re-reads the YAML (serve::Host::reload).
-    std::atomic<serve::Host*> reloadable{nullptr};
-    transport::StopSignal stop([&reloadable, &args] {
-        if (auto* host = reloadable.load()) host->reload(cli::load_config(args.config));
+    // A re-read runs whole or not at all: the host is not torn down under
+    // it, and it does not start on a host being torn down.
+    std::mutex reloading;
+    serve::Host* reloadable = nullptr;
+    transport::StopSignal stop([&reloading, &reloadable, &args] {
+        std::lock_guard lock(reloading);
+        if (reloadable) reloadable->reload(cli::load_config(args.config));
     });
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(cfg.log_level, cfg.log_format);
@@ -168,9 +173,24 @@ int serve_host(const Arguments& args) {
         spdlog::critical("{}", e.what());
         return e.status();
     }
-    reloadable = host.get();
-    const int status = host->run(stop);
-    reloadable = nullptr;
+    int status = 0;
+    {
+        // Cleared however run() ends, before the host is torn down.
+        struct Reloadable {
+            std::mutex& reloading;
+            serve::Host*& host;
+            Reloadable(std::mutex& reloading, serve::Host*& host, serve::Host* serving)
+                : reloading(reloading), host(host) {
+                std::lock_guard lock(reloading);
+                host = serving;
+            }
+            ~Reloadable() {
+                std::lock_guard lock(reloading);
+                host = nullptr;
+            }
+        } reloadable_while_serving(reloading, reloadable, host.get());
+        status = host->run(stop);
+    }
     // Workers finish (or notice their cancellation) before any transport
     // state they answer through goes away. Cancelled calls return quickly
     // from a plugin that polls is_cancelled; one that ignores it cannot be

@@ -42,8 +42,17 @@ struct PluginEntry {
     std::optional<std::uint64_t> open_files;
 };
 
-// One MCP server mounted as a family (YAML upstreams:): the host is its
-// client, and its tools pass the same gate as a plugin's.
+// How this host's TLS to a server checks it and shows itself (YAML
+// `session.redis.tls:` for a rediss:// URL, `upstreams[].tls:` for https://).
+struct TlsSettings {
+    std::filesystem::path ca_file;   // PEM CAs that vouch for the server; default the system's trust store
+    std::filesystem::path cert_file; // PEM client certificate for mutual TLS, with key_file
+    std::filesystem::path key_file;  // its unencrypted PEM private key
+    std::string server_name;         // SNI and the name the certificate must carry; default the URL's host
+    bool verify = true;              // false: any certificate under any name (warned at start)
+    bool operator==(const TlsSettings&) const = default;
+};
+
 // The host's own OAuth client at an HTTP upstream's authorization server
 // (the client credentials grant; upstream/client_credentials.hpp).
 struct UpstreamOAuth {
@@ -57,10 +66,13 @@ struct UpstreamOAuth {
     bool operator==(const UpstreamOAuth&) const = default;
 };
 
+// One MCP server mounted as a family (YAML upstreams:): the host is its
+// client, and its tools pass the same gate as a plugin's.
 struct UpstreamEntry {
     std::string name;                        // the family it serves as
     std::vector<std::string> command;        // over stdio: the program and its arguments; or
-    std::string url;                         // over Streamable HTTP
+    std::string url;                         // over Streamable HTTP: http:// or https://
+    TlsSettings tls;                         // with an https:// URL
     std::map<std::string, std::string> env;  // over the host's own environment, for a command
     std::filesystem::path cwd;               // a command's working directory (empty: the host's)
     std::string names = "{upstream}_{name}"; // the name hook: how its tool names read here
@@ -176,21 +188,11 @@ struct ServerIdentity {
     std::string instructions;
 };
 
-// How a rediss:// URL's TLS checks the server and shows this host (YAML
-// `session.redis.tls:`).
-struct RedisTlsSettings {
-    std::filesystem::path ca_file;   // PEM CAs that vouch for Redis; default the system's trust store
-    std::filesystem::path cert_file; // PEM client certificate for mutual TLS, with key_file
-    std::filesystem::path key_file;  // its unencrypted PEM private key
-    std::string server_name;         // SNI and the name the certificate must carry; default the URL's host
-    bool verify = true;              // false: any certificate under any name (warned at start)
-};
-
 // Where a `session.backend: redis` keeps state (YAML `session.redis:`).
 struct RedisSettings {
     // redis://[user[:password]@]host[:port][/db], rediss://… for TLS, or unix:///path/to/redis.sock[?db=N]
     std::string url = "redis://127.0.0.1:6379";
-    RedisTlsSettings tls;                  // with a rediss:// URL
+    TlsSettings tls;                       // with a rediss:// URL
     std::string key_prefix = "gatehouse:"; // every key of this host's cluster starts with it
     std::filesystem::path password_file;   // the AUTH password, read at start; never logged
     std::string password_env;              // or the environment variable holding it

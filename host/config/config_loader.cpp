@@ -513,6 +513,23 @@ bool has_user_information(std::string_view url) {
     return rest.substr(0, rest.find_first_of("/?#")).find('@') != std::string_view::npos;
 }
 
+// A TLS client's settings, under `where` (session.redis.tls, upstream 'x'.tls).
+void read_tls(const YamlReader& r, const YAML::Node& node, TlsSettings& out, const std::string& where) {
+    r.expect_map(node, where);
+    r.only_keys(node, {"ca_file", "cert_file", "key_file", "server_name", "verify"}, where);
+    if (node["ca_file"]) r.attempt([&] { out.ca_file = r.path(node["ca_file"], where + ".ca_file"); });
+    if (node["cert_file"]) r.attempt([&] { out.cert_file = r.path(node["cert_file"], where + ".cert_file"); });
+    if (node["key_file"]) r.attempt([&] { out.key_file = r.path(node["key_file"], where + ".key_file"); });
+    if (node["server_name"])
+        r.attempt([&] {
+            out.server_name = r.string(node["server_name"], where + ".server_name");
+            if (out.server_name.empty()) r.fail(node["server_name"], where + ".server_name must not be empty");
+        });
+    if (node["verify"]) r.attempt([&] { out.verify = r.boolean(node["verify"], where + ".verify"); });
+    if (node["cert_file"].IsDefined() != node["key_file"].IsDefined())
+        r.note(node, where + " needs cert_file and key_file together (a client certificate and its key)");
+}
+
 // upstreams[].oauth: the host's own client at the upstream's authorization server.
 UpstreamOAuth read_upstream_oauth(const YamlReader& r, const YAML::Node& item, const std::string& what) {
     const YAML::Node node = item["oauth"];
@@ -559,6 +576,7 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
                 {"name",
                  "command",
                  "url",
+                 "tls",
                  "env",
                  "cwd",
                  "names",
@@ -598,6 +616,12 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
                 r.fail(item["url"], what + ".url holds user information (user@ or user:password@), which the host "
                                            "would show in its log; give the host its credentials with token_file "
                                            "or token_env");
+        });
+    if (item["tls"])
+        r.attempt([&] {
+            read_tls(r, item["tls"], u.tls, what + ".tls");
+            // Settings that would do nothing are a mistake, not a silent plain connection.
+            if (u.url.rfind("https://", 0) != 0) r.fail(item["tls"], what + ".tls applies to an https:// url only");
         });
     if (item["env"])
         r.attempt([&] {
@@ -779,22 +803,6 @@ nlohmann::json read_grants(const YamlReader& r, const YAML::Node& node, const st
     return out;
 }
 
-void read_redis_tls(const YamlReader& r, const YAML::Node& node, RedisTlsSettings& out) {
-    r.expect_map(node, "session.redis.tls");
-    r.only_keys(node, {"ca_file", "cert_file", "key_file", "server_name", "verify"}, "session.redis.tls");
-    if (node["ca_file"]) r.attempt([&] { out.ca_file = r.path(node["ca_file"], "session.redis.tls.ca_file"); });
-    if (node["cert_file"]) r.attempt([&] { out.cert_file = r.path(node["cert_file"], "session.redis.tls.cert_file"); });
-    if (node["key_file"]) r.attempt([&] { out.key_file = r.path(node["key_file"], "session.redis.tls.key_file"); });
-    if (node["server_name"])
-        r.attempt([&] {
-            out.server_name = r.string(node["server_name"], "session.redis.tls.server_name");
-            if (out.server_name.empty()) r.fail(node["server_name"], "session.redis.tls.server_name must not be empty");
-        });
-    if (node["verify"]) r.attempt([&] { out.verify = r.boolean(node["verify"], "session.redis.tls.verify"); });
-    if (node["cert_file"].IsDefined() != node["key_file"].IsDefined())
-        r.note(node, "session.redis.tls needs cert_file and key_file together (a client certificate and its key)");
-}
-
 void read_redis(const YamlReader& r, const YAML::Node& node, RedisSettings& out) {
     r.expect_map(node, "session.redis");
     r.only_keys(node,
@@ -812,7 +820,7 @@ void read_redis(const YamlReader& r, const YAML::Node& node, RedisSettings& out)
         });
     if (node["tls"])
         r.attempt([&] {
-            read_redis_tls(r, node["tls"], out.tls);
+            read_tls(r, node["tls"], out.tls, "session.redis.tls");
             // Settings that would do nothing are a mistake, not a silent plain connection.
             if (out.url.rfind("rediss://", 0) != 0)
                 r.fail(node["tls"], "session.redis.tls applies to a rediss:// URL only; session.redis.url is not one");

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -643,33 +644,9 @@ public:
     }
 
     // Refuses a family that would take a name another one has.
-    void check(const Candidate& c) const {
-        const std::string family = c.plugin->family();
-        if (auto other = family_path_.find(family); other != family_path_.end())
-            throw Refused("family '" + family + "' is already served by " + other->second);
-        const std::string fix = c.upstream.empty()
-                                    ? "give one family a prefix under domains." + family + ".prefix"
-                                    : "set names (the name hook) on upstream '" + c.upstream + "' to keep them apart";
-        for (const auto& t : c.tools)
-            if (auto clash = tool_owner_.find(t->name); clash != tool_owner_.end())
-                throw Refused("tool name '" + t->name + "'" +
-                              (c.upstream.empty() ? "" : " of upstream '" + c.upstream + "'") +
-                              " clashes with family '" + clash->second + "'; " + fix);
-        for (const auto& r : c.offer.resources)
-            if (auto clash = resource_owner_.find(r->uri); clash != resource_owner_.end())
-                throw Refused("resource URI '" + r->uri + "' is already served by family '" + clash->second +
-                              "'; a URI names one resource");
-        for (const auto& t : c.offer.resource_templates)
-            if (auto clash = template_owner_.find(t->uri_template.text()); clash != template_owner_.end())
-                throw Refused("resource template '" + t->uri_template.text() + "' is already served by family '" +
-                              clash->second + "'");
-        for (const auto& p : c.offer.prompts)
-            if (auto clash = prompt_owner_.find(p->name); clash != prompt_owner_.end())
-                throw Refused("prompt name '" + p->name + "' clashes with family '" + clash->second + "'; " + fix);
-        for (const auto& command : c.commands)
-            if (auto clash = command_owner_.find(command.name); clash != command_owner_.end())
-                throw Refused("command '" + command.name + "' is already declared by family '" + clash->second +
-                              "'; a verb names one family's command");
+    void check(const Candidate& c) const { check(c.plugin->family(), c.upstream, c.tools, c.offer, c.commands); }
+    void check(const FamilyEntry& e) const {
+        check(e.info.family, e.plugin->upstream() ? e.info.family : "", e.tools, e.offer, e.plugin->commands());
     }
 
     // What an upstream lists anew: whatever would take another family's
@@ -705,6 +682,36 @@ public:
     }
 
 private:
+    // `upstream` is the family's name when it is an upstream, else empty.
+    void check(const std::string& family, const std::string& upstream, const std::vector<std::unique_ptr<Tool>>& tools,
+               const FamilyOffer& offer, const std::vector<Command>& commands) const {
+        if (auto other = family_path_.find(family); other != family_path_.end())
+            throw Refused("family '" + family + "' is already served by " + other->second);
+        const std::string fix = upstream.empty()
+                                    ? "give one family a prefix under domains." + family + ".prefix"
+                                    : "set names (the name hook) on upstream '" + upstream + "' to keep them apart";
+        for (const auto& t : tools)
+            if (auto clash = tool_owner_.find(t->name); clash != tool_owner_.end())
+                throw Refused("tool name '" + t->name + "'" +
+                              (upstream.empty() ? "" : " of upstream '" + upstream + "'") + " clashes with family '" +
+                              clash->second + "'; " + fix);
+        for (const auto& r : offer.resources)
+            if (auto clash = resource_owner_.find(r->uri); clash != resource_owner_.end())
+                throw Refused("resource URI '" + r->uri + "' is already served by family '" + clash->second +
+                              "'; a URI names one resource");
+        for (const auto& t : offer.resource_templates)
+            if (auto clash = template_owner_.find(t->uri_template.text()); clash != template_owner_.end())
+                throw Refused("resource template '" + t->uri_template.text() + "' is already served by family '" +
+                              clash->second + "'");
+        for (const auto& p : offer.prompts)
+            if (auto clash = prompt_owner_.find(p->name); clash != prompt_owner_.end())
+                throw Refused("prompt name '" + p->name + "' clashes with family '" + clash->second + "'; " + fix);
+        for (const auto& command : commands)
+            if (auto clash = command_owner_.find(command.name); clash != command_owner_.end())
+                throw Refused("command '" + command.name + "' is already declared by family '" + clash->second +
+                              "'; a verb names one family's command");
+    }
+
     void claim(const FamilyEntry& e) {
         claim(e.info.family, e.tools, e.offer, e.plugin->commands(),
               e.plugin->upstream() ? "upstream '" + e.info.family + "'" : e.info.path);
@@ -841,6 +848,16 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
         }
     };
 
+    // Every upstream connects (starts, negotiates, lists) at once, while the
+    // plugins load: a server slow to answer delays the start by its own
+    // time, not by the sum of all of theirs. They are admitted in order.
+    // (Declared first, destroyed last: a future left waits for its task, which writes here.)
+    std::vector<std::string> disabled_upstream(cfg.upstreams.size());
+    std::vector<std::future<Candidate>> connecting;
+    for (std::size_t i = 0; i < cfg.upstreams.size(); ++i)
+        connecting.push_back(std::async(std::launch::async, [&, i] {
+            return connect_upstream(cfg.upstreams[i], cfg, disabled_upstream[i], options.wait_for_upstreams);
+        }));
     for (const auto& entry : cfg.plugins) {
         const auto path = resolve_plugin_path(entry, cfg);
         report_failure(path.string(), entry.where, false, [&] {
@@ -859,13 +876,13 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
             admit(std::move(c), path.string(), entry.max_in_flight, entry.tool_timeout_ms, entry.store_credentials);
         });
     }
-    for (const auto& entry : cfg.upstreams) {
+    for (std::size_t i = 0; i < cfg.upstreams.size(); ++i) {
+        const auto& entry = cfg.upstreams[i];
         const std::string label = "upstream '" + entry.name + "'";
         report_failure(label, entry.where, true, [&] {
-            std::string disabled_family;
-            Candidate c = connect_upstream(entry, cfg, disabled_family, options.wait_for_upstreams);
-            if (!disabled_family.empty()) {
-                report.disabled.push_back({disabled_family, label});
+            Candidate c = connecting[i].get();
+            if (!disabled_upstream[i].empty()) {
+                report.disabled.push_back({disabled_upstream[i], label});
                 return;
             }
             const auto* family = c.plugin->upstream();
@@ -877,13 +894,16 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
 }
 
 std::shared_ptr<const FamilyEntry> PluginLoader::open_upstream(const config::UpstreamEntry& entry,
-                                                               const config::Config& cfg, const ToolRegistry& serving) {
+                                                               const config::Config& cfg) {
     std::string disabled_family;
     Candidate c = connect_upstream(entry, cfg, disabled_family, true);
     if (!disabled_family.empty()) return nullptr;
-    Namespaces(serving, "").check(c);
     start_family(c, cfg, entry.max_in_flight, entry.tool_timeout_ms, false);
     return entry_of(std::move(c));
+}
+
+void PluginLoader::check_joins(const FamilyEntry& family, const ToolRegistry& serving) {
+    Namespaces(serving, "").check(family);
 }
 
 std::shared_ptr<const FamilyEntry> PluginLoader::relist_upstream(const FamilyEntry& family, const config::Config& cfg,

@@ -51,11 +51,13 @@ public:
                                               const LoadOptions& options = {});
 
     // An upstreams entry added while serving (a configuration re-read):
-    // connected (or waiting for its server) and checked against the
-    // families `serving`; null when its domain is disabled. Throws
-    // std::runtime_error with the sentence for the log.
+    // connected (or waiting for its server); null when its domain is
+    // disabled. Throws std::runtime_error with the sentence for the log.
     static std::shared_ptr<const FamilyEntry> open_upstream(const config::UpstreamEntry& entry,
-                                                            const config::Config& config, const ToolRegistry& serving);
+                                                            const config::Config& config);
+    // Throws std::runtime_error, naming the clash, when `family` would take
+    // a name (its own, a tool's, a URI's, a prompt's) a family of `serving` has.
+    static void check_joins(const FamilyEntry& family, const ToolRegistry& serving);
 
     // An upstream family's entry made again from what its server offers now
     // (`family` is its entry in `serving`). What would take a name another

@@ -106,17 +106,21 @@ McpServer::~McpServer() {
 }
 
 // Every method of both revisions, and how each runs. Resources, prompts and
-// completions exist only when some loaded family declares them, as the
-// capabilities say.
+// completions are there while some family serving declares them, as the
+// capabilities say, or while an upstream family serves (answering empty
+// lists until its server offers any): a configuration re-read or a server
+// listing anew changes what the families offer.
 MethodTable McpServer::method_table() {
     using Runs = MethodTable::Runs;
     MethodTable table;
-    // What the families offer now; an upstream may come to offer resources
-    // or prompts later, so with one their methods are there from the start
-    // (answering empty lists meanwhile).
-    const auto registry = registry_.current();
-    const bool upstreams = std::any_of(registry->entries().begin(), registry->entries().end(),
-                                       [](const auto& e) { return e->plugin->upstream() != nullptr; });
+    const auto while_served = [this](bool (plugins::ToolRegistry::*offers)() const) -> MethodTable::Offered {
+        return [this, offers] {
+            const auto registry = registry_.current();
+            return ((*registry).*offers)() ||
+                   std::any_of(registry->entries().begin(), registry->entries().end(),
+                               [](const auto& e) { return e->plugin->upstream() != nullptr; });
+        };
+    };
     table.add("initialize", kLegacy, Runs::at_once, [this](Request& r) { return initialize(r); });
     table.add("ping", kLegacy, Runs::at_once, [](Request&) { return Json::object(); });
     table.add("logging/setLevel", kLegacy, Runs::at_once, [this](Request& r) { return set_log_level(r); });
@@ -129,22 +133,28 @@ MethodTable McpServer::method_table() {
         table.add("tasks/update", kModern, Runs::plugin_code, [this](Request& r) { return tasks_->update(r); });
         table.add("tasks/cancel", kModern, Runs::plugin_code, [this](Request& r) { return tasks_->cancel(r); });
     }
-    if (registry->offers_resources() || upstreams) {
-        table.add("resources/list", kBoth, Runs::at_once, [this](Request& r) { return list_resources(r); });
-        table.add("resources/templates/list", kBoth, Runs::at_once,
-                  [this](Request& r) { return list_resource_templates(r); });
-        table.add("resources/read", kBoth, Runs::plugin_code, [this](Request& r) { return resource_read_.run(r); });
-        table.add("resources/subscribe", kLegacy, Runs::at_once,
-                  [this](Request& r) { return subscriptions_.follow_resource(r, true); });
-        table.add("resources/unsubscribe", kLegacy, Runs::at_once,
-                  [this](Request& r) { return subscriptions_.follow_resource(r, false); });
-    }
-    if (registry->offers_prompts() || upstreams) {
-        table.add("prompts/list", kBoth, Runs::at_once, [this](Request& r) { return list_prompts(r); });
-        table.add("prompts/get", kBoth, Runs::plugin_code, [this](Request& r) { return prompt_get_.run(r); });
-    }
-    if (registry->offers_completions() || upstreams)
-        table.add("completion/complete", kBoth, Runs::plugin_code, [this](Request& r) { return completion_.run(r); });
+    const auto resources = while_served(&plugins::ToolRegistry::offers_resources);
+    table.add(
+        "resources/list", kBoth, Runs::at_once, [this](Request& r) { return list_resources(r); }, resources);
+    table.add(
+        "resources/templates/list", kBoth, Runs::at_once, [this](Request& r) { return list_resource_templates(r); },
+        resources);
+    table.add(
+        "resources/read", kBoth, Runs::plugin_code, [this](Request& r) { return resource_read_.run(r); }, resources);
+    table.add(
+        "resources/subscribe", kLegacy, Runs::at_once,
+        [this](Request& r) { return subscriptions_.follow_resource(r, true); }, resources);
+    table.add(
+        "resources/unsubscribe", kLegacy, Runs::at_once,
+        [this](Request& r) { return subscriptions_.follow_resource(r, false); }, resources);
+    const auto prompts = while_served(&plugins::ToolRegistry::offers_prompts);
+    table.add(
+        "prompts/list", kBoth, Runs::at_once, [this](Request& r) { return list_prompts(r); }, prompts);
+    table.add(
+        "prompts/get", kBoth, Runs::plugin_code, [this](Request& r) { return prompt_get_.run(r); }, prompts);
+    table.add(
+        "completion/complete", kBoth, Runs::plugin_code, [this](Request& r) { return completion_.run(r); },
+        while_served(&plugins::ToolRegistry::offers_completions));
     return table;
 }
 

@@ -10,15 +10,17 @@ std::size_t slot(Revision revision) {
 
 } // namespace
 
-void MethodTable::add(std::string_view name, std::initializer_list<Revision> revisions, Runs runs, Handler handler) {
+void MethodTable::add(std::string_view name, std::initializer_list<Revision> revisions, Runs runs, Handler handler,
+                      Offered offered) {
     for (Revision revision : revisions)
-        methods_[slot(revision)].insert_or_assign(std::string(name), Method{runs, handler});
+        methods_[slot(revision)].insert_or_assign(std::string(name), Method{runs, handler, offered});
 }
 
 const MethodTable::Method* MethodTable::find(std::string_view name, Revision revision) const {
     const auto& methods = methods_[slot(revision)];
     auto it = methods.find(name);
-    return it == methods.end() ? nullptr : &it->second;
+    if (it == methods.end() || (it->second.offered && !it->second.offered())) return nullptr;
+    return &it->second;
 }
 
 } // namespace gatehouse::protocol

@@ -13,9 +13,10 @@
 namespace gatehouse::protocol {
 
 // Method name -> handler, per revision: which methods each revision speaks
-// and how each is answered. Filled once, when the server is built (from
-// what the loaded families offer); read-only afterwards, so any thread may
-// look a method up.
+// and how each is answered. Filled once, when the server is built; read-only
+// afterwards, so any thread may look a method up. A method the families'
+// offer decides (resources, prompts, completions) is there while they offer
+// it, as the registry serving at that moment says.
 class MethodTable {
 public:
     enum class Runs {
@@ -26,14 +27,18 @@ public:
     // Returns the method's result (finish() adds what the revision wants);
     // throws ProtocolError for the protocol tier.
     using Handler = std::function<Json(Request&)>;
+    // Whether the method is there now; none: always.
+    using Offered = std::function<bool()>;
     struct Method {
         Runs runs = Runs::at_once;
         Handler handler;
+        Offered offered;
     };
 
-    void add(std::string_view name, std::initializer_list<Revision> revisions, Runs runs, Handler handler);
+    void add(std::string_view name, std::initializer_list<Revision> revisions, Runs runs, Handler handler,
+             Offered offered = nullptr);
 
-    // Null: the revision has no such method (-32601).
+    // Null: the revision has no such method, or not now (-32601).
     const Method* find(std::string_view name, Revision revision) const;
 
 private:

@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <future>
 #include <map>
 #include <set>
 #include <thread>
@@ -83,12 +84,14 @@ Host::Host(config::Config config, Transports transports) : config_(std::move(con
     if (config_.metrics.own_listener()) ops_ = listen_ops();
 }
 
-Host::~Host() {
-    // Upstream supervisors are stopped first: what they hear changes the
-    // registry, which the parts below are about to stop reading.
-    if (!registry_) return;
-    registry_->close();
-    for (const auto& plugin : registry_->current()->plugins())
+Host::~Host() = default;
+
+Host::UpstreamsStop::~UpstreamsStop() {
+    // What an upstream's supervisor hears changes the registry, which the
+    // parts destroyed after this are about to stop reading.
+    if (!host.registry_) return;
+    host.registry_->close();
+    for (const auto& plugin : host.registry_->current()->plugins())
         if (auto* upstream = plugin->upstream()) upstream->retire();
 }
 
@@ -141,8 +144,9 @@ void Host::take_upstream_offer(const std::string& name) {
 // domain disabled) leaves, its server disconnected; one added joins; one
 // changed connects anew; the others list again under the new domains.
 void Host::reload_upstreams(const config::Config& fresh) {
-    std::vector<upstream::UpstreamFamily*> gone, joined;
+    std::vector<upstream::UpstreamFamily*> gone;
     std::vector<std::shared_ptr<const plugins::FamilyEntry>> keep_until_retired;
+    std::vector<const config::UpstreamEntry*> adding;
     {
         auto lock = registry_->change_lock();
         if (registry_->closed(lock)) return;
@@ -178,22 +182,49 @@ void Host::reload_upstreams(const config::Config& fresh) {
                         *serving, entry.name, plugins::PluginLoader::relist_upstream(*e, families_config_, *serving));
                 continue;
             }
-            try {
-                auto added = plugins::PluginLoader::open_upstream(entry, families_config_, *serving);
-                if (!added) continue;
-                joined.push_back(added->plugin->upstream());
-                spdlog::info("upstream '{}' joins ({} tool(s){})", entry.name, added->tools.size(),
-                             joined.back()->serving() ? "" : "; its server is not reachable yet");
-                serving = plugins::with_family(*serving, entry.name, std::move(added));
-            } catch (const std::exception& e) {
-                spdlog::error("upstream '{}' ({}) is not served: {}", entry.name, entry.where.str(), e.what());
-            }
+            adding.push_back(&entry);
         }
         registry_->publish(std::move(serving), lock);
     }
-    // Outside the change lock: a supervisor being joined may be waiting for it.
+    // Outside the change lock: a supervisor being joined may be waiting for
+    // it, and a server slow to answer holds up no other family's listing.
     for (auto* upstream : gone)
         upstream->retire();
+    // An entry that does not join is dropped at the end, outside the lock,
+    // where its supervisor is joined.
+    // All at once, as at start: a re-read takes as long as its slowest server.
+    std::vector<std::shared_ptr<const plugins::FamilyEntry>> opened;
+    std::vector<std::future<std::shared_ptr<const plugins::FamilyEntry>>> opening;
+    for (const auto* entry : adding)
+        opening.push_back(std::async(std::launch::async,
+                                     [entry, &fresh] { return plugins::PluginLoader::open_upstream(*entry, fresh); }));
+    for (std::size_t i = 0; i < opening.size(); ++i) {
+        try {
+            if (auto added = opening[i].get()) opened.push_back(std::move(added));
+        } catch (const std::exception& e) {
+            spdlog::error("upstream '{}' ({}) is not served: {}", adding[i]->name, adding[i]->where.str(), e.what());
+        }
+    }
+    if (opened.empty()) return;
+    std::vector<upstream::UpstreamFamily*> joined;
+    {
+        auto lock = registry_->change_lock();
+        if (registry_->closed(lock)) return;
+        auto serving = registry_->current();
+        for (const auto& added : opened) {
+            try {
+                plugins::PluginLoader::check_joins(*added, *serving);
+            } catch (const std::exception& e) {
+                spdlog::error("upstream '{}' is not served: {}", added->info.family, e.what());
+                continue;
+            }
+            joined.push_back(added->plugin->upstream());
+            spdlog::info("upstream '{}' joins ({} tool(s){})", added->info.family, added->tools.size(),
+                         joined.back()->serving() ? "" : "; its server is not reachable yet");
+            serving = plugins::with_family(*serving, added->info.family, added);
+        }
+        registry_->publish(std::move(serving), lock);
+    }
     for (auto* upstream : joined)
         follow_upstream(*upstream);
 }

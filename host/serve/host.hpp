@@ -110,6 +110,13 @@ private:
     std::unique_ptr<transport::HttpTransport> http_;
     std::unique_ptr<transport::OpsListener> ops_; // metrics.listen
     std::atomic<bool> stopping_{false};
+    // Stops the upstreams' supervisors before any part they call into goes:
+    // a member, declared last, so it also runs when the constructor throws
+    // after they started (a port in use, say).
+    struct UpstreamsStop {
+        Host& host;
+        ~UpstreamsStop();
+    } upstreams_stop_{*this};
 };
 
 } // namespace gatehouse::serve

@@ -67,8 +67,7 @@ RedisEndpoint parse_url_parts(const std::string& url) {
     return e;
 }
 
-std::shared_ptr<const crypto::TlsConnector> tls_connector(const config::RedisTlsSettings& tls,
-                                                          const std::string& where) {
+std::shared_ptr<const crypto::TlsConnector> tls_connector(const config::TlsSettings& tls, const std::string& where) {
     if (!tls.verify)
         spdlog::warn("session.redis.tls.verify is false: Redis at {} is reached over TLS WITHOUT checking its "
                      "certificate or name, so anyone on the way can pose as it; never use this in production",

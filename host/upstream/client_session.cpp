@@ -39,7 +39,8 @@ std::string error_text(const Json& error) {
 } // namespace
 
 struct ClientSession::Pending {
-    std::optional<Json> answer; // the whole response: result or error
+    std::optional<Json> answer;   // the whole response: result or error
+    std::size_t answer_bytes = 0; // its text's size
     std::deque<Json> progress;
     bool relays = false;              // what the server asks meanwhile is handed back
     std::vector<ServerRequest> asked; // asked and not yet handed back
@@ -309,6 +310,7 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
         lock.lock();
     }
     Json answer = std::move(*pending->answer);
+    const std::size_t answer_bytes = pending->answer_bytes;
     lock.unlock();
     if (auto error = answer.find("error"); error != answer.end()) {
         const int code = error->is_object() && (*error)["code"].is_number_integer() ? (*error)["code"].get<int>() : 0;
@@ -317,6 +319,7 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
     }
     Reply reply;
     reply.id = id;
+    reply.bytes = answer_bytes;
     reply.result = std::move(answer["result"]);
     if (!reply.result.is_object()) throw UpstreamError(0, "its answer to " + method + " is not an object", Json());
     return reply;
@@ -335,12 +338,20 @@ Json ClientSession::request(const std::string& method, Json params) {
 std::vector<Json> ClientSession::list_all(const std::string& method, const std::string& key) {
     std::vector<Json> items;
     std::string cursor;
+    std::uint64_t listed_bytes = 0;
     for (std::size_t page = 0;; ++page) {
         if (page == kMaxPages)
             throw UpstreamError(0, method + " went on past " + std::to_string(kMaxPages) + " pages", Json());
+        if (listed_bytes > kMaxListedBytes)
+            throw UpstreamError(0,
+                                "its answers to " + method + " went on past " +
+                                    std::to_string(kMaxListedBytes / (1024 * 1024)) + " MiB",
+                                Json());
         Json params = Json::object();
         if (!cursor.empty()) params["cursor"] = cursor;
-        Json result = request(method, std::move(params));
+        Reply reply = call(method, std::move(params), Waiting{});
+        listed_bytes += reply.bytes;
+        Json& result = reply.result;
         auto list = result.find(key);
         if (list == result.end() || !list->is_array())
             throw UpstreamError(0, "its answer to " + method + " has no " + key + " list", Json());
@@ -401,6 +412,7 @@ void ClientSession::receive(std::string_view text, const Json& stream_of) {
     auto it = pending_.find(id->get<std::int64_t>());
     if (it == pending_.end()) return; // late: its request was cancelled or timed out
     it->second->answer = std::move(message);
+    it->second->answer_bytes = text.size();
     it->second->changed.notify_all();
 }
 

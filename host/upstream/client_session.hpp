@@ -92,7 +92,8 @@ public:
     struct Reply {
         nlohmann::json result;
         std::vector<ServerRequest> asked;
-        std::int64_t id = 0; // the host's request
+        std::int64_t id = 0;   // the host's request
+        std::size_t bytes = 0; // the size of the answer's text
     };
 
     // Sends a request and waits on the calling thread for its answer, or for
@@ -118,11 +119,14 @@ public:
     static constexpr std::size_t kMaxAsked = 16;
 
     // Every page of a list method ("tools/list" with key "tools"), at most
-    // kMaxItems items in at most kMaxPages pages.
+    // kMaxItems items in at most kMaxPages pages of at most kMaxListedBytes
+    // in all: each page is bounded by the message size, and this bounds what
+    // a server that pages without end can make the host hold.
     std::vector<nlohmann::json> list_all(const std::string& method, const std::string& key);
 
     static constexpr std::size_t kMaxItems = 10000;
     static constexpr std::size_t kMaxPages = 1000;
+    static constexpr std::uint64_t kMaxListedBytes = 32 * 1024 * 1024;
 
     // 2026-07-28: asks by subscriptions/listen for the list_changed
     // notifications of the lists the server says can change (a 2025-11-25

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <limits>
 #include <stdexcept>
@@ -107,13 +108,6 @@ private:
     std::string pending_, data_, event_, last_id_;
 };
 
-void connect(beast::tcp_stream& stream, asio::io_context& io, const HttpUrl& url, std::chrono::milliseconds timeout) {
-    tcp::resolver resolver(io);
-    const auto addresses = resolver.resolve(url.host, url.port);
-    stream.expires_after(timeout);
-    stream.connect(addresses);
-}
-
 // What every request of the host's to an upstream carries.
 template <class Body>
 http::request<Body> request_to(http::verb verb, const HttpUrl& url, const char* accept, const std::string& token,
@@ -141,13 +135,14 @@ std::string shown_url(const std::string& url) {
 }
 
 HttpUrl HttpUrl::parse(const std::string& url) {
-    if (url.rfind("https://", 0) == 0)
-        throw std::invalid_argument("https:// upstreams are not served by this build; put a TLS proxy on loopback");
-    if (url.rfind("http://", 0) != 0) throw std::invalid_argument("'" + shown_url(url) + "' is not an http:// URL");
-    std::string rest = url.substr(7);
+    HttpUrl out;
+    out.tls = url.rfind("https://", 0) == 0;
+    if (!out.tls && url.rfind("http://", 0) != 0)
+        throw std::invalid_argument("'" + shown_url(url) + "' is not an http:// or https:// URL");
+    std::string rest = url.substr(out.tls ? 8 : 7);
     const auto slash = rest.find_first_of("/?#");
     std::string authority = rest.substr(0, slash);
-    HttpUrl out;
+    const char* default_port = out.tls ? "443" : "80";
     out.target = slash == std::string::npos ? "/" : rest.substr(slash);
     if (const auto hash = out.target.find('#'); hash != std::string::npos) out.target.erase(hash);
     if (out.target.empty() || out.target.front() != '/') out.target.insert(0, "/");
@@ -160,11 +155,11 @@ HttpUrl HttpUrl::parse(const std::string& url) {
             throw std::invalid_argument("'" + shown_url(url) + "' has an unclosed IPv6 address");
         out.host = authority.substr(1, close - 1);
         const std::string after = authority.substr(close + 1);
-        out.port = after.empty() ? "80" : after.substr(1);
+        out.port = after.empty() ? default_port : after.substr(1);
     } else {
         const auto colon = authority.rfind(':');
         out.host = authority.substr(0, colon);
-        out.port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+        out.port = colon == std::string::npos ? default_port : authority.substr(colon + 1);
     }
     if (out.host.empty()) throw std::invalid_argument("'" + shown_url(url) + "' names no host");
     if (out.port.empty() || out.port.find_first_not_of("0123456789") != std::string::npos || out.port.size() > 5)
@@ -175,7 +170,37 @@ HttpUrl HttpUrl::parse(const std::string& url) {
 }
 
 HttpClientTransport::HttpClientTransport(Options options)
-    : options_(std::move(options)), url_(HttpUrl::parse(options_.url)) {}
+    : options_(std::move(options)), url_(HttpUrl::parse(options_.url)) {
+    if (url_.tls && !options_.tls) throw std::invalid_argument("an https:// URL needs a TLS connector");
+}
+
+void HttpClientTransport::connect(asio::io_context& io, beast::tcp_stream& stream,
+                                  std::unique_ptr<crypto::TlsTunnel>& tunnel, std::chrono::milliseconds timeout) const {
+    if (url_.tls) {
+        // The tunnel carries the TLS session; the stream sees a plain socket.
+        tunnel =
+            options_.tls->connect(url_.host, std::stoi(url_.port),
+                                  options_.tls_server_name.empty() ? url_.host : options_.tls_server_name, timeout);
+        const int fd = tunnel->take_fd();
+        beast::error_code ec;
+        stream.socket().assign(tcp::v4(), fd, ec);
+        if (ec) {
+            ::close(fd);
+            throw beast::system_error(ec);
+        }
+        return;
+    }
+    tcp::resolver resolver(stream.get_executor());
+    const auto addresses = resolver.resolve(url_.host, url_.port);
+    // Asynchronously, so the stream's deadline holds: a blocking connect
+    // waits for the kernel's own give-up, minutes for an address that never answers.
+    beast::error_code result;
+    stream.expires_after(timeout);
+    stream.async_connect(addresses, [&](const beast::error_code& ec, const tcp::endpoint&) { result = ec; });
+    io.run();
+    io.restart();
+    if (result) throw beast::system_error(result);
+}
 
 HttpClientTransport::~HttpClientTransport() {
     close();
@@ -331,10 +356,11 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
         if (!ascii_printable(token)) return StreamEnd::over;
     }
     asio::io_context io;
+    std::unique_ptr<crypto::TlsTunnel> tunnel; // outlives the stream
     beast::tcp_stream stream(io);
     int fd = -1;
     try {
-        connect(stream, io, url_, options_.connect_timeout);
+        connect(io, stream, tunnel, options_.connect_timeout);
         fd = stream.socket().native_handle();
         const Tracked tracked(*this, fd);
         if (!tracked.held) return StreamEnd::over;
@@ -415,10 +441,11 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
                 version = v->get<std::string>();
 
     asio::io_context io;
+    std::unique_ptr<crypto::TlsTunnel> tunnel; // outlives the stream
     beast::tcp_stream stream(io);
     int fd = -1;
     try {
-        connect(stream, io, url_, options_.connect_timeout);
+        connect(io, stream, tunnel, options_.connect_timeout);
         fd = stream.socket().native_handle();
         const Tracked tracked(*this, fd);
         if (!tracked.held) return Outcome::done;
@@ -524,8 +551,14 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
                          options_.read_timeout.count());
             return Outcome::done;
         }
-        ended("it could not be reached at " + shown_url(options_.url) + " (" + e.code().message() + ")");
+        // Over TLS the socket only ends; the tunnel knows why.
+        const std::string why = tunnel && !tunnel->failure().empty() ? tunnel->failure() : e.code().message();
+        ended("it could not be reached at " + shown_url(options_.url) + " (" + why + ")");
     } catch (const std::exception& e) {
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_) return Outcome::done; // close() cut it short
+        }
         ended("it could not be reached at " + shown_url(options_.url) + " (" + e.what() + ")");
     }
     return Outcome::done;
@@ -541,8 +574,9 @@ void HttpClientTransport::delete_session() {
     if (session_id.empty()) return;
     try {
         asio::io_context io;
+        std::unique_ptr<crypto::TlsTunnel> tunnel; // outlives the stream
         beast::tcp_stream stream(io);
-        connect(stream, io, url_, std::chrono::seconds(2));
+        connect(io, stream, tunnel, std::chrono::seconds(2));
         std::string token = options_.bearer ? options_.bearer->current() : std::string();
         if (!ascii_printable(token)) token.clear();
         auto request =
@@ -557,6 +591,9 @@ void HttpClientTransport::delete_session() {
 }
 
 void HttpClientTransport::close() {
+    // Whole, one caller at a time: a retiring family and its supervisor's
+    // failed connect may both close, and the posts are joined once.
+    std::lock_guard one_at_a_time(close_mutex_);
     {
         std::unique_lock lock(mutex_);
         if (closed_ && posts_.empty()) {

@@ -2,8 +2,12 @@
 
 #include "schema/param_headers.hpp"
 
+#include "crypto/openssl.hpp"
 #include "upstream/bearer_source.hpp"
 #include "upstream/client_transport.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -19,9 +23,10 @@
 
 namespace gatehouse::upstream {
 
-// The parts of an http:// URL a request needs. Throws std::invalid_argument
-// naming what is wrong with it.
+// The parts of an http:// or https:// URL a request needs. Throws
+// std::invalid_argument naming what is wrong with it.
 struct HttpUrl {
+    bool tls = false; // https://
     std::string host; // without the brackets of an IPv6 literal
     std::string port;
     std::string target; // path and query, "/" at least
@@ -33,7 +38,8 @@ struct HttpUrl {
 // which may carry a key some servers take there.
 std::string shown_url(const std::string& url);
 
-// An upstream reached over Streamable HTTP: each message a POST to its URL,
+// An upstream reached over Streamable HTTP (over TLS for https://, through
+// a crypto::TlsTunnel per connection): each message a POST to its URL,
 // the answer as one JSON body or an SSE stream of messages (progress first,
 // the response last), each message at most the host's bound. A 2025-11-25
 // server's Mcp-Session-Id is kept and sent, and the session is deleted at
@@ -52,6 +58,10 @@ public:
         std::string family;
         std::string url;
         std::shared_ptr<BearerSource> bearer; // null: no Authorization
+        // With an https:// URL: how the server is checked, and the name its
+        // certificate must carry (empty: the URL's host).
+        std::shared_ptr<const crypto::TlsConnector> tls;
+        std::string tls_server_name;
         std::size_t max_message_bytes = 4 * 1024 * 1024;
         std::chrono::milliseconds connect_timeout{10000};
         std::chrono::milliseconds read_timeout{130000}; // an answer (or the next SSE event) within this
@@ -73,6 +83,7 @@ private:
     Options options_;
     HttpUrl url_;
     Events events_;
+    std::mutex close_mutex_; // close() runs whole, one caller at a time
     std::mutex mutex_;
     std::condition_variable idle_, closing_;
     std::string session_id_, protocol_version_;
@@ -92,6 +103,10 @@ private:
     void hold_server_stream();
     StreamEnd read_server_stream(std::string& last_event_id);
     struct Tracked; // a socket close() cuts, while it is in use
+    // Connects `stream` to the server within `timeout`; for https:// through
+    // a tunnel kept in `tunnel`, which must outlive the stream.
+    void connect(boost::asio::io_context& io, boost::beast::tcp_stream& stream,
+                 std::unique_ptr<crypto::TlsTunnel>& tunnel, std::chrono::milliseconds timeout) const;
     void post(nlohmann::json message, std::string body);
     Outcome post_once(const nlohmann::json& message, const std::string& body, const std::string& token, bool may_renew);
     bool bearer_for(const nlohmann::json& message, std::string& token);

@@ -137,12 +137,31 @@ UpstreamFamily::UpstreamFamily(UpstreamOptions options)
             std::min<std::chrono::milliseconds>(std::chrono::milliseconds(options_.entry.connect_timeout_ms), 10s);
         oauth_ = std::make_shared<ClientCredentials>(std::move(o));
     }
+    if (options_.entry.url.rfind("https://", 0) == 0) {
+        const auto& tls = options_.entry.tls;
+        if (!tls.verify)
+            spdlog::warn("upstream '{}': tls.verify is false: {} is reached over TLS WITHOUT checking its "
+                         "certificate; anyone on the path can read and change what it is sent",
+                         options_.entry.name, shown_url(options_.entry.url));
+        crypto::TlsClientOptions o;
+        o.ca_file = tls.ca_file.string();
+        o.cert_file = tls.cert_file.string();
+        o.key_file = tls.key_file.string();
+        o.verify = tls.verify;
+        try {
+            tls_ = crypto::openssl().tls_connector(o);
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(std::string("its tls settings cannot be used: ") + e.what());
+        }
+    }
     std::shared_ptr<ClientSession> session;
     try {
         session = connect();
         offer_ = make_offer(list(*session));
         protocol_version_ = session->protocol_version();
+        connecting_.reset();
     } catch (const std::runtime_error& e) {
+        connecting_.reset();
         if (session) session->close();
         if (!options_.wait_when_unreachable) throw;
         session.reset();
@@ -161,14 +180,17 @@ UpstreamFamily::~UpstreamFamily() {
 
 void UpstreamFamily::retire() {
     std::vector<Parked> parked;
+    std::shared_ptr<ClientSession> connecting;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
         retired_ = true;
         on_offer_changed_ = nullptr;
         down_because_ = "its upstreams entry was removed";
+        connecting = std::move(connecting_);
         changed_.notify_all();
     }
+    if (connecting) connecting->close(); // its open() ends at once
     if (supervisor_.joinable()) {
         // Retired from its own thread (what it heard dropped the last hold on
         // it): that thread ends by itself once it sees stopping_.
@@ -234,6 +256,8 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
         o.family = entry.name;
         o.url = entry.url;
         o.bearer = bearer_for(entry, oauth_);
+        o.tls = tls_;
+        o.tls_server_name = entry.tls.server_name;
         o.max_message_bytes = options_.max_message_bytes;
         o.connect_timeout =
             std::min<std::chrono::milliseconds>(std::chrono::milliseconds(entry.connect_timeout_ms), 10s);
@@ -259,9 +283,18 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
         relist_ = true;
         changed_.notify_all();
     });
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) throw std::runtime_error("the host is stopping");
+        connecting_ = session;
+    }
     try {
         session->open(std::chrono::milliseconds(entry.connect_timeout_ms));
     } catch (const std::exception& e) {
+        {
+            std::lock_guard lock(mutex_);
+            connecting_.reset();
+        }
         const std::string why = e.what();
         session->close();
         const std::string closed = session->why_closed();
@@ -270,7 +303,7 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
     }
     // Before the first listing, so no change after it goes unheard.
     session->listen();
-    return session;
+    return session; // still connecting_ until its caller has listed it
 }
 
 gh_str UpstreamFamily::Offer::keep(std::string text) {
@@ -586,16 +619,18 @@ void UpstreamFamily::supervise() {
         if (Clock::now() < next_attempt_) continue;
         lock.unlock();
         std::shared_ptr<ClientSession> session;
+        std::shared_ptr<const Offer> listed;
         std::string why;
         try {
             session = connect();
-            take_listing(*session);
+            listed = make_offer(list(*session));
         } catch (const std::exception& e) {
             why = e.what();
             if (session) session->close();
             session.reset();
         }
         lock.lock();
+        connecting_.reset();
         if (stopping_) {
             if (session) {
                 lock.unlock();
@@ -611,6 +646,11 @@ void UpstreamFamily::supervise() {
             session_ = std::move(session);
             down_because_.clear();
             connected_at = listened_at = Clock::now();
+            // Only now is what it lists served: a call of a tool it brought
+            // finds the connection that can carry it.
+            lock.unlock();
+            adopt(std::move(listed));
+            lock.lock();
         } else {
             down_because_ = why;
             backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);
@@ -624,7 +664,10 @@ void UpstreamFamily::supervise() {
 // What the server lists now becomes the offer; the host hears of it only
 // when something in it changed.
 void UpstreamFamily::take_listing(ClientSession& session) {
-    auto next = make_offer(list(session));
+    adopt(make_offer(list(session)));
+}
+
+void UpstreamFamily::adopt(std::shared_ptr<const Offer> next) {
     std::function<void()> heard;
     {
         std::lock_guard lock(mutex_);

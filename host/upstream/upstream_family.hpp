@@ -1,6 +1,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "crypto/openssl.hpp"
 #include "plugins/remote_family.hpp"
 #include "schema/param_headers.hpp"
 #include "upstream/client_session.hpp"
@@ -154,13 +155,17 @@ private:
     std::function<void()> on_offer_changed_; // under mutex_
     std::string protocol_version_;           // under mutex_: the last connection's
     std::shared_ptr<ClientSession> session_; // null while it is down
+    // A connection being opened and listed: closed by retire(), so a server
+    // slow to answer keeps no one waiting for the supervisor to end.
+    std::shared_ptr<ClientSession> connecting_;
     std::string down_because_;
     std::chrono::steady_clock::time_point next_attempt_{};
     bool stopping_ = false;
     bool retired_ = false;
-    bool relist_ = false;                            // the server said its lists changed
-    std::unordered_map<std::string, Parked> parked_; // by the handle in the round's state
-    std::shared_ptr<ClientCredentials> oauth_;       // oauth: the host's client at the upstream's authorization server
+    bool relist_ = false;                             // the server said its lists changed
+    std::unordered_map<std::string, Parked> parked_;  // by the handle in the round's state
+    std::shared_ptr<ClientCredentials> oauth_;        // oauth: the host's client at the upstream's authorization server
+    std::shared_ptr<const crypto::TlsConnector> tls_; // https://: how its server is checked, read once
     std::thread supervisor_;
 
     std::shared_ptr<ClientSession> connect();
@@ -172,6 +177,8 @@ private:
     // Takes what `session` lists now as the offer; tells on_offer_changed_
     // when it differs. Called without mutex_.
     void take_listing(ClientSession& session);
+    // `next` becomes the offer, and the host hears of it, when it differs.
+    void adopt(std::shared_ptr<const Offer> next);
     void supervise();
     int32_t call(const OfferedTool& tool, gh_call* call, gh_str arguments, gh_sink* out);
     int32_t ask(gh_call* call, const std::string& method, nlohmann::json params, const std::string& what,

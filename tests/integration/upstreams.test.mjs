@@ -10,7 +10,8 @@ import net from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -19,6 +20,7 @@ import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/st
 import { withHost, writeConfig, binaryPath, modernMeta, MODERN, eventually } from './lib/host.mjs';
 
 import { HttpHost } from './lib/http_host.mjs';
+import { makeCertificates } from './lib/certificates.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -469,6 +471,23 @@ test('an upstream down at start is reported and tried again, joins when it answe
     assert.deepEqual((await status()).families.map((f) => [f.family, f.serving]), [['echo', true], ['again', true]]);
     assert.deepEqual((await host.modern('tools/call', { name: 'again_grow', arguments: {} })).result.content[0].text, 'grown');
     assert.equal((await host.modern('tools/call', { name: 'echo', arguments: { text: 'still' } })).result.structuredContent.text, 'still');
+    const prompts = async () => (await host.modern('prompts/list')).result?.prompts.map((p) => p.name);
+    await eventually('again\'s prompt listed', async () => (await prompts())?.includes('again_greeting'));
+
+    // With no upstream left, the methods only upstreams offer are gone; they
+    // come back with the first upstream a re-read adds.
+    const reread = (upstreams) => {
+      yaml[at] = `upstreams: ${JSON.stringify(upstreams)}`;
+      writeFileSync(host.config.file, yaml.join('\n'));
+      host.child.kill('SIGHUP');
+    };
+    reread([]);
+    await eventually('again gone', async () => !(await listed()).includes('again_grow'));
+    assert.equal((await host.modern('prompts/list')).error?.code, -32601);
+    reread([{ name: 'back', command: [NODE, CHANGING, 'modern'] }]);
+    await eventually('back\'s prompt listed', async () => (await prompts())?.includes('back_greeting'));
+    const got = await host.modern('prompts/get', { name: 'back_greeting' });
+    assert.equal(got.result?.messages[0].content.text, 'hello', JSON.stringify(got));
   });
 });
 
@@ -697,9 +716,10 @@ test('over HTTP with oauth: the host finds the authorization server, gets its ow
   }
 });
 
-test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscriptions/listen and a 2025-11-25 upstream\'s GET stream, each opened again when it ends', async () => {
+test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscriptions/listen and a 2025-11-25 upstream\'s GET stream over https, each opened again when it ends', async () => {
   const { startChangingHttpServer } = await import('../fixtures/upstream/changing_server.mjs');
-  const web = await startChangingHttpServer();
+  const certs = makeCertificates(mkdtempSync(path.join(tmpdir(), 'gatehouse-https-')));
+  const web = await startChangingHttpServer({ tls: { key: readFileSync(certs.key), cert: readFileSync(certs.cert) } });
   try {
     await withHost(
       {
@@ -707,13 +727,16 @@ test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscr
         sections: {
           upstreams: [
             { name: 'modern', command: [NODE, CHANGING, 'modern'] },
-            { name: 'web', url: web.url },
+            { name: 'web', url: web.url, tls: { ca_file: certs.ca } },
+            // The same server, checked against a CA that does not vouch for it.
+            { name: 'untrusted', url: web.url, tls: { ca_file: certs.otherCa }, connect_timeout_ms: 2000 },
           ],
         },
       },
       async (host) => {
         await host.stderrMatching(/family 'modern' loaded: changing 1/, 30000);
         await host.stderrMatching(/family 'web' loaded: changing 1/, 30000);
+        await host.stderrMatching(/upstream 'untrusted' is not reachable yet: .*certificate not trusted/, 30000);
         const call = async (name) => (await host.modern('tools/call', { name, arguments: {} })).result;
         const listens = async () => (await call('modern_streams')).structuredContent.streams;
 
@@ -750,5 +773,6 @@ test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscr
     );
   } finally {
     await web.close();
+    rmSync(path.dirname(certs.ca), { recursive: true, force: true });
   }
 });

@@ -549,10 +549,14 @@ TEST_CASE("upstreams: each a family with a command or a URL, its name hook and g
         "    required_scopes: [notes]\n    tool_timeout_ms: 5000\n"
         "  - name: everything\n    url: http://127.0.0.1:3001/mcp\n    names: none\n    token_env: EVERYTHING_TOKEN\n"
         "  - name: reports\n    url: https://reports.example/mcp\n"
+        "    tls: {ca_file: ca.pem, server_name: reports.internal}\n"
         "    oauth: {client_id: gh, client_secret_file: reports.secret, scope: 'a b', "
         "token_url: https://auth.example/token}\n");
     const auto cfg = load_config_file(file);
     REQUIRE(cfg.upstreams.size() == 3);
+    CHECK(cfg.upstreams[2].tls.ca_file == dir.path() / "ca.pem");
+    CHECK(cfg.upstreams[2].tls.server_name == "reports.internal");
+    CHECK(cfg.upstreams[2].tls.verify);
     const auto& oauth = cfg.upstreams[2].oauth;
     CHECK(oauth.configured());
     CHECK(oauth.client_id == "gh");
@@ -612,6 +616,11 @@ TEST_CASE("upstreams: each a family with a command or a URL, its name hook and g
         {"upstreams:\n  - name: m\n    command: [x]\n  - name: m\n    url: http://h/\n",
          ":4:11: upstream 'm' is listed twice (first at line 2)"},
         {"upstreams:\n  - name: m\n    command: [x]\n    token_file: t\n", "bearer token is for a url"},
+        {"upstreams:\n  - name: m\n    url: http://h/\n    tls: {ca_file: ca.pem}\n",
+         ":4:10: upstream 'm'.tls applies to an https:// url only"},
+        {"upstreams:\n  - name: m\n    url: https://h/\n    tls: {cert_file: c.pem}\n",
+         "upstream 'm'.tls needs cert_file and key_file together"},
+        {"upstreams:\n  - name: m\n    url: https://h/\n    tls: {pin: x}\n", "unknown key 'pin' in upstream 'm'.tls"},
     };
     for (const auto& c : cases) {
         INFO(c.yaml);

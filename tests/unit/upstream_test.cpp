@@ -165,6 +165,24 @@ TEST_CASE("lists are followed page by page, and a cursor that leads nowhere is r
     CHECK_THROWS_WITH(session->list_all("tools/list", "tools"), Catch::Contains("a nextCursor that leads nowhere"));
 }
 
+TEST_CASE("a server that pages on without end is refused once its pages pass the listing's bytes", "[upstream]") {
+    std::vector<Json> sent;
+    std::size_t pages = 0;
+    const std::string description(1 << 20, 'x'); // each page well under a message's bound
+    auto session = session_over(
+        [&](const Json& m) -> std::vector<std::string> {
+            if (m["method"] != "tools/list") return legacy_server(m);
+            ++pages;
+            return {reply(m, {{"tools", {{{"name", "t" + std::to_string(pages)}, {"description", description}}}},
+                              {"nextCursor", std::to_string(pages)}})};
+        },
+        sent);
+    session->open(std::chrono::milliseconds(2000));
+    CHECK_THROWS_WITH(session->list_all("tools/list", "tools"), Catch::Contains("went on past 32 MiB"));
+    CHECK(pages > 30);
+    CHECK(pages < 40); // the bound is the bytes, long before the pages' count
+}
+
 TEST_CASE("progress reaches the request's own handler; a cancelled request tells the server", "[upstream]") {
     std::vector<Json> sent;
     auto session = session_over(
@@ -339,7 +357,11 @@ TEST_CASE("an upstream URL: host, port and target read; what a request cannot ca
     CHECK(v6.port == "8080");
     CHECK(v6.target == "/");
     CHECK(HttpUrl::parse("http://example.org/mcp").port == "80");
-    CHECK_THROWS_WITH(HttpUrl::parse("https://h/mcp"), Catch::Contains("https:// upstreams are not served"));
+    const auto secure = HttpUrl::parse("https://h/mcp");
+    CHECK(secure.tls);
+    CHECK(secure.port == "443");
+    CHECK_FALSE(plain.tls);
+    CHECK_THROWS_WITH(HttpUrl::parse("ftp://h/mcp"), Catch::Contains("is not an http:// or https:// URL"));
     CHECK_THROWS_WITH(HttpUrl::parse("http://user:pw@h/mcp"), Catch::Contains("credentials in it"));
     CHECK_THROWS_WITH(HttpUrl::parse("http://h:99999999/"), Catch::Contains("no valid port"));
     CHECK_THROWS_WITH(HttpUrl::parse("http://h/a b"), Catch::Contains("a path a request line cannot carry"));

@@ -5,7 +5,8 @@
 // and a server certificate for 127.0.0.1 made by the openssl command (ca),
 // and a second CA that vouches for nothing here (otherCa).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { makeCertificates } from './certificates.mjs';
 import { once } from 'node:events';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,19 +22,6 @@ async function freePort() {
   server.close();
   await once(server, 'close');
   return port;
-}
-
-function makeCertificates(dir) {
-  const openssl = (...args) => execFileSync('openssl', args, { stdio: 'ignore' });
-  const file = (name) => path.join(dir, name);
-  const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl('req', '-x509', ...ecKey, '-keyout', file('ca.key'), '-out', file('ca.pem'), '-days', '2', '-subj', '/CN=Gatehouse itest CA');
-  openssl('req', '-x509', ...ecKey, '-keyout', file('other-ca.key'), '-out', file('other-ca.pem'), '-days', '2', '-subj', '/CN=Untrusted CA');
-  openssl('req', ...ecKey, '-keyout', file('server.key'), '-out', file('server.csr'), '-subj', '/CN=localhost');
-  writeFileSync(file('server.ext'), 'basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-  openssl('x509', '-req', '-in', file('server.csr'), '-CA', file('ca.pem'), '-CAkey', file('ca.key'), '-CAcreateserial',
-    '-out', file('server.pem'), '-days', '2', '-extfile', file('server.ext'));
-  return { ca: file('ca.pem'), otherCa: file('other-ca.pem'), cert: file('server.pem'), key: file('server.key') };
 }
 
 // Whether the unix socket at `socketPath` takes a connection now.
