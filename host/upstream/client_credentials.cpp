@@ -16,6 +16,7 @@ using Json = nlohmann::json;
 namespace {
 
 constexpr std::size_t kMaxTokenBytes = 8 * 1024;
+constexpr std::size_t kMaxScopeBytes = 1024;
 // A token is renewed this long before it expires (at most a tenth of its life).
 constexpr std::chrono::seconds kRenewAhead{60};
 // A token the upstream refuses within this of its issue is not replaced for
@@ -50,6 +51,37 @@ std::string shown_text(const Json& value) {
     return text;
 }
 
+// split(), or nothing for what is not an absolute URL.
+UrlParts split_or_empty(const std::string& url) {
+    try {
+        return split(url);
+    } catch (const std::runtime_error&) {
+        return {};
+    }
+}
+
+// The scopes of `have` and then those of `more` it lacks, space-separated.
+std::string joined_scope(const std::string& have, const std::string& more) {
+    std::vector<std::string> scopes;
+    const auto add = [&](const std::string& text) {
+        std::size_t at = 0;
+        while (at < text.size()) {
+            const auto end = std::min(text.find(' ', at), text.size());
+            if (end > at) {
+                std::string scope = text.substr(at, end - at);
+                if (std::find(scopes.begin(), scopes.end(), scope) == scopes.end()) scopes.push_back(std::move(scope));
+            }
+            at = end + 1;
+        }
+    };
+    add(have);
+    add(more);
+    std::string out;
+    for (const auto& scope : scopes)
+        out += (out.empty() ? "" : " ") + scope;
+    return out;
+}
+
 bool header_safe(const std::string& token) {
     for (unsigned char c : token)
         if (c <= 0x20 || c >= 0x7f) return false;
@@ -67,7 +99,8 @@ bool iequals(const std::string& a, const char* b) {
 } // namespace
 
 ClientCredentials::ClientCredentials(Options options)
-    : options_(std::move(options)), token_endpoint_(options_.token_url), resource_(options_.resource) {}
+    : options_(std::move(options)), token_endpoint_(options_.token_url), resource_(options_.resource),
+      scope_(options_.scope) {}
 
 ClientCredentials::~ClientCredentials() {
     if (fetcher_) fetcher_->stop();
@@ -84,16 +117,42 @@ std::string ClientCredentials::current() {
     return token_;
 }
 
-bool ClientCredentials::refused(const std::string& token) {
+bool ClientCredentials::refused(const std::string& token, const BearerChallenge& challenge) {
     std::lock_guard lock(mutex_);
+    challenged_ = true;
+    // What the challenge teaches: where the metadata is, what scope it wants.
+    bool learned = false;
+    if (!challenge.resource_metadata.empty() && challenge.resource_metadata != metadata_url_) {
+        // Only the upstream's own origin may say where its metadata is: the
+        // host would otherwise fetch what any URL a server names says.
+        const UrlParts named = split_or_empty(challenge.resource_metadata);
+        if (options_.token_url.empty() && named.origin == split(options_.upstream_url).origin) {
+            metadata_url_ = challenge.resource_metadata;
+            token_endpoint_.clear(); // found anew from it
+            learned = true;
+        } else if (options_.token_url.empty()) {
+            spdlog::warn("upstream '{}' names its resource metadata at another origin ({}); only its own origin is "
+                         "asked",
+                         options_.family, shown_text(named.origin));
+        }
+    }
+    if (!challenge.scope.empty()) {
+        const std::string wanted = joined_scope(scope_, challenge.scope);
+        // A server that names ever more scopes does not grow what is asked without end.
+        if (wanted != scope_ && wanted.size() <= kMaxScopeBytes) {
+            scope_ = wanted;
+            learned = true;
+        }
+    }
+    if (token.empty()) return true;              // it went without: now with what the server said
     if (token != token_) return !token_.empty(); // another request has a new one already
     token_.clear();
     const bool young = Clock::now() - issued_at_ < kYoungToken;
-    if (young)
+    if (young && !learned)
         spdlog::warn("upstream '{}' refused the token its authorization server has just issued; check the "
                      "client's scope and the resource it is for",
                      options_.family);
-    return !young;
+    return learned || !young;
 }
 
 auth::FetchResult ClientCredentials::get(const std::string& url) {
@@ -124,8 +183,12 @@ std::string ClientCredentials::discover() {
     const UrlParts resource = split(options_.upstream_url);
     std::vector<std::string> tried;
     Json metadata;
-    for (const std::string& url : {resource.origin + "/.well-known/oauth-protected-resource" + resource.path,
-                                   resource.origin + "/.well-known/oauth-protected-resource"}) {
+    // Where a 401's WWW-Authenticate said (RFC 9728 §5.1), then the well-known addresses.
+    std::vector<std::string> metadata_at;
+    if (!metadata_url_.empty()) metadata_at.push_back(metadata_url_);
+    metadata_at.push_back(resource.origin + "/.well-known/oauth-protected-resource" + resource.path);
+    metadata_at.push_back(resource.origin + "/.well-known/oauth-protected-resource");
+    for (const std::string& url : metadata_at) {
         if (!tried.empty() && url == tried.back()) continue;
         tried.push_back(url);
         const auto r = get(url);
@@ -133,10 +196,14 @@ std::string ClientCredentials::discover() {
         metadata = Json::parse(r.body, nullptr, false);
         if (metadata.is_object()) break;
     }
-    if (!metadata.is_object())
-        throw std::runtime_error("its protected resource metadata was not found at " + tried.front() +
-                                 (tried.size() > 1 ? " or " + tried.back() : "") +
+    if (!metadata.is_object()) {
+        std::string where;
+        for (std::size_t i = 0; i < tried.size(); ++i)
+            where += (i == 0 ? "" : i + 1 == tried.size() ? " or " : ", ") + tried[i];
+        throw std::runtime_error("its protected resource metadata was not found at " + where +
+                                 (challenged_ ? "" : ", and it has not said where in a WWW-Authenticate") +
                                  " (set oauth.token_url to name the token endpoint)");
+    }
     const auto servers = metadata.find("authorization_servers");
     if (servers == metadata.end() || !servers->is_array() || servers->empty() || !(*servers)[0].is_string())
         throw std::runtime_error("its protected resource metadata names no authorization_servers");
@@ -185,10 +252,18 @@ void ClientCredentials::fetch() {
     try {
         if (token_endpoint_.empty()) token_endpoint_ = discover();
     } catch (const std::exception& e) {
+        // Not found where it might be, and the server not asked yet: the
+        // request goes without a token, and a 401's WWW-Authenticate may say
+        // where the metadata is (current() gives the empty token).
+        if (!challenged_) {
+            spdlog::info("upstream '{}': {}; asking it without a token, so it can say where", options_.family,
+                         e.what());
+            return;
+        }
         throw std::runtime_error(why + e.what());
     }
     std::string body = "grant_type=client_credentials";
-    if (!options_.scope.empty()) body += "&scope=" + auth::form_escape(options_.scope);
+    if (!scope_.empty()) body += "&scope=" + auth::form_escape(scope_);
     body += "&resource=" + auth::form_escape(resource_.empty() ? options_.upstream_url : resource_);
     const auto r = post(token_endpoint_, body);
     const Json answer = r.error.empty() ? Json::parse(r.body, nullptr, false) : Json();

@@ -16,11 +16,14 @@ namespace gatehouse::upstream {
 // as the resource) to the token endpoint, the client authenticated with HTTP
 // Basic (client_secret_basic). Without a token_url the endpoint is found as
 // an MCP client finds it: the upstream's protected resource metadata
-// (RFC 9728, path-aware, then at the root) names its authorization server,
-// whose metadata (RFC 8414, then OpenID Connect discovery) names the
-// endpoint. The token is kept until shortly before it expires, or until the
-// upstream refuses it; one request at a time fetches a new one, the others
-// wait for it. Neither the secret nor a token is ever logged or shown.
+// (RFC 9728: where a 401's WWW-Authenticate says, else path-aware, then at
+// the root) names its authorization server, whose metadata (RFC 8414, then
+// OpenID Connect discovery) names the endpoint. When none is found before
+// the upstream was asked, the first request goes without a token, so its
+// 401 can say where. A 403 insufficient_scope that names a scope gets a
+// token for that scope as well (step-up), and the request is sent again once. The token is kept until shortly before it
+// expires, or until the upstream refuses it; one request at a time fetches a new one, the others wait for it. Neither
+// the secret nor a token is ever logged or shown.
 class ClientCredentials final : public BearerSource {
 public:
     struct Options {
@@ -39,7 +42,7 @@ public:
     ClientCredentials& operator=(const ClientCredentials&) = delete;
 
     std::string current() override;
-    bool refused(const std::string& token) override;
+    bool refused(const std::string& token, const BearerChallenge& challenge) override;
 
     // How many tokens it has been given (the tests and the log count them).
     unsigned tokens_fetched() const;
@@ -56,6 +59,9 @@ private:
     std::unique_ptr<auth::HttpFetcher> fetcher_;
     mutable std::mutex mutex_;
     std::string token_endpoint_, resource_, token_;
+    std::string scope_;        // asked for: the configured one, and what a 403's challenge added
+    std::string metadata_url_; // where a 401's WWW-Authenticate said the metadata is
+    bool challenged_ = false;  // the upstream has refused a request, saying what it wants
     Clock::time_point issued_at_{}, renew_at_{};
     unsigned fetched_ = 0;
 };

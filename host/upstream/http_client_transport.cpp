@@ -1,6 +1,7 @@
 #include "upstream/http_client_transport.hpp"
 
 #include "license/base64.hpp"
+#include "upstream/bearer_challenge.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -120,6 +121,12 @@ http::request<Body> request_to(http::verb verb, const HttpUrl& url, const char* 
     if (!session_id.empty()) request.set("Mcp-Session-Id", session_id);
     if (!version.empty()) request.set("MCP-Protocol-Version", version);
     return request;
+}
+
+// A header's value as text; empty when absent.
+template <class Fields> std::string header_of(const Fields& fields, http::field name) {
+    const auto found = fields.find(name);
+    return found == fields.end() ? std::string() : std::string(found->value());
 }
 
 // What a server sends on its own stream answers no request of the host's.
@@ -382,7 +389,10 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
             ended("it no longer knows the session (HTTP 404)");
             return StreamEnd::over;
         }
-        if (status == 401 && !token.empty() && options_.bearer->refused(token)) return StreamEnd::again;
+        if (status == 401 && options_.bearer &&
+            options_.bearer->refused(token,
+                                     BearerChallenge::parse(header_of(parser.get(), http::field::www_authenticate))))
+            return StreamEnd::again;
         if (status >= 500) {
             spdlog::warn("[{}] answered the GET of its own stream with HTTP {}; asking again later", options_.family,
                          status);
@@ -525,10 +535,17 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             ended("it no longer knows the session (HTTP 404)");
             return Outcome::done;
         }
-        if (status == 401 && may_renew && !token.empty() && options_.bearer->refused(token)) {
-            spdlog::info("[{}] refused the host's access token (HTTP 401); sending again with a new one",
-                         options_.family);
-            return Outcome::token_refused;
+        // 401: the token (or its lack) refused; 403 insufficient_scope: a
+        // token for more scope is wanted (the challenge names it).
+        if ((status == 401 || status == 403) && may_renew && options_.bearer) {
+            const auto challenge = BearerChallenge::parse(header_of(head, http::field::www_authenticate));
+            if ((status == 401 || challenge.error == "insufficient_scope") &&
+                options_.bearer->refused(token, challenge)) {
+                spdlog::info("[{}] refused the host's {} (HTTP {}{}); sending again with a new one", options_.family,
+                             token.empty() ? "request without a token" : "access token", status,
+                             challenge.error.empty() ? "" : ", " + challenge.error.substr(0, 64));
+                return Outcome::token_refused;
+            }
         }
         if (status == 202 || (status >= 200 && status < 300 && whole.empty() && !events)) return Outcome::done;
         if (status >= 300) {

@@ -665,10 +665,11 @@ test('over HTTP the host sends its own token from its file and the session id it
   }
 });
 
-test('over HTTP with oauth: the host finds the authorization server, gets its own token by client credentials, renews it before it expires and when refused', async () => {
+test('over HTTP with oauth: the host finds the authorization server (also where only a 401 says), gets its own token by client credentials, renews it before it expires and when refused, and asks for more scope when a 403 wants it', async () => {
   const { startOAuthUpstream } = await import('../fixtures/upstream/oauth_upstream.mjs');
   const secret = 'client-secret-9f3';
   const upstream = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, lifetimeS: 2 });
+  const hidden = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, hiddenMetadata: true });
   try {
     await withHost(
       {
@@ -682,6 +683,7 @@ test('over HTTP with oauth: the host finds the authorization server, gets its ow
             return [
               { name: 'reports', url: upstream.url, oauth: { client_id: 'gatehouse', client_secret_file: secretFile, scope: 'reports:read' } },
               { name: 'denied', url: upstream.url, oauth: { client_id: 'gatehouse', client_secret_file: wrongFile } },
+              { name: 'hidden', url: hidden.url, oauth: { client_id: 'gatehouse', client_secret_file: secretFile } },
             ];
           },
         },
@@ -707,12 +709,24 @@ test('over HTTP with oauth: the host finds the authorization server, gets its ow
         assert.equal((await whoami()).content[0].text, 'tok-3');
         assert.equal(upstream.state.refused, 1);
 
-        for (const text of [secret, 'tok-1', 'tok-2', 'tok-3'])
+        // 403 insufficient_scope naming a scope: a token for it as well, and the call sent again once.
+        const admin = (await host.modern('tools/call', { name: 'reports_admin', arguments: {} })).result;
+        assert.equal(admin.content?.[0].text, 'tok-4', JSON.stringify(admin));
+        assert.equal(upstream.state.tokenRequests.at(-1).form.scope, 'reports:read reports:admin');
+
+        // Its metadata where only the 401's WWW-Authenticate says: asked without a token first, then there.
+        await host.stderrMatching(/family 'hidden' loaded: reports 2/, 30000);
+        assert.equal((await host.modern('tools/call', { name: 'hidden_whoami', arguments: {} })).result.content[0].text, 'tok-1');
+        assert.ok(hidden.state.metadataRequests.includes('/meta/reports'), JSON.stringify(hidden.state.metadataRequests));
+        assert.equal(hidden.state.mcpRequests[0].token, '', 'the first request went without a token');
+
+        for (const text of [secret, 'tok-1', 'tok-2', 'tok-3', 'tok-4'])
           assert.ok(!host.stderr.includes(text), `${text} is never logged`);
       },
     );
   } finally {
     await upstream.close();
+    await hidden.close();
   }
 });
 

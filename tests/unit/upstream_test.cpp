@@ -1,6 +1,7 @@
 // The client side's rooms driven directly: the name hook, and a ClientSession
 // over a scripted transport (negotiation, pagination, progress, cancellation,
 // bounds), no server process needed.
+#include "upstream/bearer_challenge.hpp"
 #include "upstream/client_session.hpp"
 #include "upstream/http_client_transport.hpp"
 #include "upstream/name_hook.hpp"
@@ -370,6 +371,31 @@ TEST_CASE("an upstream URL: host, port and target read; what a request cannot ca
     CHECK(gatehouse::upstream::shown_url("http://h/mcp?key=s3cret") == "http://h/mcp?…");
     CHECK(gatehouse::upstream::shown_url("http://h/mcp") == "http://h/mcp");
     CHECK_THROWS_WITH(HttpUrl::parse("http://:80/?key=s3cret"), !Catch::Contains("s3cret"));
+}
+
+TEST_CASE("a WWW-Authenticate header: the Bearer challenge's error, scope and resource_metadata", "[upstream]") {
+    using gatehouse::upstream::BearerChallenge;
+    const auto plain =
+        BearerChallenge::parse(R"(Bearer error="insufficient_scope", scope="files:read files:write", )"
+                               R"(resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp")");
+    CHECK(plain.error == "insufficient_scope");
+    CHECK(plain.scope == "files:read files:write");
+    CHECK(plain.resource_metadata == "https://mcp.example/.well-known/oauth-protected-resource/mcp");
+    // Another scheme's parameters are not the Bearer challenge's, whichever comes first.
+    const auto mixed =
+        BearerChallenge::parse(R"(Basic realm="x", error="basic's", Bearer realm="y", error=invalid_token)");
+    CHECK(mixed.error == "invalid_token");
+    const auto after = BearerChallenge::parse(R"(Bearer scope="a", Negotiate abc==, DPoP error="no")");
+    CHECK(after.scope == "a");
+    CHECK(after.error.empty());
+    CHECK(BearerChallenge::parse(R"(Basic, Bearer error=x)").error == "x");
+    // Escapes in a quoted string; the scheme's name in any case.
+    CHECK(BearerChallenge::parse(R"(bearer scope="say \"hi\"")").scope == R"(say "hi")");
+    // What does not parse, or runs long, gives nothing.
+    CHECK(BearerChallenge::parse(R"(Bearer scope="unclosed)").scope.empty());
+    CHECK(BearerChallenge::parse("Bearer scope=\"" + std::string(5000, 'a') + "\"").scope.empty());
+    CHECK(BearerChallenge::parse("").error.empty());
+    CHECK(BearerChallenge::parse("=,=,\"").error.empty());
 }
 
 TEST_CASE("a 2026-07-28 server is asked by subscriptions/listen for the lists it can change; its end is known",
