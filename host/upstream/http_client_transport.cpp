@@ -15,7 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace gatehouse::upstream {
@@ -450,135 +452,190 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             if (auto v = m->find("io.modelcontextprotocol/protocolVersion"); v != m->end() && v->is_string())
                 version = v->get<std::string>();
 
-    asio::io_context io;
-    std::unique_ptr<crypto::TlsTunnel> tunnel; // outlives the stream
-    beast::tcp_stream stream(io);
-    int fd = -1;
-    try {
-        connect(io, stream, tunnel, options_.connect_timeout);
-        fd = stream.socket().native_handle();
-        const Tracked tracked(*this, fd);
-        if (!tracked.held) return Outcome::done;
+    // A kept-alive connection the server closed as it was taken fails
+    // before any answer: the request goes once more, on a new connection.
+    for (bool retried = false;; retried = true) {
+        bool reused = false, answered = false;
+        std::unique_ptr<Connection> connection;
+        int fd = -1;
+        try {
+            connection = take_connection(reused);
+            auto& stream = connection->stream;
+            fd = stream.socket().native_handle();
+            std::optional<Tracked> tracked(std::in_place, *this, fd);
+            if (!tracked->held) return Outcome::done;
 
-        auto request = request_to<http::string_body>(http::verb::post, url_, "application/json, text/event-stream",
-                                                     token, session_id, version);
-        request.set(http::field::content_type, "application/json");
-        if (version == "2026-07-28" && !method.empty()) {
-            request.set("Mcp-Method", method);
-            const auto p = message.find("params");
-            const char* field = name_field(method);
-            if (field && p != message.end() && p->is_object())
-                if (auto n = p->find(field); n != p->end() && n->is_string()) {
-                    request.set("Mcp-Name", header_text(n->get<std::string>()));
-                    if (method == "tools/call" && options_.param_headers)
-                        if (auto a = p->find("arguments"); a != p->end() && a->is_object())
-                            for (const auto& header : options_.param_headers(n->get<std::string>()))
-                                if (auto value = param_header_value(*a, header.path))
-                                    request.set("Mcp-Param-" + header.name, *value);
-                }
-        }
-        request.body() = body;
-        request.prepare_payload();
-        stream.expires_after(held ? options_.connect_timeout : options_.read_timeout);
-        http::write(stream, request);
+            auto request = request_to<http::string_body>(http::verb::post, url_, "application/json, text/event-stream",
+                                                         token, session_id, version);
+            request.set(http::field::content_type, "application/json");
+            if (version == "2026-07-28" && !method.empty()) {
+                request.set("Mcp-Method", method);
+                const auto p = message.find("params");
+                const char* field = name_field(method);
+                if (field && p != message.end() && p->is_object())
+                    if (auto n = p->find(field); n != p->end() && n->is_string()) {
+                        request.set("Mcp-Name", header_text(n->get<std::string>()));
+                        if (method == "tools/call" && options_.param_headers)
+                            if (auto a = p->find("arguments"); a != p->end() && a->is_object())
+                                for (const auto& header : options_.param_headers(n->get<std::string>()))
+                                    if (auto value = param_header_value(*a, header.path))
+                                        request.set("Mcp-Param-" + header.name, *value);
+                    }
+            }
+            request.body() = body;
+            request.prepare_payload();
+            stream.expires_after(held ? options_.connect_timeout : options_.read_timeout);
+            http::write(stream, request);
 
-        beast::flat_buffer buffer;
-        http::response_parser<http::buffer_body> parser;
-        // Bounded per message below. Not boost::none: Boost 1.74 compares a
-        // Content-Length against it as if it were a limit of zero.
-        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-        parser.header_limit(16 * 1024);
-        http::read_header(stream, buffer, parser);
-        const auto& head = parser.get();
-        const unsigned status = head.result_int();
-        if (method == "initialize")
-            if (auto sid = head.find("Mcp-Session-Id"); sid != head.end()) {
-                const std::string_view id(sid->value().data(), sid->value().size());
-                if (!id.empty() && id.size() <= 256 && ascii_printable(id)) {
-                    std::lock_guard lock(mutex_);
-                    session_id_ = std::string(id);
+            beast::flat_buffer buffer;
+            http::response_parser<http::buffer_body> parser;
+            // Bounded per message below. Not boost::none: Boost 1.74 compares a
+            // Content-Length against it as if it were a limit of zero.
+            parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+            parser.header_limit(16 * 1024);
+            http::read_header(stream, buffer, parser);
+            answered = true;
+            const auto& head = parser.get();
+            const unsigned status = head.result_int();
+            if (method == "initialize")
+                if (auto sid = head.find("Mcp-Session-Id"); sid != head.end()) {
+                    const std::string_view id(sid->value().data(), sid->value().size());
+                    if (!id.empty() && id.size() <= 256 && ascii_printable(id)) {
+                        std::lock_guard lock(mutex_);
+                        session_id_ = std::string(id);
+                    }
+                }
+            const std::string type(head[http::field::content_type]);
+            const bool events = type.rfind("text/event-stream", 0) == 0;
+            std::string whole; // a JSON body
+            bool over = false;
+            const Json stream_of = message.contains("method") ? message.value("id", Json()) : Json();
+            SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data, stream_of); });
+            char chunk[16 * 1024];
+            while (!parser.is_done()) {
+                parser.get().body().data = chunk;
+                parser.get().body().size = sizeof chunk;
+                if (held)
+                    stream.expires_never();
+                else
+                    stream.expires_after(options_.read_timeout);
+                beast::error_code ec;
+                http::read_some(stream, buffer, parser, ec);
+                if (ec == http::error::need_buffer) ec = {};
+                if (ec) throw beast::system_error(ec);
+                const std::string_view got(chunk, sizeof chunk - parser.get().body().size);
+                if (events) {
+                    if (!sse.feed(got)) over = true;
+                } else {
+                    whole.append(got);
+                    if (whole.size() > options_.max_message_bytes) over = true;
+                }
+                if (over) break;
+            }
+            // Read to its end, and nothing after it: the next POST may use it.
+            if (!over && parser.is_done() && parser.keep_alive() && buffer.size() == 0) {
+                tracked.reset();
+                keep_connection(std::move(connection));
+            }
+            if (over) {
+                ended("it sent a message over " + std::to_string(options_.max_message_bytes) +
+                      " bytes (limits.max_message_bytes)");
+                return Outcome::done;
+            }
+            if (status == 404 && !session_id.empty()) {
+                ended("it no longer knows the session (HTTP 404)");
+                return Outcome::done;
+            }
+            // 401: the token (or its lack) refused; 403 insufficient_scope: a
+            // token for more scope is wanted (the challenge names it).
+            if ((status == 401 || status == 403) && may_renew && options_.bearer) {
+                const auto challenge = BearerChallenge::parse(header_of(head, http::field::www_authenticate));
+                if ((status == 401 || challenge.error == "insufficient_scope") &&
+                    options_.bearer->refused(token, challenge)) {
+                    spdlog::info("[{}] refused the host's {} (HTTP {}{}); sending again with a new one",
+                                 options_.family, token.empty() ? "request without a token" : "access token", status,
+                                 challenge.error.empty() ? "" : ", " + challenge.error.substr(0, 64));
+                    return Outcome::token_refused;
                 }
             }
-        const std::string type(head[http::field::content_type]);
-        const bool events = type.rfind("text/event-stream", 0) == 0;
-        std::string whole; // a JSON body
-        bool over = false;
-        const Json stream_of = message.contains("method") ? message.value("id", Json()) : Json();
-        SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data, stream_of); });
-        char chunk[16 * 1024];
-        while (!parser.is_done()) {
-            parser.get().body().data = chunk;
-            parser.get().body().size = sizeof chunk;
-            if (held)
-                stream.expires_never();
-            else
-                stream.expires_after(options_.read_timeout);
-            beast::error_code ec;
-            http::read_some(stream, buffer, parser, ec);
-            if (ec == http::error::need_buffer) ec = {};
-            if (ec) throw beast::system_error(ec);
-            const std::string_view got(chunk, sizeof chunk - parser.get().body().size);
-            if (events) {
-                if (!sse.feed(got)) over = true;
-            } else {
-                whole.append(got);
-                if (whole.size() > options_.max_message_bytes) over = true;
+            if (status == 202 || (status >= 200 && status < 300 && whole.empty() && !events)) return Outcome::done;
+            if (status >= 300) {
+                refuse(message, "the server answered HTTP " + std::to_string(status) +
+                                    (whole.empty() ? "" : ": " + whole.substr(0, 200)));
+                return Outcome::done;
             }
-            if (over) break;
-        }
-        if (over) {
-            ended("it sent a message over " + std::to_string(options_.max_message_bytes) +
-                  " bytes (limits.max_message_bytes)");
-            return Outcome::done;
-        }
-        if (status == 404 && !session_id.empty()) {
-            ended("it no longer knows the session (HTTP 404)");
-            return Outcome::done;
-        }
-        // 401: the token (or its lack) refused; 403 insufficient_scope: a
-        // token for more scope is wanted (the challenge names it).
-        if ((status == 401 || status == 403) && may_renew && options_.bearer) {
-            const auto challenge = BearerChallenge::parse(header_of(head, http::field::www_authenticate));
-            if ((status == 401 || challenge.error == "insufficient_scope") &&
-                options_.bearer->refused(token, challenge)) {
-                spdlog::info("[{}] refused the host's {} (HTTP {}{}); sending again with a new one", options_.family,
-                             token.empty() ? "request without a token" : "access token", status,
-                             challenge.error.empty() ? "" : ", " + challenge.error.substr(0, 64));
-                return Outcome::token_refused;
+            if (!events) events_.message(whole, stream_of);
+            // The subscription's stream ended without its answer: the session asks again.
+            if (held && events) refuse(message, "its subscription stream ended");
+        } catch (const beast::system_error& e) {
+            {
+                std::lock_guard lock(mutex_);
+                if (closed_) return Outcome::done; // close() cut it short
             }
+            if (reused && !answered && !retried) continue;
+            // A stream that goes quiet past its time ends alone: the request it
+            // carried times out in the session, and the connection stays.
+            if (e.code() == beast::error::timeout && fd >= 0) {
+                spdlog::warn("[{}] an answer stream went quiet for {} ms; the host stopped reading it", options_.family,
+                             options_.read_timeout.count());
+                return Outcome::done;
+            }
+            // Over TLS the socket only ends; the tunnel knows why.
+            const auto* tunnel = connection ? connection->tunnel.get() : nullptr;
+            const std::string why = tunnel && !tunnel->failure().empty() ? tunnel->failure() : e.code().message();
+            ended("it could not be reached at " + shown_url(options_.url) + " (" + why + ")");
+        } catch (const std::exception& e) {
+            {
+                std::lock_guard lock(mutex_);
+                if (closed_) return Outcome::done; // close() cut it short
+            }
+            ended("it could not be reached at " + shown_url(options_.url) + " (" + e.what() + ")");
         }
-        if (status == 202 || (status >= 200 && status < 300 && whole.empty() && !events)) return Outcome::done;
-        if (status >= 300) {
-            refuse(message, "the server answered HTTP " + std::to_string(status) +
-                                (whole.empty() ? "" : ": " + whole.substr(0, 200)));
-            return Outcome::done;
-        }
-        if (!events) events_.message(whole, stream_of);
-        // The subscription's stream ended without its answer: the session asks again.
-        if (held && events) refuse(message, "its subscription stream ended");
-    } catch (const beast::system_error& e) {
-        {
-            std::lock_guard lock(mutex_);
-            if (closed_) return Outcome::done; // close() cut it short
-        }
-        // A stream that goes quiet past its time ends alone: the request it
-        // carried times out in the session, and the connection stays.
-        if (e.code() == beast::error::timeout && fd >= 0) {
-            spdlog::warn("[{}] an answer stream went quiet for {} ms; the host stopped reading it", options_.family,
-                         options_.read_timeout.count());
-            return Outcome::done;
-        }
-        // Over TLS the socket only ends; the tunnel knows why.
-        const std::string why = tunnel && !tunnel->failure().empty() ? tunnel->failure() : e.code().message();
-        ended("it could not be reached at " + shown_url(options_.url) + " (" + why + ")");
-    } catch (const std::exception& e) {
-        {
-            std::lock_guard lock(mutex_);
-            if (closed_) return Outcome::done; // close() cut it short
-        }
-        ended("it could not be reached at " + shown_url(options_.url) + " (" + e.what() + ")");
+        return Outcome::done;
     }
-    return Outcome::done;
+}
+
+std::unique_ptr<HttpClientTransport::Connection> HttpClientTransport::take_connection(bool& reused) {
+    std::vector<std::unique_ptr<Connection>> stale; // closed outside the lock (a tunnel joins its thread)
+    std::unique_ptr<Connection> found;
+    {
+        std::lock_guard lock(mutex_);
+        while (!kept_.empty() && !found) {
+            auto connection = std::move(kept_.back());
+            kept_.pop_back();
+            // Still open: nothing to read, not even the end the server's close leaves.
+            char byte;
+            const bool open =
+                std::chrono::steady_clock::now() - connection->idle_since < kIdleReuse &&
+                ::recv(connection->stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+                (errno == EAGAIN || errno == EWOULDBLOCK);
+            if (open)
+                found = std::move(connection);
+            else
+                stale.push_back(std::move(connection));
+        }
+    }
+    stale.clear();
+    reused = found != nullptr;
+    if (found) return found;
+    auto connection = std::make_unique<Connection>();
+    connect(connection->io, connection->stream, connection->tunnel, options_.connect_timeout);
+    return connection;
+}
+
+void HttpClientTransport::keep_connection(std::unique_ptr<Connection> connection) {
+    std::unique_ptr<Connection> dropped;
+    std::lock_guard lock(mutex_);
+    if (closed_) {
+        dropped = std::move(connection);
+        return;
+    }
+    connection->idle_since = std::chrono::steady_clock::now();
+    kept_.push_back(std::move(connection));
+    if (kept_.size() > kMaxIdle) {
+        dropped = std::move(kept_.front());
+        kept_.erase(kept_.begin());
+    }
 }
 
 void HttpClientTransport::delete_session() {
@@ -611,6 +668,7 @@ void HttpClientTransport::close() {
     // Whole, one caller at a time: a retiring family and its supervisor's
     // failed connect may both close, and the posts are joined once.
     std::lock_guard one_at_a_time(close_mutex_);
+    std::vector<std::unique_ptr<Connection>> idle; // closed outside the lock
     {
         std::unique_lock lock(mutex_);
         if (closed_ && posts_.empty()) {
@@ -620,6 +678,7 @@ void HttpClientTransport::close() {
         }
         closed_ = true;
         closing_.notify_all();
+        idle.swap(kept_);
         // Posts still reading (a request the session gave up on) end now.
         for (int fd : sockets_)
             ::shutdown(fd, SHUT_RDWR);

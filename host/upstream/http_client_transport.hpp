@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace gatehouse::upstream {
 
@@ -96,6 +97,22 @@ private:
     std::list<Post> posts_;
     std::set<int> sockets_; // of posts in flight, shut down by close()
     unsigned in_flight_ = 0;
+    // A connection to the server (and over https:// its TLS session), kept
+    // for the next POST when an answer ends cleanly on it.
+    struct Connection {
+        boost::asio::io_context io;
+        std::unique_ptr<crypto::TlsTunnel> tunnel; // outlives the stream
+        boost::beast::tcp_stream stream{io};
+        std::chrono::steady_clock::time_point idle_since;
+    };
+    std::vector<std::unique_ptr<Connection>> kept_; // idle, newest last, at most kMaxIdle
+    static constexpr std::size_t kMaxIdle = 4;
+    // Reused only while younger than this: under the keep-alive timeout of
+    // most servers (Node's is 5 s), so few are found closed by the server.
+    static constexpr std::chrono::seconds kIdleReuse{4};
+    // An idle connection still open, else a new one; `reused` says which.
+    std::unique_ptr<Connection> take_connection(bool& reused);
+    void keep_connection(std::unique_ptr<Connection> connection);
 
     enum class Outcome { done, token_refused };
     enum class StreamEnd { again, not_offered, over };

@@ -778,6 +778,17 @@ test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscr
         assert.equal(web.gets[0], null, 'the first GET has no Last-Event-ID');
         await call('web_grow');
         await eventually('web_extra served', async () => (await call('web_extra'))?.content?.[0]?.text === 'extra here');
+        // Calls one after another share a kept-alive connection (and its TLS session).
+        const connected = web.connections();
+        for (let i = 0; i < 8; i++) assert.ok((await call('web_streams')).structuredContent);
+        assert.ok(web.connections() - connected <= 1, `${web.connections() - connected} new connections for 8 calls`);
+        // One the server closed while it was idle breaks nothing: the call takes another, or connects anew.
+        web.keepAlive(100);
+        await call('web_streams');
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        assert.ok((await call('web_streams')).structuredContent);
+        assert.doesNotMatch(host.stderr, /upstream 'web' .*stopped serving/);
+        web.keepAlive(5000);
         // Cut: opened again from the last event the host saw.
         await call('web_end_stream');
         await eventually('a second GET', () => web.gets.length >= 2);
