@@ -3,6 +3,7 @@
 #include "state/state_backend.hpp"
 
 #include "crypto/openssl.hpp"
+#include "crypto/tls_settings.hpp"
 
 #include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>
@@ -72,13 +73,8 @@ std::shared_ptr<const crypto::TlsConnector> tls_connector(const config::TlsSetti
         spdlog::warn("session.redis.tls.verify is false: Redis at {} is reached over TLS WITHOUT checking its "
                      "certificate or name, so anyone on the way can pose as it; never use this in production",
                      where);
-    crypto::TlsClientOptions options;
-    options.ca_file = tls.ca_file.string();
-    options.cert_file = tls.cert_file.string();
-    options.key_file = tls.key_file.string();
-    options.verify = tls.verify;
     try {
-        return crypto::openssl().tls_connector(options);
+        return crypto::openssl().tls_connector(crypto::client_options(tls));
     } catch (const std::exception& e) {
         throw BackendError("cannot set up TLS for Redis at " + where + " (session.redis.tls): " + e.what());
     }

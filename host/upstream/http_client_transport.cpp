@@ -125,6 +125,14 @@ http::request<Body> request_to(http::verb verb, const HttpUrl& url, const char* 
     return request;
 }
 
+// An answer's head is bounded here, its body message by message as it is
+// read (the body limit is therefore none). Not boost::none: Boost 1.74
+// compares a Content-Length against it as if it were a limit of zero.
+void bound_head(http::response_parser<http::buffer_body>& parser) {
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    parser.header_limit(16 * 1024);
+}
+
 // A header's value as text; empty when absent.
 template <class Fields> std::string header_of(const Fields& fields, http::field name) {
     const auto found = fields.find(name);
@@ -382,8 +390,7 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
 
         beast::flat_buffer buffer;
         http::response_parser<http::buffer_body> parser;
-        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-        parser.header_limit(16 * 1024);
+        bound_head(parser);
         http::read_header(stream, buffer, parser);
         const unsigned status = parser.get().result_int();
         const std::string type(parser.get()[http::field::content_type]);
@@ -489,10 +496,7 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
 
             beast::flat_buffer buffer;
             http::response_parser<http::buffer_body> parser;
-            // Bounded per message below. Not boost::none: Boost 1.74 compares a
-            // Content-Length against it as if it were a limit of zero.
-            parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-            parser.header_limit(16 * 1024);
+            bound_head(parser);
             http::read_header(stream, buffer, parser);
             answered = true;
             const auto& head = parser.get();

@@ -1,6 +1,7 @@
 #include "upstream/upstream_family.hpp"
 
 #include "crypto/random_bytes.hpp"
+#include "crypto/tls_settings.hpp"
 #include "gate/refusal.hpp"
 #include "mrtr/input_requests.hpp"
 #include "plugins/call_environment.hpp"
@@ -143,13 +144,8 @@ UpstreamFamily::UpstreamFamily(UpstreamOptions options)
             spdlog::warn("upstream '{}': tls.verify is false: {} is reached over TLS WITHOUT checking its "
                          "certificate; anyone on the path can read and change what it is sent",
                          options_.entry.name, shown_url(options_.entry.url));
-        crypto::TlsClientOptions o;
-        o.ca_file = tls.ca_file.string();
-        o.cert_file = tls.cert_file.string();
-        o.key_file = tls.key_file.string();
-        o.verify = tls.verify;
         try {
-            tls_ = crypto::openssl().tls_connector(o);
+            tls_ = crypto::openssl().tls_connector(crypto::client_options(tls));
         } catch (const std::invalid_argument& e) {
             throw std::runtime_error(std::string("its tls settings cannot be used: ") + e.what());
         }
