@@ -81,7 +81,10 @@ public:
             return out;
         }
         const auto bare = token();
-        if (bare.empty()) return std::nullopt;
+        // Ended by anything but a space, a comma or the end (an unquoted
+        // URL's ':'), it is not the value it seems: none.
+        if (bare.empty() || (at_ < text_.size() && text_[at_] != ' ' && text_[at_] != '\t' && text_[at_] != ','))
+            return std::nullopt;
         return std::string(bare);
     }
 

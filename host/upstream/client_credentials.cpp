@@ -17,6 +17,9 @@ namespace {
 
 constexpr std::size_t kMaxTokenBytes = 8 * 1024;
 constexpr std::size_t kMaxScopeBytes = 1024;
+// How long the host goes without a token, when it found no metadata and the
+// upstream has refused nothing, before it looks again.
+constexpr std::chrono::seconds kLookAgainAfter{60};
 // A token is renewed this long before it expires (at most a tenth of its life).
 constexpr std::chrono::seconds kRenewAhead{60};
 // A token the upstream refuses within this of its issue is not replaced for
@@ -113,6 +116,10 @@ unsigned ClientCredentials::tokens_fetched() const {
 
 std::string ClientCredentials::current() {
     std::lock_guard lock(mutex_);
+    // Not found where it might be, and the server has not said where: its
+    // requests go without a token for a while rather than each looking again.
+    if (token_.empty() && !challenged_ && undiscovered_since_ && Clock::now() - *undiscovered_since_ < kLookAgainAfter)
+        return token_;
     if (token_.empty() || Clock::now() >= renew_at_) fetch();
     return token_;
 }
@@ -146,6 +153,8 @@ bool ClientCredentials::refused(const std::string& token, const BearerChallenge&
     }
     if (token.empty()) return true;              // it went without: now with what the server said
     if (token != token_) return !token_.empty(); // another request has a new one already
+    // Wanting more scope, it said nothing new: the token stays, and is not asked for again.
+    if (challenge.error == "insufficient_scope" && !learned) return false;
     token_.clear();
     const bool young = Clock::now() - issued_at_ < kYoungToken;
     if (young && !learned)
@@ -258,6 +267,7 @@ void ClientCredentials::fetch() {
         if (!challenged_) {
             spdlog::info("upstream '{}': {}; asking it without a token, so it can say where", options_.family,
                          e.what());
+            undiscovered_since_ = Clock::now();
             return;
         }
         throw std::runtime_error(why + e.what());

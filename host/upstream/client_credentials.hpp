@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace gatehouse::upstream {
@@ -62,6 +63,7 @@ private:
     std::string scope_;        // asked for: the configured one, and what a 403's challenge added
     std::string metadata_url_; // where a 401's WWW-Authenticate said the metadata is
     bool challenged_ = false;  // the upstream has refused a request, saying what it wants
+    std::optional<Clock::time_point> undiscovered_since_; // no metadata found, and not challenged yet
     Clock::time_point issued_at_{}, renew_at_{};
     unsigned fetched_ = 0;
 };

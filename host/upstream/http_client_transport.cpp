@@ -10,6 +10,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/range/iterator_range.hpp>
 #include <spdlog/spdlog.h>
 
 #include <sys/socket.h>
@@ -133,10 +134,13 @@ void bound_head(http::response_parser<http::buffer_body>& parser) {
     parser.header_limit(16 * 1024);
 }
 
-// A header's value as text; empty when absent.
+// A header's values as one text, joined as the list they make (RFC 9110
+// §5.3); empty when absent.
 template <class Fields> std::string header_of(const Fields& fields, http::field name) {
-    const auto found = fields.find(name);
-    return found == fields.end() ? std::string() : std::string(found->value());
+    std::string joined;
+    for (const auto& field : boost::make_iterator_range(fields.equal_range(name)))
+        joined += (joined.empty() ? "" : ", ") + std::string(field.value());
+    return joined;
 }
 
 // What a server sends on its own stream answers no request of the host's.
@@ -463,10 +467,11 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
     // before any answer: the request goes once more, on a new connection.
     for (bool retried = false;; retried = true) {
         bool reused = false, answered = false;
+        std::optional<std::chrono::steady_clock::time_point> written_at;
         std::unique_ptr<Connection> connection;
         int fd = -1;
         try {
-            connection = take_connection(reused);
+            connection = take_connection(reused, retried);
             auto& stream = connection->stream;
             fd = stream.socket().native_handle();
             std::optional<Tracked> tracked(std::in_place, *this, fd);
@@ -493,6 +498,7 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             request.prepare_payload();
             stream.expires_after(held ? options_.connect_timeout : options_.read_timeout);
             http::write(stream, request);
+            written_at = std::chrono::steady_clock::now();
 
             beast::flat_buffer buffer;
             http::response_parser<http::buffer_body> parser;
@@ -536,8 +542,8 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
                 }
                 if (over) break;
             }
-            // Read to its end, and nothing after it: the next POST may use it.
-            if (!over && parser.is_done() && parser.keep_alive() && buffer.size() == 0) {
+            // A final answer read to its end, and nothing after it: the next POST may use it.
+            if (!over && status >= 200 && parser.is_done() && parser.keep_alive() && buffer.size() == 0) {
                 tracked.reset();
                 keep_connection(std::move(connection));
             }
@@ -576,7 +582,7 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
                 std::lock_guard lock(mutex_);
                 if (closed_) return Outcome::done; // close() cut it short
             }
-            if (reused && !answered && !retried) continue;
+            if (!retried && closed_before_answering(reused, answered, written_at, e.code())) continue;
             // A stream that goes quiet past its time ends alone: the request it
             // carried times out in the session, and the connection stays.
             if (e.code() == beast::error::timeout && fd >= 0) {
@@ -599,12 +605,26 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
     }
 }
 
-std::unique_ptr<HttpClientTransport::Connection> HttpClientTransport::take_connection(bool& reused) {
+// A kept connection the server closed as this request went out: the
+// connection ended (no timeout, no other error) before any answer, within
+// a second of the write. A server does not close on a request it has taken
+// without answering it, so sending it again on a new connection runs it
+// once; anything else might have run, and is not sent again.
+bool HttpClientTransport::closed_before_answering(bool reused, bool answered,
+                                                  std::optional<std::chrono::steady_clock::time_point> written_at,
+                                                  const beast::error_code& ec) {
+    if (!reused || answered) return false;
+    const bool ended = ec == http::error::end_of_stream || ec == asio::error::eof ||
+                       ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+    return ended && (!written_at || std::chrono::steady_clock::now() - *written_at < std::chrono::seconds(1));
+}
+
+std::unique_ptr<HttpClientTransport::Connection> HttpClientTransport::take_connection(bool& reused, bool fresh) {
     std::vector<std::unique_ptr<Connection>> stale; // closed outside the lock (a tunnel joins its thread)
     std::unique_ptr<Connection> found;
     {
         std::lock_guard lock(mutex_);
-        while (!kept_.empty() && !found) {
+        while (!fresh && !kept_.empty() && !found) {
             auto connection = std::move(kept_.back());
             kept_.pop_back();
             // Still open: nothing to read, not even the end the server's close leaves.

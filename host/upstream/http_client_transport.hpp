@@ -7,6 +7,7 @@
 #include "upstream/client_transport.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/beast/core/error.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -110,8 +112,11 @@ private:
     // Reused only while younger than this: under the keep-alive timeout of
     // most servers (Node's is 5 s), so few are found closed by the server.
     static constexpr std::chrono::seconds kIdleReuse{4};
-    // An idle connection still open, else a new one; `reused` says which.
-    std::unique_ptr<Connection> take_connection(bool& reused);
+    // An idle connection still open (unless `fresh`), else a new one; `reused` says which.
+    std::unique_ptr<Connection> take_connection(bool& reused, bool fresh);
+    static bool closed_before_answering(bool reused, bool answered,
+                                        std::optional<std::chrono::steady_clock::time_point> written_at,
+                                        const boost::beast::error_code& ec);
     void keep_connection(std::unique_ptr<Connection> connection);
 
     enum class Outcome { done, token_refused };

@@ -396,6 +396,8 @@ TEST_CASE("a WWW-Authenticate header: the Bearer challenge's error, scope and re
     CHECK(BearerChallenge::parse("Bearer scope=\"" + std::string(5000, 'a') + "\"").scope.empty());
     CHECK(BearerChallenge::parse("").error.empty());
     CHECK(BearerChallenge::parse("=,=,\"").error.empty());
+    // An unquoted URL is not read as its scheme.
+    CHECK(BearerChallenge::parse("Bearer resource_metadata=https://h/x").resource_metadata.empty());
 }
 
 TEST_CASE("a 2026-07-28 server is asked by subscriptions/listen for the lists it can change; its end is known",
