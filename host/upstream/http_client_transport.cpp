@@ -195,10 +195,13 @@ HttpClientTransport::HttpClientTransport(Options options)
     if (url_.tls && !options_.tls) throw std::invalid_argument("an https:// URL needs a TLS connector");
 }
 
-void HttpClientTransport::connect(asio::io_context& io, beast::tcp_stream& stream,
-                                  std::unique_ptr<crypto::TlsTunnel>& tunnel, std::chrono::milliseconds timeout) const {
+std::unique_ptr<HttpClientTransport::Connection>
+HttpClientTransport::open_connection(std::chrono::milliseconds timeout) const {
+    auto connection = std::make_unique<Connection>();
+    auto& stream = connection->stream;
     if (url_.tls) {
         // The tunnel carries the TLS session; the stream sees a plain socket.
+        auto& tunnel = connection->tunnel;
         tunnel =
             options_.tls->connect(url_.host, std::stoi(url_.port),
                                   options_.tls_server_name.empty() ? url_.host : options_.tls_server_name, timeout);
@@ -209,7 +212,7 @@ void HttpClientTransport::connect(asio::io_context& io, beast::tcp_stream& strea
             ::close(fd);
             throw beast::system_error(ec);
         }
-        return;
+        return connection;
     }
     tcp::resolver resolver(stream.get_executor());
     const auto addresses = resolver.resolve(url_.host, url_.port);
@@ -218,9 +221,10 @@ void HttpClientTransport::connect(asio::io_context& io, beast::tcp_stream& strea
     beast::error_code result;
     stream.expires_after(timeout);
     stream.async_connect(addresses, [&](const beast::error_code& ec, const tcp::endpoint&) { result = ec; });
-    io.run();
-    io.restart();
+    connection->io.run();
+    connection->io.restart();
     if (result) throw beast::system_error(result);
+    return connection;
 }
 
 HttpClientTransport::~HttpClientTransport() {
@@ -376,12 +380,11 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
         }
         if (!ascii_printable(token)) return StreamEnd::over;
     }
-    asio::io_context io;
-    std::unique_ptr<crypto::TlsTunnel> tunnel; // outlives the stream
-    beast::tcp_stream stream(io);
+    std::unique_ptr<Connection> connection;
     int fd = -1;
     try {
-        connect(io, stream, tunnel, options_.connect_timeout);
+        connection = open_connection(options_.connect_timeout);
+        auto& stream = connection->stream;
         fd = stream.socket().native_handle();
         const Tracked tracked(*this, fd);
         if (!tracked.held) return StreamEnd::over;
@@ -642,9 +645,7 @@ std::unique_ptr<HttpClientTransport::Connection> HttpClientTransport::take_conne
     stale.clear();
     reused = found != nullptr;
     if (found) return found;
-    auto connection = std::make_unique<Connection>();
-    connect(connection->io, connection->stream, connection->tunnel, options_.connect_timeout);
-    return connection;
+    return open_connection(options_.connect_timeout);
 }
 
 void HttpClientTransport::keep_connection(std::unique_ptr<Connection> connection) {
@@ -671,10 +672,8 @@ void HttpClientTransport::delete_session() {
     }
     if (session_id.empty()) return;
     try {
-        asio::io_context io;
-        std::unique_ptr<crypto::TlsTunnel> tunnel; // outlives the stream
-        beast::tcp_stream stream(io);
-        connect(io, stream, tunnel, std::chrono::seconds(2));
+        const auto connection = open_connection(std::chrono::seconds(2));
+        auto& stream = connection->stream;
         std::string token = options_.bearer ? options_.bearer->current() : std::string();
         if (!ascii_printable(token)) token.clear();
         auto request =

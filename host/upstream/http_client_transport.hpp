@@ -112,6 +112,9 @@ private:
     // Reused only while younger than this: under the keep-alive timeout of
     // most servers (Node's is 5 s), so few are found closed by the server.
     static constexpr std::chrono::seconds kIdleReuse{4};
+    // A new connection to the server within `timeout` (for https:// through
+    // its tunnel). Throws what the connect or the handshake threw.
+    std::unique_ptr<Connection> open_connection(std::chrono::milliseconds timeout) const;
     // An idle connection still open (unless `fresh`), else a new one; `reused` says which.
     std::unique_ptr<Connection> take_connection(bool& reused, bool fresh);
     static bool closed_before_answering(bool reused, bool answered,
@@ -125,10 +128,6 @@ private:
     void hold_server_stream();
     StreamEnd read_server_stream(std::string& last_event_id);
     struct Tracked; // a socket close() cuts, while it is in use
-    // Connects `stream` to the server within `timeout`; for https:// through
-    // a tunnel kept in `tunnel`, which must outlive the stream.
-    void connect(boost::asio::io_context& io, boost::beast::tcp_stream& stream,
-                 std::unique_ptr<crypto::TlsTunnel>& tunnel, std::chrono::milliseconds timeout) const;
     void post(nlohmann::json message, std::string body);
     Outcome post_once(const nlohmann::json& message, const std::string& body, const std::string& token, bool may_renew);
     bool bearer_for(const nlohmann::json& message, std::string& token);
