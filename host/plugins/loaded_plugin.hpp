@@ -111,6 +111,9 @@ public:
     const std::string& family() const { return family_; }
     const std::string& rules() const { return rules_; }
     bool reentrant() const { return (desc_.flags & GH_PLUGIN_REENTRANT) != 0; }
+    // Its code runs in another process (isolation: process, or an upstream
+    // server): a call waits, idle, for that process's answer.
+    bool remote() const { return remote_ != nullptr; }
     // Its own process, for a family with isolation: process; else null.
     const isolation::FamilyProcess* process() const;
     // The MCP server it is a client of, for a family of upstreams:; else null.

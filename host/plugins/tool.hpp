@@ -24,24 +24,29 @@ const char* risk_name(Risk risk);
 // One tool as the host knows it: the plugin's declaration, checked and
 // compiled at load time, plus how to reach the plugin.
 // How a tool's recent calls went. A transport runs a call on a thread that
-// also serves the network (HttpService::run_call) only when every one of the
-// tool's last kStreak calls returned within kQuick: a tool that waits on
-// anything (a person's answer, a slow service) never gets there, and one slow
-// call starts the count again.
+// also serves the network (HttpService::run_call) or reads stdin
+// (place_stdio_call) only while the tool is quick: kStreak of its calls in a
+// row returned within kQuick, and since then at most about one call in
+// kStreak has not. A tool that waits on anything (a person's answer, a slow
+// service) never gets there; two slow calls in a row take it back out. A
+// lone slow call of a quick tool (a busy machine's pause) does not, so a
+// tool whose calls are quick but not every time keeps being run in place.
 struct CallPace {
     static constexpr std::chrono::microseconds kQuick{500};
     static constexpr std::uint32_t kStreak = 16;
 
-    bool quick() const { return streak_.load(std::memory_order_relaxed) >= kStreak; }
+    bool quick() const { return score_.load(std::memory_order_relaxed) >= kStreak; }
+    // A slow call halves the score, a quick one adds one, up to twice kStreak.
     void record(std::chrono::steady_clock::duration took) {
+        const std::uint32_t score = score_.load(std::memory_order_relaxed);
         if (took >= kQuick)
-            streak_.store(0, std::memory_order_relaxed);
-        else if (streak_.load(std::memory_order_relaxed) < kStreak)
-            streak_.fetch_add(1, std::memory_order_relaxed);
+            score_.store(score / 2, std::memory_order_relaxed);
+        else if (score < 2 * kStreak)
+            score_.store(score + 1, std::memory_order_relaxed);
     }
 
 private:
-    std::atomic<std::uint32_t> streak_{0};
+    std::atomic<std::uint32_t> score_{0};
 };
 
 // Whether a tool's calls may run as tasks (the Tasks extension, tasks/).

@@ -35,7 +35,7 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
             {{"code", gate::refusal_code::too_many_in_flight}, {"limit", full->limit}, {"maxInFlight", full->value}}));
         return {};
     }
-    ++unanswered_;
+    const bool alone = ++unanswered_ == 1;
     const plugins::Tool* tool = running_tool(request);
     const std::uint64_t timeout_ms =
         tool && tool->plugin ? tool->plugin->call_limits().tool_timeout_ms : tool_timeout_ms_;
@@ -103,7 +103,8 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     if (tool_call)
         job = tool->plugin->admit(std::move(job),
                                   [this](std::function<void()> admitted) { pool_.submit(std::move(admitted)); });
-    return {std::move(job), quick, legacy};
+    const bool remote = tool_call && tool->plugin->remote();
+    return {std::move(job), quick, legacy, remote, alone};
 }
 
 Json CallScheduler::timeout_result(const plugins::Tool* tool, std::uint64_t timeout_ms) const {

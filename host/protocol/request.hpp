@@ -108,6 +108,11 @@ struct ReadyCall {
     bool quick = false;
     // A 2025-11-25 call may send client requests of its own and wait for their answers.
     bool legacy = false;
+    // Its family runs in another process (plugins::LoadedPlugin::remote):
+    // the call's thread waits, idle, for that process to answer.
+    bool remote = false;
+    // No other call of this host was in flight when it was admitted.
+    bool alone = false;
 
     explicit operator bool() const { return static_cast<bool>(run); }
 };

@@ -24,13 +24,21 @@ enum class CallSite {
     pool,
 };
 
-// stdio. Only a quick call (its tool's recent calls all returned quickly,
-// plugins::CallPace) runs watched, and only while a worker is free to take
-// the reading over and the watch runs. The facts are asked lazily, in this
-// order: the watch starts its thread on its first ask.
+// A call that runs in place holds the reading (or the loop) while it runs.
+// A quick call of a family in this process keeps its thread busy anyway; one
+// of a family in another process only waits for that process's answer, so
+// it runs in place only when no other call is in flight, whose work would
+// otherwise wait behind it.
+inline bool may_run_in_place(const protocol::ReadyCall& call) {
+    return call.quick && (!call.remote || call.alone);
+}
+
+// stdio. Only a call that may run in place runs watched, and only while a
+// worker is free to take the reading over and the watch runs. The facts are
+// asked lazily, in this order: the watch starts its thread on its first ask.
 template <class FreeWorker, class WatchReady>
 CallSite place_stdio_call(const protocol::ReadyCall& call, FreeWorker&& free_worker, WatchReady&& watch_ready) {
-    if (call.quick && free_worker() && watch_ready()) return CallSite::reader_watched;
+    if (may_run_in_place(call) && free_worker() && watch_ready()) return CallSite::reader_watched;
     return CallSite::reader_or_pool;
 }
 
@@ -43,7 +51,7 @@ CallSite place_stdio_call(const protocol::ReadyCall& call, FreeWorker&& free_wor
 // other call runs on the pool: a call that waits (on a person, or on
 // messages it sends on its own stream) never holds an I/O thread.
 inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_loops) {
-    if (call.quick && !call.legacy && io_loops > 1) return CallSite::io_loop;
+    if (may_run_in_place(call) && !call.legacy && io_loops > 1) return CallSite::io_loop;
     return CallSite::pool;
 }
 

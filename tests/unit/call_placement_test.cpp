@@ -1,0 +1,87 @@
+// Where a call runs (transport/call_placement.hpp) and the pace that judges
+// a tool quick (plugins::CallPace): the one place both transports ask.
+#include "plugins/tool.hpp"
+#include "transport/call_placement.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+using gatehouse::plugins::CallPace;
+using gatehouse::protocol::ReadyCall;
+using gatehouse::transport::CallSite;
+using gatehouse::transport::place_http_call;
+using gatehouse::transport::place_stdio_call;
+using namespace std::chrono_literals;
+
+namespace {
+
+ReadyCall call(bool quick, bool remote, bool alone, bool legacy = false) {
+    ReadyCall ready;
+    ready.run = [] {};
+    ready.quick = quick;
+    ready.remote = remote;
+    ready.alone = alone;
+    ready.legacy = legacy;
+    return ready;
+}
+
+CallSite on_stdio(const ReadyCall& ready, bool free_worker = true, bool watch_ready = true) {
+    return place_stdio_call(
+        ready, [&] { return free_worker; }, [&] { return watch_ready; });
+}
+
+} // namespace
+
+TEST_CASE("a quick call of a family in this process runs in place, however many are in flight", "[placement]") {
+    CHECK(on_stdio(call(true, false, true)) == CallSite::reader_watched);
+    CHECK(on_stdio(call(true, false, false)) == CallSite::reader_watched);
+    CHECK(place_http_call(call(true, false, false), 2) == CallSite::io_loop);
+    // Not quick, no worker to take the reading over, no watch, one loop: never.
+    CHECK(on_stdio(call(false, false, true)) == CallSite::reader_or_pool);
+    CHECK(on_stdio(call(true, false, true), false) == CallSite::reader_or_pool);
+    CHECK(on_stdio(call(true, false, true), true, false) == CallSite::reader_or_pool);
+    CHECK(place_http_call(call(true, false, true), 1) == CallSite::pool);
+    CHECK(place_http_call(call(true, false, true, true), 2) == CallSite::pool);
+}
+
+TEST_CASE("a quick call of a family in another process runs in place only while nothing else is in flight",
+          "[placement]") {
+    // Alone: its thread waits for the other process's answer, and nothing waits behind it.
+    CHECK(on_stdio(call(true, true, true)) == CallSite::reader_watched);
+    CHECK(place_http_call(call(true, true, true), 2) == CallSite::io_loop);
+    // With others in flight, the reading (the loop) is not held while it waits.
+    CHECK(on_stdio(call(true, true, false)) == CallSite::reader_or_pool);
+    CHECK(place_http_call(call(true, true, false), 2) == CallSite::pool);
+    CHECK(on_stdio(call(false, true, true)) == CallSite::reader_or_pool);
+}
+
+TEST_CASE("a tool is quick after a streak of quick calls; a lone slow call keeps it, two in a row do not",
+          "[placement]") {
+    CallPace pace;
+    for (std::uint32_t i = 0; i + 1 < CallPace::kStreak; ++i)
+        pace.record(10us);
+    CHECK_FALSE(pace.quick());
+    pace.record(10us);
+    CHECK(pace.quick());
+    for (std::uint32_t i = 0; i < CallPace::kStreak; ++i)
+        pace.record(10us);
+    pace.record(CallPace::kQuick); // a busy machine's pause
+    CHECK(pace.quick());
+    pace.record(10us);
+    pace.record(5ms);
+    pace.record(5ms);
+    CHECK_FALSE(pace.quick());
+}
+
+TEST_CASE("a tool slow one call in four never counts as quick; one slow in twenty does", "[placement]") {
+    CallPace often_slow;
+    for (int i = 0; i < 400; ++i)
+        often_slow.record(i % 4 == 0 ? 2ms : 10us);
+    CHECK_FALSE(often_slow.quick());
+    CallPace seldom_slow;
+    for (int i = 0; i < 400; ++i) {
+        seldom_slow.record(i % 20 == 0 ? 2ms : 10us);
+        if (i >= 100) CHECK(seldom_slow.quick());
+    }
+}
