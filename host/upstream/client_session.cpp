@@ -273,11 +273,41 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
         for (const auto& ask : unanswered)
             refuse(ask.id, -32603, reason);
     };
+    const auto ready = [&] {
+        return pending->answer || pending->gone || !pending->progress.empty() || !pending->asked.empty();
+    };
     std::unique_lock lock(mutex_);
+    ++waiting_;
+    struct Left {
+        std::unique_lock<std::mutex>& lock;
+        std::size_t& waiting;
+        ~Left() {
+            if (!lock.owns_lock()) lock.lock();
+            --waiting;
+        }
+    } left{lock, waiting_};
     for (;;) {
-        pending->changed.wait_for(lock, kPoll, [&] {
-            return pending->answer || pending->gone || !pending->progress.empty() || !pending->asked.empty();
-        });
+        if (!ready()) {
+            // This thread reads its own answer when no other does, else
+            // waits for the one that reads to deliver it.
+            const bool alone = waiting_ == 1;
+            lock.unlock();
+            const bool read = transport_->read_here(
+                kPoll,
+                [&] {
+                    std::lock_guard held(mutex_);
+                    return ready();
+                },
+                alone);
+            lock.lock();
+            if (!read)
+                pending->changed.wait_for(lock, kPoll, ready);
+            else if (waiting_ > 1) {
+                lock.unlock();
+                transport_->read_on();
+                lock.lock();
+            }
+        }
         while (!pending->progress.empty()) {
             Json progress = std::move(pending->progress.front());
             pending->progress.pop_front();

@@ -159,6 +159,7 @@ private:
     mutable std::mutex mutex_;
     std::unordered_map<std::int64_t, std::shared_ptr<Pending>> pending_;
     std::int64_t next_id_ = 0;
+    std::size_t waiting_ = 0;    // threads waiting in wait(): one alone reads its own answer
     std::int64_t listen_id_ = 0; // the open subscriptions/listen, 0: none
     Listening listening_ = Listening::no;
     bool closed_ = false;

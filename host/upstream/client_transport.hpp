@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,21 @@ public:
     virtual ~ClientTransport() = default;
     // Starts delivering what arrives to `events` (from a thread of the transport's own).
     virtual void start(Events events) = 0;
+    // Reads on the calling thread while no other thread does, delivering
+    // what arrives as start()'s events do (what another request waits for
+    // too), until `enough()` or `patience` has passed: a request whose
+    // caller reads its own answer costs no thread hand-off. False at once
+    // when another thread reads, or the transport has no such reading (the
+    // caller then waits for what that thread delivers). `alone`: no other
+    // request waits, so taking the reading over from the transport's own
+    // thread is worth waking it.
+    virtual bool read_here(std::chrono::milliseconds patience, const std::function<bool()>& enough, bool alone) {
+        (void)patience, (void)enough, (void)alone;
+        return false;
+    }
+    // Requests still wait after read_here's caller has its answer: the
+    // transport's own thread reads on at once.
+    virtual void read_on() {}
     // Sends one message. False when the connection has ended.
     virtual bool send(const nlohmann::json& message) = 0;
     // The revision the session settled on (over HTTP it rides in a header).

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,11 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto kWriteStall = 10s; // how long a server may leave its input unread while a message waits
+// How long the reading stays with no one after a caller read its answer
+// before the transport's own thread takes it back: a caller that calls again
+// within it reads its next answer itself too; what the server says unasked
+// meanwhile waits at most this long.
+constexpr auto kIdleReading = 5ms;
 
 // What a command inherits of the host's environment: enough to find and
 // run a program, nothing that could hold the host's own secrets. The rest
@@ -118,6 +124,10 @@ StdioClientTransport::StdioClientTransport(Options options) : options_(std::move
     ::fcntl(stdin_fd_, F_SETFL, ::fcntl(stdin_fd_, F_GETFL) | O_NONBLOCK);
     stdout_fd_ = out[0];
     stderr_fd_ = err[0];
+    kick_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (kick_fd_ < 0)
+        spdlog::warn("[{}] cannot make an eventfd ({}); its calls wait for its output's own reader", options_.family,
+                     std::strerror(errno));
     log_reader_ = std::thread([this] { copy_log(); });
 }
 
@@ -160,30 +170,130 @@ bool StdioClientTransport::send(const nlohmann::json& message) {
     return true;
 }
 
+// The own thread reads while no request waits, so what the server says
+// unasked (list_changed, its log) is heard; it gives the reading up to a
+// caller that waits alone, and takes it back once no one has read for a
+// while, or at once when read_on() asks.
 void StdioClientTransport::read_messages() {
-    std::string pending, why;
-    char buffer[64 * 1024];
-    for (;;) {
-        const ssize_t n = ::read(stdout_fd_, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        pending.append(buffer, static_cast<std::size_t>(n));
-        std::size_t start = 0;
-        for (std::size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
-            std::string_view line(pending.data() + start, end - start);
-            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-            if (!line.empty()) events_.message(line, nlohmann::json());
+    while (take_reading_back()) {
+        bool more = true;
+        for (;;) {
+            pollfd fds[2] = {{stdout_fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
+            if (::poll(fds, 2, -1) < 0) {
+                if (errno == EINTR) continue;
+                more = false;
+                break;
+            }
+            if (fds[0].revents != 0 && !read_once()) {
+                more = false;
+                break;
+            }
+            if (fds[1].revents != 0) {
+                std::uint64_t kicks;
+                while (::read(kick_fd_, &kicks, sizeof kicks) > 0) {
+                }
+                std::lock_guard lock(reading_mutex_);
+                if (yield_wanted_) {
+                    yield_wanted_ = false;
+                    reading_ = Reading::free;
+                    released_at_ = std::chrono::steady_clock::now();
+                    reading_changed_.notify_all();
+                    break;
+                }
+            }
         }
-        pending.erase(0, start);
-        if (pending.size() > options_.max_message_bytes) {
-            why = "it sent a message over " + std::to_string(options_.max_message_bytes) +
-                  " bytes (limits.max_message_bytes)";
-            break;
-        }
+        if (!more) break;
+    }
+    {
+        std::lock_guard lock(reading_mutex_);
+        output_ended_ = true;
+        reading_ = Reading::own_thread;
+        reading_changed_.notify_all();
     }
     const std::string ended = end_process();
     reading_done_ = true;
-    events_.closed(why.empty() ? "its output ended: " + ended : why + ", so the host ended it");
+    events_.closed(why_ended_.empty() ? "its output ended: " + ended : why_ended_ + ", so the host ended it");
+}
+
+bool StdioClientTransport::take_reading_back() {
+    std::unique_lock lock(reading_mutex_);
+    for (;;) {
+        if (output_ended_) return false;
+        if (reading_ == Reading::free && (read_on_ || std::chrono::steady_clock::now() - released_at_ >= kIdleReading))
+            break;
+        // Not woken by each release: a caller reading its answers one call
+        // after another costs this thread a wake-up per kIdleReading only.
+        reading_changed_.wait_for(lock, kIdleReading);
+    }
+    read_on_ = false;
+    reading_ = Reading::own_thread;
+    return true;
+}
+
+bool StdioClientTransport::read_once() {
+    ssize_t n;
+    do {
+        n = ::read(stdout_fd_, buffer_.data(), buffer_.size());
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN) return true;
+    if (n <= 0) return false;
+    framing_.append(buffer_.data(), static_cast<std::size_t>(n));
+    std::size_t start = 0;
+    for (std::size_t end; (end = framing_.find('\n', start)) != std::string::npos; start = end + 1) {
+        std::string_view line(framing_.data() + start, end - start);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (!line.empty()) events_.message(line, nlohmann::json());
+    }
+    framing_.erase(0, start);
+    if (framing_.size() > options_.max_message_bytes) {
+        why_ended_ = "it sent a message over " + std::to_string(options_.max_message_bytes) +
+                     " bytes (limits.max_message_bytes)";
+        return false;
+    }
+    return true;
+}
+
+bool StdioClientTransport::read_here(std::chrono::milliseconds patience, const std::function<bool()>& enough,
+                                     bool alone) {
+    const auto until = std::chrono::steady_clock::now() + patience;
+    {
+        std::unique_lock lock(reading_mutex_);
+        if (reading_ == Reading::own_thread && alone && !output_ended_ && kick_fd_ >= 0) {
+            yield_wanted_ = true;
+            const std::uint64_t kick = 1;
+            (void)!::write(kick_fd_, &kick, sizeof kick);
+            reading_changed_.wait_until(lock, until, [&] { return reading_ != Reading::own_thread || output_ended_; });
+            yield_wanted_ = false;
+        }
+        if (reading_ != Reading::free || output_ended_) return false;
+        reading_ = Reading::caller;
+    }
+    bool more = true;
+    while (more && !enough()) {
+        const auto left =
+            std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+        if (left <= 0) break;
+        pollfd ready{stdout_fd_, POLLIN, 0};
+        const int polled = ::poll(&ready, 1, static_cast<int>(left));
+        if (polled < 0 && errno == EINTR) continue;
+        if (polled == 0) break;
+        more = polled > 0 && read_once();
+    }
+    std::lock_guard lock(reading_mutex_);
+    reading_ = Reading::free;
+    released_at_ = std::chrono::steady_clock::now();
+    // The end is the own thread's to see to: it ends the process and says why.
+    if (!more) {
+        output_ended_ = true;
+        reading_changed_.notify_all();
+    }
+    return true;
+}
+
+void StdioClientTransport::read_on() {
+    std::lock_guard lock(reading_mutex_);
+    read_on_ = true;
+    reading_changed_.notify_all();
 }
 
 void StdioClientTransport::copy_log() {
@@ -259,6 +369,7 @@ void StdioClientTransport::close() {
     if (reader_.joinable()) {
         // The reader sees its output end once the process is gone, and reaps it.
         close_stdin();
+        read_on();
         for (int sig : {SIGTERM, SIGKILL}) {
             if (reading_done_.load()) break;
             const auto until = std::chrono::steady_clock::now() + 2s;
@@ -271,7 +382,7 @@ void StdioClientTransport::close() {
         end_process();
     }
     if (log_reader_.joinable()) log_reader_.join();
-    for (int* fd : {&stdout_fd_, &stderr_fd_})
+    for (int* fd : {&stdout_fd_, &stderr_fd_, &kick_fd_})
         if (*fd >= 0) {
             ::close(*fd);
             *fd = -1;

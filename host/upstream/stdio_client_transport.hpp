@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <filesystem>
 #include <map>
@@ -35,6 +36,8 @@ public:
     ~StdioClientTransport() override;
 
     void start(Events events) override;
+    bool read_here(std::chrono::milliseconds patience, const std::function<bool()>& enough, bool alone) override;
+    void read_on() override;
     bool send(const nlohmann::json& message) override;
     void close() override;
     std::string describe() const override;
@@ -49,7 +52,28 @@ private:
     std::atomic<bool> reading_done_{false};
     Events events_;
 
+    // Who reads the server's output: the transport's own thread while no
+    // request waits, the caller of a request that waits alone (read_here),
+    // never two at once. What the reader holds (the line being framed, the
+    // buffer) is touched by the one holding the reading only.
+    enum class Reading { free, own_thread, caller };
+    std::mutex reading_mutex_;
+    std::condition_variable reading_changed_;
+    Reading reading_ = Reading::free;
+    bool yield_wanted_ = false; // a caller waits alone: the own thread gives the reading up
+    bool read_on_ = false;      // the own thread takes the reading at once
+    bool output_ended_ = false; // nothing more is read; the own thread ends the process
+    std::chrono::steady_clock::time_point released_at_{};
+    int kick_fd_ = -1; // wakes the own thread's poll to give the reading up
+    std::string framing_, why_ended_;
+    std::vector<char> buffer_ = std::vector<char>(64 * 1024);
+
     void read_messages();
+    // Waits until the own thread may read; false once the output has ended.
+    bool take_reading_back();
+    // Reads what is there (the reading held) and delivers each whole line;
+    // false at the output's end, or once a line outgrows the bound.
+    bool read_once();
     void copy_log();
     void close_stdin();
     void signal_group(int sig);

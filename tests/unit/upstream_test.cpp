@@ -5,6 +5,7 @@
 #include "upstream/client_session.hpp"
 #include "upstream/http_client_transport.hpp"
 #include "upstream/name_hook.hpp"
+#include "upstream/stdio_client_transport.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -12,12 +13,15 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 using gatehouse::upstream::ClientSession;
 using gatehouse::upstream::ClientTransport;
 using gatehouse::upstream::NameHook;
+using gatehouse::upstream::StdioClientTransport;
+using gatehouse::upstream::UpstreamUnavailable;
 using Json = nlohmann::json;
 
 namespace {
@@ -462,4 +466,108 @@ TEST_CASE("a 2025-11-25 server sends its changes unasked: nothing is opened for 
     session->listen();
     CHECK(sent.size() == before);
     CHECK(session->listening() == ClientSession::Listening::no);
+}
+
+namespace {
+
+// A 2026-07-28 server over stdio, in sh: answers each request with
+// {"echo": its id}; tool "before" says its tools changed just ahead of its
+// answer, "later" that its prompts changed 100 ms after; "quit" exits unanswered.
+constexpr const char* kShellServer = R"sh(while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
+  case "$line" in
+    *'"server/discover"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}\n' "$id" ;;
+    *'"before"'*) printf '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n{"jsonrpc":"2.0","id":%s,"result":{"echo":%s}}\n' "$id" "$id" ;;
+    *'"later"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"echo":%s}}\n' "$id" "$id"; sleep 0.1; printf '{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}\n' ;;
+    *'"quit"'*) exit 0 ;;
+    *) [ -n "$id" ] && printf '{"jsonrpc":"2.0","id":%s,"result":{"echo":%s}}\n' "$id" "$id" ;;
+  esac
+done)sh";
+
+struct Heard {
+    std::mutex mutex;
+    std::vector<std::pair<std::string, std::thread::id>> changes;
+
+    std::optional<std::thread::id> on_thread_of(const std::string& method) {
+        for (int i = 0; i < 300; ++i) {
+            {
+                std::lock_guard lock(mutex);
+                for (const auto& [m, thread] : changes)
+                    if (m == method) return thread;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return std::nullopt;
+    }
+};
+
+std::unique_ptr<ClientSession> shell_session(Heard& heard) {
+    StdioClientTransport::Options transport;
+    transport.family = "shell";
+    transport.command = {"/bin/sh", "-c", kShellServer};
+    ClientSession::Options options;
+    options.family = "shell";
+    options.request_timeout = std::chrono::milliseconds(5000);
+    auto session = std::make_unique<ClientSession>(std::make_unique<StdioClientTransport>(transport), options,
+                                                   [&heard](const std::string& method) {
+                                                       std::lock_guard lock(heard.mutex);
+                                                       heard.changes.emplace_back(method, std::this_thread::get_id());
+                                                   });
+    session->open(std::chrono::milliseconds(5000));
+    return session;
+}
+
+Json call_tool(ClientSession& session, const char* name) {
+    return session.request("tools/call", {{"name", name}, {"arguments", Json::object()}});
+}
+
+} // namespace
+
+TEST_CASE("over stdio a request waiting alone reads its own answer; what the server says unasked is still heard",
+          "[upstream]") {
+    Heard heard;
+    auto session = shell_session(heard);
+    CHECK(session->protocol_version() == "2026-07-28");
+    // What arrives while this thread reads for its answer is delivered on it.
+    CHECK(call_tool(*session, "before").contains("echo"));
+    const auto during = heard.on_thread_of("notifications/tools/list_changed");
+    REQUIRE(during);
+    CHECK(*during == std::this_thread::get_id());
+    // Said after the answer, with no request waiting: the transport's own thread hears it.
+    CHECK(call_tool(*session, "later").contains("echo"));
+    const auto after = heard.on_thread_of("notifications/prompts/list_changed");
+    REQUIRE(after);
+    CHECK(*after != std::this_thread::get_id());
+    // And a caller reads again after that thread has read.
+    CHECK(call_tool(*session, "plain").contains("echo"));
+}
+
+TEST_CASE("over stdio requests from several threads at once each get their own answer", "[upstream]") {
+    Heard heard;
+    auto session = shell_session(heard);
+    std::atomic<int> matched{0}, mismatched{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 4; ++t)
+        callers.emplace_back([&] {
+            for (int i = 0; i < 25; ++i) {
+                const auto reply = session->call("tools/call", {{"name", "plain"}}, ClientSession::Waiting{});
+                (reply.result.value("echo", std::int64_t(-1)) == reply.id ? matched : mismatched)++;
+                // Now and then alone, now and then not: the reading moves between callers and the own thread.
+                if (i % 5 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(7));
+            }
+        });
+    for (auto& caller : callers)
+        caller.join();
+    CHECK(matched == 100);
+    CHECK(mismatched == 0);
+}
+
+TEST_CASE("over stdio a server that exits while its caller reads: the call is told, the session ends", "[upstream]") {
+    Heard heard;
+    auto session = shell_session(heard);
+    const auto began = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(call_tool(*session, "quit"), UpstreamUnavailable);
+    CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(4));
+    CHECK_FALSE(session->alive());
+    CHECK_THAT(session->why_closed(), Catch::Matchers::Contains("exited with status 0"));
 }
