@@ -1,5 +1,6 @@
 #include "auth/asio_http_fetcher.hpp"
 
+#include "crypto/asio_tls_tunnel.hpp"
 #include "license/base64.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -180,13 +181,13 @@ private:
 };
 
 // HTTP(S) on one io_context and a thread of its own; TLS peers are checked
-// against the system's trust store and the URL's host name.
+// as the options say (the system's trust store by default) and against the
+// URL's host name.
 class AsioHttpFetcher final : public HttpFetcher {
 public:
-    explicit AsioHttpFetcher(std::chrono::milliseconds timeout)
-        : timeout_(timeout), tls_(net::ssl::context::tls_client) {
-        tls_.set_default_verify_paths();
-        tls_.set_verify_mode(net::ssl::verify_peer);
+    AsioHttpFetcher(std::chrono::milliseconds timeout, const crypto::TlsClientOptions& tls)
+        : timeout_(timeout), verify_(tls.verify), tls_(net::ssl::context::tls_client) {
+        crypto::configure_client_context(tls_, tls);
         thread_ = std::thread([this] {
             auto work = net::make_work_guard(io_);
             io_.run();
@@ -252,7 +253,7 @@ private:
             }
             beast::ssl_stream<beast::tcp_stream> stream(io_, tls_);
             SSL_set_tlsext_host_name(stream.native_handle(), url.host.c_str());
-            stream.set_verify_callback(net::ssl::host_name_verification(url.host));
+            if (verify_) stream.set_verify_callback(net::ssl::host_name_verification(url.host));
             std::make_shared<Exchange<beast::ssl_stream<beast::tcp_stream>>>(
                 std::move(stream), std::move(resolver), std::move(url), std::move(request), timeout_, std::move(done))
                 ->run();
@@ -260,6 +261,7 @@ private:
     }
 
     std::chrono::milliseconds timeout_;
+    bool verify_;
     net::ssl::context tls_; // before io_: calls abandoned in io_ hold TLS streams
     net::io_context io_;
     std::thread thread_;
@@ -267,8 +269,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<HttpFetcher> make_asio_http_fetcher(std::chrono::milliseconds timeout) {
-    return std::make_unique<AsioHttpFetcher>(timeout);
+std::unique_ptr<HttpFetcher> make_asio_http_fetcher(std::chrono::milliseconds timeout,
+                                                    const crypto::TlsClientOptions& tls) {
+    return std::make_unique<AsioHttpFetcher>(timeout, tls);
 }
 
 } // namespace gatehouse::auth

@@ -12,7 +12,11 @@ std::string FetchResult::failure() const {
 }
 
 std::unique_ptr<HttpFetcher> make_http_fetcher(std::chrono::milliseconds timeout) {
-    return crypto::openssl().http_fetcher(timeout);
+    return make_http_fetcher(timeout, crypto::TlsClientOptions{});
+}
+
+std::unique_ptr<HttpFetcher> make_http_fetcher(std::chrono::milliseconds timeout, const crypto::TlsClientOptions& tls) {
+    return crypto::openssl().http_fetcher(timeout, tls);
 }
 
 std::string form_escape(std::string_view value) {

@@ -6,6 +6,10 @@
 #include <string>
 #include <string_view>
 
+namespace gatehouse::crypto {
+struct TlsClientOptions;
+}
+
 namespace gatehouse::auth {
 
 // What one call to an authorization server gave: an HTTP status and body,
@@ -45,7 +49,11 @@ public:
 
 // The fetcher lives in the OpenSSL module (https:// needs TLS): this opens
 // it, so only a host that calls authorization servers loads OpenSSL for it.
+// Servers' certificates are checked against the system's trust store, or
+// as `tls` says; throws std::invalid_argument for a file of `tls` that
+// cannot be read or used.
 std::unique_ptr<HttpFetcher> make_http_fetcher(std::chrono::milliseconds timeout);
+std::unique_ptr<HttpFetcher> make_http_fetcher(std::chrono::milliseconds timeout, const crypto::TlsClientOptions& tls);
 
 // application/x-www-form-urlencoded escaping of one value.
 std::string form_escape(std::string_view value);

@@ -255,35 +255,8 @@ private:
 class AsioTlsConnector final : public TlsConnector {
 public:
     explicit AsioTlsConnector(const TlsClientOptions& options) : trust_(std::make_shared<Trust>()) {
-        auto& context = trust_->context;
-        SSL_CTX_set_min_proto_version(context.native_handle(), TLS1_2_VERSION);
-        error_code ec;
-        if (options.ca_file.empty()) {
-            trust_->trusted_by = "the system's trust store";
-            context.set_default_verify_paths(ec);
-            if (ec) throw std::runtime_error("cannot open the system's trust store: " + ec.message());
-        } else {
-            trust_->trusted_by = "the CA file " + options.ca_file;
-            check_readable(options.ca_file, "the CA file");
-            context.load_verify_file(options.ca_file, ec);
-            if (ec) throw std::invalid_argument("cannot read the CA file " + options.ca_file + ": " + ec.message());
-        }
-        if (options.cert_file.empty() != options.key_file.empty())
-            throw std::invalid_argument("a client certificate needs both cert_file and key_file");
-        if (!options.cert_file.empty()) {
-            check_readable(options.cert_file, "the client certificate");
-            check_readable(options.key_file, "the client key");
-            context.use_certificate_chain_file(options.cert_file, ec);
-            if (ec)
-                throw std::invalid_argument("cannot read the client certificate " + options.cert_file + ": " +
-                                            ec.message());
-            context.use_private_key_file(options.key_file, net::ssl::context::pem, ec);
-            if (ec || SSL_CTX_check_private_key(context.native_handle()) != 1)
-                throw std::invalid_argument("cannot use the client key " + options.key_file + " with " +
-                                            options.cert_file + (ec ? ": " + ec.message() : std::string()));
-        }
+        trust_->trusted_by = configure_client_context(trust_->context, options);
         trust_->verify = options.verify;
-        context.set_verify_mode(options.verify ? net::ssl::verify_peer : net::ssl::verify_none);
     }
 
     std::unique_ptr<TlsTunnel> connect(const std::string& host, int port, const std::string& server_name,
@@ -298,6 +271,43 @@ private:
 };
 
 } // namespace
+
+std::string configure_client_context(net::ssl::context& context, const TlsClientOptions& options) {
+    SSL_CTX_set_min_proto_version(context.native_handle(), TLS1_2_VERSION);
+    error_code ec;
+    std::string trusted_by;
+    if (options.ca_file.empty()) {
+        trusted_by = "the system's trust store";
+        context.set_default_verify_paths(ec);
+        if (ec) throw std::runtime_error("cannot open the system's trust store: " + ec.message());
+    } else {
+        trusted_by = "the CA file " + options.ca_file;
+        check_readable(options.ca_file, "the CA file");
+        context.load_verify_file(options.ca_file, ec);
+        if (ec) throw std::invalid_argument("cannot read the CA file " + options.ca_file + ": " + ec.message());
+        if (options.system_store_too) {
+            trusted_by += " and the system's trust store";
+            context.set_default_verify_paths(ec);
+            if (ec) throw std::runtime_error("cannot open the system's trust store: " + ec.message());
+        }
+    }
+    if (options.cert_file.empty() != options.key_file.empty())
+        throw std::invalid_argument("a client certificate needs both cert_file and key_file");
+    if (!options.cert_file.empty()) {
+        check_readable(options.cert_file, "the client certificate");
+        check_readable(options.key_file, "the client key");
+        context.use_certificate_chain_file(options.cert_file, ec);
+        if (ec)
+            throw std::invalid_argument("cannot read the client certificate " + options.cert_file + ": " +
+                                        ec.message());
+        context.use_private_key_file(options.key_file, net::ssl::context::pem, ec);
+        if (ec || SSL_CTX_check_private_key(context.native_handle()) != 1)
+            throw std::invalid_argument("cannot use the client key " + options.key_file + " with " + options.cert_file +
+                                        (ec ? ": " + ec.message() : std::string()));
+    }
+    context.set_verify_mode(options.verify ? net::ssl::verify_peer : net::ssl::verify_none);
+    return trusted_by;
+}
 
 std::shared_ptr<const TlsConnector> make_asio_tls_connector(const TlsClientOptions& options) {
     return std::make_shared<AsioTlsConnector>(options);

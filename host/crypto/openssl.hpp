@@ -29,6 +29,9 @@ struct TlsClientOptions {
     std::string cert_file; // PEM client certificate (chain) for mutual TLS, with key_file; empty: none
     std::string key_file;  // its unencrypted PEM private key
     bool verify = true;    // false: any certificate under any name is taken (never in production)
+    // With a ca_file: the system's trust store vouches for servers as well
+    // (an upstream's authorization server may be a public one).
+    bool system_store_too = false;
 };
 
 // A TLS session with a server, seen by its user as a plain local socket:
@@ -103,8 +106,10 @@ public:
     virtual std::shared_ptr<const VerifyingKey> es256_key(std::string_view x, std::string_view y) const = 0;
     virtual std::shared_ptr<const VerifyingKey> ed25519_key(std::string_view x) const = 0;
 
-    // HTTP and HTTPS calls to authorization servers (auth/http_fetcher.hpp).
-    virtual std::unique_ptr<auth::HttpFetcher> http_fetcher(std::chrono::milliseconds timeout) const = 0;
+    // HTTP and HTTPS calls to authorization servers (auth/http_fetcher.hpp),
+    // their certificates checked as `tls` says (the host name always).
+    virtual std::unique_ptr<auth::HttpFetcher> http_fetcher(std::chrono::milliseconds timeout,
+                                                            const TlsClientOptions& tls) const = 0;
 
     // TLS to servers that speak it from the first byte (rediss://). Throws
     // std::invalid_argument naming the file that cannot be read or the key

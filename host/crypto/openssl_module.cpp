@@ -287,8 +287,9 @@ public:
         return std::make_shared<Ed25519Key>(ed25519_from_raw(x));
     }
 
-    std::unique_ptr<auth::HttpFetcher> http_fetcher(std::chrono::milliseconds timeout) const override {
-        return auth::make_asio_http_fetcher(timeout);
+    std::unique_ptr<auth::HttpFetcher> http_fetcher(std::chrono::milliseconds timeout,
+                                                    const TlsClientOptions& tls) const override {
+        return auth::make_asio_http_fetcher(timeout, tls);
     }
 
     std::shared_ptr<const TlsConnector> tls_connector(const TlsClientOptions& options) const override {

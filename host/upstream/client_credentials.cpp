@@ -256,8 +256,14 @@ std::string ClientCredentials::discover() {
 }
 
 void ClientCredentials::fetch() {
-    if (!fetcher_) fetcher_ = auth::make_http_fetcher(options_.timeout);
     const std::string why = "the host could not get its access token for upstream '" + options_.family + "': ";
+    if (!fetcher_) {
+        try {
+            fetcher_ = auth::make_http_fetcher(options_.timeout, options_.tls);
+        } catch (const std::exception& e) {
+            throw std::runtime_error(why + e.what()); // a CA file it cannot read
+        }
+    }
     try {
         if (token_endpoint_.empty()) token_endpoint_ = discover();
     } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "auth/http_fetcher.hpp"
+#include "crypto/openssl.hpp"
 #include "upstream/bearer_source.hpp"
 
 #include <chrono>
@@ -35,6 +36,9 @@ public:
         std::string scope;    // empty: none asked for
         std::string resource; // empty: the upstream's metadata's, else upstream_url
         std::chrono::milliseconds timeout{10000};
+        // How the authorization server's certificate is checked (its host
+        // name always): the upstream's CA file and the system's trust store.
+        crypto::TlsClientOptions tls;
     };
     // Opens no connection yet (the first current() does).
     explicit ClientCredentials(Options options);

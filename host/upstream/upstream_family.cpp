@@ -136,6 +136,11 @@ UpstreamFamily::UpstreamFamily(UpstreamOptions options)
         o.resource = oauth.resource;
         o.timeout =
             std::min<std::chrono::milliseconds>(std::chrono::milliseconds(options_.entry.connect_timeout_ms), 10s);
+        // The upstream's CA, as for the upstream itself, beside the public
+        // ones; its client certificate and server_name are for it alone.
+        o.tls.ca_file = options_.entry.tls.ca_file.string();
+        o.tls.verify = options_.entry.tls.verify;
+        o.tls.system_store_too = true;
         oauth_ = std::make_shared<ClientCredentials>(std::move(o));
     }
     if (options_.entry.url.rfind("https://", 0) == 0) {

@@ -730,6 +730,47 @@ test('over HTTP with oauth: the host finds the authorization server (also where 
   }
 });
 
+test('over https with oauth: the authorization server is checked against the upstream\'s CA file, as the upstream is', async () => {
+  const { startOAuthUpstream } = await import('../fixtures/upstream/oauth_upstream.mjs');
+  const certs = makeCertificates(mkdtempSync(path.join(tmpdir(), 'gatehouse-oauth-https-')));
+  const secret = 'client-secret-tls';
+  const upstream = await startOAuthUpstream({
+    clientId: 'gatehouse', clientSecret: secret, tls: { key: readFileSync(certs.key), cert: readFileSync(certs.cert) },
+  });
+  try {
+    await withHost(
+      {
+        plugins: [],
+        sections: {
+          upstreams: (dir) => {
+            const secretFile = path.join(dir, 'tls.secret');
+            writeFileSync(secretFile, `${secret}\n`);
+            return [
+              { name: 'private', url: upstream.url, tls: { ca_file: certs.ca }, oauth: { client_id: 'gatehouse', client_secret_file: secretFile } },
+              // The upstream reached without its CA file: neither it nor its authorization server is trusted.
+              { name: 'public', url: upstream.url, oauth: { client_id: 'gatehouse', client_secret_file: secretFile }, connect_timeout_ms: 2000 },
+            ];
+          },
+        },
+      },
+      async (host) => {
+        await host.stderrMatching(/family 'private' loaded: reports 2/, 30000);
+        const whoami = (await host.modern('tools/call', { name: 'private_whoami', arguments: {} })).result;
+        assert.equal(whoami.content?.[0].text, 'tok-1', JSON.stringify(whoami));
+        assert.ok(upstream.state.metadataRequests.some((url) => url.startsWith('/.well-known/oauth-authorization-server')),
+          'the authorization server\'s metadata was read over https');
+        assert.equal(upstream.state.tokenRequests.length, 1);
+        await host.stderrMatching(/upstream 'public'.*certificate/, 30000);
+        assert.equal(upstream.state.tokenRequests.length, 1, 'no token was asked for past an untrusted certificate');
+        assert.ok(!host.stderr.includes(secret), 'the secret is never logged');
+      },
+    );
+  } finally {
+    await upstream.close();
+    rmSync(path.dirname(certs.ca), { recursive: true, force: true });
+  }
+});
+
 test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscriptions/listen and a 2025-11-25 upstream\'s GET stream over https, each opened again when it ends', async () => {
   const { startChangingHttpServer } = await import('../fixtures/upstream/changing_server.mjs');
   const certs = makeCertificates(mkdtempSync(path.join(tmpdir(), 'gatehouse-https-')));
