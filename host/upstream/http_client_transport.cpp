@@ -126,6 +126,45 @@ http::request<Body> request_to(http::verb verb, const HttpUrl& url, const char* 
     return request;
 }
 
+// 2026-07-28 routing: the method, the name it is about, and the tool's
+// x-mcp-header arguments as headers, so a proxy can route on them unparsed.
+void set_routing_headers(http::request<http::string_body>& request, const Json& message, const std::string& method,
+                         const HttpClientTransport::Options& options) {
+    request.set("Mcp-Method", method);
+    const auto params = message.find("params");
+    const char* field = name_field(method);
+    if (!field || params == message.end() || !params->is_object()) return;
+    const auto name = params->find(field);
+    if (name == params->end() || !name->is_string()) return;
+    request.set("Mcp-Name", header_text(name->get<std::string>()));
+    if (method != "tools/call" || !options.param_headers) return;
+    const auto arguments = params->find("arguments");
+    if (arguments == params->end() || !arguments->is_object()) return;
+    for (const auto& header : options.param_headers(name->get<std::string>()))
+        if (auto value = param_header_value(*arguments, header.path)) request.set("Mcp-Param-" + header.name, *value);
+}
+
+// Reads what comes next of an answer's body into `take`, within `timeout`
+// (none: a held subscription stream). False when `take` says the
+// body went over its bound. Throws beast::system_error when the read fails.
+template <class Take>
+bool read_body_part(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                    http::response_parser<http::buffer_body>& parser, std::optional<std::chrono::milliseconds> timeout,
+                    Take&& take) {
+    char chunk[16 * 1024];
+    parser.get().body().data = chunk;
+    parser.get().body().size = sizeof chunk;
+    if (timeout)
+        stream.expires_after(*timeout);
+    else
+        stream.expires_never();
+    beast::error_code ec;
+    http::read_some(stream, buffer, parser, ec);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) throw beast::system_error(ec);
+    return take(std::string_view(chunk, sizeof chunk - parser.get().body().size));
+}
+
 // An answer's head is bounded here, its body message by message as it is
 // read (the body limit is therefore none). Not boost::none: Boost 1.74
 // compares a Content-Length against it as if it were a limit of zero.
@@ -483,20 +522,7 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             auto request = request_to<http::string_body>(http::verb::post, url_, "application/json, text/event-stream",
                                                          token, session_id, version);
             request.set(http::field::content_type, "application/json");
-            if (version == "2026-07-28" && !method.empty()) {
-                request.set("Mcp-Method", method);
-                const auto p = message.find("params");
-                const char* field = name_field(method);
-                if (field && p != message.end() && p->is_object())
-                    if (auto n = p->find(field); n != p->end() && n->is_string()) {
-                        request.set("Mcp-Name", header_text(n->get<std::string>()));
-                        if (method == "tools/call" && options_.param_headers)
-                            if (auto a = p->find("arguments"); a != p->end() && a->is_object())
-                                for (const auto& header : options_.param_headers(n->get<std::string>()))
-                                    if (auto value = param_header_value(*a, header.path))
-                                        request.set("Mcp-Param-" + header.name, *value);
-                    }
-            }
+            if (version == "2026-07-28" && !method.empty()) set_routing_headers(request, message, method, options_);
             request.body() = body;
             request.prepare_payload();
             stream.expires_after(held ? options_.connect_timeout : options_.read_timeout);
@@ -521,30 +547,17 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             const std::string type(head[http::field::content_type]);
             const bool events = type.rfind("text/event-stream", 0) == 0;
             std::string whole; // a JSON body
-            bool over = false;
+            bool over = false; // a message went over the bound
             const Json stream_of = message.contains("method") ? message.value("id", Json()) : Json();
             SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data, stream_of); });
-            char chunk[16 * 1024];
-            while (!parser.is_done()) {
-                parser.get().body().data = chunk;
-                parser.get().body().size = sizeof chunk;
-                if (held)
-                    stream.expires_never();
-                else
-                    stream.expires_after(options_.read_timeout);
-                beast::error_code ec;
-                http::read_some(stream, buffer, parser, ec);
-                if (ec == http::error::need_buffer) ec = {};
-                if (ec) throw beast::system_error(ec);
-                const std::string_view got(chunk, sizeof chunk - parser.get().body().size);
-                if (events) {
-                    if (!sse.feed(got)) over = true;
-                } else {
+            // Until its end, or a message over the bound.
+            const auto read_timeout = held ? std::nullopt : std::optional(options_.read_timeout);
+            while (!parser.is_done() && !over)
+                over = !read_body_part(stream, buffer, parser, read_timeout, [&](std::string_view got) {
+                    if (events) return sse.feed(got);
                     whole.append(got);
-                    if (whole.size() > options_.max_message_bytes) over = true;
-                }
-                if (over) break;
-            }
+                    return whole.size() <= options_.max_message_bytes;
+                });
             // A final answer read to its end, and nothing after it: the next POST may use it.
             if (!over && status >= 200 && parser.is_done() && parser.keep_alive() && buffer.size() == 0) {
                 tracked.reset();
