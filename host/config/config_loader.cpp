@@ -1,5 +1,6 @@
 #include "config/config_loader.hpp"
 
+#include "config/family_name.hpp"
 #include "license/license_document.hpp"
 #include "metrics/address_allow_list.hpp"
 #include "mrtr/request_state_sealer.hpp"
@@ -497,12 +498,6 @@ std::string read_name_hook(const YamlReader& r, const YAML::Node& node, const st
     return hook;
 }
 
-bool valid_upstream_name(const std::string& name) {
-    if (name.empty() || name.size() > 64) return false;
-    return std::all_of(name.begin(), name.end(),
-                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
-}
-
 std::vector<std::string> string_list(const YamlReader& r, const YAML::Node& node, const std::string& what);
 
 // user@ or user:password@ before the host of a URL.
@@ -568,7 +563,7 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
     u.where = r.at(item);
     if (!item["name"]) r.fail(item, "an upstreams entry needs a name (the family it serves as)");
     u.name = r.string(item["name"], "an upstreams entry's name");
-    if (!valid_upstream_name(u.name))
+    if (!valid_family_name(u.name))
         r.fail(item["name"],
                "an upstreams entry's name must be 1-64 of lowercase letters, digits, '_', '-', not '" + u.name + "'");
     const std::string what = "upstream '" + u.name + "'";

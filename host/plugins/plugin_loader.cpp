@@ -1,5 +1,6 @@
 #include "plugins/plugin_loader.hpp"
 
+#include "config/family_name.hpp"
 #include "isolation/family_process.hpp"
 #include "plugins/abi_struct.hpp"
 #include "plugins/abi_text.hpp"
@@ -31,15 +32,6 @@ namespace {
 struct Refused : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
-
-bool valid_family_name(const std::string& name) {
-    if (name.empty() || name.size() > 64) return false;
-    for (char c : name)
-        if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' ||
-              c == '-'))
-            return false;
-    return true;
-}
 
 std::string hex(uint32_t bits) {
     char text[16];
@@ -508,7 +500,7 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
         throw Refused("descriptor sets unknown flag bits " + hex(desc->flags & ~GH_PLUGIN_KNOWN_FLAGS) +
                       " (this host knows " + hex(GH_PLUGIN_KNOWN_FLAGS) + ")");
     const std::string family = abi_copy(desc->family);
-    if (!valid_family_name(family))
+    if (!config::valid_family_name(family))
         throw Refused("invalid family name '" + family + "' (1-64 of lowercase letters, digits, '_', '-')");
     if (desc->tool_count > 0 && !desc->tools) throw Refused("descriptor lists tools but has no tool table");
     if (desc->tool_count > 10000) throw Refused("descriptor declares more than 10000 tools");
