@@ -578,7 +578,7 @@ void read_upstream_offer(const upstream::UpstreamFamily& family, const config::C
 // An upstreams entry: connect, list, and read the descriptor the family
 // builds from that as a plugin's is read.
 Candidate connect_upstream(const config::UpstreamEntry& entry, const config::Config& cfg, std::string& disabled_family,
-                           bool wait_when_unreachable) {
+                           bool wait_when_unreachable, std::function<bool()> abandoned = {}) {
     Candidate c;
     c.upstream = entry.name;
     auto domain = cfg.domains.find(entry.name);
@@ -605,6 +605,7 @@ Candidate connect_upstream(const config::UpstreamEntry& entry, const config::Con
     options.input_wait =
         std::chrono::milliseconds(std::max(cfg.input_requests.state_ttl_ms, cfg.input_requests.client_timeout_ms));
     options.wait_when_unreachable = wait_when_unreachable;
+    options.abandoned = std::move(abandoned);
     std::unique_ptr<upstream::UpstreamFamily> family;
     try {
         family = std::make_unique<upstream::UpstreamFamily>(std::move(options));
@@ -886,9 +887,10 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
 }
 
 std::shared_ptr<const FamilyEntry> PluginLoader::open_upstream(const config::UpstreamEntry& entry,
-                                                               const config::Config& cfg) {
+                                                               const config::Config& cfg,
+                                                               std::function<bool()> abandoned) {
     std::string disabled_family;
-    Candidate c = connect_upstream(entry, cfg, disabled_family, true);
+    Candidate c = connect_upstream(entry, cfg, disabled_family, true, std::move(abandoned));
     if (!disabled_family.empty()) return nullptr;
     start_family(c, cfg, entry.max_in_flight, entry.tool_timeout_ms, false);
     return entry_of(std::move(c));

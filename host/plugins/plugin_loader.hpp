@@ -5,6 +5,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,9 +53,11 @@ public:
 
     // An upstreams entry added while serving (a configuration re-read):
     // connected (or waiting for its server); null when its domain is
-    // disabled. Throws std::runtime_error with the sentence for the log.
+    // disabled. Throws std::runtime_error with the sentence for the log,
+    // also once `abandoned` says the host stops (polled while connecting).
     static std::shared_ptr<const FamilyEntry> open_upstream(const config::UpstreamEntry& entry,
-                                                            const config::Config& config);
+                                                            const config::Config& config,
+                                                            std::function<bool()> abandoned = {});
     // Throws std::runtime_error, naming the clash, when `family` would take
     // a name (its own, a tool's, a URI's, a prompt's) a family of `serving` has.
     static void check_joins(const FamilyEntry& family, const ToolRegistry& serving);

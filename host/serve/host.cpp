@@ -196,8 +196,10 @@ void Host::reload_upstreams(const config::Config& fresh) {
     std::vector<std::shared_ptr<const plugins::FamilyEntry>> opened;
     std::vector<std::future<std::shared_ptr<const plugins::FamilyEntry>>> opening;
     for (const auto* entry : adding)
-        opening.push_back(std::async(std::launch::async,
-                                     [entry, &fresh] { return plugins::PluginLoader::open_upstream(*entry, fresh); }));
+        opening.push_back(std::async(std::launch::async, [this, entry, &fresh] {
+            // A stop meanwhile ends the connecting at once: the host's teardown waits for this re-read.
+            return plugins::PluginLoader::open_upstream(*entry, fresh, [this] { return stopping_.load(); });
+        }));
     for (std::size_t i = 0; i < opening.size(); ++i) {
         try {
             if (auto added = opening[i].get()) opened.push_back(std::move(added));

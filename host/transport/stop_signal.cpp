@@ -40,6 +40,13 @@ StopSignal::~StopSignal() {
     while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
     }
     waiter_.join();
+    {
+        std::lock_guard lock(reload_mutex_);
+        reloader_ending_ = true;
+        reload_changed_.notify_one();
+    }
+    // A re-read under way ends first: it holds the host it re-reads.
+    if (reloader_.joinable()) reloader_.join();
     ::close(signal_fd_);
     ::close(wake_fd_);
 }
@@ -57,7 +64,7 @@ void StopSignal::wait_loop() {
         if (::read(signal_fd_, &info, sizeof info) != sizeof info) continue;
         const int signal = static_cast<int>(info.ssi_signo);
         if (signal == SIGHUP)
-            reload();
+            ask_reload();
         else
             stop_signal_received(signal);
     }
@@ -72,6 +79,27 @@ void StopSignal::stop_signal_received(int signal) {
     }
     spdlog::info("{} received: stopping", name);
     request();
+}
+
+void StopSignal::ask_reload() {
+    std::lock_guard lock(reload_mutex_);
+    if (reloader_ending_) return;
+    reload_wanted_ = true;
+    if (!reloader_.joinable()) reloader_ = std::thread([this] { reload_loop(); });
+    reload_changed_.notify_one();
+}
+
+void StopSignal::reload_loop() {
+    std::unique_lock lock(reload_mutex_);
+    for (;;) {
+        reload_changed_.wait(lock, [this] { return reload_wanted_ || reloader_ending_; });
+        if (reloader_ending_) return;
+        reload_wanted_ = false;
+        lock.unlock();
+        // After a stop the host is being torn down: nothing is re-read.
+        if (!requested_) reload();
+        lock.lock();
+    }
 }
 
 void StopSignal::reload() {

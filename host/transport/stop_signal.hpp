@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -10,10 +11,10 @@ namespace gatehouse::transport {
 
 // SIGTERM and SIGINT turned into callbacks, so every transport shuts down the
 // same way however many run at once; SIGHUP into `on_reload` when one is
-// given. Construct it before any other thread starts: it blocks those
-// signals in the constructing thread, every thread started afterwards
-// inherits that, and one thread of its own waits for them (on a signalfd,
-// so it sleeps until a signal comes or the object goes).
+// given, run on a thread of its own (SIGHUPs that come meanwhile make one
+// more run after it), so a stop is heard while a re-read waits on a server. Construct it before any other thread
+// starts: it blocks those signals in the constructing thread, every thread started afterwards inherits that, and one
+// thread of its own waits for them (on a signalfd, so it sleeps until a signal comes or the object goes).
 class StopSignal {
 public:
     explicit StopSignal(std::function<void()> on_reload = {});
@@ -33,6 +34,8 @@ public:
 private:
     void wait_loop();
     void stop_signal_received(int signal);
+    void ask_reload();
+    void reload_loop();
     void reload();
 
     const std::function<void()> on_reload_;
@@ -42,6 +45,12 @@ private:
     std::mutex mutex_;
     std::vector<std::function<void()>> callbacks_;
     std::thread waiter_;
+
+    std::mutex reload_mutex_;
+    std::condition_variable reload_changed_;
+    bool reload_wanted_ = false;
+    bool reloader_ending_ = false;
+    std::thread reloader_; // started by the first SIGHUP
 };
 
 } // namespace gatehouse::transport

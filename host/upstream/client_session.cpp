@@ -326,7 +326,7 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
             return reply;
         }
         lock.unlock();
-        if (waiting.cancelled && waiting.cancelled()) {
+        if ((waiting.cancelled && waiting.cancelled()) || (options_.abandoned && options_.abandoned())) {
             tell_cancelled("the agent's call was cancelled");
             refuse_asked("the agent's call was cancelled");
             throw RequestCancelled(method + " was cancelled");

@@ -48,6 +48,9 @@ public:
         std::size_t max_json_depth = 64;
         std::chrono::milliseconds request_timeout{30000}; // requests with no timeout of their own
         std::string client_version;                       // the host's version, in clientInfo
+        // Polled by every wait, as each request's own cancellation is: true
+        // ends them all (RequestCancelled). The host stopping.
+        std::function<bool()> abandoned;
     };
     // From the transport's thread, for each notifications/<list>/list_changed.
     using ListChanged = std::function<void(const std::string& method)>;

@@ -164,6 +164,7 @@ UpstreamFamily::UpstreamFamily(UpstreamOptions options)
     } catch (const std::runtime_error& e) {
         connecting_.reset();
         if (session) session->close();
+        if (options_.abandoned && options_.abandoned()) throw std::runtime_error("the host is stopping");
         if (!options_.wait_when_unreachable) throw;
         session.reset();
         down_because_ = e.what();
@@ -278,6 +279,7 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
     o.family = entry.name;
     o.max_json_depth = options_.max_json_depth;
     o.client_version = options_.host_version;
+    o.abandoned = options_.abandoned;
     auto session = std::make_shared<ClientSession>(std::move(transport), std::move(o), [this](const std::string&) {
         // From the connection's reader: the listing happens on the supervisor's thread.
         std::lock_guard lock(mutex_);

@@ -39,6 +39,9 @@ struct UpstreamOptions {
     // one-shot command; true keeps the family with nothing listed, and it
     // connects as it would after losing the server, listing when it answers.
     bool wait_when_unreachable = false;
+    // True once the host stops: a connection still being made gives up at
+    // once (within a poll), and the family is not made.
+    std::function<bool()> abandoned;
 };
 
 // An MCP server served as a family (upstreams: in YAML). It connects and

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
+#include <thread>
 #include <unistd.h>
 
 using namespace gatehouse;
@@ -63,4 +64,50 @@ TEST_CASE("a stop requested by the host itself runs the callbacks once", "[stop_
     signals.request();
     CHECK(stops.count == 1);
     CHECK(signals.requested());
+}
+
+TEST_CASE("a stop is heard while a re-read waits; SIGHUPs meanwhile make one more re-read", "[stop_signal]") {
+    Calls started;
+    Calls stops;
+    std::mutex mutex;
+    std::condition_variable changed;
+    int runs = 0, released = 0; // re-read n returns once released reaches n
+    const auto release = [&](int upto) {
+        {
+            std::lock_guard lock(mutex);
+            released = upto;
+        }
+        changed.notify_all();
+    };
+    {
+        transport::StopSignal signals([&] {
+            started.add();
+            std::unique_lock lock(mutex);
+            const int mine = ++runs;
+            changed.wait_for(lock, std::chrono::seconds(10), [&] { return released >= mine; });
+        });
+        signals.on_stop([&] { stops.add(); });
+
+        ::kill(::getpid(), SIGHUP);
+        REQUIRE(started.reach(1));
+        // Two more while the first runs: one more run, after it.
+        ::kill(::getpid(), SIGHUP);
+        ::kill(::getpid(), SIGHUP);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        CHECK(started.count == 1);
+        release(2);
+        REQUIRE(started.reach(2));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        CHECK(started.count == 2);
+
+        // The next one waits, and a stop is heard meanwhile, not after it.
+        ::kill(::getpid(), SIGHUP);
+        REQUIRE(started.reach(3));
+        const auto sent = std::chrono::steady_clock::now();
+        ::kill(::getpid(), SIGTERM);
+        REQUIRE(stops.reach(1));
+        CHECK(std::chrono::steady_clock::now() - sent < std::chrono::seconds(5));
+        release(3);
+    }
+    CHECK(started.count == 3);
 }
