@@ -23,9 +23,10 @@ namespace gatehouse::upstream {
 // OpenID Connect discovery) names the endpoint. When none is found before
 // the upstream was asked, the first request goes without a token, so its
 // 401 can say where. A 403 insufficient_scope that names a scope gets a
-// token for that scope as well (step-up), and the request is sent again once. The token is kept until shortly before it
-// expires, or until the upstream refuses it; one request at a time fetches a new one, the others wait for it. Neither
-// the secret nor a token is ever logged or shown.
+// token for that scope as well (step-up), and the request is sent again
+// once. The token is kept until shortly before it expires, or until the
+// upstream refuses it; one request at a time fetches a new one, the others
+// wait for it. Neither the secret nor a token is ever logged or shown.
 class ClientCredentials final : public BearerSource {
 public:
     struct Options {

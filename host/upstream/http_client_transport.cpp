@@ -460,17 +460,10 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
         }
         spdlog::debug("[{}] its own stream is open", options_.family);
         SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data, kServerStream); });
-        // Quiet for hours is a healthy stream: only close() or the server ends it.
-        stream.expires_never();
-        char chunk[16 * 1024];
         while (!parser.is_done()) {
-            parser.get().body().data = chunk;
-            parser.get().body().size = sizeof chunk;
-            beast::error_code ec;
-            http::read_some(stream, buffer, parser, ec);
-            if (ec == http::error::need_buffer) ec = {};
-            if (ec) throw beast::system_error(ec);
-            const bool within = sse.feed(std::string_view(chunk, sizeof chunk - parser.get().body().size));
+            // Quiet for hours is a healthy stream (no timeout): only close() or the server ends it.
+            const bool within = read_body_part(stream, buffer, parser, std::nullopt,
+                                               [&](std::string_view got) { return sse.feed(got); });
             last_event_id = sse.last_id();
             if (!within) {
                 ended("it sent a message over " + std::to_string(options_.max_message_bytes) +

@@ -175,44 +175,38 @@ bool StdioClientTransport::send(const nlohmann::json& message) {
 // caller that waits alone, and takes it back once no one has read for a
 // while, or at once when read_on() asks.
 void StdioClientTransport::read_messages() {
-    while (take_reading_back()) {
-        bool more = true;
-        for (;;) {
-            pollfd fds[2] = {{stdout_fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
-            if (::poll(fds, 2, -1) < 0) {
-                if (errno == EINTR) continue;
-                more = false;
-                break;
-            }
-            if (fds[0].revents != 0 && !read_once()) {
-                more = false;
-                break;
-            }
-            if (fds[1].revents != 0) {
-                std::uint64_t kicks;
-                while (::read(kick_fd_, &kicks, sizeof kicks) > 0) {
-                }
-                std::lock_guard lock(reading_mutex_);
-                if (yield_wanted_) {
-                    yield_wanted_ = false;
-                    reading_ = Reading::free;
-                    released_at_ = std::chrono::steady_clock::now();
-                    reading_changed_.notify_all();
-                    break;
-                }
-            }
-        }
-        if (!more) break;
+    while (take_reading_back() && read_until_wanted()) {
     }
     {
         std::lock_guard lock(reading_mutex_);
-        output_ended_ = true;
-        reading_ = Reading::own_thread;
+        output_ended_ = true; // no caller reads from here on
         reading_changed_.notify_all();
     }
     const std::string ended = end_process();
     reading_done_ = true;
     events_.closed(why_ended_.empty() ? "its output ended: " + ended : why_ended_ + ", so the host ended it");
+}
+
+bool StdioClientTransport::read_until_wanted() {
+    for (;;) {
+        pollfd fds[2] = {{stdout_fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        if (fds[0].revents != 0 && !read_once()) return false;
+        if (fds[1].revents == 0) continue;
+        std::uint64_t kicks;
+        while (::read(kick_fd_, &kicks, sizeof kicks) > 0) {
+        }
+        std::lock_guard lock(reading_mutex_);
+        if (!yield_wanted_) continue; // a kick for a caller that stopped waiting
+        yield_wanted_ = false;
+        reading_ = Reading::free;
+        released_at_ = std::chrono::steady_clock::now();
+        reading_changed_.notify_all();
+        return true;
+    }
 }
 
 bool StdioClientTransport::take_reading_back() {

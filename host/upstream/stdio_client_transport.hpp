@@ -71,6 +71,9 @@ private:
     void read_messages();
     // Waits until the own thread may read; false once the output has ended.
     bool take_reading_back();
+    // The own thread's reading: until a caller waiting alone wants it
+    // (true), or the output's end (false).
+    bool read_until_wanted();
     // Reads what is there (the reading held) and delivers each whole line;
     // false at the output's end, or once a line outgrows the bound.
     bool read_once();
