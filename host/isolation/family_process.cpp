@@ -364,6 +364,25 @@ void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::s
         }
         if (reason.empty()) reason = "its process " + describe_exit(status);
     }
+    // The crash is counted, and the restart scheduled, before any call
+    // learns the child is gone: an agent told FAMILY_CRASHED that then reads
+    // the metrics or the status sees the crash it was told of.
+    bool counted = false;
+    std::chrono::milliseconds backoff{0};
+    unsigned in_a_row = 0;
+    {
+        std::lock_guard lock(mutex_);
+        if (child_ == child) child_.reset();
+        if (!stopping_) {
+            counted = true;
+            crashes_++;
+            if (Clock::now() - child->started >= kLivedLongEnough) crashes_in_a_row_ = 0;
+            backoff = schedule_restart();
+            in_a_row = crashes_in_a_row_;
+            last_crash_ = reason;
+            retired_.push_back(child);
+        }
+    }
     {
         std::lock_guard lock(child->mutex);
         child->gone = true;
@@ -380,17 +399,10 @@ void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::s
         }
         call->arrived.notify_one();
     }
-    std::lock_guard lock(mutex_);
-    if (child_ == child) child_.reset();
-    if (stopping_) return;
-    crashes_++;
-    if (Clock::now() - child->started >= kLivedLongEnough) crashes_in_a_row_ = 0;
-    const auto backoff = schedule_restart();
-    last_crash_ = reason;
-    retired_.push_back(child);
+    if (!counted) return;
     spdlog::error("family '{}' stopped: {}; {} call(s) in flight answered FAMILY_CRASHED; starting it again in {} ms "
                   "({} crash(es) in a row)",
-                  family_, reason, pending.size(), backoff.count(), crashes_in_a_row_);
+                  family_, reason, pending.size(), backoff.count(), in_a_row);
     changed_.notify_all();
 }
 
