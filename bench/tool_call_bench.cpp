@@ -9,6 +9,7 @@
 #include "gate/license_check.hpp"
 #include "gate/make_gate.hpp"
 #include "license/license_signer.hpp"
+#include "license/path_watch.hpp"
 #include "license/utc_timestamp.hpp"
 #include "plugins/plugin_loader.hpp"
 #include "protocol/connection.hpp"
@@ -36,6 +37,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -424,21 +426,48 @@ void BM_Gate_AllChecks_Pass(benchmark::State& state) {
 }
 BENCHMARK(BM_Gate_AllChecks_Pass);
 
-// The license check alone: one stat(2), a cached verdict, the clock.
+// The license check alone: the watch's one read(2), a cached verdict, the
+// clock. It fails if the file was looked at again (no stat, no read).
 void BM_Gate_LicenseCheck_Pass(benchmark::State& state) {
     auto& g = gated_host();
     gate::LicenseCheck check(g.license_settings);
+    if (check.check({*g.tool, g.principal, g.arguments, nullptr})) throw std::runtime_error("refused");
+    const auto lookups = check.licenses().sources().front()->lookups();
     for (auto _ : state) {
         auto refusal = check.check({*g.tool, g.principal, g.arguments, nullptr});
         if (refusal) throw std::runtime_error("refused: " + refusal->message);
     }
     if (check.licenses().reads() != 1) throw std::runtime_error("the license file was read more than once");
+    if (check.licenses().sources().front()->lookups() != lookups)
+        throw std::runtime_error(
+            "the license file was looked at on a pass: is the bench's folder on a local file system?");
 }
 BENCHMARK(BM_Gate_LicenseCheck_Pass);
 
+// The same file reached through a symbolic link to its folder, which the
+// watch does not follow: the check falls back to one stat(2) per call, as
+// every call paid before the watch.
+void BM_Gate_LicenseCheck_Pass_Unfollowed(benchmark::State& state) {
+    auto& g = gated_host();
+    const auto link = g.dir.parent_path() / (g.dir.filename().string() + "-link");
+    std::filesystem::remove(link);
+    std::filesystem::create_directory_symlink(g.dir, link);
+    auto settings = g.license_settings;
+    settings.file = link / "license.json";
+    gate::LicenseCheck check(settings);
+    for (auto _ : state) {
+        auto refusal = check.check({*g.tool, g.principal, g.arguments, nullptr});
+        if (refusal) throw std::runtime_error("refused: " + refusal->message);
+    }
+    std::filesystem::remove(link);
+    if (check.licenses().reads() != 1) throw std::runtime_error("the license file was read more than once");
+}
+BENCHMARK(BM_Gate_LicenseCheck_Pass_Unfollowed);
+
 // Several vendors' files: `orders.json` listed before `echo`'s own file, and a
-// license directory of two more. A pass costs a stat of the directory and
-// one of the file that covered the family last time, not one per file.
+// license directory of two more. A pass costs the watch's read(2) for the
+// directory and one for the file that covered the family last time, not one
+// per file.
 void BM_Gate_LicenseCheck_Pass_SeveralFiles(benchmark::State& state) {
     auto& g = gated_host();
     auto settings = g.license_settings;
@@ -468,7 +497,19 @@ void BM_Gate_LicenseCheck_Pass_Directory(benchmark::State& state) {
 }
 BENCHMARK(BM_Gate_LicenseCheck_Pass_Directory);
 
-// What the license check pays the kernel: one stat(2) of the license file.
+// What the license check pays the kernel now: one read(2) of an inotify
+// descriptor with nothing queued.
+void BM_Read_EmptyInotify(benchmark::State& state) {
+    const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    alignas(inotify_event) char buffer[4096];
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(::read(fd, buffer, sizeof buffer));
+    }
+    ::close(fd);
+}
+BENCHMARK(BM_Read_EmptyInotify);
+
+// What it paid before the watch: one stat(2) of the license file.
 void BM_Stat_LicenseFile(benchmark::State& state) {
     auto& g = gated_host();
     const std::string path = g.license_settings.file.string();

@@ -34,22 +34,30 @@ bool is_license_name(const std::filesystem::path& name) {
 } // namespace
 
 LicenseSet::LicenseSet(std::vector<std::filesystem::path> files, std::filesystem::path directory, VendorKeys keys)
-    : listed_([&] {
+    : watch_(std::make_shared<PathWatch>()), listed_([&] {
           std::vector<std::shared_ptr<LicenseSource>> out;
           for (auto& f : files)
-              out.push_back(std::make_shared<LicenseSource>(std::move(f), keys));
+              out.push_back(std::make_shared<LicenseSource>(std::move(f), keys, watch_));
           return out;
       }()),
       directory_(std::move(directory)), keys_(std::move(keys)) {}
 
 void LicenseSet::refresh_directory() {
+    const auto generation = watch_->generation();
+    {
+        std::lock_guard lock(mutex_);
+        if (listed_at_ == generation) return;
+    }
+    // Followed before it is listed, so a file added after the listing moves
+    // the generation past the one the listing is kept for.
+    const bool followed = watch_->follow(directory_, PathWatch::Scope::entries);
     struct stat st {};
     std::optional<DirectoryIdentity> now;
     if (::stat(directory_.c_str(), &st) == 0)
         now = DirectoryIdentity{true, st.st_dev, st.st_ino, nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
     else if (errno == ENOENT || errno == ENOTDIR)
         now = DirectoryIdentity{};
-    {
+    if (!followed) {
         std::lock_guard lock(mutex_);
         if (now && directory_identity_ && *directory_identity_ == *now) return;
     }
@@ -78,7 +86,7 @@ void LicenseSet::refresh_directory() {
         // A file still there keeps its source, and so its cached verdict.
         auto kept =
             std::find_if(in_directory_.begin(), in_directory_.end(), [&](const auto& s) { return s->file() == path; });
-        next.push_back(kept != in_directory_.end() ? *kept : std::make_shared<LicenseSource>(path, keys_));
+        next.push_back(kept != in_directory_.end() ? *kept : std::make_shared<LicenseSource>(path, keys_, watch_));
     }
     std::vector<std::string> before, after;
     for (const auto& s : in_directory_) {
@@ -95,6 +103,9 @@ void LicenseSet::refresh_directory() {
     const bool news = listings_ == 1 || before != after || !problem.empty();
     in_directory_ = std::move(next);
     directory_identity_ = settled ? now : std::nullopt;
+    // A followed directory's listing holds until an event, however recent
+    // its times: the event, not the times, tells of the next change.
+    listed_at_ = followed ? std::optional(generation) : std::nullopt;
     if (!news) return;
     if (!problem.empty())
         spdlog::error("license directory {}: cannot be listed, {}", directory_.string(), problem);

@@ -23,12 +23,15 @@ namespace gatehouse::license {
 // in a license directory — asked which one covers a family now. Each vendor
 // ships its own file, so no single file covers every licensed family.
 //
-// The cost of an answer that allows the call: one stat(2) of the file that
-// covered the family last time (plus one of the directory, when there is
-// one). A file is read and verified again only when its stat changes (see
-// LicenseSource); the directory is listed again only when its own stat
-// changes, which adding, removing or renaming a file in it does. Only an
-// answer that refuses looks at every file. Thread-safe.
+// The cost of an answer that allows the call: where the files and the
+// directory can be followed by a PathWatch (local file systems, no symbolic
+// links on the way), one read(2) of the watch's queued events for the file
+// that covered the family last time, and one for the directory; a file is
+// read and verified again, and the directory listed again, only after an
+// event concerning it. Elsewhere one stat(2) of each instead, and a file is
+// read again when its stat changes, the directory listed again when its own
+// stat changes (see LicenseSource). Only an answer that refuses looks at
+// every file. Thread-safe.
 class LicenseSet {
 public:
     // Files are asked in the order given, then the directory's in name order.
@@ -75,11 +78,13 @@ private:
     };
     void refresh_directory();
 
+    const std::shared_ptr<PathWatch> watch_;
     const std::vector<std::shared_ptr<LicenseSource>> listed_;
     const std::filesystem::path directory_;
     const VendorKeys keys_;
     mutable std::mutex mutex_;
     std::optional<DirectoryIdentity> directory_identity_; // of the listing in_directory_ was made from
+    std::optional<std::uint64_t> listed_at_; // the watch's generation that listing holds for, while followed
     std::vector<std::shared_ptr<LicenseSource>> in_directory_;
     std::map<std::string, std::shared_ptr<LicenseSource>, std::less<>> last_cover_; // family -> its file last time
     std::uint64_t listings_ = 0;

@@ -25,8 +25,8 @@ std::shared_ptr<const LicenseVerdict> problem(LicenseVerdict::Status status, std
 
 } // namespace
 
-LicenseSource::LicenseSource(std::filesystem::path file, VendorKeys keys)
-    : file_(std::move(file)), keys_(std::move(keys)) {}
+LicenseSource::LicenseSource(std::filesystem::path file, VendorKeys keys, std::shared_ptr<PathWatch> watch)
+    : file_(std::move(file)), keys_(std::move(keys)), watch_(std::move(watch)) {}
 
 std::optional<LicenseSource::FileIdentity> LicenseSource::stat_file() const {
     struct stat st {};
@@ -86,22 +86,38 @@ std::pair<LicenseSource::FileIdentity, std::shared_ptr<const LicenseVerdict>> Li
 }
 
 std::shared_ptr<const LicenseVerdict> LicenseSource::current() {
-    const auto now = stat_file();
-    if (now) {
+    std::optional<std::uint64_t> generation;
+    if (watch_) {
+        generation = watch_->generation();
         std::lock_guard lock(mutex_);
-        if (identity_ && *identity_ == *now && verdict_) return verdict_;
+        if (verdict_ && followed_at_ == generation) return verdict_;
     }
-    // Changed (or first use, or stat failed): verify again without holding the
-    // lock. Two threads may both do it after one change; both reach the same
-    // verdict, and the file is small.
+    // Followed before the file is looked at, so a change made after the look
+    // moves the generation past the one this verdict is kept for.
+    const bool followed = watch_ && watch_->follow(file_, PathWatch::Scope::file);
+    std::optional<FileIdentity> now;
+    if (!followed) {
+        now = stat_file();
+        std::lock_guard lock(mutex_);
+        ++lookups_;
+        if (now && identity_ && *identity_ == *now && verdict_) return verdict_;
+    }
+    // Changed (or first use, or stat failed, or an event concerned the file,
+    // which a rewrite within one tick of the file clock can leave with the
+    // same stat): verify again without holding the lock. Two threads may both
+    // do it after one change; both reach the same verdict, and the file is
+    // small.
     auto [identity, verdict] = load();
     std::lock_guard lock(mutex_);
     ++reads_;
+    if (followed) ++lookups_;
+    followed_at_ = followed ? generation : std::nullopt;
+    // An identity from a failed stat is never cached: the next call looks again.
+    const bool known = followed || now;
     // Logged once per change, not once per call while stat keeps failing.
     const bool news = !verdict_ || verdict_->status != verdict->status || verdict_->problem != verdict->problem ||
-                      (now && identity_ != identity);
-    // An identity from a failed stat is never cached: the next call looks again.
-    identity_ = now ? std::optional(identity) : std::nullopt;
+                      (known && identity_ != identity);
+    identity_ = known ? std::optional(identity) : std::nullopt;
     if (news) {
         if (verdict->valid()) {
             std::string families;
@@ -126,6 +142,11 @@ std::shared_ptr<const LicenseVerdict> LicenseSource::current() {
 std::uint64_t LicenseSource::reads() const {
     std::lock_guard lock(mutex_);
     return reads_;
+}
+
+std::uint64_t LicenseSource::lookups() const {
+    std::lock_guard lock(mutex_);
+    return lookups_;
 }
 
 } // namespace gatehouse::license

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "license/license_verdict.hpp"
+#include "license/path_watch.hpp"
 #include "license/vendor_key.hpp"
 
 #include <sys/types.h>
@@ -14,13 +15,17 @@
 namespace gatehouse::license {
 
 // The license file, looked up anew on every request and never remembered by
-// a session. The cost of a lookup is one stat(2): the file is read and its
-// signature verified again only when what stat says changes (device, inode,
-// size, modification or status-change time), so replacing, editing, removing
-// or restoring the file takes effect on the next call. Thread-safe.
+// a session. With a PathWatch that can follow the file, a lookup costs the
+// watch's one read(2) of its queued events, and the file is read and its
+// signature verified again only after an event concerning it. Without one
+// (no watch given, or the path cannot be followed), a lookup is one stat(2),
+// and the file is read again only when what stat says changes (device,
+// inode, size, modification or status-change time). Either way replacing,
+// editing, removing or restoring the file takes effect on the next call.
+// Thread-safe.
 class LicenseSource {
 public:
-    LicenseSource(std::filesystem::path file, VendorKeys keys);
+    LicenseSource(std::filesystem::path file, VendorKeys keys, std::shared_ptr<PathWatch> watch = nullptr);
 
     // The verdict on the file as it is now. Never null, never throws.
     std::shared_ptr<const LicenseVerdict> current();
@@ -30,6 +35,9 @@ public:
     // How often the file was read and verified (tests, and the bench's proof
     // that the hot path does not re-read).
     std::uint64_t reads() const;
+    // How often a lookup went to the file system (a stat, or a read), and
+    // did not take the verdict on the watch's word (tests, and the bench).
+    std::uint64_t lookups() const;
 
     // The largest license file read; anything larger is refused unread.
     static constexpr std::size_t kMaxFileBytes = 64 * 1024;
@@ -52,10 +60,13 @@ private:
 
     const std::filesystem::path file_;
     const VendorKeys keys_;
+    const std::shared_ptr<PathWatch> watch_; // may be null
     mutable std::mutex mutex_;
-    std::optional<FileIdentity> identity_; // of the file the cached verdict was made from
+    std::optional<FileIdentity> identity_;     // of the file the cached verdict was made from
+    std::optional<std::uint64_t> followed_at_; // the watch's generation the verdict holds for, while followed
     std::shared_ptr<const LicenseVerdict> verdict_;
     std::uint64_t reads_ = 0;
+    std::uint64_t lookups_ = 0;
 };
 
 } // namespace gatehouse::license

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+namespace gatehouse::license {
+
+// Tells whether anything that decides what a path holds may have changed,
+// for the price of one non-blocking read(2) of an inotify descriptor instead
+// of a stat(2) of every path on every call.
+//
+// The kernel queues an event on the descriptor as part of the change itself,
+// so a change that is complete before generation() is called is always
+// counted by it: a caller that remembers the generation its answer was made
+// at, and makes it again when the generation moves, sees every change on its
+// next call, as a stat would. What decides a path is watched whole: each
+// directory on the way for the entry that leads on (created, removed,
+// renamed, its mode changed), the last directory for the entry itself and
+// what is written to it, and the file's own inode (for a write through
+// another hard link).
+//
+// follow() refuses — and the caller keeps its stat per call — where events
+// would not be complete: a symbolic link on the way (its target's
+// directories are not the path's), a file system that is not known to report
+// every change (NFS, SMB, FUSE and the like do not report other machines'
+// writes), no inotify at all, or the watch limit reached. Writes through a
+// shared mapping are never reported by inotify; a license file is replaced,
+// not mapped. Thread-safe.
+class PathWatch {
+public:
+    PathWatch();
+    ~PathWatch();
+    PathWatch(const PathWatch&) = delete;
+    PathWatch& operator=(const PathWatch&) = delete;
+
+    enum class Scope {
+        file,    // the entry at the path, and what is written to it
+        entries, // a directory: any entry in it, and what is written to each
+    };
+
+    // Arms the watches for `path` (again, after a change: a directory that
+    // now exists is watched too). True when every change to what the path
+    // holds is reported from now on; false when follow() cannot promise that.
+    bool follow(const std::filesystem::path& path, Scope scope);
+
+    // The number of changes reported so far, after taking every event the
+    // kernel has queued. It moves on with any event that concerns a followed
+    // path, and with any lost or removed watch.
+    std::uint64_t generation();
+
+private:
+    // What of a watched directory concerns a followed path: every entry, or
+    // the named ones.
+    struct Interest {
+        bool every_entry = false;
+        std::set<std::string, std::less<>> names;
+    };
+    bool watch(const std::filesystem::path& at, std::uint32_t mask, const std::string& name, bool every_entry);
+    bool concerns(int descriptor, const char* name, std::uint32_t mask) const;
+
+    int descriptor_ = -1;
+    std::mutex mutex_;
+    std::unordered_map<int, Interest> interests_; // by watch descriptor
+    std::uint64_t generation_ = 0;
+};
+
+} // namespace gatehouse::license
