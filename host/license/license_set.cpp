@@ -50,7 +50,12 @@ void LicenseSet::refresh_directory() {
     }
     // Followed before it is listed, so a file added after the listing moves
     // the generation past the one the listing is kept for.
-    const bool followed = watch_->follow(directory_, PathWatch::Scope::entries);
+    bool try_follow;
+    {
+        std::lock_guard lock(mutex_);
+        try_follow = !directory_unfollowable_;
+    }
+    const bool followed = try_follow && watch_->follow(directory_, PathWatch::Scope::entries);
     struct stat st {};
     std::optional<DirectoryIdentity> now;
     if (::stat(directory_.c_str(), &st) == 0)
@@ -59,6 +64,8 @@ void LicenseSet::refresh_directory() {
         now = DirectoryIdentity{};
     if (!followed) {
         std::lock_guard lock(mutex_);
+        // Asked again only once the directory's stat has changed.
+        if (try_follow) directory_unfollowable_ = true;
         if (now && directory_identity_ && *directory_identity_ == *now) return;
     }
 
@@ -79,6 +86,9 @@ void LicenseSet::refresh_directory() {
         now && (!now->present || nanoseconds(wall) - std::max(now->mtime_ns, now->ctime_ns) > kSettleNs);
 
     std::lock_guard lock(mutex_);
+    // A listing made at an older generation never replaces one made at a
+    // newer: a call that saw the newer one kept may already rely on it.
+    if (followed && listed_at_ && *listed_at_ > generation) return;
     ++listings_;
     std::vector<std::shared_ptr<LicenseSource>> next;
     for (const auto& path : names) {
@@ -104,8 +114,10 @@ void LicenseSet::refresh_directory() {
     in_directory_ = std::move(next);
     directory_identity_ = settled ? now : std::nullopt;
     // A followed directory's listing holds until an event, however recent
-    // its times: the event, not the times, tells of the next change.
-    listed_at_ = followed ? std::optional(generation) : std::nullopt;
+    // its times: the event, not the times, tells of the next change. One
+    // that could not be made (stat or listing failed) is made again.
+    listed_at_ = followed && now && problem.empty() ? std::optional(generation) : std::nullopt;
+    if (!try_follow) directory_unfollowable_ = false;
     if (!news) return;
     if (!problem.empty())
         spdlog::error("license directory {}: cannot be listed, {}", directory_.string(), problem);

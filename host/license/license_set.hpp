@@ -85,6 +85,7 @@ private:
     mutable std::mutex mutex_;
     std::optional<DirectoryIdentity> directory_identity_; // of the listing in_directory_ was made from
     std::optional<std::uint64_t> listed_at_; // the watch's generation that listing holds for, while followed
+    bool directory_unfollowable_ = false;    // follow() said no: asked again once the stat changes
     std::vector<std::shared_ptr<LicenseSource>> in_directory_;
     std::map<std::string, std::shared_ptr<LicenseSource>, std::less<>> last_cover_; // family -> its file last time
     std::uint64_t listings_ = 0;

@@ -40,19 +40,23 @@ std::optional<LicenseSource::FileIdentity> LicenseSource::stat_file() const {
 // Reads through one descriptor and takes the identity from fstat on it, so
 // the verdict always belongs to the bytes that were read, even when the file
 // is swapped between the caller's stat and this open.
-std::pair<LicenseSource::FileIdentity, std::shared_ptr<const LicenseVerdict>> LicenseSource::load() const {
+LicenseSource::Loaded LicenseSource::load() const {
     const int fd = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         const int error = errno;
         if (error == ENOENT || error == ENOTDIR)
             return {FileIdentity{}, problem(LicenseVerdict::Status::missing, "there is no license file")};
-        return {FileIdentity{true}, problem(LicenseVerdict::Status::invalid,
-                                            std::string("the file cannot be opened: ") + std::strerror(error))};
+        return {
+            FileIdentity{true},
+            problem(LicenseVerdict::Status::invalid, std::string("the file cannot be opened: ") + std::strerror(error)),
+            false};
     }
     struct stat st {};
     std::string text;
     std::string failure;
+    bool lasting = true;
     if (::fstat(fd, &st) != 0) {
+        lasting = false;
         failure = std::string("the file cannot be examined: ") + std::strerror(errno);
     } else if (!S_ISREG(st.st_mode)) {
         failure = "it is not a regular file";
@@ -67,6 +71,7 @@ std::pair<LicenseSource::FileIdentity, std::shared_ptr<const LicenseVerdict>> Li
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) {
                 failure = std::string("the file cannot be read: ") + std::strerror(errno);
+                lasting = false;
                 break;
             }
             if (n == 0) break;
@@ -81,7 +86,7 @@ std::pair<LicenseSource::FileIdentity, std::shared_ptr<const LicenseVerdict>> Li
     ::close(fd);
     const FileIdentity identity{
         true, st.st_dev, st.st_ino, st.st_size, nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
-    if (!failure.empty()) return {identity, problem(LicenseVerdict::Status::invalid, failure)};
+    if (!failure.empty()) return {identity, problem(LicenseVerdict::Status::invalid, failure), lasting};
     return {identity, std::make_shared<const LicenseVerdict>(verify_license(text, keys_))};
 }
 
@@ -94,12 +99,20 @@ std::shared_ptr<const LicenseVerdict> LicenseSource::current() {
     }
     // Followed before the file is looked at, so a change made after the look
     // moves the generation past the one this verdict is kept for.
-    const bool followed = watch_ && watch_->follow(file_, PathWatch::Scope::file);
+    bool try_follow = false;
+    if (watch_) {
+        std::lock_guard lock(mutex_);
+        try_follow = !unfollowable_;
+    }
+    const bool followed = try_follow && watch_->follow(file_, PathWatch::Scope::file);
     std::optional<FileIdentity> now;
     if (!followed) {
         now = stat_file();
         std::lock_guard lock(mutex_);
         ++lookups_;
+        // A path follow() refused is not asked again on every call (it walks
+        // every folder on the way), only once what stat says has changed.
+        if (try_follow) unfollowable_ = true;
         if (now && identity_ && *identity_ == *now && verdict_) return verdict_;
     }
     // Changed (or first use, or stat failed, or an event concerned the file,
@@ -107,11 +120,12 @@ std::shared_ptr<const LicenseVerdict> LicenseSource::current() {
     // same stat): verify again without holding the lock. Two threads may both
     // do it after one change; both reach the same verdict, and the file is
     // small.
-    auto [identity, verdict] = load();
+    auto [identity, verdict, lasting] = load();
     std::lock_guard lock(mutex_);
     ++reads_;
     if (followed) ++lookups_;
-    followed_at_ = followed ? generation : std::nullopt;
+    followed_at_ = followed && lasting ? generation : std::nullopt;
+    if (watch_ && !try_follow) unfollowable_ = false; // the stat changed: follow() may say yes now
     // An identity from a failed stat is never cached: the next call looks again.
     const bool known = followed || now;
     // Logged once per change, not once per call while stat keeps failing.

@@ -56,7 +56,14 @@ private:
     // Identity of the path now, or nullopt with errno set when stat fails for
     // another reason than absence.
     std::optional<FileIdentity> stat_file() const;
-    std::pair<FileIdentity, std::shared_ptr<const LicenseVerdict>> load() const;
+    struct Loaded {
+        FileIdentity identity;
+        std::shared_ptr<const LicenseVerdict> verdict;
+        // False for a failure that may pass by itself (no descriptor left, an
+        // I/O error): such a verdict is never kept on the watch's word.
+        bool lasting = true;
+    };
+    Loaded load() const;
 
     const std::filesystem::path file_;
     const VendorKeys keys_;
@@ -64,6 +71,7 @@ private:
     mutable std::mutex mutex_;
     std::optional<FileIdentity> identity_;     // of the file the cached verdict was made from
     std::optional<std::uint64_t> followed_at_; // the watch's generation the verdict holds for, while followed
+    bool unfollowable_ = false;                // follow() said no: tried again only once the stat changes
     std::shared_ptr<const LicenseVerdict> verdict_;
     std::uint64_t reads_ = 0;
     std::uint64_t lookups_ = 0;

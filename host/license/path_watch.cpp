@@ -4,10 +4,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
+#include <utility>
 
 namespace gatehouse::license {
 
@@ -33,7 +36,7 @@ bool reports_every_change(const std::filesystem::path& at) {
     case 0x858458F6: // ramfs
     case 0xF2F52010: // f2fs
     case 0x2FC12FC1: // zfs
-    case 0x794C7630: // overlayfs (its lower layers are images nobody writes)
+    case 0x794C7630: // overlayfs: writes through it are reported (not writes made to its layers' folders directly)
         return true;
     default: return false;
     }
@@ -41,20 +44,37 @@ bool reports_every_change(const std::filesystem::path& at) {
 
 } // namespace
 
-PathWatch::PathWatch() : descriptor_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
-    if (descriptor_ < 0)
-        spdlog::warn("license files: no inotify ({}); each call looks at the files with stat(2) instead",
+PathWatch::PathWatch() {
+    descriptor_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    mount_table_ = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    ready_ = ::epoll_create1(EPOLL_CLOEXEC);
+    epoll_event inotify{EPOLLIN, {.fd = descriptor_}};
+    // The mount table reports a change as EPOLLPRI once, to each epoll_wait
+    // that asks after it.
+    epoll_event mounts{EPOLLPRI, {.fd = mount_table_}};
+    if (descriptor_ < 0 || mount_table_ < 0 || ready_ < 0 ||
+        ::epoll_ctl(ready_, EPOLL_CTL_ADD, descriptor_, &inotify) != 0 ||
+        ::epoll_ctl(ready_, EPOLL_CTL_ADD, mount_table_, &mounts) != 0) {
+        spdlog::warn("license files: cannot watch them ({}); each call looks at the files with stat(2) instead",
                      std::strerror(errno));
+        for (int* fd : {&descriptor_, &mount_table_, &ready_})
+            if (*fd >= 0) ::close(std::exchange(*fd, -1));
+    }
 }
 
 PathWatch::~PathWatch() {
-    if (descriptor_ >= 0) ::close(descriptor_);
+    for (int fd : {descriptor_, mount_table_, ready_})
+        if (fd >= 0) ::close(fd);
 }
 
+// Runs without the lock, so a file system slow to answer statfs holds only the
+// caller that follows a path on it; an event that arrives for the new watch
+// before its interest is written down counts (concerns()).
 bool PathWatch::watch(const std::filesystem::path& at, std::uint32_t mask, const std::string& name, bool every_entry) {
     if (!reports_every_change(at)) return false;
-    const int wd = ::inotify_add_watch(descriptor_, at.c_str(), mask | IN_MASK_ADD);
+    const int wd = ::inotify_add_watch(descriptor_, at.c_str(), mask | IN_MASK_ADD | IN_DONT_FOLLOW);
     if (wd < 0) return false;
+    std::lock_guard lock(mutex_);
     auto& interest = interests_[wd];
     if (every_entry)
         interest.every_entry = true;
@@ -64,7 +84,6 @@ bool PathWatch::watch(const std::filesystem::path& at, std::uint32_t mask, const
 }
 
 bool PathWatch::follow(const std::filesystem::path& path, Scope scope) {
-    std::lock_guard lock(mutex_);
     if (descriptor_ < 0) return false;
     std::error_code error;
     const auto absolute = std::filesystem::absolute(path, error);
@@ -104,7 +123,7 @@ bool PathWatch::follow(const std::filesystem::path& path, Scope scope) {
             return !S_ISDIR(st.st_mode) || watch(next, kEntryEvents | kWriteEvents | IN_ONLYDIR, std::string(), true);
         // The inode too: a write through another hard link is not reported
         // to this path's directory.
-        return watch(next, kWriteEvents | IN_DELETE_SELF | IN_MOVE_SELF | IN_DONT_FOLLOW, std::string(), true);
+        return watch(next, kWriteEvents | IN_DELETE_SELF | IN_MOVE_SELF, std::string(), true);
     }
     return false;
 }
@@ -112,7 +131,9 @@ bool PathWatch::follow(const std::filesystem::path& path, Scope scope) {
 bool PathWatch::concerns(int descriptor, const char* name, std::uint32_t mask) const {
     if (mask & (IN_Q_OVERFLOW | IN_IGNORED)) return true;
     const auto found = interests_.find(descriptor);
-    if (found == interests_.end()) return false; // a watch followed for nothing any more
+    // A watch being armed right now (or one whose interest was lost): it may
+    // be about a followed path.
+    if (found == interests_.end()) return true;
     // Without a name the event is about the watched directory or file itself.
     if (name == nullptr || found->second.every_entry) return true;
     return found->second.names.count(std::string_view(name)) > 0;
@@ -120,16 +141,34 @@ bool PathWatch::concerns(int descriptor, const char* name, std::uint32_t mask) c
 
 std::uint64_t PathWatch::generation() {
     std::lock_guard lock(mutex_);
-    if (descriptor_ < 0) return generation_;
+    if (ready_ < 0) return generation_;
+    epoll_event ready[2];
+    int n;
+    do
+        n = ::epoll_wait(ready_, ready, 2, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        ++generation_; // cannot tell what changed: everything may have
+        return generation_;
+    }
+    for (int i = 0; i < n; ++i) {
+        if (ready[i].data.fd == mount_table_)
+            ++generation_;
+        else
+            drain_events();
+    }
+    return generation_;
+}
+
+void PathWatch::drain_events() {
     alignas(inotify_event) char buffer[4096];
     for (;;) {
         const ssize_t n = ::read(descriptor_, buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN) break;
+        if (n < 0 && errno == EAGAIN) return;
         if (n <= 0) {
-            // Cannot tell what changed: everything may have.
             ++generation_;
-            break;
+            return;
         }
         bool moved = false;
         for (const char* at = buffer; at < buffer + n;) {
@@ -140,7 +179,6 @@ std::uint64_t PathWatch::generation() {
         }
         if (moved) ++generation_;
     }
-    return generation_;
 }
 
 } // namespace gatehouse::license

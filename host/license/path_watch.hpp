@@ -10,8 +10,8 @@
 namespace gatehouse::license {
 
 // Tells whether anything that decides what a path holds may have changed,
-// for the price of one non-blocking read(2) of an inotify descriptor instead
-// of a stat(2) of every path on every call.
+// for the price of one epoll_wait(2) that does not wait (over an inotify
+// descriptor) instead of a stat(2) of every path on every call.
 //
 // The kernel queues an event on the descriptor as part of the change itself,
 // so a change that is complete before generation() is called is always
@@ -22,6 +22,11 @@ namespace gatehouse::license {
 // renamed, its mode changed), the last directory for the entry itself and
 // what is written to it, and the file's own inode (for a write through
 // another hard link).
+//
+// A mount or unmount anywhere in the host's mount namespace (a bind mount
+// over a folder on the way changes what the path leads to without any inotify
+// event) moves the generation too: the mount table is watched beside the
+// inotify descriptor, and one epoll_wait(2) with no wait asks both.
 //
 // follow() refuses — and the caller keeps its stat per call — where events
 // would not be complete: a symbolic link on the way (its target's
@@ -61,8 +66,11 @@ private:
     };
     bool watch(const std::filesystem::path& at, std::uint32_t mask, const std::string& name, bool every_entry);
     bool concerns(int descriptor, const char* name, std::uint32_t mask) const;
+    void drain_events();
 
-    int descriptor_ = -1;
+    int descriptor_ = -1;  // inotify
+    int mount_table_ = -1; // /proc/self/mountinfo
+    int ready_ = -1;       // epoll over both
     std::mutex mutex_;
     std::unordered_map<int, Interest> interests_; // by watch descriptor
     std::uint64_t generation_ = 0;

@@ -351,31 +351,40 @@ TEST_CASE("LicenseCheck under concurrent calls while the file is swapped", "[lic
     const auto expired = mint_license(s.vendor, expired_fields());
     s.install(valid);
     gate::LicenseCheck check(s.settings);
+    // Swap k (from 1) installs the expired file when k is odd. A call made
+    // entirely after swap k finished and before swap k+1 began must answer
+    // for swap k's file: no call may see a file already replaced.
+    std::atomic<int> started{0}, finished{0};
     std::atomic<bool> stop{false};
-    std::atomic<int> unexpected{0}, passes{0}, refusals{0};
+    std::atomic<int> unexpected{0}, stale{0}, decided{0};
     std::vector<std::thread> callers;
     for (int t = 0; t < 4; ++t)
         callers.emplace_back([&] {
             plugins::Tool tool = s.tool;
             const json args = json::object();
             while (!stop) {
+                const int before = finished.load();
                 auto r = check.check({tool, s.alice, args, nullptr});
-                if (!r)
-                    ++passes;
-                else if (r->code == "LICENSE_EXPIRED")
-                    ++refusals;
-                else
-                    ++unexpected; // a half-written file is never seen: the swap is a rename
+                const int after = started.load();
+                const std::string code = r ? r->code : "";
+                if (code != "" && code != "LICENSE_EXPIRED") ++unexpected; // never a half-written file
+                if (before != after) continue;                             // a swap ran during the call
+                ++decided;
+                if (code != (before % 2 ? "LICENSE_EXPIRED" : "")) ++stale;
             }
         });
-    for (int i = 0; i < 200; ++i)
-        s.install(i % 2 ? valid : expired);
-    s.install(valid);
+    for (int k = 1; k <= 200; ++k) {
+        started = k;
+        s.install(k % 2 ? expired : valid);
+        finished = k;
+        std::this_thread::yield();
+    }
     stop = true;
     for (auto& c : callers)
         c.join();
     CHECK(unexpected == 0);
-    CHECK(passes > 0);
+    CHECK(stale == 0);
+    CHECK(decided > 0);
     CHECK(s.code(check) == "");
 }
 
