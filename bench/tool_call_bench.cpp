@@ -8,6 +8,7 @@
 #include "gate/gate_pipeline.hpp"
 #include "gate/license_check.hpp"
 #include "gate/make_gate.hpp"
+#include "gate/session_check.hpp"
 #include "license/license_signer.hpp"
 #include "license/path_watch.hpp"
 #include "license/utc_timestamp.hpp"
@@ -426,6 +427,20 @@ void BM_Gate_AllChecks_Pass(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_Gate_AllChecks_Pass);
+
+// The session check alone: the record fetched from the (memory) backend,
+// compared with the text decoded last, and the decoded session shared.
+void BM_Gate_SessionCheck_Pass(benchmark::State& state) {
+    auto& g = gated_host();
+    gate::SessionCheck check(g.sessions->table());
+    for (auto _ : state) {
+        gate::GateFindings findings;
+        auto refusal = check.check({*g.tool, g.principal, g.arguments, &findings});
+        if (refusal) throw std::runtime_error("refused: " + refusal->message);
+        benchmark::DoNotOptimize(findings);
+    }
+}
+BENCHMARK(BM_Gate_SessionCheck_Pass);
 
 // The license check alone: the watch's one epoll_wait(2), a cached verdict, the
 // clock. It fails if the file was looked at again (no stat, no read).

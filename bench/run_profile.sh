@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Where a tools/call's time goes in the host, by perf sampling (cpu-clock:
+# this guest has no hardware counters), on both paths the speed benches run:
+#
+#   stdio: `stdio_load` driving `gatehouse serve` on the echo family's noop,
+#          sequentially and with 32 calls in flight (2026-07-28);
+#   HTTP:  wrk with bench/http_noop.lua at 64 connections against
+#          `gatehouse serve` on loopback (`http.threads: 2`).
+#
+# Prints, per run, the host's samples by shared object and its hottest
+# symbols (self time, call graphs folded away), so the figures can go in
+# docs/performance.md. perf.data files stay in BUILD_DIR/bench/profile/ for
+# `perf report -i ...`.
+#
+#   bench/run_profile.sh [BUILD_DIR] [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(realpath -m "${1:-build}")
+seconds=${2:-8}
+command -v perf >/dev/null || { echo "perf is missing: apt-get install linux-perf" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
+
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATEHOUSE_BUILD_BENCH=ON >&2
+fi
+cmake --build "$build" -j2 --target gatehouse echo stdio_load >&2
+
+out=$build/bench/profile
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# What one run's host spent: by object, then by symbol (self), top lines.
+summary() { # summary TITLE PERF_DATA COMM
+  local title=$1 data=$2 comm=$3
+  printf '\n### %s\n\n```\n' "$title"
+  perf report -i "$data" --comms "$comm" --no-children --sort dso --stdio --percent-limit 2 2>/dev/null |
+    grep -v '^#' | grep -v '^$' | head -12
+  echo
+  perf report -i "$data" --comms "$comm" --no-children --sort dso,symbol --stdio --percent-limit 0.8 -g none \
+    2>/dev/null | grep -v '^#' | grep -v '^$' | head -40
+  printf '```\n'
+}
+
+cat >"$work/stdio.yaml" <<YAML
+log_level: warn
+gate: false
+plugins:
+  - $build/tests/plugins/echo.so
+YAML
+for in_flight in 1 32; do
+  data=$out/stdio-$in_flight.perf.data
+  echo "profiling stdio, $in_flight in flight" >&2
+  perf record -e cpu-clock -F 4999 -g -o "$data" -- "$build/bin/stdio_load" --calls $((seconds * 12000)) \
+    --in-flight "$in_flight" --warmup 2000 --cold-runs 0 --era modern -- \
+    "$build/bin/gatehouse" serve --config "$work/stdio.yaml" >/dev/null 2>"$work/stdio-$in_flight.log"
+  summary "stdio, $in_flight in flight (\`stdio_load\`, 2026-07-28)" "$data" gatehouse
+done
+
+cat >"$work/http.yaml" <<YAML
+plugin_dir: $build/tests/plugins
+data_dir: $work/data
+log_level: warn
+gate: false
+plugins: [echo.so]
+transports: [http]
+http: {listen: "127.0.0.1:18775", max_connections: 2048, max_streams: 2048, threads: 2}
+limits: {max_in_flight: 4096, max_in_flight_per_principal: 4096, max_in_flight_per_plugin: 1024}
+YAML
+"$build/bin/gatehouse" serve --config "$work/http.yaml" 2>"$work/http.log" &
+server=$!
+for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18775/ && break; sleep 0.1; done
+url=http://127.0.0.1:18775/mcp
+wrk -t1 -c 64 -d 2s -s bench/http_noop.lua "$url" >/dev/null
+echo "profiling HTTP, 64 connections" >&2
+data=$out/http-64.perf.data
+wrk -t1 -c 64 -d "$((seconds + 2))s" -s bench/http_noop.lua "$url" >"$work/wrk.out" &
+load=$!
+sleep 1
+perf record -e cpu-clock -F 4999 -g -p "$server" -o "$data" -- sleep "$seconds" 2>/dev/null
+wait "$load"
+summary "HTTP, 64 connections (wrk, 2026-07-28, \`http.threads: 2\`)" "$data" gatehouse
