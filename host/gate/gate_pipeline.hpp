@@ -15,9 +15,10 @@ namespace gatehouse::gate {
 
 // What the checks learned on the way, for the later checks and the call:
 // the session check fills `session`, and the plugin's call context carries
-// its view of it.
+// its view of it. Shared with the session table's decoded records, never
+// changed.
 struct GateFindings {
-    std::optional<session::Session> session;
+    std::shared_ptr<const session::Session> session;
 };
 
 // What one check may look at.

@@ -11,7 +11,7 @@ std::optional<Refusal> SessionCheck::check(const GateContext& context) {
     if (handle == context.arguments.end() || !handle->is_string() || !context.findings)
         return session::not_connected_refusal();
     try {
-        auto s = table_.find(handle->get<std::string>(), context.principal.owner_key());
+        auto s = table_.find(handle->get_ref<const std::string&>(), context.principal.owner_key());
         if (!s) return session::not_connected_refusal();
         context.findings->session = std::move(s);
         return std::nullopt;

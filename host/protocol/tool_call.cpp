@@ -26,7 +26,7 @@ namespace {
 class ToolCallEnvironment final : public RequestEnvironment {
 public:
     ToolCallEnvironment(Request& request, const plugins::Tool& tool, session::SessionService* sessions,
-                        const std::optional<session::Session>* session)
+                        const session::Session* session)
         : RequestEnvironment(request, tool.family, Json()), tool_(tool),
           sessions_(sessions, request.connection->principal(), tool.family, session,
                     tool.plugin && tool.plugin->store_credentials()),
@@ -62,14 +62,14 @@ private:
             if (!request_.trace.tracestate.empty()) context["trace"]["tracestate"] = request_.trace.tracestate;
         }
         if (!task_id_.empty()) context["task"] = {{"taskId", task_id_}};
-        if (session_ && *session_) context["session"] = (*session_)->context_view();
+        if (session_) context["session"] = session_->context_view();
         if (request_.host && !request_.host->pages_origin.empty())
             context["pages_url"] = request_.host->pages_origin + "/pages/" + tool_.family;
     }
 
     const plugins::Tool& tool_;
     session::CallSessions sessions_;
-    const std::optional<session::Session>* session_;
+    const session::Session* session_; // null: the tool is not gated by a session
     bool task_start_ = false;
     std::string task_id_;
 };
@@ -229,7 +229,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
         plugins::LoadedPlugin* plugin;
         ~Leave() { plugin->leave(); }
     } leave{tool.plugin};
-    ToolCallEnvironment environment(request, tool, parts_.sessions, &findings.session);
+    ToolCallEnvironment environment(request, tool, parts_.sessions, findings.session.get());
     const std::string argument_text = arguments.dump();
     // Every round's answer (a final one, or input requests a client would
     // see) of a family allowed the store password is checked before use.
@@ -290,7 +290,7 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
             plugins::LoadedPlugin* plugin;
             ~Leave() { plugin->leave(); }
         } leave{tool.plugin};
-        ToolCallEnvironment environment(request, tool, parts_.sessions, &findings.session);
+        ToolCallEnvironment environment(request, tool, parts_.sessions, findings.session.get());
         environment.set_task(request.task_id);
         gh_call call{&environment, tool.family, {}, input_responses, state, request.host};
         gh_sink out;

@@ -33,7 +33,7 @@ template <class Service> plugins::ServiceAnswer run(SessionService* service, Ser
 } // namespace
 
 CallSessions::CallSessions(SessionService* service, const auth::Principal& principal, std::string family,
-                           const std::optional<Session>* session, bool store_credentials_allowed)
+                           const Session* session, bool store_credentials_allowed)
     : service_(service), principal_(principal), family_(std::move(family)), session_(session),
       store_credentials_allowed_(store_credentials_allowed) {}
 

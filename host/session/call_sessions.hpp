@@ -23,7 +23,7 @@ public:
     // for a gate-exempt tool). `store_credentials_allowed`: the operator's
     // grant to the family (store_credentials in its plugins entry).
     CallSessions(SessionService* service, const auth::Principal& principal, std::string family,
-                 const std::optional<Session>* session, bool store_credentials_allowed);
+                 const Session* session, bool store_credentials_allowed);
 
     plugins::ServiceAnswer describe(std::string_view handle);
     plugins::ServiceAnswer open(std::string_view topic);
@@ -40,7 +40,7 @@ public:
     bool holds_password(std::string_view text);
 
 private:
-    const Session* open_session() const { return session_ && *session_ ? &**session_ : nullptr; }
+    const Session* open_session() const { return session_; }
     // Every password the sources hold now and any handed out in this call,
     // read once per call and only for a family allowed them.
     PasswordScreen& screen();
@@ -48,7 +48,7 @@ private:
     SessionService* service_;
     const auth::Principal& principal_;
     const std::string family_;
-    const std::optional<Session>* session_;
+    const Session* session_; // the call's session, or null
     const bool store_credentials_allowed_;
     std::optional<PasswordScreen> screen_;
 };

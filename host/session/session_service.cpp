@@ -56,7 +56,7 @@ SessionService::SessionService(const config::SessionSettings& settings, std::uni
       credentials_(settings, environment_password_allowed), grants_(settings), registry_(registry) {}
 
 Session SessionService::live(const auth::Principal& principal, std::string_view handle) {
-    std::optional<Session> s;
+    std::shared_ptr<const Session> s;
     try {
         s = table_.find(handle, principal.owner_key());
     } catch (const state::BackendError& e) {

@@ -42,6 +42,13 @@ std::string topic_key(std::string_view principal, std::string_view topic) {
     return std::string(kTopicPrefix) + hex(principal) + "/" + hex(topic);
 }
 
+std::string session_key(std::string_view handle) {
+    std::string key;
+    key.reserve(kSessionPrefix.size() + handle.size());
+    key.append(kSessionPrefix).append(handle);
+    return key;
+}
+
 } // namespace
 
 SessionTable::SessionTable(std::unique_ptr<state::StateBackend> backend, std::chrono::seconds idle_expiry, Now now)
@@ -65,21 +72,21 @@ Session SessionTable::open(SessionDraft draft) {
 
     const auto index = topic_key(s.principal, s.topic);
     if (auto previous = backend_->get(index)) {
-        backend_->erase(std::string(kSessionPrefix) + *previous);
+        backend_->erase(session_key(*previous));
         std::lock_guard lock(mutex_);
         forget(*previous);
     }
-    write(s, nullptr);
+    write(std::make_shared<const Session>(s), nullptr);
     backend_->put(index, s.handle, std::chrono::milliseconds(0));
     return s;
 }
 
-std::optional<Session> SessionTable::find(std::string_view handle, std::string_view principal) {
+std::shared_ptr<const Session> SessionTable::find(std::string_view handle, std::string_view principal) {
     auto loaded = load(handle, principal);
-    if (!loaded) return std::nullopt;
-    if (const auto now = now_(); now - loaded->session.last_used_ms >= touch_interval_ms_) {
-        Session touched = loaded->session;
-        touched.last_used_ms = now;
+    if (!loaded) return nullptr;
+    if (const auto now = now_(); now - loaded->session->last_used_ms >= touch_interval_ms_) {
+        auto touched = std::make_shared<Session>(*loaded->session);
+        touched->last_used_ms = now;
         // Over the record as read only: when another call (here or on
         // another instance) changed it meanwhile, its change stands and the
         // touch waits for the next lookup.
@@ -95,55 +102,52 @@ std::optional<Session> SessionTable::update(std::string_view handle, std::string
     for (int attempt = 0; attempt < 16; ++attempt) {
         auto loaded = load(handle, principal);
         if (!loaded) return std::nullopt;
-        Session s = std::move(loaded->session);
-        change(s);
-        s.last_used_ms = now_();
-        if (write(s, &loaded->text)) return s;
+        auto s = std::make_shared<Session>(*loaded->session);
+        change(*s);
+        s->last_used_ms = now_();
+        if (write(s, &loaded->text)) return *s;
     }
     throw state::BackendError("a session record kept changing under concurrent updates");
 }
 
 std::optional<SessionTable::Loaded> SessionTable::load(std::string_view handle, std::string_view principal) {
     if (!well_formed(handle)) return std::nullopt;
-    const std::string key = std::string(kSessionPrefix) + std::string(handle);
+    const std::string key = session_key(handle);
     auto text = backend_->get(key);
     if (!text) {
         std::lock_guard lock(mutex_);
-        forget(std::string(handle));
+        forget(handle);
         return std::nullopt;
     }
     Loaded out;
-    bool known = false;
     {
         std::lock_guard lock(mutex_);
-        if (auto it = decoded_.find(std::string(handle)); it != decoded_.end() && it->second.text == *text) {
+        if (auto it = decoded_.find(handle); it != decoded_.end() && it->second.text == *text)
             out.session = it->second.session;
-            known = true;
-        }
     }
-    if (!known) {
+    if (!out.session) {
         try {
-            out.session = Session::from_json(nlohmann::json::parse(*text));
+            out.session = std::make_shared<const Session>(Session::from_json(nlohmann::json::parse(*text)));
         } catch (const std::exception& e) {
             throw state::BackendError(std::string("a session record in the state backend is damaged: ") + e.what());
         }
         std::lock_guard lock(mutex_);
         remember(*text, out.session);
     }
-    if (out.session.principal != principal) return std::nullopt;
-    if (out.session.last_used_ms + idle_ms_ <= now_()) {
+    if (out.session->principal != principal) return std::nullopt;
+    if (out.session->last_used_ms + idle_ms_ <= now_()) {
         backend_->erase(key);
         std::lock_guard lock(mutex_);
-        forget(out.session.handle);
+        forget(handle);
         return std::nullopt;
     }
     out.text = std::move(*text);
     return out;
 }
 
-bool SessionTable::write(const Session& s, const std::string* expected) {
-    auto text = s.to_json().dump();
-    const std::string key = std::string(kSessionPrefix) + s.handle;
+bool SessionTable::write(std::shared_ptr<const Session> s, const std::string* expected) {
+    auto text = s->to_json().dump();
+    const std::string key = session_key(s->handle);
     const auto ttl = std::chrono::milliseconds(idle_ms_);
     if (expected) {
         if (!backend_->replace(key, *expected, text, ttl)) return false;
@@ -151,15 +155,20 @@ bool SessionTable::write(const Session& s, const std::string* expected) {
         backend_->put(key, text, ttl);
     }
     std::lock_guard lock(mutex_);
-    remember(std::move(text), s);
+    remember(std::move(text), std::move(s));
     return true;
 }
 
-void SessionTable::remember(std::string text, const Session& s) {
+void SessionTable::remember(std::string text, std::shared_ptr<const Session> s) {
     // Bounded by a wholesale reset: live sessions are decoded again once, and
     // a flood of handles cannot grow the map.
-    if (decoded_.size() >= kMaxDecoded && !decoded_.contains(s.handle)) decoded_.clear();
-    decoded_.insert_or_assign(s.handle, Decoded{std::move(text), s});
+    if (decoded_.size() >= kMaxDecoded && !decoded_.contains(s->handle)) decoded_.clear();
+    const std::string handle = s->handle;
+    decoded_.insert_or_assign(handle, Decoded{std::move(text), std::move(s)});
+}
+
+void SessionTable::forget(std::string_view handle) {
+    if (auto it = decoded_.find(handle); it != decoded_.end()) decoded_.erase(it);
 }
 
 } // namespace gatehouse::session

@@ -47,8 +47,10 @@ public:
     // at most once per touch interval (a second, or a hundredth of the idle
     // expiry when that is shorter), so a run of gated calls does not rewrite
     // the backend on every call; a session may thus expire up to that
-    // interval early, never late.
-    std::optional<Session> find(std::string_view handle, std::string_view principal);
+    // interval early, never late. The session is shared and never changed:
+    // a record whose text is unchanged since it was last decoded costs no
+    // copy.
+    std::shared_ptr<const Session> find(std::string_view handle, std::string_view principal);
 
     // Changes the session: read, change, and write only over the record as
     // read (compare and set), so two calls of one session, on this instance
@@ -66,15 +68,15 @@ public:
 
 private:
     struct Loaded {
-        Session session;
+        std::shared_ptr<const Session> session;
         std::string text; // the record as read
     };
     std::optional<Loaded> load(std::string_view handle, std::string_view principal);
     // Writes the record; with `expected`, only over that text (false when it changed).
-    bool write(const Session& s, const std::string* expected);
+    bool write(std::shared_ptr<const Session> s, const std::string* expected);
     // Under mutex_.
-    void remember(std::string text, const Session& s);
-    void forget(const std::string& handle) { decoded_.erase(handle); }
+    void remember(std::string text, std::shared_ptr<const Session> s);
+    void forget(std::string_view handle);
 
     // A record as last read from or written to the backend, decoded. The
     // backend stays the truth (another host process may change a session):
@@ -82,7 +84,12 @@ private:
     // text differs from what was decoded last.
     struct Decoded {
         std::string text;
-        Session session;
+        std::shared_ptr<const Session> session;
+    };
+    // Looked up by the handle as the call gave it, without a copy.
+    struct HandleHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view handle) const { return std::hash<std::string_view>()(handle); }
     };
     static constexpr std::size_t kMaxDecoded = 4096;
 
@@ -91,7 +98,7 @@ private:
     std::int64_t touch_interval_ms_;
     Now now_;
     std::mutex mutex_;                                 // guards decoded_ only: no backend call is made under it
-    std::unordered_map<std::string, Decoded> decoded_; // by handle
+    std::unordered_map<std::string, Decoded, HandleHash, std::equal_to<>> decoded_; // by handle
 };
 
 } // namespace gatehouse::session

@@ -94,7 +94,7 @@ TEST_CASE("SessionCheck", "[gate]") {
 TEST_CASE("StoreBindingCheck", "[gate]") {
     Fixture f;
     GateFindings findings;
-    findings.session = f.s;
+    findings.session = std::make_shared<const session::Session>(f.s);
     json args = json::object();
     const auto file = std::filesystem::temp_directory_path() / ("gatehouse-program-" + std::to_string(::getpid()));
     config::SessionSettings settings;
@@ -128,7 +128,7 @@ TEST_CASE("StoreBindingCheck", "[gate]") {
 TEST_CASE("GrantCheck", "[gate]") {
     Fixture f;
     GateFindings findings;
-    findings.session = f.s;
+    findings.session = std::make_shared<const session::Session>(f.s);
     json args = json::object();
     gate::GrantCheck check;
     f.tool.required_scopes = {"orders.read"};
@@ -143,8 +143,8 @@ TEST_CASE("GrantCheck", "[gate]") {
 TEST_CASE("CriticalNotesCheck", "[gate]") {
     Fixture f;
     GateFindings findings;
-    findings.session = f.s;
-    findings.session->critical = {{"memory", "n1", "Close at six", false}, {"memory", "n2", "No refunds", true}};
+    f.s.critical = {{"memory", "n1", "Close at six", false}, {"memory", "n2", "No refunds", true}};
+    findings.session = std::make_shared<const session::Session>(f.s);
     json args = json::object();
     gate::CriticalNotesCheck check;
     auto r = check.check({f.tool, f.alice, args, &findings});
@@ -155,14 +155,15 @@ TEST_CASE("CriticalNotesCheck", "[gate]") {
     f.tool.reads_critical = true;
     CHECK_FALSE(check.check({f.tool, f.alice, args, &findings}));
     f.tool.reads_critical = false;
-    findings.session->critical[0].read = true;
+    f.s.critical[0].read = true;
+    findings.session = std::make_shared<const session::Session>(f.s);
     CHECK_FALSE(check.check({f.tool, f.alice, args, &findings}));
 }
 
 TEST_CASE("RulesCheck", "[gate]") {
     Fixture f;
     GateFindings findings;
-    findings.session = f.s;
+    findings.session = std::make_shared<const session::Session>(f.s);
     json args = json::object();
     gate::RulesCheck check;
     CHECK_FALSE(check.check({f.tool, f.alice, args, &findings})); // no rules, nothing to accept
@@ -175,6 +176,7 @@ TEST_CASE("RulesCheck", "[gate]") {
     CHECK(code == session::rule_code(f.s.nonce, f.tool.name));
     CHECK(code != session::rule_code(f.s.nonce, "another_tool"));
     CHECK(code != session::rule_code("another nonce", f.tool.name));
-    findings.session->accepted_rules.push_back(f.tool.name);
+    f.s.accepted_rules.push_back(f.tool.name);
+    findings.session = std::make_shared<const session::Session>(f.s);
     CHECK_FALSE(check.check({f.tool, f.alice, args, &findings}));
 }

@@ -77,6 +77,27 @@ TEMPLATE_TEST_CASE("SessionTable on both backends", "[session]", std::true_type,
         CHECK(fresh->accepted_rules.empty());
         CHECK(fresh->unread_critical() == 1);
     }
+    SECTION("an unchanged record is decoded once and shared; a change makes a new one") {
+        const auto first = table.find(s.handle, "alice");
+        const auto second = table.find(s.handle, "alice");
+        REQUIRE(first);
+        CHECK(first.get() == second.get()); // no copy per lookup
+        table.update(s.handle, "alice", [](session::Session& x) { x.accepted_rules.push_back("ruled"); });
+        const auto after = table.find(s.handle, "alice");
+        REQUIRE(after);
+        CHECK(after.get() != first.get());
+        CHECK(after->accepted("ruled"));
+        CHECK_FALSE(first->accepted("ruled")); // what an earlier call holds stays as it was
+    }
+    SECTION("a record another host process wrote is seen on the next lookup") {
+        REQUIRE(table.find(s.handle, "alice"));
+        auto record = nlohmann::json::parse(*table.backend().get("session/" + s.handle));
+        record["accepted_rules"].push_back("elsewhere");
+        table.backend().put("session/" + s.handle, record.dump(), std::chrono::seconds(60));
+        const auto found = table.find(s.handle, "alice");
+        REQUIRE(found);
+        CHECK(found->accepted("elsewhere"));
+    }
     SECTION("another topic or principal keeps its own session") {
         const auto other = table.open(draft("alice", "returns"));
         const auto bob = table.open(draft("bob", "orders"));
