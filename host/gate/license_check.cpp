@@ -46,6 +46,7 @@ std::optional<Refusal> LicenseCheck::check(const GateContext& context) {
     const std::string& family = context.tool.family;
     if (free_families_.count(family)) return std::nullopt;
     const auto answer = licenses_.find(family, clock_());
+    if (answer.outcome == Outcome::covered) return std::nullopt;
     const std::string about = "Tool '" + context.tool.name + "' belongs to the family '" + family + "', ";
     switch (answer.outcome) {
     case Outcome::covered: return std::nullopt;
@@ -82,7 +83,7 @@ nlohmann::json LicenseCheck::coverage(const std::string& family) {
     if (free_families_.count(family)) return {{"license", "free"}};
     const auto answer = licenses_.find(family, clock_());
     nlohmann::json out = {{"license", outcome_name(answer.outcome)}};
-    if (!answer.file.empty()) out["file"] = answer.file.string();
+    if (answer.source) out["file"] = answer.file().string();
     if (answer.verdict && answer.verdict->document) out["expires"] = answer.verdict->document->expires_text;
     return out;
 }

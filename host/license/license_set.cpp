@@ -42,8 +42,8 @@ LicenseSet::LicenseSet(std::vector<std::filesystem::path> files, std::filesystem
       }()),
       directory_(std::move(directory)), keys_(std::move(keys)) {}
 
-void LicenseSet::refresh_directory() {
-    const auto generation = watch_->generation();
+void LicenseSet::refresh_directory(PathWatch::Reading& reading) {
+    const auto generation = reading.generation();
     {
         std::lock_guard lock(mutex_);
         if (listed_at_ == generation) return;
@@ -128,7 +128,8 @@ void LicenseSet::refresh_directory() {
 }
 
 std::vector<std::shared_ptr<LicenseSource>> LicenseSet::sources() {
-    if (!directory_.empty()) refresh_directory();
+    PathWatch::Reading reading(*watch_);
+    if (!directory_.empty()) refresh_directory(reading);
     std::lock_guard lock(mutex_);
     auto all = listed_;
     all.insert(all.end(), in_directory_.begin(), in_directory_.end());
@@ -137,16 +138,17 @@ std::vector<std::shared_ptr<LicenseSource>> LicenseSet::sources() {
 
 LicenseSet::Answer LicenseSet::find(std::string_view family, std::chrono::system_clock::time_point now) {
     using Outcome = Answer::Outcome;
-    if (!directory_.empty()) refresh_directory();
+    PathWatch::Reading reading(*watch_);
+    if (!directory_.empty()) refresh_directory(reading);
     std::shared_ptr<LicenseSource> last;
     {
         std::lock_guard lock(mutex_);
         if (auto it = last_cover_.find(family); it != last_cover_.end()) last = it->second;
     }
     if (last) {
-        auto verdict = last->current();
+        auto verdict = last->current(&reading);
         if (verdict->valid() && verdict->document->covers(family) && !verdict->document->expired_at(now))
-            return Answer{Outcome::covered, last->file(), std::move(verdict), {}};
+            return Answer{Outcome::covered, std::move(last), std::move(verdict), {}};
     }
 
     std::vector<std::shared_ptr<LicenseSource>> all;
@@ -159,14 +161,14 @@ LicenseSet::Answer LicenseSet::find(std::string_view family, std::chrono::system
     bool any_file = false;
     std::vector<std::string> licensed;
     for (const auto& source : all) {
-        auto verdict = source->current();
+        auto verdict = source->current(&reading);
         if (verdict->status == LicenseVerdict::Status::missing) continue;
         any_file = true;
         if (!verdict->valid()) {
             // An unverified list of families still says which vendor's file
             // this was meant to be; a file without one might be anyone's.
             if (!invalid && (!verdict->document || verdict->document->covers(family)))
-                invalid = Answer{Outcome::invalid, source->file(), verdict, {}};
+                invalid = Answer{Outcome::invalid, source, verdict, {}};
             continue;
         }
         const auto& document = *verdict->document;
@@ -176,11 +178,11 @@ LicenseSet::Answer LicenseSet::find(std::string_view family, std::chrono::system
         if (!document.expired_at(now)) {
             std::lock_guard lock(mutex_);
             last_cover_.insert_or_assign(std::string(family), source);
-            return Answer{Outcome::covered, source->file(), std::move(verdict), {}};
+            return Answer{Outcome::covered, source, std::move(verdict), {}};
         }
         // The one that expired last tells the person the most recent date.
         if (!expired || expired->verdict->document->expires < document.expires)
-            expired = Answer{Outcome::expired, source->file(), verdict, {}};
+            expired = Answer{Outcome::expired, source, verdict, {}};
     }
     if (expired) return *expired;
     if (invalid) return *invalid;

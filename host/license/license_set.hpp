@@ -46,9 +46,12 @@ public:
             invalid,     // a file that may name the family is not a valid license, and no valid one names it
         };
         Outcome outcome = Outcome::missing;
-        std::filesystem::path file;                    // the file that decided (covered, expired, invalid)
+        std::shared_ptr<const LicenseSource> source;   // the file that decided (covered, expired, invalid)
         std::shared_ptr<const LicenseVerdict> verdict; // that file's
         std::vector<std::string> licensed_families;    // not_covered: what the valid licenses cover
+
+        // The deciding file's path; empty when no file decided.
+        std::filesystem::path file() const { return source ? source->file() : std::filesystem::path(); }
     };
 
     // Which license covers `family` at `now`. Precedence when none does: a
@@ -76,7 +79,7 @@ private:
         std::int64_t ctime_ns = 0;
         bool operator==(const DirectoryIdentity&) const = default;
     };
-    void refresh_directory();
+    void refresh_directory(PathWatch::Reading& reading);
 
     const std::shared_ptr<PathWatch> watch_;
     const std::vector<std::shared_ptr<LicenseSource>> listed_;

@@ -90,19 +90,21 @@ LicenseSource::Loaded LicenseSource::load() const {
     return {identity, std::make_shared<const LicenseVerdict>(verify_license(text, keys_))};
 }
 
-std::shared_ptr<const LicenseVerdict> LicenseSource::current() {
-    std::optional<std::uint64_t> generation;
-    if (watch_) {
-        generation = watch_->generation();
-        std::lock_guard lock(mutex_);
-        if (verdict_ && followed_at_ == generation) return verdict_;
-    }
-    // Followed before the file is looked at, so a change made after the look
-    // moves the generation past the one this verdict is kept for.
+std::shared_ptr<const LicenseVerdict> LicenseSource::current(PathWatch::Reading* reading) {
+    // A path the watch refused is stat'ed on every call: the watch's queue
+    // says nothing about it, and is not asked.
     bool try_follow = false;
     if (watch_) {
         std::lock_guard lock(mutex_);
         try_follow = !unfollowable_;
+    }
+    // Read before the file is looked at, so a change made after the look
+    // moves the generation past the one this verdict is kept for.
+    std::optional<std::uint64_t> generation;
+    if (try_follow) {
+        generation = reading ? reading->generation() : watch_->generation();
+        std::lock_guard lock(mutex_);
+        if (verdict_ && followed_at_ == generation) return verdict_;
     }
     const bool followed = try_follow && watch_->follow(file_, PathWatch::Scope::file);
     std::optional<FileIdentity> now;

@@ -28,7 +28,9 @@ public:
     LicenseSource(std::filesystem::path file, VendorKeys keys, std::shared_ptr<PathWatch> watch = nullptr);
 
     // The verdict on the file as it is now. Never null, never throws.
-    std::shared_ptr<const LicenseVerdict> current();
+    // `reading`, when given, is the lookup's reading of this source's watch
+    // (several files in one lookup share it).
+    std::shared_ptr<const LicenseVerdict> current(PathWatch::Reading* reading = nullptr);
 
     const std::filesystem::path& file() const { return file_; }
 

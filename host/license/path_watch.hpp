@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -56,6 +57,24 @@ public:
     // kernel has queued. It moves on with any event that concerns a followed
     // path, and with any lost or removed watch.
     std::uint64_t generation();
+
+    // One lookup's reading of the generation: taken from the watch on first
+    // need, then the same for the rest of the lookup. Every path the lookup
+    // looks at afterwards is looked at after that reading, so a change that
+    // a look misses moves the next lookup's reading; a lookup of several
+    // paths thus asks the kernel once, not once per path.
+    class Reading {
+    public:
+        explicit Reading(PathWatch& watch) : watch_(watch) {}
+        std::uint64_t generation() {
+            if (!generation_) generation_ = watch_.generation();
+            return *generation_;
+        }
+
+    private:
+        PathWatch& watch_;
+        std::optional<std::uint64_t> generation_;
+    };
 
 private:
     // What of a watched directory concerns a followed path: every entry, or
