@@ -19,8 +19,8 @@ std::string redacted_postgres_url(const std::string& url) {
 }
 
 int64_t PgResult::integer(int row, int column) const {
-    const char* value = PQgetvalue(result_.get(), row, column);
-    const int length = PQgetlength(result_.get(), row, column);
+    const char* value = libpq().getvalue(result_.get(), row, column);
+    const int length = libpq().getlength(result_.get(), row, column);
     int64_t out = 0;
     std::from_chars(value, value + length, out);
     return out;
@@ -69,16 +69,16 @@ PgConnection::PgConnection(const std::string& url) {
     // Ours first, so the URL's own connect_timeout or application_name win.
     const char* keywords[] = {"connect_timeout", "application_name", "dbname", nullptr};
     const char* values[] = {"5", "gatehouse-memory", url.c_str(), nullptr};
-    conn_ = PQconnectdbParams(keywords, values, 1);
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-        std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
-        PQfinish(conn_);
+    conn_ = libpq().connectdb_params(keywords, values, 1);
+    if (!conn_ || libpq().status(conn_) != CONNECTION_OK) {
+        std::string why = conn_ ? libpq().error_message(conn_) : "out of memory";
+        libpq().finish(conn_);
         conn_ = nullptr;
         while (!why.empty() && (why.back() == '\n' || why.back() == ' '))
             why.pop_back();
         throw NotesUnavailable("cannot connect to PostgreSQL at " + redacted_postgres_url(url) + ": " + why);
     }
-    PQsetNoticeReceiver(conn_, &PgConnection::on_notice, this);
+    libpq().set_notice_receiver(conn_, &PgConnection::on_notice, this);
     // Every acknowledged note is committed on the server's disk, whatever
     // the server's own default; no statement holds a connection forever.
     // The statements are prepared once and their best plan does not depend
@@ -89,12 +89,12 @@ PgConnection::PgConnection(const std::string& url) {
 }
 
 PgConnection::~PgConnection() {
-    PQfinish(conn_);
+    libpq().finish(conn_);
 }
 
 bool PgConnection::reusable() const {
-    return conn_ && !lost_ && PQstatus(conn_) == CONNECTION_OK && !in_transaction_ &&
-           PQtransactionStatus(conn_) == PQTRANS_IDLE;
+    return conn_ && !lost_ && libpq().status(conn_) == CONNECTION_OK && !in_transaction_ &&
+           libpq().transaction_status(conn_) == PQTRANS_IDLE;
 }
 
 // A server that shuts down or restarts tells its idle connections
@@ -102,27 +102,27 @@ bool PgConnection::reusable() const {
 // closes them; libpq hands that over as a notice. Other notices are the
 // server's chatter for a human and are dropped.
 void PgConnection::on_notice(void* self, const PGresult* notice) {
-    const char* severity = PQresultErrorField(notice, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char* severity = libpq().result_error_field(notice, PG_DIAG_SEVERITY_NONLOCALIZED);
     if (severity && (std::string_view(severity) == "FATAL" || std::string_view(severity) == "PANIC"))
         static_cast<PgConnection*>(self)->lost_ = true;
 }
 
 bool PgConnection::alive() {
-    if (!conn_ || PQconsumeInput(conn_) != 1) return false;
-    PQisBusy(conn_); // parses what was read, so a FATAL notice reaches on_notice
-    return !lost_ && PQstatus(conn_) == CONNECTION_OK;
+    if (!conn_ || libpq().consume_input(conn_) != 1) return false;
+    libpq().is_busy(conn_); // parses what was read, so a FATAL notice reaches on_notice
+    return !lost_ && libpq().status(conn_) == CONNECTION_OK;
 }
 
 void PgConnection::fail(PGresult* result, const std::string& doing) {
-    std::string why = result ? PQresultErrorMessage(result) : PQerrorMessage(conn_);
-    const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+    std::string why = result ? libpq().result_error_message(result) : libpq().error_message(conn_);
+    const char* state = result ? libpq().result_error_field(result, PG_DIAG_SQLSTATE) : nullptr;
     std::string sqlstate = state ? state : "";
-    PQclear(result);
+    libpq().clear(result);
     while (!why.empty() && (why.back() == '\n' || why.back() == ' '))
         why.pop_back();
     // Class 08 is a connection exception; 57P01..57P03 an administrator's
     // shutdown or a server that cannot take connections now.
-    if (PQstatus(conn_) != CONNECTION_OK || sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P0", 0) == 0)
+    if (libpq().status(conn_) != CONNECTION_OK || sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P0", 0) == 0)
         throw NotesUnavailable("PostgreSQL connection lost (" + doing + "): " + why);
     throw PostgresError(doing + ": " + why, sqlstate);
 }
@@ -131,24 +131,24 @@ PgResult PgConnection::run(const std::string& sql, const PgParams& params) {
     auto it = prepared_.find(sql);
     if (it == prepared_.end()) {
         const std::string name = "s" + std::to_string(prepared_.size());
-        PGresult* prepared = PQprepare(conn_, name.c_str(), sql.c_str(), static_cast<int>(params.size()), nullptr);
-        if (!prepared || PQresultStatus(prepared) != PGRES_COMMAND_OK) fail(prepared, "prepare " + sql.substr(0, 60));
-        PQclear(prepared);
+        PGresult* prepared = libpq().prepare(conn_, name.c_str(), sql.c_str(), static_cast<int>(params.size()), nullptr);
+        if (!prepared || libpq().result_status(prepared) != PGRES_COMMAND_OK) fail(prepared, "prepare " + sql.substr(0, 60));
+        libpq().clear(prepared);
         it = prepared_.emplace(sql, name).first;
     }
     const auto values = params.pointers();
     PGresult* result =
-        PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0);
-    const auto status = result ? PQresultStatus(result) : PGRES_FATAL_ERROR;
+        libpq().exec_prepared(conn_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0);
+    const auto status = result ? libpq().result_status(result) : PGRES_FATAL_ERROR;
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(result, sql.substr(0, 60));
     return PgResult(result);
 }
 
 void PgConnection::exec(const std::string& sql) {
-    PGresult* result = PQexec(conn_, sql.c_str());
-    const auto status = result ? PQresultStatus(result) : PGRES_FATAL_ERROR;
+    PGresult* result = libpq().exec(conn_, sql.c_str());
+    const auto status = result ? libpq().result_status(result) : PGRES_FATAL_ERROR;
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(result, sql.substr(0, 60));
-    PQclear(result);
+    libpq().clear(result);
 }
 
 PgTransaction::PgTransaction(PgConnection& conn) : conn_(conn) {

@@ -3,7 +3,7 @@
 // parameters, never spliced into the SQL.
 #pragma once
 
-#include <libpq-fe.h>
+#include "libpq_library.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -33,17 +33,18 @@ std::string redacted_postgres_url(const std::string& url);
 
 class PgResult {
 public:
-    explicit PgResult(PGresult* result) : result_(result, &PQclear) {}
-    int rows() const { return PQntuples(result_.get()); }
-    bool null(int row, int column) const { return PQgetisnull(result_.get(), row, column) != 0; }
+    explicit PgResult(PGresult* result) : result_(result, &release) {}
+    int rows() const { return libpq().ntuples(result_.get()); }
+    bool null(int row, int column) const { return libpq().getisnull(result_.get(), row, column) != 0; }
     std::string text(int row, int column) const {
-        return std::string(PQgetvalue(result_.get(), row, column),
-                           static_cast<std::size_t>(PQgetlength(result_.get(), row, column)));
+        return std::string(libpq().getvalue(result_.get(), row, column),
+                           static_cast<std::size_t>(libpq().getlength(result_.get(), row, column)));
     }
     int64_t integer(int row, int column) const;
-    bool boolean(int row, int column) const { return PQgetvalue(result_.get(), row, column)[0] == 't'; }
+    bool boolean(int row, int column) const { return libpq().getvalue(result_.get(), row, column)[0] == 't'; }
 
 private:
+    static void release(PGresult* result) { libpq().clear(result); }
     std::unique_ptr<PGresult, void (*)(PGresult*)> result_;
 };
 

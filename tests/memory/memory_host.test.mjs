@@ -61,6 +61,22 @@ test('the tools are listed with schemas and risk', async () => {
   fs.rmSync(home.dir, { recursive: true });
 });
 
+test('notes in SQLite never load the PostgreSQL client library', async () => {
+  // libpq and the TLS, Kerberos and LDAP libraries it needs are opened only
+  // when a backend asks for PostgreSQL: a host on SQLite starts without them.
+  const home = makeHome();
+  const host = new Gatehouse(home, 'alice');
+  const stored = await host.call('remember', { text: 'Nothing from PostgreSQL here' });
+  assert.equal(stored.isError, undefined, text(stored));
+  // The host and, with isolation: process, the family's own process.
+  const family = (pid) => [pid, ...fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).flatMap(family)];
+  const maps = family(host.child.pid).map((pid) => fs.readFileSync(`/proc/${pid}/maps`, 'utf8')).join('');
+  assert.match(maps, /memory\.so/);
+  assert.doesNotMatch(maps, /libpq\.so/);
+  await host.stop();
+  fs.rmSync(home.dir, { recursive: true });
+});
+
 test('alice and bob never see, find, count or delete each other\'s notes', async () => {
   const home = makeHome();
   const alice = new Gatehouse(home, 'alice');
