@@ -30,15 +30,24 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
-# What one run's host spent: by object, then by symbol (self), top lines.
+# Template arguments folded away and padding trimmed, so a line fits a page.
+tidy() {
+  sed -E -e 's/[[:space:]]+$//' -e 's/nlohmann::json_abi_v3_11_2::/nlohmann::/g' \
+    -e ':a' -e 's/<[^<>]*>//g' -e 'ta' -e 's/[[:space:]]+-[[:space:]]+-$//' | grep -v '^#' | grep -v '^$'
+}
+
+# What one run's host spent, as shares of the host's own samples (the load
+# generator's are left out): by object, then its hottest symbols (self time).
 summary() { # summary TITLE PERF_DATA COMM
   local title=$1 data=$2 comm=$3
   printf '\n### %s\n\n```\n' "$title"
-  perf report -i "$data" --comms "$comm" --no-children --sort dso --stdio --percent-limit 2 2>/dev/null |
-    grep -v '^#' | grep -v '^$' | head -12
-  echo
-  perf report -i "$data" --comms "$comm" --no-children --sort dso,symbol --stdio --percent-limit 0.8 -g none \
-    2>/dev/null | grep -v '^#' | grep -v '^$' | head -40
+  for sort in comm,dso comm,dso,symbol; do
+    perf report -i "$data" --no-children -g none --sort "$sort" --stdio 2>/dev/null | tidy |
+      awk -v comm="$comm" '$2 == comm { sub(/%/, "", $1); share[NR] = $1; $1 = ""; $2 = ""; line[NR] = $0; total += share[NR] }
+        END { for (i = 1; i <= NR; i++) if (i in share && share[i] / total >= 0.008)
+                printf "%6.1f%%  %s\n", 100 * share[i] / total, substr(line[i], 3) }' | head -32
+    echo
+  done
   printf '```\n'
 }
 
