@@ -22,8 +22,8 @@ public:
     // refuses). `session`: the session the gate found for this call (none
     // for a gate-exempt tool). `store_credentials_allowed`: the operator's
     // grant to the family (store_credentials in its plugins entry).
-    CallSessions(SessionService* service, const auth::Principal& principal, std::string family,
-                 const Session* session, bool store_credentials_allowed);
+    CallSessions(SessionService* service, const auth::Principal& principal, std::string family, const Session* session,
+                 bool store_credentials_allowed);
 
     plugins::ServiceAnswer describe(std::string_view handle);
     plugins::ServiceAnswer open(std::string_view topic);

@@ -97,7 +97,7 @@ private:
     std::int64_t idle_ms_;
     std::int64_t touch_interval_ms_;
     Now now_;
-    std::mutex mutex_;                                 // guards decoded_ only: no backend call is made under it
+    std::mutex mutex_; // guards decoded_ only: no backend call is made under it
     std::unordered_map<std::string, Decoded, HandleHash, std::equal_to<>> decoded_; // by handle
 };
 

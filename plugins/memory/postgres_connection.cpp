@@ -131,14 +131,16 @@ PgResult PgConnection::run(const std::string& sql, const PgParams& params) {
     auto it = prepared_.find(sql);
     if (it == prepared_.end()) {
         const std::string name = "s" + std::to_string(prepared_.size());
-        PGresult* prepared = libpq().prepare(conn_, name.c_str(), sql.c_str(), static_cast<int>(params.size()), nullptr);
-        if (!prepared || libpq().result_status(prepared) != PGRES_COMMAND_OK) fail(prepared, "prepare " + sql.substr(0, 60));
+        PGresult* prepared =
+            libpq().prepare(conn_, name.c_str(), sql.c_str(), static_cast<int>(params.size()), nullptr);
+        if (!prepared || libpq().result_status(prepared) != PGRES_COMMAND_OK)
+            fail(prepared, "prepare " + sql.substr(0, 60));
         libpq().clear(prepared);
         it = prepared_.emplace(sql, name).first;
     }
     const auto values = params.pointers();
-    PGresult* result =
-        libpq().exec_prepared(conn_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0);
+    PGresult* result = libpq().exec_prepared(conn_, it->second.c_str(), static_cast<int>(values.size()), values.data(),
+                                             nullptr, nullptr, 0);
     const auto status = result ? libpq().result_status(result) : PGRES_FATAL_ERROR;
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail(result, sql.substr(0, 60));
     return PgResult(result);
