@@ -31,22 +31,7 @@ fi
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-# gatehouse_yaml PORT PLUGIN_DIR DATA_DIR: the host's config for the comparison.
-gatehouse_yaml() {
-  cat <<YAML
-plugin_dir: $2
-data_dir: $3
-log_level: warn
-gate: false
-plugins: [echo.so]
-transports: [http]
-http: {listen: "127.0.0.1:$1", max_connections: 2048, max_streams: 2048, threads: 2}
-# Every connection's call may be inside the no-op plugin at once: the
-# per-plugin cap (a guard against a stuck family) is lifted for the
-# comparison, as the peer has none.
-limits: {max_in_flight: 4096, max_in_flight_per_principal: 4096, max_in_flight_per_plugin: 1024}
-YAML
-}
+source bench/bench_configs.sh
 
 # nginx_conf PORT DIR: nginx answering every POST /mcp with one fixed
 # tools/call result, keeping each connection as long as gatehouse does.
@@ -88,10 +73,10 @@ start() { # start NAME PORT COMMAND...
 nginx_conf 18768 "$work" >"$work/nginx.conf"
 start nginx 18768 "$nginx" -c "$work/nginx.conf" -p "$work" -e "$work/nginx-error.log"
 if [[ -n $baseline ]]; then
-  gatehouse_yaml 18767 "$baseline_build_dir/tests/plugins" "$work/baseline-data" >"$work/bench-baseline.yaml"
+  http_bench_yaml 18767 "$baseline_build_dir/tests/plugins" "$work/baseline-data" >"$work/bench-baseline.yaml"
   start "gatehouse@$baseline" 18767 "$baseline_build_dir/bin/gatehouse" serve --config "$work/bench-baseline.yaml"
 fi
-gatehouse_yaml 18765 "$PWD/$build/tests/plugins" "$work/data" >"$work/bench.yaml"
+http_bench_yaml 18765 "$PWD/$build/tests/plugins" "$work/data" >"$work/bench.yaml"
 start gatehouse 18765 "$build/bin/gatehouse" serve --config "$work/bench.yaml"
 start ts-sdk-v2 18766 "$node" bench/ts_noop_http_server.mjs 18766
 for server in "${servers[@]}"; do

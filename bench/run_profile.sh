@@ -51,12 +51,8 @@ summary() { # summary TITLE PERF_DATA COMM
   printf '```\n'
 }
 
-cat >"$work/stdio.yaml" <<YAML
-log_level: warn
-gate: false
-plugins:
-  - $build/tests/plugins/echo.so
-YAML
+source bench/bench_configs.sh
+stdio_bench_yaml "$build" >"$work/stdio.yaml"
 for in_flight in 1 32; do
   data=$out/stdio-$in_flight.perf.data
   echo "profiling stdio, $in_flight in flight" >&2
@@ -66,16 +62,7 @@ for in_flight in 1 32; do
   summary "stdio, $in_flight in flight (\`stdio_load\`, 2026-07-28)" "$data" gatehouse
 done
 
-cat >"$work/http.yaml" <<YAML
-plugin_dir: $build/tests/plugins
-data_dir: $work/data
-log_level: warn
-gate: false
-plugins: [echo.so]
-transports: [http]
-http: {listen: "127.0.0.1:18775", max_connections: 2048, max_streams: 2048, threads: 2}
-limits: {max_in_flight: 4096, max_in_flight_per_principal: 4096, max_in_flight_per_plugin: 1024}
-YAML
+http_bench_yaml 18775 "$build/tests/plugins" "$work/data" >"$work/http.yaml"
 "$build/bin/gatehouse" serve --config "$work/http.yaml" 2>"$work/http.log" &
 server=$!
 for _ in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:18775/ && break; sleep 0.1; done

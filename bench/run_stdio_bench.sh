@@ -55,17 +55,10 @@ fi
 
 out=$build/bench
 mkdir -p "$out"
-bench_yaml() { # the echo test family of the build directory $1, alone
-    cat <<YAML
-log_level: warn
-gate: false
-plugins:
-  - $1/tests/plugins/echo.so
-YAML
-}
-bench_yaml "$build" >"$out/bench.yaml"
+source "$here/bench_configs.sh"
+stdio_bench_yaml "$build" >"$out/bench.yaml"
 sed 's|^  - \(.*echo.so\)$|  - {path: \1, isolation: process}|' "$out/bench.yaml" >"$out/bench-process.yaml"
-[[ -z $baseline ]] || bench_yaml "$baseline_build_dir" >"$out/bench-baseline.yaml"
+[[ -z $baseline ]] || stdio_bench_yaml "$baseline_build_dir" >"$out/bench-baseline.yaml"
 results=$out/stdio_bench.jsonl
 : >"$results"
 
