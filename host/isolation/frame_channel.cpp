@@ -63,35 +63,47 @@ bool FrameChannel::send(const Frame& frame) {
     return true;
 }
 
-bool FrameChannel::fill(std::size_t bytes) {
-    if (in_start_ > 0 && in_start_ == in_.size()) {
-        in_.clear();
-        in_start_ = 0;
+bool FrameChannel::read_some() {
+    if (in_start_ == in_end_) {
+        in_start_ = in_end_ = 0;
+    } else if (in_end_ == in_.size()) {
+        // Full: move the unread bytes to the front, or grow for a frame
+        // larger than the buffer (its length was checked against the bound).
+        if (in_start_ > 0) {
+            std::memmove(in_.data(), in_.data() + in_start_, in_end_ - in_start_);
+            in_end_ -= in_start_;
+            in_start_ = 0;
+        } else {
+            in_.resize(in_.size() * 2);
+        }
     }
-    while (in_.size() - in_start_ < bytes) {
-        const std::size_t have = in_.size();
-        const std::size_t want = std::max<std::size_t>(64 * 1024, bytes - (have - in_start_));
-        in_.resize(have + want);
-        ssize_t n;
-        do {
-            n = ::recv(fd_, in_.data() + have, want, 0);
-        } while (n < 0 && errno == EINTR);
-        in_.resize(have + static_cast<std::size_t>(n > 0 ? n : 0));
-        if (n <= 0) return false;
-    }
+    ssize_t n;
+    do {
+        n = ::recv(fd_, in_.data() + in_end_, in_.size() - in_end_, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) return false;
+    in_end_ += static_cast<std::size_t>(n);
     return true;
 }
 
-std::optional<Frame> FrameChannel::receive() {
-    if (!fill(4)) {
-        if (in_.size() == in_start_) return std::nullopt;
-        throw BrokenChannel("the stream ended inside a frame's length");
-    }
+std::optional<Frame> FrameChannel::next_buffered() {
+    const std::size_t unread = in_end_ - in_start_;
+    if (unread < 4) return std::nullopt;
     const auto length = get<std::uint32_t>(in_.data() + in_start_);
     if (length < kHeaderBytes - 4 || length > kMaxFrameBytes)
         throw BrokenChannel("a frame of " + std::to_string(length) + " bytes is beyond the bounds (" +
                             std::to_string(kHeaderBytes - 4) + " to " + std::to_string(kMaxFrameBytes) + ")");
-    if (!fill(4 + static_cast<std::size_t>(length))) throw BrokenChannel("the stream ended inside a frame");
+    const std::size_t whole = 4 + static_cast<std::size_t>(length);
+    if (unread < whole) {
+        // Room for the whole frame, so the reads to come can complete it.
+        if (in_.size() - in_start_ < whole) {
+            std::memmove(in_.data(), in_.data() + in_start_, unread);
+            in_start_ = 0;
+            in_end_ = unread;
+            if (in_.size() < whole) in_.resize(whole);
+        }
+        return std::nullopt;
+    }
     const char* at = in_.data() + in_start_ + 4;
     const char* end = at + length;
     Frame frame;
@@ -115,8 +127,25 @@ std::optional<Frame> FrameChannel::receive() {
         at += size;
     }
     if (at != end) throw BrokenChannel("a frame has bytes after its last field");
-    in_start_ += 4 + static_cast<std::size_t>(length);
+    in_start_ += whole;
+    // A buffer grown for one large frame goes back to its usual size.
+    if (in_start_ == in_end_ && in_.size() > 64 * 1024) {
+        in_.resize(64 * 1024);
+        in_.shrink_to_fit();
+        in_start_ = in_end_ = 0;
+    }
     return frame;
+}
+
+std::optional<Frame> FrameChannel::receive() {
+    for (;;) {
+        if (auto frame = next_buffered()) return frame;
+        if (!read_some()) {
+            if (!holds_partial()) return std::nullopt;
+            throw BrokenChannel(in_end_ - in_start_ < 4 ? "the stream ended inside a frame's length"
+                                                        : "the stream ended inside a frame");
+        }
+    }
 }
 
 void FrameChannel::shut_down() {

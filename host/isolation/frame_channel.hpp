@@ -87,8 +87,8 @@ inline constexpr std::size_t kMaxFrameBytes = 64u << 20;
 inline constexpr std::size_t kMaxFrameFields = 4096;
 
 // One end of a connected stream socket, framed. send() may be called from
-// any thread (a frame is written whole under a lock); receive() from one
-// reader at a time.
+// any thread (a frame is written whole under a lock); the reading side
+// (receive, read_some, next_buffered) from one reader at a time.
 class FrameChannel {
 public:
     explicit FrameChannel(int fd) : fd_(fd) {}
@@ -101,6 +101,15 @@ public:
     // The next frame; nothing at a clean end of stream (between frames).
     // Throws BrokenChannel on a frame beyond the bounds or cut short.
     std::optional<Frame> receive();
+    // The reading in steps, for a reader that must not block past its own
+    // deadline: read_some() makes one read of what the socket holds (false
+    // at its end; it blocks only when nothing is there), next_buffered()
+    // takes a whole frame out of what was read, if one is there.
+    bool read_some();
+    std::optional<Frame> next_buffered();
+    // Bytes read that are not yet a whole frame: a stream that ends with
+    // some is cut inside a frame.
+    bool holds_partial() const { return in_end_ > in_start_; }
     // Ends both directions, so a reader blocked in receive() returns.
     void shut_down();
     int fd() const { return fd_; }
@@ -108,9 +117,11 @@ public:
 private:
     int fd_;
     std::mutex send_mutex_;
-    std::vector<char> in_;        // bytes read past the frame receive() returned
-    std::size_t in_start_ = 0;    // where the unread bytes start in in_
-    bool fill(std::size_t bytes); // until in_ holds that many unread bytes; false at end of stream
+    // What was read and not yet taken as frames: in_[in_start_, in_end_).
+    // The buffer keeps its size, so a read costs no clearing of memory.
+    std::vector<char> in_ = std::vector<char>(64 * 1024);
+    std::size_t in_start_ = 0;
+    std::size_t in_end_ = 0;
 };
 
 // An 8-byte field of a number, as progress and state_put carry them.

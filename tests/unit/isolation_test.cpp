@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -61,6 +62,67 @@ TEST_CASE("FrameChannel carries frames whole, in order, and ends cleanly between
     writer.join();
     CHECK(field_double(number_field(2.5)) == 2.5);
     CHECK(field_u64(number_field(std::uint64_t{1} << 40)) == std::uint64_t{1} << 40);
+}
+
+TEST_CASE("FrameChannel read in steps takes every whole frame, however the bytes arrive", "[isolation]") {
+    SocketPair pair;
+    FrameChannel a(pair.ends[0]), b(pair.ends[1]);
+    // Many frames in one read, then one frame larger than the buffer that
+    // arrives a byte at a time at first, then small ones again.
+    for (std::uint64_t id = 1; id <= 50; ++id)
+        REQUIRE(a.send(Frame{FrameType::result, 0, 0, id, {std::string(id, 'r')}}));
+    REQUIRE(b.read_some());
+    std::uint64_t next = 1;
+    while (next <= 50) {
+        auto frame = b.next_buffered();
+        if (!frame) {
+            REQUIRE(b.read_some());
+            continue;
+        }
+        CHECK(frame->id == next);
+        CHECK(frame->field(0) == std::string(next, 'r'));
+        ++next;
+    }
+    CHECK_FALSE(b.next_buffered());
+    CHECK_FALSE(b.holds_partial());
+
+    const std::string big(300 * 1024, 'b');
+    std::thread writer([&] {
+        // The same bytes a send() would write, the first 40 one by one.
+        SocketPair scratch;
+        std::thread encode([&] {
+            FrameChannel encoder(scratch.ends[0]); // closed when done: the end of the bytes
+            CHECK(encoder.send(Frame{FrameType::result, 3, 0, 99, {big}}));
+        });
+        std::string bytes;
+        char chunk[65536];
+        for (ssize_t n; (n = ::read(scratch.ends[1], chunk, sizeof chunk)) > 0;)
+            bytes.append(chunk, static_cast<std::size_t>(n));
+        encode.join();
+        for (std::size_t i = 0; i < 40; ++i)
+            REQUIRE(::write(pair.ends[0], bytes.data() + i, 1) == 1);
+        for (std::size_t at = 40; at < bytes.size();) {
+            const ssize_t n = ::write(pair.ends[0], bytes.data() + at, bytes.size() - at);
+            REQUIRE(n > 0);
+            at += static_cast<std::size_t>(n);
+        }
+        REQUIRE(a.send(Frame{FrameType::cancel, 0, 0, 100, {}}));
+        a.shut_down();
+        ::close(scratch.ends[1]);
+    });
+    std::optional<Frame> large;
+    while (!(large = b.next_buffered())) {
+        REQUIRE(b.read_some());
+        if (!large) CHECK(b.holds_partial());
+    }
+    CHECK(large->id == 99);
+    CHECK(large->code == 3);
+    CHECK(large->field(0) == big);
+    auto after = b.receive();
+    REQUIRE(after);
+    CHECK(after->id == 100);
+    CHECK_FALSE(b.receive());
+    writer.join();
 }
 
 TEST_CASE("FrameChannel refuses a frame beyond its bounds, cut short, or with fields that do not fit", "[isolation]") {
