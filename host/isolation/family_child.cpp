@@ -18,7 +18,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -56,56 +55,16 @@ ChildCall* child_call(gh_call* call) {
     return reinterpret_cast<ChildCall*>(call);
 }
 
-// Threads for the calls, made as they are needed and kept. A thread counts
-// as free again before its answer is sent, so the host's next call, which
-// may follow the answer at once, finds it instead of making another.
-class Workers {
-public:
-    using Job = std::function<Frame()>;
-    explicit Workers(std::function<void(Frame)> deliver) : deliver_(std::move(deliver)) {}
-
-    void submit(Job job) {
-        std::lock_guard lock(mutex_);
-        jobs_.push_back(std::move(job));
-        if (free_ > 0) {
-            --free_;
-            ready_.notify_one();
-        } else {
-            std::thread([this] { work(); }).detach();
-        }
-    }
-
-private:
-    std::function<void(Frame)> deliver_;
-    std::mutex mutex_;
-    std::condition_variable ready_;
-    std::deque<Job> jobs_;
-    unsigned free_ = 0; // threads that will take the next job without a new one being made
-    void work() {
-        std::unique_lock lock(mutex_);
-        for (;;) {
-            ready_.wait(lock, [&] { return !jobs_.empty(); });
-            auto job = std::move(jobs_.front());
-            jobs_.pop_front();
-            lock.unlock();
-            Frame answer = job();
-            lock.lock();
-            ++free_;
-            lock.unlock();
-            deliver_(std::move(answer));
-            lock.lock();
-        }
-    }
-};
-
 gh_host_api child_api();
 
 // The library, its tables and the socket to the host.
 class ServedFamily {
 public:
-    explicit ServedFamily(int fd) : channel_(fd), workers_([this](Frame answer) { channel_.send(answer); }) {}
+    explicit ServedFamily(int fd) : channel_(fd) {}
     FrameChannel& channel() { return channel_; }
-    int serve(const char* library_path);
+    // Loads the library, offers its descriptor, and serves until the host
+    // goes or asks it to stop; never returns.
+    [[noreturn]] void serve(const char* library_path);
 
     // A host function the plugin called: asked of the host, answered into out.
     int32_t ask_host(gh_call* handle, HostFunction function, std::vector<std::string> fields, gh_sink* out);
@@ -117,12 +76,26 @@ private:
     PluginTables tables_;
     void* state_ = nullptr;
     bool initialized_ = false;
-    Workers workers_;
     std::mutex calls_mutex_;
     std::unordered_map<std::uint64_t, std::shared_ptr<ChildCall>> calls_;
 
+    // The threads take turns (leader and followers): one reads the host's
+    // frames; when a call comes, it hands the reading to a waiting thread
+    // (or a new one) and runs the call itself, so a call starts on the
+    // thread that read it, with no hand-off before it runs. Threads are
+    // made as calls overlap and kept.
+    std::mutex turns_mutex_;
+    std::condition_variable reading_free_;
+    bool someone_reads_ = false;
+    unsigned waiting_to_read_ = 0;
+
+    [[noreturn]] void take_turns();
+    // Reads frames until one is a call (its frame), handling the others.
+    Frame read_until_call();
+    void hand_reading_on();
     void init(const Frame& frame);
-    void start_call(Frame frame);
+    std::shared_ptr<ChildCall> open_call(Frame& frame);
+    Frame answer(Frame frame, const std::shared_ptr<ChildCall>& call);
     int32_t run(const Frame& frame, ChildCall& call, gh_sink& out, gh_sink& err);
     std::shared_ptr<ChildCall> find(std::uint64_t id);
 };
@@ -297,7 +270,7 @@ void ServedFamily::init(const Frame& frame) {
     channel_.send(Frame{FrameType::result, status, 0, frame.id, {std::move(error.bytes)}});
 }
 
-void ServedFamily::start_call(Frame frame) {
+std::shared_ptr<ChildCall> ServedFamily::open_call(Frame& frame) {
     auto call = std::make_shared<ChildCall>();
     call->id = frame.id;
     call->family = this;
@@ -307,19 +280,19 @@ void ServedFamily::start_call(Frame frame) {
         call->input_responses = std::move(frame.fields.back());
         frame.fields.pop_back();
     }
+    std::lock_guard lock(calls_mutex_);
+    calls_.emplace(call->id, call);
+    return call;
+}
+
+Frame ServedFamily::answer(Frame frame, const std::shared_ptr<ChildCall>& call) {
+    gh_sink out, err;
+    const int32_t status = run(frame, *call, out, err);
     {
         std::lock_guard lock(calls_mutex_);
-        calls_.emplace(call->id, call);
+        calls_.erase(call->id);
     }
-    workers_.submit([this, call, frame = std::move(frame)] {
-        gh_sink out, err;
-        const int32_t status = run(frame, *call, out, err);
-        {
-            std::lock_guard lock(calls_mutex_);
-            calls_.erase(call->id);
-        }
-        return Frame{FrameType::result, status, 0, call->id, {std::move(out.bytes), std::move(err.bytes)}};
-    });
+    return Frame{FrameType::result, status, 0, call->id, {std::move(out.bytes), std::move(err.bytes)}};
 }
 
 int32_t ServedFamily::run(const Frame& frame, ChildCall& call, gh_sink& out, gh_sink& err) {
@@ -372,7 +345,7 @@ int32_t ServedFamily::run(const Frame& frame, ChildCall& call, gh_sink& out, gh_
     return GH_STATUS_INTERNAL;
 }
 
-int ServedFamily::serve(const char* library_path) {
+void ServedFamily::serve(const char* library_path) {
     std::string encoded;
     try {
         library_ = plugins::open_library(library_path, &api_);
@@ -380,14 +353,45 @@ int ServedFamily::serve(const char* library_path) {
         encoded = encode_descriptor(tables_);
     } catch (const std::exception& e) {
         channel_.send(Frame{FrameType::descriptor, 1, 0, 0, {e.what()}});
-        return 1;
+        std::fflush(nullptr);
+        std::_Exit(1);
     }
     channel_.send(Frame{FrameType::descriptor, 0, 0, 0, {std::move(encoded)}});
+    take_turns();
+}
+
+void ServedFamily::take_turns() {
+    for (;;) {
+        {
+            std::unique_lock lock(turns_mutex_);
+            ++waiting_to_read_;
+            reading_free_.wait(lock, [&] { return !someone_reads_; });
+            --waiting_to_read_;
+            someone_reads_ = true;
+        }
+        Frame frame = read_until_call();
+        // Known before the next reader starts: a cancellation it reads finds the call.
+        auto call = open_call(frame);
+        hand_reading_on();
+        channel_.send(answer(std::move(frame), call));
+    }
+}
+
+void ServedFamily::hand_reading_on() {
+    std::lock_guard lock(turns_mutex_);
+    someone_reads_ = false;
+    if (waiting_to_read_ > 0)
+        reading_free_.notify_one();
+    else
+        std::thread([this] { take_turns(); }).detach();
+}
+
+Frame ServedFamily::read_until_call() {
     try {
         while (auto frame = channel_.receive()) {
             switch (frame->type) {
+            case FrameType::call: return std::move(*frame);
             case FrameType::init: init(*frame); break;
-            case FrameType::call: start_call(std::move(*frame)); break;
             case FrameType::cancel:
                 if (auto call = find(frame->id)) call->cancelled = true;
                 break;
@@ -466,9 +470,9 @@ int serve_family(int argc, char** argv) {
 #endif
     if (cpu_seconds && !set_limit(RLIMIT_CPU, *cpu_seconds, "CPU time")) return 1;
     if (open_files && !set_limit(RLIMIT_NOFILE, *open_files, "open files")) return 1;
-    ServedFamily family(fd);
+    ServedFamily family(fd); // serve() never returns: the process ends with _Exit
     g_served_family = &family;
-    return family.serve(library);
+    family.serve(library);
 }
 
 } // namespace gatehouse::isolation

@@ -10,8 +10,10 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -52,6 +54,24 @@ struct FamilyProcess::Child {
     bool gone = false;
     std::string kill_reason; // set when the host killed it, and why
 
+    // Who reads the frames: the reader thread while no call waits, the
+    // caller of a call that waits alone (read_here), never two at once.
+    // The channel's reading side is touched by the one holding the reading.
+    enum class Reading { free, own_thread, caller };
+    std::mutex reading_mutex;
+    std::condition_variable reading_changed;
+    Reading reading = Reading::free;
+    bool yield_wanted = false; // a call waits alone: the reader thread gives the reading up
+    bool read_on = false;      // the reader thread takes the reading at once
+    bool stream_ended = false; // nothing more is read; the reader thread sees the child gone
+    std::string stream_why;    // why the reading ended it (a broken frame), if it did
+    Clock::time_point released_at{};
+    int kick_fd = -1; // wakes the reader thread's poll to give the reading up
+
+    ~Child() {
+        if (kick_fd >= 0) ::close(kick_fd);
+    }
+
     void join() {
         if (reader.joinable()) reader.join();
         if (output_reader.joinable()) output_reader.join();
@@ -65,6 +85,10 @@ constexpr auto kLongestBackoff = 30s;
 constexpr auto kLivedLongEnough = 30s; // a crash after this long starts the backoff over
 constexpr auto kPoll = 20ms;           // how often a waiting call looks at its cancellation and deadline
 constexpr auto kShutdownWait = 10s;
+// How long the reading stays with callers after the last one let it go,
+// before the reader thread takes it back: calls one after another keep it
+// without waking that thread for each.
+constexpr auto kIdleReading = 5ms;
 
 std::string describe_exit(int status) {
     if (WIFSIGNALED(status)) {
@@ -212,6 +236,7 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     }
     auto child = std::make_shared<Child>();
     child->pid = pid;
+    child->kick_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     child->label = family_ != "plugin" ? family_ : options_.library.filename().string();
     child->channel = std::make_unique<FrameChannel>(pair[0]);
     child->output_fd = output[0];
@@ -312,31 +337,135 @@ void FamilyProcess::start_reading(const std::shared_ptr<Child>& child) {
 }
 
 void FamilyProcess::read_frames(std::shared_ptr<Child> child) {
+    while (take_reading_back(*child) && read_until_wanted(*child)) {
+    }
     std::string why;
-    try {
-        while (auto frame = child->channel->receive()) {
-            if (frame->id == 0) {
-                outside_any_call(family_, *frame);
-                continue;
-            }
-            std::shared_ptr<Pending> pending;
-            {
-                std::lock_guard lock(child->mutex);
-                auto found = child->pending.find(frame->id);
-                if (found != child->pending.end()) pending = found->second;
-            }
-            if (!pending) continue; // a call that is over; its late frames mean nothing
-            {
-                std::lock_guard lock(pending->mutex);
-                pending->frames.push_back(std::move(*frame));
-            }
-            pending->arrived.notify_one();
-        }
-    } catch (const BrokenChannel& e) {
-        why = std::string("it sent a broken frame (") + e.what() + ") and was killed";
-        kill(*child, why);
+    {
+        std::lock_guard lock(child->reading_mutex);
+        child->stream_ended = true; // no caller reads from here on
+        why = child->stream_why;
+        child->reading_changed.notify_all();
     }
     child_gone(child, why);
+}
+
+bool FamilyProcess::take_reading_back(Child& child) {
+    std::unique_lock lock(child.reading_mutex);
+    for (;;) {
+        if (child.stream_ended) return false;
+        if (child.reading == Child::Reading::free &&
+            (child.read_on || Clock::now() - child.released_at >= kIdleReading))
+            break;
+        // Not woken by each release: calls one after another cost this
+        // thread a wake-up per kIdleReading only.
+        child.reading_changed.wait_for(lock, kIdleReading);
+    }
+    child.read_on = false;
+    child.reading = Child::Reading::own_thread;
+    return true;
+}
+
+bool FamilyProcess::read_until_wanted(Child& child) {
+    for (;;) {
+        pollfd fds[2] = {{child.channel->fd(), POLLIN, 0}, {child.kick_fd, POLLIN, 0}};
+        if (::poll(fds, child.kick_fd >= 0 ? 2 : 1, -1) < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        if (fds[0].revents != 0 && !read_available(child)) return false;
+        if (fds[1].revents == 0) continue;
+        std::uint64_t kicks;
+        while (::read(child.kick_fd, &kicks, sizeof kicks) > 0) {
+        }
+        std::lock_guard lock(child.reading_mutex);
+        if (!child.yield_wanted) continue; // a kick for a call that stopped waiting
+        child.yield_wanted = false;
+        child.reading = Child::Reading::free;
+        child.released_at = Clock::now();
+        child.reading_changed.notify_all();
+        return true;
+    }
+}
+
+bool FamilyProcess::read_here(Child& child, Clock::time_point until, const std::function<bool()>& enough, bool alone) {
+    {
+        std::unique_lock lock(child.reading_mutex);
+        if (child.reading == Child::Reading::own_thread && alone && !child.stream_ended && child.kick_fd >= 0) {
+            child.yield_wanted = true;
+            const std::uint64_t kick = 1;
+            (void)!::write(child.kick_fd, &kick, sizeof kick);
+            child.reading_changed.wait_until(
+                lock, until, [&] { return child.reading != Child::Reading::own_thread || child.stream_ended; });
+            child.yield_wanted = false;
+        }
+        if (child.reading != Child::Reading::free || child.stream_ended) return false;
+        child.reading = Child::Reading::caller;
+    }
+    bool more = true;
+    while (more && !enough()) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+        if (left <= 0) break;
+        pollfd ready{child.channel->fd(), POLLIN, 0};
+        const int polled = ::poll(&ready, 1, static_cast<int>(left));
+        if (polled < 0 && errno == EINTR) continue;
+        if (polled == 0) break;
+        more = polled > 0 && read_available(child);
+    }
+    std::lock_guard lock(child.reading_mutex);
+    child.reading = Child::Reading::free;
+    child.released_at = Clock::now();
+    // The end is the reader thread's to see to: it sees the child gone and
+    // answers every call in flight.
+    if (!more) {
+        child.stream_ended = true;
+        child.reading_changed.notify_all();
+    }
+    return true;
+}
+
+void FamilyProcess::read_on(Child& child) {
+    std::lock_guard lock(child.reading_mutex);
+    child.read_on = true;
+    child.reading_changed.notify_all();
+}
+
+bool FamilyProcess::read_available(Child& child) {
+    try {
+        if (!child.channel->read_some()) {
+            if (child.channel->holds_partial()) throw BrokenChannel("the stream ended inside a frame");
+            return false;
+        }
+        while (auto frame = child.channel->next_buffered())
+            deliver(child, std::move(*frame));
+        return true;
+    } catch (const BrokenChannel& e) {
+        const std::string why = std::string("it sent a broken frame (") + e.what() + ") and was killed";
+        {
+            std::lock_guard lock(child.reading_mutex);
+            child.stream_why = why;
+        }
+        kill(child, why);
+        return false;
+    }
+}
+
+void FamilyProcess::deliver(Child& child, Frame frame) {
+    if (frame.id == 0) {
+        outside_any_call(family_, frame);
+        return;
+    }
+    std::shared_ptr<Pending> pending;
+    {
+        std::lock_guard lock(child.mutex);
+        auto found = child.pending.find(frame.id);
+        if (found != child.pending.end()) pending = found->second;
+    }
+    if (!pending) return; // a call that is over; its late frames mean nothing
+    {
+        std::lock_guard lock(pending->mutex);
+        pending->frames.push_back(std::move(frame));
+    }
+    pending->arrived.notify_one();
 }
 
 void FamilyProcess::kill(Child& child, const std::string& reason) {
@@ -571,13 +700,34 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         std::lock_guard lock(child->mutex);
         child->pending.erase(id);
     };
+    const auto ready = [&] {
+        std::lock_guard lock(pending->mutex);
+        return !pending->frames.empty() || pending->gone;
+    };
     for (;;) {
         std::deque<Frame> frames;
         bool gone;
         std::string why;
+        // This thread reads its own answer when no other does, else waits
+        // for the one that reads to hand it over.
+        bool read = false;
+        if (!ready()) {
+            std::size_t waiting;
+            {
+                std::lock_guard lock(child->mutex);
+                waiting = child->pending.size();
+            }
+            read = read_here(*child, Clock::now() + kPoll, ready, waiting == 1);
+            if (read) {
+                std::lock_guard lock(child->mutex);
+                waiting = child->pending.size();
+            }
+            if (read && waiting > 1) read_on(*child);
+        }
         {
             std::unique_lock lock(pending->mutex);
-            pending->arrived.wait_for(lock, kPoll, [&] { return !pending->frames.empty() || pending->gone; });
+            if (!read)
+                pending->arrived.wait_for(lock, kPoll, [&] { return !pending->frames.empty() || pending->gone; });
             frames.swap(pending->frames);
             gone = pending->gone;
             why = pending->why;
