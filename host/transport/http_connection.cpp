@@ -370,7 +370,7 @@ void HttpConnection::parse_request() {
             if (!on_header_section()) return;
         }
         if (parser_->is_done()) {
-            timer_.cancel();
+            disarm_timer();
             if (parser_->chunked() && !discard_trailer_fields()) return;
             on_request(parser_->release());
             return;
@@ -395,7 +395,7 @@ bool HttpConnection::on_header_section() {
     if (!refusal) refusal = refuse_repeated_header(header);
     if (refusal) {
         keep_alive_ = false;
-        timer_.cancel();
+        disarm_timer();
         respond_error(refusal->status, nullptr, protocol::error_code::invalid_request, refusal->message);
         return false;
     }
@@ -439,7 +439,7 @@ bool HttpConnection::discard_trailer_fields() {
 void HttpConnection::refuse_framing(boost::beast::error_code ec) {
     // After a framing error the next request's first byte is unknown.
     keep_alive_ = false;
-    timer_.cancel();
+    disarm_timer();
     if (ec == http::error::body_limit) {
         respond_error(413, nullptr, protocol::error_code::invalid_request,
                       "The request body is larger than " + std::to_string(service_.limits.max_message_bytes) +
@@ -457,10 +457,35 @@ void HttpConnection::refuse_framing(boost::beast::error_code ec) {
     }
     respond_status(400, "Malformed HTTP request: " + ec.message());
 }
+// The connection's one deadline (idle, request, keep-alive comment, linger)
+// moves on every request; the timer behind it does not. A wait already
+// pending that ends no later than the new deadline stays, and when it ends
+// early it waits again for the rest: a steady run of requests re-arms the
+// timer about once per deadline's length, not several times per request
+// (each re-arm a cancelled handler to run, and often a timerfd_settime).
 void HttpConnection::arm_timer(std::uint64_t ms) {
-    timer_.expires_after(std::chrono::milliseconds(ms));
-    timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        if (ec || self->phase_ == Phase::closed) return;
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    if (timer_waiting_ && timer_.expiry() <= *deadline_) return;
+    wait_for_deadline();
+}
+
+void HttpConnection::disarm_timer() {
+    deadline_.reset();
+}
+
+void HttpConnection::wait_for_deadline() {
+    timer_.expires_at(*deadline_); // a pending later wait ends as superseded
+    timer_waiting_ = true;
+    const std::uint64_t wait = ++timer_wait_;
+    timer_.async_wait([self = shared_from_this(), wait](boost::system::error_code ec) {
+        if (wait != self->timer_wait_) return; // superseded by a wait for an earlier deadline
+        self->timer_waiting_ = false;
+        if (ec || self->phase_ == Phase::closed || !self->deadline_) return;
+        if (std::chrono::steady_clock::now() < *self->deadline_) {
+            self->wait_for_deadline(); // the deadline moved on since this wait began
+            return;
+        }
+        self->deadline_.reset();
         switch (self->phase_) {
         case Phase::waiting_for_request:
         case Phase::reading_request:
@@ -948,7 +973,7 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     counted_ = true;
     ++service_.exchanges;
     session_header_ = session_header.empty() ? "" : "Mcp-Session-Id: " + session_header + "\r\n";
-    timer_.cancel();
+    disarm_timer();
     mcp_connection_ = mcp;
     if (auto call = service_.server.answer(mcp_connection_, std::move(incoming), std::move(reply)))
         service_.run_call(std::move(call), socket_.get_executor());
@@ -1056,7 +1081,7 @@ void HttpConnection::release_exchange() {
 void HttpConnection::finish_exchange() {
     release_exchange();
     session_header_.clear();
-    timer_.cancel();
+    disarm_timer();
     phase_ = Phase::waiting_for_request;
     if (!keep_alive_ || drained_ || service_.draining) {
         close_gracefully();
@@ -1225,7 +1250,8 @@ void HttpConnection::close() {
     if (phase_ == Phase::closed) return;
     phase_ = Phase::closed;
     release_exchange();
-    timer_.cancel();
+    disarm_timer();
+    timer_.cancel(); // the pending wait lets the connection go now
     boost::system::error_code ignored;
     socket_.shutdown(Socket::shutdown_both, ignored);
     socket_.close(ignored);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -97,12 +98,17 @@ private:
     void write(std::string bytes);
     void do_write();
     void arm_timer(std::uint64_t ms);
+    void disarm_timer();
+    void wait_for_deadline();
     void close_gracefully();
     void close();
 
     Socket socket_;
     HttpService& service_;
     boost::asio::steady_timer timer_;
+    std::optional<std::chrono::steady_clock::time_point> deadline_; // none: no deadline runs
+    bool timer_waiting_ = false;                                    // a wait is pending on timer_
+    std::uint64_t timer_wait_ = 0;                                  // which wait is the current one
     boost::beast::flat_buffer buffer_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
     ChunkExtensionBudget chunk_budget_;

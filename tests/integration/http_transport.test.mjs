@@ -385,6 +385,39 @@ test('an idle keep-alive connection is closed after idle_timeout_ms, a stalled r
     }
   }));
 
+test('each request on a keep-alive connection starts its idle time anew; a quiet one still closes on time', () =>
+  withHttpHost({ plugins: ECHO, http: { idle_timeout_ms: 600, request_timeout_ms: 400 } }, async (host) => {
+    const { port } = new URL(host.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    let closedAt = 0;
+    socket.once('close', () => (closedAt = Date.now()));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d) => (text += d));
+    const answers = () => text.split('HTTP/1.1 200').length - 1;
+    // Five requests 350 ms apart: 1.75 s in all, well past one idle time
+    // from the first, each within one from the last.
+    for (let i = 1; i <= 5; i++) {
+      const message = modernMessage('tools/call', { name: 'echo', arguments: { text: `n${i}` } }, i);
+      socket.write(rawPost(host, message, { headers: HttpHost.modernHeaders(message) }));
+      const until = Date.now() + 5000;
+      while (answers() < i && !closedAt && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(closedAt, 0, `the connection closed before answer ${i}`);
+      assert.equal(answers(), i, text.slice(-300));
+      await new Promise((r) => setTimeout(r, 350));
+      assert.equal(closedAt, 0, `closed ${i} idle spells of 350 ms in, under the 600 ms idle time`);
+    }
+    const quietFrom = Date.now() - 350;
+    await new Promise((r, reject) => {
+      if (closedAt) return r();
+      const t = setTimeout(() => reject(new Error('not closed 5 s after its last request')), 5000);
+      socket.once('close', () => (clearTimeout(t), r()));
+    });
+    const quiet = closedAt - quietFrom;
+    assert.ok(quiet >= 550 && quiet < 3000, `closed ${quiet} ms after its last answer`);
+  }));
+
 function rawRequest(host, text) {
   const { port } = new URL(host.url);
   return new Promise((resolve, reject) => {
