@@ -9,8 +9,9 @@ namespace gatehouse::state {
 
 namespace {
 
-// One SQLite file, WAL, one connection guarded by a mutex: the values are
-// small and every statement is a single indexed row, so contention is brief.
+// One SQLite file, WAL, one connection guarded by a mutex (so SQLite's own
+// locking is left off): the values are small and every statement is a
+// single indexed row, so contention is brief.
 // synchronous=NORMAL in WAL mode loses nothing when the process dies; only a
 // power cut can drop the last commits.
 class SqliteBackend final : public StateBackend {
@@ -19,7 +20,7 @@ public:
         std::error_code ec;
         const auto parent = std::filesystem::path(path).parent_path();
         if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-        if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+        if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                             nullptr) != SQLITE_OK) {
             std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
             sqlite3_close(db_);
@@ -44,11 +45,15 @@ public:
         purge.step_done();
     }
 
-    ~SqliteBackend() override { sqlite3_close(db_); }
+    ~SqliteBackend() override {
+        for (auto* statement : cached_)
+            sqlite3_finalize(statement);
+        sqlite3_close(db_);
+    }
 
     std::optional<std::string> get(std::string_view key) override {
         std::lock_guard lock(mutex_);
-        Statement s(db_, "SELECT value FROM state WHERE key = ? AND (expires_ms = 0 OR expires_ms > ?)");
+        Statement s = cached(kGet, "SELECT value FROM state WHERE key = ? AND (expires_ms = 0 OR expires_ms > ?)");
         bind_text(s, 1, key);
         sqlite3_bind_int64(s.get(), 2, now_ms());
         const int rc = sqlite3_step(s.get());
@@ -59,7 +64,8 @@ public:
 
     void put(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) override {
         std::lock_guard lock(mutex_);
-        Statement s(db_, "INSERT INTO state(key, value, expires_ms) VALUES(?, ?, ?) "
+        Statement s =
+            cached(kPut, "INSERT INTO state(key, value, expires_ms) VALUES(?, ?, ?) "
                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms");
         bind_text(s, 1, key);
         bind_text(s, 2, value);
@@ -73,8 +79,8 @@ public:
                  std::chrono::milliseconds ttl) override {
         std::lock_guard lock(mutex_);
         const auto now = now_ms();
-        Statement s(db_, "UPDATE state SET value = ?, expires_ms = ? WHERE key = ? AND value = ? AND "
-                         "(expires_ms = 0 OR expires_ms > ?)");
+        Statement s = cached(kReplace, "UPDATE state SET value = ?, expires_ms = ? WHERE key = ? AND value = ? AND "
+                                       "(expires_ms = 0 OR expires_ms > ?)");
         bind_text(s, 1, value);
         sqlite3_bind_int64(s.get(), 2, ttl.count() > 0 ? now + ttl.count() : 0);
         bind_text(s, 3, key);
@@ -86,7 +92,7 @@ public:
 
     bool erase(std::string_view key) override {
         std::lock_guard lock(mutex_);
-        Statement s(db_, "DELETE FROM state WHERE key = ?");
+        Statement s = cached(kErase, "DELETE FROM state WHERE key = ?");
         bind_text(s, 1, key);
         s.step_done();
         return sqlite3_changes(db_) > 0;
@@ -98,7 +104,8 @@ public:
     // in another instance on the same file, finds no row to delete.
     std::optional<std::string> take(std::string_view key) override {
         std::lock_guard lock(mutex_);
-        Statement s(db_, "DELETE FROM state WHERE key = ? AND (expires_ms = 0 OR expires_ms > ?) RETURNING value");
+        Statement s =
+            cached(kTake, "DELETE FROM state WHERE key = ? AND (expires_ms = 0 OR expires_ms > ?) RETURNING value");
         bind_text(s, 1, key);
         sqlite3_bind_int64(s.get(), 2, now_ms());
         int rc = sqlite3_step(s.get());
@@ -116,8 +123,8 @@ public:
         std::lock_guard lock(mutex_);
         // Range scan on the primary key: [prefix, prefix + 0xFF) covers every
         // key that starts with prefix, with no LIKE escaping to get wrong.
-        Statement s(db_, "SELECT key, value FROM state WHERE key >= ? AND key < ? AND (expires_ms = 0 OR "
-                         "expires_ms > ?) ORDER BY key");
+        Statement s = cached(kScan, "SELECT key, value FROM state WHERE key >= ? AND key < ? AND (expires_ms = 0 OR "
+                                    "expires_ms > ?) ORDER BY key");
         std::string upper(prefix);
         upper.push_back(static_cast<char>(0xff));
         bind_text(s, 1, prefix);
@@ -134,13 +141,31 @@ public:
     const char* name() const override { return "sqlite"; }
 
 private:
+    // A statement for one use: prepared here and finalized at the end, or
+    // (Cached) taken from the backend's cache, prepared once, and reset at
+    // the end, so it never holds a read transaction open between uses (WAL:
+    // that would pin the reader to an old snapshot and stall checkpoints).
     class Statement {
     public:
         Statement(sqlite3* db, const char* sql) : db_(db) {
             if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
                 throw BackendError(std::string("state database: ") + sqlite3_errmsg(db));
         }
-        ~Statement() { sqlite3_finalize(stmt_); }
+        Statement(sqlite3* db, sqlite3_stmt*& cached, const char* sql) : db_(db), cached_(true) {
+            if (!cached && sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &cached, nullptr) != SQLITE_OK)
+                throw BackendError(std::string("state database: ") + sqlite3_errmsg(db));
+            stmt_ = cached;
+        }
+        ~Statement() {
+            if (!cached_) {
+                sqlite3_finalize(stmt_);
+                return;
+            }
+            sqlite3_reset(stmt_);
+            sqlite3_clear_bindings(stmt_);
+        }
+        Statement(const Statement&) = delete;
+        Statement& operator=(const Statement&) = delete;
         sqlite3_stmt* get() const { return stmt_; }
         void step_done() {
             if (sqlite3_step(stmt_) != SQLITE_DONE)
@@ -150,7 +175,15 @@ private:
     private:
         sqlite3* db_;
         sqlite3_stmt* stmt_ = nullptr;
+        bool cached_ = false;
     };
+
+    // The statements every call may run, each prepared on its first use
+    // (under mutex_, as every use is) and kept for the connection's life:
+    // preparing one costs more than running it.
+    enum CachedStatement { kGet, kPut, kReplace, kErase, kTake, kScan, kCachedStatements };
+    sqlite3_stmt* cached_[kCachedStatements] = {};
+    Statement cached(CachedStatement which, const char* sql) { return Statement(db_, cached_[which], sql); }
 
     static std::int64_t now_ms() {
         return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();

@@ -2,6 +2,7 @@
 #include "test_files.hpp"
 
 #include <catch2/catch.hpp>
+#include <sqlite3.h>
 
 #include <atomic>
 #include <string>
@@ -156,4 +157,37 @@ TEST_CASE("SQLite replace: two backends on one file, concurrent read-change-writ
     for (auto& t : threads)
         t.join();
     CHECK(first->get("counter") == std::optional<std::string>(std::to_string(kThreads * kIncrements)));
+}
+
+TEST_CASE("SQLite: a backend's kept statements hold no read open between calls, so each call sees the file now",
+          "[state]") {
+    test::TempDir dir;
+    const auto file = (dir.path() / "shared.sqlite3").string();
+    auto reader = state::make_sqlite_backend(file);
+    auto writer = state::make_sqlite_backend(file);
+    writer->put("session/a", "v0", 0ms);
+    writer->put("prefix/1", "p0", 0ms);
+    for (int i = 1; i <= 50; ++i) {
+        // Every kind of statement the reader keeps, run between two of the writer's changes.
+        REQUIRE(reader->get("session/a") == "v" + std::to_string(i - 1));
+        const auto listed = reader->scan("prefix/");
+        REQUIRE(listed.size() == 1);
+        REQUIRE(listed[0].second == "p" + std::to_string(i - 1));
+        REQUIRE_FALSE(reader->take("absent/" + std::to_string(i)));
+        REQUIRE_FALSE(reader->erase("absent/" + std::to_string(i)));
+        REQUIRE_FALSE(reader->replace("absent", "x", "y", 0ms));
+        writer->put("session/a", "v" + std::to_string(i), 0ms);
+        writer->put("prefix/1", "p" + std::to_string(i), 0ms);
+    }
+    // A read left open would pin the reader to an old snapshot and keep the
+    // writer from folding the WAL back into the database.
+    REQUIRE(reader->get("session/a") == "v50");
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
+    sqlite3_stmt* checkpoint = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, "PRAGMA wal_checkpoint(TRUNCATE)", -1, &checkpoint, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(checkpoint) == SQLITE_ROW);
+    CHECK(sqlite3_column_int(checkpoint, 0) == 0); // not blocked by a reader
+    sqlite3_finalize(checkpoint);
+    sqlite3_close(db);
 }
