@@ -4,12 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gatehouse::config {
@@ -224,6 +226,12 @@ struct SessionSettings {
     bool pinned() const { return !pinned_store.empty(); }
 };
 
+// http.threads when the configuration does not say: the machine's cores,
+// within [2, 16].
+inline unsigned default_http_threads() {
+    return std::clamp(std::thread::hardware_concurrency(), 2u, 16u);
+}
+
 // The Streamable HTTP transport (YAML `http:`). Loopback by default: a host
 // reachable from elsewhere is an operator's explicit choice.
 struct HttpSettings {
@@ -248,8 +256,11 @@ struct HttpSettings {
     unsigned max_legacy_sessions_per_principal = 32; // of them, one caller's
     std::uint64_t legacy_session_idle_s = 3600;
     // I/O threads, one event loop each; with 2 or more, quick tool calls run
-    // on their connection's loop (HttpService::run_call).
-    unsigned threads = 1;
+    // on their connection's loop (HttpService::run_call), at about half the
+    // CPU of a hand-off to the worker pool. Default: one per core, at least
+    // 2 (so a quick tool turned slow holds only its own loop's connections)
+    // and at most 16.
+    unsigned threads = default_http_threads();
     // Base of the links the host hands out to its pages (a confirmation
     // link) when a proxy stands in front: e.g. https://gate.example.com, no
     // trailing '/'. Empty: links name the listen address.
