@@ -5,15 +5,14 @@
 #include "plugins/abi_text.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
+#include "transport/shared_reading.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -22,6 +21,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -55,22 +55,10 @@ struct FamilyProcess::Child {
     std::string kill_reason; // set when the host killed it, and why
 
     // Who reads the frames: the reader thread while no call waits, the
-    // caller of a call that waits alone (read_here), never two at once.
-    // The channel's reading side is touched by the one holding the reading.
-    enum class Reading { free, own_thread, caller };
-    std::mutex reading_mutex;
-    std::condition_variable reading_changed;
-    Reading reading = Reading::free;
-    bool yield_wanted = false; // a call waits alone: the reader thread gives the reading up
-    bool read_on = false;      // the reader thread takes the reading at once
-    bool stream_ended = false; // nothing more is read; the reader thread sees the child gone
-    std::string stream_why;    // why the reading ended it (a broken frame), if it did
-    Clock::time_point released_at{};
-    int kick_fd = -1; // wakes the reader thread's poll to give the reading up
-
-    ~Child() {
-        if (kick_fd >= 0) ::close(kick_fd);
-    }
+    // caller of a call that waits alone (read_here), never two at once. The
+    // channel's reading side is touched by the one holding the reading.
+    std::optional<transport::SharedReading> reading;
+    std::string stream_why; // why the reading ended the child (a broken frame), if it did; under mutex
 
     void join() {
         if (reader.joinable()) reader.join();
@@ -85,10 +73,6 @@ constexpr auto kLongestBackoff = 30s;
 constexpr auto kLivedLongEnough = 30s; // a crash after this long starts the backoff over
 constexpr auto kPoll = 20ms;           // how often a waiting call looks at its cancellation and deadline
 constexpr auto kShutdownWait = 10s;
-// How long the reading stays with callers after the last one let it go,
-// before the reader thread takes it back: calls one after another keep it
-// without waking that thread for each.
-constexpr auto kIdleReading = 5ms;
 
 std::string describe_exit(int status) {
     if (WIFSIGNALED(status)) {
@@ -236,9 +220,10 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     }
     auto child = std::make_shared<Child>();
     child->pid = pid;
-    child->kick_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
     child->label = family_ != "plugin" ? family_ : options_.library.filename().string();
     child->channel = std::make_unique<FrameChannel>(pair[0]);
+    child->reading.emplace(pair[0], [this, child = child.get()] { return read_available(*child); });
     child->output_fd = output[0];
     child->output_reader = std::thread([child = child.get()] {
         std::string pending;
@@ -337,96 +322,13 @@ void FamilyProcess::start_reading(const std::shared_ptr<Child>& child) {
 }
 
 void FamilyProcess::read_frames(std::shared_ptr<Child> child) {
-    while (take_reading_back(*child) && read_until_wanted(*child)) {
-    }
+    child->reading->serve_own_thread();
     std::string why;
     {
-        std::lock_guard lock(child->reading_mutex);
-        child->stream_ended = true; // no caller reads from here on
+        std::lock_guard lock(child->mutex);
         why = child->stream_why;
-        child->reading_changed.notify_all();
     }
     child_gone(child, why);
-}
-
-bool FamilyProcess::take_reading_back(Child& child) {
-    std::unique_lock lock(child.reading_mutex);
-    for (;;) {
-        if (child.stream_ended) return false;
-        if (child.reading == Child::Reading::free &&
-            (child.read_on || Clock::now() - child.released_at >= kIdleReading))
-            break;
-        // Not woken by each release: calls one after another cost this
-        // thread a wake-up per kIdleReading only.
-        child.reading_changed.wait_for(lock, kIdleReading);
-    }
-    child.read_on = false;
-    child.reading = Child::Reading::own_thread;
-    return true;
-}
-
-bool FamilyProcess::read_until_wanted(Child& child) {
-    for (;;) {
-        pollfd fds[2] = {{child.channel->fd(), POLLIN, 0}, {child.kick_fd, POLLIN, 0}};
-        if (::poll(fds, child.kick_fd >= 0 ? 2 : 1, -1) < 0) {
-            if (errno == EINTR) continue;
-            return false;
-        }
-        if (fds[0].revents != 0 && !read_available(child)) return false;
-        if (fds[1].revents == 0) continue;
-        std::uint64_t kicks;
-        while (::read(child.kick_fd, &kicks, sizeof kicks) > 0) {
-        }
-        std::lock_guard lock(child.reading_mutex);
-        if (!child.yield_wanted) continue; // a kick for a call that stopped waiting
-        child.yield_wanted = false;
-        child.reading = Child::Reading::free;
-        child.released_at = Clock::now();
-        child.reading_changed.notify_all();
-        return true;
-    }
-}
-
-bool FamilyProcess::read_here(Child& child, Clock::time_point until, const std::function<bool()>& enough, bool alone) {
-    {
-        std::unique_lock lock(child.reading_mutex);
-        if (child.reading == Child::Reading::own_thread && alone && !child.stream_ended && child.kick_fd >= 0) {
-            child.yield_wanted = true;
-            const std::uint64_t kick = 1;
-            (void)!::write(child.kick_fd, &kick, sizeof kick);
-            child.reading_changed.wait_until(
-                lock, until, [&] { return child.reading != Child::Reading::own_thread || child.stream_ended; });
-            child.yield_wanted = false;
-        }
-        if (child.reading != Child::Reading::free || child.stream_ended) return false;
-        child.reading = Child::Reading::caller;
-    }
-    bool more = true;
-    while (more && !enough()) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
-        if (left <= 0) break;
-        pollfd ready{child.channel->fd(), POLLIN, 0};
-        const int polled = ::poll(&ready, 1, static_cast<int>(left));
-        if (polled < 0 && errno == EINTR) continue;
-        if (polled == 0) break;
-        more = polled > 0 && read_available(child);
-    }
-    std::lock_guard lock(child.reading_mutex);
-    child.reading = Child::Reading::free;
-    child.released_at = Clock::now();
-    // The end is the reader thread's to see to: it sees the child gone and
-    // answers every call in flight.
-    if (!more) {
-        child.stream_ended = true;
-        child.reading_changed.notify_all();
-    }
-    return true;
-}
-
-void FamilyProcess::read_on(Child& child) {
-    std::lock_guard lock(child.reading_mutex);
-    child.read_on = true;
-    child.reading_changed.notify_all();
 }
 
 bool FamilyProcess::read_available(Child& child) {
@@ -441,7 +343,7 @@ bool FamilyProcess::read_available(Child& child) {
     } catch (const BrokenChannel& e) {
         const std::string why = std::string("it sent a broken frame (") + e.what() + ") and was killed";
         {
-            std::lock_guard lock(child.reading_mutex);
+            std::lock_guard lock(child.mutex);
             child.stream_why = why;
         }
         kill(child, why);
@@ -717,12 +619,12 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
                 std::lock_guard lock(child->mutex);
                 waiting = child->pending.size();
             }
-            read = read_here(*child, Clock::now() + kPoll, ready, waiting == 1);
+            read = child->reading->read_here(Clock::now() + kPoll, ready, waiting == 1);
             if (read) {
                 std::lock_guard lock(child->mutex);
                 waiting = child->pending.size();
             }
-            if (read && waiting > 1) read_on(*child);
+            if (read && waiting > 1) child->reading->read_on();
         }
         {
             std::unique_lock lock(pending->mutex);

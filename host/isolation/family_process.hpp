@@ -11,7 +11,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -118,19 +117,8 @@ private:
     void start_reading(const std::shared_ptr<Child>& child);
     // The child's reader thread: it reads while no call waits, so what the
     // plugin says outside any call is heard, and gives the reading up to a
-    // call that waits alone (read_here).
+    // call that waits alone (transport::SharedReading).
     void read_frames(std::shared_ptr<Child> child);
-    bool take_reading_back(Child& child);
-    bool read_until_wanted(Child& child);
-    // Reads on the calling thread while no other does, until `enough()` or
-    // `until`: a call that reads its own answer costs no thread hand-off.
-    // False at once when another thread reads. `alone`: no other call
-    // waits, so taking the reading from the reader thread is worth waking it.
-    bool read_here(Child& child, std::chrono::steady_clock::time_point until, const std::function<bool()>& enough,
-                   bool alone);
-    // Other calls still wait after read_here's caller has its answer: the
-    // reader thread reads on at once.
-    void read_on(Child& child);
     // One read of what the child wrote, each whole frame handed to its call;
     // false at the stream's end or a broken frame (the child is killed).
     bool read_available(Child& child);

@@ -6,7 +6,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,11 +23,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto kWriteStall = 10s; // how long a server may leave its input unread while a message waits
-// How long the reading stays with no one after a caller read its answer
-// before the transport's own thread takes it back: a caller that calls again
-// within it reads its next answer itself too; what the server says unasked
-// meanwhile waits at most this long.
-constexpr auto kIdleReading = 5ms;
 
 // What a command inherits of the host's environment: enough to find and
 // run a program, nothing that could hold the host's own secrets. The rest
@@ -124,8 +118,8 @@ StdioClientTransport::StdioClientTransport(Options options) : options_(std::move
     ::fcntl(stdin_fd_, F_SETFL, ::fcntl(stdin_fd_, F_GETFL) | O_NONBLOCK);
     stdout_fd_ = out[0];
     stderr_fd_ = err[0];
-    kick_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (kick_fd_ < 0)
+    reading_.emplace(stdout_fd_, [this] { return read_once(); });
+    if (!reading_->can_kick())
         spdlog::warn("[{}] cannot make an eventfd ({}); its calls wait for its output's own reader", options_.family,
                      std::strerror(errno));
     log_reader_ = std::thread([this] { copy_log(); });
@@ -171,57 +165,12 @@ bool StdioClientTransport::send(const nlohmann::json& message) {
 }
 
 // The own thread reads while no request waits, so what the server says
-// unasked (list_changed, its log) is heard; it gives the reading up to a
-// caller that waits alone, and takes it back once no one has read for a
-// while, or at once when read_on() asks.
+// unasked (list_changed, its log) is heard (transport::SharedReading).
 void StdioClientTransport::read_messages() {
-    while (take_reading_back() && read_until_wanted()) {
-    }
-    {
-        std::lock_guard lock(reading_mutex_);
-        output_ended_ = true; // no caller reads from here on
-        reading_changed_.notify_all();
-    }
+    reading_->serve_own_thread();
     const std::string ended = end_process();
     reading_done_ = true;
     events_.closed(why_ended_.empty() ? "its output ended: " + ended : why_ended_ + ", so the host ended it");
-}
-
-bool StdioClientTransport::read_until_wanted() {
-    for (;;) {
-        pollfd fds[2] = {{stdout_fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
-        if (::poll(fds, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            return false;
-        }
-        if (fds[0].revents != 0 && !read_once()) return false;
-        if (fds[1].revents == 0) continue;
-        std::uint64_t kicks;
-        while (::read(kick_fd_, &kicks, sizeof kicks) > 0) {
-        }
-        std::lock_guard lock(reading_mutex_);
-        if (!yield_wanted_) continue; // a kick for a caller that stopped waiting
-        yield_wanted_ = false;
-        reading_ = Reading::free;
-        released_at_ = std::chrono::steady_clock::now();
-        reading_changed_.notify_all();
-        return true;
-    }
-}
-
-bool StdioClientTransport::take_reading_back() {
-    std::unique_lock lock(reading_mutex_);
-    for (;;) {
-        if (output_ended_) return false;
-        if (reading_ == Reading::free && (read_on_ || std::chrono::steady_clock::now() - released_at_ >= kIdleReading))
-            break;
-        // Not woken by each release: a caller reading its answers one call
-        // after another costs this thread a wake-up per kIdleReading only.
-        reading_changed_.wait_for(lock, kIdleReading);
-    }
-    read_on_ = false;
-    reading_ = Reading::own_thread;
-    return true;
 }
 
 bool StdioClientTransport::read_once() {
@@ -249,45 +198,11 @@ bool StdioClientTransport::read_once() {
 
 bool StdioClientTransport::read_here(std::chrono::milliseconds patience, const std::function<bool()>& enough,
                                      bool alone) {
-    const auto until = std::chrono::steady_clock::now() + patience;
-    {
-        std::unique_lock lock(reading_mutex_);
-        if (reading_ == Reading::own_thread && alone && !output_ended_ && kick_fd_ >= 0) {
-            yield_wanted_ = true;
-            const std::uint64_t kick = 1;
-            (void)!::write(kick_fd_, &kick, sizeof kick);
-            reading_changed_.wait_until(lock, until, [&] { return reading_ != Reading::own_thread || output_ended_; });
-            yield_wanted_ = false;
-        }
-        if (reading_ != Reading::free || output_ended_) return false;
-        reading_ = Reading::caller;
-    }
-    bool more = true;
-    while (more && !enough()) {
-        const auto left =
-            std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
-        if (left <= 0) break;
-        pollfd ready{stdout_fd_, POLLIN, 0};
-        const int polled = ::poll(&ready, 1, static_cast<int>(left));
-        if (polled < 0 && errno == EINTR) continue;
-        if (polled == 0) break;
-        more = polled > 0 && read_once();
-    }
-    std::lock_guard lock(reading_mutex_);
-    reading_ = Reading::free;
-    released_at_ = std::chrono::steady_clock::now();
-    // The end is the own thread's to see to: it ends the process and says why.
-    if (!more) {
-        output_ended_ = true;
-        reading_changed_.notify_all();
-    }
-    return true;
+    return reading_->read_here(std::chrono::steady_clock::now() + patience, enough, alone);
 }
 
 void StdioClientTransport::read_on() {
-    std::lock_guard lock(reading_mutex_);
-    read_on_ = true;
-    reading_changed_.notify_all();
+    reading_->read_on();
 }
 
 void StdioClientTransport::copy_log() {
@@ -376,7 +291,7 @@ void StdioClientTransport::close() {
         end_process();
     }
     if (log_reader_.joinable()) log_reader_.join();
-    for (int* fd : {&stdout_fd_, &stderr_fd_, &kick_fd_})
+    for (int* fd : {&stdout_fd_, &stderr_fd_})
         if (*fd >= 0) {
             ::close(*fd);
             *fd = -1;

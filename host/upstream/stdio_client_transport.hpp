@@ -1,16 +1,17 @@
 #pragma once
 
+#include "transport/shared_reading.hpp"
 #include "upstream/client_transport.hpp"
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,24 +57,11 @@ private:
     // request waits, the caller of a request that waits alone (read_here),
     // never two at once. What the reader holds (the line being framed, the
     // buffer) is touched by the one holding the reading only.
-    enum class Reading { free, own_thread, caller };
-    std::mutex reading_mutex_;
-    std::condition_variable reading_changed_;
-    Reading reading_ = Reading::free;
-    bool yield_wanted_ = false; // a caller waits alone: the own thread gives the reading up
-    bool read_on_ = false;      // the own thread takes the reading at once
-    bool output_ended_ = false; // nothing more is read; the own thread ends the process
-    std::chrono::steady_clock::time_point released_at_{};
-    int kick_fd_ = -1; // wakes the own thread's poll to give the reading up
+    std::optional<transport::SharedReading> reading_;
     std::string framing_, why_ended_;
     std::vector<char> buffer_ = std::vector<char>(64 * 1024);
 
     void read_messages();
-    // Waits until the own thread may read; false once the output has ended.
-    bool take_reading_back();
-    // The own thread's reading: until a caller waiting alone wants it
-    // (true), or the output's end (false).
-    bool read_until_wanted();
     // Reads what is there (the reading held) and delivers each whole line;
     // false at the output's end, or once a line outgrows the bound.
     bool read_once();
