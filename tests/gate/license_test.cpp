@@ -12,6 +12,7 @@
 #include <openssl/pem.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -377,7 +378,13 @@ TEST_CASE("LicenseCheck under concurrent calls while the file is swapped", "[lic
         started = k;
         s.install(k % 2 ? expired : valid);
         finished = k;
-        std::this_thread::yield();
+        // Room for a call to fall wholly between this swap and the next, so
+        // every run decides some (a loaded machine may not schedule one in
+        // a mere yield): until one does, or 20 ms.
+        const int seen = decided.load();
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+        while (decided.load() == seen && std::chrono::steady_clock::now() < until)
+            std::this_thread::yield();
     }
     stop = true;
     for (auto& c : callers)
