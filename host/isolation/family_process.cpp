@@ -293,10 +293,12 @@ bool FamilyProcess::run_init(Child& child, std::string& error) {
     std::string why;
     if (child.channel->send(Frame{FrameType::init, 0, 0, 0, {init_config_}}))
         if (auto frame = await_frame(child, FrameType::result, options_.init_timeout, "init did not return", why)) {
-            if (frame->code == GH_STATUS_OK) return true;
-            error = frame->field(0);
-            if (error.empty()) error = "init returned status " + std::to_string(frame->code);
-            return false;
+            if (frame->code != GH_STATUS_OK) {
+                error = frame->field(0);
+                if (error.empty()) error = "init returned status " + std::to_string(frame->code);
+                return false;
+            }
+            if (deliver_buffered(child, why)) return true;
         }
     const int status = reap(child);
     if (why.empty()) why = "its process " + describe_exit(status) + " during init";
@@ -317,6 +319,17 @@ bool FamilyProcess::init(const std::string& config_json, std::string& error) {
     return true;
 }
 
+bool FamilyProcess::deliver_buffered(Child& child, std::string& why) {
+    try {
+        while (auto frame = child.channel->next_buffered())
+            deliver(child, std::move(*frame));
+        return true;
+    } catch (const BrokenChannel& e) {
+        why = std::string("its process sent a broken frame: ") + e.what();
+        return false;
+    }
+}
+
 void FamilyProcess::start_reading(const std::shared_ptr<Child>& child) {
     child->reader = std::thread([this, child] { read_frames(child); });
 }
@@ -334,6 +347,10 @@ void FamilyProcess::read_frames(std::shared_ptr<Child> child) {
 bool FamilyProcess::read_available(Child& child) {
     try {
         if (!child.channel->read_some()) {
+            // Whole frames still held are the child's last words; only what
+            // is left after them was cut short.
+            while (auto frame = child.channel->next_buffered())
+                deliver(child, std::move(*frame));
             if (child.channel->holds_partial()) throw BrokenChannel("the stream ended inside a frame");
             return false;
         }

@@ -114,6 +114,10 @@ private:
     // Reads the child's descriptor frame; throws std::runtime_error.
     std::string read_descriptor(Child& child);
     bool run_init(Child& child, std::string& error);
+    // Delivers the whole frames already read and not yet taken: what the
+    // child wrote right behind init's result can come in the same read, and
+    // no poll reports bytes already read. False, with `why`, on a broken frame.
+    bool deliver_buffered(Child& child, std::string& why);
     void start_reading(const std::shared_ptr<Child>& child);
     // The child's reader thread: it reads while no call waits, so what the
     // plugin says outside any call is heard, and gives the reading up to a

@@ -1,13 +1,20 @@
+#include "isolation/family_process.hpp"
 #include "isolation/frame_channel.hpp"
 #include "isolation/wire_descriptor.hpp"
 #include "plugins/call_environment.hpp"
 
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -255,4 +262,112 @@ TEST_CASE("A descriptor crosses the channel whole, and its proxy forwards each c
     const gh_tool_desc* broken[] = {&first, nullptr};
     desc.tools = broken;
     CHECK_THROWS_WITH(read_plugin_tables(&desc), Catch::Contains("tool #1: null struct pointer"));
+}
+
+namespace {
+
+// The log lines the host writes while it lives (the default logger's).
+class LogLines final : public spdlog::sinks::base_sink<std::mutex> {
+public:
+    bool wait_for(const std::string& text, std::chrono::milliseconds timeout) {
+        std::unique_lock lock(lines_mutex_);
+        return seen_.wait_for(lock, timeout, [&] {
+            return std::any_of(lines_.begin(), lines_.end(),
+                               [&](const std::string& line) { return line.find(text) != std::string::npos; });
+        });
+    }
+
+protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+        {
+            std::lock_guard lock(lines_mutex_);
+            lines_.emplace_back(msg.payload.data(), msg.payload.size());
+        }
+        seen_.notify_all();
+    }
+    void flush_() override {}
+
+private:
+    std::mutex lines_mutex_;
+    std::condition_variable seen_;
+    std::vector<std::string> lines_;
+};
+
+struct CapturedLog {
+    std::shared_ptr<LogLines> lines = std::make_shared<LogLines>();
+    CapturedLog() { spdlog::default_logger()->sinks().push_back(lines); }
+    ~CapturedLog() {
+        auto& sinks = spdlog::default_logger()->sinks();
+        sinks.erase(std::remove(sinks.begin(), sinks.end(), lines), sinks.end());
+    }
+};
+
+// `frames`, as a FrameChannel writes them, in one write to `fd`: the
+// reader gets them in one read.
+void send_together(int fd, const std::vector<Frame>& frames) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) std::_Exit(3);
+    {
+        FrameChannel encoder(pair[0]);
+        for (const auto& frame : frames)
+            encoder.send(frame);
+    }
+    std::string bytes;
+    char chunk[4096];
+    for (ssize_t n; (n = ::read(pair[1], chunk, sizeof chunk)) > 0;)
+        bytes.append(chunk, static_cast<std::size_t>(n));
+    ::close(pair[1]);
+    if (::write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) std::_Exit(4);
+}
+
+} // namespace
+
+// The stand-in for `gatehouse serve-family` (tests/unit/main.cpp). It offers
+// a one-tool family, answers init, and acts out the scenario named where
+// the library's path would be:
+//   result-then-log  init's result and a log line outside any call in one
+//                    write, then silence until the host shuts it down.
+int scripted_family_child(int argc, char** argv) {
+    const std::string scenario = argv[argc - 1];
+    FrameChannel host(3);
+    gh_tool_desc tool{};
+    tool.struct_size = sizeof tool;
+    tool.name = str("scripted_tool");
+    tool.risk = GH_RISK_READ;
+    tool.input_schema = str(R"({"type":"object"})");
+    tool.call = &a_tool;
+    const gh_tool_desc* tools[] = {&tool};
+    gh_plugin_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.abi_version = GH_ABI_VERSION;
+    desc.name = str("scripted");
+    desc.version = str("1.0.0");
+    desc.family = str("scripted");
+    desc.tool_count = 1;
+    desc.tools = tools;
+    host.send(Frame{FrameType::descriptor, 0, 0, 0, {encode_descriptor(read_plugin_tables(&desc))}});
+    try {
+        const auto init = host.receive();
+        if (!init || init->type != FrameType::init) return 1;
+        if (scenario == "result-then-log")
+            send_together(host.fd(), {Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}},
+                                      Frame{FrameType::log, GH_LOG_WARNING, 0, 0, {"said right behind init"}}});
+        while (auto frame = host.receive())
+            if (frame->type == FrameType::shutdown) break;
+    } catch (const BrokenChannel&) {
+        return 2;
+    }
+    return 0;
+}
+
+TEST_CASE("A frame the child writes right behind init's result, read with it, is delivered at once", "[isolation]") {
+    CapturedLog log;
+    FamilyProcessOptions options;
+    options.library = "result-then-log";
+    FamilyProcess process(options);
+    std::string error;
+    REQUIRE(process.init("{}", error));
+    // The child says nothing after it: a frame left in the buffer would
+    // wait for a next read that never comes.
+    CHECK(log.lines->wait_for("said right behind init", std::chrono::seconds(5)));
 }

@@ -1,0 +1,15 @@
+// The unit tests' own main: FamilyProcess starts /proc/self/exe with the
+// verb serve-family, and in this binary that verb is the tests' scripted
+// stand-in for the family process (isolation_test.cpp), which can write
+// the byte sequences a real child writes only by chance.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <string_view>
+
+int scripted_family_child(int argc, char** argv);
+
+int main(int argc, char** argv) {
+    if (argc > 1 && std::string_view(argv[1]) == "serve-family") return scripted_family_child(argc, argv);
+    return Catch::Session().run(argc, argv);
+}
