@@ -522,6 +522,8 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
     for (uint32_t i = 0; i < desc->tool_count; ++i) {
         auto tool = read_tool(desc->tools[i], i, c.prefix, cfg.session.configured);
         if (!seen.insert(tool->plugin_name).second) throw Refused("tool '" + tool->plugin_name + "' is declared twice");
+        if (host_tool_name(tool->name))
+            throw Refused("tool '" + tool->name + "' takes the name of one of the host's own tools");
         tool->family = family;
         c.tools.push_back(std::move(tool));
     }
@@ -551,6 +553,11 @@ void read_upstream_offer(const upstream::UpstreamFamily& family, const config::C
             continue;
         }
         tool->name = offer->published_name(i);
+        if (host_tool_name(tool->name)) {
+            spdlog::warn("upstream '{}': tool '{}' is left out: '{}' is the name of one of the host's own tools", name,
+                         tool->plugin_name, tool->name);
+            continue;
+        }
         tool->family = name;
         publish_listing(*tool, cfg.session.configured);
         c.tools.push_back(std::move(tool));

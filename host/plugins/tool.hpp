@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gatehouse::plugins {
@@ -48,6 +49,19 @@ struct CallPace {
 private:
     std::atomic<std::uint32_t> score_{0};
 };
+
+// The names of the host's own tools: protocol::ToolDisclosure's meta tools
+// and job tools. No family's tool may be published under one: the host
+// resolves a family's tool first, so it would take the host's calls (an
+// agent's call_tool to any family, say). ToolDisclosure checks its names
+// against this list when it compiles.
+inline constexpr std::string_view kHostToolNames[] = {"list_domains", "load_domain", "describe_tool", "call_tool",
+                                                      "job_status",   "job_result",  "job_cancel"};
+constexpr bool host_tool_name(std::string_view name) {
+    for (std::string_view reserved : kHostToolNames)
+        if (name == reserved) return true;
+    return false;
+}
 
 // Whether a tool's calls may run as tasks (the Tasks extension, tasks/).
 enum class TaskSupport { none, optional, required };

@@ -36,6 +36,11 @@ public:
     static bool is_job_tool(std::string_view name) {
         return name == kJobStatus || name == kJobResult || name == kJobCancel;
     }
+    static_assert(plugins::host_tool_name(kListDomains) && plugins::host_tool_name(kLoadDomain) &&
+                      plugins::host_tool_name(kDescribeTool) && plugins::host_tool_name(kCallTool) &&
+                      plugins::host_tool_name(kJobStatus) && plugins::host_tool_name(kJobResult) &&
+                      plugins::host_tool_name(kJobCancel),
+                  "every host tool's name is reserved in plugins::kHostToolNames");
 
     explicit ToolDisclosure(const plugins::LiveRegistry& registry, bool offers_jobs = false);
     ~ToolDisclosure();

@@ -51,6 +51,13 @@ std::uint32_t risk_of(const Json& annotations) {
     return GH_RISK_WRITE;
 }
 
+// The text at `key` of a listed entry, or null: a server may list any JSON.
+const std::string* text_at(const Json& entry, const char* key) {
+    if (!entry.is_object()) return nullptr;
+    const auto it = entry.find(key);
+    return it != entry.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+}
+
 std::string text_of(const Json& tool, const char* key) {
     const auto it = tool.find(key);
     return it != tool.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -378,14 +385,23 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
     const std::set<std::string> allow(entry.allow.begin(), entry.allow.end());
     const std::set<std::string> deny(entry.deny.begin(), entry.deny.end());
     std::set<std::string> seen;
+    // A name listed twice is ambiguous: which copy would an override, or a
+    // call, reach? Every copy is left out.
+    std::set<std::string> twice;
+    for (const auto& tool : listed)
+        if (const std::string* own = text_at(tool, "name"); own && !seen.insert(*own).second) twice.insert(*own);
+    for (const auto& name : twice)
+        spdlog::warn("upstream '{}' lists tool '{}' more than once; every copy is left out", entry.name,
+                     name.substr(0, 200));
     const std::string required_scopes = Json(entry.required_scopes).dump();
     for (const auto& tool : listed) {
-        if (!tool.is_object() || !tool["name"].is_string()) {
+        const std::string* name = text_at(tool, "name");
+        if (!name) {
             spdlog::warn("upstream '{}' lists a tool with no name; left out", entry.name);
             continue;
         }
-        const std::string own = tool["name"].get<std::string>();
-        seen.insert(own);
+        const std::string& own = *name;
+        if (twice.count(own)) continue;
         if ((!allow.empty() && !allow.count(own)) || deny.count(own)) continue;
         OfferedTool offered;
         offered.own_name = own;
@@ -438,11 +454,12 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
 void UpstreamFamily::offer_resources(const Listing& listing, Offer& offer) const {
     const auto& family = options_.entry.name;
     for (const auto& r : listing.resources) {
-        if (!r.is_object() || !r["uri"].is_string()) continue;
+        const std::string* uri = text_at(r, "uri");
+        if (!uri) continue;
         auto& offered = offer.resources.emplace_back();
         gh_resource_desc& d = offered.desc;
         d.struct_size = sizeof(gh_resource_desc);
-        d.uri = offer.keep(r["uri"].get<std::string>());
+        d.uri = offer.keep(*uri);
         d.name = offer.keep(text_of(r, "name"));
         d.title = offer.keep(text_of(r, "title"));
         d.description = offer.keep(text_of(r, "description"));
@@ -463,9 +480,10 @@ void UpstreamFamily::offer_resources(const Listing& listing, Offer& offer) const
         }
     }
     for (const auto& t : listing.templates) {
-        if (!t.is_object() || !t["uriTemplate"].is_string()) continue;
+        const std::string* uri_template = text_at(t, "uriTemplate");
+        if (!uri_template) continue;
         auto& offered = offer.templates.emplace_back();
-        offered.uri_template = t["uriTemplate"].get<std::string>();
+        offered.uri_template = *uri_template;
         gh_resource_template_desc& d = offered.desc;
         d.struct_size = sizeof(gh_resource_template_desc);
         d.uri_template = offer.keep(offered.uri_template);
@@ -497,9 +515,10 @@ void UpstreamFamily::offer_prompts(const Listing& listing, Offer& offer) const {
     const std::vector<Json>& listed = listing.prompts;
     const auto& family = options_.entry.name;
     for (const auto& p : listed) {
-        if (!p.is_object() || !p["name"].is_string()) continue;
+        const std::string* name = text_at(p, "name");
+        if (!name) continue;
         auto& offered = offer.prompts.emplace_back();
-        offered.own_name = p["name"].get<std::string>();
+        offered.own_name = *name;
         offered.published = hook_.apply(offered.own_name);
         gh_prompt_desc& d = offered.desc;
         d.struct_size = sizeof(gh_prompt_desc);

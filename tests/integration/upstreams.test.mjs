@@ -294,9 +294,14 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     assert.deepEqual(first.families.find((f) => f.family === 'echo').kind, 'plugin');
     assert.match(host.stderr, /tool 'bad name!' is left out/);
     assert.match(host.stderr, /upstream 'hostile': tool 'bad_schema' is left out: /);
+    // Entries with no name, or a name that is not text, are left out, and
+    // so is every copy of a name listed twice.
+    assert.equal(host.stderr.match(/upstream 'hostile' lists a tool with no name; left out/g)?.length, 2);
+    assert.match(host.stderr, /upstream 'hostile' lists tool 'twice' more than once; every copy is left out/);
     const call = async (name, args = {}, meta) => (await host.modern('tools/call', { name, arguments: args }, meta)).result;
     const tools = names((await host.modern('tools/list')).result.tools);
     assert.ok(tools.includes('hostile_count') && !tools.some((n) => n.includes('bad name') || n.includes('bad_schema')), String(tools));
+    assert.ok(!tools.includes('hostile_twice'), String(tools));
 
     assert.deepEqual((await call('hostile_count')).structuredContent, { count: 3 });
     const broken = await call('hostile_broken_count');
@@ -355,6 +360,18 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     await host.stderrMatching(/upstream 'hostile' \(.*\) stopped serving: its output ended: it was killed by signal 9/);
     await host.stderrMatching(/upstream 'hostile' \(.*hostile_server\.mjs\) stopped serving: its output ended: it exited with status 7; connecting again in \d+ ms/);
     assert.equal(host.child.exitCode, null);
+  }));
+
+test('an upstream tool published under a host tool\'s name is left out: call_tool stays the host\'s and forwards to the family named', () =>
+  withHost({ plugins: ['echo.so'], sections: { upstreams: [hostile({ names: 'none', allow: ['count', 'call_tool'] })], domains: { echo: { exposure: 'on_demand' } } } }, async (host) => {
+    await host.stderrMatching(/upstream 'hostile': tool 'call_tool' is left out: 'call_tool' is the name of one of the host's own tools/);
+    const listed = (await host.modern('tools/list')).result.tools.filter((t) => t.name === 'call_tool');
+    assert.equal(listed.length, 1);
+    assert.doesNotMatch(listed[0].description, /The name of a host tool/);
+    // The host's call_tool reaches the server's `count`; the server's own
+    // call_tool would have answered nothing.
+    const forwarded = await host.modern('tools/call', { name: 'call_tool', arguments: { name: 'count', arguments: {} } });
+    assert.deepEqual(forwarded.result.structuredContent, { count: 3 }, JSON.stringify(forwarded));
   }));
 
 test('what an upstream asks during a call reaches the agent and goes back; what the agent cannot answer is refused; an abandoned call is ended', () =>
