@@ -64,6 +64,9 @@ struct UpstreamOAuth {
     std::string scope;     // asked for; empty: none
     std::string token_url; // empty: found from the upstream's metadata
     std::string resource;  // RFC 8707; empty: the upstream's metadata's, else its url
+    // The authorization servers (issuer URLs) discovery may send the client
+    // secret to, besides one on the upstream's own origin.
+    std::vector<std::string> authorization_servers;
     bool configured() const { return !client_id.empty(); }
     bool operator==(const UpstreamOAuth&) const = default;
 };

@@ -531,7 +531,9 @@ UpstreamOAuth read_upstream_oauth(const YamlReader& r, const YAML::Node& item, c
     const std::string where = what + ".oauth";
     UpstreamOAuth o;
     r.expect_map(node, where);
-    r.only_keys(node, {"client_id", "client_secret_file", "client_secret_env", "scope", "token_url", "resource"},
+    r.only_keys(node,
+                {"client_id", "client_secret_file", "client_secret_env", "scope", "token_url", "resource",
+                 "authorization_servers"},
                 where);
     if (!item["url"]) r.fail(node, where + " is the host's client at a url's authorization server: it needs url");
     if (item["token_file"] || item["token_env"])
@@ -553,6 +555,14 @@ UpstreamOAuth read_upstream_oauth(const YamlReader& r, const YAML::Node& item, c
             r.fail(node[key], where + "." + key +
                                   " must be an http:// or https:// URL with no user information, not '" + url + "'");
         (std::string(key) == "token_url" ? o.token_url : o.resource) = std::move(url);
+    }
+    if (node["authorization_servers"]) {
+        const std::string list = where + ".authorization_servers";
+        o.authorization_servers = string_list(r, node["authorization_servers"], list);
+        for (const auto& url : o.authorization_servers)
+            if ((url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) || has_user_information(url))
+                r.fail(node["authorization_servers"],
+                       list + " holds issuer URLs (http:// or https://, no user information), not '" + url + "'");
     }
     return o;
 }

@@ -54,6 +54,12 @@ std::string shown_text(const Json& value) {
     return text;
 }
 
+std::string without_trailing_slash(std::string url) {
+    while (!url.empty() && url.back() == '/')
+        url.pop_back();
+    return url;
+}
+
 // split(), or nothing for what is not an absolute URL.
 UrlParts split_or_empty(const std::string& url) {
     try {
@@ -185,6 +191,13 @@ auth::FetchResult ClientCredentials::post(const std::string& url, const std::str
     return answer.get();
 }
 
+bool ClientCredentials::trusted_issuer(const std::string& issuer, const std::string& upstream_origin) const {
+    if (split_or_empty(issuer).origin == upstream_origin) return true;
+    const std::string wanted = without_trailing_slash(issuer);
+    return std::any_of(options_.authorization_servers.begin(), options_.authorization_servers.end(),
+                       [&](const std::string& listed) { return without_trailing_slash(listed) == wanted; });
+}
+
 // The token endpoint as an MCP client finds it (2025-11-25 authorization):
 // the resource's metadata names its authorization server, whose metadata
 // names the endpoint.
@@ -216,11 +229,27 @@ std::string ClientCredentials::discover() {
     const auto servers = metadata.find("authorization_servers");
     if (servers == metadata.end() || !servers->is_array() || servers->empty() || !(*servers)[0].is_string())
         throw std::runtime_error("its protected resource metadata names no authorization_servers");
-    if (resource_.empty())
-        if (auto named = metadata.find("resource"); named != metadata.end() && named->is_string())
-            resource_ = named->get<std::string>();
+    // RFC 9728 §3.3: metadata for another resource is not this upstream's.
+    if (auto named = metadata.find("resource"); named != metadata.end() && named->is_string()) {
+        if (without_trailing_slash(named->get<std::string>()) != without_trailing_slash(options_.upstream_url))
+            throw std::runtime_error("its protected resource metadata is for " + shown_text(*named) + ", not for " +
+                                     options_.upstream_url);
+        if (resource_.empty()) resource_ = named->get<std::string>();
+    }
 
-    const std::string issuer = (*servers)[0].get<std::string>();
+    // The client secret goes only where the operator lets it: an
+    // authorization server on the upstream's own origin, or one listed.
+    std::string issuer;
+    for (const auto& server : *servers)
+        if (server.is_string() && trusted_issuer(server.get<std::string>(), resource.origin)) {
+            issuer = server.get<std::string>();
+            break;
+        }
+    if (issuer.empty())
+        throw std::runtime_error("its protected resource metadata names the authorization server " +
+                                 shown_text((*servers)[0]) +
+                                 ", neither on its own origin nor among oauth.authorization_servers; the host sends "
+                                 "its client secret to no other (list that server there, or set oauth.token_url)");
     const UrlParts as = split(issuer);
     std::vector<std::string> candidates;
     if (as.path.empty()) {
@@ -236,6 +265,12 @@ std::string ClientCredentials::discover() {
         if (!r.ok()) continue;
         const Json server = Json::parse(r.body, nullptr, false);
         if (!server.is_object()) continue;
+        // RFC 8414 §3.3: the metadata is the issuer's only if it says so.
+        if (auto named = server.find("issuer");
+            named != server.end() && (!named->is_string() || without_trailing_slash(named->get<std::string>()) !=
+                                                                 without_trailing_slash(issuer)))
+            throw std::runtime_error("the metadata at " + url + " is for the issuer " + shown_text(*named) +
+                                     ", not for " + shown_text(issuer));
         const auto endpoint = server.find("token_endpoint");
         if (endpoint == server.end() || !endpoint->is_string() || endpoint->get_ref<const std::string&>().empty())
             throw std::runtime_error("its authorization server " + shown_text(issuer) + " names no token_endpoint at " +

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gatehouse::upstream {
 
@@ -36,6 +37,11 @@ public:
         std::string client_id, client_secret;
         std::string scope;    // empty: none asked for
         std::string resource; // empty: the upstream's metadata's, else upstream_url
+        // Where discovery may send the client secret: an authorization
+        // server on the upstream's own origin, or one of these issuers. An
+        // upstream names its authorization server itself, and a hostile one
+        // would name its own to be sent the secret.
+        std::vector<std::string> authorization_servers;
         std::chrono::milliseconds timeout{10000};
         // How the authorization server's certificate is checked (its host
         // name always): the upstream's CA file and the system's trust store.
@@ -59,7 +65,9 @@ private:
     auth::FetchResult get(const std::string& url);
     auth::FetchResult post(const std::string& url, const std::string& body);
     std::string discover(); // the token endpoint; sets resource_ when the metadata names one
-    void fetch();           // a new token_, under mutex_
+    // Whether discovery may send the client secret to this issuer.
+    bool trusted_issuer(const std::string& issuer, const std::string& upstream_origin) const;
+    void fetch(); // a new token_, under mutex_
 
     const Options options_;
     std::unique_ptr<auth::HttpFetcher> fetcher_;

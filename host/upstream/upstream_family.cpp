@@ -137,6 +137,7 @@ UpstreamFamily::UpstreamFamily(UpstreamOptions options)
         o.family = options_.entry.name;
         o.upstream_url = options_.entry.url;
         o.token_url = oauth.token_url;
+        o.authorization_servers = oauth.authorization_servers;
         o.client_id = oauth.client_id;
         o.client_secret = secret_from(oauth.client_secret_file, oauth.client_secret_env, "client secret");
         o.scope = oauth.scope;

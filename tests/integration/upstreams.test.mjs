@@ -766,6 +766,48 @@ test('over HTTP with oauth: the host finds the authorization server (also where 
   }
 });
 
+test('over HTTP with oauth: the client secret goes to no authorization server a hostile upstream names on another origin, unless the operator lists it; metadata for another resource is refused', async () => {
+  const { startOAuthUpstream } = await import('../fixtures/upstream/oauth_upstream.mjs');
+  const secret = 'client-secret-5c1';
+  // The authorization server a hostile upstream names as its own: it records every token request.
+  const elsewhere = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret });
+  const naming = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, authorizationServer: elsewhere.issuer });
+  const misnamed = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, resource: 'http://203.0.113.9/mcp' });
+  try {
+    await withHost(
+      {
+        plugins: [],
+        sections: {
+          upstreams: (dir) => {
+            const secretFile = path.join(dir, 'client.secret');
+            writeFileSync(secretFile, `${secret}\n`);
+            const oauth = { client_id: 'gatehouse', client_secret_file: secretFile };
+            return [
+              { name: 'naming', url: naming.url, oauth },
+              { name: 'misnamed', url: misnamed.url, oauth },
+              { name: 'listed', url: naming.url, oauth: { ...oauth, client_id: 'listed-client', authorization_servers: [elsewhere.issuer] } },
+            ];
+          },
+        },
+      },
+      async (host) => {
+        await host.stderrMatching(/upstream 'naming'.*names the authorization server http:\/\/127\.0\.0\.1:\d+\/as, neither on its own origin nor among oauth\.authorization_servers/, 30000);
+        await host.stderrMatching(/upstream 'misnamed'.*its protected resource metadata is for http:\/\/203\.0\.113\.9\/mcp, not for http:\/\/127\.0\.0\.1:\d+\/mcp/, 30000);
+        // Listed by the operator (under another client id here), the same server is asked.
+        for (let i = 0; i < 100 && elsewhere.state.tokenRequests.length === 0; i++) await sleep(100);
+        assert.ok(elsewhere.state.tokenRequests.length >= 1, 'the listed authorization server was asked');
+        assert.ok(elsewhere.state.tokenRequests.every((r) => r.id === 'listed-client' && r.form.resource === naming.url),
+          `only the family that lists it sent its credentials there: ${JSON.stringify(elsewhere.state.tokenRequests)}`);
+        assert.equal(misnamed.state.tokenRequests.length, 0, 'nothing is asked on metadata for another resource');
+        assert.equal(naming.state.tokenRequests.length, 0);
+        assert.ok(!host.stderr.includes(secret), 'the secret is never logged');
+      },
+    );
+  } finally {
+    await Promise.all([elsewhere.close(), naming.close(), misnamed.close()]);
+  }
+});
+
 test('over https with oauth: the authorization server is checked against the upstream\'s CA file, as the upstream is', async () => {
   const { startOAuthUpstream } = await import('../fixtures/upstream/oauth_upstream.mjs');
   const certs = makeCertificates(mkdtempSync(path.join(tmpdir(), 'gatehouse-oauth-https-')));

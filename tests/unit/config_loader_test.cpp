@@ -551,7 +551,7 @@ TEST_CASE("upstreams: each a family with a command or a URL, its name hook and g
         "  - name: reports\n    url: https://reports.example/mcp\n"
         "    tls: {ca_file: ca.pem, server_name: reports.internal}\n"
         "    oauth: {client_id: gh, client_secret_file: reports.secret, scope: 'a b', "
-        "token_url: https://auth.example/token}\n");
+        "token_url: https://auth.example/token, authorization_servers: [https://auth.example]}\n");
     const auto cfg = load_config_file(file);
     REQUIRE(cfg.upstreams.size() == 3);
     CHECK(cfg.upstreams[2].tls.ca_file == dir.path() / "ca.pem");
@@ -564,6 +564,7 @@ TEST_CASE("upstreams: each a family with a command or a URL, its name hook and g
     CHECK(oauth.scope == "a b");
     CHECK(oauth.token_url == "https://auth.example/token");
     CHECK(oauth.resource.empty());
+    CHECK(oauth.authorization_servers == std::vector<std::string>{"https://auth.example"});
     CHECK_FALSE(cfg.upstreams[1].oauth.configured());
     const auto& mem = cfg.upstreams[0];
     CHECK(mem.name == "mem");
@@ -608,6 +609,10 @@ TEST_CASE("upstreams: each a family with a command or a URL, its name hook and g
          "oauth.token_url must be an http:// or https:// URL with no user information"},
         {"upstreams:\n  - name: m\n    url: http://h/\n    oauth: {client_id: c, client_secret_env: S, grant: x}\n",
          "grant"},
+        {"upstreams:\n  - name: m\n    url: http://h/\n    oauth: {client_id: c, client_secret_env: S, "
+         "authorization_servers: ['https://u:p@as/']}\n",
+         "oauth.authorization_servers holds issuer URLs (http:// or https://, no user information), not "
+         "'https://u:p@as/'"},
         {"upstreams:\n  - name: m\n    url: http://h/\n    env: {A: b}\n", ":4:10: upstream 'm'.env is a command's"},
         {"upstreams:\n  - name: m\n    command: [x]\n    names: '{upstream}'\n", "must hold {name} exactly once"},
         {"upstreams:\n  - name: m\n    command: [x]\n    names: 'a/{name}'\n", "only letters, digits"},
