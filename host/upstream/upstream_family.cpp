@@ -63,6 +63,51 @@ std::string text_of(const Json& tool, const char* key) {
     return it != tool.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A server's schema without the regular expressions in it. The host checks
+// arguments and results against an upstream's schemas, and its regex engine
+// (std::regex, through the validator) backtracks: a pattern a server writes
+// can take exponential time, overflow the stack on a long string, or use
+// memory without bound as it compiles. So the host runs no regex an
+// upstream wrote: `pattern` is left out, and `patternProperties` too,
+// together with `additionalProperties` and `unevaluatedProperties` of the
+// same object, so what the patterns allowed is not refused. Only checks are
+// left out; nothing is added. The server still checks its own arguments.
+void drop_patterns(Json& schema) {
+    if (!schema.is_object()) return;
+    if (auto pattern = schema.find("pattern"); pattern != schema.end() && pattern->is_string()) schema.erase(pattern);
+    if (schema.contains("patternProperties")) {
+        schema.erase("patternProperties");
+        schema.erase("additionalProperties");
+        schema.erase("unevaluatedProperties");
+    }
+    for (const char* named : {"properties", "$defs", "definitions", "dependentSchemas"})
+        if (auto map = schema.find(named); map != schema.end() && map->is_object())
+            for (auto& [name, sub] : map->items())
+                drop_patterns(sub);
+    for (const char* one : {"items", "additionalItems", "additionalProperties", "unevaluatedItems",
+                            "unevaluatedProperties", "contains", "propertyNames", "not", "if", "then", "else"})
+        if (auto sub = schema.find(one); sub != schema.end()) {
+            if (sub->is_array())
+                for (auto& each : *sub)
+                    drop_patterns(each);
+            else
+                drop_patterns(*sub);
+        }
+    for (const char* many : {"allOf", "anyOf", "oneOf", "prefixItems"})
+        if (auto list = schema.find(many); list != schema.end() && list->is_array())
+            for (auto& each : *list)
+                drop_patterns(each);
+}
+
+// A listed tool's schema at `key` as the host serves it: drop_patterns'.
+std::string schema_of(const Json& tool, const char* key) {
+    const auto it = tool.find(key);
+    if (it == tool.end() || !it->is_object()) return std::string();
+    Json schema = *it;
+    drop_patterns(schema);
+    return schema.dump();
+}
+
 std::string json_of(const Json& tool, const char* key) {
     const auto it = tool.find(key);
     return it != tool.end() && it->is_object() ? it->dump() : std::string();
@@ -419,8 +464,8 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
         d.name = offer.keep(own);
         d.title = offer.keep(text_of(tool, "title"));
         d.description = offer.keep(text_of(tool, "description"));
-        d.input_schema = offer.keep(json_of(tool, "inputSchema"));
-        d.output_schema = offer.keep(json_of(tool, "outputSchema"));
+        d.input_schema = offer.keep(schema_of(tool, "inputSchema"));
+        d.output_schema = offer.keep(schema_of(tool, "outputSchema"));
         d.scope = offer.keep(entry.scope);
         d.required_scopes = offer.keep(required_scopes);
         const Json annotations = tool.value("annotations", Json::object());

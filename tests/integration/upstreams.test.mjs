@@ -302,6 +302,15 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     const tools = names((await host.modern('tools/list')).result.tools);
     assert.ok(tools.includes('hostile_count') && !tools.some((n) => n.includes('bad name') || n.includes('bad_schema')), String(tools));
     assert.ok(!tools.includes('hostile_twice'), String(tools));
+    // The host runs no regex a server wrote: its patterns are left out of
+    // the schemas the host checks and publishes, so neither an argument
+    // that would backtrack for ever nor a result too long for a backtracking
+    // engine's stack harms the host; what patternProperties allowed stays allowed.
+    const regexTool = (await host.modern('tools/list')).result.tools.find((t) => t.name === 'hostile_regex');
+    assert.ok(regexTool && !/pattern/.test(JSON.stringify([regexTool.inputSchema, regexTool.outputSchema])), JSON.stringify(regexTool));
+    const regex = await call('hostile_regex', { s: `${'a'.repeat(40)}!` });
+    assert.equal(regex.structuredContent?.s?.length, 200000, JSON.stringify(regex).slice(0, 300));
+    assert.equal(regex.structuredContent.x1, 'kept');
 
     assert.deepEqual((await call('hostile_count')).structuredContent, { count: 3 });
     const broken = await call('hostile_broken_count');
