@@ -16,6 +16,21 @@ namespace {
 
 constexpr const char* kModern = "2026-07-28";
 constexpr const char* kLegacy = "2025-11-25";
+// What of a server's text the host keeps in a progress notice it relays,
+// and in a log line of its message: enough to read, never a message's worth.
+constexpr std::size_t kProgressMessageBytes = 1024;
+constexpr std::size_t kLoggedMessageBytes = 2048;
+
+// `text` cut to at most `limit` bytes, at the start of a UTF-8 sequence so
+// what is kept is still UTF-8 (the JSON it goes into is written as such).
+std::string cut_text(std::string text, std::size_t limit) {
+    if (text.size() <= limit) return text;
+    std::size_t end = limit;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+        --end;
+    text.resize(end);
+    return text + "…";
+}
 // What a 2025-11-25 server may answer initialize with, newest first.
 constexpr const char* kLegacyRevisions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 constexpr auto kPoll = 20ms; // how often a waiting request looks at its cancellation
@@ -514,7 +529,15 @@ void ClientSession::on_notification(const std::string& method, const Json& param
         std::lock_guard lock(mutex_);
         auto it = pending_.find(token->get<std::int64_t>());
         if (it == pending_.end() || it->second->progress.size() >= 64) return; // a flood is thinned, not queued
-        it->second->progress.push_back(params);
+        // Only what a progress notice carries is kept, its message cut short:
+        // a server that sends notices the size of a message to a call that
+        // waits on an agent would otherwise park megabytes on it.
+        Json kept = {{"progressToken", *token}};
+        for (const char* number : {"progress", "total"})
+            if (auto value = params.find(number); value != params.end() && value->is_number()) kept[number] = *value;
+        if (auto message = params.find("message"); message != params.end() && message->is_string())
+            kept["message"] = cut_text(message->get<std::string>(), kProgressMessageBytes);
+        it->second->progress.push_back(std::move(kept));
         it->second->changed.notify_all();
         return;
     }
@@ -524,10 +547,13 @@ void ClientSession::on_notification(const std::string& method, const Json& param
     }
     if (method == "notifications/message") {
         const auto data = params.find("data");
-        spdlog::info("[{}] {}: {}", options_.family, params.value("level", "info"),
-                     data == params.end() ? ""
-                     : data->is_string()  ? data->get<std::string>()
-                                          : data->dump());
+        const auto level = params.find("level");
+        spdlog::info("[{}] {}: {}", options_.family,
+                     level != params.end() && level->is_string() ? cut_text(level->get<std::string>(), 16) : "info",
+                     cut_text(data == params.end() ? ""
+                              : data->is_string()  ? data->get<std::string>()
+                                                   : data->dump(-1, ' ', false, Json::error_handler_t::replace),
+                              kLoggedMessageBytes));
     }
 }
 

@@ -324,6 +324,16 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     const from = host.messages.length;
     assert.equal((await call('hostile_progress', {}, { progressToken: 7 })).content[0].text, 'done');
     assert.deepEqual(host.notifications('notifications/progress', from).map((n) => n.params.message), ['step 1', 'step 2', 'step 3']);
+    // A notice the size of a message keeps only what progress is, its message cut to 1 KiB of whole letters.
+    const padded = host.messages.length;
+    assert.equal((await call('hostile_progress', { pad: 200000 }, { progressToken: 8 })).content[0].text, 'done');
+    const big = host.notifications('notifications/progress', padded);
+    assert.equal(big.length, 3);
+    for (const n of big) {
+      assert.ok(Buffer.byteLength(n.params.message) <= 1024 + 3, String(Buffer.byteLength(n.params.message)));
+      assert.match(n.params.message, /^step \d(é)+…$/);
+      assert.equal(n.params.extra, undefined);
+    }
     host.send({ jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'hostile_wait', arguments: {}, _meta: modernMeta() } });
     await new Promise((resolve) => setTimeout(resolve, 200));
     host.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'w', _meta: modernMeta() } });
