@@ -144,11 +144,30 @@ void set_routing_headers(http::request<http::string_body>& request, const Json& 
         if (auto value = param_header_value(*arguments, header.path)) request.set("Mcp-Param-" + header.name, *value);
 }
 
+// Runs one asynchronous operation of a connection's stream to its end on
+// the connection's own io_context, and gives its error. Every read and
+// write goes this way: Beast's blocking calls do not honour the stream's
+// deadline (in Boost 1.74 its timeouts hold for asynchronous operations
+// only), so a server that never answered would hold the thread, and its
+// socket, until the transport closed, and a DELETE it never answered would
+// hold close() itself.
+template <class Start> beast::error_code run_to_end(boost::asio::io_context& io, Start&& start) {
+    beast::error_code result;
+    start([&](beast::error_code ec, std::size_t) { result = ec; });
+    io.run();
+    io.restart();
+    return result;
+}
+
+template <class Start> void run_or_throw(boost::asio::io_context& io, Start&& start) {
+    if (auto ec = run_to_end(io, std::forward<Start>(start))) throw beast::system_error(ec);
+}
+
 // Reads what comes next of an answer's body into `take`, within `timeout`
 // (none: a held subscription stream). False when `take` says the
 // body went over its bound. Throws beast::system_error when the read fails.
 template <class Take>
-bool read_body_part(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+bool read_body_part(boost::asio::io_context& io, beast::tcp_stream& stream, beast::flat_buffer& buffer,
                     http::response_parser<http::buffer_body>& parser, std::optional<std::chrono::milliseconds> timeout,
                     Take&& take) {
     char chunk[16 * 1024];
@@ -158,8 +177,7 @@ bool read_body_part(beast::tcp_stream& stream, beast::flat_buffer& buffer,
         stream.expires_after(*timeout);
     else
         stream.expires_never();
-    beast::error_code ec;
-    http::read_some(stream, buffer, parser, ec);
+    auto ec = run_to_end(io, [&](auto handler) { http::async_read_some(stream, buffer, parser, std::move(handler)); });
     if (ec == http::error::need_buffer) ec = {};
     if (ec) throw beast::system_error(ec);
     return take(std::string_view(chunk, sizeof chunk - parser.get().body().size));
@@ -432,12 +450,13 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
             request_to<http::empty_body>(http::verb::get, url_, "text/event-stream", token, session_id, version);
         if (!last_event_id.empty()) request.set("Last-Event-ID", last_event_id);
         stream.expires_after(options_.connect_timeout);
-        http::write(stream, request);
+        auto& io = connection->io;
+        run_or_throw(io, [&](auto handler) { http::async_write(stream, request, std::move(handler)); });
 
         beast::flat_buffer buffer;
         http::response_parser<http::buffer_body> parser;
         bound_head(parser);
-        http::read_header(stream, buffer, parser);
+        run_or_throw(io, [&](auto handler) { http::async_read_header(stream, buffer, parser, std::move(handler)); });
         const unsigned status = parser.get().result_int();
         const std::string type(parser.get()[http::field::content_type]);
         if (status == 404 && !session_id.empty()) {
@@ -462,7 +481,7 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
         SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data, kServerStream); });
         while (!parser.is_done()) {
             // Quiet for hours is a healthy stream (no timeout): only close() or the server ends it.
-            const bool within = read_body_part(stream, buffer, parser, std::nullopt,
+            const bool within = read_body_part(io, stream, buffer, parser, std::nullopt,
                                                [&](std::string_view got) { return sse.feed(got); });
             last_event_id = sse.last_id();
             if (!within) {
@@ -519,13 +538,15 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             request.body() = body;
             request.prepare_payload();
             stream.expires_after(held ? options_.connect_timeout : options_.read_timeout);
-            http::write(stream, request);
+            auto& io = connection->io;
+            run_or_throw(io, [&](auto handler) { http::async_write(stream, request, std::move(handler)); });
             written_at = std::chrono::steady_clock::now();
 
             beast::flat_buffer buffer;
             http::response_parser<http::buffer_body> parser;
             bound_head(parser);
-            http::read_header(stream, buffer, parser);
+            run_or_throw(io,
+                         [&](auto handler) { http::async_read_header(stream, buffer, parser, std::move(handler)); });
             answered = true;
             const auto& head = parser.get();
             const unsigned status = head.result_int();
@@ -546,7 +567,7 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             // Until its end, or a message over the bound.
             const auto read_timeout = held ? std::nullopt : std::optional(options_.read_timeout);
             while (!parser.is_done() && !over)
-                over = !read_body_part(stream, buffer, parser, read_timeout, [&](std::string_view got) {
+                over = !read_body_part(io, stream, buffer, parser, read_timeout, [&](std::string_view got) {
                     if (events) return sse.feed(got);
                     whole.append(got);
                     return whole.size() <= options_.max_message_bytes;
@@ -678,16 +699,22 @@ void HttpClientTransport::delete_session() {
     }
     if (session_id.empty()) return;
     try {
-        const auto connection = open_connection(std::chrono::seconds(2));
+        constexpr std::chrono::seconds kGoodbye{2};
+        const auto connection = open_connection(kGoodbye);
         auto& stream = connection->stream;
         std::string token = options_.bearer ? options_.bearer->current() : std::string();
         if (!ascii_printable(token)) token.clear();
         auto request =
             request_to<http::empty_body>(http::verb::delete_, url_, "application/json", token, session_id, version);
-        http::write(stream, request);
+        // Both within the same 2 s: a server that holds the DELETE open
+        // holds the transport's close no longer.
+        stream.expires_after(kGoodbye);
+        auto& io = connection->io;
+        run_or_throw(io, [&](auto handler) { http::async_write(stream, request, std::move(handler)); });
         beast::flat_buffer buffer;
-        http::response<http::string_body> response;
-        http::read(stream, buffer, response);
+        http::response_parser<http::string_body> response;
+        response.body_limit(64 * 1024);
+        run_or_throw(io, [&](auto handler) { http::async_read(stream, buffer, response, std::move(handler)); });
     } catch (const std::exception&) {
         // The server may be gone; its session goes with it.
     }

@@ -701,6 +701,43 @@ test('over HTTP the host sends its own token from its file and the session id it
   }
 });
 
+test('an HTTP upstream that holds the DELETE of its session open does not hold the host: SIGTERM stops it within seconds', async () => {
+  const held = [];
+  const server = (await import('node:http')).createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      if (req.method === 'DELETE') return held.push(res); // never answered
+      if (req.method === 'GET') return res.writeHead(405).end();
+      const message = JSON.parse(body);
+      if (message.id === undefined) return res.writeHead(202).end();
+      const answer = (result) => res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-held' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      if (message.method === 'initialize')
+        return answer({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'holding', version: '1' } });
+      if (message.method === 'tools/list') return answer({ tools: [{ name: 'hello', inputSchema: { type: 'object' } }] });
+      return answer({ content: [{ type: 'text', text: 'hello back' }] });
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'holding', url: `http://127.0.0.1:${server.address().port}/mcp` }] } },
+      async (host) => {
+        await host.stderrMatching(/family 'holding' loaded: holding 1/, 30000);
+        assert.equal((await host.modern('tools/call', { name: 'holding_hello', arguments: {} })).result.content[0].text, 'hello back');
+        const sent = Date.now();
+        host.child.kill('SIGTERM');
+        const { code } = await host.exit;
+        assert.equal(code, 0);
+        assert.ok(held.length >= 1, 'the host asked to delete its session');
+        assert.ok(Date.now() - sent < 10000, `the host took ${Date.now() - sent} ms to stop`);
+      });
+  } finally {
+    server.closeAllConnections?.();
+    server.close();
+  }
+});
+
 test('SIGTERM while a SIGHUP re-read waits on an added upstream that never answers: the host stops at once', async () => {
   await withHost({ plugins: ['echo.so'] }, async (host) => {
     await host.stderrMatching(/serving MCP over stdio/);
