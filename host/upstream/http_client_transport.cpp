@@ -309,12 +309,36 @@ bool HttpClientTransport::send(const Json& message) {
         } else {
             ++it;
         }
-    ++in_flight_;
+    // An answer to the server's own request (a ping, a refusal) is a POST,
+    // and so a thread and a socket, of its own: a server that sends
+    // requests faster than it reads the answers is answered no further once
+    // kMaxAnswersInFlight wait, rather than taking a thread each.
+    const bool answer = !message.contains("method");
+    if (answer && answers_in_flight_ >= kMaxAnswersInFlight) {
+        if (!answers_dropped_++)
+            spdlog::warn("[{}] sends requests faster than it takes their answers; with {} answers waiting, the "
+                         "next are dropped",
+                         options_.family, kMaxAnswersInFlight);
+        return true;
+    }
     Post& started = posts_.emplace_back();
-    started.thread = std::thread([this, done = started.done, message, body = std::move(body)]() mutable {
-        post(std::move(message), std::move(body));
-        done->store(true);
-    });
+    try {
+        started.thread = std::thread([this, done = started.done, answer, message, body = std::move(body)]() mutable {
+            post(std::move(message), std::move(body));
+            if (answer) {
+                std::lock_guard lock(mutex_);
+                if (--answers_in_flight_ == 0) answers_dropped_ = 0;
+            }
+            done->store(true);
+        });
+    } catch (const std::system_error& e) {
+        // No thread: nothing is in flight, or close() would wait for it for ever.
+        posts_.pop_back();
+        spdlog::warn("[{}] cannot start a thread for a request to it: {}", options_.family, e.what());
+        return false;
+    }
+    ++in_flight_;
+    if (answer) ++answers_in_flight_;
     return true;
 }
 
@@ -393,15 +417,21 @@ struct HttpClientTransport::Tracked {
 void HttpClientTransport::start_server_stream() {
     std::lock_guard lock(mutex_);
     if (closed_) return;
-    ++in_flight_;
     Post& started = posts_.emplace_back();
-    started.thread = std::thread([this, done = started.done] {
-        hold_server_stream();
-        std::lock_guard lock(mutex_);
-        --in_flight_;
-        idle_.notify_all();
-        done->store(true);
-    });
+    try {
+        started.thread = std::thread([this, done = started.done] {
+            hold_server_stream();
+            std::lock_guard lock(mutex_);
+            --in_flight_;
+            idle_.notify_all();
+            done->store(true);
+        });
+    } catch (const std::system_error& e) {
+        posts_.pop_back();
+        spdlog::warn("[{}] cannot start a thread for its own stream: {}", options_.family, e.what());
+        return;
+    }
+    ++in_flight_;
 }
 
 // Opens the stream again whenever it ends, from the last event seen, after a

@@ -99,6 +99,11 @@ private:
     std::list<Post> posts_;
     std::set<int> sockets_; // of posts in flight, shut down by close()
     unsigned in_flight_ = 0;
+    // Answers to the server's own requests being posted, and how many were
+    // dropped since they last all went out (kMaxAnswersInFlight).
+    unsigned answers_in_flight_ = 0;
+    unsigned answers_dropped_ = 0;
+    static constexpr unsigned kMaxAnswersInFlight = 64;
     // A connection to the server (and over https:// its TLS session), kept
     // for the next POST when an answer ends cleanly on it.
     struct Connection {

@@ -738,6 +738,45 @@ test('an HTTP upstream that holds the DELETE of its session open does not hold t
   }
 });
 
+test('an HTTP upstream that floods requests and never takes the answers gets at most 64 answers at once, not a thread and a socket each', async () => {
+  const pongs = [];
+  const server = (await import('node:http')).createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      if (req.method === 'DELETE') return res.writeHead(200).end();
+      if (req.method === 'GET') return res.writeHead(405).end();
+      const message = JSON.parse(body);
+      if (message.method === undefined) return pongs.push(res); // an answer: held, never taken
+      if (message.id === undefined) return res.writeHead(202).end();
+      const answer = (result) => res.writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      if (message.method === 'initialize')
+        return answer({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'flooding', version: '1' } });
+      if (message.method === 'tools/list') return answer({ tools: [{ name: 'flood', inputSchema: { type: 'object' } }] });
+      // The call's answer stream: 500 pings, then the result.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let i = 0; i < 500; i++) res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: `ping-${i}`, method: 'ping' })}\n\n`);
+      res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'flooded' }] } })}\n\n`);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'flooding', url: `http://127.0.0.1:${server.address().port}/mcp` }] } },
+      async (host) => {
+        await host.stderrMatching(/family 'flooding' loaded: flooding 1/, 30000);
+        assert.equal((await host.modern('tools/call', { name: 'flooding_flood', arguments: {} })).result.content[0].text, 'flooded');
+        await host.stderrMatching(/\[flooding\] sends requests faster than it takes their answers; with 64 answers waiting, the next are dropped/);
+        await sleep(500);
+        assert.ok(pongs.length <= 64, `${pongs.length} answers were posted at once`);
+        assert.ok(pongs.length >= 1);
+      });
+  } finally {
+    server.closeAllConnections?.();
+    server.close();
+  }
+});
+
 test('SIGTERM while a SIGHUP re-read waits on an added upstream that never answers: the host stops at once', async () => {
   await withHost({ plugins: ['echo.so'] }, async (host) => {
     await host.stderrMatching(/serving MCP over stdio/);
