@@ -380,11 +380,19 @@ Json ClientSession::request(const std::string& method, Json params) {
     return request(method, std::move(params), Waiting{});
 }
 
-std::vector<Json> ClientSession::list_all(const std::string& method, const std::string& key) {
+std::vector<Json> ClientSession::list_all(const std::string& method, const std::string& key,
+                                          std::chrono::steady_clock::time_point deadline) {
     std::vector<Json> items;
     std::string cursor;
     std::uint64_t listed_bytes = 0;
     for (std::size_t page = 0;; ++page) {
+        // The whole listing within one deadline: a server that answers each
+        // page just in time would otherwise hold its family's start (and a
+        // host's) for its pages' worth of timeouts.
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0)
+            throw UpstreamError(0, method + " was not listed whole in time (" + std::to_string(page) + " pages)",
+                                Json());
         if (page == kMaxPages)
             throw UpstreamError(0, method + " went on past " + std::to_string(kMaxPages) + " pages", Json());
         if (listed_bytes > kMaxListedBytes)
@@ -394,7 +402,9 @@ std::vector<Json> ClientSession::list_all(const std::string& method, const std::
                                 Json());
         Json params = Json::object();
         if (!cursor.empty()) params["cursor"] = cursor;
-        Reply reply = call(method, std::move(params), Waiting{});
+        Waiting waiting;
+        waiting.timeout = left;
+        Reply reply = call(method, std::move(params), waiting);
         listed_bytes += reply.bytes;
         Json& result = reply.result;
         auto list = result.find(key);

@@ -124,8 +124,10 @@ public:
     // Every page of a list method ("tools/list" with key "tools"), at most
     // kMaxItems items in at most kMaxPages pages of at most kMaxListedBytes
     // in all: each page is bounded by the message size, and this bounds what
-    // a server that pages without end can make the host hold.
-    std::vector<nlohmann::json> list_all(const std::string& method, const std::string& key);
+    // a server that pages without end can make the host hold; all of them
+    // by `deadline` (UpstreamError past it).
+    std::vector<nlohmann::json> list_all(const std::string& method, const std::string& key,
+                                         std::chrono::steady_clock::time_point deadline);
 
     static constexpr std::size_t kMaxItems = 10000;
     static constexpr std::size_t kMaxPages = 1000;

@@ -370,9 +370,12 @@ gh_str UpstreamFamily::Offer::keep(std::string text) {
 UpstreamFamily::Listing UpstreamFamily::list(ClientSession& session) const {
     const Json& capabilities = session.capabilities();
     const auto offers = [&](const char* what) { return capabilities.contains(what); };
+    // Every list, all its pages, within connect_timeout_ms.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.entry.connect_timeout_ms);
     const auto list = [&](const char* method, const char* key) {
         try {
-            return session.list_all(method, key);
+            return session.list_all(method, key, deadline);
         } catch (const std::exception& e) {
             throw std::runtime_error(std::string("it did not answer ") + method + ": " + e.what());
         }

@@ -101,6 +101,12 @@ std::vector<std::string> legacy_server(const Json& m) {
 
 } // namespace
 
+namespace {
+std::chrono::steady_clock::time_point in_a_minute() {
+    return std::chrono::steady_clock::now() + std::chrono::minutes(1);
+}
+} // namespace
+
 TEST_CASE("the name hook puts {upstream} and {name} where the pattern says", "[upstream]") {
     CHECK(NameHook("{upstream}_{name}", "mem").apply("read_graph") == "mem_read_graph");
     CHECK(NameHook("{name}", "mem").apply("read_graph") == "read_graph");
@@ -150,9 +156,29 @@ TEST_CASE("a 2026-07-28 server: no initialize, and every request carries the rev
     session->open(std::chrono::milliseconds(2000));
     CHECK(session->protocol_version() == "2026-07-28");
     CHECK(session->server_info()["name"] == "new");
-    session->list_all("tools/list", "tools");
+    session->list_all("tools/list", "tools", in_a_minute());
     REQUIRE(sent.size() == 2);
     CHECK(sent[1]["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"] == "gatehouse");
+}
+
+TEST_CASE("a listing ends at its deadline, however each page keeps within its own", "[upstream]") {
+    std::vector<Json> sent;
+    std::size_t pages = 0;
+    auto session = session_over(
+        [&](const Json& m) -> std::vector<std::string> {
+            if (m["method"] != "tools/list") return legacy_server(m);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50)); // each page in time, on and on
+            ++pages;
+            return {reply(
+                m, {{"tools", {{{"name", "t" + std::to_string(pages)}}}}, {"nextCursor", std::to_string(pages)}})};
+        },
+        sent);
+    session->open(std::chrono::milliseconds(2000));
+    const auto started = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH(session->list_all("tools/list", "tools", started + std::chrono::milliseconds(500)),
+                      Catch::Contains("tools/list was not listed whole in time"));
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+    CHECK(pages < 100);
 }
 
 TEST_CASE("lists are followed page by page, and a cursor that leads nowhere is refused", "[upstream]") {
@@ -167,7 +193,8 @@ TEST_CASE("lists are followed page by page, and a cursor that leads nowhere is r
         },
         sent);
     session->open(std::chrono::milliseconds(2000));
-    CHECK_THROWS_WITH(session->list_all("tools/list", "tools"), Catch::Contains("a nextCursor that leads nowhere"));
+    CHECK_THROWS_WITH(session->list_all("tools/list", "tools", in_a_minute()),
+                      Catch::Contains("a nextCursor that leads nowhere"));
 }
 
 TEST_CASE("a server that pages on without end is refused once its pages pass the listing's bytes", "[upstream]") {
@@ -183,7 +210,7 @@ TEST_CASE("a server that pages on without end is refused once its pages pass the
         },
         sent);
     session->open(std::chrono::milliseconds(2000));
-    CHECK_THROWS_WITH(session->list_all("tools/list", "tools"), Catch::Contains("went on past 32 MiB"));
+    CHECK_THROWS_WITH(session->list_all("tools/list", "tools", in_a_minute()), Catch::Contains("went on past 32 MiB"));
     CHECK(pages > 30);
     CHECK(pages < 40); // the bound is the bytes, long before the pages' count
 }
@@ -279,7 +306,7 @@ TEST_CASE("a call that does not relay refuses what its server asks; roots outsid
         },
         sent);
     session->open(std::chrono::milliseconds(2000));
-    session->list_all("tools/list", "tools");
+    session->list_all("tools/list", "tools", in_a_minute());
     CHECK(answer_to(sent, "r1")["result"]["roots"] == Json::array());
     CHECK(answer_to(sent, "e1")["error"]["code"] == -32603);
     CHECK_THAT(answer_to(sent, "e1")["error"]["message"].get<std::string>(),
