@@ -142,6 +142,21 @@ TEST_CASE("a tool name clash refuses the later family until a prefix resolves it
     }
 }
 
+TEST_CASE("a tool under a host tool's name is refused, and served under a prefix", "[loader]") {
+    {
+        auto loaded = load("plugins: [echo.so, broken_host_tool_name.so]\n");
+        CHECK(loaded.serves_family("echo"));
+        CHECK_FALSE(loaded.registry->has_tool("call_tool"));
+        const auto* failure = loaded.failure_of("broken_host_tool_name.so");
+        REQUIRE(failure);
+        CHECK_THAT(failure->reason, Catch::Contains("tool 'call_tool' takes the name of one of the host's own tools"));
+    }
+    {
+        auto loaded = load("plugins: [broken_host_tool_name.so]\ndomains: {shadow: {prefix: x_}}\n");
+        CHECK(loaded.registry->has_tool("x_call_tool"));
+    }
+}
+
 TEST_CASE("a refused family is not counted as served", "[loader]") {
     // A copy of the clash fixture under another name is a second plugin of
     // clashfamily. The first was refused, so the copy must be refused for the
