@@ -346,17 +346,14 @@ void FamilyProcess::read_frames(std::shared_ptr<Child> child) {
 
 bool FamilyProcess::read_available(Child& child) {
     try {
-        if (!child.channel->read_some()) {
-            // Whole frames still held are the child's last words; only what
-            // is left after them was cut short.
-            while (auto frame = child.channel->next_buffered())
-                deliver(child, std::move(*frame));
-            if (child.channel->holds_partial()) throw BrokenChannel("the stream ended inside a frame");
-            return false;
-        }
+        const bool open = child.channel->read_some();
+        // At the stream's end too: whole frames still held are the child's
+        // last words; only what is left after them was cut short.
         while (auto frame = child.channel->next_buffered())
             deliver(child, std::move(*frame));
-        return true;
+        if (open) return true;
+        if (child.channel->holds_partial()) throw BrokenChannel("the stream ended inside a frame");
+        return false;
     } catch (const BrokenChannel& e) {
         const std::string why = std::string("it sent a broken frame (") + e.what() + ") and was killed";
         {

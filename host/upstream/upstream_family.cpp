@@ -59,8 +59,8 @@ const std::string* text_at(const Json& entry, const char* key) {
 }
 
 std::string text_of(const Json& tool, const char* key) {
-    const auto it = tool.find(key);
-    return it != tool.end() && it->is_string() ? it->get<std::string>() : std::string();
+    const std::string* text = text_at(tool, key);
+    return text ? *text : std::string();
 }
 
 // A server's schema without the regular expressions in it. The host checks
