@@ -2,6 +2,7 @@
 
 #include "isolation/address_sanitizer.hpp"
 #include "gate/refusal.hpp"
+#include "metrics/log_allowance.hpp"
 #include "plugins/abi_text.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
@@ -46,6 +47,9 @@ struct FamilyProcess::Child {
     std::string label; // the family, or the library's file name before the descriptor
     std::unique_ptr<FrameChannel> channel;
     int output_fd = -1; // the child's stdout and stderr, read into the log
+    // Its lines, under its label: renamed as the label changes, while the
+    // output's own thread writes with it.
+    metrics::LogAllowance output_log{""};
     std::thread reader, output_reader;
     Clock::time_point started = Clock::now();
     std::mutex mutex;
@@ -60,6 +64,10 @@ struct FamilyProcess::Child {
     std::optional<transport::SharedReading> reading;
     std::string stream_why; // why the reading ended the child (a broken frame), if it did; under mutex
 
+    void named(std::string name) {
+        output_log.rename(name);
+        label = std::move(name);
+    }
     void join() {
         if (reader.joinable()) reader.join();
         if (output_reader.joinable()) output_reader.join();
@@ -146,7 +154,7 @@ FamilyProcess::FamilyProcess(FamilyProcessOptions options) : options_(std::move(
     }
     const auto& family = proxy_->descriptor()->family;
     family_.assign(family.ptr, family.len);
-    child->label = family_;
+    child->named(family_);
     std::lock_guard lock(mutex_);
     child_ = std::move(child);
 }
@@ -221,26 +229,12 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     auto child = std::make_shared<Child>();
     child->pid = pid;
 
-    child->label = family_ != "plugin" ? family_ : options_.library.filename().string();
+    child->named(family_ != "plugin" ? family_ : options_.library.filename().string());
     child->channel = std::make_unique<FrameChannel>(pair[0]);
     child->reading.emplace(pair[0], [this, child = child.get()] { return read_available(*child); });
     child->output_fd = output[0];
     child->output_reader = std::thread([child = child.get()] {
-        std::string pending;
-        char buffer[4096];
-        for (;;) {
-            const ssize_t n = ::read(child->output_fd, buffer, sizeof buffer);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            pending.append(buffer, static_cast<std::size_t>(n));
-            for (std::size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
-                spdlog::info("[{}] {}", child->label, pending.substr(0, end));
-            if (pending.size() > 64 * 1024) {
-                spdlog::info("[{}] {}", child->label, pending);
-                pending.clear();
-            }
-        }
-        if (!pending.empty()) spdlog::info("[{}] {}", child->label, pending);
+        metrics::copy_lines_to_log(child->output_fd, child->output_log);
         ::close(child->output_fd);
     });
     return child;
@@ -510,7 +504,7 @@ void FamilyProcess::supervise() {
                 lock.lock();
                 break;
             }
-            child->label = family_;
+            child->named(family_);
             child_ = child;
             start_reading(child);
             spdlog::info("family '{}' serves again (process {})", family_, child->pid);

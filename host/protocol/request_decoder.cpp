@@ -3,6 +3,7 @@
 #include "mrtr/state_keys.hpp"
 #include "protocol/log_level.hpp"
 #include "protocol/tool_call.hpp"
+#include "protocol/utf8_text.hpp"
 
 namespace gatehouse::protocol {
 
@@ -36,11 +37,7 @@ Json supported_versions() {
 
 std::string echoed_name(const std::string& name) {
     constexpr std::size_t kMaxEchoed = 64;
-    if (name.size() <= kMaxEchoed) return name;
-    std::size_t cut = kMaxEchoed;
-    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80)
-        --cut;
-    return name.substr(0, cut) + "… (" + std::to_string(name.size()) + " bytes)";
+    return cut_utf8(name, kMaxEchoed, " (" + std::to_string(name.size()) + " bytes)");
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "upstream/client_credentials.hpp"
 
+#include "protocol/utf8_text.hpp"
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -47,8 +49,8 @@ UrlParts split(const std::string& url) {
 
 // What a server put in a sentence of ours: printable, and short.
 std::string shown_text(const Json& value) {
-    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-    if (text.size() > 200) text = text.substr(0, 200) + "…";
+    std::string text = protocol::cut_utf8(
+        value.is_string() ? value.get<std::string>() : value.dump(-1, ' ', false, Json::error_handler_t::replace), 200);
     for (char& c : text)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
     return text;

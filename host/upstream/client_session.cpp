@@ -1,6 +1,7 @@
 #include "upstream/client_session.hpp"
 
 #include "protocol/mcp_server.hpp"
+#include "protocol/utf8_text.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -21,16 +22,6 @@ constexpr const char* kLegacy = "2025-11-25";
 constexpr std::size_t kProgressMessageBytes = 1024;
 constexpr std::size_t kLoggedMessageBytes = 2048;
 
-// `text` cut to at most `limit` bytes, at the start of a UTF-8 sequence so
-// what is kept is still UTF-8 (the JSON it goes into is written as such).
-std::string cut_text(std::string text, std::size_t limit) {
-    if (text.size() <= limit) return text;
-    std::size_t end = limit;
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
-        --end;
-    text.resize(end);
-    return text + "…";
-}
 // What a 2025-11-25 server may answer initialize with, newest first.
 constexpr const char* kLegacyRevisions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 constexpr auto kPoll = 20ms; // how often a waiting request looks at its cancellation
@@ -65,8 +56,9 @@ struct ClientSession::Pending {
 };
 
 ClientSession::ClientSession(std::unique_ptr<ClientTransport> transport, Options options, ListChanged list_changed)
-    : transport_(std::move(transport)), options_(std::move(options)), list_changed_(std::move(list_changed)) {
-    transport_->start({[this](std::string_view text, const Json& stream_of) { receive(text, stream_of); },
+    : transport_(std::move(transport)), options_(std::move(options)), list_changed_(std::move(list_changed)),
+      log_(options_.family) {
+    transport_->start({[this](std::string_view text, const Json& stream_of) { return receive(text, stream_of); },
                        [this](const std::string& why) { on_closed(why); }});
 }
 
@@ -244,6 +236,7 @@ void ClientSession::abandon(std::int64_t id, const std::string& reason) {
     }
     for (const auto& ask : unanswered)
         refuse(ask.id, -32603, reason);
+    transport_->give_up(id);
     send({{"jsonrpc", "2.0"},
           {"method", "notifications/cancelled"},
           {"params", {{"requestId", id}, {"reason", reason}}}});
@@ -274,6 +267,7 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
     const auto timeout = waiting.timeout.count() > 0 ? waiting.timeout : options_.request_timeout;
     const auto deadline = Clock::now() + timeout;
     const auto tell_cancelled = [&](const std::string& reason) {
+        transport_->give_up(id);
         send({{"jsonrpc", "2.0"},
               {"method", "notifications/cancelled"},
               {"params", {{"requestId", id}, {"reason", reason}}}});
@@ -424,7 +418,7 @@ std::vector<Json> ClientSession::list_all(const std::string& method, const std::
     return items;
 }
 
-void ClientSession::receive(std::string_view text, const Json& stream_of) {
+bool ClientSession::receive(std::string_view text, const Json& stream_of) {
     Json message;
     if (!protocol::nests_deeper_than(text, options_.max_json_depth)) message = Json::parse(text, nullptr, false);
     if (!message.is_object() || message.value("jsonrpc", "") != "2.0") {
@@ -433,7 +427,7 @@ void ClientSession::receive(std::string_view text, const Json& stream_of) {
             spdlog::warn("[{}] sent something that is not a JSON-RPC message (nested over {} levels, or not "
                          "JSON); ignored",
                          options_.family, options_.max_json_depth);
-        return;
+        return false;
     }
     const auto method = message.find("method");
     const auto id = message.find("id");
@@ -441,12 +435,13 @@ void ClientSession::receive(std::string_view text, const Json& stream_of) {
         const Json params = message.value("params", Json::object());
         if (id != message.end()) {
             on_server_request(message, stream_of);
-            return;
+            return false;
         }
         on_notification(method->get<std::string>(), params);
-        return;
+        return false;
     }
-    if (id == message.end() || !id->is_number_integer()) return; // not an answer to anything this host sent
+    if (id == message.end() || !id->is_number_integer()) return false; // not an answer to anything this host sent
+    const bool on_its_stream = stream_of.is_number_integer() && stream_of == *id;
     std::unique_lock lock(mutex_);
     if (listen_id_ != 0 && id->get<std::int64_t>() == listen_id_) {
         // A subscription is answered only when it ends.
@@ -462,13 +457,14 @@ void ClientSession::receive(std::string_view text, const Json& stream_of) {
             spdlog::warn("[{}] answered subscriptions/listen with an error{}: {}", options_.family,
                          unknown ? " (it does not know it; its list changes go unheard)" : "",
                          error->is_object() ? error_text(*error) : "a malformed error");
-        return;
+        return on_its_stream;
     }
     auto it = pending_.find(id->get<std::int64_t>());
-    if (it == pending_.end()) return; // late: its request was cancelled or timed out
+    if (it == pending_.end()) return on_its_stream; // late: its request was cancelled or timed out
     it->second->answer = std::move(message);
     it->second->answer_bytes = text.size();
     it->second->changed.notify_all();
+    return on_its_stream;
 }
 
 // What a server may ask of its client: ping is answered here; what only
@@ -546,7 +542,7 @@ void ClientSession::on_notification(const std::string& method, const Json& param
         for (const char* number : {"progress", "total"})
             if (auto value = params.find(number); value != params.end() && value->is_number()) kept[number] = *value;
         if (auto message = params.find("message"); message != params.end() && message->is_string())
-            kept["message"] = cut_text(message->get<std::string>(), kProgressMessageBytes);
+            kept["message"] = protocol::cut_utf8(message->get<std::string>(), kProgressMessageBytes);
         it->second->progress.push_back(std::move(kept));
         it->second->changed.notify_all();
         return;
@@ -558,12 +554,14 @@ void ClientSession::on_notification(const std::string& method, const Json& param
     if (method == "notifications/message") {
         const auto data = params.find("data");
         const auto level = params.find("level");
-        spdlog::info("[{}] {}: {}", options_.family,
-                     level != params.end() && level->is_string() ? cut_text(level->get<std::string>(), 16) : "info",
-                     cut_text(data == params.end() ? ""
-                              : data->is_string()  ? data->get<std::string>()
-                                                   : data->dump(-1, ' ', false, Json::error_handler_t::replace),
-                              kLoggedMessageBytes));
+        log_.write(
+            spdlog::level::info,
+            (level != params.end() && level->is_string() ? protocol::cut_utf8(level->get<std::string>(), 16) : "info") +
+                ": " +
+                protocol::cut_utf8(data == params.end() ? ""
+                                   : data->is_string()  ? data->get<std::string>()
+                                                        : data->dump(-1, ' ', false, Json::error_handler_t::replace),
+                                   kLoggedMessageBytes));
     }
 }
 

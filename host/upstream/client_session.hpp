@@ -1,5 +1,6 @@
 #pragma once
 
+#include "metrics/log_allowance.hpp"
 #include "upstream/client_transport.hpp"
 
 #include <nlohmann/json.hpp>
@@ -170,8 +171,10 @@ private:
     bool closed_ = false;
     std::string why_closed_;
     std::atomic<unsigned> unreadable_{0}; // lines that were not JSON-RPC, logged a few times
+    metrics::LogAllowance log_;           // its notifications/message lines
 
-    void receive(std::string_view text, const nlohmann::json& stream_of);
+    // True when `text` was the answer to the request `stream_of` names.
+    bool receive(std::string_view text, const nlohmann::json& stream_of);
     void on_server_request(const nlohmann::json& message, const nlohmann::json& stream_of);
     Reply wait(std::int64_t id, const std::shared_ptr<Pending>& pending, const std::string& method,
                const Waiting& waiting);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -19,8 +20,10 @@ public:
         // parsed. `stream_of` is the id of the host's request whose answer
         // stream carried it (Streamable HTTP), false for the server's own
         // stream (outside any request), null where the transport cannot tell
-        // (stdio): what a server asks during a call is matched by it.
-        std::function<void(std::string_view message, const nlohmann::json& stream_of)> message;
+        // (stdio): what a server asks during a call is matched by it. True
+        // when it was the answer to the request `stream_of` names: nothing
+        // after it on that stream is awaited.
+        std::function<bool(std::string_view message, const nlohmann::json& stream_of)> message;
         // The connection ended (called once, after the last message), and why.
         std::function<void(const std::string& why)> closed;
     };
@@ -45,6 +48,11 @@ public:
     virtual void read_on() {}
     // Sends one message. False when the connection has ended.
     virtual bool send(const nlohmann::json& message) = 0;
+    // The session waits no longer for request `id`'s answer (it timed out,
+    // was cancelled or abandoned): a transport that reads each request's
+    // answer on its own (an HTTP POST) stops reading it, so a server that
+    // keeps that answer coming slowly holds no thread and no socket.
+    virtual void give_up(std::int64_t id) { (void)id; }
     // The revision the session settled on (over HTTP it rides in a header).
     virtual void negotiated(const std::string& protocol_version) { (void)protocol_version; }
     // Ends the connection; `closed` has been called when it returns.

@@ -27,6 +27,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
 using tcp = asio::ip::tcp;
 
 namespace {
@@ -163,18 +164,18 @@ template <class Start> void run_or_throw(boost::asio::io_context& io, Start&& st
     if (auto ec = run_to_end(io, std::forward<Start>(start))) throw beast::system_error(ec);
 }
 
-// Reads what comes next of an answer's body into `take`, within `timeout`
-// (none: a held subscription stream). False when `take` says the
-// body went over its bound. Throws beast::system_error when the read fails.
+// Reads what comes next of an answer's body into `take`, by `until` (none:
+// a held subscription stream). False when `take` says the body went over
+// its bound. Throws beast::system_error when the read fails.
 template <class Take>
 bool read_body_part(boost::asio::io_context& io, beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                    http::response_parser<http::buffer_body>& parser, std::optional<std::chrono::milliseconds> timeout,
-                    Take&& take) {
+                    http::response_parser<http::buffer_body>& parser,
+                    std::optional<std::chrono::steady_clock::time_point> until, Take&& take) {
     char chunk[16 * 1024];
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof chunk;
-    if (timeout)
-        stream.expires_after(*timeout);
+    if (until)
+        stream.expires_at(*until);
     else
         stream.expires_never();
     auto ec = run_to_end(io, [&](auto handler) { http::async_read_some(stream, buffer, parser, std::move(handler)); });
@@ -199,6 +200,18 @@ template <class Fields> std::string header_of(const Fields& fields, http::field 
         joined += (joined.empty() ? "" : ", ") + std::string(field.value());
     return joined;
 }
+
+// The id of a request of the host's (a message with a method and an id),
+// the key its POST is known by.
+std::optional<std::int64_t> request_id(const Json& message) {
+    const auto id = message.find("id");
+    if (id == message.end() || !id->is_number_integer() || !message.contains("method")) return std::nullopt;
+    return id->get<std::int64_t>();
+}
+
+// How long a stream is read on after it carried the answer it was opened
+// for: a server ends it there, and one that goes on holds nothing longer.
+constexpr auto kAfterAnswer = std::chrono::seconds(1);
 
 // What a server sends on its own stream answers no request of the host's.
 const Json kServerStream = false;
@@ -321,6 +334,8 @@ bool HttpClientTransport::send(const Json& message) {
                          options_.family, kMaxAnswersInFlight);
         return true;
     }
+    const auto request = request_id(message);
+    if (request) requests_.try_emplace(*request);
     Post& started = posts_.emplace_back();
     try {
         started.thread = std::thread([this, done = started.done, answer, message, body = std::move(body)]() mutable {
@@ -334,6 +349,7 @@ bool HttpClientTransport::send(const Json& message) {
     } catch (const std::system_error& e) {
         // No thread: nothing is in flight, or close() would wait for it for ever.
         posts_.pop_back();
+        if (request) requests_.erase(*request);
         spdlog::warn("[{}] cannot start a thread for a request to it: {}", options_.family, e.what());
         return false;
     }
@@ -349,6 +365,23 @@ void HttpClientTransport::ended(const std::string& why) {
         closed_ = true;
     }
     events_.closed(why);
+}
+
+void HttpClientTransport::give_up(std::int64_t id) {
+    std::lock_guard lock(mutex_);
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return; // its POST has ended
+    it->second.given_up = true;
+    // The POST's thread, reading, fails at once and ends without a word.
+    if (it->second.fd >= 0) ::shutdown(it->second.fd, SHUT_RDWR);
+}
+
+bool HttpClientTransport::given_up(const Json& message) {
+    const auto request = request_id(message);
+    if (!request) return false;
+    std::lock_guard lock(mutex_);
+    auto it = requests_.find(*request);
+    return it != requests_.end() && it->second.given_up;
 }
 
 // A request's refusal answers that request; nothing else can.
@@ -381,15 +414,18 @@ bool HttpClientTransport::bearer_for(const Json& message, std::string& token) {
 void HttpClientTransport::post(Json message, std::string body) {
     struct Done {
         HttpClientTransport* self;
+        std::optional<std::int64_t> request;
         ~Done() {
             std::lock_guard lock(self->mutex_);
+            if (request) self->requests_.erase(*request);
             --self->in_flight_;
             self->idle_.notify_all();
         }
-    } done{this};
+    } done{this, request_id(message)};
     std::string token;
     if (!bearer_for(message, token)) return;
-    if (post_once(message, body, token, true) == Outcome::token_refused && bearer_for(message, token))
+    if (post_once(message, body, token, true) == Outcome::token_refused && !given_up(message) &&
+        bearer_for(message, token))
         post_once(message, body, token, false);
     if (message.value("method", "") == "notifications/initialized") start_server_stream();
 }
@@ -397,10 +433,19 @@ void HttpClientTransport::post(Json message, std::string body) {
 struct HttpClientTransport::Tracked {
     HttpClientTransport& self;
     int fd;
-    bool held = false; // false: the transport closed meanwhile, and the socket is not to be used
-    Tracked(HttpClientTransport& self, int fd) : self(self), fd(fd) {
+    std::optional<std::int64_t> request; // the request whose answer it reads
+    // false: the transport closed meanwhile, or the session gave the
+    // request up, and the socket is not to be used
+    bool held = false;
+    Tracked(HttpClientTransport& self, int fd, std::optional<std::int64_t> request = std::nullopt)
+        : self(self), fd(fd), request(request) {
         std::lock_guard lock(self.mutex_);
         if (self.closed_) return;
+        if (request) {
+            auto it = self.requests_.find(*request);
+            if (it == self.requests_.end() || it->second.given_up) return;
+            it->second.fd = fd;
+        }
         self.sockets_.insert(fd);
         held = true;
     }
@@ -408,6 +453,8 @@ struct HttpClientTransport::Tracked {
         if (!held) return;
         std::lock_guard lock(self.mutex_);
         self.sockets_.erase(fd);
+        if (request)
+            if (auto it = self.requests_.find(*request); it != self.requests_.end()) it->second.fd = -1;
     }
     Tracked(const Tracked&) = delete;
     Tracked& operator=(const Tracked&) = delete;
@@ -534,8 +581,15 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
 HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message, const std::string& body,
                                                             const std::string& token, bool may_renew) {
     const std::string method = message.value("method", "");
+    const auto request_key = request_id(message);
     // A subscription's answer stream is quiet for as long as nothing changes.
     const bool held = method == "subscriptions/listen";
+    // A request's answer is read until the session gives it up (give_up);
+    // what answers a notification or an answer of the host's (202 and no
+    // body, from a server that keeps to the protocol) is read no longer in
+    // all than a connection is given to open.
+    const std::optional<Clock::time_point> read_by =
+        request_key ? std::nullopt : std::optional(Clock::now() + options_.connect_timeout);
     std::string session_id, version;
     {
         std::lock_guard lock(mutex_);
@@ -551,14 +605,14 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
     // before any answer: the request goes once more, on a new connection.
     for (bool retried = false;; retried = true) {
         bool reused = false, answered = false;
-        std::optional<std::chrono::steady_clock::time_point> written_at;
+        std::optional<Clock::time_point> written_at, answer_seen;
         std::unique_ptr<Connection> connection;
         int fd = -1;
         try {
             connection = take_connection(reused, retried);
             auto& stream = connection->stream;
             fd = stream.socket().native_handle();
-            std::optional<Tracked> tracked(std::in_place, *this, fd);
+            std::optional<Tracked> tracked(std::in_place, *this, fd, request_key);
             if (!tracked->held) return Outcome::done;
 
             auto request = request_to<http::string_body>(http::verb::post, url_, "application/json, text/event-stream",
@@ -592,12 +646,22 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             const bool events = type.rfind("text/event-stream", 0) == 0;
             std::string whole; // a JSON body
             bool over = false; // a message went over the bound
-            const Json stream_of = message.contains("method") ? message.value("id", Json()) : Json();
-            SseReader sse(options_.max_message_bytes, [&](std::string_view data) { events_.message(data, stream_of); });
-            // Until its end, or a message over the bound.
-            const auto read_timeout = held ? std::nullopt : std::optional(options_.read_timeout);
+            const Json stream_of = request_key ? Json(*request_key) : Json();
+            SseReader sse(options_.max_message_bytes, [&](std::string_view data) {
+                if (events_.message(data, stream_of) && !answer_seen) answer_seen = Clock::now();
+            });
+            // Until its end, or a message over the bound: each read within
+            // read_timeout, all of it by read_by, and what follows the
+            // answer within kAfterAnswer of it.
+            const auto until = [&]() -> std::optional<Clock::time_point> {
+                if (held) return std::nullopt;
+                auto by = Clock::now() + options_.read_timeout;
+                if (read_by) by = std::min(by, *read_by);
+                if (answer_seen) by = std::min(by, *answer_seen + kAfterAnswer);
+                return by;
+            };
             while (!parser.is_done() && !over)
-                over = !read_body_part(io, stream, buffer, parser, read_timeout, [&](std::string_view got) {
+                over = !read_body_part(io, stream, buffer, parser, until(), [&](std::string_view got) {
                     if (events) return sse.feed(got);
                     whole.append(got);
                     return whole.size() <= options_.max_message_bytes;
@@ -642,12 +706,20 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
                 std::lock_guard lock(mutex_);
                 if (closed_) return Outcome::done; // close() cut it short
             }
+            if (given_up(message)) return Outcome::done; // give_up() cut it short
             if (!retried && closed_before_answering(reused, answered, written_at, e.code())) continue;
-            // A stream that goes quiet past its time ends alone: the request it
-            // carried times out in the session, and the connection stays.
+            // A stream read past its time ends alone: the request it carried
+            // times out in the session (or was answered), and the connection stays.
             if (e.code() == beast::error::timeout && fd >= 0) {
-                spdlog::warn("[{}] an answer stream went quiet for {} ms; the host stopped reading it", options_.family,
-                             options_.read_timeout.count());
+                if (answer_seen)
+                    spdlog::info("[{}] kept an answer stream open past its answer; the host stopped reading it",
+                                 options_.family);
+                else if (read_by && Clock::now() >= *read_by)
+                    spdlog::warn("[{}] answered a message of the host's for over {} ms; the host stopped reading it",
+                                 options_.family, options_.connect_timeout.count());
+                else
+                    spdlog::warn("[{}] an answer stream went quiet for {} ms; the host stopped reading it",
+                                 options_.family, options_.read_timeout.count());
                 return Outcome::done;
             }
             // Over TLS the socket only ends; the tunnel knows why.
@@ -659,6 +731,7 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
                 std::lock_guard lock(mutex_);
                 if (closed_) return Outcome::done; // close() cut it short
             }
+            if (given_up(message)) return Outcome::done;
             ended("it could not be reached at " + shown_url(options_.url) + " (" + e.what() + ")");
         }
         return Outcome::done;

@@ -22,6 +22,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace gatehouse::upstream {
@@ -78,6 +79,7 @@ public:
 
     void start(Events events) override;
     bool send(const nlohmann::json& message) override;
+    void give_up(std::int64_t id) override;
     void negotiated(const std::string& protocol_version) override;
     void close() override;
     std::string describe() const override { return options_.url; }
@@ -98,6 +100,15 @@ private:
     };
     std::list<Post> posts_;
     std::set<int> sockets_; // of posts in flight, shut down by close()
+    // Each request's POST in flight, by the request's id: the socket its
+    // answer is read on (-1 between connections), and whether the session
+    // gave the request up, so that its reading ends (give_up) and a POST
+    // not yet started never starts.
+    struct RequestPost {
+        int fd = -1;
+        bool given_up = false;
+    };
+    std::unordered_map<std::int64_t, RequestPost> requests_;
     unsigned in_flight_ = 0;
     // Answers to the server's own requests being posted, and how many were
     // dropped since they last all went out (kMaxAnswersInFlight).
@@ -132,7 +143,8 @@ private:
     void start_server_stream();
     void hold_server_stream();
     StreamEnd read_server_stream(std::string& last_event_id);
-    struct Tracked; // a socket close() cuts, while it is in use
+    struct Tracked; // a socket close() (and give_up, for its request) cuts, while it is in use
+    bool given_up(const nlohmann::json& message);
     void post(nlohmann::json message, std::string body);
     Outcome post_once(const nlohmann::json& message, const std::string& body, const std::string& token, bool may_renew);
     bool bearer_for(const nlohmann::json& message, std::string& token);

@@ -1,5 +1,7 @@
 #include "upstream/stdio_client_transport.hpp"
 
+#include "metrics/log_allowance.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
@@ -206,21 +208,8 @@ void StdioClientTransport::read_on() {
 }
 
 void StdioClientTransport::copy_log() {
-    std::string pending;
-    char buffer[4096];
-    for (;;) {
-        const ssize_t n = ::read(stderr_fd_, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        pending.append(buffer, static_cast<std::size_t>(n));
-        for (std::size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
-            spdlog::info("[{}] {}", options_.family, pending.substr(0, end));
-        if (pending.size() > 64 * 1024) {
-            spdlog::info("[{}] {}", options_.family, pending);
-            pending.clear();
-        }
-    }
-    if (!pending.empty()) spdlog::info("[{}] {}", options_.family, pending);
+    metrics::LogAllowance allowance(options_.family);
+    metrics::copy_lines_to_log(stderr_fd_, allowance);
 }
 
 void StdioClientTransport::close_stdin() {

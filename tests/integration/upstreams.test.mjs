@@ -21,6 +21,7 @@ import { withHost, writeConfig, binaryPath, modernMeta, MODERN, eventually } fro
 
 import { HttpHost } from './lib/http_host.mjs';
 import { makeCertificates } from './lib/certificates.mjs';
+import { startScriptedUpstream } from './lib/scripted_upstream.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -334,6 +335,16 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
       assert.match(n.params.message, /^step \d(é)+…$/);
       assert.equal(n.params.extra, undefined);
     }
+    // What it logs and writes on stderr without end reaches the host's log at most a burst's worth at once.
+    assert.equal((await call('hostile_chatter')).content[0].text, 'said');
+    // At least once for its messages, once for its stderr.
+    await eventually('both allowances spent', () =>
+      host.stderr.match(/\[hostile\] writes more than 50 lines a second into the host's log; the next are counted, not written/g)?.length >= 2);
+    await sleep(300);
+    const logged = (pattern) => host.stderr.match(pattern)?.length ?? 0;
+    assert.ok(logged(/chatter message \d+/g) <= 520, `${logged(/chatter message \d+/g)} of 3000 messages logged`);
+    assert.ok(logged(/chatter line \d+/g) <= 520, `${logged(/chatter line \d+/g)} of 3000 stderr lines logged`);
+    assert.ok(logged(/chatter message \d+/g) >= 400);
     host.send({ jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'hostile_wait', arguments: {}, _meta: modernMeta() } });
     await new Promise((resolve) => setTimeout(resolve, 200));
     host.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'w', _meta: modernMeta() } });
@@ -651,27 +662,8 @@ test('one gatehouse mounts another over Streamable HTTP in 2026-07-28, with the 
 });
 
 test('over HTTP the host sends its own token from its file and the session id it was given, answers read as plain JSON', async () => {
-  const seen = [];
-  const server = (await import('node:http')).createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => (body += chunk));
-    req.on('end', () => {
-      seen.push({ method: req.method, authorization: req.headers.authorization, session: req.headers['mcp-session-id'] });
-      if (req.method === 'DELETE') return res.writeHead(200).end();
-      if (req.method === 'GET') return res.writeHead(405).end(); // no stream of its own
-      const message = JSON.parse(body);
-      if (message.id === undefined) return res.writeHead(202).end();
-      const answer = (result) => res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-42' })
-        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
-      if (message.method === 'initialize')
-        return answer({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'plain', version: '1' } });
-      if (message.method === 'tools/list') return answer({ tools: [{ name: 'hello', inputSchema: { type: 'object' } }] });
-      if (message.method === 'tools/call') return answer({ content: [{ type: 'text', text: 'hello back' }] });
-      res.writeHead(400, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'no' } }));
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const upstream = await startScriptedUpstream({ name: 'plain', sessionId: 's-42' });
+  const { seen } = upstream;
   try {
     await withHost(
       {
@@ -680,7 +672,7 @@ test('over HTTP the host sends its own token from its file and the session id it
           upstreams: (dir) => {
             const tokenFile = path.join(dir, 'plain.token');
             writeFileSync(tokenFile, 'file-token-7\n');
-            return [{ name: 'plain', url: `http://127.0.0.1:${server.address().port}/mcp`, token_file: tokenFile }];
+            return [{ name: 'plain', url: upstream.url, token_file: tokenFile }];
           },
         },
       },
@@ -697,31 +689,15 @@ test('over HTTP the host sends its own token from its file and the session id it
     );
     assert.equal(seen.at(-1).method, 'DELETE', 'the session is deleted when the host stops');
   } finally {
-    server.close();
+    upstream.close();
   }
 });
 
 test('an HTTP upstream that holds the DELETE of its session open does not hold the host: SIGTERM stops it within seconds', async () => {
   const held = [];
-  const server = (await import('node:http')).createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => (body += chunk));
-    req.on('end', () => {
-      if (req.method === 'DELETE') return held.push(res); // never answered
-      if (req.method === 'GET') return res.writeHead(405).end();
-      const message = JSON.parse(body);
-      if (message.id === undefined) return res.writeHead(202).end();
-      const answer = (result) => res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-held' })
-        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
-      if (message.method === 'initialize')
-        return answer({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'holding', version: '1' } });
-      if (message.method === 'tools/list') return answer({ tools: [{ name: 'hello', inputSchema: { type: 'object' } }] });
-      return answer({ content: [{ type: 'text', text: 'hello back' }] });
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const upstream = await startScriptedUpstream({ name: 'holding', onDelete: (_, req, res) => held.push(res) }); // never answered
   try {
-    await withHost({ plugins: [], sections: { upstreams: [{ name: 'holding', url: `http://127.0.0.1:${server.address().port}/mcp` }] } },
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'holding', url: upstream.url }] } },
       async (host) => {
         await host.stderrMatching(/family 'holding' loaded: holding 1/, 30000);
         assert.equal((await host.modern('tools/call', { name: 'holding_hello', arguments: {} })).result.content[0].text, 'hello back');
@@ -733,36 +709,26 @@ test('an HTTP upstream that holds the DELETE of its session open does not hold t
         assert.ok(Date.now() - sent < 10000, `the host took ${Date.now() - sent} ms to stop`);
       });
   } finally {
-    server.closeAllConnections?.();
-    server.close();
+    upstream.close();
   }
 });
 
 test('an HTTP upstream that floods requests and never takes the answers gets at most 64 answers at once, not a thread and a socket each', async () => {
   const pongs = [];
-  const server = (await import('node:http')).createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => (body += chunk));
-    req.on('end', () => {
-      if (req.method === 'DELETE') return res.writeHead(200).end();
-      if (req.method === 'GET') return res.writeHead(405).end();
-      const message = JSON.parse(body);
-      if (message.method === undefined) return pongs.push(res); // an answer: held, never taken
-      if (message.id === undefined) return res.writeHead(202).end();
-      const answer = (result) => res.writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
-      if (message.method === 'initialize')
-        return answer({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'flooding', version: '1' } });
-      if (message.method === 'tools/list') return answer({ tools: [{ name: 'flood', inputSchema: { type: 'object' } }] });
+  const upstream = await startScriptedUpstream({
+    name: 'flooding',
+    tools: [{ name: 'flood', inputSchema: { type: 'object' } }],
+    onNotification: (message, req, res) => message.method === undefined && pongs.push(res), // an answer: held, never taken
+    onCall: (message, req, res) => {
       // The call's answer stream: 500 pings, then the result.
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       for (let i = 0; i < 500; i++) res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: `ping-${i}`, method: 'ping' })}\n\n`);
       res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'flooded' }] } })}\n\n`);
-    });
+      return true;
+    },
   });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
-    await withHost({ plugins: [], sections: { upstreams: [{ name: 'flooding', url: `http://127.0.0.1:${server.address().port}/mcp` }] } },
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'flooding', url: upstream.url }] } },
       async (host) => {
         await host.stderrMatching(/family 'flooding' loaded: flooding 1/, 30000);
         assert.equal((await host.modern('tools/call', { name: 'flooding_flood', arguments: {} })).result.content[0].text, 'flooded');
@@ -772,8 +738,66 @@ test('an HTTP upstream that floods requests and never takes the answers gets at 
         assert.ok(pongs.length >= 1);
       });
   } finally {
-    server.closeAllConnections?.();
-    server.close();
+    upstream.close();
+  }
+});
+
+test('an HTTP upstream that keeps an answer stream coming holds no socket past the call: not after the host gives the call up, not after the answer, not for a notification', async () => {
+  const opened = {}; // tool name -> when the host's socket for its call closed (ms since the call was sent)
+  let sent = 0;
+  const trickle = (res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const timer = setInterval(() => res.write(': still here\n\n'), 100);
+    res.on('close', () => clearInterval(timer));
+  };
+  const upstream = await startScriptedUpstream({
+    name: 'trickling',
+    tools: [{ name: 'never', inputSchema: { type: 'object' } }, { name: 'after', inputSchema: { type: 'object' } }],
+    onCall: (message, req, res) => {
+      const tool = message.params?.name;
+      if (message.method !== 'tools/call') return false;
+      req.socket.once('close', () => (opened[tool] = Date.now() - sent));
+      trickle(res);
+      if (tool === 'after')
+        res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'answered' }] } })}\n\n`);
+      return true;
+    },
+    // notifications/cancelled, answered with a stream that never ends
+    onNotification: (message, req, res) => {
+      if (message.method !== 'notifications/cancelled') return false;
+      req.socket.once('close', () => (opened.cancelled = Date.now() - sent));
+      trickle(res);
+      return true;
+    },
+  });
+  try {
+    await withHost({
+      plugins: [],
+      sections: { upstreams: [{ name: 'trickling', url: upstream.url, tool_timeout_ms: 1000, connect_timeout_ms: 2000 }] },
+    }, async (host) => {
+      await host.stderrMatching(/family 'trickling' loaded: trickling 1/, 30000);
+      sent = Date.now();
+      const answer = await host.modern('tools/call', { name: 'trickling_after', arguments: {} });
+      assert.equal(answer.result.content[0].text, 'answered');
+      await eventually('the stream after the answer to be read no longer', () => opened.after !== undefined, 5000);
+      assert.ok(opened.after < 3000, `the host read the stream on for ${opened.after} ms after the answer`);
+      await host.stderrMatching(/\[trickling\] kept an answer stream open past its answer; the host stopped reading it/);
+
+      sent = Date.now();
+      const refused = await host.modern('tools/call', { name: 'trickling_never', arguments: {} });
+      assert.equal(refused.result?.structuredContent?.code, 'TOOL_TIMEOUT', JSON.stringify(refused));
+      assert.match(refused.result.content[0].text, /tool_timeout_ms of its upstreams entry/);
+      await eventually('the given-up call\'s stream to be read no longer', () => opened.never !== undefined, 5000);
+      assert.ok(opened.never < 4000, `the host held the given-up call's socket for ${opened.never} ms`);
+      // The connection stays up: the next call is served.
+      assert.equal((await host.modern('tools/call', { name: 'trickling_after', arguments: {} })).result.content[0].text, 'answered');
+      // Its notifications/cancelled, answered by a stream that never ends, is read for connect_timeout_ms at most.
+      await eventually('the answer to notifications/cancelled to be read no longer', () => opened.cancelled !== undefined, 8000);
+      assert.ok(opened.cancelled < 6000, `the host read the answer to its notification for ${opened.cancelled} ms`);
+      await host.stderrMatching(/\[trickling\] answered a message of the host's for over 2000 ms; the host stopped reading it/);
+    });
+  } finally {
+    upstream.close();
   }
 });
 

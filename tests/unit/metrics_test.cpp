@@ -1,5 +1,6 @@
 #include "metrics/address_allow_list.hpp"
 #include "metrics/audit_log.hpp"
+#include "metrics/log_allowance.hpp"
 #include "metrics/log_context.hpp"
 #include "metrics/metric_registry.hpp"
 #include "metrics/observability.hpp"
@@ -13,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -407,4 +410,76 @@ TEST_CASE("Observability counts each tool call once under its outcome and code, 
     CHECK_FALSE(refusal.contains("arguments"));
     CHECK(lines[0].find("secret plan") == std::string::npos);
     CHECK(json::parse(lines[1])["decision"] == "allowed");
+}
+
+namespace {
+
+// The default logger's lines, into `out`, while it lives.
+struct CapturedLog {
+    std::ostringstream out;
+    std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+    CapturedLog() {
+        auto logger =
+            std::make_shared<spdlog::logger>("captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+        logger->set_pattern("%l %v");
+        spdlog::set_default_logger(logger);
+    }
+    ~CapturedLog() { spdlog::set_default_logger(previous); }
+    std::size_t count(const std::string& what) const {
+        const std::string text = out.str();
+        std::size_t n = 0;
+        for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
+            ++n;
+        return n;
+    }
+};
+
+} // namespace
+
+TEST_CASE("A program's log lines past its allowance are counted, not written, and the flood is told once",
+          "[metrics][log]") {
+    CapturedLog log;
+    {
+        metrics::LogAllowance allowance("chatty");
+        for (int i = 0; i < 2000; ++i)
+            allowance.write(spdlog::level::info, "line " + std::to_string(i));
+        // What refills while the loop runs is a line or two.
+        CHECK(log.count("info [chatty] line ") >= 500);
+        CHECK(log.count("info [chatty] line ") <= 510);
+        CHECK(allowance.dropped() == 2000 - log.count("info [chatty] line "));
+        CHECK(log.count("[chatty] writes more than 50 lines a second into the host's log") == 1);
+        CHECK(log.count("info [chatty] line 0\n") == 1);
+        CHECK(log.count("info [chatty] line 1999\n") == 0);
+    }
+    // The count is told when the allowance ends.
+    CHECK(log.count("lines of its were not logged") == 1);
+}
+
+TEST_CASE("A program's lines reach the log cut short, whole UTF-8, and a line without end is skipped to its newline",
+          "[metrics][log]") {
+    CapturedLog log;
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    std::thread writer([fd = pipe_fds[1]] {
+        std::string text =
+            std::string(metrics::LogAllowance::kLineBytes - 1, 'a') + "\xC3\xA9tail\n"; // é across the cut
+        text += std::string(200 * 1024, 'b') + "\nafter\n";
+        for (std::size_t at = 0; at < text.size();) {
+            const auto n = ::write(fd, text.data() + at, text.size() - at);
+            if (n <= 0) break;
+            at += static_cast<std::size_t>(n);
+        }
+        ::close(fd);
+    });
+    metrics::LogAllowance allowance("lines");
+    metrics::copy_lines_to_log(pipe_fds[0], allowance);
+    writer.join();
+    ::close(pipe_fds[0]);
+    const std::string text = log.out.str();
+    CHECK(text.find("info [lines] " + std::string(metrics::LogAllowance::kLineBytes - 1, 'a') + "… (cut)\n") !=
+          std::string::npos);
+    CHECK(log.count("\xC3\xA9") == 0); // not half of it either
+    CHECK(log.count("info [lines] bbbb") == 1);
+    CHECK(log.count("info [lines] after\n") == 1);
+    CHECK(text.size() < 3 * metrics::LogAllowance::kLineBytes);
 }

@@ -1,0 +1,21 @@
+#include "protocol/utf8_text.hpp"
+
+namespace gatehouse::protocol {
+
+std::string_view utf8_prefix(std::string_view text, std::size_t limit) {
+    if (text.size() <= limit) return text;
+    std::size_t end = limit;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+        --end;
+    return text.substr(0, end);
+}
+
+std::string cut_utf8(std::string_view text, std::size_t limit, std::string_view suffix) {
+    if (text.size() <= limit) return std::string(text);
+    std::string cut(utf8_prefix(text, limit));
+    cut += "…";
+    cut += suffix;
+    return cut;
+}
+
+} // namespace gatehouse::protocol

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace gatehouse::protocol {
+
+// The first bytes of `text`, at most `limit` of them, ending before a UTF-8
+// continuation byte: what is kept of UTF-8 stays UTF-8, so the JSON it is
+// written into (a message, a log line) can carry it.
+std::string_view utf8_prefix(std::string_view text, std::size_t limit);
+
+// `text` as it is when it fits in `limit` bytes; else its utf8_prefix and
+// "…" after it, with `suffix` (say, the whole size) after that.
+std::string cut_utf8(std::string_view text, std::size_t limit, std::string_view suffix = {});
+
+} // namespace gatehouse::protocol
