@@ -336,14 +336,17 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
       assert.equal(n.params.extra, undefined);
     }
     // What it logs and writes on stderr without end reaches the host's log at most a burst's worth at once.
+    const chattering = Date.now();
     assert.equal((await call('hostile_chatter')).content[0].text, 'said');
     // At least once for its messages, once for its stderr.
     await eventually('both allowances spent', () =>
       host.stderr.match(/\[hostile\] writes more than 50 lines a second into the host's log; the next are counted, not written/g)?.length >= 2);
     await sleep(300);
     const logged = (pattern) => host.stderr.match(pattern)?.length ?? 0;
-    assert.ok(logged(/chatter message \d+/g) <= 520, `${logged(/chatter message \d+/g)} of 3000 messages logged`);
-    assert.ok(logged(/chatter line \d+/g) <= 520, `${logged(/chatter line \d+/g)} of 3000 stderr lines logged`);
+    // 500 at once, and 50 a second for as long as it went on.
+    const allowed = 500 + Math.ceil((50 * (Date.now() - chattering)) / 1000) + 5;
+    assert.ok(logged(/chatter message \d+/g) <= allowed, `${logged(/chatter message \d+/g)} of 3000 messages logged, ${allowed} allowed`);
+    assert.ok(logged(/chatter line \d+/g) <= allowed, `${logged(/chatter line \d+/g)} of 3000 stderr lines logged, ${allowed} allowed`);
     assert.ok(logged(/chatter message \d+/g) >= 400);
     host.send({ jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'hostile_wait', arguments: {}, _meta: modernMeta() } });
     await new Promise((resolve) => setTimeout(resolve, 200));
