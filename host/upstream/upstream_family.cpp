@@ -46,9 +46,31 @@ std::uint32_t risk_named(const std::string& name) {
 // hint a tool may change things, so it is a write.
 std::uint32_t risk_of(const Json& annotations) {
     if (!annotations.is_object()) return GH_RISK_WRITE;
-    if (annotations.value("readOnlyHint", false) == true) return GH_RISK_READ;
-    if (annotations.value("destructiveHint", false) == true) return GH_RISK_DESTRUCTIVE;
+    // A hint that is not a boolean is no hint (and value<bool> would throw on it).
+    const auto hinted = [&](const char* hint) {
+        const auto it = annotations.find(hint);
+        return it != annotations.end() && it->is_boolean() && it->get<bool>();
+    };
+    if (hinted("readOnlyHint")) return GH_RISK_READ;
+    if (hinted("destructiveHint")) return GH_RISK_DESTRUCTIVE;
     return GH_RISK_WRITE;
+}
+
+// The hints an agent's client reads, and may skip a person's confirmation
+// on, say what the host enforces: readOnlyHint and destructiveHint follow
+// the risk the gate checks (the operator's, else the one read from these
+// hints), whatever the server claimed beside it; its other hints pass only
+// with the type MCP gives them.
+Json published_annotations(const Json& listed, std::uint32_t risk) {
+    Json published = Json::object();
+    if (listed.is_object()) {
+        for (const char* hint : {"idempotentHint", "openWorldHint"})
+            if (auto it = listed.find(hint); it != listed.end() && it->is_boolean()) published[hint] = *it;
+        if (auto title = listed.find("title"); title != listed.end() && title->is_string()) published["title"] = *title;
+    }
+    published["readOnlyHint"] = risk == GH_RISK_READ;
+    if (risk != GH_RISK_READ) published["destructiveHint"] = risk == GH_RISK_DESTRUCTIVE;
+    return published;
 }
 
 // The text at `key` of a listed entry, or null: a server may list any JSON.
@@ -474,7 +496,7 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
         const Json annotations = tool.value("annotations", Json::object());
         d.risk = entry.risk ? risk_named(*entry.risk) : risk_of(annotations);
         d.rules = offer.keep(entry.rules);
-        d.annotations = offer.keep(annotations.is_object() ? annotations.dump() : "{}");
+        d.annotations = offer.keep(published_annotations(annotations, d.risk).dump());
         d.call = &UpstreamFamily::call_tool;
         d.task_support = GH_TASK_NONE;
         // The loader reads it as a plugin's, compiling its schemas once, and

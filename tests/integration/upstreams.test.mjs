@@ -395,6 +395,26 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     assert.equal(host.child.exitCode, null);
   }));
 
+test('an upstream\'s hints say what the host enforces: readOnlyHint and destructiveHint follow the risk the gate checks, hints of the wrong type are dropped', () =>
+  withHost({ plugins: [], sections: { upstreams: [hostile(), hostile({ name: 'strict', risk: 'write' })] } }, async (host) => {
+    await host.stderrMatching(/family 'strict' loaded: hostile 6\.6\.6/, 30000);
+    await host.stderrMatching(/family 'hostile' loaded: hostile 6\.6\.6/, 30000);
+    const tools = [];
+    for (let cursor; ;) {
+      const page = (await host.modern('tools/list', cursor ? { cursor } : {})).result;
+      tools.push(...page.tools);
+      if (!(cursor = page.nextCursor)) break;
+    }
+    const hints = (name) => tools.find((t) => t.name === name)?.annotations;
+    // The server says read-only and nothing overrides it: read, and said so.
+    assert.equal(hints('hostile_pid').readOnlyHint, true);
+    // The operator made every tool of `strict` a write: its client is not told read-only.
+    assert.equal(hints('strict_pid').readOnlyHint, false);
+    assert.equal(hints('strict_pid').destructiveHint, false);
+    // 'yes' and 1 are no hints: a write, said so; the boolean openWorldHint passes, the rest do not.
+    assert.deepEqual(hints('hostile_loose_hints'), { readOnlyHint: false, destructiveHint: false, openWorldHint: true });
+  }));
+
 test('an upstream tool published under a host tool\'s name is left out: call_tool stays the host\'s and forwards to the family named', () =>
   withHost({ plugins: ['echo.so'], sections: { upstreams: [hostile({ names: 'none', allow: ['count', 'call_tool'] })], domains: { echo: { exposure: 'on_demand' } } } }, async (host) => {
     await host.stderrMatching(/upstream 'hostile': tool 'call_tool' is left out: 'call_tool' is the name of one of the host's own tools/);
