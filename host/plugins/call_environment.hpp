@@ -4,6 +4,8 @@
 
 #include "plugins/host_services.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <deque>
 #include <string>
 #include <string_view>
@@ -27,6 +29,12 @@ public:
     virtual void log(int32_t level, std::string_view logger, std::string_view message) = 0;
     virtual void progress(double done, double total, std::string_view message) = 0;
     virtual std::string_view context_json() = 0;
+    // What the host's own families (an upstream's, which runs in the host)
+    // read of the call without building and parsing context_json: the
+    // capabilities the agent's client declared (null: none), and the
+    // caller's owner key (empty: no caller).
+    virtual const nlohmann::json* client_capabilities() const { return nullptr; }
+    virtual std::string owner() const { return {}; }
 
     // The session services, one per ABI slot (1.1: describe, open,
     // rules_accept, critical_read; 1.4: store_credentials). Outside a tool

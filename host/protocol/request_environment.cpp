@@ -40,6 +40,10 @@ std::string_view RequestEnvironment::context_json() {
     return context_;
 }
 
+std::string RequestEnvironment::owner() const {
+    return request_.connection->principal().owner_key();
+}
+
 void RequestEnvironment::describe(Json& context) const {
     context["family"] = family_;
     context["method"] = request_.method;

@@ -23,6 +23,8 @@ public:
     void progress(double done, double total, std::string_view message) override;
     // Built on the first ask: most calls never ask.
     std::string_view context_json() final;
+    const Json* client_capabilities() const final { return &request_.client_capabilities; }
+    std::string owner() const final;
 
 protected:
     // The context's fields besides principal, revision and clientCapabilities.

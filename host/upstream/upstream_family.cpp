@@ -843,21 +843,24 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
         api->progress(call, number("progress"), number("total"), gh_str{message.data(), message.size()});
     };
     waiting.relays = relays;
-    Json agent_capabilities = Json::object();
+    static const Json kNone = Json::object();
+    const Json* agent_capabilities = &kNone;
     std::string owner;
     Json state; // this round's: {"parked": handle} or {"upstream": the server's requestState}
     if (relays) {
-        const Json context = object_of(api->call_context(call));
-        if (auto caps = context.find("clientCapabilities"); caps != context.end() && caps->is_object())
-            agent_capabilities = *caps;
-        if (auto principal = context.find("principal"); principal != context.end() && principal->is_object())
-            owner = principal->value("owner", "");
+        // Read from the call itself: this family runs in the host, so it
+        // need not build the context's JSON only to parse it again.
+        if (const plugins::CallEnvironment* environment = call ? call->environment : nullptr) {
+            if (const Json* caps = environment->client_capabilities(); caps && caps->is_object())
+                agent_capabilities = caps;
+            owner = environment->owner();
+        }
         if (const gh_str sealed = api->request_state(call); sealed.len)
             state = Json::parse(std::string_view(sealed.ptr, sealed.len), nullptr, false);
         // A 2026-07-28 server hears of what the agent can answer, and only that.
         waiting.capabilities = Json::object();
         for (const char* key : {"elicitation", "sampling", "roots"})
-            if (auto c = agent_capabilities.find(key); c != agent_capabilities.end() && c->is_object())
+            if (auto c = agent_capabilities->find(key); c != agent_capabilities->end() && c->is_object())
                 waiting.capabilities[key] = *c;
     }
     std::shared_ptr<ClientSession> session;
@@ -913,7 +916,7 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
             for (auto& asked : reply.asked) {
                 Json request = {{"method", asked.method}, {"params", std::move(asked.params)}};
                 // The server hears no at once where the agent's client cannot answer.
-                if (const Json missing = mrtr::missing_capabilities(Json{{"ask", request}}, agent_capabilities);
+                if (const Json missing = mrtr::missing_capabilities(Json{{"ask", request}}, *agent_capabilities);
                     !missing.empty()) {
                     session->refuse(asked.id, kMethodNotFound,
                                     "the agent's client does not offer " + missing.dump() + " for " + asked.method);
