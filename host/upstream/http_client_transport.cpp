@@ -621,7 +621,12 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             if (version == "2026-07-28" && !method.empty()) set_routing_headers(request, message, method, options_);
             request.body() = body;
             request.prepare_payload();
-            stream.expires_after(held ? options_.connect_timeout : options_.read_timeout);
+            // The write and the answer's head by the same time as its body's reads.
+            if (held)
+                stream.expires_after(options_.connect_timeout);
+            else
+                stream.expires_at(read_by ? std::min(Clock::now() + options_.read_timeout, *read_by)
+                                          : Clock::now() + options_.read_timeout);
             auto& io = connection->io;
             run_or_throw(io, [&](auto handler) { http::async_write(stream, request, std::move(handler)); });
             written_at = std::chrono::steady_clock::now();
@@ -666,6 +671,9 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
                     whole.append(got);
                     return whole.size() <= options_.max_message_bytes;
                 });
+            // Given up while its body ended at the socket's end (no length, not
+            // chunked): what was read may be cut short, and no one waits for it.
+            if (given_up(message)) return Outcome::done;
             // A final answer read to its end, and nothing after it: the next POST may use it.
             if (!over && status >= 200 && parser.is_done() && parser.keep_alive() && buffer.size() == 0) {
                 tracked.reset();

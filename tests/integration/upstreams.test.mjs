@@ -345,8 +345,8 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     const logged = (pattern) => host.stderr.match(pattern)?.length ?? 0;
     // 500 at once, and 50 a second for as long as it went on.
     const allowed = 500 + Math.ceil((50 * (Date.now() - chattering)) / 1000) + 5;
-    assert.ok(logged(/chatter message \d+/g) <= allowed, `${logged(/chatter message \d+/g)} of 3000 messages logged, ${allowed} allowed`);
-    assert.ok(logged(/chatter line \d+/g) <= allowed, `${logged(/chatter line \d+/g)} of 3000 stderr lines logged, ${allowed} allowed`);
+    assert.ok(logged(/chatter message \d+/g) <= allowed, `${logged(/chatter message \d+/g)} of 1500 messages logged, ${allowed} allowed`);
+    assert.ok(logged(/chatter line \d+/g) <= allowed, `${logged(/chatter line \d+/g)} of 1500 stderr lines logged, ${allowed} allowed`);
     assert.ok(logged(/chatter message \d+/g) >= 400);
     host.send({ jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'hostile_wait', arguments: {}, _meta: modernMeta() } });
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -812,8 +812,10 @@ test('an HTTP upstream that keeps an answer stream coming holds no socket past t
       assert.match(refused.result.content[0].text, /tool_timeout_ms of its upstreams entry/);
       await eventually('the given-up call\'s stream to be read no longer', () => opened.never !== undefined, 5000);
       assert.ok(opened.never < 4000, `the host held the given-up call's socket for ${opened.never} ms`);
-      // The connection stays up: the next call is served.
+      // The connection stays up: the next call is served on it, with no new session made.
       assert.equal((await host.modern('tools/call', { name: 'trickling_after', arguments: {} })).result.content[0].text, 'answered');
+      assert.equal(upstream.seen.filter((r) => r.rpc === 'initialize').length, 1, 'one session, never made again');
+      assert.doesNotMatch(host.stderr, /could not be reached/);
       // Its notifications/cancelled, answered by a stream that never ends, is read for connect_timeout_ms at most.
       await eventually('the answer to notifications/cancelled to be read no longer', () => opened.cancelled !== undefined, 8000);
       assert.ok(opened.cancelled < 6000, `the host read the answer to its notification for ${opened.cancelled} ms`);

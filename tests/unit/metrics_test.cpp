@@ -17,6 +17,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -441,18 +442,23 @@ TEST_CASE("A program's log lines past its allowance are counted, not written, an
     CapturedLog log;
     {
         metrics::LogAllowance allowance("chatty");
+        const auto started = std::chrono::steady_clock::now();
         for (int i = 0; i < 2000; ++i)
             allowance.write(spdlog::level::info, "line " + std::to_string(i));
-        // What refills while the loop runs is a line or two.
-        CHECK(log.count("info [chatty] line ") >= 500);
-        CHECK(log.count("info [chatty] line ") <= 510);
-        CHECK(allowance.dropped() == 2000 - log.count("info [chatty] line "));
-        CHECK(log.count("[chatty] writes more than 50 lines a second into the host's log") == 1);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        // The burst, and what refilled at 50 a second while the loop ran.
+        const auto logged = log.count("info [chatty] line ");
+        CHECK(logged >= 500);
+        CHECK(logged <= 500 + static_cast<std::size_t>(50 * seconds) + 1);
+        CHECK(allowance.dropped() == 2000 - logged);
         CHECK(log.count("info [chatty] line 0\n") == 1);
-        CHECK(log.count("info [chatty] line 1999\n") == 0);
+        // Told as the flood begins, then at most once a second.
+        CHECK(log.count("[chatty] writes more than 50 lines a second into the host's log") >= 1);
+        CHECK(log.count("[chatty] writes more than 50 lines a second into the host's log") <=
+              1 + static_cast<std::size_t>(seconds));
     }
-    // The count is told when the allowance ends.
-    CHECK(log.count("lines of its were not logged") == 1);
+    // The count is told when the allowance ends, if not before.
+    CHECK(log.count("lines of its were not logged") >= 1);
 }
 
 TEST_CASE("A program's lines reach the log cut short, whole UTF-8, and a line without end is skipped to its newline",

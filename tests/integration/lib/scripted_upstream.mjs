@@ -3,7 +3,8 @@
 // a message without an id, 405 to the GET of a stream of its own and 200 to
 // DELETE, unless the test's handlers answer first. Each handler gets the
 // parsed message (null for GET and DELETE), the request and the response,
-// and returns true when it has answered. Every request is recorded in `seen`.
+// and returns true when it has answered. Every request is recorded in `seen`
+// ({method, authorization, session, rpc: the JSON-RPC method of a POST}).
 import http from 'node:http';
 
 export async function startScriptedUpstream({
@@ -19,13 +20,15 @@ export async function startScriptedUpstream({
     let body = '';
     req.on('data', (chunk) => (body += chunk));
     req.on('end', () => {
-      seen.push({ method: req.method, authorization: req.headers.authorization, session: req.headers['mcp-session-id'] });
+      const heard = { method: req.method, authorization: req.headers.authorization, session: req.headers['mcp-session-id'] };
+      seen.push(heard);
       if (req.method === 'DELETE') {
         if (!onDelete?.(null, req, res)) res.writeHead(200).end();
         return;
       }
       if (req.method === 'GET') return res.writeHead(405).end(); // no stream of its own
       const message = JSON.parse(body);
+      heard.rpc = message.method; // the JSON-RPC method, for what the host asked
       if (message.id === undefined || message.method === undefined) {
         if (!onNotification?.(message, req, res)) res.writeHead(202).end();
         return;
