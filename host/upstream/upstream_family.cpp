@@ -257,7 +257,7 @@ UpstreamFamily::~UpstreamFamily() {
 
 void UpstreamFamily::retire() {
     std::vector<Parked> parked;
-    std::shared_ptr<ClientSession> connecting;
+    std::shared_ptr<ClientSession> connecting, session;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
@@ -265,9 +265,15 @@ void UpstreamFamily::retire() {
         on_offer_changed_ = nullptr;
         down_because_ = "its upstreams entry was removed";
         connecting = std::move(connecting_);
+        session = std::move(session_);
         changed_.notify_all();
     }
-    if (connecting) connecting->close(); // its open() ends at once
+    // Both closed before the supervisor is joined: its open() of a new
+    // connection, or its listing of this one (a server that said its lists
+    // changed and holds the listing unanswered), ends at once, not after
+    // connect_timeout_ms.
+    if (connecting) connecting->close();
+    if (session) session->close();
     if (supervisor_.joinable()) {
         // Retired from its own thread (what it heard dropped the last hold on
         // it): that thread ends by itself once it sees stopping_.
@@ -283,12 +289,6 @@ void UpstreamFamily::retire() {
         parked_.clear();
     }
     end_parked(std::move(parked), "the host is stopping");
-    std::shared_ptr<ClientSession> session;
-    {
-        std::lock_guard lock(mutex_);
-        session = std::move(session_);
-    }
-    if (session) session->close();
 }
 
 std::shared_ptr<const UpstreamFamily::Offer> UpstreamFamily::offer() const {
@@ -687,13 +687,17 @@ void UpstreamFamily::supervise() {
             listed_at = Clock::now();
             auto session = session_;
             lock.unlock();
+            std::string failed;
             try {
                 take_listing(*session);
             } catch (const std::exception& e) {
-                spdlog::warn("upstream '{}' said its lists changed, but did not list them: {}", options_.entry.name,
-                             e.what());
+                failed = e.what();
             }
             lock.lock();
+            // A listing cut short by retire() is no fault of the server's.
+            if (!failed.empty() && !stopping_)
+                spdlog::warn("upstream '{}' said its lists changed, but did not list them: {}", options_.entry.name,
+                             failed);
             continue;
         }
         if (session_) {

@@ -743,6 +743,7 @@ test('an HTTP upstream that floods requests and never takes the answers gets at 
     tools: [{ name: 'flood', inputSchema: { type: 'object' } }],
     onNotification: (message, req, res) => message.method === undefined && pongs.push(res), // an answer: held, never taken
     onCall: (message, req, res) => {
+      if (message.method !== 'tools/call') return false;
       // The call's answer stream: 500 pings, then the result.
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       for (let i = 0; i < 500; i++) res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: `ping-${i}`, method: 'ping' })}\n\n`);
@@ -823,6 +824,39 @@ test('an HTTP upstream that keeps an answer stream coming holds no socket past t
     });
   } finally {
     upstream.close();
+  }
+});
+
+test('an upstream removed by SIGHUP while its server holds a re-listing unanswered leaves at once: the re-read goes on to the next upstream', async () => {
+  let listings = 0;
+  const slow = await startScriptedUpstream({
+    name: 'slowlist',
+    // Its own stream says the tools changed; the listing that follows is never answered.
+    onGet: (_, req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      setTimeout(() => res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`), 200);
+      return true;
+    },
+    onCall: (message) => message.method === 'tools/list' && ++listings > 1, // held from the second on
+  });
+  const quick = await startScriptedUpstream({ name: 'quick' });
+  try {
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'slowlist', url: slow.url, connect_timeout_ms: 30000 }] } },
+      async (host) => {
+        await host.stderrMatching(/family 'slowlist' loaded: slowlist 1/, 30000);
+        await eventually('the re-listing asked for', () => listings >= 2);
+        const yaml = readFileSync(host.config.file, 'utf8').replace(/\nupstreams: .*\n?/, '\n');
+        writeFileSync(host.config.file, `${yaml}\nupstreams: ${JSON.stringify([{ name: 'quick', url: quick.url }])}\n`);
+        const sent = Date.now();
+        host.child.kill('SIGHUP');
+        await host.stderrMatching(/upstream 'quick' joins \(1 tool\(s\)\)/, 20000);
+        assert.ok(Date.now() - sent < 8000, `the re-read took ${Date.now() - sent} ms past a listing held open`);
+        assert.match(host.stderr, /upstream 'slowlist' is no longer configured: it leaves/);
+        assert.doesNotMatch(host.stderr, /'slowlist' said its lists changed, but did not list them/);
+      });
+  } finally {
+    slow.close();
+    quick.close();
   }
 });
 

@@ -11,7 +11,8 @@ export async function startScriptedUpstream({
   name,
   tools = [{ name: 'hello', inputSchema: { type: 'object' } }],
   sessionId = `s-${name}`,
-  onCall, // tools/call and any other request with an id the default does not know
+  onCall, // any request with an id but initialize, before the defaults (tools/list, tools/call)
+  onGet, // the GET of a stream of its own (default: 405, none)
   onDelete,
   onNotification, // a message without a method or without an id: a notification, or an answer of the host's
 }) {
@@ -26,7 +27,10 @@ export async function startScriptedUpstream({
         if (!onDelete?.(null, req, res)) res.writeHead(200).end();
         return;
       }
-      if (req.method === 'GET') return res.writeHead(405).end(); // no stream of its own
+      if (req.method === 'GET') {
+        if (!onGet?.(null, req, res)) res.writeHead(405).end(); // no stream of its own
+        return;
+      }
       const message = JSON.parse(body);
       heard.rpc = message.method; // the JSON-RPC method, for what the host asked
       if (message.id === undefined || message.method === undefined) {
@@ -37,8 +41,8 @@ export async function startScriptedUpstream({
         .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
       if (message.method === 'initialize')
         return answer({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name, version: '1' } });
-      if (message.method === 'tools/list') return answer({ tools });
       if (onCall?.(message, req, res)) return;
+      if (message.method === 'tools/list') return answer({ tools });
       if (message.method === 'tools/call') return answer({ content: [{ type: 'text', text: 'hello back' }] });
       res.writeHead(400, { 'content-type': 'application/json' })
         .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'no' } }));
