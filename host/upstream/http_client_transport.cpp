@@ -13,6 +13,7 @@
 #include <boost/range/iterator_range.hpp>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -432,13 +433,20 @@ void HttpClientTransport::post(Json message, std::string body) {
 
 struct HttpClientTransport::Tracked {
     HttpClientTransport& self;
+    // A duplicate of the socket, registered in its stead: shutting it down
+    // shuts the socket, and its number cannot be taken by another file
+    // while it is registered, however the socket itself is closed meanwhile
+    // (a deadline closes it within the read). -1: none could be made, and
+    // the socket's own number is registered.
+    int duplicate = -1;
     int fd;
     std::optional<std::int64_t> request; // the request whose answer it reads
     // false: the transport closed meanwhile, or the session gave the
     // request up, and the socket is not to be used
     bool held = false;
-    Tracked(HttpClientTransport& self, int fd, std::optional<std::int64_t> request = std::nullopt)
-        : self(self), fd(fd), request(request) {
+    Tracked(HttpClientTransport& self, int socket, std::optional<std::int64_t> request = std::nullopt)
+        : self(self), duplicate(::fcntl(socket, F_DUPFD_CLOEXEC, 0)), fd(duplicate >= 0 ? duplicate : socket),
+          request(request) {
         std::lock_guard lock(self.mutex_);
         if (self.closed_) return;
         if (request) {
@@ -450,11 +458,13 @@ struct HttpClientTransport::Tracked {
         held = true;
     }
     ~Tracked() {
-        if (!held) return;
         std::lock_guard lock(self.mutex_);
-        self.sockets_.erase(fd);
-        if (request)
-            if (auto it = self.requests_.find(*request); it != self.requests_.end()) it->second.fd = -1;
+        if (held) {
+            self.sockets_.erase(fd);
+            if (request)
+                if (auto it = self.requests_.find(*request); it != self.requests_.end()) it->second.fd = -1;
+        }
+        if (duplicate >= 0) ::close(duplicate);
     }
     Tracked(const Tracked&) = delete;
     Tracked& operator=(const Tracked&) = delete;
