@@ -57,20 +57,17 @@ std::uint32_t risk_of(const Json& annotations) {
 }
 
 // The hints an agent's client reads, and may skip a person's confirmation
-// on, say what the host enforces: readOnlyHint and destructiveHint follow
-// the risk the gate checks (the operator's, else the one read from these
-// hints), whatever the server claimed beside it; its other hints pass only
-// with the type MCP gives them.
-Json published_annotations(const Json& listed, std::uint32_t risk) {
-    Json published = Json::object();
-    if (listed.is_object()) {
-        for (const char* hint : {"idempotentHint", "openWorldHint"})
-            if (auto it = listed.find(hint); it != listed.end() && it->is_boolean()) published[hint] = *it;
-        if (auto title = listed.find("title"); title != listed.end() && title->is_string()) published["title"] = *title;
-    }
-    published["readOnlyHint"] = risk == GH_RISK_READ;
-    if (risk != GH_RISK_READ) published["destructiveHint"] = risk == GH_RISK_DESTRUCTIVE;
-    return published;
+// on, say what the host enforces: the server's readOnlyHint and
+// destructiveHint are left out, so the loader derives both from the risk
+// the gate checks (default_annotations, as for a plugin that sets none);
+// its other hints pass only with the type MCP gives them.
+Json passed_hints(const Json& listed) {
+    Json passed = Json::object();
+    if (!listed.is_object()) return passed;
+    for (const char* hint : {"idempotentHint", "openWorldHint"})
+        if (auto it = listed.find(hint); it != listed.end() && it->is_boolean()) passed[hint] = *it;
+    if (auto title = listed.find("title"); title != listed.end() && title->is_string()) passed["title"] = *title;
+    return passed;
 }
 
 // The text at `key` of a listed entry, or null: a server may list any JSON.
@@ -496,7 +493,7 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
         const Json annotations = tool.value("annotations", Json::object());
         d.risk = entry.risk ? risk_named(*entry.risk) : risk_of(annotations);
         d.rules = offer.keep(entry.rules);
-        d.annotations = offer.keep(published_annotations(annotations, d.risk).dump());
+        d.annotations = offer.keep(passed_hints(annotations).dump());
         d.call = &UpstreamFamily::call_tool;
         d.task_support = GH_TASK_NONE;
         // The loader reads it as a plugin's, compiling its schemas once, and
