@@ -119,6 +119,9 @@ public:
     // The MCP server it is a client of, for a family of upstreams:; else null.
     const upstream::UpstreamFamily* upstream() const;
     upstream::UpstreamFamily* upstream();
+    // The configuration section its entry is in, for sentences that name
+    // one of its keys: "upstreams" or "plugins".
+    const char* entry_section() const { return upstream() ? "upstreams" : "plugins"; }
 
 private:
     boost::dll::shared_library library_;

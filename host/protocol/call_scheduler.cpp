@@ -109,9 +109,8 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
 
 Json CallScheduler::timeout_result(const plugins::Tool* tool, std::uint64_t timeout_ms) const {
     const bool own = tool && tool->plugin && tool->plugin->call_limits().tool_timeout_overridden;
-    const char* entry = tool && tool->plugin && tool->plugin->upstream() ? "upstreams" : "plugins";
-    const std::string limit =
-        own ? std::string("tool_timeout_ms of its ") + entry + " entry" : std::string("limits.tool_timeout_ms");
+    const std::string limit = own ? std::string("tool_timeout_ms of its ") + tool->plugin->entry_section() + " entry"
+                                  : std::string("limits.tool_timeout_ms");
     const std::string name = tool ? tool->name : std::string();
     gate::Refusal r;
     r.code = gate::refusal_code::tool_timeout;

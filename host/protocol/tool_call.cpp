@@ -113,9 +113,9 @@ gate::Refusal rate_refusal(const limits::RateLimiter::Refused& r) {
 
 gate::Refusal plugin_busy(const plugins::Tool& tool) {
     const auto& limits = tool.plugin->call_limits();
-    const std::string key = !limits.max_in_flight_overridden ? "limits.max_in_flight_per_plugin"
-                            : tool.plugin->upstream()        ? "max_in_flight of its upstreams entry"
-                                                             : "max_in_flight of its plugins entry";
+    const std::string key = limits.max_in_flight_overridden
+                                ? std::string("max_in_flight of its ") + tool.plugin->entry_section() + " entry"
+                                : std::string("limits.max_in_flight_per_plugin");
     gate::Refusal refusal;
     refusal.code = gate::refusal_code::plugin_busy;
     refusal.message = "Tool '" + tool.name + "' was not run: its family '" + tool.family + "' already has " +
