@@ -236,6 +236,10 @@ void ClientSession::abandon(std::int64_t id, const std::string& reason) {
     }
     for (const auto& ask : unanswered)
         refuse(ask.id, -32603, reason);
+    stop_waiting(id, reason);
+}
+
+void ClientSession::stop_waiting(std::int64_t id, const std::string& reason) {
     transport_->give_up(id);
     send({{"jsonrpc", "2.0"},
           {"method", "notifications/cancelled"},
@@ -266,12 +270,6 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
     } forget{this, id};
     const auto timeout = waiting.timeout.count() > 0 ? waiting.timeout : options_.request_timeout;
     const auto deadline = Clock::now() + timeout;
-    const auto tell_cancelled = [&](const std::string& reason) {
-        transport_->give_up(id);
-        send({{"jsonrpc", "2.0"},
-              {"method", "notifications/cancelled"},
-              {"params", {{"requestId", id}, {"reason", reason}}}});
-    };
     // Asks of a request that gives up are refused: no one will answer them.
     const auto refuse_asked = [&](const std::string& reason) {
         std::vector<ServerRequest> unanswered;
@@ -336,12 +334,12 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
         }
         lock.unlock();
         if ((waiting.cancelled && waiting.cancelled()) || (options_.abandoned && options_.abandoned())) {
-            tell_cancelled("the agent's call was cancelled");
+            stop_waiting(id, "the agent's call was cancelled");
             refuse_asked("the agent's call was cancelled");
             throw RequestCancelled(method + " was cancelled");
         }
         if (Clock::now() >= deadline) {
-            tell_cancelled("no answer within " + std::to_string(timeout.count()) + " ms");
+            stop_waiting(id, "no answer within " + std::to_string(timeout.count()) + " ms");
             refuse_asked("the host stopped waiting for the answer");
             throw UpstreamUnavailable("it did not answer " + method + " within " + std::to_string(timeout.count()) +
                                       " ms");

@@ -179,6 +179,9 @@ private:
     Reply wait(std::int64_t id, const std::shared_ptr<Pending>& pending, const std::string& method,
                const Waiting& waiting);
     void on_notification(const std::string& method, const nlohmann::json& params);
+    // The host waits no longer for request `id`: its transport stops
+    // reading the answer, and the server hears notifications/cancelled.
+    void stop_waiting(std::int64_t id, const std::string& reason);
     void on_closed(const std::string& why);
     bool send(const nlohmann::json& message);
     nlohmann::json with_meta(nlohmann::json params, const nlohmann::json& capabilities) const;
