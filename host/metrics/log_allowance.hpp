@@ -13,9 +13,10 @@ namespace gatehouse::metrics {
 // How much another program (an upstream server, a family's own process)
 // may write into the host's log: lines cut to kLineBytes, at most kBurst of
 // them at once and kPerSecond after that. The lines past it are counted,
-// not written, and the count is logged when lines are let through again
-// (or the allowance ends), so a program that writes without end fills
-// neither the disk nor the log shipper, and what it said before stays.
+// not written: the flood is told as it begins, and the count at most once a
+// second as lines are let through again (and when the allowance ends), so a
+// program that writes without end fills neither the disk nor the log
+// shipper, and what it said before stays.
 class LogAllowance {
 public:
     static constexpr double kPerSecond = 50;
