@@ -11,6 +11,8 @@
 # in the URL, so the tests see that the host never logs it.
 # GATEHOUSE_PG_SHARED_BUFFERS sets the server's buffer cache (default 128MB,
 # PostgreSQL's own; the benchmarks give it room for a million notes).
+# GATEHOUSE_PG_SERVER_OPTIONS adds server options (e.g. "-c autovacuum_naptime=1",
+# so a test sees autovacuum within seconds, not the default minute).
 set -euo pipefail
 action=${1:?usage: postgres.sh start|stop DIR}
 dir=${2:?usage: postgres.sh start|stop DIR}
@@ -50,7 +52,7 @@ start)
   fi
   as_server_user "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1 ||
   as_server_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-    -o "-c listen_addresses='' -c unix_socket_directories='$dir' -p $port -c max_connections=200 -c fsync=on -c shared_buffers=${GATEHOUSE_PG_SHARED_BUFFERS:-128MB}" \
+    -o "-c listen_addresses='' -c unix_socket_directories='$dir' -p $port -c max_connections=200 -c fsync=on -c shared_buffers=${GATEHOUSE_PG_SHARED_BUFFERS:-128MB} ${GATEHOUSE_PG_SERVER_OPTIONS:-}" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
   psql=("$bin/psql" -h "$dir" -p "$port" -U admin -d postgres -v ON_ERROR_STOP=1 -qAt)
   if [[ -z $("${psql[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname = 'gatehouse'") ]]; then

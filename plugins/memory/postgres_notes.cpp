@@ -18,7 +18,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr int kPostgresSchemaVersion = 1;
+constexpr int kPostgresSchemaVersion = 2;
 // Taken by the migration, so hosts starting together migrate once.
 constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7245130021)";
 
@@ -81,6 +81,20 @@ CREATE TABLE owner_terms (
     notes    bigint NOT NULL,
     PRIMARY KEY (owner_id, term)
 );
+)";
+
+// Version 2. A recall reads the newest notes' index entries by index-only
+// scans, which skip the table only for pages the visibility map marks
+// all-visible, and only a vacuum marks them. PostgreSQL's default vacuums an
+// insert-only table after 1000 rows plus a fifth of its size, so at 25
+// million term rows the newest five million (the very rows a capped word
+// reads) stayed unmarked and every one cost a heap fetch: at a million notes
+// the recall p50 was 3.1 ms warm against 1.8 ms once marked. Without the
+// fifth, autovacuum marks them at most a minute (its default naptime) after
+// every thousand new rows, whatever the table's size.
+constexpr const char* kVersion2 = R"(
+ALTER TABLE note_terms SET (autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 1000);
+ALTER TABLE note_tags SET (autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 1000);
 )";
 
 constexpr const char* kNoteColumns = "n.id, n.number, n.text, n.tags, n.critical, n.created_ms";
@@ -178,7 +192,12 @@ void PostgresNotes::migrate(PgConnection& conn) {
                  PgParams().add(int64_t{1}).add(signature_));
         version = 1;
     }
-    static_assert(kPostgresSchemaVersion == 1, "add the new version's step above");
+    if (version == 1) {
+        conn.exec(kVersion2);
+        conn.exec("UPDATE memory_schema SET version = 2");
+        version = 2;
+    }
+    static_assert(kPostgresSchemaVersion == 2, "add the new version's step above");
     if (made_by != signature_) {
         rebuild_terms(conn);
         conn.run("UPDATE memory_schema SET terms_made_by = $1", PgParams().add(signature_));
