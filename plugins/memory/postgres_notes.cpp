@@ -176,6 +176,8 @@ private:
 };
 
 void PostgresNotes::migrate(PgConnection& conn) {
+    const auto server = conn.run("SELECT current_setting('server_version_num')::integer");
+    if (auto why = unsupported_postgres(static_cast<int>(server.integer(0, 0)))) throw std::runtime_error(*why);
     PgTransaction tx(conn);
     conn.exec(kMigrationLock);
     conn.exec("CREATE TABLE IF NOT EXISTS memory_schema (version integer NOT NULL, terms_made_by text NOT NULL)");
@@ -531,6 +533,18 @@ CheckReport PostgresNotes::check() {
 }
 
 } // namespace
+
+std::optional<std::string> unsupported_postgres(int server_version_num) {
+    // Version 2's autovacuum_vacuum_insert_* settings came with PostgreSQL 13.
+    constexpr int kOldest = 130000;
+    if (server_version_num >= kOldest) return std::nullopt;
+    const int major = server_version_num / 10000;
+    const std::string shown = major >= 10
+                                  ? std::to_string(major) + "." + std::to_string(server_version_num % 100)
+                                  : std::to_string(major) + "." + std::to_string(server_version_num / 100 % 100);
+    return "the notes database's server is PostgreSQL " + shown +
+           "; the memory family needs PostgreSQL 13 or newer (its schema sets autovacuum_vacuum_insert_scale_factor)";
+}
 
 std::unique_ptr<NoteBackend> make_postgres_notes(const std::string& url, const Stemming& stemming) {
     return std::make_unique<PostgresNotes>(url, stemming);

@@ -16,11 +16,16 @@
 #include "word_stemmer.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace memory {
 
 // Throws NotesUnavailable when the server cannot be reached at start.
 std::unique_ptr<NoteBackend> make_postgres_notes(const std::string& url, const Stemming& stemming);
+
+// Why a server of this version (server_version_num, e.g. 150004) cannot hold
+// the notes, or nothing when it can: the schema needs PostgreSQL 13 or newer.
+std::optional<std::string> unsupported_postgres(int server_version_num);
 
 } // namespace memory
