@@ -12,6 +12,7 @@
 #include "card_number_guard.hpp"
 #include "note_store.hpp"
 #include "postgres_connection.hpp"
+#include "postgres_notes.hpp"
 #include "recall_ranking.hpp"
 #include "schema_migrations.hpp"
 
@@ -770,6 +771,8 @@ TEST_CASE("PostgreSQL: autovacuum marks a big index's newest entries visible aft
     // visible yet. The test's server looks every second (naptime 1 s).
     if (!postgres_url()) return; // the SQLite pass
     TempDatabase tmp;
+    INFO("start the test's server with GATEHOUSE_PG_SERVER_OPTIONS='-c autovacuum_naptime=1', as ctest does");
+    REQUIRE(sql(tmp, "SELECT current_setting('autovacuum_naptime')") == "1s");
     const auto terms_stat = [&](const std::string& column) {
         return std::stoll(sql(tmp, ("SELECT " + column + " FROM pg_stat_user_tables WHERE schemaname = '" + tmp.schema +
                                     "' AND relname = 'note_terms'")
@@ -806,14 +809,27 @@ TEST_CASE("PostgreSQL: autovacuum marks a big index's newest entries visible aft
              "autovacuum_vacuum_insert_threshold); UPDATE memory_schema SET version = 1");
     NoteStore store(tmp.settings());
     CHECK(store.schema_version() == 2);
-    CHECK_THAT(sql(tmp, "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = 'note_terms' AND "
-                        "relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())"),
-               Catch::Contains("autovacuum_vacuum_insert_scale_factor=0"));
+    for (const char* table : {"note_terms", "note_tags"})
+        CHECK_THAT(
+            sql(tmp, (std::string("SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = '") + table +
+                      "' AND relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())")
+                         .c_str()),
+            Catch::Contains("autovacuum_vacuum_insert_scale_factor=0"));
     keep_notes(store, 1000, 125); // 2 500 rows
     wait_for([&] { return terms_stat("n_tup_ins") == 22500 && terms_stat("n_ins_since_vacuum") < 1000; });
     INFO("rows not yet vacuumed: " << terms_stat("n_ins_since_vacuum"));
     CHECK(terms_stat("n_tup_ins") == 22500);
     CHECK(terms_stat("n_ins_since_vacuum") < 1000);
+}
+
+TEST_CASE("a PostgreSQL server older than 13 is named, with the version the notes need") {
+    CHECK_FALSE(unsupported_postgres(130000));
+    CHECK_FALSE(unsupported_postgres(150004));
+    REQUIRE(unsupported_postgres(120011));
+    CHECK(*unsupported_postgres(120011) ==
+          "the notes database's server is PostgreSQL 12.11; the memory family needs PostgreSQL 13 or newer (its "
+          "schema sets autovacuum_vacuum_insert_scale_factor)");
+    CHECK_THAT(*unsupported_postgres(90624), Catch::Contains("PostgreSQL 9.6;"));
 }
 
 TEST_CASE("a PostgreSQL URL is logged without its password") {
