@@ -18,7 +18,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr int kPostgresSchemaVersion = 2;
 // Taken by the migration, so hosts starting together migrate once.
 constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7245130021)";
 
@@ -90,8 +89,8 @@ CREATE TABLE owner_terms (
 // million term rows the newest five million (the very rows a capped word
 // reads) stayed unmarked and every one cost a heap fetch: at a million notes
 // the recall p50 was 3.1 ms warm against 1.8 ms once marked. Without the
-// fifth, autovacuum marks them at most a minute (its default naptime) after
-// every thousand new rows, whatever the table's size.
+// fifth, autovacuum takes every thousand new rows whatever the table's size,
+// under steady writes once a naptime (a minute by default).
 constexpr const char* kVersion2 = R"(
 ALTER TABLE note_terms SET (autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 1000);
 ALTER TABLE note_tags SET (autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 1000);
@@ -176,8 +175,8 @@ private:
 };
 
 void PostgresNotes::migrate(PgConnection& conn) {
-    const auto server = conn.run("SELECT current_setting('server_version_num')::integer");
-    if (auto why = unsupported_postgres(static_cast<int>(server.integer(0, 0)))) throw std::runtime_error(*why);
+    const auto server_version = conn.run("SELECT current_setting('server_version_num')::integer");
+    if (auto why = unsupported_postgres(static_cast<int>(server_version.integer(0, 0)))) throw std::runtime_error(*why);
     PgTransaction tx(conn);
     conn.exec(kMigrationLock);
     conn.exec("CREATE TABLE IF NOT EXISTS memory_schema (version integer NOT NULL, terms_made_by text NOT NULL)");
@@ -536,14 +535,15 @@ CheckReport PostgresNotes::check() {
 
 std::optional<std::string> unsupported_postgres(int server_version_num) {
     // Version 2's autovacuum_vacuum_insert_* settings came with PostgreSQL 13.
-    constexpr int kOldest = 130000;
-    if (server_version_num >= kOldest) return std::nullopt;
+    constexpr int kOldestSupportedServerVersion = 130000;
+    if (server_version_num >= kOldestSupportedServerVersion) return std::nullopt;
     const int major = server_version_num / 10000;
     const std::string shown = major >= 10
                                   ? std::to_string(major) + "." + std::to_string(server_version_num % 100)
                                   : std::to_string(major) + "." + std::to_string(server_version_num / 100 % 100);
     return "the notes database's server is PostgreSQL " + shown +
-           "; the memory family needs PostgreSQL 13 or newer (its schema sets autovacuum_vacuum_insert_scale_factor)";
+           "; the memory family needs PostgreSQL 13 or newer (its schema sets autovacuum_vacuum_insert_scale_factor): "
+           "upgrade the server, or keep the notes in a SQLite file";
 }
 
 std::unique_ptr<NoteBackend> make_postgres_notes(const std::string& url, const Stemming& stemming) {

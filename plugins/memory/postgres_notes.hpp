@@ -21,6 +21,10 @@
 
 namespace memory {
 
+// The PostgreSQL schema this plugin makes and reads; a database at a newer
+// version is refused.
+constexpr int kPostgresSchemaVersion = 2;
+
 // Throws NotesUnavailable when the server cannot be reached at start.
 std::unique_ptr<NoteBackend> make_postgres_notes(const std::string& url, const Stemming& stemming);
 
