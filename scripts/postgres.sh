@@ -12,7 +12,8 @@
 # GATEHOUSE_PG_SHARED_BUFFERS sets the server's buffer cache (default 128MB,
 # PostgreSQL's own; the benchmarks give it room for a million notes).
 # GATEHOUSE_PG_SERVER_OPTIONS adds server options (e.g. "-c autovacuum_naptime=1",
-# so a test sees autovacuum within seconds, not the default minute).
+# so a test sees autovacuum within seconds, not the default minute); they go
+# through pg_ctl's shell, so a value with a space needs quotes of its own.
 set -euo pipefail
 action=${1:?usage: postgres.sh start|stop DIR}
 dir=${2:?usage: postgres.sh start|stop DIR}

@@ -33,10 +33,12 @@ echo "== 10 000 and 100 000 notes: Gatehouse on PostgreSQL"
 export GATEHOUSE_PG_SHARED_BUFFERS=${GATEHOUSE_PG_SHARED_BUFFERS:-$(awk '/MemTotal/ {m = int($2 / 4096); print (m > 4096 ? 4096 : m) "MB"}' /proc/meminfo)}
 fresh=$(mktemp -d /tmp/gatehouse-memory-compare-XXXX)
 chmod 755 "$fresh" # the server's own user keeps its cluster inside
+trap '"$root/scripts/postgres.sh" stop "$fresh/pg"; rm -rf "$fresh"' EXIT
 url=$("$root/scripts/postgres.sh" start "$fresh/pg")
 (cd "$root/bench/memory" && "${compare[@]}" --peer none --database "$url")
 "$root/scripts/postgres.sh" stop "$fresh/pg"
 rm -rf "$fresh"
+trap - EXIT
 # A folder per size: run_scale.sh grows one database, so a kept one is
 # timed at the size it has.
 for n in 100000 1000000; do
