@@ -41,6 +41,7 @@ Opened open_libpq() {
     bind(t.finish, "PQfinish");
     bind(t.set_notice_receiver, "PQsetNoticeReceiver");
     bind(t.transaction_status, "PQtransactionStatus");
+    bind(t.server_version, "PQserverVersion");
     bind(t.consume_input, "PQconsumeInput");
     bind(t.is_busy, "PQisBusy");
     bind(t.prepare, "PQprepare");

@@ -17,6 +17,7 @@ struct Libpq {
     decltype(&::PQfinish) finish;
     decltype(&::PQsetNoticeReceiver) set_notice_receiver;
     decltype(&::PQtransactionStatus) transaction_status;
+    decltype(&::PQserverVersion) server_version;
     decltype(&::PQconsumeInput) consume_input;
     decltype(&::PQisBusy) is_busy;
     decltype(&::PQprepare) prepare;

@@ -84,6 +84,9 @@ public:
     // Reads what the server sent while the connection sat idle: false when
     // it has closed the connection. No round trip.
     bool alive();
+    // The server's version as server_version_num (e.g. 150004), which it
+    // sent when the connection was made: no round trip.
+    int server_version() const { return libpq().server_version(conn_); }
     void set_in_transaction(bool open) { in_transaction_ = open; }
 
 private:

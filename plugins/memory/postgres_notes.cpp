@@ -86,7 +86,7 @@ CREATE TABLE owner_terms (
 // scans, which skip the table only for pages the visibility map marks
 // all-visible, and only a vacuum marks them. PostgreSQL's default vacuums an
 // insert-only table after 1000 rows plus a fifth of its size, so at 25
-// million term rows the newest five million (the very rows a capped word
+// million term rows up to the newest fifth (the very rows a capped word
 // reads) stayed unmarked and every one cost a heap fetch: at a million notes
 // the recall p50 was 3.1 ms warm against 1.8 ms once marked. Without the
 // fifth, autovacuum takes every thousand new rows whatever the table's size,
@@ -175,8 +175,7 @@ private:
 };
 
 void PostgresNotes::migrate(PgConnection& conn) {
-    const auto server_version = conn.run("SELECT current_setting('server_version_num')::integer");
-    if (auto why = unsupported_postgres(static_cast<int>(server_version.integer(0, 0)))) throw std::runtime_error(*why);
+    if (auto why = unsupported_postgres(conn.server_version())) throw std::runtime_error(*why);
     PgTransaction tx(conn);
     conn.exec(kMigrationLock);
     conn.exec("CREATE TABLE IF NOT EXISTS memory_schema (version integer NOT NULL, terms_made_by text NOT NULL)");

@@ -792,6 +792,8 @@ TEST_CASE("PostgreSQL: a version 1 database gets version 2's vacuum settings at 
         CHECK(table_options(tmp, table) ==
               "autovacuum_vacuum_insert_scale_factor=0,autovacuum_vacuum_insert_threshold=1000");
     CHECK(ids(find(store, alice, "version")) == std::vector<int64_t>{1});
+    // The version the migration checks is the one the server reports.
+    CHECK(PgConnection(tmp.database()).server_version() == std::stoi(sql(tmp, "SHOW server_version_num")));
 }
 
 TEST_CASE("PostgreSQL: autovacuum takes a big index's newest rows after a thousand, not after a fifth of the table",
