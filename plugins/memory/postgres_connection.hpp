@@ -36,9 +36,11 @@ public:
     explicit PgResult(PGresult* result) : result_(result, &release) {}
     int rows() const { return libpq().ntuples(result_.get()); }
     bool null(int row, int column) const { return libpq().getisnull(result_.get(), row, column) != 0; }
-    std::string text(int row, int column) const {
-        return std::string(libpq().getvalue(result_.get(), row, column),
-                           static_cast<std::size_t>(libpq().getlength(result_.get(), row, column)));
+    std::string text(int row, int column) const { return std::string(view(row, column)); }
+    // The value in place: valid while this result lives.
+    std::string_view view(int row, int column) const {
+        return {libpq().getvalue(result_.get(), row, column),
+                static_cast<std::size_t>(libpq().getlength(result_.get(), row, column))};
     }
     int64_t integer(int row, int column) const;
     bool boolean(int row, int column) const { return libpq().getvalue(result_.get(), row, column)[0] == 't'; }

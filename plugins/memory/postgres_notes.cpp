@@ -109,6 +109,13 @@ Note read_note(const PgResult& r, int row) {
     return n;
 }
 
+// A data-modifying WITH after one named n (the notes a recall returns, with
+// their owner_id): the critical ones among them marked read at `now`.
+std::string mark_critical_read(const std::string& now) {
+    return ", r AS (INSERT INTO critical_reads (owner_id, note_id, first_read_ms) SELECT n.owner_id, n.id, " + now +
+           "::bigint FROM n WHERE n.critical ON CONFLICT (owner_id, note_id) DO NOTHING)";
+}
+
 int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
@@ -164,8 +171,10 @@ private:
     }
     void migrate(PgConnection& conn);
     void rebuild_terms(PgConnection& conn);
-    std::vector<Note> search(PgConnection& conn, int64_t owner_id, const OwnerStatistics& owner,
-                             const std::vector<QueryPhrase>& phrases, const CheckedQuery& query);
+    std::vector<Note> newest(PgConnection& conn, const Owner& owner, const CheckedQuery& query);
+    std::optional<OwnerStatistics> find_candidates(PgConnection& conn, const Owner& owner,
+                                                   std::vector<QueryPhrase>& phrases, const CheckedQuery& query,
+                                                   std::vector<Candidate>& candidates);
 
     std::string signature_; // which analyzer settings made note_terms
     ObjectPool<PgConnection> pool_;
@@ -287,132 +296,21 @@ int64_t PostgresNotes::remember(const Owner& owner, const CheckedNote& note) {
 
 std::vector<Note> PostgresNotes::recall(const Owner& owner, const CheckedQuery& query) {
     auto conn = connection();
-    // The owner and how many of its notes hold each phrase, in one round trip.
+    if (query.phrases.empty()) return newest(*conn, owner, query);
     auto phrases = query.phrases;
-    std::vector<std::string> terms;
-    for (const auto& p : phrases)
-        terms.push_back(p.term);
-    const auto found = conn->run("SELECT o.id, o.note_count, o.token_count, t.term, t.notes FROM owners o LEFT JOIN "
-                                 "owner_terms t ON t.owner_id = o.id AND t.term = ANY($3::text[]) WHERE o.subject = $1 "
-                                 "AND o.store = $2",
-                                 PgParams().add(owner.principal).add(owner.store).add_array(terms));
-    if (found.rows() == 0) return {};
-    const int64_t owner_id = found.integer(0, 0);
-    const OwnerStatistics statistics{found.integer(0, 1), found.integer(0, 2)};
-    for (int i = 0; i < found.rows(); ++i) {
-        if (found.null(i, 3)) continue;
-        const auto term = found.text(i, 3);
-        for (auto& p : phrases)
-            if (p.term == term) p.notes = found.integer(i, 4);
-    }
-
-    std::vector<Note> notes;
-    if (!query.phrases.empty()) {
-        notes = search(*conn, owner_id, statistics, phrases, query);
-    } else {
-        std::string sql;
-        PgParams params;
-        params.add(owner_id).add(int64_t{query.limit});
-        const std::string critical = query.critical_only ? " AND n.critical" : "";
-        if (query.tag_keys.empty()) {
-            sql = std::string("SELECT ") + kNoteColumns + " FROM notes n WHERE n.owner_id = $1::bigint" + critical +
-                  " ORDER BY n.number DESC LIMIT $2::bigint";
-        } else {
-            // Walk the first tag's notes newest first; the others must be there too.
-            sql = std::string("SELECT ") + kNoteColumns +
-                  " FROM note_tags t JOIN notes n ON n.id = t.note_id WHERE t.owner_id = $1::bigint AND "
-                  "t.tag_key = $3" +
-                  critical +
-                  " AND (SELECT count(*) FROM note_tags o WHERE o.owner_id = $1::bigint AND o.note_id = n.id AND "
-                  "o.tag_key = ANY($4::text[])) = $5::bigint ORDER BY t.note_id DESC LIMIT $2::bigint";
-            params.add(query.tag_keys[0]).add_array(query.tag_keys).add(static_cast<int64_t>(query.tag_keys.size()));
-        }
-        const auto r = conn->run(sql, params);
-        for (int i = 0; i < r.rows(); ++i)
-            notes.push_back(read_note(r, i));
-    }
-    std::vector<int64_t> critical;
-    for (const auto& n : notes)
-        if (n.critical) critical.push_back(n.id);
-    if (!critical.empty())
-        // By number within the owner: the note may have been forgotten since.
-        conn->run("INSERT INTO critical_reads (owner_id, note_id, first_read_ms) SELECT owner_id, id, $3::bigint "
-                  "FROM notes WHERE owner_id = $1::bigint AND number = ANY($2::bigint[]) "
-                  "ON CONFLICT (owner_id, note_id) DO NOTHING",
-                  PgParams().add(owner_id).add_array(critical).add(now_ms()));
-    return notes;
-}
-
-// Every planned search in one statement (UNION ALL), so one round trip
-// whatever the query. A term belongs to one phrase and a phrase to one
-// search, so each row is one candidate's hits of one phrase.
-std::vector<Note> PostgresNotes::search(PgConnection& conn, int64_t owner_id, const OwnerStatistics& statistics,
-                                        const std::vector<QueryPhrase>& phrases, const CheckedQuery& query) {
-    const auto searches = plan_searches(phrases, query.words);
-    if (searches.empty()) return {};
-
-    // Parameters: $1 the owner, $2 and $3 the tags and their count (when
-    // there are tags: PostgreSQL cannot type a parameter no SQL uses), then
-    // each search's terms (and a capped one's broadest phrase).
-    PgParams params;
-    params.add(owner_id);
-    std::string filter;
-    int next = 2;
-    if (query.critical_only) filter += " AND t.critical";
-    if (!query.tag_keys.empty()) {
-        params.add_array(query.tag_keys).add(static_cast<int64_t>(query.tag_keys.size()));
-        filter += " AND (SELECT count(*) FROM note_tags o WHERE o.owner_id = $1::bigint AND o.note_id = t.note_id AND "
-                  "o.tag_key = ANY($2::text[])) = $3::bigint";
-        next = 4;
-    }
-    std::string sql;
-    for (const auto& search : searches) {
-        std::vector<std::string> terms;
-        for (auto p : search.phrases)
-            terms.push_back(phrases[p].term);
-        params.add_array(terms);
-        const std::string terms_at = "$" + std::to_string(next++) + "::text[]";
-        if (!sql.empty()) sql += " UNION ALL ";
-        if (search.capped) {
-            // The newest notes holding the word's broadest phrase, read
-            // backwards along (owner, term, note) and stopped at the cap;
-            // then the word's phrases from the oldest of them on: one
-            // contiguous range of the index per phrase (the broadest phrase
-            // holds every note the others do).
-            params.add(phrases[search.broadest].term);
-            const std::string broadest_at = "$" + std::to_string(next++);
-            sql += "SELECT t.note_id, t.number, t.length, t.term, t.hits FROM note_terms t WHERE t.owner_id = "
-                   "$1::bigint AND t.term = ANY(" +
-                   terms_at + ")" + filter +
-                   " AND t.note_id >= (SELECT min(c.note_id) FROM (SELECT t.note_id FROM note_terms t WHERE "
-                   "t.owner_id = $1::bigint AND t.term = " +
-                   broadest_at + filter + " ORDER BY t.note_id DESC LIMIT " + std::to_string(kCandidatesPerWord) +
-                   ") c)";
-        } else {
-            sql += "SELECT t.note_id, t.number, t.length, t.term, t.hits FROM note_terms t WHERE t.owner_id = "
-                   "$1::bigint AND t.term = ANY(" +
-                   terms_at + ")" + filter;
-        }
-    }
     std::vector<Candidate> candidates;
-    std::unordered_map<int64_t, std::size_t> by_id;
-    const auto rows = conn.run(sql, params);
-    for (int i = 0; i < rows.rows(); ++i) {
-        const int64_t id = rows.integer(i, 0);
-        auto [it, added] = by_id.try_emplace(id, candidates.size());
-        if (added)
-            candidates.push_back({id, rows.integer(i, 1), rows.integer(i, 2), std::vector<uint32_t>(phrases.size())});
-        const auto term = rows.text(i, 3);
-        for (std::size_t p = 0; p < phrases.size(); ++p)
-            if (phrases[p].term == term) candidates[it->second].counts[p] = static_cast<uint32_t>(rows.integer(i, 4));
-    }
-    if (candidates.empty()) return {};
-    const auto top = rank_candidates(candidates, phrases, statistics, static_cast<std::size_t>(query.limit));
+    const auto statistics = find_candidates(*conn, owner, phrases, query, candidates);
+    if (!statistics || candidates.empty()) return {};
+    const auto top = rank_candidates(candidates, phrases, *statistics, static_cast<std::size_t>(query.limit));
     std::vector<int64_t> ids;
     for (std::size_t i = 0; i < top; ++i)
         ids.push_back(candidates[i].id);
-    const auto r = conn.run(std::string("SELECT ") + kNoteColumns + " FROM notes n WHERE n.id = ANY($1::bigint[])",
-                            PgParams().add_array(ids));
+    // The notes, and the critical ones among them marked read, in one round
+    // trip. By id: a note forgotten since the search is left out.
+    const auto r = conn->run(std::string("WITH n AS (SELECT ") + kNoteColumns +
+                                 ", n.owner_id FROM notes n WHERE n.id = ANY($1::bigint[]))" +
+                                 mark_critical_read("$2") + " SELECT * FROM n",
+                             PgParams().add_array(ids).add(now_ms()));
     std::unordered_map<int64_t, Note> by_row;
     for (int i = 0; i < r.rows(); ++i)
         by_row.emplace(r.integer(i, 0), read_note(r, i));
@@ -420,6 +318,126 @@ std::vector<Note> PostgresNotes::search(PgConnection& conn, int64_t owner_id, co
     for (auto id : ids)
         if (auto it = by_row.find(id); it != by_row.end()) notes.push_back(std::move(it->second));
     return notes;
+}
+
+// No words: the newest notes (of the tags, if any), the critical ones among
+// them marked read, in one round trip.
+std::vector<Note> PostgresNotes::newest(PgConnection& conn, const Owner& owner, const CheckedQuery& query) {
+    PgParams params;
+    params.add(owner.principal).add(owner.store).add(now_ms()).add(int64_t{query.limit});
+    const std::string critical = query.critical_only ? " AND n.critical" : "";
+    std::string sql =
+        std::string("WITH o AS (SELECT id FROM owners WHERE subject = $1 AND store = $2), n AS (SELECT ") +
+        kNoteColumns + ", n.owner_id FROM o JOIN ";
+    if (query.tag_keys.empty()) {
+        sql += "notes n ON n.owner_id = o.id WHERE true" + critical + " ORDER BY n.number DESC LIMIT $4::bigint)";
+    } else {
+        // Walk the first tag's notes newest first; the others must be there too.
+        sql += "note_tags t ON t.owner_id = o.id AND t.tag_key = $5 JOIN notes n ON n.id = t.note_id WHERE (SELECT "
+               "count(*) FROM note_tags g WHERE g.owner_id = o.id AND g.note_id = n.id AND g.tag_key = "
+               "ANY($6::text[])) = $7::bigint" +
+               critical + " ORDER BY t.note_id DESC LIMIT $4::bigint)";
+        params.add(query.tag_keys[0]).add_array(query.tag_keys).add(static_cast<int64_t>(query.tag_keys.size()));
+    }
+    sql += mark_critical_read("$3") + " SELECT * FROM n ORDER BY number DESC";
+    const auto r = conn.run(sql, params);
+    std::vector<Note> notes;
+    for (int i = 0; i < r.rows(); ++i)
+        notes.push_back(read_note(r, i));
+    return notes;
+}
+
+// The owner's statistics, how many of its notes hold each phrase, and every
+// candidate's hits, in one statement: one round trip, with no wait for the
+// counts before the search. Each query word is one search of its phrases'
+// rows in note_terms. A word whose broadest phrase (the one in the most
+// notes; the first on a tie) is in more than kCandidatesPerWord notes is
+// read only from the oldest of that phrase's newest kCandidatesPerWord notes
+// on: one contiguous range of the index per phrase, since the broadest
+// phrase holds every note the others do. This is plan_searches' plan,
+// decided by the server from its own counts: a term belongs to one word and
+// a word to one search, so each row is one candidate's hits of one phrase.
+// Nothing when the owner has no notes.
+std::optional<OwnerStatistics> PostgresNotes::find_candidates(PgConnection& conn, const Owner& owner,
+                                                              std::vector<QueryPhrase>& phrases,
+                                                              const CheckedQuery& query,
+                                                              std::vector<Candidate>& candidates) {
+    // Parameters: $1 and $2 the owner, $3 every phrase's term, $4 and $5 the
+    // tags and their count (when there are tags: PostgreSQL cannot type a
+    // parameter no SQL uses), then each word's terms.
+    std::vector<std::string> terms;
+    for (const auto& p : phrases)
+        terms.push_back(p.term);
+    PgParams params;
+    params.add(owner.principal).add(owner.store).add_array(terms);
+    int next = 4;
+    if (!query.tag_keys.empty()) {
+        params.add_array(query.tag_keys).add(static_cast<int64_t>(query.tag_keys.size()));
+        next = 6;
+    }
+    auto filter = [&](const std::string& row) {
+        std::string f;
+        if (query.critical_only) f += " AND " + row + ".critical";
+        if (!query.tag_keys.empty())
+            f += " AND (SELECT count(*) FROM note_tags g WHERE g.owner_id = " + row +
+                 ".owner_id AND g.note_id = " + row + ".note_id AND g.tag_key = ANY($4::text[])) = $5::bigint";
+        return f;
+    };
+    const std::string cap = std::to_string(kCandidatesPerWord);
+    std::string bounds, searches;
+    for (std::size_t w = 0; w < query.words; ++w) {
+        std::vector<std::string> word_terms;
+        for (const auto& p : phrases)
+            if (p.word == w) word_terms.push_back(p.term);
+        params.add_array(word_terms);
+        const std::string at = "$" + std::to_string(next++) + "::text[]";
+        const std::string bound = "b" + std::to_string(w);
+        // MATERIALIZED: the bound is found once, not once per row searched.
+        bounds += ", " + bound + " AS MATERIALIZED (SELECT coalesce(min(c.note_id), 0) AS low FROM (SELECT s.term " +
+                  "FROM s WHERE s.term = ANY(" + at + ") AND s.notes > " + cap + " ORDER BY s.notes DESC, " +
+                  "array_position(" + at + ", s.term) LIMIT 1) w CROSS JOIN LATERAL (SELECT u.note_id FROM " +
+                  "note_terms u WHERE u.owner_id = (SELECT id FROM o) AND u.term = w.term" + filter("u") +
+                  " ORDER BY u.note_id DESC LIMIT " + cap + ") c)";
+        searches += " UNION ALL SELECT t.note_id, t.number, t.length, t.hits, t.term FROM o, " + bound +
+                    " JOIN note_terms t ON t.note_id >= " + bound + ".low WHERE t.owner_id = o.id AND " +
+                    "t.term = ANY(" + at + ")" + filter("t");
+    }
+    // Rows, each branch of the same column types so that the candidates'
+    // rows, nearly all of them, are sent as the index holds them: the owner
+    // (notes, tokens; no length and no term), a phrase's note count (notes,
+    // term; no length), a candidate's hits of a phrase (note, number, length,
+    // hits, term).
+    const auto rows = conn.run(
+        "WITH o AS (SELECT id, note_count, token_count FROM owners WHERE subject = $1 AND store = $2), s AS "
+        "(SELECT t.term, t.notes FROM o JOIN owner_terms t ON t.owner_id = o.id AND t.term = ANY($3::text[]))" +
+            bounds +
+            " SELECT o.note_count, o.token_count, NULL::integer, NULL::integer, NULL::text FROM o UNION ALL SELECT "
+            "s.notes, NULL, NULL, NULL, s.term FROM s" +
+            searches,
+        params);
+    std::optional<OwnerStatistics> statistics;
+    std::unordered_map<int64_t, std::size_t> by_id;
+    for (int i = 0; i < rows.rows(); ++i) {
+        if (rows.null(i, 4)) {
+            statistics = OwnerStatistics{rows.integer(i, 0), rows.integer(i, 1)};
+            continue;
+        }
+        const auto term = rows.view(i, 4);
+        std::size_t p = 0;
+        while (p < phrases.size() && phrases[p].term != term)
+            ++p;
+        if (p == phrases.size()) continue;
+        if (rows.null(i, 2)) {
+            phrases[p].notes = rows.integer(i, 0);
+            continue;
+        }
+        auto [it, added] = by_id.try_emplace(rows.integer(i, 0), candidates.size());
+        if (added)
+            candidates.push_back(
+                {rows.integer(i, 0), rows.integer(i, 1), rows.integer(i, 2), std::vector<uint32_t>(phrases.size())});
+        candidates[it->second].counts[p] = static_cast<uint32_t>(rows.integer(i, 3));
+    }
+    return statistics;
 }
 
 bool PostgresNotes::forget(const Owner& owner, int64_t number) {

@@ -48,7 +48,9 @@ struct OwnerStatistics {
     int64_t tokens = 0;
 };
 
-// Which searches one recall makes (both backends): the words in at most
+// Which searches one recall makes (SQLite asks for the counts, then makes
+// these; PostgreSQL makes the same plan in SQL from its own counts, in the
+// statement that reads them, see postgres_notes.cpp): the words in at most
 // kCandidatesPerWord of the owner's notes together, every note of theirs; a
 // word in more alone, in its newest kCandidatesPerWord notes that hold its
 // broadest phrase. A note found by a search counts the hits of every phrase

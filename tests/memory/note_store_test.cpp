@@ -686,7 +686,8 @@ TEST_CASE("a word in most of the owner's notes is looked for in its newest ones 
     TempDatabase tmp;
     NoteStore store(tmp.settings());
     // The oldest note says "lamp" five times: over all notes it would rank first.
-    const auto oldest = keep(store, alice, "lamp lamp lamp lamp lamp, and a zeppelin");
+    const auto oldest = keep(store, alice, "lamp lamp lamp lamp lamp, and a zeppelin", {"attic"});
+    const auto oldest_critical = keep(store, alice, "lamp lamp lamp lamp: never leave it on", {}, true);
     for (std::size_t i = 0; i < kCandidatesPerWord + 200; ++i)
         keep(store, alice, "lamp note number " + std::to_string(i));
     const auto newest = keep(store, alice, "the last lamp");
@@ -699,6 +700,11 @@ TEST_CASE("a word in most of the owner's notes is looked for in its newest ones 
     // word beside it does not push that note out.
     CHECK(ids(find(store, alice, "zeppelin")) == std::vector<int64_t>{oldest});
     CHECK(ids(find(store, alice, "lamp zeppelin", {}, 1)) == std::vector<int64_t>{oldest});
+    // The newest notes counted are those the tags or the critical flag let
+    // through, so an old note is found among few such notes.
+    CHECK(ids(find(store, alice, "lamp", {"attic"})) == std::vector<int64_t>{oldest});
+    CHECK(ids(store.recall(alice, RecallQuery{"lamp", {}, 0, true})) == std::vector<int64_t>{oldest_critical});
+    CHECK(store.unread_critical(alice).empty());
     // An owner with few such notes is searched whole.
     for (int i = 0; i < 20; ++i)
         keep(store, bob, "lamp " + std::to_string(i));
