@@ -19,6 +19,7 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -779,6 +780,49 @@ std::string table_options(const TempDatabase& tmp, const std::string& table) {
 }
 
 } // namespace
+
+TEST_CASE("PostgreSQL and SQLite find the same candidates with the same counts, so rank alike", "[postgresql]") {
+    if (!postgres_url()) return; // the SQLite pass
+    TempDatabase tmp;
+    NoteStore postgres(tmp.settings());
+    StoreSettings file;
+    file.database_path = (tmp.dir / "ranked.db").string();
+    NoteStore sqlite(file);
+    // Words that share stems (so exact and stem hits mix), in both scripts,
+    // and fillers, so notes differ in length, repeats and which forms they
+    // hold; tags and critical flags for the filters.
+    const std::vector<std::string> words = {"run",   "runs",  "running", "runner", "lamp",   "lamps", "кошка",
+                                            "кошки", "кошку", "дом",     "дома",   "garden", "paper", "river",
+                                            "stone", "light", "красный", "синий",  "window", "bread"};
+    const std::vector<std::string> tags = {"home", "work", "травы"};
+    std::mt19937 random(20261205);
+    auto pick = [&](std::size_t n) { return static_cast<std::size_t>(random() % n); };
+    for (int i = 0; i < 300; ++i) {
+        std::string text;
+        const std::size_t length = 1 + pick(24);
+        for (std::size_t w = 0; w < length; ++w)
+            text += (w ? " " : "") + words[pick(words.size())];
+        std::vector<std::string> on;
+        for (const auto& tag : tags)
+            if (pick(3) == 0) on.push_back(tag);
+        const bool critical = pick(15) == 0;
+        REQUIRE(keep(postgres, alice, text, on, critical) == keep(sqlite, alice, text, on, critical));
+    }
+    keep(postgres, bob, "run run run lamp");
+    keep(sqlite, bob, "run run run lamp");
+    for (int q = 0; q < 80; ++q) {
+        RecallQuery query;
+        const std::size_t count = 1 + pick(3);
+        for (std::size_t w = 0; w < count; ++w)
+            query.query += (w ? " " : "") + words[pick(words.size())];
+        if (pick(4) == 0) query.tags = {tags[pick(tags.size())]};
+        query.critical_only = pick(8) == 0;
+        query.limit = std::array{5, 10, 50}[pick(3)];
+        INFO("query \"" << query.query << "\", " << query.tags.size() << " tags, critical only " << query.critical_only
+                        << ", limit " << query.limit);
+        CHECK(ids(postgres.recall(alice, query)) == ids(sqlite.recall(alice, query)));
+    }
+}
 
 TEST_CASE("PostgreSQL: a version 1 database gets version 2's vacuum settings at the next start", "[postgresql]") {
     if (!postgres_url()) return; // the SQLite pass
