@@ -32,4 +32,10 @@ std::string encode(const Json& message) {
     return message.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+std::string text_member(const Json& message, const char* key, std::string fallback) {
+    if (!message.is_object()) return fallback;
+    const auto found = message.find(key);
+    return found != message.end() && found->is_string() ? found->get<std::string>() : fallback;
+}
+
 } // namespace gatehouse::protocol

@@ -43,4 +43,9 @@ Json make_notification(const char* method, Json params);
 // One line of output; invalid UTF-8 from anywhere is replaced, never thrown.
 std::string encode(const Json& message);
 
+// A member that should be text, from a message another program wrote: the
+// fallback when it is missing, not text, or `message` is no object. Never
+// throws (Json::value would, on a member of another type).
+std::string text_member(const Json& message, const char* key, std::string fallback = {});
+
 } // namespace gatehouse::protocol

@@ -75,7 +75,22 @@ bool SharedReading::read_here(Clock::time_point until, const std::function<bool(
         if (holder_ != Holder::none || ended_) return false;
         holder_ = Holder::caller;
     }
+    // Given back however the reading ends, an exception included: a reading
+    // kept by nobody would leave every later caller waiting.
     bool more = true;
+    struct GiveBack {
+        SharedReading& self;
+        const bool& more;
+        ~GiveBack() {
+            std::lock_guard lock(self.mutex_);
+            self.holder_ = Holder::none;
+            self.released_at_ = Clock::now();
+            // The end is the own thread's to see to: it returns from serve_own_thread.
+            if (more) return;
+            self.ended_ = true;
+            self.changed_.notify_all();
+        }
+    } give_back{*this, more};
     while (more && !enough()) {
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
         if (left <= 0) break;
@@ -84,14 +99,6 @@ bool SharedReading::read_here(Clock::time_point until, const std::function<bool(
         if (polled < 0 && errno == EINTR) continue;
         if (polled == 0) break;
         more = polled > 0 && read_available_();
-    }
-    std::lock_guard lock(mutex_);
-    holder_ = Holder::none;
-    released_at_ = Clock::now();
-    // The end is the own thread's to see to: it returns from serve_own_thread.
-    if (!more) {
-        ended_ = true;
-        changed_.notify_all();
     }
     return true;
 }

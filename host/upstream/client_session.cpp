@@ -1,5 +1,6 @@
 #include "upstream/client_session.hpp"
 
+#include "protocol/json_rpc.hpp"
 #include "protocol/mcp_server.hpp"
 #include "protocol/utf8_text.hpp"
 
@@ -147,7 +148,7 @@ void ClientSession::open(std::chrono::milliseconds timeout) {
                          {"capabilities", relayed_capabilities()},
                          {"clientInfo", {{"name", "gatehouse"}, {"version", options_.client_version}}}};
     Json initialized = request("initialize", params, {timeout, {}, {}});
-    const auto version = initialized.value("protocolVersion", std::string());
+    const auto version = protocol::text_member(initialized, "protocolVersion");
     if (!known_legacy_revision(version))
         throw UpstreamUnavailable("it answered initialize with protocol version '" + version +
                                   "', which this host does not speak");
@@ -419,7 +420,7 @@ std::vector<Json> ClientSession::list_all(const std::string& method, const std::
 bool ClientSession::receive(std::string_view text, const Json& stream_of) {
     Json message;
     if (!protocol::nests_deeper_than(text, options_.max_json_depth)) message = Json::parse(text, nullptr, false);
-    if (!message.is_object() || message.value("jsonrpc", "") != "2.0") {
+    if (protocol::text_member(message, "jsonrpc") != "2.0") {
         // MCP's stdio keeps stdout for messages only; one that is not is dropped, noted a few times.
         if (unreadable_.fetch_add(1) < 5)
             spdlog::warn("[{}] sent something that is not a JSON-RPC message (nested over {} levels, or not "

@@ -1,5 +1,7 @@
 #include "upstream/http_client_transport.hpp"
 
+#include "protocol/json_rpc.hpp"
+
 #include "license/base64.hpp"
 #include "upstream/bearer_challenge.hpp"
 
@@ -340,7 +342,13 @@ bool HttpClientTransport::send(const Json& message) {
     Post& started = posts_.emplace_back();
     try {
         started.thread = std::thread([this, done = started.done, answer, message, body = std::move(body)]() mutable {
-            post(std::move(message), std::move(body));
+            // What the server sends must never end the host: whatever the
+            // POST's handling throws ends that POST alone.
+            try {
+                post(std::move(message), std::move(body));
+            } catch (const std::exception& e) {
+                spdlog::warn("[{}] a request to it failed unexpectedly: {}", options_.family, e.what());
+            }
             if (answer) {
                 std::lock_guard lock(mutex_);
                 if (--answers_in_flight_ == 0) answers_dropped_ = 0;
@@ -388,9 +396,9 @@ bool HttpClientTransport::given_up(const Json& message) {
 // A request's refusal answers that request; nothing else can.
 void HttpClientTransport::refuse(const Json& message, const std::string& why) {
     if (message.contains("id") && !message.value("method", "").empty())
+        // encode: `why` may quote what the server sent, invalid UTF-8 included.
         events_.message(
-            Json{{"jsonrpc", "2.0"}, {"id", message["id"]}, {"error", {{"code", -32603}, {"message", why}}}}.dump(),
-            Json());
+            protocol::encode(protocol::make_error(message["id"], protocol::error_code::internal_error, why)), Json());
 }
 
 // The token for a request, or empty; false (the request refused) when the
@@ -477,7 +485,11 @@ void HttpClientTransport::start_server_stream() {
     Post& started = posts_.emplace_back();
     try {
         started.thread = std::thread([this, done = started.done] {
-            hold_server_stream();
+            try {
+                hold_server_stream();
+            } catch (const std::exception& e) {
+                spdlog::warn("[{}] its own stream failed unexpectedly: {}", options_.family, e.what());
+            }
             std::lock_guard lock(mutex_);
             --in_flight_;
             idle_.notify_all();

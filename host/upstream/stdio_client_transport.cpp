@@ -187,7 +187,13 @@ bool StdioClientTransport::read_once() {
     for (std::size_t end; (end = framing_.find('\n', start)) != std::string::npos; start = end + 1) {
         std::string_view line(framing_.data() + start, end - start);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (!line.empty()) events_.message(line, nlohmann::json());
+        if (line.empty()) continue;
+        // Whatever handling a message throws drops that message, never the reading.
+        try {
+            events_.message(line, nlohmann::json());
+        } catch (const std::exception& e) {
+            spdlog::warn("[{}] a message it sent could not be handled: {}", options_.family, e.what());
+        }
     }
     framing_.erase(0, start);
     if (framing_.size() > options_.max_message_bytes) {

@@ -1,5 +1,6 @@
 #include "upstream/upstream_family.hpp"
 
+#include "protocol/json_rpc.hpp"
 #include "crypto/random_bytes.hpp"
 #include "crypto/tls_settings.hpp"
 #include "gate/refusal.hpp"
@@ -807,7 +808,7 @@ int32_t UpstreamFamily::call(const OfferedTool& tool, gh_call* call, gh_str argu
     if (const int32_t status = ask(call, "tools/call", std::move(params), "tool '" + tool.own_name + "'", result, out);
         status != GH_STATUS_OK)
         return status;
-    if (const auto type = result.value("resultType", "complete"); type != "complete") {
+    if (const auto type = protocol::text_member(result, "resultType", "complete"); type != "complete") {
         out->bytes = "The upstream server of family '" + options_.entry.name + "' answered tool '" + tool.own_name +
                      "' with a result of type '" + type.substr(0, 40) + "', which this host does not relay.";
         return GH_STATUS_TOOL_ERROR;
@@ -941,7 +942,8 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
         return GH_STATUS_TOOL_ERROR;
     }
     result = std::move(reply.result);
-    if (relays && result.value("resultType", "") == "input_required") return pass_on_input_required(result, what, out);
+    if (relays && protocol::text_member(result, "resultType") == "input_required")
+        return pass_on_input_required(result, what, out);
     return GH_STATUS_OK;
 }
 

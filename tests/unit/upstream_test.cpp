@@ -2,6 +2,7 @@
 // over a scripted transport (negotiation, pagination, progress, cancellation,
 // bounds), no server process needed.
 #include "upstream/bearer_challenge.hpp"
+#include "upstream/bearer_source.hpp"
 #include "upstream/client_session.hpp"
 #include "upstream/http_client_transport.hpp"
 #include "upstream/name_hook.hpp"
@@ -11,15 +12,19 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+using gatehouse::upstream::BearerChallenge;
+using gatehouse::upstream::BearerSource;
 using gatehouse::upstream::ClientSession;
 using gatehouse::upstream::ClientTransport;
 using gatehouse::upstream::NameHook;
+using gatehouse::upstream::HttpClientTransport;
 using gatehouse::upstream::StdioClientTransport;
 using gatehouse::upstream::UpstreamUnavailable;
 using Json = nlohmann::json;
@@ -405,7 +410,6 @@ TEST_CASE("an upstream URL: host, port and target read; what a request cannot ca
 }
 
 TEST_CASE("a WWW-Authenticate header: the Bearer challenge's error, scope and resource_metadata", "[upstream]") {
-    using gatehouse::upstream::BearerChallenge;
     const auto plain =
         BearerChallenge::parse(R"(Bearer error="insufficient_scope", scope="files:read files:write", )"
                                R"(resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp")");
@@ -499,7 +503,8 @@ namespace {
 
 // A 2026-07-28 server over stdio, in sh: answers each request with
 // {"echo": its id}; tool "before" says its tools changed just ahead of its
-// answer, "later" that its prompts changed 100 ms after; "quit" exits unanswered.
+// answer, "later" that its prompts changed 100 ms after; "quit" exits
+// unanswered; "mistyped" sends messages whose "jsonrpc" is no text first.
 constexpr const char* kShellServer = R"sh(while IFS= read -r line; do
   id=$(printf '%s\n' "$line" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p')
   case "$line" in
@@ -507,6 +512,7 @@ constexpr const char* kShellServer = R"sh(while IFS= read -r line; do
     *'"before"'*) printf '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n{"jsonrpc":"2.0","id":%s,"result":{"echo":%s}}\n' "$id" "$id" ;;
     *'"later"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"echo":%s}}\n' "$id" "$id"; sleep 0.1; printf '{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}\n' ;;
     *'"quit"'*) exit 0 ;;
+    *'"mistyped"'*) printf '{"jsonrpc":2,"method":"x"}\n{"jsonrpc":null,"id":%s}\n{"jsonrpc":["2.0"],"id":%s,"result":{}}\n{"jsonrpc":"2.0","id":%s,"result":{"echo":%s}}\n' "$id" "$id" "$id" "$id" ;;
     *) [ -n "$id" ] && printf '{"jsonrpc":"2.0","id":%s,"result":{"echo":%s}}\n' "$id" "$id" ;;
   esac
 done)sh";
@@ -597,4 +603,68 @@ TEST_CASE("over stdio a server that exits while its caller reads: the call is to
     CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(4));
     CHECK_FALSE(session->alive());
     CHECK_THAT(session->why_closed(), Catch::Matchers::Contains("exited with status 0"));
+}
+
+TEST_CASE("over stdio a server's message whose jsonrpc is no text is dropped; the reading and the session go on",
+          "[upstream]") {
+    Heard heard;
+    auto session = shell_session(heard);
+    // Read by the waiting caller, then by the transport's own thread.
+    CHECK(call_tool(*session, "mistyped").contains("echo"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(call_tool(*session, "plain").contains("echo"));
+    CHECK(session->alive());
+}
+
+TEST_CASE("a message whose jsonrpc member is a number, null or a list is not JSON-RPC, and never throws",
+          "[upstream]") {
+    std::vector<Json> sent;
+    ScriptedTransport* transport = nullptr;
+    auto session = session_over(legacy_server, sent, &transport);
+    session->open(std::chrono::milliseconds(2000));
+    for (const char* line :
+         {R"({"jsonrpc":2,"method":"notifications/tools/list_changed"})", R"({"jsonrpc":null,"id":1,"result":{}})",
+          R"({"jsonrpc":["2.0"],"id":"a","method":"ping"})"})
+        CHECK_NOTHROW(transport->deliver(line));
+    CHECK(session->alive());
+    CHECK(answer_to(sent, "a").is_null());
+}
+
+namespace {
+
+// A credential that cannot be had, for a reason quoting bytes that are not UTF-8.
+class BrokenBearer final : public BearerSource {
+public:
+    std::string current() override { throw std::runtime_error("no token: the server said \xff\xfe"); }
+    bool refused(const std::string&, const BearerChallenge&) override { return false; }
+};
+
+} // namespace
+
+TEST_CASE("over HTTP a request refused for want of a token is answered with the reason, bytes that are not UTF-8 "
+          "replaced",
+          "[upstream]") {
+    HttpClientTransport::Options options;
+    options.family = "broken";
+    options.url = "http://127.0.0.1:9/mcp"; // never reached: the token is wanted first
+    options.bearer = std::make_shared<BrokenBearer>();
+    HttpClientTransport transport(options);
+    std::mutex mutex;
+    std::condition_variable arrived;
+    std::vector<std::string> messages;
+    transport.start({[&](std::string_view message, const Json&) {
+                         std::lock_guard lock(mutex);
+                         messages.emplace_back(message);
+                         arrived.notify_all();
+                         return true;
+                     },
+                     [](const std::string&) {}});
+    REQUIRE(transport.send(Json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", "tools/list"}}));
+    std::unique_lock lock(mutex);
+    REQUIRE(arrived.wait_for(lock, std::chrono::seconds(5), [&] { return !messages.empty(); }));
+    const Json answer = Json::parse(messages.front());
+    CHECK(answer["id"] == 7);
+    CHECK_THAT(answer["error"]["message"].get<std::string>(), Catch::Matchers::Contains("no token"));
+    lock.unlock();
+    transport.close();
 }
