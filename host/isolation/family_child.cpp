@@ -8,6 +8,7 @@
 #include "plugins/host_api.hpp"
 #include "plugins/plugin_loader.hpp"
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -461,8 +462,11 @@ int serve_family(int argc, char** argv) {
     }
     // Ends with the host, whatever it was doing.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // Nothing of the host's but the socket and the standard streams.
+    // Nothing of the host's but the socket and the standard streams; and
+    // the socket is no program's that the plugin runs, so the host sees
+    // this process's end as the socket's.
     ::close_range(static_cast<unsigned>(fd) + 1, ~0U, 0);
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
 #ifndef GATEHOUSE_UNDER_ASAN
     // Under AddressSanitizer its reserved shadow is beyond any address-space
     // bound; the host gave the sanitizer a resident-size watch instead.

@@ -12,9 +12,11 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +53,11 @@ struct FamilyProcess::Child {
     // output's own thread writes with it.
     metrics::LogAllowance output_log{""};
     std::thread reader, output_reader;
+    // Waits for the process's end (a pidfd), which a program the plugin
+    // started may outlive holding the socket: then its group is killed and
+    // the stream ended, so the end is seen whatever the plugin left behind.
+    std::thread exit_watch;
+    int exit_fd = -1;
     Clock::time_point started = Clock::now();
     std::mutex mutex;
     std::condition_variable ended;
@@ -70,7 +77,10 @@ struct FamilyProcess::Child {
     }
     void join() {
         if (reader.joinable()) reader.join();
+        if (exit_watch.joinable()) exit_watch.join();
         if (output_reader.joinable()) output_reader.join();
+        if (exit_fd >= 0) ::close(exit_fd);
+        exit_fd = -1;
     }
 };
 
@@ -215,10 +225,25 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     // The child's stdout is never the stdio transport's: both go to the log.
     posix_spawn_file_actions_adddup2(&actions, output[1], 1);
     posix_spawn_file_actions_adddup2(&actions, output[1], 2);
+    // A process group of its own, so what the plugin starts ends with it;
+    // and not the host's mask of its stop signals (StopSignal blocks them
+    // on every thread), or the child could not be stopped.
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    sigemptyset(&defaults);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE})
+        sigaddset(&defaults, sig);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
     pid_t pid = -1;
     const int spawned =
-        ::posix_spawn(&pid, ec ? "/proc/self/exe" : self.c_str(), &actions, nullptr, argv.data(), envp.data());
+        ::posix_spawn(&pid, ec ? "/proc/self/exe" : self.c_str(), &actions, &attributes, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
     ::close(pair[1]);
     ::close(output[1]);
     if (spawned != 0) {
@@ -237,6 +262,22 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
         metrics::copy_lines_to_log(child->output_fd, child->output_log);
         ::close(child->output_fd);
     });
+    child->exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (child->exit_fd >= 0) {
+        ::fcntl(child->exit_fd, F_SETFD, FD_CLOEXEC);
+        child->exit_watch = std::thread([child = child.get(), pid] {
+            pollfd ended{child->exit_fd, POLLIN, 0};
+            while (::poll(&ended, 1, -1) < 0 && errno == EINTR) {
+            }
+            // Not reaped here: child_gone reads how it ended.
+            ::kill(-pid, SIGKILL);
+            child->channel->shut_down();
+        });
+    } else {
+        spdlog::warn("[{}] cannot watch its process's end (pidfd_open: {}); a program it starts that keeps its "
+                     "socket open can hide a crash",
+                     child->label, std::strerror(errno));
+    }
     return child;
 }
 
@@ -290,6 +331,7 @@ bool FamilyProcess::run_init(Child& child, std::string& error) {
             if (frame->code != GH_STATUS_OK) {
                 error = frame->field(0);
                 if (error.empty()) error = "init returned status " + std::to_string(frame->code);
+                reap(child); // nothing of it serves; no zombie per failed start either
                 return false;
             }
             if (deliver_buffered(child, why)) return true;
@@ -382,7 +424,8 @@ void FamilyProcess::kill(Child& child, const std::string& reason) {
     std::lock_guard lock(child.mutex);
     if (child.gone || child.pid <= 0) return;
     if (child.kill_reason.empty()) child.kill_reason = reason;
-    ::kill(child.pid, SIGKILL);
+    // The group: what the plugin started goes with it.
+    ::kill(-child.pid, SIGKILL);
 }
 
 void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::string& why) {
@@ -398,9 +441,11 @@ void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::s
         // The stream's end may come before the child's: a broken frame, or a
         // child that closed its socket and lives on, is ended here.
         if (::waitpid(child->pid, &status, WNOHANG) == 0) {
-            ::kill(child->pid, SIGKILL);
+            ::kill(-child->pid, SIGKILL);
             ::waitpid(child->pid, &status, 0);
         }
+        // Whatever the plugin started and left behind in the group goes too.
+        ::kill(-child->pid, SIGKILL);
         if (reason.empty()) reason = "its process " + describe_exit(status);
     }
     // The crash is counted, and the restart scheduled, before any call

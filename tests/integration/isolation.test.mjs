@@ -34,7 +34,7 @@ async function servedAgain(host, timeoutMs = 15000) {
 
 test('a segfault, an abort, an exit, unbounded memory, garbage on its socket and a hang each answer FAMILY_CRASHED; other families serve throughout, and the family again after', () =>
   withHost({ plugins: ['echo.so', CRASHY] }, async (host) => {
-    await host.stderrMatching(/family 'crashy' loaded: .*\(8 tools, in a process of its own\)/);
+    await host.stderrMatching(/family 'crashy' loaded: .*\(9 tools, in a process of its own\)/);
     assert.doesNotMatch(host.stderr, /family 'echo' loaded: .*in a process of its own/);
     let pid = await servedAgain(host);
     const ways = [
@@ -77,6 +77,32 @@ test('a segfault, an abort, an exit, unbounded memory, garbage on its socket and
     await host.stderrMatching(/family 'crashy' stopped: .*starting it again in 100 ms \(1 crash\(es\) in a row\)/);
     await host.stderrMatching(/starting it again in 3200 ms \(6 crash\(es\) in a row\)/);
     assert.match(host.stderr, /family 'crashy' serves again \(process \d+\)/);
+  }));
+
+test('a crash that leaves a process of its own behind, holding the socket: FAMILY_CRASHED at once, the leftover killed, the family serves again', () =>
+  withHost({ plugins: [CRASHY] }, async (host) => {
+    const pid = await servedAgain(host);
+    const began = Date.now();
+    const reply = await host.modern('tools/call', { name: 'crashy_fork_abort', arguments: {} });
+    const crashed = reply.result.structuredContent;
+    assert.equal(crashed?.code, 'FAMILY_CRASHED', JSON.stringify(reply));
+    assert.match(crashed.message, /process (was killed by signal 6 \(SIGABRT\)|exited with status)/);
+    // Not at the tool's timeout (4 s): its end is seen though the helper keeps the socket.
+    assert.ok(Date.now() - began < 3000, `answered after ${Date.now() - began} ms`);
+    await host.stderrMatching(/crashy helper (\d+) lives on/);
+    const helper = Number(host.stderr.match(/crashy helper (\d+) lives on/)[1]);
+    const until = Date.now() + 5000;
+    let alive = true;
+    while (alive && Date.now() < until) {
+      try {
+        process.kill(helper, 0);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      } catch {
+        alive = false;
+      }
+    }
+    assert.equal(alive, false, 'the helper went with its family');
+    assert.notEqual(await servedAgain(host), pid);
   }));
 
 test('the host functions cross to the child: progress, log, state and the call context', () =>
