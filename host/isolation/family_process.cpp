@@ -40,6 +40,7 @@ struct FamilyProcess::Pending {
     std::mutex mutex;
     std::condition_variable arrived;
     std::deque<Frame> frames;
+    std::size_t frame_bytes = 0; // of `frames`: bounded, see deliver
     bool gone = false;
     std::string why;
 };
@@ -91,6 +92,20 @@ constexpr auto kLongestBackoff = 30s;
 constexpr auto kLivedLongEnough = 30s; // a crash after this long starts the backoff over
 constexpr auto kPoll = 20ms;           // how often a waiting call looks at its cancellation and deadline
 constexpr auto kShutdownWait = 10s;
+// A child that takes nothing of what the host sends it for this long is
+// killed: a send to it never holds a call, or the frames behind it, for ever.
+constexpr auto kSendStall = 5s;
+// What a call's frames may hold while its thread has not taken them: two of
+// the largest frames. A child that sends more for one call (a flood while
+// the call's thread waits on a host function) is killed.
+constexpr std::size_t kMostQueuedPerCall = 2 * kMaxFrameBytes;
+
+std::size_t frame_size(const Frame& frame) {
+    std::size_t bytes = 32;
+    for (const auto& field : frame.fields)
+        bytes += 4 + field.size();
+    return bytes;
+}
 
 std::string describe_exit(int status) {
     if (WIFSIGNALED(status)) {
@@ -112,9 +127,17 @@ void set_receive_timeout(int fd, std::chrono::milliseconds timeout) {
 }
 
 // What a frame with no call (id 0) asks: a log line or a change the plugin
-// reported from a thread of its own.
-void outside_any_call(const std::string& family, const Frame& frame) {
-    if (frame.type == FrameType::log) spdlog::log(plugins::log_level(frame.code), "[{}] {}", family, frame.field(0));
+// reported from a thread of its own. Its lines take the same allowance as
+// its output's, one line at a time: a plugin cannot flood the host's log, or
+// write lines that look like the host's.
+void outside_any_call(metrics::LogAllowance& log, const Frame& frame) {
+    if (frame.type == FrameType::log) {
+        std::string_view text = frame.field(0);
+        const auto level = plugins::log_level(frame.code);
+        for (std::size_t end; (end = text.find('\n')) != std::string_view::npos; text.remove_prefix(end + 1))
+            log.write(level, text.substr(0, end));
+        if (!text.empty()) log.write(level, text);
+    }
     if (frame.type == FrameType::notify)
         plugins::host_api()->notify_changed(nullptr, frame.code, plugins::abi_str(frame.field(0)));
 }
@@ -251,6 +274,9 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
         ::close(output[0]);
         throw std::runtime_error(std::string("cannot start the family process: ") + std::strerror(spawned));
     }
+    timeval stall{};
+    stall.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kSendStall).count();
+    ::setsockopt(pair[0], SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof stall);
     auto child = std::make_shared<Child>();
     child->pid = pid;
 
@@ -291,7 +317,7 @@ std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, st
                 set_receive_timeout(child.channel->fd(), 0ms);
                 return frame;
             }
-            outside_any_call(child.label, *frame);
+            outside_any_call(child.output_log, *frame);
         }
     } catch (const BrokenChannel& e) {
         why = std::string("its process sent a broken frame: ") + e.what();
@@ -403,7 +429,7 @@ bool FamilyProcess::read_available(Child& child) {
 
 void FamilyProcess::deliver(Child& child, Frame frame) {
     if (frame.id == 0) {
-        outside_any_call(family_, frame);
+        outside_any_call(child.output_log, frame);
         return;
     }
     std::shared_ptr<Pending> pending;
@@ -413,11 +439,27 @@ void FamilyProcess::deliver(Child& child, Frame frame) {
         if (found != child.pending.end()) pending = found->second;
     }
     if (!pending) return; // a call that is over; its late frames mean nothing
+    bool flooded = false;
     {
         std::lock_guard lock(pending->mutex);
-        pending->frames.push_back(std::move(frame));
+        pending->frame_bytes += frame_size(frame);
+        flooded = pending->frame_bytes > kMostQueuedPerCall;
+        if (!flooded) pending->frames.push_back(std::move(frame));
+    }
+    if (flooded) {
+        kill(child, "it sent more than " + std::to_string(kMostQueuedPerCall >> 20) +
+                        " MiB of frames for one call before the host took any of them, and was killed");
+        return;
     }
     pending->arrived.notify_one();
+}
+
+bool FamilyProcess::send(Child& child, Frame frame) {
+    if (child.channel->send(frame)) return true;
+    kill(child, "it took nothing the host sent it for " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kSendStall).count()) +
+                    " s, and was killed");
+    return false;
 }
 
 void FamilyProcess::kill(Child& child, const std::string& reason) {
@@ -619,7 +661,7 @@ void FamilyProcess::run_host_call(gh_call* call, Child& child, const Frame& fram
     case HostFunction::store_credentials: status = api->store_credentials(call, &answer); break;
     default: status = GH_STATUS_INVALID_ARGS; break;
     }
-    child.channel->send(Frame{FrameType::host_reply, status, 0, frame.id, {std::move(answer.bytes)}});
+    send(child, Frame{FrameType::host_reply, status, 0, frame.id, {std::move(answer.bytes)}});
 }
 
 int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call, std::vector<std::string> fields,
@@ -644,7 +686,18 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         fields.emplace_back(call ? call->input_responses : std::string_view("{}"));
         fields.emplace_back(call ? call->request_state : std::string_view());
     }
-    child->channel->send(Frame{FrameType::call, static_cast<std::int32_t>(kind), index, id, std::move(fields)});
+    Frame frame{FrameType::call, static_cast<std::int32_t>(kind), index, id, std::move(fields)};
+    if (frame_size(frame) > kMaxFrameBytes) {
+        {
+            std::lock_guard lock(child->mutex);
+            child->pending.erase(id);
+        }
+        if (err)
+            err->bytes = "The call is " + std::to_string(frame_size(frame)) + " bytes, more than a family's process " +
+                         "takes in one piece (" + std::to_string(kMaxFrameBytes >> 20) + " MiB); send less.";
+        return GH_STATUS_INVALID_ARGS;
+    }
+    send(*child, std::move(frame)); // a child that takes nothing is killed: the wait below ends
 
     const gh_host_api* api = plugins::host_api();
     // A command is a person's maintenance verb; it may take as long as it takes.
@@ -684,6 +737,7 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
             if (!read)
                 pending->arrived.wait_for(lock, kPoll, [&] { return !pending->frames.empty() || pending->gone; });
             frames.swap(pending->frames);
+            pending->frame_bytes = 0;
             gone = pending->gone;
             why = pending->why;
         }
@@ -707,7 +761,7 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         if (gone) return crashed(out, err, why, true);
         if (!cancel_sent && call && api->is_cancelled(call)) {
             cancel_sent = true;
-            child->channel->send(Frame{FrameType::cancel, 0, 0, id, {}});
+            send(*child, Frame{FrameType::cancel, 0, 0, id, {}});
         }
         if (bounded && !killed && Clock::now() >= deadline) {
             killed = true;

@@ -108,6 +108,9 @@ private:
                                      const char* not_in_time, std::string& why);
     // Kills the child and waits for it; its wait status.
     int reap(Child& child);
+    // Sends a frame to a child whose reader runs; kills a child that takes
+    // nothing for kSendStall. False when it was not sent.
+    bool send(Child& child, Frame frame);
     // After a crash or a failed start (mutex_ held): the next start, after a
     // backoff that doubles with each in a row up to 30 s.
     std::chrono::milliseconds schedule_restart();

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -327,6 +328,9 @@ void send_together(int fd, const std::vector<Frame>& frames) {
 // the library's path would be:
 //   result-then-log  init's result and a log line outside any call in one
 //                    write, then silence until the host shuts it down.
+//   stops-reading    asks 20000 host functions for its first call, reads
+//                    none of the answers, and stops (SIGSTOP).
+//   floods-a-call    the same, then 200 frames of 1 MiB for that call.
 int scripted_family_child(int argc, char** argv) {
     const std::string scenario = argv[argc - 1];
     FrameChannel host(3);
@@ -352,6 +356,20 @@ int scripted_family_child(int argc, char** argv) {
         if (scenario == "result-then-log")
             send_together(host.fd(), {Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}},
                                       Frame{FrameType::log, GH_LOG_WARNING, 0, 0, {"said right behind init"}}});
+        if (scenario == "stops-reading" || scenario == "floods-a-call") {
+            host.send(Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}});
+            std::optional<Frame> call;
+            while ((call = host.receive()) && call->type != FrameType::call) {
+            }
+            if (!call) return 1;
+            for (int i = 0; i < 20000; ++i)
+                host.send(Frame{
+                    FrameType::host_call, static_cast<std::int32_t>(HostFunction::call_context), 0, call->id, {}});
+            if (scenario == "floods-a-call")
+                for (int i = 0; i < 200; ++i)
+                    host.send(Frame{FrameType::descriptor, 0, 0, call->id, {std::string(1 << 20, 'x')}});
+            ::raise(SIGSTOP);
+        }
         while (auto frame = host.receive())
             if (frame->type == FrameType::shutdown) break;
     } catch (const BrokenChannel&) {
@@ -370,4 +388,41 @@ TEST_CASE("A frame the child writes right behind init's result, read with it, is
     // The child says nothing after it: a frame left in the buffer would
     // wait for a next read that never comes.
     CHECK(log.lines->wait_for("said right behind init", std::chrono::seconds(5)));
+}
+
+namespace {
+
+// Calls the scripted family's one tool; its status, and what it said.
+int32_t call_scripted(FamilyProcess& process, std::string& said) {
+    const gh_tool_desc* tool = process.descriptor()->tools[0];
+    gh_sink out;
+    const int32_t status = tool->call(nullptr, tool->tool_data, nullptr, str("{}"), &out);
+    said = out.bytes;
+    return status;
+}
+
+} // namespace
+
+TEST_CASE("A child that takes nothing the host sends is killed after 5 s; the call is told, not held", "[isolation]") {
+    FamilyProcessOptions options;
+    options.library = "stops-reading";
+    FamilyProcess process(options);
+    std::string error;
+    REQUIRE(process.init("{}", error));
+    const auto began = std::chrono::steady_clock::now();
+    std::string said;
+    CHECK(call_scripted(process, said) != GH_STATUS_OK);
+    CHECK_THAT(said, Catch::Contains("took nothing the host sent it for 5 s"));
+    CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(30));
+}
+
+TEST_CASE("A child that floods one call with frames the call has not taken is killed", "[isolation]") {
+    FamilyProcessOptions options;
+    options.library = "floods-a-call";
+    FamilyProcess process(options);
+    std::string error;
+    REQUIRE(process.init("{}", error));
+    std::string said;
+    CHECK(call_scripted(process, said) != GH_STATUS_OK);
+    CHECK_THAT(said, Catch::Contains("MiB of frames for one call before the host took any of them"));
 }
