@@ -309,22 +309,31 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
 
 std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, std::chrono::milliseconds timeout,
                                                 const char* not_in_time, std::string& why) {
-    const auto started = Clock::now();
-    set_receive_timeout(child.channel->fd(), timeout);
+    // The whole wait is bounded, not each read: a child that trickles bytes
+    // or sends lines outside any call does not stretch it.
+    const auto deadline = Clock::now() + timeout;
     try {
-        while (auto frame = child.channel->receive()) {
-            if (frame->type == type) {
-                set_receive_timeout(child.channel->fd(), 0ms);
-                return frame;
+        for (;;) {
+            while (auto frame = child.channel->next_buffered()) {
+                if (frame->type == type) {
+                    set_receive_timeout(child.channel->fd(), 0ms);
+                    return frame;
+                }
+                outside_any_call(child.output_log, *frame);
             }
-            outside_any_call(child.output_log, *frame);
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+            if (left <= 0ms) break;
+            set_receive_timeout(child.channel->fd(), left);
+            if (!child.channel->read_some()) {
+                if (Clock::now() < deadline) return std::nullopt; // its stream ended
+                break;
+            }
         }
     } catch (const BrokenChannel& e) {
         why = std::string("its process sent a broken frame: ") + e.what();
         return std::nullopt;
     }
-    if (Clock::now() - started >= timeout)
-        why = std::string(not_in_time) + " within " + std::to_string(timeout.count()) + " ms";
+    why = std::string(not_in_time) + " within " + std::to_string(timeout.count()) + " ms";
     return std::nullopt;
 }
 

@@ -331,6 +331,7 @@ void send_together(int fd, const std::vector<Frame>& frames) {
 //   stops-reading    asks 20000 host functions for its first call, reads
 //                    none of the answers, and stops (SIGSTOP).
 //   floods-a-call    the same, then 200 frames of 1 MiB for that call.
+//   trickles         a log line every 200 ms, and never its descriptor.
 int scripted_family_child(int argc, char** argv) {
     const std::string scenario = argv[argc - 1];
     FrameChannel host(3);
@@ -341,6 +342,9 @@ int scripted_family_child(int argc, char** argv) {
     tool.input_schema = str(R"({"type":"object"})");
     tool.call = &a_tool;
     const gh_tool_desc* tools[] = {&tool};
+    if (scenario == "trickles")
+        while (host.send(Frame{FrameType::log, GH_LOG_INFO, 0, 0, {"still loading"}}))
+            ::usleep(200 * 1000);
     gh_plugin_desc desc{};
     desc.struct_size = sizeof desc;
     desc.abi_version = GH_ABI_VERSION;
@@ -425,4 +429,13 @@ TEST_CASE("A child that floods one call with frames the call has not taken is ki
     std::string said;
     CHECK(call_scripted(process, said) != GH_STATUS_OK);
     CHECK_THAT(said, Catch::Contains("MiB of frames for one call before the host took any of them"));
+}
+
+TEST_CASE("A child that keeps talking but never offers its descriptor is refused at the load timeout", "[isolation]") {
+    FamilyProcessOptions options;
+    options.library = "trickles";
+    options.load_timeout = std::chrono::milliseconds(1000);
+    const auto began = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH(FamilyProcess(options), Catch::Contains("did not offer a descriptor within 1000 ms"));
+    CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(10));
 }
