@@ -216,6 +216,11 @@ std::optional<std::int64_t> request_id(const Json& message) {
 // for: a server ends it there, and one that goes on holds nothing longer.
 constexpr auto kAfterAnswer = std::chrono::seconds(1);
 
+// What of an answer may wait unparsed: its head (bounded on its own), a
+// chunk's size line, trailers. A server that sends more of those, say a
+// chunk-size line that never ends, ends the connection, not the host's memory.
+constexpr std::size_t kMostUnparsedBytes = 1 << 20;
+
 // What a server sends on its own stream answers no request of the host's.
 const Json kServerStream = false;
 constexpr auto kFirstStreamBackoff = std::chrono::seconds(1);
@@ -552,7 +557,7 @@ HttpClientTransport::StreamEnd HttpClientTransport::read_server_stream(std::stri
         auto& io = connection->io;
         run_or_throw(io, [&](auto handler) { http::async_write(stream, request, std::move(handler)); });
 
-        beast::flat_buffer buffer;
+        beast::flat_buffer buffer(kMostUnparsedBytes);
         http::response_parser<http::buffer_body> parser;
         bound_head(parser);
         run_or_throw(io, [&](auto handler) { http::async_read_header(stream, buffer, parser, std::move(handler)); });
@@ -653,7 +658,7 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             run_or_throw(io, [&](auto handler) { http::async_write(stream, request, std::move(handler)); });
             written_at = std::chrono::steady_clock::now();
 
-            beast::flat_buffer buffer;
+            beast::flat_buffer buffer(kMostUnparsedBytes);
             http::response_parser<http::buffer_body> parser;
             bound_head(parser);
             run_or_throw(io,
@@ -680,8 +685,12 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             // Until its end, or a message over the bound: each read within
             // read_timeout, all of it by read_by, and what follows the
             // answer within kAfterAnswer of it.
+            // A held stream (a subscription) is read with no deadline until
+            // its answer, which ends it: read on after that no longer than
+            // any, or a server that answers and keeps the stream open would
+            // keep its thread and socket for each subscription asked again.
             const auto until = [&]() -> std::optional<Clock::time_point> {
-                if (held) return std::nullopt;
+                if (held && !answer_seen) return std::nullopt;
                 auto by = Clock::now() + options_.read_timeout;
                 if (read_by) by = std::min(by, *read_by);
                 if (answer_seen) by = std::min(by, *answer_seen + kAfterAnswer);
@@ -844,7 +853,7 @@ void HttpClientTransport::delete_session() {
         stream.expires_after(kGoodbye);
         auto& io = connection->io;
         run_or_throw(io, [&](auto handler) { http::async_write(stream, request, std::move(handler)); });
-        beast::flat_buffer buffer;
+        beast::flat_buffer buffer(kMostUnparsedBytes);
         http::response_parser<http::string_body> response;
         response.body_limit(64 * 1024);
         run_or_throw(io, [&](auto handler) { http::async_read(stream, buffer, response, std::move(handler)); });

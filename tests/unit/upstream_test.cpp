@@ -11,6 +11,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -23,8 +28,8 @@ using gatehouse::upstream::BearerChallenge;
 using gatehouse::upstream::BearerSource;
 using gatehouse::upstream::ClientSession;
 using gatehouse::upstream::ClientTransport;
-using gatehouse::upstream::NameHook;
 using gatehouse::upstream::HttpClientTransport;
+using gatehouse::upstream::NameHook;
 using gatehouse::upstream::StdioClientTransport;
 using gatehouse::upstream::UpstreamUnavailable;
 using Json = nlohmann::json;
@@ -666,5 +671,148 @@ TEST_CASE("over HTTP a request refused for want of a token is answered with the 
     CHECK(answer["id"] == 7);
     CHECK_THAT(answer["error"]["message"].get<std::string>(), Catch::Matchers::Contains("no token"));
     lock.unlock();
+    transport.close();
+}
+
+namespace {
+
+// A loopback server for one connection: reads a request's head (and its
+// body, by Content-Length), then lets `answer` write what it will; what
+// `answer` returns is the test's to read.
+class OneConnection {
+public:
+    explicit OneConnection(std::function<std::size_t(int client)> answer) : answer_(std::move(answer)) {
+        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+        REQUIRE(::listen(listener_, 1) == 0);
+        socklen_t length = sizeof address;
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+        port_ = ntohs(address.sin_port);
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~OneConnection() {
+        ::shutdown(listener_, SHUT_RDWR);
+        thread_.join();
+        ::close(listener_);
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/mcp"; }
+    std::size_t result() {
+        std::unique_lock lock(mutex_);
+        done_.wait_for(lock, std::chrono::seconds(20), [&] { return finished_; });
+        return result_;
+    }
+
+private:
+    void serve() {
+        const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+        std::size_t result = 0;
+        if (client >= 0) {
+            std::string head;
+            char in[4096];
+            std::size_t end;
+            while ((end = head.find("\r\n\r\n")) == std::string::npos) {
+                const ssize_t n = ::read(client, in, sizeof in);
+                if (n <= 0) break;
+                head.append(in, static_cast<std::size_t>(n));
+            }
+            const auto length_at = head.find("Content-Length: ");
+            const std::size_t body = length_at == std::string::npos ? 0 : std::stoul(head.substr(length_at + 16));
+            while (end != std::string::npos && head.size() < end + 4 + body) {
+                const ssize_t n = ::read(client, in, sizeof in);
+                if (n <= 0) break;
+                head.append(in, static_cast<std::size_t>(n));
+            }
+            result = answer_(client);
+            ::close(client);
+        }
+        std::lock_guard lock(mutex_);
+        result_ = result;
+        finished_ = true;
+        done_.notify_all();
+    }
+    std::function<std::size_t(int)> answer_;
+    int listener_ = -1;
+    unsigned short port_ = 0;
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable done_;
+    std::size_t result_ = 0;
+    bool finished_ = false;
+};
+
+// 200 and a chunked body whose first chunk-size line never ends, at most
+// 64 MiB of it; how many bytes got written.
+std::size_t endless_chunk_line(int client) {
+    const std::string start = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                              "Transfer-Encoding: chunked\r\n\r\n1;";
+    (void)!::send(client, start.data(), start.size(), MSG_NOSIGNAL);
+    const std::string more(64 * 1024, 'a');
+    std::size_t written = 0;
+    while (written < (64u << 20)) {
+        const ssize_t n = ::send(client, more.data(), more.size(), MSG_NOSIGNAL);
+        if (n <= 0) break;
+        written += static_cast<std::size_t>(n);
+    }
+    return written;
+}
+
+// The answer to request 5 as an event on its stream, and the stream kept
+// open: 1 when the client ended the connection within 10 s.
+std::size_t answers_then_holds(int client) {
+    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+                               "data: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}\n\n";
+    (void)!::send(client, answer.data(), answer.size(), MSG_NOSIGNAL);
+    timeval wait{10, 0};
+    ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    char in[256];
+    return ::read(client, in, sizeof in) == 0 ? 1 : 0;
+}
+
+// A transport to `url` whose messages are kept.
+struct Received {
+    std::mutex mutex;
+    std::vector<std::string> messages;
+    ClientTransport::Events events() {
+        return {[this](std::string_view message, const Json&) {
+                    std::lock_guard lock(mutex);
+                    messages.emplace_back(message);
+                    return message.find("\"id\":5") != std::string_view::npos;
+                },
+                [](const std::string&) {}};
+    }
+};
+
+} // namespace
+
+TEST_CASE("over HTTP an answer whose chunk-size line never ends is cut off near a MiB, not read into memory",
+          "[upstream]") {
+    OneConnection server(endless_chunk_line);
+    HttpClientTransport::Options options;
+    options.family = "endless";
+    options.url = server.url();
+    options.read_timeout = std::chrono::milliseconds(20000);
+    HttpClientTransport transport(options);
+    Received received;
+    transport.start(received.events());
+    REQUIRE(transport.send(Json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}}));
+    // The server's writes fail once the host ends the connection.
+    CHECK(server.result() < 8u << 20);
+    transport.close();
+}
+
+TEST_CASE("over HTTP a subscription's stream is let go once its answer came, though the server holds it open",
+          "[upstream]") {
+    OneConnection server(answers_then_holds);
+    HttpClientTransport::Options options;
+    options.family = "holds";
+    options.url = server.url();
+    HttpClientTransport transport(options);
+    Received received;
+    transport.start(received.events());
+    REQUIRE(transport.send(Json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "subscriptions/listen"}}));
+    CHECK(server.result() == 1);
     transport.close();
 }
