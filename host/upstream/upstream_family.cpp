@@ -93,6 +93,11 @@ std::string text_of(const Json& tool, const char* key) {
 // same object, so what the patterns allowed is not refused. Only checks are
 // left out; nothing is added. The server still checks its own arguments.
 void drop_patterns(Json& schema) {
+    if (schema.is_array()) {
+        for (auto& each : schema)
+            drop_patterns(each);
+        return;
+    }
     if (!schema.is_object()) return;
     if (auto pattern = schema.find("pattern"); pattern != schema.end() && pattern->is_string()) schema.erase(pattern);
     if (schema.contains("patternProperties")) {
@@ -100,23 +105,13 @@ void drop_patterns(Json& schema) {
         schema.erase("additionalProperties");
         schema.erase("unevaluatedProperties");
     }
-    for (const char* named : {"properties", "$defs", "definitions", "dependentSchemas"})
-        if (auto map = schema.find(named); map != schema.end() && map->is_object())
-            for (auto& [name, sub] : map->items())
-                drop_patterns(sub);
-    for (const char* one : {"items", "additionalItems", "additionalProperties", "unevaluatedItems",
-                            "unevaluatedProperties", "contains", "propertyNames", "not", "if", "then", "else"})
-        if (auto sub = schema.find(one); sub != schema.end()) {
-            if (sub->is_array())
-                for (auto& each : *sub)
-                    drop_patterns(each);
-            else
-                drop_patterns(*sub);
-        }
-    for (const char* many : {"allOf", "anyOf", "oneOf", "prefixItems"})
-        if (auto list = schema.find(many); list != schema.end() && list->is_array())
-            for (auto& each : *list)
-                drop_patterns(each);
+    // Every member but the ones that hold data, not schemas: a `$ref` can
+    // point anywhere in the document, and a keyword the host does not name
+    // here (draft 7's `dependencies`, a vendor's own) may still hold a
+    // schema a validator reads. Walking a property's name as if it were a
+    // keyword can only leave checks out, never add one.
+    for (auto& [key, value] : schema.items())
+        if (key != "enum" && key != "const" && key != "default" && key != "examples") drop_patterns(value);
 }
 
 // A listed tool's schema at `key` as the host serves it: drop_patterns'.
