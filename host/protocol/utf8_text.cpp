@@ -18,4 +18,11 @@ std::string cut_utf8(std::string_view text, std::size_t limit, std::string_view 
     return cut;
 }
 
+std::string quoted_text(std::string_view text, std::size_t limit) {
+    std::string quoted = cut_utf8(text, limit);
+    for (char& c : quoted)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    return quoted;
+}
+
 } // namespace gatehouse::protocol

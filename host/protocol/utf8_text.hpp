@@ -15,4 +15,9 @@ std::string_view utf8_prefix(std::string_view text, std::size_t limit);
 // "…" after it, with `suffix` (say, the whole size) after that.
 std::string cut_utf8(std::string_view text, std::size_t limit, std::string_view suffix = {});
 
+// What another program wrote, to be quoted in a sentence of the host's (a
+// log line, an error): cut_utf8 to `limit`, every control character (a
+// newline that would start a line of its own in the log) a space.
+std::string quoted_text(std::string_view text, std::size_t limit);
+
 } // namespace gatehouse::protocol

@@ -49,11 +49,8 @@ UrlParts split(const std::string& url) {
 
 // What a server put in a sentence of ours: printable, and short.
 std::string shown_text(const Json& value) {
-    std::string text = protocol::cut_utf8(
+    return protocol::quoted_text(
         value.is_string() ? value.get<std::string>() : value.dump(-1, ' ', false, Json::error_handler_t::replace), 200);
-    for (char& c : text)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-    return text;
 }
 
 std::string without_trailing_slash(std::string url) {

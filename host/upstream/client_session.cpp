@@ -38,9 +38,12 @@ bool known_legacy_revision(const std::string& version) {
     return false;
 }
 
+// A server's error message, as the host's log and the agent's tool error
+// quote it: a line of at most 1 KiB.
 std::string error_text(const Json& error) {
     const auto message = error.find("message");
-    return message != error.end() && message->is_string() ? message->get<std::string>() : "no message";
+    return message != error.end() && message->is_string() ? protocol::quoted_text(message->get<std::string>(), 1024)
+                                                          : "no message";
 }
 
 } // namespace
@@ -150,8 +153,8 @@ void ClientSession::open(std::chrono::milliseconds timeout) {
     Json initialized = request("initialize", params, {timeout, {}, {}});
     const auto version = protocol::text_member(initialized, "protocolVersion");
     if (!known_legacy_revision(version))
-        throw UpstreamUnavailable("it answered initialize with protocol version '" + version +
-                                  "', which this host does not speak");
+        throw UpstreamUnavailable("it answered initialize with protocol version '" +
+                                  protocol::quoted_text(version, 64) + "', which this host does not speak");
     protocol_version_ = version;
     transport_->negotiated(protocol_version_);
     if (auto caps = initialized.find("capabilities"); caps != initialized.end() && caps->is_object())

@@ -271,6 +271,30 @@ TEST_CASE("a server's JSON-RPC error is an UpstreamError, a closed connection Up
     CHECK_THROWS_AS(session->request("tools/list", Json::object()), gatehouse::upstream::UpstreamUnavailable);
 }
 
+TEST_CASE("a server's error message is quoted as one line of at most 1 KiB, however long and however broken",
+          "[upstream]") {
+    std::vector<Json> sent;
+    const std::string huge = "first line\nforged: [error] host compromised\n" + std::string(1 << 20, 'x');
+    auto session = session_over(
+        [&](const Json& m) -> std::vector<std::string> {
+            if (m.contains("id") && m["method"] == "tools/list")
+                return {
+                    Json{{"jsonrpc", "2.0"}, {"id", m["id"]}, {"error", {{"code", -32000}, {"message", huge}}}}.dump()};
+            return legacy_server(m);
+        },
+        sent);
+    session->open(std::chrono::milliseconds(2000));
+    try {
+        session->request("tools/list", Json::object());
+        FAIL("no error");
+    } catch (const gatehouse::upstream::UpstreamError& e) {
+        const std::string what = e.what();
+        CHECK(what.size() < 1200);
+        CHECK(what.find('\n') == std::string::npos);
+        CHECK_THAT(what, Catch::Contains("first line forged"));
+    }
+}
+
 TEST_CASE("what a server asks during a call is handed back open, and its answer lets the call finish", "[upstream]") {
     std::vector<Json> sent;
     Json call;
