@@ -1,6 +1,7 @@
 #include "isolation/family_process.hpp"
 
 #include "isolation/address_sanitizer.hpp"
+#include "isolation/own_process_group.hpp"
 #include "gate/refusal.hpp"
 #include "metrics/log_allowance.hpp"
 #include "plugins/abi_text.hpp"
@@ -248,25 +249,12 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     // The child's stdout is never the stdio transport's: both go to the log.
     posix_spawn_file_actions_adddup2(&actions, output[1], 1);
     posix_spawn_file_actions_adddup2(&actions, output[1], 2);
-    // A process group of its own, so what the plugin starts ends with it;
-    // and not the host's mask of its stop signals (StopSignal blocks them
-    // on every thread), or the child could not be stopped.
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attributes, 0);
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    sigemptyset(&defaults);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE})
-        sigaddset(&defaults, sig);
-    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    // A process group of its own, so what the plugin starts ends with it.
+    const OwnProcessGroup attributes;
     pid_t pid = -1;
     const int spawned =
-        ::posix_spawn(&pid, ec ? "/proc/self/exe" : self.c_str(), &actions, &attributes, argv.data(), envp.data());
+        ::posix_spawn(&pid, ec ? "/proc/self/exe" : self.c_str(), &actions, attributes.get(), argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
     ::close(pair[1]);
     ::close(output[1]);
     if (spawned != 0) {

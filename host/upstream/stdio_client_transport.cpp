@@ -1,5 +1,6 @@
 #include "upstream/stdio_client_transport.hpp"
 
+#include "isolation/own_process_group.hpp"
 #include "metrics/log_allowance.hpp"
 
 #include <spdlog/spdlog.h>
@@ -91,22 +92,10 @@ StdioClientTransport::StdioClientTransport(Options options) : options_(std::move
     // aside by StdoutDiversion), not a socket, not a file.
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     if (!options_.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.cwd.c_str());
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attributes, 0);
-    // The host blocks its stop signals on every thread (StopSignal); the
-    // command must not inherit that mask, or it could not be stopped.
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    sigemptyset(&defaults);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE})
-        sigaddset(&defaults, sig);
-    posix_spawnattr_setsigdefault(&attributes, &defaults);
-    const int spawned = ::posix_spawnp(&pid_, argv[0], &actions, &attributes, argv.data(), envp.data());
+    // A process group of its own, so what the command starts ends with it.
+    const isolation::OwnProcessGroup attributes;
+    const int spawned = ::posix_spawnp(&pid_, argv[0], &actions, attributes.get(), argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
     ::close(in[0]);
     ::close(out[1]);
     ::close(err[1]);

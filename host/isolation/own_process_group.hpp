@@ -1,0 +1,25 @@
+#pragma once
+
+#include <spawn.h>
+
+namespace gatehouse::isolation {
+
+// posix_spawn attributes for a program the host starts and supervises (a
+// family's process, an upstream's command): a process group of its own,
+// so that signalling the group ends whatever the program started too; and
+// none of the host's blocked stop signals (StopSignal blocks them on every
+// thread), which the program would otherwise inherit and could not be
+// stopped by.
+class OwnProcessGroup {
+public:
+    OwnProcessGroup();
+    ~OwnProcessGroup();
+    OwnProcessGroup(const OwnProcessGroup&) = delete;
+    OwnProcessGroup& operator=(const OwnProcessGroup&) = delete;
+    const posix_spawnattr_t* get() const { return &attributes_; }
+
+private:
+    posix_spawnattr_t attributes_;
+};
+
+} // namespace gatehouse::isolation
