@@ -92,26 +92,52 @@ std::string text_of(const Json& tool, const char* key) {
 // together with `additionalProperties` and `unevaluatedProperties` of the
 // same object, so what the patterns allowed is not refused. Only checks are
 // left out; nothing is added. The server still checks its own arguments.
-void drop_patterns(Json& schema) {
+bool holds_regex(const Json& value) {
+    if (value.is_array()) return std::any_of(value.begin(), value.end(), holds_regex);
+    if (!value.is_object()) return false;
+    for (const auto& [key, member] : value.items())
+        if ((key == "pattern" && member.is_string()) || key == "patternProperties" || holds_regex(member)) return true;
+    return false;
+}
+
+// `names`: `schema` is a map of names to schemas (properties, $defs, …),
+// whose keys are names, never keywords.
+void drop_patterns(Json& schema, bool names = false) {
     if (schema.is_array()) {
         for (auto& each : schema)
             drop_patterns(each);
         return;
     }
     if (!schema.is_object()) return;
+    if (names) {
+        for (auto& [name, sub] : schema.items())
+            drop_patterns(sub);
+        return;
+    }
     if (auto pattern = schema.find("pattern"); pattern != schema.end() && pattern->is_string()) schema.erase(pattern);
     if (schema.contains("patternProperties")) {
         schema.erase("patternProperties");
         schema.erase("additionalProperties");
         schema.erase("unevaluatedProperties");
     }
-    // Every member but the ones that hold data, not schemas: a `$ref` can
-    // point anywhere in the document, and a keyword the host does not name
-    // here (draft 7's `dependencies`, a vendor's own) may still hold a
-    // schema a validator reads. Walking a property's name as if it were a
-    // keyword can only leave checks out, never add one.
-    for (auto& [key, value] : schema.items())
-        if (key != "enum" && key != "const" && key != "default" && key != "examples") drop_patterns(value);
+    // Every member is walked, not only the keywords known to hold schemas:
+    // a `$ref` can point anywhere in the document, draft 7's `dependencies`
+    // or a vendor's own member included. What holds data (enum, const,
+    // default, examples) is kept as it is, or, when a regex hides in it for
+    // a `$ref` to reach, left out whole: either way checks are only ever
+    // left out, never added.
+    std::vector<std::string> data_with_regex;
+    for (auto& [key, value] : schema.items()) {
+        if (key == "enum" || key == "const" || key == "default" || key == "examples") {
+            if (holds_regex(value)) data_with_regex.push_back(key);
+            continue;
+        }
+        const bool map = key == "properties" || key == "$defs" || key == "definitions" || key == "dependentSchemas" ||
+                         key == "dependencies";
+        drop_patterns(value, map);
+    }
+    for (const auto& key : data_with_regex)
+        schema.erase(key);
 }
 
 // A listed tool's schema at `key` as the host serves it: drop_patterns'.

@@ -309,6 +309,8 @@ test('a hostile upstream: broken schemas caught, bounds kept, a crash answered U
     // engine's stack harms the host; what patternProperties allowed stays allowed.
     const regexTool = (await host.modern('tools/list')).result.tools.find((t) => t.name === 'hostile_regex');
     assert.ok(regexTool && !/pattern/.test(JSON.stringify([regexTool.inputSchema, regexTool.outputSchema])), JSON.stringify(regexTool));
+    // A definition named as a keyword is a name: kept, without its pattern.
+    assert.deepEqual(regexTool.outputSchema.$defs, { default: { type: 'string' } });
     const regex = await call('hostile_regex', { s: `${'a'.repeat(40)}!` });
     assert.equal(regex.structuredContent?.s?.length, 200000, JSON.stringify(regex).slice(0, 300));
     assert.equal(regex.structuredContent.x1, 'kept');
