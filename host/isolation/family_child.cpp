@@ -462,6 +462,16 @@ int serve_family(int argc, char** argv) {
     }
     // Ends with the host, whatever it was doing.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // As in the host: a write to a closed pipe or socket is an error the
+    // plugin sees (EPIPE), not the end of the process; and the stop signals
+    // are the host's to act on (it asks this process to shut down, so the
+    // plugin's own shutdown runs), not a service manager's to end it with.
+    ::signal(SIGPIPE, SIG_IGN);
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP})
+        sigaddset(&stops, sig);
+    ::pthread_sigmask(SIG_BLOCK, &stops, nullptr);
     // Nothing of the host's but the socket and the standard streams; and
     // the socket is no program's that the plugin runs, so the host sees
     // this process's end as the socket's.

@@ -120,17 +120,19 @@ std::string describe_exit(int status) {
     return "ended (wait status " + std::to_string(status) + ")";
 }
 
-void set_receive_timeout(int fd, std::chrono::milliseconds timeout) {
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-}
-
 // What a frame with no call (id 0) asks: a log line or a change the plugin
 // reported from a thread of its own. Its lines take the same allowance as
 // its output's, one line at a time: a plugin cannot flood the host's log, or
 // write lines that look like the host's.
+// SIGKILL to the child's process group, which holds what the plugin
+// started, and to the child itself, should the plugin have moved it to
+// another group. Only while the child is not reaped (its Child's mutex held
+// around the check of its pid and the reaping), so never to a reused pid.
+void signal_all(pid_t pid) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+}
+
 void outside_any_call(metrics::LogAllowance& log, const Frame& frame) {
     if (frame.type == FrameType::log) {
         std::string_view text = frame.field(0);
@@ -279,12 +281,16 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     child->exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     if (child->exit_fd >= 0) {
         ::fcntl(child->exit_fd, F_SETFD, FD_CLOEXEC);
-        child->exit_watch = std::thread([child = child.get(), pid] {
+        child->exit_watch = std::thread([child = child.get()] {
             pollfd ended{child->exit_fd, POLLIN, 0};
             while (::poll(&ended, 1, -1) < 0 && errno == EINTR) {
             }
-            // Not reaped here: child_gone reads how it ended.
-            ::kill(-pid, SIGKILL);
+            // Not reaped here: child_gone reads how it ended. Signalled
+            // under the mutex the reaping holds, so never a reused pid.
+            {
+                std::lock_guard lock(child->mutex);
+                if (child->pid > 0) signal_all(child->pid);
+            }
             child->channel->shut_down();
         });
     } else {
@@ -303,19 +309,16 @@ std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, st
     try {
         for (;;) {
             while (auto frame = child.channel->next_buffered()) {
-                if (frame->type == type) {
-                    set_receive_timeout(child.channel->fd(), 0ms);
-                    return frame;
-                }
+                if (frame->type == type) return frame;
                 outside_any_call(child.output_log, *frame);
             }
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
             if (left <= 0ms) break;
-            set_receive_timeout(child.channel->fd(), left);
-            if (!child.channel->read_some()) {
-                if (Clock::now() < deadline) return std::nullopt; // its stream ended
-                break;
-            }
+            pollfd ready{child.channel->fd(), POLLIN, 0};
+            const int polled = ::poll(&ready, 1, static_cast<int>(left.count()));
+            if (polled < 0 && errno == EINTR) continue;
+            if (polled == 0) break;
+            if (polled < 0 || !child.channel->read_some()) return std::nullopt; // its stream ended
         }
     } catch (const BrokenChannel& e) {
         why = std::string("its process sent a broken frame: ") + e.what();
@@ -326,9 +329,11 @@ std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, st
 }
 
 int FamilyProcess::reap(Child& child) {
-    kill(child, "");
+    std::lock_guard lock(child.mutex);
     int status = 0;
-    if (child.pid > 0) ::waitpid(child.pid, &status, 0);
+    if (child.pid <= 0) return status;
+    signal_all(child.pid);
+    ::waitpid(child.pid, &status, 0);
     child.pid = -1;
     return status;
 }
@@ -452,10 +457,14 @@ void FamilyProcess::deliver(Child& child, Frame frame) {
 }
 
 bool FamilyProcess::send(Child& child, Frame frame) {
-    if (child.channel->send(frame)) return true;
-    kill(child, "it took nothing the host sent it for " +
-                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kSendStall).count()) +
-                    " s, and was killed");
+    int error = 0;
+    if (child.channel->send(frame, error)) return true;
+    // Only a stall is the child's fault here; a socket already shut (the
+    // child ended) leaves the crash its own cause.
+    if (error == EAGAIN || error == EWOULDBLOCK)
+        kill(child, "it took nothing the host sent it for " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kSendStall).count()) +
+                        " s, and was killed");
     return false;
 }
 
@@ -463,8 +472,7 @@ void FamilyProcess::kill(Child& child, const std::string& reason) {
     std::lock_guard lock(child.mutex);
     if (child.gone || child.pid <= 0) return;
     if (child.kill_reason.empty()) child.kill_reason = reason;
-    // The group: what the plugin started goes with it.
-    ::kill(-child.pid, SIGKILL);
+    signal_all(child.pid);
 }
 
 void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::string& why) {
@@ -475,18 +483,22 @@ void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::s
         if (child->gone) return;
         reason = child->kill_reason.empty() ? why : child->kill_reason;
     }
+    // The stream's end may come before the child's: a broken frame, or a
+    // child that closed its socket and lives on, is ended here; and
+    // whatever the plugin started and left behind goes too. A child that
+    // ended already keeps the status it ended with.
     int status = 0;
-    if (child->pid > 0) {
-        // The stream's end may come before the child's: a broken frame, or a
-        // child that closed its socket and lives on, is ended here.
-        if (::waitpid(child->pid, &status, WNOHANG) == 0) {
-            ::kill(-child->pid, SIGKILL);
+    bool reaped = false;
+    {
+        std::lock_guard lock(child->mutex);
+        if (child->pid > 0) {
+            signal_all(child->pid);
             ::waitpid(child->pid, &status, 0);
+            child->pid = -1;
+            reaped = true;
         }
-        // Whatever the plugin started and left behind in the group goes too.
-        ::kill(-child->pid, SIGKILL);
-        if (reason.empty()) reason = "its process " + describe_exit(status);
     }
+    if (reaped && reason.empty()) reason = "its process " + describe_exit(status);
     // The crash is counted, and the restart scheduled, before any call
     // learns the child is gone: an agent told FAMILY_CRASHED that then reads
     // the metrics or the status sees the crash it was told of.
@@ -689,9 +701,9 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
             std::lock_guard lock(child->mutex);
             child->pending.erase(id);
         }
-        if (err)
-            err->bytes = "The call is " + std::to_string(frame_size(frame)) + " bytes, more than a family's process " +
-                         "takes in one piece (" + std::to_string(kMaxFrameBytes >> 20) + " MiB); send less.";
+        if (gh_sink* said = err ? err : out)
+            said->bytes = "The call is " + std::to_string(frame_size(frame)) + " bytes, more than a family's process " +
+                          "takes in one piece (" + std::to_string(kMaxFrameBytes >> 20) + " MiB); send less.";
         return GH_STATUS_INVALID_ARGS;
     }
     send(*child, std::move(frame)); // a child that takes nothing is killed: the wait below ends

@@ -35,7 +35,7 @@ FrameChannel::~FrameChannel() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-bool FrameChannel::send(const Frame& frame) {
+bool FrameChannel::send(const Frame& frame, int& error) {
     std::size_t total = kHeaderBytes;
     for (const auto& field : frame.fields)
         total += 4 + field.size();
@@ -57,7 +57,10 @@ bool FrameChannel::send(const Frame& frame) {
     while (sent < bytes.size()) {
         const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
+        if (n <= 0) {
+            error = n < 0 ? errno : EPIPE;
+            return false;
+        }
         sent += static_cast<std::size_t>(n);
     }
     return true;

@@ -97,7 +97,13 @@ public:
     FrameChannel& operator=(const FrameChannel&) = delete;
 
     // False when the other end is gone.
-    bool send(const Frame& frame);
+    bool send(const Frame& frame) {
+        int error = 0;
+        return send(frame, error);
+    }
+    // The same, with the errno of a failed send in `error` (EAGAIN: a send
+    // timeout set on the socket passed with no byte taken).
+    bool send(const Frame& frame, int& error);
     // The next frame; nothing at a clean end of stream (between frames).
     // Throws BrokenChannel on a frame beyond the bounds or cut short.
     std::optional<Frame> receive();
