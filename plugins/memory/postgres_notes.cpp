@@ -393,11 +393,15 @@ std::optional<OwnerStatistics> PostgresNotes::find_candidates(PgConnection& conn
         const std::string at = "$" + std::to_string(next++) + "::text[]";
         const std::string bound = "b" + std::to_string(w);
         // MATERIALIZED: the bound is found once, not once per row searched.
-        bounds += ", " + bound + " AS MATERIALIZED (SELECT coalesce(min(c.note_id), 0) AS low FROM (SELECT s.term " +
-                  "FROM s WHERE s.term = ANY(" + at + ") AND s.notes > " + cap + " ORDER BY s.notes DESC, " +
-                  "array_position(" + at + ", s.term) LIMIT 1) w CROSS JOIN LATERAL (SELECT u.note_id FROM " +
-                  "note_terms u WHERE u.owner_id = (SELECT id FROM o) AND u.term = w.term" + filter("u") +
-                  " ORDER BY u.note_id DESC LIMIT " + cap + ") c)";
+        // No bound (0) for a word under the cap; past the end of the index
+        // for a capped word none of whose notes the filter lets through, so
+        // its search reads nothing rather than all of its notes.
+        bounds += ", " + bound + " AS MATERIALIZED (SELECT CASE WHEN count(w.term) = 0 THEN 0 ELSE " +
+                  "coalesce(min(c.note_id), 9223372036854775807) END AS low FROM (SELECT s.term FROM s WHERE s.term " +
+                  "= ANY(" + at + ") AND s.notes > " + cap + " ORDER BY s.notes DESC, array_position(" + at +
+                  ", s.term) LIMIT 1) w LEFT JOIN LATERAL (SELECT u.note_id FROM note_terms u WHERE u.owner_id = " +
+                  "(SELECT id FROM o) AND u.term = w.term" + filter("u") + " ORDER BY u.note_id DESC LIMIT " + cap +
+                  ") c ON true)";
         searches += " UNION ALL SELECT t.note_id, t.number, t.length, t.hits, t.term FROM o, " + bound +
                     " JOIN note_terms t ON t.note_id >= " + bound + ".low WHERE t.owner_id = o.id AND " +
                     "t.term = ANY(" + at + ")" + filter("t");

@@ -704,6 +704,7 @@ TEST_CASE("a word in most of the owner's notes is looked for in its newest ones 
     // The newest notes counted are those the tags or the critical flag let
     // through, so an old note is found among few such notes.
     CHECK(ids(find(store, alice, "lamp", {"attic"})) == std::vector<int64_t>{oldest});
+    CHECK(find(store, alice, "lamp", {"cellar"}).empty()); // a tag none of its notes has
     CHECK(ids(store.recall(alice, RecallQuery{"lamp", {}, 0, true})) == std::vector<int64_t>{oldest_critical});
     CHECK(store.unread_critical(alice).empty());
     // An owner with few such notes is searched whole.
