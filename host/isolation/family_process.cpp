@@ -120,10 +120,6 @@ std::string describe_exit(int status) {
     return "ended (wait status " + std::to_string(status) + ")";
 }
 
-// What a frame with no call (id 0) asks: a log line or a change the plugin
-// reported from a thread of its own. Its lines take the same allowance as
-// its output's, one line at a time: a plugin cannot flood the host's log, or
-// write lines that look like the host's.
 // SIGKILL to the child's process group, which holds what the plugin
 // started, and to the child itself, should the plugin have moved it to
 // another group. Only while the child is not reaped (its Child's mutex held
@@ -133,6 +129,10 @@ void signal_all(pid_t pid) {
     ::kill(pid, SIGKILL);
 }
 
+// What a frame with no call (id 0) asks: a log line or a change the plugin
+// reported from a thread of its own. Its lines take the same allowance as
+// its output's, one line at a time: a plugin cannot flood the host's log, or
+// write lines that look like the host's.
 void outside_any_call(metrics::LogAllowance& log, const Frame& frame) {
     if (frame.type == FrameType::log) {
         std::string_view text = frame.field(0);
