@@ -190,8 +190,11 @@ auth::FetchResult ClientCredentials::post(const std::string& url, const std::str
     return answer.get();
 }
 
+// A list is the operator's whole choice: with one, even a server on the
+// upstream's own origin is not trusted unless listed (an upstream sharing its
+// origin with other software need not be trusted with what that one serves).
 bool ClientCredentials::trusted_issuer(const std::string& issuer, const std::string& upstream_origin) const {
-    if (split_or_empty(issuer).origin == upstream_origin) return true;
+    if (options_.authorization_servers.empty()) return split_or_empty(issuer).origin == upstream_origin;
     const std::string wanted = without_trailing_slash(issuer);
     return std::any_of(options_.authorization_servers.begin(), options_.authorization_servers.end(),
                        [&](const std::string& listed) { return without_trailing_slash(listed) == wanted; });
@@ -236,8 +239,8 @@ std::string ClientCredentials::discover() {
         if (resource_.empty()) resource_ = named->get<std::string>();
     }
 
-    // The client secret goes only where the operator lets it: an
-    // authorization server on the upstream's own origin, or one listed.
+    // The client secret goes only where the operator lets it: one listed in
+    // oauth.authorization_servers, or without a list one on the upstream's own origin.
     std::string issuer;
     for (const auto& server : *servers)
         if (server.is_string() && trusted_issuer(server.get<std::string>(), resource.origin)) {
@@ -245,10 +248,14 @@ std::string ClientCredentials::discover() {
             break;
         }
     if (issuer.empty())
-        throw std::runtime_error("its protected resource metadata names the authorization server " +
-                                 shown_text((*servers)[0]) +
-                                 ", neither on its own origin nor among oauth.authorization_servers; the host sends "
-                                 "its client secret to no other (list that server there, or set oauth.token_url)");
+        throw std::runtime_error(
+            "its protected resource metadata names the authorization server " + shown_text((*servers)[0]) +
+            (options_.authorization_servers.empty()
+                 ? ", not on its own origin; the host sends its client secret to no other unless listed (list that "
+                   "server in oauth.authorization_servers, or set oauth.token_url)"
+                 : ", not among oauth.authorization_servers; with that list the host sends its client secret to no "
+                   "other, not even one on the upstream's own origin (list that server there, or set "
+                   "oauth.token_url)"));
     const UrlParts as = split(issuer);
     std::vector<std::string> candidates;
     if (as.path.empty()) {

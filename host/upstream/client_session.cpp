@@ -61,7 +61,7 @@ struct ClientSession::Pending {
 
 ClientSession::ClientSession(std::unique_ptr<ClientTransport> transport, Options options, ListChanged list_changed)
     : transport_(std::move(transport)), options_(std::move(options)), list_changed_(std::move(list_changed)),
-      log_(options_.family) {
+      log_(options_.family), refusals_(options_.family) {
     transport_->start({[this](std::string_view text, const Json& stream_of) { return receive(text, stream_of); },
                        [this](const std::string& why) { on_closed(why); }});
 }
@@ -436,7 +436,7 @@ bool ClientSession::receive(std::string_view text, const Json& stream_of) {
     if (method != message.end() && method->is_string()) {
         const Json params = message.value("params", Json::object());
         if (id != message.end()) {
-            on_server_request(message, stream_of);
+            on_server_request(message, text.size(), stream_of);
             return false;
         }
         on_notification(method->get<std::string>(), params);
@@ -475,7 +475,7 @@ bool ClientSession::receive(std::string_view text, const Json& stream_of) {
 // the stream it came on says which; over stdio nothing does, so it goes to
 // the one request in flight that relays, and is refused when there are
 // several (a family with max_in_flight: 1 never has several).
-void ClientSession::on_server_request(const Json& message, const Json& stream_of) {
+void ClientSession::on_server_request(const Json& message, std::size_t bytes, const Json& stream_of) {
     const Json& id = message["id"];
     if (!id.is_string() && !id.is_number_integer()) return; // not a request JSON-RPC can answer
     const std::string method = message["method"].get<std::string>();
@@ -509,12 +509,21 @@ void ClientSession::on_server_request(const Json& message, const Json& stream_of
                 }
         }
         if (during && !several) {
-            if (during->asked.size() < kMaxAsked) {
-                during->asked.push_back({id, method, std::move(params)});
+            std::size_t held = 0; // asks not yet handed back, over every request (a parked call's among them)
+            for (const auto& [_, p] : pending_)
+                for (const auto& a : p->asked)
+                    held += a.bytes;
+            if (during->asked.size() >= kMaxAsked) {
+                refusal = "the call it was asked during has " + std::to_string(kMaxAsked) + " asks waiting already";
+            } else if (held + bytes > options_.max_held_ask_bytes) {
+                refusal = "the asks waiting to be handed to agents hold " + std::to_string(held) + " bytes, and " +
+                          std::to_string(bytes) + " more would pass the " +
+                          std::to_string(options_.max_held_ask_bytes) + " the host keeps";
+            } else {
+                during->asked.push_back({id, method, std::move(params), bytes});
                 during->changed.notify_all();
                 return;
             }
-            refusal = "the call it was asked during has " + std::to_string(kMaxAsked) + " asks waiting already";
         } else if (several) {
             refusal = "several calls are in flight, and over stdio the host cannot tell which one asks (the "
                       "family's max_in_flight: 1 makes it one)";
@@ -526,7 +535,7 @@ void ClientSession::on_server_request(const Json& message, const Json& stream_of
         return;
     }
     if (refusal.empty()) refusal = "it was not asked during a call of the host's that an agent can answer";
-    spdlog::warn("[{}] asked {}, which was refused: {}", options_.family, method, refusal);
+    refusals_.write(spdlog::level::warn, "asked " + method + ", which was refused: " + refusal);
     refuse(id, -32603, "gatehouse cannot relay " + method + ": " + refusal);
 }
 

@@ -52,6 +52,9 @@ public:
         // Polled by every wait, as each request's own cancellation is: true
         // ends them all (RequestCancelled). The host stopping.
         std::function<bool()> abandoned;
+        // What the asks held for its requests, not yet handed back, may hold
+        // in all (their messages' text): past it an ask is refused.
+        std::size_t max_held_ask_bytes = 64 * 1024 * 1024;
     };
     // From the transport's thread, for each notifications/<list>/list_changed.
     using ListChanged = std::function<void(const std::string& method)>;
@@ -89,6 +92,7 @@ public:
         nlohmann::json id;
         std::string method;
         nlohmann::json params;
+        std::size_t bytes = 0; // its message's text
     };
     // What a request came to: its result, or what the server asked before it
     // would answer. Then the request stays open: answer() or refuse() each
@@ -172,10 +176,11 @@ private:
     std::string why_closed_;
     std::atomic<unsigned> unreadable_{0}; // lines that were not JSON-RPC, logged a few times
     metrics::LogAllowance log_;           // its notifications/message lines
+    metrics::LogAllowance refusals_;      // the host's word on each ask it refused: a server may ask without end
 
     // True when `text` was the answer to the request `stream_of` names.
     bool receive(std::string_view text, const nlohmann::json& stream_of);
-    void on_server_request(const nlohmann::json& message, const nlohmann::json& stream_of);
+    void on_server_request(const nlohmann::json& message, std::size_t bytes, const nlohmann::json& stream_of);
     Reply wait(std::int64_t id, const std::shared_ptr<Pending>& pending, const std::string& method,
                const Waiting& waiting);
     void on_notification(const std::string& method, const nlohmann::json& params);

@@ -192,6 +192,11 @@ constexpr int kMethodNotFound = -32601;   // what a client answers a request it 
 // principal: each holds a request open upstream, not a worker.
 constexpr std::size_t kMaxParked = 1024;
 constexpr std::size_t kMaxParkedPerOwner = 16;
+// And the text of their asks, in messages of the largest size: each ask is
+// bounded by the message size alone, so without these a server asking large
+// of every call would have the host hold 16 of its messages per call.
+constexpr std::size_t kParkedMessages = 16;
+constexpr std::size_t kParkedMessagesPerOwner = 4;
 constexpr std::size_t kMaxStateBytes = 8 * 1024; // a round's state, as the plugin ABI bounds it
 
 std::string new_handle() {
@@ -217,7 +222,8 @@ Json object_of(gh_str text) {
 } // namespace
 
 UpstreamFamily::UpstreamFamily(UpstreamOptions options)
-    : options_(std::move(options)), hook_(options_.entry.names, options_.entry.name) {
+    : options_(std::move(options)), hook_(options_.entry.names, options_.entry.name),
+      complaints_("upstream '" + options_.entry.name + "'") {
     if (const auto& oauth = options_.entry.oauth; oauth.configured()) {
         ClientCredentials::Options o;
         o.family = options_.entry.name;
@@ -372,6 +378,7 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
     ClientSession::Options o;
     o.family = entry.name;
     o.max_json_depth = options_.max_json_depth;
+    o.max_held_ask_bytes = kParkedMessages * options_.max_message_bytes;
     o.client_version = options_.host_version;
     o.abandoned = options_.abandoned;
     auto session = std::make_shared<ClientSession>(std::move(transport), std::move(o), [this](const std::string&) {
@@ -971,18 +978,35 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
 // Keeps an open upstream call for the agent's next round, and asks the agent.
 int32_t UpstreamFamily::park(Parked parked, gh_sink* out) {
     parked.expires = Clock::now() + options_.input_wait;
-    const Json requests = parked.requests;
+    std::string requests = parked.requests.dump();
+    parked.bytes = requests.size();
     const std::string handle = new_handle();
+    const std::size_t most_bytes = kParkedMessages * options_.max_message_bytes;
+    const std::size_t most_bytes_mine = kParkedMessagesPerOwner * options_.max_message_bytes;
     std::string full;
     {
         std::lock_guard lock(mutex_);
-        const auto mine = static_cast<std::size_t>(std::count_if(
-            parked_.begin(), parked_.end(), [&](const auto& entry) { return entry.second.owner == parked.owner; }));
+        std::size_t mine = 0, bytes = 0, bytes_mine = 0;
+        for (const auto& [_, held] : parked_) {
+            bytes += held.bytes;
+            if (held.owner == parked.owner) {
+                ++mine;
+                bytes_mine += held.bytes;
+            }
+        }
         if (parked_.size() >= kMaxParked)
             full = std::to_string(kMaxParked) + " calls of family '" + options_.entry.name + "' wait for answers";
         else if (mine >= kMaxParkedPerOwner)
             full = "this principal has " + std::to_string(kMaxParkedPerOwner) + " calls of family '" +
                    options_.entry.name + "' waiting for answers";
+        else if (bytes + parked.bytes > most_bytes)
+            full = "the calls of family '" + options_.entry.name + "' that wait for answers hold " +
+                   std::to_string(bytes) + " bytes of asks, and " + std::to_string(parked.bytes) +
+                   " more would pass the " + std::to_string(most_bytes) + " it keeps";
+        else if (bytes_mine + parked.bytes > most_bytes_mine)
+            full = "this principal's calls of family '" + options_.entry.name + "' that wait for answers hold " +
+                   std::to_string(bytes_mine) + " bytes of asks, and " + std::to_string(parked.bytes) +
+                   " more would pass the " + std::to_string(most_bytes_mine) + " it keeps for one principal";
         else
             parked_.emplace(handle, std::move(parked));
     }
@@ -995,7 +1019,8 @@ int32_t UpstreamFamily::park(Parked parked, gh_sink* out) {
                      full + ". Answer or drop those first.";
         return GH_STATUS_TOOL_ERROR;
     }
-    out->bytes = Json{{"inputRequests", requests}, {"requestState", Json{{"parked", handle}}.dump()}}.dump();
+    out->bytes = R"({"inputRequests":)" + std::move(requests) + R"(,"requestState":)" +
+                 Json(Json{{"parked", handle}}.dump()).dump() + "}";
     return GH_STATUS_INPUT_REQUIRED;
 }
 
@@ -1003,7 +1028,7 @@ int32_t UpstreamFamily::park(Parked parked, gh_sink* out) {
 // are, its requestState inside this host's (which the host seals again).
 int32_t UpstreamFamily::pass_on_input_required(const Json& result, const std::string& what, gh_sink* out) const {
     const auto refuse = [&](const std::string& why) {
-        spdlog::warn("upstream '{}' asked for input for {} that cannot be relayed: {}", options_.entry.name, what, why);
+        complaints_.write(spdlog::level::warn, "asked for input for " + what + " that cannot be relayed: " + why);
         out->bytes = "The upstream server of family '" + options_.entry.name + "' asked for input for " + what +
                      " that the host cannot relay: " + why + ".";
         return GH_STATUS_TOOL_ERROR;

@@ -2,6 +2,7 @@
 
 #include "config/config.hpp"
 #include "crypto/openssl.hpp"
+#include "metrics/log_allowance.hpp"
 #include "plugins/remote_family.hpp"
 #include "schema/param_headers.hpp"
 #include "upstream/client_session.hpp"
@@ -141,6 +142,7 @@ private:
         nlohmann::json requests = nlohmann::json::object(); // input key -> {method, params}, for asking again
         std::string owner;                                  // the principal it waits for
         std::chrono::steady_clock::time_point expires;
+        std::size_t bytes = 0; // the asks' text, as the agent is sent it: what it holds counts against the budget
     };
     // What the server listed, each list only if it offers it.
     struct Listing {
@@ -170,6 +172,9 @@ private:
     std::shared_ptr<ClientCredentials> oauth_;        // oauth: the host's client at the upstream's authorization server
     std::shared_ptr<const crypto::TlsConnector> tls_; // https://: how its server is checked, read once
     std::thread supervisor_;
+    // What the host says of what its server sent, per call (an ask it cannot
+    // relay): a server that does it without end fills no log.
+    mutable metrics::LogAllowance complaints_;
 
     std::shared_ptr<ClientSession> connect();
     Listing list(ClientSession& session) const;

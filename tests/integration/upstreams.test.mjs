@@ -473,6 +473,51 @@ test('what an upstream asks during a call reaches the agent and goes back; what 
     assert.equal(cancelled.length, 1, 'the server heard its call was cancelled');
   }));
 
+test('what upstream asks hold while their calls wait for the agent is bounded in bytes for each principal, and a call past it is refused and ended upstream', async () => {
+  const held = []; // the calls' answer streams, never answered
+  const answers = []; // what the host sent back for the server's asks
+  const pad = 60000;
+  const upstream = await startScriptedUpstream({
+    name: 'asking',
+    tools: [{ name: 'ask', inputSchema: { type: 'object' } }],
+    onNotification: (message) => { answers.push(message); return false; },
+    onCall: (message, req, res) => {
+      if (message.method !== 'tools/call') return false;
+      // On the call's own stream: a form whose message is 60 KB, and no answer.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const ask = { jsonrpc: '2.0', id: `ask-${message.id}`, method: 'elicitation/create', params: { message: 'x'.repeat(pad), requestedSchema: { type: 'object', properties: {} } } };
+      res.write(`data: ${JSON.stringify(ask)}\n\n`);
+      held.push(res);
+      return true;
+    },
+  });
+  try {
+    // 64 KiB messages: one principal's waiting calls hold at most 4 of them (256 KiB) in asks.
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'asking', url: upstream.url }], limits: { max_message_bytes: 64 * 1024 } } },
+      async (host) => {
+        await host.stderrMatching(/family 'asking' loaded/, 30000);
+        const meta = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+        const ask = () => host.modern('tools/call', { name: 'asking_ask', arguments: {} }, meta);
+        for (let i = 0; i < 4; i++) {
+          const parked = await ask();
+          assert.equal(parked.result?.resultType, 'input_required', `call ${i + 1}: ${JSON.stringify(parked).slice(0, 400)}`);
+          assert.equal(Object.values(parked.result.inputRequests)[0].params.message.length, pad);
+        }
+        const refused = await ask();
+        assert.equal(refused.result?.isError, true, JSON.stringify(refused).slice(0, 400));
+        assert.match(refused.result.content[0].text, /this principal's calls of family 'asking' that wait for answers hold \d+ bytes of asks, and \d+ more would pass the 262144 it keeps for one principal/);
+        // The refused call's ask is refused upstream, and the call cancelled there.
+        const refusal = await eventually('the ask refused upstream', () =>
+          answers.find((m) => m.error && /the host cannot keep the call open: this principal's calls/.test(m.error.message)), 5000);
+        await eventually('the call cancelled upstream', () =>
+          answers.some((m) => m.method === 'notifications/cancelled' && `ask-${m.params.requestId}` === refusal.id), 5000);
+      });
+  } finally {
+    for (const res of held) res.destroy();
+    upstream.close();
+  }
+});
+
 test('an upstream down at start is reported and tried again, joins when it answers, and SIGHUP adds and removes upstreams, each change told to agents', async () => {
   const sections = { upstreams: [{ name: 'missing', command: ['/nonexistent/server'] }] };
   const config = writeConfig({ plugins: ['echo.so'], sections });
@@ -946,13 +991,15 @@ test('over HTTP with oauth: the host finds the authorization server (also where 
   }
 });
 
-test('over HTTP with oauth: the client secret goes to no authorization server a hostile upstream names on another origin, unless the operator lists it; metadata for another resource is refused', async () => {
+test('over HTTP with oauth: the client secret goes to no authorization server a hostile upstream names on another origin, unless the operator lists it, and with a list to none but those listed; metadata for another resource is refused', async () => {
   const { startOAuthUpstream } = await import('../fixtures/upstream/oauth_upstream.mjs');
   const secret = 'client-secret-5c1';
   // The authorization server a hostile upstream names as its own: it records every token request.
   const elsewhere = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret });
   const naming = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, authorizationServer: elsewhere.issuer });
   const misnamed = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, resource: 'http://203.0.113.9/mcp' });
+  // Names the authorization server on its own origin, which the operator's list leaves out.
+  const unlisted = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret });
   try {
     await withHost(
       {
@@ -966,12 +1013,14 @@ test('over HTTP with oauth: the client secret goes to no authorization server a 
               { name: 'naming', url: naming.url, oauth },
               { name: 'misnamed', url: misnamed.url, oauth },
               { name: 'listed', url: naming.url, oauth: { ...oauth, client_id: 'listed-client', authorization_servers: [elsewhere.issuer] } },
+              { name: 'pinned', url: unlisted.url, oauth: { ...oauth, authorization_servers: [elsewhere.issuer] } },
             ];
           },
         },
       },
       async (host) => {
-        await host.stderrMatching(/upstream 'naming'.*names the authorization server http:\/\/127\.0\.0\.1:\d+\/as, neither on its own origin nor among oauth\.authorization_servers/, 30000);
+        await host.stderrMatching(/upstream 'naming'.*names the authorization server http:\/\/127\.0\.0\.1:\d+\/as, not on its own origin; the host sends its client secret to no other unless listed/, 30000);
+        await host.stderrMatching(/upstream 'pinned'.*names the authorization server http:\/\/127\.0\.0\.1:\d+\/as, not among oauth\.authorization_servers; with that list the host sends its client secret to no other, not even one on the upstream's own origin/, 30000);
         await host.stderrMatching(/upstream 'misnamed'.*its protected resource metadata is for http:\/\/203\.0\.113\.9\/mcp, not for http:\/\/127\.0\.0\.1:\d+\/mcp/, 30000);
         // Listed by the operator (under another client id here), the same server is asked.
         for (let i = 0; i < 100 && elsewhere.state.tokenRequests.length === 0; i++) await sleep(100);
@@ -980,11 +1029,12 @@ test('over HTTP with oauth: the client secret goes to no authorization server a 
           `only the family that lists it sent its credentials there: ${JSON.stringify(elsewhere.state.tokenRequests)}`);
         assert.equal(misnamed.state.tokenRequests.length, 0, 'nothing is asked on metadata for another resource');
         assert.equal(naming.state.tokenRequests.length, 0);
+        assert.equal(unlisted.state.tokenRequests.length, 0, 'an own-origin server left out of the list is not asked');
         assert.ok(!host.stderr.includes(secret), 'the secret is never logged');
       },
     );
   } finally {
-    await Promise.all([elsewhere.close(), naming.close(), misnamed.close()]);
+    await Promise.all([elsewhere.close(), naming.close(), misnamed.close(), unlisted.close()]);
   }
 });
 

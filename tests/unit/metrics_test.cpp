@@ -8,6 +8,7 @@
 #include "metrics/trace_context.hpp"
 #include "protocol/call_outcome.hpp"
 #include "state/counted_backend.hpp"
+#include "captured_log.hpp"
 #include "test_files.hpp"
 
 #include <catch2/catch.hpp>
@@ -415,25 +416,7 @@ TEST_CASE("Observability counts each tool call once under its outcome and code, 
 
 namespace {
 
-// The default logger's lines, into `out`, while it lives.
-struct CapturedLog {
-    std::ostringstream out;
-    std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
-    CapturedLog() {
-        auto logger =
-            std::make_shared<spdlog::logger>("captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
-        logger->set_pattern("%l %v");
-        spdlog::set_default_logger(logger);
-    }
-    ~CapturedLog() { spdlog::set_default_logger(previous); }
-    std::size_t count(const std::string& what) const {
-        const std::string text = out.str();
-        std::size_t n = 0;
-        for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
-            ++n;
-        return n;
-    }
-};
+using test::CapturedLog;
 
 } // namespace
 

@@ -1,6 +1,7 @@
 // The client side's rooms driven directly: the name hook, and a ClientSession
 // over a scripted transport (negotiation, pagination, progress, cancellation,
 // bounds), no server process needed.
+#include "captured_log.hpp"
 #include "upstream/bearer_challenge.hpp"
 #include "upstream/bearer_source.hpp"
 #include "upstream/client_session.hpp"
@@ -327,6 +328,40 @@ TEST_CASE("what a server asks during a call is handed back open, and its answer 
     CHECK_THROWS_AS(session->resume(first.id, waiting), gatehouse::upstream::UpstreamUnavailable); // no longer open
 }
 
+TEST_CASE("asks held for the agents are bounded in bytes over every call; one past the bound is refused at once",
+          "[upstream]") {
+    std::vector<Json> sent;
+    const std::string words(400, 'w');
+    ClientSession::Options options;
+    options.family = "test";
+    options.request_timeout = std::chrono::milliseconds(2000);
+    options.max_held_ask_bytes = 1000; // two asks of some 480 bytes, not three
+    auto session = std::make_unique<ClientSession>(
+        std::make_unique<ScriptedTransport>(
+            [&](const Json& m) -> std::vector<std::string> {
+                if (!m.contains("method")) return {};
+                if (m["method"] == "tools/call")
+                    return {server_asks("e1", "elicitation/create", {{"message", words}}),
+                            server_asks("e2", "elicitation/create", {{"message", words}}),
+                            server_asks("e3", "elicitation/create", {{"message", words}})};
+                return legacy_server(m);
+            },
+            sent),
+        options);
+    session->open(std::chrono::milliseconds(2000));
+    ClientSession::Waiting waiting;
+    waiting.relays = true;
+    auto first = session->call("tools/call", {{"name", "greet"}}, waiting);
+    REQUIRE(first.asked.size() == 2);
+    CHECK(first.asked[1].id == "e2");
+    CHECK(answer_to(sent, "e1").is_null()); // held for the agent
+    CHECK(answer_to(sent, "e3")["error"]["code"] == -32603);
+    CHECK_THAT(answer_to(sent, "e3")["error"]["message"].get<std::string>(),
+               Catch::Contains("the asks waiting to be handed to agents hold") &&
+                   Catch::Contains("would pass the 1000 the host keeps"));
+    session->abandon(first.id, "done with the test");
+}
+
 TEST_CASE("a call that does not relay refuses what its server asks; roots outside a call are none", "[upstream]") {
     std::vector<Json> sent;
     auto session = session_over(
@@ -347,6 +382,29 @@ TEST_CASE("a call that does not relay refuses what its server asks; roots outsid
                Catch::Contains("not asked during a call of the host's that an agent can answer"));
     CHECK(answer_to(sent, "s1")["error"]["code"] == -32603);
     CHECK(answer_to(sent, "x1")["error"]["code"] == -32601);
+}
+
+TEST_CASE("a server that asks without end outside any call is refused each time, and the log hears a burst of it",
+          "[upstream]") {
+    std::vector<Json> sent;
+    ScriptedTransport* transport = nullptr;
+    auto session =
+        session_over([](const Json& m) { return m.contains("method") ? legacy_server(m) : std::vector<std::string>{}; },
+                     sent, &transport);
+    session->open(std::chrono::milliseconds(2000));
+    gatehouse::test::CapturedLog log;
+    constexpr int kAsks = 2000;
+    const auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < kAsks; ++i)
+        transport->deliver(server_asks(("e" + std::to_string(i)).c_str(), "elicitation/create"));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    CHECK(answer_to(sent, "e0")["error"]["code"] == -32603);
+    CHECK(answer_to(sent, "e1999")["error"]["code"] == -32603); // every one answered
+    const auto logged = log.count("[test] asked elicitation/create, which was refused");
+    CHECK(logged >= 1);
+    CHECK(logged <=
+          gatehouse::metrics::LogAllowance::kBurst + gatehouse::metrics::LogAllowance::kPerSecond * seconds + 1);
+    CHECK(log.count("[test] writes more than 50 lines a second into the host's log") >= 1);
 }
 
 TEST_CASE("over a transport that cannot tell, an ask with two relaying calls in flight goes to neither", "[upstream]") {
