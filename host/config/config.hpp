@@ -42,6 +42,10 @@ struct PluginEntry {
     std::optional<std::uint64_t> memory_mb;
     std::optional<std::uint64_t> cpu_seconds;
     std::optional<std::uint64_t> open_files;
+    // environment: the names of the host's environment variables its
+    // process sees besides the basic ones (PATH, HOME, ...); unset, all of
+    // them (inherit).
+    std::optional<std::vector<std::string>> environment;
 };
 
 // How this host's TLS to a server checks it and shows itself (YAML

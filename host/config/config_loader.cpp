@@ -437,6 +437,28 @@ void read_isolation(const YamlReader& r, const YAML::Node& item, PluginEntry& en
             bound.value = r.count(item[bound.key], std::string("a plugins entry's ") + bound.key, bound.min, bound.max);
         });
     }
+    if (item["environment"])
+        r.attempt([&] {
+            const auto& node = item["environment"];
+            if (!entry.own_process)
+                r.fail(node, "a plugins entry's environment is what its own process sees: it needs isolation: process");
+            if (node.IsScalar() && node.as<std::string>() == "inherit") return;
+            if (!node.IsSequence())
+                r.fail(node, "a plugins entry's environment is inherit or a list of the host's environment variables "
+                             "its process may see");
+            entry.environment.emplace();
+            for (const auto& name_node : node) {
+                const auto name = r.string(name_node, "a plugins entry's environment");
+                const bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                                   std::all_of(name.begin(), name.end(), [](char c) {
+                                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                                   });
+                if (!valid)
+                    r.fail(name_node, "a plugins entry's environment lists '" + name.substr(0, 100) +
+                                          "', which is no variable name (letters, digits and '_', not first a digit)");
+                entry.environment->push_back(name);
+            }
+        });
 }
 
 PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
@@ -445,7 +467,7 @@ PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
         r.expect_map(item, "a plugins entry");
         r.only_keys(item,
                     {"path", "max_in_flight", "tool_timeout_ms", "store_credentials", "isolation", "memory_mb",
-                     "cpu_seconds", "open_files"},
+                     "cpu_seconds", "open_files", "environment"},
                     "a plugins entry");
         if (!item["path"]) r.fail(item, "a plugins entry needs a path");
         if (item["max_in_flight"])

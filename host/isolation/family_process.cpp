@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -51,6 +52,11 @@ struct FamilyProcess::Child {
     std::string label; // the family, or the library's file name before the descriptor
     std::unique_ptr<FrameChannel> channel;
     int output_fd = -1; // the child's stdout and stderr, read into the log
+    // Told once the child is gone, so its output's reader ends with what the
+    // pipe holds, and not only when every writer closed it: a helper the
+    // plugin started in a session of its own may hold the pipe for hours,
+    // and the family's restart joins that reader.
+    int output_stop = -1;
     // Its lines, under its label: renamed as the label changes, while the
     // output's own thread writes with it.
     metrics::LogAllowance output_log{""};
@@ -77,12 +83,20 @@ struct FamilyProcess::Child {
         output_log.rename(name);
         label = std::move(name);
     }
+    // Joins the threads of a child that is gone.
     void join() {
         if (reader.joinable()) reader.join();
         if (exit_watch.joinable()) exit_watch.join();
+        if (output_stop >= 0) {
+            const std::uint64_t one = 1;
+            (void)!::write(output_stop, &one, sizeof one);
+        }
         if (output_reader.joinable()) output_reader.join();
-        if (exit_fd >= 0) ::close(exit_fd);
-        exit_fd = -1;
+        for (int* fd : {&exit_fd, &output_stop})
+            if (*fd >= 0) {
+                ::close(*fd);
+                *fd = -1;
+            }
     }
 };
 
@@ -100,13 +114,6 @@ constexpr auto kSendStall = 5s;
 // the largest frames. A child that sends more for one call (a flood while
 // the call's thread waits on a host function) is killed.
 constexpr std::size_t kMostQueuedPerCall = 2 * kMaxFrameBytes;
-
-std::size_t frame_size(const Frame& frame) {
-    std::size_t bytes = 32;
-    for (const auto& field : frame.fields)
-        bytes += 4 + field.size();
-    return bytes;
-}
 
 std::string describe_exit(int status) {
     if (WIFSIGNALED(status)) {
@@ -145,13 +152,29 @@ void outside_any_call(metrics::LogAllowance& log, const Frame& frame) {
         plugins::host_api()->notify_changed(nullptr, frame.code, plugins::abi_str(frame.field(0)));
 }
 
-// The child's environment: the host's. Under AddressSanitizer an address-space
-// limit would stop the sanitizer itself, so the memory limit becomes its
-// resident-size watch instead.
-std::vector<std::string> child_environment([[maybe_unused]] const ProcessLimits& limits) {
+// The child's environment: the host's, or with a list the basic variables,
+// those listed, and what the host's own code in the child reads to run (its
+// log level, where its libraries are, the sanitizers' options). Under
+// AddressSanitizer an address-space limit would stop the sanitizer itself,
+// so the memory limit becomes its resident-size watch instead.
+std::vector<std::string> child_environment(const FamilyProcessOptions& options) {
     std::vector<std::string> env;
-    for (char** e = environ; e && *e; ++e)
-        env.emplace_back(*e);
+    if (!options.environment) {
+        for (char** e = environ; e && *e; ++e)
+            env.emplace_back(*e);
+    } else {
+        auto chosen = basic_environment();
+        const auto take = [&](const std::string& name) {
+            if (const char* value = std::getenv(name.c_str())) chosen[name] = value;
+        };
+        for (const char* name : {"GATEHOUSE_LOG", "LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
+            take(name);
+        for (const auto& name : *options.environment)
+            take(name);
+        for (const auto& [name, value] : chosen)
+            env.push_back(name + "=" + value);
+    }
+    [[maybe_unused]] const ProcessLimits& limits = options.limits;
 #ifdef GATEHOUSE_UNDER_ASAN
     if (limits.memory_mb) {
         const std::string watch = "hard_rss_limit_mb=" + std::to_string(*limits.memory_mb);
@@ -240,7 +263,7 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     if (limits.cpu_seconds) args.insert(args.end(), {"--cpu-seconds", std::to_string(*limits.cpu_seconds)});
     if (limits.open_files) args.insert(args.end(), {"--open-files", std::to_string(*limits.open_files)});
     args.insert(args.end(), {"--", options_.library.string()});
-    auto env = child_environment(limits);
+    auto env = child_environment(options_);
     auto argv = pointers(args);
     auto envp = pointers(env);
 
@@ -274,8 +297,9 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     child->channel = std::make_unique<FrameChannel>(pair[0]);
     child->reading.emplace(pair[0], [this, child = child.get()] { return read_available(*child); });
     child->output_fd = output[0];
+    child->output_stop = ::eventfd(0, EFD_CLOEXEC);
     child->output_reader = std::thread([child = child.get()] {
-        metrics::copy_lines_to_log(child->output_fd, child->output_log);
+        metrics::copy_lines_to_log(child->output_fd, child->output_log, child->output_stop);
         ::close(child->output_fd);
     });
     child->exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
@@ -444,7 +468,7 @@ void FamilyProcess::deliver(Child& child, Frame frame) {
     bool flooded = false;
     {
         std::lock_guard lock(pending->mutex);
-        pending->frame_bytes += frame_size(frame);
+        pending->frame_bytes += frame.length();
         flooded = pending->frame_bytes > kMostQueuedPerCall;
         if (!flooded) pending->frames.push_back(std::move(frame));
     }
@@ -696,13 +720,13 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         fields.emplace_back(call ? call->request_state : std::string_view());
     }
     Frame frame{FrameType::call, static_cast<std::int32_t>(kind), index, id, std::move(fields)};
-    if (frame_size(frame) > kMaxFrameBytes) {
+    if (frame.length() > kMaxFrameBytes) {
         {
             std::lock_guard lock(child->mutex);
             child->pending.erase(id);
         }
         if (gh_sink* said = err ? err : out)
-            said->bytes = "The call is " + std::to_string(frame_size(frame)) + " bytes, more than a family's process " +
+            said->bytes = "The call is " + std::to_string(frame.length()) + " bytes, more than a family's process " +
                           "takes in one piece (" + std::to_string(kMaxFrameBytes >> 20) + " MiB); send less.";
         return GH_STATUS_INVALID_ARGS;
     }

@@ -31,6 +31,9 @@ struct ProcessLimits {
 struct FamilyProcessOptions {
     std::filesystem::path library;
     ProcessLimits limits;
+    // The host's environment variables the child sees besides the basic
+    // ones (basic_environment); unset, all of them.
+    std::optional<std::vector<std::string>> environment;
     // A call the child has not answered this long after its tool timeout
     // is hung: the child is killed and started again.
     std::chrono::milliseconds call_deadline{120000};

@@ -31,14 +31,19 @@ const std::string& Frame::field(std::size_t i) const {
     return i < fields.size() ? fields[i] : kEmpty;
 }
 
+std::size_t Frame::length() const {
+    std::size_t bytes = kHeaderBytes - 4;
+    for (const auto& f : fields)
+        bytes += 4 + f.size();
+    return bytes;
+}
+
 FrameChannel::~FrameChannel() {
     if (fd_ >= 0) ::close(fd_);
 }
 
 bool FrameChannel::send(const Frame& frame, int& error) {
-    std::size_t total = kHeaderBytes;
-    for (const auto& field : frame.fields)
-        total += 4 + field.size();
+    const std::size_t total = 4 + frame.length();
     std::string bytes;
     bytes.reserve(total);
     put<std::uint32_t>(bytes, static_cast<std::uint32_t>(total - 4));

@@ -73,6 +73,8 @@ struct Frame {
     // Field i, or empty when the frame has fewer: what a frame lacks reads
     // as nothing, never past its end.
     const std::string& field(std::size_t i) const;
+    // Its length on the wire after the length word: what kMaxFrameBytes bounds.
+    std::size_t length() const;
 };
 
 // A frame that breaks the bounds below, or a stream cut inside one.

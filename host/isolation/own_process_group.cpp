@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <cstdlib>
+
 #include <initializer_list>
 
 namespace gatehouse::isolation {
@@ -21,6 +23,13 @@ OwnProcessGroup::OwnProcessGroup() {
 
 OwnProcessGroup::~OwnProcessGroup() {
     posix_spawnattr_destroy(&attributes_);
+}
+
+std::map<std::string, std::string> basic_environment() {
+    std::map<std::string, std::string> env;
+    for (const char* name : {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR"})
+        if (const char* value = std::getenv(name)) env[name] = value;
+    return env;
 }
 
 } // namespace gatehouse::isolation

@@ -2,6 +2,9 @@
 
 #include <spawn.h>
 
+#include <map>
+#include <string>
+
 namespace gatehouse::isolation {
 
 // posix_spawn attributes for a program the host starts and supervises (a
@@ -21,5 +24,10 @@ public:
 private:
     posix_spawnattr_t attributes_;
 };
+
+// What a program the host starts may inherit of the host's environment
+// without being trusted with it: enough to find and run a program, nothing
+// that could hold the host's own secrets; each that is set, by name.
+std::map<std::string, std::string> basic_environment();
 
 } // namespace gatehouse::isolation

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,15 +66,31 @@ std::size_t LogAllowance::dropped() const {
     return dropped_total_;
 }
 
-void copy_lines_to_log(int fd, LogAllowance& allowance) {
+void copy_lines_to_log(int fd, LogAllowance& allowance, int stop_fd) {
     constexpr std::size_t kLongestLine = 64 * 1024;
+    // After the stop, what a writer that lives on keeps sending is not read for ever.
+    constexpr std::size_t kLongestDrain = 1024 * 1024;
     std::string pending;
     bool skipping = false; // the rest of a line already written cut
+    bool stopping = false;
+    std::size_t drained = 0;
     char buffer[4096];
     for (;;) {
+        if (stop_fd >= 0 && !stopping) {
+            pollfd ready[2] = {{fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+            if (::poll(ready, 2, -1) < 0) {
+                if (errno == EINTR) continue;
+                break;
+            }
+            if (ready[1].revents != 0) {
+                stopping = true; // from now on, only what is there
+                ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+            }
+        }
         const ssize_t n = ::read(fd, buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
+        if (n <= 0) break; // its end, or after the stop nothing more now
+        if (stopping && (drained += static_cast<std::size_t>(n)) > kLongestDrain) break;
         pending.append(buffer, static_cast<std::size_t>(n));
         for (std::size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1)) {
             if (!skipping) allowance.write(spdlog::level::info, std::string_view(pending).substr(0, end));

@@ -473,6 +473,7 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
         isolation::FamilyProcessOptions options;
         options.library = path;
         options.limits = {entry.memory_mb, entry.cpu_seconds, entry.open_files};
+        options.environment = entry.environment;
         options.call_deadline = std::chrono::milliseconds(entry.tool_timeout_ms.value_or(cfg.limits.tool_timeout_ms));
         try {
             process = std::make_unique<isolation::FamilyProcess>(std::move(options));

@@ -27,15 +27,10 @@ using namespace std::chrono_literals;
 
 constexpr auto kWriteStall = 10s; // how long a server may leave its input unread while a message waits
 
-// What a command inherits of the host's environment: enough to find and
-// run a program, nothing that could hold the host's own secrets. The rest
-// comes from its entry's env.
-constexpr const char* kInherited[] = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR"};
-
+// What a command inherits of the host's environment: the basic variables
+// alone. The rest comes from its entry's env.
 std::vector<std::string> command_environment(const std::map<std::string, std::string>& extra) {
-    std::map<std::string, std::string> env;
-    for (const char* name : kInherited)
-        if (const char* value = std::getenv(name)) env[name] = value;
+    std::map<std::string, std::string> env = isolation::basic_environment();
     for (const auto& [name, value] : extra)
         env[name] = value;
     std::vector<std::string> out;

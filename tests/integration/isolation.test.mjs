@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { withHost, writeConfig, binaryPath, modernMeta } from './lib/host.mjs';
 
 // Under AddressSanitizer the bound is the sanitizer's resident-size watch,
@@ -34,7 +35,7 @@ async function servedAgain(host, timeoutMs = 15000) {
 
 test('a segfault, an abort, an exit, unbounded memory, garbage on its socket and a hang each answer FAMILY_CRASHED; other families serve throughout, and the family again after', () =>
   withHost({ plugins: ['echo.so', CRASHY] }, async (host) => {
-    await host.stderrMatching(/family 'crashy' loaded: .*\(9 tools, in a process of its own\)/);
+    await host.stderrMatching(/family 'crashy' loaded: .*\(10 tools, in a process of its own\)/);
     assert.doesNotMatch(host.stderr, /family 'echo' loaded: .*in a process of its own/);
     let pid = await servedAgain(host);
     const ways = [
@@ -105,6 +106,49 @@ test('a crash that leaves a process of its own behind, holding the socket: FAMIL
     assert.notEqual(await servedAgain(host), pid);
   }));
 
+test('a helper the family started in a session of its own, holding its output, does not hold up the restart', () =>
+  withHost({ plugins: [CRASHY] }, async (host) => {
+    const pid = await servedAgain(host);
+    const reply = await host.modern('tools/call', { name: 'crashy_setsid_abort', arguments: {} });
+    assert.equal(reply.result.structuredContent?.code, 'FAMILY_CRASHED', JSON.stringify(reply));
+    await host.stderrMatching(/crashy daemon (\d+) lives on/);
+    const daemon = Number(host.stderr.match(/crashy daemon (\d+) lives on/)[1]);
+    try {
+      const began = Date.now();
+      // The daemon lives 20 s; the family's first restart waits 100 ms.
+      const next = await servedAgain(host, 8000);
+      assert.notEqual(next, pid);
+      assert.ok(Date.now() - began < 8000, `served again after ${Date.now() - began} ms`);
+      process.kill(daemon, 0); // still alive, still holding the pipe: the restart did not wait for it
+      await host.stderrMatching(/family 'crashy' serves again/);
+    } finally {
+      try { process.kill(daemon, 'SIGKILL'); } catch { /* gone already */ }
+    }
+  }));
+
+test('environment: a list gives the family\'s process the basic variables and those listed, none of the host\'s others', () =>
+  withHost({
+    plugins: ['echo.so', { ...CRASHY, environment: ['PGPASSWORD'] }],
+    env: { PGPASSWORD: 'listed-value', GATEHOUSE_TEST_SECRET: 'not-for-families' },
+  }, async (host) => {
+    const pid = await servedAgain(host);
+    const seen = Object.fromEntries(readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').filter(Boolean)
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+    assert.equal(seen.PGPASSWORD, 'listed-value');
+    assert.equal(seen.GATEHOUSE_TEST_SECRET, undefined, 'a variable not listed stays the host\'s');
+    assert.equal(seen.PATH, process.env.PATH);
+    assert.equal(seen.GATEHOUSE_LOG, 'info', 'the host\'s own code in the child keeps its log level');
+    // The host itself still has it, and an in-process family is the host.
+    const hostSeen = readFileSync(`/proc/${host.pid}/environ`, 'latin1');
+    assert.match(hostSeen, /GATEHOUSE_TEST_SECRET=not-for-families/);
+  }));
+
+test('environment: without a list the family\'s process inherits the host\'s environment', () =>
+  withHost({ plugins: [CRASHY], env: { GATEHOUSE_TEST_SECRET: 'inherited' } }, async (host) => {
+    const pid = await servedAgain(host);
+    assert.match(readFileSync(`/proc/${pid}/environ`, 'latin1'), /GATEHOUSE_TEST_SECRET=inherited/);
+  }));
+
 test('the host functions cross to the child: progress, log, state and the call context', () =>
   withHost({ plugins: [CRASHY] }, async (host) => {
     const answer = await host.modern('tools/call', {
@@ -152,9 +196,19 @@ test('gatehouse plugins names the isolation; bounds without isolation: process a
   const text = execFileSync(binaryPath(), ['plugins', '--config', file], { encoding: 'utf8' });
   assert.match(text, /crashy.*isolation: process/);
 
-  const bad = writeConfig({ plugins: [{ path: 'echo.so', memory_mb: 64 }, { path: 'noisy.so', isolation: 'jail' }] });
+  const bad = writeConfig({
+    plugins: [
+      { path: 'echo.so', memory_mb: 64 }, { path: 'noisy.so', isolation: 'jail' },
+      { path: 'serial.so', isolation: 'in_process', environment: ['PGPASSWORD'] },
+      { path: 'crashy.so', isolation: 'process', environment: ['PATH', 'A=B'] },
+      { path: 'crashy.so', isolation: 'process', environment: 'all' },
+    ],
+  });
   const check = spawnSync(binaryPath(), ['check-config', bad.file], { encoding: 'utf8' });
   assert.equal(check.status, 1);
+  assert.match(check.stderr + check.stdout, /gatehouse\.yaml:\d+:\d+: .*environment is what its own process sees: it needs isolation: process/);
+  assert.match(check.stderr + check.stdout, /environment lists 'A=B', which is no variable name/);
+  assert.match(check.stderr + check.stdout, /environment is inherit or a list of the host's environment variables/);
   assert.match(check.stderr + check.stdout, /gatehouse\.yaml:\d+:\d+: .*memory_mb bounds a family's own process: it needs isolation: process/);
   assert.match(check.stderr + check.stdout, /isolation must be in_process or process, not 'jail'/);
 });
