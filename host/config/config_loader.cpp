@@ -581,6 +581,12 @@ UpstreamOAuth read_upstream_oauth(const YamlReader& r, const YAML::Node& item, c
     if (node["authorization_servers"]) {
         const std::string list = where + ".authorization_servers";
         o.authorization_servers = string_list(r, node["authorization_servers"], list);
+        // Empty would read as no list, so the upstream's own origin trusted:
+        // not what an operator writing [] means.
+        if (o.authorization_servers.empty())
+            r.fail(node["authorization_servers"],
+                   list + " is empty; list the issuers to trust, or leave it out to trust one on the upstream's "
+                          "own origin (set token_url to name the token endpoint yourself)");
         for (const auto& url : o.authorization_servers)
             if ((url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) || has_user_information(url))
                 r.fail(node["authorization_servers"],

@@ -16,7 +16,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -52,11 +51,6 @@ struct FamilyProcess::Child {
     std::string label; // the family, or the library's file name before the descriptor
     std::unique_ptr<FrameChannel> channel;
     int output_fd = -1; // the child's stdout and stderr, read into the log
-    // Told once the child is gone, so its output's reader ends with what the
-    // pipe holds, and not only when every writer closed it: a helper the
-    // plugin started in a session of its own may hold the pipe for hours,
-    // and the family's restart joins that reader.
-    int output_stop = -1;
     // Its lines, under its label: renamed as the label changes, while the
     // output's own thread writes with it.
     metrics::LogAllowance output_log{""};
@@ -65,6 +59,10 @@ struct FamilyProcess::Child {
     // started may outlive holding the socket: then its group is killed and
     // the stream ended, so the end is seen whatever the plugin left behind.
     std::thread exit_watch;
+    // Readable once the process has ended (a pidfd). Its output's reader
+    // then ends with what the pipe holds, and not only when every writer
+    // closed it: a helper the plugin started in a session of its own may
+    // hold the pipe for hours, and the family's restart joins that reader.
     int exit_fd = -1;
     Clock::time_point started = Clock::now();
     std::mutex mutex;
@@ -87,16 +85,9 @@ struct FamilyProcess::Child {
     void join() {
         if (reader.joinable()) reader.join();
         if (exit_watch.joinable()) exit_watch.join();
-        if (output_stop >= 0) {
-            const std::uint64_t one = 1;
-            (void)!::write(output_stop, &one, sizeof one);
-        }
         if (output_reader.joinable()) output_reader.join();
-        for (int* fd : {&exit_fd, &output_stop})
-            if (*fd >= 0) {
-                ::close(*fd);
-                *fd = -1;
-            }
+        if (exit_fd >= 0) ::close(exit_fd);
+        exit_fd = -1;
     }
 };
 
@@ -297,12 +288,11 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     child->channel = std::make_unique<FrameChannel>(pair[0]);
     child->reading.emplace(pair[0], [this, child = child.get()] { return read_available(*child); });
     child->output_fd = output[0];
-    child->output_stop = ::eventfd(0, EFD_CLOEXEC);
+    child->exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     child->output_reader = std::thread([child = child.get()] {
-        metrics::copy_lines_to_log(child->output_fd, child->output_log, child->output_stop);
+        metrics::copy_lines_to_log(child->output_fd, child->output_log, child->exit_fd);
         ::close(child->output_fd);
     });
-    child->exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     if (child->exit_fd >= 0) {
         ::fcntl(child->exit_fd, F_SETFD, FD_CLOEXEC);
         child->exit_watch = std::thread([child = child.get()] {
@@ -319,7 +309,7 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
         });
     } else {
         spdlog::warn("[{}] cannot watch its process's end (pidfd_open: {}); a program it starts that keeps its "
-                     "socket open can hide a crash",
+                     "socket open can hide a crash, or its output open hold up its restart",
                      child->label, std::strerror(errno));
     }
     return child;

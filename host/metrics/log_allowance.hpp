@@ -52,10 +52,10 @@ private:
 // Copies what `fd` carries into the log, a line at a time through
 // `allowance`, until its end; a line that goes on past 64 KiB is written as
 // far as it went (cut) and the rest up to its newline is skipped. Once
-// `stop_fd` (when given) is readable, what `fd` holds already is copied (up
-// to kLongestDrain) and the copying ends, though the writing end is still
-// open: a program's output need not end with the program when something it
-// started lives on holding it.
+// `stop_fd` (when given; a process's pidfd) is readable, what `fd` holds
+// already is copied (up to 1 MiB) and the copying ends, though the writing
+// end may still be open: a program's output need not end with the program
+// when something it started lives on holding it.
 void copy_lines_to_log(int fd, LogAllowance& allowance, int stop_fd = -1);
 
 } // namespace gatehouse::metrics

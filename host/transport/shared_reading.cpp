@@ -11,8 +11,9 @@ namespace gatehouse::transport {
 
 using Clock = std::chrono::steady_clock;
 
-SharedReading::SharedReading(int fd, std::function<bool()> read_available)
-    : fd_(fd), read_available_(std::move(read_available)), kick_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+SharedReading::SharedReading(int fd, std::function<bool()> read_available, int end_fd)
+    : fd_(fd), read_available_(std::move(read_available)), end_fd_(end_fd),
+      kick_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 SharedReading::~SharedReading() {
     if (kick_fd_ >= 0) ::close(kick_fd_);
@@ -40,14 +41,25 @@ bool SharedReading::take_back() {
     return true;
 }
 
+bool SharedReading::drain() {
+    for (;;) {
+        pollfd ready{fd_, POLLIN, 0};
+        const int polled = ::poll(&ready, 1, 0);
+        if (polled < 0 && errno == EINTR) continue;
+        if (polled <= 0 || (ready.revents & POLLIN) == 0 || !read_available_()) return false;
+    }
+}
+
 bool SharedReading::read_until_wanted() {
     for (;;) {
-        pollfd fds[2] = {{fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
-        if (::poll(fds, kick_fd_ >= 0 ? 2 : 1, -1) < 0) {
+        // The kick's place is kept when there is none, so the end's index is fixed.
+        pollfd fds[3] = {{fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}, {end_fd_, POLLIN, 0}};
+        if (::poll(fds, 3, -1) < 0) {
             if (errno == EINTR) continue;
             return false;
         }
         if (fds[0].revents != 0 && !read_available_()) return false;
+        if (fds[2].revents != 0) return drain();
         if (fds[1].revents == 0) continue;
         std::uint64_t kicks;
         while (::read(kick_fd_, &kicks, sizeof kicks) > 0) {
@@ -94,10 +106,14 @@ bool SharedReading::read_here(Clock::time_point until, const std::function<bool(
     while (more && !enough()) {
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
         if (left <= 0) break;
-        pollfd ready{fd_, POLLIN, 0};
-        const int polled = ::poll(&ready, 1, static_cast<int>(left));
+        pollfd ready[2] = {{fd_, POLLIN, 0}, {end_fd_, POLLIN, 0}};
+        const int polled = ::poll(ready, 2, static_cast<int>(left));
         if (polled < 0 && errno == EINTR) continue;
         if (polled == 0) break;
+        if (polled > 0 && ready[0].revents == 0 && ready[1].revents != 0) {
+            more = drain(); // the writer is gone and nothing is left: the end
+            break;
+        }
         more = polled > 0 && read_available_();
     }
     return true;

@@ -27,7 +27,10 @@ public:
     // nothing is there), each whole message handed on; false at the
     // stream's end, or a fault that ends it. Only the thread holding the
     // reading calls it, so what it keeps between calls needs no lock.
-    SharedReading(int fd, std::function<bool()> read_available);
+    // `end_fd` (optional): readable once the writer is gone (a process's
+    // pidfd): the stream then ends with what `fd` holds, though something
+    // else (a daemon the writer started) may keep its writing end open.
+    SharedReading(int fd, std::function<bool()> read_available, int end_fd = -1);
     ~SharedReading(); // closes the eventfd
     SharedReading(const SharedReading&) = delete;
     SharedReading& operator=(const SharedReading&) = delete;
@@ -54,6 +57,8 @@ public:
 private:
     // Waits until the own thread may read; false once the stream has ended.
     bool take_back();
+    // Once end_fd is readable: hands on what fd holds now; false.
+    bool drain();
     // The own thread's reading: until a caller waiting alone wants it
     // (true), or the stream's end (false).
     bool read_until_wanted();
@@ -61,6 +66,7 @@ private:
     enum class Holder { none, own_thread, caller };
     const int fd_;
     const std::function<bool()> read_available_;
+    const int end_fd_;
     int kick_fd_ = -1; // wakes the own thread's poll to give the reading up
     std::mutex mutex_;
     std::condition_variable changed_;

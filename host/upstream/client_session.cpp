@@ -520,7 +520,7 @@ void ClientSession::on_server_request(const Json& message, std::size_t bytes, co
                           std::to_string(bytes) + " more would pass the " +
                           std::to_string(options_.max_held_ask_bytes) + " the host keeps";
             } else {
-                during->asked.push_back({id, method, std::move(params), bytes});
+                during->asked.push_back({id, method, params.dump(), bytes});
                 during->changed.notify_all();
                 return;
             }

@@ -91,8 +91,10 @@ public:
     struct ServerRequest {
         nlohmann::json id;
         std::string method;
-        nlohmann::json params;
-        std::size_t bytes = 0; // its message's text
+        // Its params as JSON text: an ask may wait for an agent for minutes,
+        // and a parsed tree can take many times the memory its text does.
+        std::string params;
+        std::size_t bytes = 0; // its message's text: what the bound on held asks counts
     };
     // What a request came to: its result, or what the server asked before it
     // would answer. Then the request stays open: answer() or refuse() each

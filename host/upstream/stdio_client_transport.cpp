@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,7 +105,15 @@ StdioClientTransport::StdioClientTransport(Options options) : options_(std::move
     ::fcntl(stdin_fd_, F_SETFL, ::fcntl(stdin_fd_, F_GETFL) | O_NONBLOCK);
     stdout_fd_ = out[0];
     stderr_fd_ = err[0];
-    reading_.emplace(stdout_fd_, [this] { return read_once(); });
+    exit_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+    if (exit_fd_ >= 0)
+        ::fcntl(exit_fd_, F_SETFD, FD_CLOEXEC);
+    else
+        spdlog::warn("[{}] cannot watch its process's end (pidfd_open: {}); a program it starts that keeps its "
+                     "output open can hide its end",
+                     options_.family, std::strerror(errno));
+    reading_.emplace(
+        stdout_fd_, [this] { return read_once(); }, exit_fd_);
     if (!reading_->can_kick())
         spdlog::warn("[{}] cannot make an eventfd ({}); its calls wait for its output's own reader", options_.family,
                      std::strerror(errno));
@@ -199,7 +208,7 @@ void StdioClientTransport::read_on() {
 
 void StdioClientTransport::copy_log() {
     metrics::LogAllowance allowance(options_.family);
-    metrics::copy_lines_to_log(stderr_fd_, allowance);
+    metrics::copy_lines_to_log(stderr_fd_, allowance, exit_fd_);
 }
 
 void StdioClientTransport::close_stdin() {
@@ -270,7 +279,7 @@ void StdioClientTransport::close() {
         end_process();
     }
     if (log_reader_.joinable()) log_reader_.join();
-    for (int* fd : {&stdout_fd_, &stderr_fd_})
+    for (int* fd : {&stdout_fd_, &stderr_fd_, &exit_fd_})
         if (*fd >= 0) {
             ::close(*fd);
             *fd = -1;

@@ -47,6 +47,10 @@ private:
     Options options_;
     pid_t pid_ = -1;
     int stdin_fd_ = -1, stdout_fd_ = -1, stderr_fd_ = -1;
+    // Readable once the process has ended (a pidfd): its output and log are
+    // then read to what they hold, not until every writer closes them, which
+    // a daemon it started in a session of its own may never do.
+    int exit_fd_ = -1;
     std::thread reader_, log_reader_;
     std::mutex write_mutex_, pid_mutex_;
     bool closing_ = false;

@@ -944,17 +944,18 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
             parked.request = reply.id;
             parked.owner = owner;
             for (auto& asked : reply.asked) {
-                Json request = {{"method", asked.method}, {"params", std::move(asked.params)}};
-                // The server hears no at once where the agent's client cannot answer.
-                if (const Json missing = mrtr::missing_capabilities(Json{{"ask", request}}, *agent_capabilities);
-                    !missing.empty()) {
+                // The server hears no at once where the agent's client cannot
+                // answer (the params' text is the session's own dump).
+                const Json ask = {{"ask", {{"method", asked.method}, {"params", Json::parse(asked.params)}}}};
+                if (const Json missing = mrtr::missing_capabilities(ask, *agent_capabilities); !missing.empty()) {
                     session->refuse(asked.id, kMethodNotFound,
                                     "the agent's client does not offer " + missing.dump() + " for " + asked.method);
                     continue;
                 }
                 const std::string key = "upstream-" + std::to_string(parked.asked.size() + 1);
                 parked.asked.emplace(key, asked.id);
-                parked.requests[key] = std::move(request);
+                parked.requests[key] =
+                    R"({"method":)" + Json(asked.method).dump() + R"(,"params":)" + asked.params + "}";
             }
             if (!parked.asked.empty()) return park(std::move(parked), out);
             reply = session->resume(reply.id, waiting);
@@ -978,7 +979,12 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
 // Keeps an open upstream call for the agent's next round, and asks the agent.
 int32_t UpstreamFamily::park(Parked parked, gh_sink* out) {
     parked.expires = Clock::now() + options_.input_wait;
-    std::string requests = parked.requests.dump();
+    std::string requests = "{";
+    for (const auto& [key, request] : parked.requests) {
+        if (requests.size() > 1) requests += ',';
+        requests += Json(key).dump() + ':' + request;
+    }
+    requests += '}';
     parked.bytes = requests.size();
     const std::string handle = new_handle();
     const std::size_t most_bytes = kParkedMessages * options_.max_message_bytes;

@@ -137,12 +137,14 @@ private:
     // host's sealed requestState names it; only this instance holds it.
     struct Parked {
         std::shared_ptr<ClientSession> session;
-        std::int64_t request = 0;                           // the host's request upstream
-        std::map<std::string, nlohmann::json> asked;        // input key -> the server's request id
-        nlohmann::json requests = nlohmann::json::object(); // input key -> {method, params}, for asking again
-        std::string owner;                                  // the principal it waits for
+        std::int64_t request = 0;                    // the host's request upstream
+        std::map<std::string, nlohmann::json> asked; // input key -> the server's request id
+        // input key -> {method, params} as JSON text, for asking again: text,
+        // so what a waiting call holds is what the byte budget counts
+        std::map<std::string, std::string> requests;
+        std::string owner; // the principal it waits for
         std::chrono::steady_clock::time_point expires;
-        std::size_t bytes = 0; // the asks' text, as the agent is sent it: what it holds counts against the budget
+        std::size_t bytes = 0; // the text of `requests`, counted against the budgets
     };
     // What the server listed, each list only if it offers it.
     struct Listing {

@@ -518,6 +518,35 @@ test('what upstream asks hold while their calls wait for the agent is bounded in
   }
 });
 
+test('a stdio upstream that leaves a daemon of its own holding its output: its end is still seen, it is started again, and the host stops at once', async () => {
+  // The command starts a daemon in a session of its own, beyond its group's
+  // signals, which keeps the server's stdout and stderr open for 30 s.
+  const script = `setsid sleep 30 & echo "daemon $!" >&2; exec ${JSON.stringify(NODE)} ${JSON.stringify(HOSTILE)}`;
+  let daemons = [];
+  try {
+    await withHost({
+      plugins: [], sections: { upstreams: [{ name: 'hostile', command: ['/bin/sh', '-c', script], tool_timeout_ms: 20000 }] },
+    }, async (host) => {
+      await host.stderrMatching(/family 'hostile' loaded/, 30000);
+      const call = async (name) => (await host.modern('tools/call', { name, arguments: {} })).result;
+      const pid = Number((await call('hostile_pid')).content[0].text);
+      const began = Date.now();
+      const exited = await call('hostile_exit');
+      assert.equal(exited.structuredContent?.code, 'UPSTREAM_UNAVAILABLE', JSON.stringify(exited));
+      assert.ok(Date.now() - began < 5000, `its end was seen after ${Date.now() - began} ms`);
+      await host.stderrMatching(/upstream 'hostile' serves again/, 15000);
+      assert.notEqual(Number((await call('hostile_pid')).content[0].text), pid);
+      daemons = [...host.stderr.matchAll(/daemon (\d+)/g)].map((m) => Number(m[1]));
+      assert.ok(daemons.length >= 2, host.stderr);
+      process.kill(daemons[0], 0); // the first daemon lives on, holding the first server's output
+      // withHost then closes stdin: the host ends the second server, whose
+      // daemon holds its output as well, and must exit well before the daemon does.
+    });
+  } finally {
+    for (const daemon of daemons) try { process.kill(daemon, 'SIGKILL'); } catch { /* gone */ }
+  }
+});
+
 test('an upstream down at start is reported and tried again, joins when it answers, and SIGHUP adds and removes upstreams, each change told to agents', async () => {
   const sections = { upstreams: [{ name: 'missing', command: ['/nonexistent/server'] }] };
   const config = writeConfig({ plugins: ['echo.so'], sections });

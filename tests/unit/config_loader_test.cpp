@@ -613,6 +613,9 @@ TEST_CASE("upstreams: each a family with a command or a URL, its name hook and g
          "authorization_servers: ['https://u:p@as/']}\n",
          "oauth.authorization_servers holds issuer URLs (http:// or https://, no user information), not "
          "'https://u:p@as/'"},
+        {"upstreams:\n  - name: m\n    url: http://h/\n    oauth: {client_id: c, client_secret_env: S, "
+         "authorization_servers: []}\n",
+         "oauth.authorization_servers is empty; list the issuers to trust, or leave it out"},
         {"upstreams:\n  - name: m\n    url: http://h/\n    env: {A: b}\n", ":4:10: upstream 'm'.env is a command's"},
         {"upstreams:\n  - name: m\n    command: [x]\n    names: '{upstream}'\n", "must hold {name} exactly once"},
         {"upstreams:\n  - name: m\n    command: [x]\n    names: 'a/{name}'\n", "only letters, digits"},

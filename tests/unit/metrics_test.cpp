@@ -16,8 +16,11 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -471,4 +474,45 @@ TEST_CASE("A program's lines reach the log cut short, whole UTF-8, and a line wi
     CHECK(log.count("info [lines] bbbb") == 1);
     CHECK(log.count("info [lines] after\n") == 1);
     CHECK(text.size() < 3 * metrics::LogAllowance::kLineBytes);
+}
+
+TEST_CASE("Once its stop is readable, a program's output is copied to what the pipe holds, though a writer keeps it "
+          "open",
+          "[metrics][log]") {
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    const int stop = ::eventfd(0, EFD_CLOEXEC);
+    REQUIRE(stop >= 0);
+    {
+        CapturedLog log;
+        const std::string said = "said before the end\nand a last line without its newline";
+        REQUIRE(::write(pipe_fds[1], said.data(), said.size()) == static_cast<ssize_t>(said.size()));
+        const std::uint64_t one = 1;
+        REQUIRE(::write(stop, &one, sizeof one) == sizeof one);
+        metrics::LogAllowance allowance("held");
+        // The write end stays open: without the stop this would wait for ever.
+        metrics::copy_lines_to_log(pipe_fds[0], allowance, stop);
+        CHECK(log.count("info [held] said before the end\n") == 1);
+        CHECK(log.count("info [held] and a last line without its newline\n") == 1);
+    }
+    {
+        // A writer that never stops: the copying still ends, after about a MiB.
+        std::atomic<bool> writing{true};
+        ::fcntl(pipe_fds[1], F_SETFL, ::fcntl(pipe_fds[1], F_GETFL) | O_NONBLOCK);
+        std::thread writer([&] {
+            const std::string chunk = std::string(1000, 'z') + "\n";
+            while (writing)
+                if (::write(pipe_fds[1], chunk.data(), chunk.size()) < 0)
+                    std::this_thread::sleep_for(std::chrono::microseconds(100)); // full: the reader is behind
+        });
+        metrics::LogAllowance allowance("endless");
+        const auto started = std::chrono::steady_clock::now();
+        metrics::copy_lines_to_log(pipe_fds[0], allowance, stop);
+        CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+        writing = false;
+        writer.join();
+    }
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    ::close(stop);
 }

@@ -38,11 +38,13 @@ using Json = nlohmann::json;
 namespace {
 
 // Answers each message it is sent with what `script` returns (nothing, or
-// lines to deliver), on the sender's thread.
+// lines to deliver), on the sender's thread; with `on_its_stream`, as over
+// HTTP, what answers a request comes on that request's own stream.
 class ScriptedTransport final : public ClientTransport {
 public:
     using Script = std::function<std::vector<std::string>(const Json& sent)>;
-    ScriptedTransport(Script script, std::vector<Json>& sent) : script_(std::move(script)), sent_(sent) {}
+    ScriptedTransport(Script script, std::vector<Json>& sent, bool on_its_stream = false)
+        : script_(std::move(script)), sent_(sent), on_its_stream_(on_its_stream) {}
     void start(Events events) override { events_ = std::move(events); }
     bool send(const Json& message) override {
         const Json parsed = Json::parse(message.dump());
@@ -50,20 +52,23 @@ public:
             std::lock_guard lock(mutex_);
             sent_.push_back(parsed);
         }
+        const Json stream = on_its_stream_ && parsed.contains("method") ? parsed.value("id", Json()) : Json();
         for (const auto& line : script_(parsed))
-            events_.message(line, Json());
+            events_.message(line, stream);
         return !closed_;
     }
     void close() override {
         if (!closed_.exchange(true)) events_.closed("closed by the test");
     }
     std::string describe() const override { return "scripted"; }
-    // A message the server sends of its own accord, outside any answer.
-    void deliver(const std::string& line) { events_.message(line, Json()); }
+    // A message the server sends of its own accord, outside any answer, or
+    // on the stream of request `stream`.
+    void deliver(const std::string& line, const Json& stream = Json()) { events_.message(line, stream); }
 
 private:
     Script script_;
     std::vector<Json>& sent_;
+    const bool on_its_stream_;
     std::mutex mutex_;
     Events events_;
     std::atomic<bool> closed_{false};
@@ -320,7 +325,7 @@ TEST_CASE("what a server asks during a call is handed back open, and its answer 
     REQUIRE(first.asked.size() == 1);
     CHECK(first.asked[0].id == "e1");
     CHECK(first.asked[0].method == "elicitation/create");
-    CHECK(first.asked[0].params["message"] == "Your name?");
+    CHECK(Json::parse(first.asked[0].params)["message"] == "Your name?");
     session->answer(first.asked[0].id, {{"action", "accept"}, {"content", {{"name", "Ada"}}}});
     auto done = session->resume(first.id, waiting);
     CHECK(done.asked.empty());
@@ -336,30 +341,39 @@ TEST_CASE("asks held for the agents are bounded in bytes over every call; one pa
     options.family = "test";
     options.request_timeout = std::chrono::milliseconds(2000);
     options.max_held_ask_bytes = 1000; // two asks of some 480 bytes, not three
-    auto session = std::make_unique<ClientSession>(
-        std::make_unique<ScriptedTransport>(
-            [&](const Json& m) -> std::vector<std::string> {
-                if (!m.contains("method")) return {};
-                if (m["method"] == "tools/call")
-                    return {server_asks("e1", "elicitation/create", {{"message", words}}),
-                            server_asks("e2", "elicitation/create", {{"message", words}}),
-                            server_asks("e3", "elicitation/create", {{"message", words}})};
-                return legacy_server(m);
-            },
-            sent),
-        options);
+    ScriptedTransport* transport = nullptr;
+    auto scripted = std::make_unique<ScriptedTransport>(
+        [&](const Json& m) -> std::vector<std::string> {
+            if (!m.contains("method")) return {};
+            if (m["method"] == "tools/call" && m["params"]["name"] == "a")
+                return {server_asks("a1", "elicitation/create", {{"message", words}})};
+            if (m["method"] == "tools/call")
+                return {server_asks("b1", "elicitation/create", {{"message", words}}),
+                        server_asks("b2", "elicitation/create", {{"message", words}})};
+            return legacy_server(m);
+        },
+        sent, true);
+    transport = scripted.get();
+    auto session = std::make_unique<ClientSession>(std::move(scripted), options);
     session->open(std::chrono::milliseconds(2000));
     ClientSession::Waiting waiting;
     waiting.relays = true;
-    auto first = session->call("tools/call", {{"name", "greet"}}, waiting);
-    REQUIRE(first.asked.size() == 2);
-    CHECK(first.asked[1].id == "e2");
-    CHECK(answer_to(sent, "e1").is_null()); // held for the agent
-    CHECK(answer_to(sent, "e3")["error"]["code"] == -32603);
-    CHECK_THAT(answer_to(sent, "e3")["error"]["message"].get<std::string>(),
+    // Call a asks once (handed back), then once more while its agent is away: held.
+    auto a = session->call("tools/call", {{"name", "a"}}, waiting);
+    REQUIRE(a.asked.size() == 1);
+    transport->deliver(server_asks("a2", "elicitation/create", {{"message", words}}), a.id);
+    CHECK(answer_to(sent, "a2").is_null());
+    // Call b's asks count with a's held one: the first fits, the second not.
+    auto b = session->call("tools/call", {{"name", "b"}}, waiting);
+    REQUIRE(b.asked.size() == 1);
+    CHECK(b.asked[0].id == "b1");
+    CHECK(answer_to(sent, "b1").is_null()); // held for the agent
+    CHECK(answer_to(sent, "b2")["error"]["code"] == -32603);
+    CHECK_THAT(answer_to(sent, "b2")["error"]["message"].get<std::string>(),
                Catch::Contains("the asks waiting to be handed to agents hold") &&
                    Catch::Contains("would pass the 1000 the host keeps"));
-    session->abandon(first.id, "done with the test");
+    session->abandon(a.id, "done with the test");
+    session->abandon(b.id, "done with the test");
 }
 
 TEST_CASE("a call that does not relay refuses what its server asks; roots outside a call are none", "[upstream]") {
