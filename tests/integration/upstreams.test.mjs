@@ -518,6 +518,59 @@ test('what upstream asks hold while their calls wait for the agent is bounded in
   }
 });
 
+test('what upstream asks hold while their calls wait is bounded for the whole family too: five principals fill it, and the next is refused', async () => {
+  const { AuthorizationServer } = await import('./lib/authorization_server.mjs');
+  const held = [];
+  const pad = 60000;
+  const upstream = await startScriptedUpstream({
+    name: 'asking',
+    tools: [{ name: 'ask', inputSchema: { type: 'object' } }],
+    onCall: (message, req, res) => {
+      if (message.method !== 'tools/call') return false;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const ask = { jsonrpc: '2.0', id: `ask-${message.id}`, method: 'elicitation/create', params: { message: 'x'.repeat(pad), requestedSchema: { type: 'object', properties: {} } } };
+      res.write(`data: ${JSON.stringify(ask)}\n\n`);
+      held.push(res);
+      return true;
+    },
+  });
+  const as = await AuthorizationServer.start();
+  // 64 KiB messages: the family keeps 1 MiB of asks in all (17 of these), each principal 256 KiB (4).
+  const host = await HttpHost.start({
+    plugins: [],
+    sections: {
+      upstreams: [{ name: 'asking', url: upstream.url }],
+      limits: { max_message_bytes: 64 * 1024 },
+      auth: { mode: 'jwt', issuers: [as.issuer], fetch_timeout_ms: 1500 },
+    },
+  });
+  try {
+    await eventually('the upstream family', () => /family 'asking' loaded/.test(host.stderr), 30000);
+    const ask = (who) => host.modern('tools/call', { name: 'asking_ask', arguments: {} }, {
+      headers: { Authorization: `Bearer ${as.mint({ aud: host.url, sub: who })}` },
+      meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } },
+    });
+    let kept = 0;
+    for (const who of ['p1', 'p2', 'p3', 'p4'])
+      for (let i = 0; i < 4; i++) {
+        const { answer } = await ask(who);
+        assert.equal(answer.result?.resultType, 'input_required', `${who} call ${i + 1}: ${JSON.stringify(answer).slice(0, 300)}`);
+        kept++;
+      }
+    const fifth = (await ask('p5')).answer;
+    assert.equal(fifth.result?.resultType, 'input_required', JSON.stringify(fifth).slice(0, 300));
+    const refused = (await ask('p5')).answer;
+    assert.equal(refused.result?.isError, true, JSON.stringify(refused).slice(0, 300));
+    assert.match(refused.result.content[0].text, /the calls of family 'asking' that wait for answers hold \d+ bytes of asks, and \d+ more would pass the 1048576 it keeps/);
+    assert.equal(kept, 16);
+  } finally {
+    for (const res of held) res.destroy();
+    await host.stop();
+    await as.stop().catch(() => {});
+    upstream.close();
+  }
+});
+
 test('a stdio upstream that leaves a daemon of its own holding its output: its end is still seen, it is started again, and the host stops at once', async () => {
   // The command starts a daemon in a session of its own, beyond its group's
   // signals, which keeps the server's stdout and stderr open for 30 s.
