@@ -30,6 +30,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace gatehouse;
@@ -139,11 +140,19 @@ int serve_host(const Arguments& args) {
     // waits for them. SIGHUP re-reads the YAML (serve::Host::reload).
     // A re-read runs whole or not at all: the host is not torn down under
     // it, and it does not start on a host being torn down.
+    // A SIGHUP while the host is still being made is kept, and runs once it
+    // serves: the edit it announced may have come after the first reading.
     std::mutex reloading;
     serve::Host* reloadable = nullptr;
-    transport::StopSignal stop([&reloading, &reloadable, &args] {
+    bool reload_while_starting = false;
+    transport::StopSignal stop([&reloading, &reloadable, &reload_while_starting, &args] {
         std::lock_guard lock(reloading);
-        if (reloadable) reloadable->reload(cli::load_config(args.config));
+        if (reloadable) {
+            reloadable->reload(cli::load_config(args.config));
+        } else {
+            reload_while_starting = true;
+            spdlog::info("the host is still starting: the configuration is re-read once it serves");
+        }
     });
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(cfg.log_level, cfg.log_format);
@@ -179,16 +188,22 @@ int serve_host(const Arguments& args) {
         struct Reloadable {
             std::mutex& reloading;
             serve::Host*& host;
-            Reloadable(std::mutex& reloading, serve::Host*& host, serve::Host* serving)
+            Reloadable(std::mutex& reloading, serve::Host*& host, serve::Host* serving, bool& missed,
+                       transport::StopSignal& stop)
                 : reloading(reloading), host(host) {
-                std::lock_guard lock(reloading);
-                host = serving;
+                bool ask = false;
+                {
+                    std::lock_guard lock(reloading);
+                    host = serving;
+                    ask = std::exchange(missed, false);
+                }
+                if (ask) stop.ask_reload();
             }
             ~Reloadable() {
                 std::lock_guard lock(reloading);
                 host = nullptr;
             }
-        } reloadable_while_serving(reloading, reloadable, host.get());
+        } reloadable_while_serving(reloading, reloadable, host.get(), reload_while_starting, stop);
         status = host->run(stop);
     }
     // Workers finish (or notice their cancellation) before any transport

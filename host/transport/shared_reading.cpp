@@ -42,12 +42,14 @@ bool SharedReading::take_back() {
 }
 
 bool SharedReading::drain() {
-    for (;;) {
+    for (int reads = 0; reads < kMostDrainReads;) {
         pollfd ready{fd_, POLLIN, 0};
         const int polled = ::poll(&ready, 1, 0);
         if (polled < 0 && errno == EINTR) continue;
         if (polled <= 0 || (ready.revents & POLLIN) == 0 || !read_available_()) return false;
+        ++reads;
     }
+    return false;
 }
 
 bool SharedReading::read_until_wanted() {

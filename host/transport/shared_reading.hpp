@@ -22,6 +22,8 @@ public:
     // it reads its next answer itself too; what arrives unasked meanwhile
     // waits at most this long.
     static constexpr std::chrono::milliseconds kIdle{5};
+    // The reads of what the stream still holds once its writer is gone.
+    static constexpr int kMostDrainReads = 64;
 
     // `read_available`: one read of what `fd` holds (it blocks only when
     // nothing is there), each whole message handed on; false at the
@@ -30,6 +32,9 @@ public:
     // `end_fd` (optional): readable once the writer is gone (a process's
     // pidfd): the stream then ends with what `fd` holds, though something
     // else (a daemon the writer started) may keep its writing end open.
+    // Each read takes what is there up to the reader's buffer, and a pipe
+    // holds at most its capacity, so the writer's last words are read in a
+    // few reads; what a daemon writes after them is left.
     SharedReading(int fd, std::function<bool()> read_available, int end_fd = -1);
     ~SharedReading(); // closes the eventfd
     SharedReading(const SharedReading&) = delete;
@@ -57,7 +62,8 @@ public:
 private:
     // Waits until the own thread may read; false once the stream has ended.
     bool take_back();
-    // Once end_fd is readable: hands on what fd holds now; false.
+    // Once end_fd is readable: hands on what fd holds now, in at most
+    // kMostDrainReads reads (a writer that lives on cannot keep it going); false.
     bool drain();
     // The own thread's reading: until a caller waiting alone wants it
     // (true), or the stream's end (false).

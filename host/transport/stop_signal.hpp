@@ -31,10 +31,12 @@ public:
     // As if a signal had arrived; used when the last transport ends by itself.
     void request();
 
+    // As if SIGHUP had arrived: on_reload runs on the reloader's thread.
+    void ask_reload();
+
 private:
     void wait_loop();
     void stop_signal_received(int signal);
-    void ask_reload();
     void reload_loop();
     void reload();
 

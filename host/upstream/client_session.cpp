@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <deque>
 
 namespace gatehouse::upstream {
@@ -509,6 +510,9 @@ void ClientSession::on_server_request(const Json& message, std::size_t bytes, co
                 }
         }
         if (during && !several) {
+            // Counted as held: as text, no shorter than the message it came in.
+            std::string text = params.dump();
+            bytes = std::max(bytes, text.size());
             std::size_t held = 0; // asks not yet handed back, over every request (a parked call's among them)
             for (const auto& [_, p] : pending_)
                 for (const auto& a : p->asked)
@@ -520,7 +524,7 @@ void ClientSession::on_server_request(const Json& message, std::size_t bytes, co
                           std::to_string(bytes) + " more would pass the " +
                           std::to_string(options_.max_held_ask_bytes) + " the host keeps";
             } else {
-                during->asked.push_back({id, method, params.dump(), bytes});
+                during->asked.push_back({id, method, std::move(text), bytes});
                 during->changed.notify_all();
                 return;
             }

@@ -112,12 +112,20 @@ StdioClientTransport::StdioClientTransport(Options options) : options_(std::move
         spdlog::warn("[{}] cannot watch its process's end (pidfd_open: {}); a program it starts that keeps its "
                      "output open can hide its end",
                      options_.family, std::strerror(errno));
-    reading_.emplace(
-        stdout_fd_, [this] { return read_once(); }, exit_fd_);
-    if (!reading_->can_kick())
-        spdlog::warn("[{}] cannot make an eventfd ({}); its calls wait for its output's own reader", options_.family,
-                     std::strerror(errno));
-    log_reader_ = std::thread([this] { copy_log(); });
+    try {
+        reading_.emplace(
+            stdout_fd_, [this] { return read_once(); }, exit_fd_);
+        if (!reading_->can_kick())
+            spdlog::warn("[{}] cannot make an eventfd ({}); its calls wait for its output's own reader",
+                         options_.family, std::strerror(errno));
+        log_reader_ = std::thread([this] { copy_log(); });
+    } catch (...) {
+        // No destructor runs for a half-made transport: the process and its descriptors go here.
+        end_process();
+        for (int fd : {stdout_fd_, stderr_fd_, exit_fd_})
+            if (fd >= 0) ::close(fd);
+        throw;
+    }
 }
 
 StdioClientTransport::~StdioClientTransport() {

@@ -589,8 +589,12 @@ test('a stdio upstream that leaves a daemon of its own holding its output: its e
       assert.ok(Date.now() - began < 5000, `its end was seen after ${Date.now() - began} ms`);
       await host.stderrMatching(/upstream 'hostile' serves again/, 15000);
       assert.notEqual(Number((await call('hostile_pid')).content[0].text), pid);
+      // A server that answers and exits at once: its answer, still in the pipe, is read.
+      const last = await call('hostile_answer_exit');
+      assert.equal(last.content?.[0]?.text, 'said before the end', JSON.stringify(last));
+      await eventually('the third server', () => host.stderr.match(/upstream 'hostile' serves again/g)?.length >= 2, 15000);
       daemons = [...host.stderr.matchAll(/daemon (\d+)/g)].map((m) => Number(m[1]));
-      assert.ok(daemons.length >= 2, host.stderr);
+      assert.ok(daemons.length >= 3, host.stderr);
       process.kill(daemons[0], 0); // the first daemon lives on, holding the first server's output
       // withHost then closes stdin: the host ends the second server, whose
       // daemon holds its output as well, and must exit well before the daemon does.
@@ -983,6 +987,40 @@ test('an upstream removed by SIGHUP while its server holds a re-listing unanswer
         assert.match(host.stderr, /upstream 'slowlist' is no longer configured: it leaves/);
         assert.doesNotMatch(host.stderr, /'slowlist' said its lists changed, but did not list them/);
       });
+  } finally {
+    slow.close();
+    quick.close();
+  }
+});
+
+test('a SIGHUP while the host is still starting is not lost: the re-read runs once it serves', async () => {
+  // Its server/discover is answered (as unknown) only after 2 s: the host's start waits that long for it.
+  let discovering = 0;
+  const slow = await startScriptedUpstream({
+    name: 'slowstart',
+    onCall: (message, req, res) => {
+      if (message.method !== 'server/discover') return false;
+      discovering++;
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'no' } })), 2000);
+      return true;
+    },
+  });
+  const quick = await startScriptedUpstream({ name: 'quick' });
+  try {
+    await withHost({ plugins: ['echo.so'], sections: { upstreams: [{ name: 'slowstart', url: slow.url, connect_timeout_ms: 10000 }] } }, async (host) => {
+      // The host is loading its families, its stop and reload signals already its own.
+      await eventually('the start asking the slow upstream', () => discovering >= 1, 20000);
+      assert.doesNotMatch(host.stderr, /serving MCP over stdio/, 'still starting');
+      const yaml = readFileSync(host.config.file, 'utf8').replace(/\nupstreams: .*\n?/, '\n');
+      writeFileSync(host.config.file, `${yaml}\nupstreams: ${JSON.stringify([{ name: 'slowstart', url: slow.url, connect_timeout_ms: 10000 }, { name: 'quick', url: quick.url }])}\n`);
+      host.child.kill('SIGHUP');
+      await host.stderrMatching(/the host is still starting: the configuration is re-read once it serves/, 10000);
+      await host.stderrMatching(/upstream 'quick' joins \(1 tool\(s\)\)/, 20000);
+      assert.ok(host.stderr.indexOf('serving MCP over stdio') < host.stderr.lastIndexOf("upstream 'quick' joins"));
+      const tools = (await host.modern('tools/list')).result.tools.map((t) => t.name);
+      assert.ok(tools.includes('quick_hello'), String(tools));
+    });
   } finally {
     slow.close();
     quick.close();
