@@ -473,17 +473,19 @@ test('what an upstream asks during a call reaches the agent and goes back; what 
     assert.equal(cancelled.length, 1, 'the server heard its call was cancelled');
   }));
 
-test('what upstream asks hold while their calls wait for the agent is bounded in bytes for each principal, and a call past it is refused and ended upstream', async () => {
-  const held = []; // the calls' answer streams, never answered
-  const answers = []; // what the host sent back for the server's asks
-  const pad = 60000;
+// An HTTP upstream (2025-11-25) whose tool `ask` asks its client for a form
+// on the call's own stream, the form's message `pad` characters long, and
+// never answers: each call waits for its agent. `held` keeps the calls'
+// streams, `answers` what the host posted back.
+async function startAskingUpstream(pad) {
+  const held = [];
+  const answers = [];
   const upstream = await startScriptedUpstream({
     name: 'asking',
     tools: [{ name: 'ask', inputSchema: { type: 'object' } }],
     onNotification: (message) => { answers.push(message); return false; },
     onCall: (message, req, res) => {
       if (message.method !== 'tools/call') return false;
-      // On the call's own stream: a form whose message is 60 KB, and no answer.
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const ask = { jsonrpc: '2.0', id: `ask-${message.id}`, method: 'elicitation/create', params: { message: 'x'.repeat(pad), requestedSchema: { type: 'object', properties: {} } } };
       res.write(`data: ${JSON.stringify(ask)}\n\n`);
@@ -491,6 +493,19 @@ test('what upstream asks hold while their calls wait for the agent is bounded in
       return true;
     },
   });
+  return {
+    url: upstream.url, answers,
+    close() {
+      for (const res of held) res.destroy();
+      upstream.close();
+    },
+  };
+}
+
+test('what upstream asks hold while their calls wait for the agent is bounded in bytes for each principal, and a call past it is refused and ended upstream', async () => {
+  const pad = 60000;
+  const upstream = await startAskingUpstream(pad);
+  const { answers } = upstream;
   try {
     // 64 KiB messages: one principal's waiting calls hold at most 4 of them (256 KiB) in asks.
     await withHost({ plugins: [], sections: { upstreams: [{ name: 'asking', url: upstream.url }], limits: { max_message_bytes: 64 * 1024 } } },
@@ -513,27 +528,13 @@ test('what upstream asks hold while their calls wait for the agent is bounded in
           answers.some((m) => m.method === 'notifications/cancelled' && `ask-${m.params.requestId}` === refusal.id), 5000);
       });
   } finally {
-    for (const res of held) res.destroy();
     upstream.close();
   }
 });
 
 test('what upstream asks hold while their calls wait is bounded for the whole family too: five principals fill it, and the next is refused', async () => {
   const { AuthorizationServer } = await import('./lib/authorization_server.mjs');
-  const held = [];
-  const pad = 60000;
-  const upstream = await startScriptedUpstream({
-    name: 'asking',
-    tools: [{ name: 'ask', inputSchema: { type: 'object' } }],
-    onCall: (message, req, res) => {
-      if (message.method !== 'tools/call') return false;
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const ask = { jsonrpc: '2.0', id: `ask-${message.id}`, method: 'elicitation/create', params: { message: 'x'.repeat(pad), requestedSchema: { type: 'object', properties: {} } } };
-      res.write(`data: ${JSON.stringify(ask)}\n\n`);
-      held.push(res);
-      return true;
-    },
-  });
+  const upstream = await startAskingUpstream(60000);
   const as = await AuthorizationServer.start();
   // 64 KiB messages: the family keeps 1 MiB of asks in all (17 of these), each principal 256 KiB (4).
   const host = await HttpHost.start({
@@ -564,7 +565,6 @@ test('what upstream asks hold while their calls wait is bounded for the whole fa
     assert.match(refused.result.content[0].text, /the calls of family 'asking' that wait for answers hold \d+ bytes of asks, and \d+ more would pass the 1048576 it keeps/);
     assert.equal(kept, 16);
   } finally {
-    for (const res of held) res.destroy();
     await host.stop();
     await as.stop().catch(() => {});
     upstream.close();
