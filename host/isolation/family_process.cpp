@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -288,13 +287,12 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     child->channel = std::make_unique<FrameChannel>(pair[0]);
     child->reading.emplace(pair[0], [this, child = child.get()] { return read_available(*child); });
     child->output_fd = output[0];
-    child->exit_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    child->exit_fd = watch_exit(pid);
     child->output_reader = std::thread([child = child.get()] {
         metrics::copy_lines_to_log(child->output_fd, child->output_log, child->exit_fd);
         ::close(child->output_fd);
     });
     if (child->exit_fd >= 0) {
-        ::fcntl(child->exit_fd, F_SETFD, FD_CLOEXEC);
         child->exit_watch = std::thread([child = child.get()] {
             pollfd ended{child->exit_fd, POLLIN, 0};
             while (::poll(&ended, 1, -1) < 0 && errno == EINTR) {
@@ -342,10 +340,10 @@ std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, st
     return std::nullopt;
 }
 
-int FamilyProcess::reap(Child& child) {
+std::optional<int> FamilyProcess::reap(Child& child) {
     std::lock_guard lock(child.mutex);
+    if (child.pid <= 0) return std::nullopt;
     int status = 0;
-    if (child.pid <= 0) return status;
     signal_all(child.pid);
     ::waitpid(child.pid, &status, 0);
     child.pid = -1;
@@ -359,7 +357,7 @@ std::string FamilyProcess::read_descriptor(Child& child) {
         if (frame->code == 0) return frame->field(0);
         why = frame->field(0);
     }
-    const int status = reap(child);
+    const int status = reap(child).value_or(0);
     child.channel->shut_down();
     child.join();
     if (why.empty()) why = "its process " + describe_exit(status) + " before it offered a descriptor";
@@ -378,7 +376,7 @@ bool FamilyProcess::run_init(Child& child, std::string& error) {
             }
             if (deliver_buffered(child, why)) return true;
         }
-    const int status = reap(child);
+    const int status = reap(child).value_or(0);
     if (why.empty()) why = "its process " + describe_exit(status) + " during init";
     error = why;
     return false;
@@ -501,18 +499,7 @@ void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::s
     // child that closed its socket and lives on, is ended here; and
     // whatever the plugin started and left behind goes too. A child that
     // ended already keeps the status it ended with.
-    int status = 0;
-    bool reaped = false;
-    {
-        std::lock_guard lock(child->mutex);
-        if (child->pid > 0) {
-            signal_all(child->pid);
-            ::waitpid(child->pid, &status, 0);
-            child->pid = -1;
-            reaped = true;
-        }
-    }
-    if (reaped && reason.empty()) reason = "its process " + describe_exit(status);
+    if (const auto status = reap(*child); status && reason.empty()) reason = "its process " + describe_exit(*status);
     // The crash is counted, and the restart scheduled, before any call
     // learns the child is gone: an agent told FAMILY_CRASHED that then reads
     // the metrics or the status sees the crash it was told of.

@@ -109,8 +109,9 @@ private:
     // the timeout); nothing with `why` empty when its stream ends.
     std::optional<Frame> await_frame(Child& child, FrameType type, std::chrono::milliseconds timeout,
                                      const char* not_in_time, std::string& why);
-    // Kills the child and waits for it; its wait status.
-    int reap(Child& child);
+    // Kills the child and its group and waits for it: its wait status, or
+    // nothing when it was reaped already. Under its mutex, so never a reused pid.
+    std::optional<int> reap(Child& child);
     // Sends a frame to a child whose reader runs; kills a child that takes
     // nothing for kSendStall. False when it was not sent.
     bool send(Child& child, Frame frame);

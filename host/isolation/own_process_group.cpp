@@ -1,6 +1,8 @@
 #include "isolation/own_process_group.hpp"
 
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 
@@ -30,6 +32,10 @@ std::map<std::string, std::string> basic_environment() {
     for (const char* name : {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR"})
         if (const char* value = std::getenv(name)) env[name] = value;
     return env;
+}
+
+int watch_exit(pid_t pid) {
+    return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 }
 
 } // namespace gatehouse::isolation

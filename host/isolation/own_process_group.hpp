@@ -1,6 +1,7 @@
 #pragma once
 
 #include <spawn.h>
+#include <sys/types.h>
 
 #include <map>
 #include <string>
@@ -29,5 +30,11 @@ private:
 // without being trusted with it: enough to find and run a program, nothing
 // that could hold the host's own secrets; each that is set, by name.
 std::map<std::string, std::string> basic_environment();
+
+// A descriptor that becomes readable once `pid` (a child the host started
+// and has not reaped) has ended, whatever it left holding its pipes or
+// socket: its pidfd, close-on-exec as every pidfd is. -1 with errno set
+// where the kernel offers none.
+int watch_exit(pid_t pid);
 
 } // namespace gatehouse::isolation

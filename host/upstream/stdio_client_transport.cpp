@@ -9,7 +9,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,10 +104,8 @@ StdioClientTransport::StdioClientTransport(Options options) : options_(std::move
     ::fcntl(stdin_fd_, F_SETFL, ::fcntl(stdin_fd_, F_GETFL) | O_NONBLOCK);
     stdout_fd_ = out[0];
     stderr_fd_ = err[0];
-    exit_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
-    if (exit_fd_ >= 0)
-        ::fcntl(exit_fd_, F_SETFD, FD_CLOEXEC);
-    else
+    exit_fd_ = isolation::watch_exit(pid_);
+    if (exit_fd_ < 0)
         spdlog::warn("[{}] cannot watch its process's end (pidfd_open: {}); a program it starts that keeps its "
                      "output open can hide its end",
                      options_.family, std::strerror(errno));
