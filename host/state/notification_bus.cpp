@@ -1,5 +1,7 @@
 #include "state/notification_bus.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <vector>
 
 namespace gatehouse::state {
@@ -33,8 +35,13 @@ void NotificationBus::deliver(const Change& change) {
         for (const auto& [_, listener] : listeners_)
             targets.push_back(listener);
     }
+    // One listener's fault costs it this change; the others still hear it.
     for (const auto& listener : targets)
-        listener(change);
+        try {
+            listener(change);
+        } catch (const std::exception& e) {
+            spdlog::warn("bus: a listener failed on a change: {}", e.what());
+        }
 }
 
 void NotificationBus::deliver(const SessionMessage& message) {

@@ -110,7 +110,14 @@ private:
                 }
                 auto message = current()->receive();
                 if (!message) return; // interrupted: stopping
-                on_message(*message);
+                try {
+                    on_message(*message);
+                } catch (const std::exception& e) {
+                    // Anyone who may PUBLISH on this Redis reaches every
+                    // instance here: what one message (or a listener it
+                    // reached) throws costs that message, never the host.
+                    spdlog::warn("bus: dropped a message that could not be handled: {}", e.what());
+                }
             } catch (const BackendError& e) {
                 if (stopping_) return;
                 spdlog::error("bus: {}", e.what());
@@ -132,14 +139,20 @@ private:
     }
 
     // ["message", channel, payload]; subscribe confirmations are skipped.
+    // The payload is whatever was published on the channel: this instance's
+    // peers write it, but nothing else is trusted about it. A message with a
+    // member that is not text where text belongs is dropped (json::value
+    // would throw on it).
     void on_message(const RedisValue& message) {
         if (message.type != RedisValue::Type::array || message.items.size() != 3 || message.items[0].text != "message")
             return;
-        json body = json::parse(message.items[2].text, nullptr, false);
-        if (!body.is_object() || body.value("o", "") == origin_) return;
+        const json body = json::parse(message.items[2].text, nullptr, false);
+        if (!body.is_object()) return;
+        for (const char* key : {"o", "k", "u", "d", "s", "m"})
+            if (const auto it = body.find(key); it != body.end() && !it->is_string()) return;
+        if (body.value("o", "") == origin_) return;
         if (body.contains("s")) {
-            if (body["s"].is_string() && body["m"].is_string())
-                deliver(SessionMessage{body["s"].get<std::string>(), body["m"].get<std::string>()});
+            if (body.contains("m")) deliver(SessionMessage{body["s"].get<std::string>(), body["m"].get<std::string>()});
             return;
         }
         const auto kind = kind_named(body.value("k", ""));

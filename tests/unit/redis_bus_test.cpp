@@ -5,6 +5,7 @@
 // list may have changed meanwhile.
 #include "redis_server.hpp"
 #include "state/notification_bus.hpp"
+#include "state/redis_client.hpp"
 #include "state/state_backend.hpp"
 
 #include <catch2/catch.hpp>
@@ -141,6 +142,33 @@ TEST_CASE("redis bus: Redis gone and back: trouble is reported, the bus resubscr
         a->publish({state::Change::Kind::prompts_list, {}});
         return on_b.count() > before;
     }));
+}
+
+TEST_CASE("redis bus: a message of the wrong shape, or a listener that throws, costs that message only",
+          "[state][redis][bus]") {
+    RedisServer server;
+    Heard heard;
+    auto bus = state::make_redis_bus(server.settings("cluster:"));
+    listen(*bus, heard);
+    // Whoever may PUBLISH on the channel: members of every other type where
+    // text is expected. Each used to throw out of the listener thread and
+    // end the process (and every instance with it).
+    state::RedisClient hostile(server.settings("cluster:"));
+    for (const char* payload : {R"({"o":1})", R"({"k":["tools"]})", R"({"k":"resource","u":5})",
+                                R"({"k":"resource","u":"x","d":{}})", R"({"s":"x","m":{}})", R"([1,2])", "not json"})
+        hostile.command({"PUBLISH", "cluster:bus", payload});
+    hostile.command({"PUBLISH", "cluster:bus", R"({"o":"elsewhere","k":"resource","u":"test://after"})"});
+    REQUIRE(eventually([&] { return heard.count() == 1; }));
+    {
+        std::lock_guard lock(heard.mutex);
+        CHECK(heard.changes[0].uri == "test://after");
+    }
+    // A listener that throws costs itself the change: the others hear it, and the next.
+    bus->subscribe([](const state::Change&) { throw std::runtime_error("a listener's own fault"); });
+    hostile.command({"PUBLISH", "cluster:bus", R"({"o":"elsewhere","k":"tools"})"});
+    hostile.command({"PUBLISH", "cluster:bus", R"({"o":"elsewhere","k":"prompts"})"});
+    CHECK(eventually([&] { return heard.count() == 3; }));
+    CHECK(bus->shared());
 }
 
 TEST_CASE("redis bus: a Redis that is not there stops the start", "[state][redis][bus]") {
