@@ -10,6 +10,16 @@ namespace {
 // Everything in the process: lost on restart, which is the point of it.
 class MemoryBackend final : public StateBackend {
 public:
+    // When an entry written now with `ttl` expires. A TTL past what the
+    // clock can count (a plugin's "a very long time") is never: now + ttl
+    // would overflow and expire it at once.
+    static Clock::time_point expiry(std::chrono::milliseconds ttl) {
+        const auto now = Clock::now();
+        if (ttl >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now))
+            return Clock::time_point::max();
+        return now + ttl;
+    }
+
     std::optional<std::string> get(std::string_view key) override {
         std::lock_guard lock(mutex_);
         auto it = entries_.find(key);
@@ -23,7 +33,7 @@ public:
 
     void put(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) override {
         std::lock_guard lock(mutex_);
-        Entry e{std::string(value), ttl.count() > 0 ? Clock::now() + ttl : Clock::time_point::max()};
+        Entry e{std::string(value), ttl.count() > 0 ? expiry(ttl) : Clock::time_point::max()};
         entries_.insert_or_assign(std::string(key), std::move(e));
     }
 
@@ -32,7 +42,7 @@ public:
         std::lock_guard lock(mutex_);
         auto it = entries_.find(key);
         if (it == entries_.end() || expired(it->second) || it->second.value != expected) return false;
-        it->second = Entry{std::string(value), ttl.count() > 0 ? Clock::now() + ttl : Clock::time_point::max()};
+        it->second = Entry{std::string(value), ttl.count() > 0 ? expiry(ttl) : Clock::time_point::max()};
         return true;
     }
 

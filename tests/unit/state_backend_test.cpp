@@ -5,6 +5,8 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -43,6 +45,24 @@ TEMPLATE_TEST_CASE("take answers a live value once, then nothing", "[state]", st
         backend->put("code/abc", "session-3", 60000ms);
         CHECK(backend->take("code/abc") == std::optional<std::string>("session-3"));
     }
+}
+
+TEMPLATE_TEST_CASE("a TTL longer than the clock can count keeps the value", "[state]", std::true_type,
+                   std::false_type) {
+    const bool memory = TestType::value;
+    test::TempDir dir;
+    auto backend =
+        memory ? state::make_memory_backend() : state::make_sqlite_backend((dir.path() / "state.sqlite3").string());
+    // What a plugin's "a very long time" becomes (host_api caps a TTL at
+    // INT64_MAX / 2 ms): in nanoseconds past now it overflows, which once
+    // expired the value at once.
+    const std::chrono::milliseconds forever(std::numeric_limits<std::int64_t>::max() / 2);
+    backend->put("long/put", "kept", forever);
+    CHECK(backend->get("long/put") == std::optional<std::string>("kept"));
+    backend->put("long/replaced", "first", 0ms);
+    REQUIRE(backend->replace("long/replaced", "first", "second", forever));
+    CHECK(backend->get("long/replaced") == std::optional<std::string>("second"));
+    CHECK(backend->take("long/put") == std::optional<std::string>("kept"));
 }
 
 TEST_CASE("memory take: many threads, one winner per key", "[state]") {
