@@ -38,17 +38,36 @@ struct LegacyHttpSessions::Sharing {
     static std::string key(const std::string& id) { return "legacy-session/" + id; }
 
     // Written with the idle expiry, so a session nobody uses goes by itself
-    // on every instance. `tell`: the instances holding a copy resume it.
-    void save(const std::string& id, const std::string& owner, protocol::Connection& connection, bool tell) {
-        Json record = {{"owner", owner}, {"handshake", protocol::McpServer::legacy_record(connection)}};
+    // on every instance.
+    void save(const std::string& id, const std::string& owner, protocol::Connection& connection) {
+        const Json record = {{"owner", owner}, {"handshake", protocol::McpServer::legacy_record(connection)}};
         records.put(key(id), record.dump(), idle);
-        if (tell) bus.relay({id, Json{{"record", std::move(record)}}.dump()});
+    }
+
+    // The handshake of a session that exists changed (a request on this
+    // instance set its log level or subscriptions): written over the record
+    // only while it is still there, so a request that ends after the
+    // session's DELETE (on any instance) does not bring the session back.
+    // The instances holding a copy resume it.
+    void update(const std::string& id, const std::string& owner, protocol::Connection& connection) {
+        Json record = {{"owner", owner}, {"handshake", protocol::McpServer::legacy_record(connection)}};
+        const std::string text = record.dump();
+        for (int attempt = 0; attempt < 3; ++attempt) {
+            const auto current = records.get(key(id));
+            if (!current) return;
+            if (records.replace(key(id), *current, text, idle)) {
+                bus.relay({id, Json{{"record", std::move(record)}}.dump()});
+                return;
+            }
+        }
+        spdlog::warn(
+            "2025-11-25 session: its record kept changing under this write; the change stays on this instance");
     }
 
     void hook(const std::shared_ptr<Sharing>& self, const std::string& id, const std::string& owner,
               protocol::Connection& connection) {
         connection.handshake_changed = [weak = std::weak_ptr<Sharing>(self), id, owner](protocol::Connection& c) {
-            if (auto sharing = weak.lock()) sharing->save(id, owner, c, true);
+            if (auto sharing = weak.lock()) sharing->update(id, owner, c);
         };
     }
 };
@@ -129,7 +148,7 @@ std::optional<std::string> LegacyHttpSessions::open(std::shared_ptr<protocol::Co
     if (sharing_) {
         sharing_->hook(sharing_, id, owner, *connection);
         try {
-            sharing_->save(id, owner, *connection, false);
+            sharing_->save(id, owner, *connection);
         } catch (...) {
             std::lock_guard lock(mutex_);
             if (auto it = sessions_.find(id); it != sessions_.end()) erase(it);
@@ -189,10 +208,12 @@ std::shared_ptr<protocol::Connection> LegacyHttpSessions::find_shared(const std:
             touch = true;
         }
     }
-    sharing_->server.resume_legacy(*connection, record["handshake"]);
+    sharing_->server.resume_legacy(*connection, record.value("handshake", Json()));
     if (touch) {
+        // Only over the text read above: a record changed meanwhile (another
+        // instance saved a subscription) or erased (a DELETE) stays as it is.
         try {
-            sharing_->records.put(Sharing::key(id), *text, sharing_->idle);
+            sharing_->records.replace(Sharing::key(id), *text, *text, sharing_->idle);
         } catch (const state::BackendError& e) {
             spdlog::warn("2025-11-25 session: cannot renew a record's expiry: {}", e.what());
         }
@@ -204,7 +225,8 @@ bool LegacyHttpSessions::close(const std::string& id, const std::string& owner) 
     if (sharing_) {
         const auto text = sharing_->records.get(Sharing::key(id));
         const Json record = text ? Json::parse(*text, nullptr, false) : Json();
-        if (!record.is_object() || record.value("owner", "") != owner) return false;
+        const auto record_owner = record.is_object() ? record.find("owner") : record.end();
+        if (record_owner == record.end() || *record_owner != owner) return false;
         sharing_->records.erase(Sharing::key(id));
         sharing_->bus.relay({id, R"({"closed":true})"});
     }
@@ -235,7 +257,7 @@ void LegacyHttpSessions::on_relayed(const state::SessionMessage& message) {
         connection = it->second.connection;
     }
     if (const auto record = body.find("record"); record != body.end() && record->is_object()) {
-        sharing_->server.resume_legacy(*connection, (*record)["handshake"]);
+        sharing_->server.resume_legacy(*connection, record->value("handshake", Json()));
     } else if (const auto client = body.find("client"); client != body.end() && client->is_object()) {
         // A response resolves the request of ours waiting for it; a
         // cancellation stops the request of ours it names. Either is
