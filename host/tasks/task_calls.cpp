@@ -203,8 +203,9 @@ Json TaskCalls::start(Request& request, Start start) {
 
 void TaskCalls::submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal,
                              std::shared_ptr<const plugins::ToolRegistry> registry) {
-    const bool queued = runner_.run(
-        id, [this, id, &tool, principal, registry](RoundControl& control) { round(control, id, tool, principal); });
+    const bool queued = runner_.run(id, [this, id, &tool, principal, registry](RoundControl& control) {
+        round(control, id, tool, principal, registry);
+    });
     if (queued) return;
     store_.update(id, [](TaskRecord& r) {
         if (terminal(r.status)) return false;
@@ -217,7 +218,7 @@ void TaskCalls::submit_round(const std::string& id, const plugins::Tool& tool, c
 }
 
 void TaskCalls::round(RoundControl& control, const std::string& id, const plugins::Tool& tool,
-                      const auth::Principal& principal) {
+                      const auth::Principal& principal, const std::shared_ptr<const plugins::ToolRegistry>& registry) {
     // The round's input leaves the record as the round takes it.
     std::optional<TaskRecord> taken;
     Json answers;
@@ -264,7 +265,10 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
         metrics::LogScope scope(&request.trace);
         {
             std::lock_guard lock(control.refusal_mutex);
-            control.authorised = [&tool_call = tool_call_, tool = &tool, principal, arguments = taken->arguments] {
+            // The registry goes with the check: the lease watcher may run it
+            // as the round ends, and the tool is the registry's.
+            control.authorised = [&tool_call = tool_call_, tool = &tool, registry, principal,
+                                  arguments = taken->arguments] {
                 return tool_call.gate_refusal(*tool, principal, arguments);
             };
         }
@@ -298,7 +302,11 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
                                    r.result["structuredContent"].value("code", std::string("REFUSED")) + ").";
                 return true;
             }
-            if (cancel_first || (outcome.cancelled && (why == StopReason::client || r.cancel_requested))) {
+            // A round that stopped on a cancellation, or asked for input after
+            // one was requested (its plugin did not look), ends the task cancelled.
+            const bool cancel_asked = why == StopReason::client || r.cancel_requested;
+            if (cancel_first ||
+                (cancel_asked && (outcome.cancelled || outcome.kind == protocol::TaskRound::Kind::input_required))) {
                 r.status = Status::cancelled;
                 r.status_message = "Cancelled by the client.";
                 return true;
@@ -312,7 +320,8 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
                                            "' was stopped: it ran longer than this server lets a "
                                            "task run (tasks.max_run_ms: " +
                                            std::to_string(settings.max_run_ms) + " ms).");
-                } else if (outcome.body.dump().size() > settings.max_result_bytes) {
+                } else if (outcome.body.dump(-1, ' ', false, Json::error_handler_t::replace).size() >
+                           settings.max_result_bytes) {
                     r.result = refused(gate::refusal_code::result_too_large,
                                        "Tool '" + tool.name +
                                            "' finished, but its result is larger than this "
@@ -536,7 +545,9 @@ bool TaskCalls::cancel_task(const std::string& id, const std::string& owner) {
     store_.update(id, [&](TaskRecord& r) {
         running = false;
         unfinished = r.owner == owner && !terminal(r.status);
-        if (!unfinished || r.cancel_requested) return false;
+        if (!unfinished) return false;
+        // Before the test of an earlier cancellation: a round that asked for
+        // input after one was requested left the task waiting, with the flag set.
         if (r.status == Status::input_required) {
             r.status = Status::cancelled;
             r.status_message = "Cancelled by the client.";
@@ -544,6 +555,7 @@ bool TaskCalls::cancel_task(const std::string& id, const std::string& owner) {
             r.plugin_keys = Json::object();
             return true;
         }
+        if (r.cancel_requested) return false;
         r.cancel_requested = true;
         r.status_message = "Cancelling at the client's request.";
         running = true;

@@ -62,7 +62,7 @@ private:
     void submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal,
                       std::shared_ptr<const plugins::ToolRegistry> registry);
     void round(RoundControl& control, const std::string& id, const plugins::Tool& tool,
-               const auth::Principal& principal);
+               const auth::Principal& principal, const std::shared_ptr<const plugins::ToolRegistry>& registry);
     // Counts, audits and exports one round as a tool call of its own.
     void observe_round(const protocol::Request& request, const plugins::Tool& tool,
                        const protocol::TaskRound& outcome) const;

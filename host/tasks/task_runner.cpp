@@ -57,7 +57,10 @@ bool TaskRunner::run(const std::string& id, Round round) {
         std::lock_guard lock(mutex_);
         if (stopping_) return false;
         start_threads();
-        Held& h = held_[id];
+        // A control of its own for every round: the previous round of the
+        // same task may still be writing its outcome, and its end must not
+        // take this round's entry with it (work() erases by control).
+        Held& h = held_.insert_or_assign(id, Held{}).first->second;
         h.round = std::move(round);
         h.renewed_ms = now_ms();
         queue_.push_back(id);
