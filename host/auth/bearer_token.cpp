@@ -1,5 +1,7 @@
 #include "auth/bearer_token.hpp"
 
+#include "protocol/ascii_case.hpp"
+
 #include <cctype>
 
 namespace gatehouse::auth {
@@ -44,7 +46,7 @@ BearerToken find_bearer_token(std::optional<std::string_view> authorization, std
     constexpr std::string_view scheme = "bearer ";
     bool is_bearer = value.size() > scheme.size();
     for (std::size_t i = 0; is_bearer && i < scheme.size(); ++i)
-        is_bearer = std::tolower(static_cast<unsigned char>(value[i])) == scheme[i];
+        is_bearer = protocol::ascii_lower(value[i]) == scheme[i];
     if (!is_bearer) {
         out.found = BearerToken::Found::malformed;
         out.problem = "the Authorization header is not 'Bearer <token>'";

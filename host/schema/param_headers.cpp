@@ -1,5 +1,7 @@
 #include "schema/param_headers.hpp"
 
+#include "protocol/ascii_case.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
@@ -15,12 +17,6 @@ bool token_text(std::string_view text) {
     return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
         return std::isalnum(c) || extra.find(static_cast<char>(c)) != std::string_view::npos;
     });
-}
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
 }
 
 void collect(const nlohmann::json& schema, std::vector<std::string>& path, std::vector<ParamHeader>& out) {
@@ -40,9 +36,9 @@ void collect(const nlohmann::json& schema, std::vector<std::string>& path, std::
             if (!primitive)
                 throw std::invalid_argument("x-mcp-header at " + where +
                                             " annotates a property whose type is not string, integer or boolean");
-            const std::string key = lower(h->get_ref<const std::string&>());
+            const std::string key = protocol::ascii_lowercase(h->get_ref<const std::string&>());
             for (const auto& seen : out)
-                if (lower(seen.name) == key)
+                if (protocol::ascii_lowercase(seen.name) == key)
                     throw std::invalid_argument("x-mcp-header '" + h->get<std::string>() + "' is used twice");
             out.push_back({h->get<std::string>(), path});
         }

@@ -1,17 +1,13 @@
 #include "transport/http_access.hpp"
 
+#include "protocol/ascii_case.hpp"
+
 #include <algorithm>
 #include <cctype>
 
 namespace gatehouse::transport {
 
 namespace {
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
-}
 
 const std::vector<std::string> kLoopbackNames{"localhost", "127.0.0.1", "[::1]"};
 
@@ -20,10 +16,10 @@ const std::vector<std::string> kLoopbackNames{"localhost", "127.0.0.1", "[::1]"}
 std::string host_without_port(std::string_view host) {
     if (!host.empty() && host.front() == '[') {
         const auto close = host.find(']');
-        return lower(close == std::string_view::npos ? host : host.substr(0, close + 1));
+        return protocol::ascii_lowercase(close == std::string_view::npos ? host : host.substr(0, close + 1));
     }
     const auto colon = host.find(':');
-    return lower(colon == std::string_view::npos ? host : host.substr(0, colon));
+    return protocol::ascii_lowercase(colon == std::string_view::npos ? host : host.substr(0, colon));
 }
 
 bool is_loopback_address(std::string_view address) {
@@ -39,10 +35,10 @@ HttpAccess::HttpAccess(const config::HttpSettings& settings) : loopback_(is_loop
                                        ? "[" + settings.listen_host + "]"
                                        : settings.listen_host;
         // Listening on every interface names no host; the operator must list them.
-        if (listen != "0.0.0.0" && listen != "[::]") hosts_.push_back(lower(listen));
+        if (listen != "0.0.0.0" && listen != "[::]") hosts_.push_back(protocol::ascii_lowercase(listen));
     }
     for (const auto& o : settings.allowed_origins) {
-        std::string origin = lower(o);
+        std::string origin = protocol::ascii_lowercase(o);
         while (!origin.empty() && origin.back() == '/')
             origin.pop_back();
         origins_.push_back(origin);
@@ -56,7 +52,7 @@ bool HttpAccess::host_allowed(std::string_view host_header) const {
 }
 
 bool HttpAccess::origin_allowed(std::string_view origin) const {
-    const std::string o = lower(origin);
+    const std::string o = protocol::ascii_lowercase(origin);
     if (std::find(origins_.begin(), origins_.end(), o) != origins_.end()) return true;
     if (!loopback_) return false;
     // A page served from this machine may call a loopback host.

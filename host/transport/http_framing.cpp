@@ -1,26 +1,19 @@
 #include "transport/http_framing.hpp"
 
+#include "protocol/ascii_case.hpp"
+
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <string_view>
 #include <vector>
 
 namespace gatehouse::transport {
 
 namespace http = boost::beast::http;
+using protocol::equals_ignoring_ascii_case;
+using protocol::starts_with_ignoring_ascii_case;
 
 namespace {
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
-               return std::tolower(x) == std::tolower(y);
-           });
-}
-
-bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
-    return text.size() >= prefix.size() && equals_ignoring_case(text.substr(0, prefix.size()), prefix);
-}
 
 std::string_view view(boost::beast::string_view text) {
     return {text.data(), text.size()};
@@ -57,7 +50,7 @@ std::optional<HeaderRefusal> refuse_transfer_encoding(const http::request_header
             start = comma + 1;
         }
     }
-    const auto chunked = [](std::string_view c) { return equals_ignoring_case(c, "chunked"); };
+    const auto chunked = [](std::string_view c) { return equals_ignoring_ascii_case(c, "chunked"); };
     if (codings.size() == 1 && chunked(codings.front())) return std::nullopt;
     if (codings.empty() || !chunked(codings.back()) || std::count_if(codings.begin(), codings.end(), chunked) > 1)
         return HeaderRefusal{400, "Transfer-Encoding '" + sent +
@@ -86,16 +79,17 @@ std::optional<HeaderRefusal> refuse_repeated_header(const http::request_header<h
         case http::field::content_type: bit = 1u << 3, name = "Content-Type"; break;
         case http::field::unknown: {
             const std::string_view sent = view(field.name_string());
-            if (!starts_with_ignoring_case(sent, "mcp-")) continue;
-            if (starts_with_ignoring_case(sent, "mcp-param-")) {
-                const auto earlier = std::find_if(params.begin(), params.end(),
-                                                  [&](std::string_view p) { return equals_ignoring_case(p, sent); });
+            if (!starts_with_ignoring_ascii_case(sent, "mcp-")) continue;
+            if (starts_with_ignoring_ascii_case(sent, "mcp-param-")) {
+                const auto earlier = std::find_if(params.begin(), params.end(), [&](std::string_view p) {
+                    return equals_ignoring_ascii_case(p, sent);
+                });
                 if (earlier != params.end()) return twice(*earlier);
                 params.push_back(sent);
                 continue;
             }
             for (std::size_t i = 0; i < kMcpSingletons.size(); ++i)
-                if (equals_ignoring_case(sent, kMcpSingletons[i])) {
+                if (equals_ignoring_ascii_case(sent, kMcpSingletons[i])) {
                     bit = 1u << (4 + i);
                     name = kMcpSingletons[i];
                 }

@@ -1,17 +1,14 @@
 #include "transport/http_media_types.hpp"
 
+#include "protocol/ascii_case.hpp"
+
 #include <algorithm>
-#include <cctype>
 
 namespace gatehouse::transport {
 
 namespace {
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
-               return std::tolower(x) == std::tolower(y);
-           });
-}
+using protocol::equals_ignoring_ascii_case;
 
 std::string_view trim(std::string_view text) {
     while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
@@ -29,7 +26,8 @@ bool weight_refuses(std::string_view parameters) {
         const std::string_view parameter = trim(parameters.substr(0, semicolon));
         parameters = semicolon == std::string_view::npos ? std::string_view() : parameters.substr(semicolon + 1);
         const auto equals = parameter.find('=');
-        if (equals == std::string_view::npos || !equals_ignoring_case(trim(parameter.substr(0, equals)), "q")) continue;
+        if (equals == std::string_view::npos || !equals_ignoring_ascii_case(trim(parameter.substr(0, equals)), "q"))
+            continue;
         const std::string_view weight = trim(parameter.substr(equals + 1));
         return !weight.empty() &&
                std::all_of(weight.begin(), weight.end(), [](char c) { return c == '0' || c == '.'; });
@@ -41,7 +39,7 @@ bool weight_refuses(std::string_view parameters) {
 
 bool is_json_media_type(std::string_view content_type) {
     const std::string_view type = trim(content_type.substr(0, content_type.find(';')));
-    return equals_ignoring_case(type, "application/json");
+    return equals_ignoring_ascii_case(type, "application/json");
 }
 
 AcceptedAnswers accepted_answers(std::optional<std::string_view> accept) {
@@ -64,16 +62,16 @@ AcceptedAnswers accepted_answers(std::optional<std::string_view> accept) {
         const std::string_view type = trim(range.substr(0, semicolon));
         if (type.empty()) continue;
         const bool accepts = semicolon == std::string_view::npos || !weight_refuses(range.substr(semicolon + 1));
-        if (equals_ignoring_case(type, "*/*")) {
+        if (equals_ignoring_ascii_case(type, "*/*")) {
             json.consider(1, accepts);
             event_stream.consider(1, accepts);
-        } else if (equals_ignoring_case(type, "application/*")) {
+        } else if (equals_ignoring_ascii_case(type, "application/*")) {
             json.consider(2, accepts);
-        } else if (equals_ignoring_case(type, "text/*")) {
+        } else if (equals_ignoring_ascii_case(type, "text/*")) {
             event_stream.consider(2, accepts);
-        } else if (equals_ignoring_case(type, "application/json")) {
+        } else if (equals_ignoring_ascii_case(type, "application/json")) {
             json.consider(3, accepts);
-        } else if (equals_ignoring_case(type, "text/event-stream")) {
+        } else if (equals_ignoring_ascii_case(type, "text/event-stream")) {
             event_stream.consider(3, accepts);
         }
     }

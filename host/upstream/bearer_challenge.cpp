@@ -1,5 +1,7 @@
 #include "upstream/bearer_challenge.hpp"
 
+#include "protocol/ascii_case.hpp"
+
 #include <cctype>
 #include <optional>
 
@@ -13,13 +15,7 @@ bool token_char(char c) {
            std::string_view("!#$%&'*+-.^_`|~/").find(c) != std::string_view::npos;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-            return false;
-    return true;
-}
+using protocol::equals_ignoring_ascii_case;
 
 // Reads the header left to right: schemes, their name=value parameters.
 class Reader {
@@ -111,7 +107,7 @@ BearerChallenge BearerChallenge::parse(std::string_view header) {
                 after_scheme = false;
                 continue;
             }
-            in_bearer = iequals(name, "Bearer");
+            in_bearer = equals_ignoring_ascii_case(name, "Bearer");
             after_scheme = true;
             continue;
         }
@@ -119,11 +115,11 @@ BearerChallenge BearerChallenge::parse(std::string_view header) {
         const auto value = r.value();
         if (!value) break;
         if (!in_bearer || value->size() > kMaxValue) continue;
-        if (iequals(name, "error"))
+        if (equals_ignoring_ascii_case(name, "error"))
             out.error = *value;
-        else if (iequals(name, "scope"))
+        else if (equals_ignoring_ascii_case(name, "scope"))
             out.scope = *value;
-        else if (iequals(name, "resource_metadata"))
+        else if (equals_ignoring_ascii_case(name, "resource_metadata"))
             out.resource_metadata = *value;
     }
     return out;

@@ -1,5 +1,6 @@
 #include "upstream/client_credentials.hpp"
 
+#include "protocol/ascii_case.hpp"
 #include "protocol/utf8_text.hpp"
 
 #include <nlohmann/json.hpp>
@@ -94,14 +95,6 @@ bool header_safe(const std::string& token) {
     for (unsigned char c : token)
         if (c <= 0x20 || c >= 0x7f) return false;
     return true;
-}
-
-bool iequals(const std::string& a, const char* b) {
-    std::size_t i = 0;
-    for (; i < a.size() && b[i]; ++i)
-        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-            return false;
-    return i == a.size() && !b[i];
 }
 
 } // namespace
@@ -345,7 +338,7 @@ void ClientCredentials::fetch() {
         throw refuse("holds an access_token that is over " + std::to_string(kMaxTokenBytes) +
                      " bytes or holds characters a header may not");
     if (auto type = answer.find("token_type"); type != answer.end())
-        if (!type->is_string() || !iequals(type->get<std::string>(), "bearer"))
+        if (!type->is_string() || !protocol::equals_ignoring_ascii_case(type->get_ref<const std::string&>(), "bearer"))
             throw refuse("gives a token of type " + shown_text(*type) + ", not a Bearer token");
     Clock::duration lifetime = std::chrono::hours(24 * 365); // no expires_in: kept until refused
     if (auto expires = answer.find("expires_in"); expires != answer.end() && expires->is_number())
