@@ -10,6 +10,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/container/small_vector.hpp>
 #include <boost/beast/http/status.hpp>
 #include <spdlog/spdlog.h>
 
@@ -246,9 +247,20 @@ std::string_view auth_failure_reason(auth::TokenVerdict::Kind kind) {
 }
 
 // The status line, and the instance's name when http.instance_name is set.
-std::string status_line(int status, const std::string& instance_header) {
+// An answer's head as far as its own headers: the status line and the
+// instance's header, in one string sized for `more` bytes of headers after
+// them, so the head is built with one allocation.
+std::string status_line(int status, const std::string& instance_header, std::size_t more = 96) {
     const auto reason = http::obsolete_reason(static_cast<http::status>(status));
-    return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) + "\r\n" + instance_header;
+    std::string out;
+    out.reserve(16 + reason.size() + instance_header.size() + more);
+    out += "HTTP/1.1 ";
+    out += std::to_string(status);
+    out += ' ';
+    out.append(reason.data(), reason.size());
+    out += "\r\n";
+    out += instance_header;
+    return out;
 }
 
 } // namespace
@@ -1038,14 +1050,13 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
         // Refusals keep their status and come as JSON, whatever Accept says
         // (RFC 9110 §12.5.1 lets an error ignore it).
         if (!must_stream_ || status != 200) {
-            respond_json(status, encoded, session_header_ + headers);
+            respond_json(status, std::move(encoded), session_header_, headers);
             return;
         }
         // A lone result needs no stream slot: the stream ends with it.
         start_stream(headers);
     }
-    write(sse_event(encoded));
-    write("0\r\n\r\n");
+    write(sse_event(encoded), "0\r\n\r\n");
     finish_exchange();
 }
 
@@ -1114,14 +1125,17 @@ void HttpConnection::peer_gone() {
 
 // ---------------------------------------------------------------- writing
 
-void HttpConnection::respond_json(int status, const std::string& body, const std::string& extra_headers) {
-    std::string out = status_line(status, service_.instance_header);
-    out += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-    out += extra_headers;
-    if (!keep_alive_) out += "Connection: close\r\n";
-    out += "\r\n";
-    out += body;
-    write(std::move(out));
+void HttpConnection::respond_json(int status, std::string body, std::string_view extra_headers,
+                                  std::string_view more_headers) {
+    std::string head = status_line(status, service_.instance_header, 96 + extra_headers.size() + more_headers.size());
+    head += "Content-Type: application/json\r\nContent-Length: ";
+    head += std::to_string(body.size());
+    head += "\r\n";
+    head += extra_headers;
+    head += more_headers;
+    if (!keep_alive_) head += "Connection: close\r\n";
+    head += "\r\n";
+    write(std::move(head), std::move(body));
     finish_exchange();
 }
 
@@ -1190,22 +1204,31 @@ void HttpConnection::respond_status(int status, const std::string& text, const s
 }
 
 void HttpConnection::write(std::string bytes) {
-    if (phase_ == Phase::closed) return;
+    if (queue(std::move(bytes)) && !writing_) do_write();
+}
+
+// Both parts leave in the same gather write (an answer's head and body).
+void HttpConnection::write(std::string first, std::string second) {
+    if (queue(std::move(first)) && queue(std::move(second)) && !writing_) do_write();
+}
+
+bool HttpConnection::queue(std::string bytes) {
+    if (phase_ == Phase::closed) return false;
     queued_bytes_ += bytes.size();
     writes_.push_back(std::move(bytes));
     if (queued_bytes_ > kMaxQueuedBytes) {
         spdlog::warn("http: a client stopped reading its stream; dropping the connection");
         peer_gone();
-        return;
+        return false;
     }
-    if (!writing_) do_write();
+    return true;
 }
 
 void HttpConnection::do_write() {
     writing_ = true;
-    // Everything queued goes out in one gather write.
-    std::vector<net::const_buffer> buffers;
-    buffers.reserve(writes_.size());
+    // Everything queued goes out in one gather write; an answer is two
+    // buffers, a stream's burst a few more.
+    boost::container::small_vector<net::const_buffer, 8> buffers;
     for (const auto& w : writes_)
         buffers.emplace_back(net::buffer(w));
     const std::size_t count = writes_.size();

@@ -89,13 +89,18 @@ private:
     void respond_status(int status, const std::string& text = "", const std::string& extra_headers = "");
     void respond_error(int status, const protocol::Json& id, int code, const std::string& message,
                        const std::string& extra_headers = "");
-    void respond_json(int status, const std::string& body, const std::string& extra_headers = "");
+    void respond_json(int status, std::string body, std::string_view extra_headers = {},
+                      std::string_view more_headers = {});
     void respond_state_unavailable(const protocol::Json& id, const state::BackendError& error);
     void respond_page(const PageResponse& page);
     bool is_metrics_path(std::string_view path) const;
     void respond_metrics();
 
     void write(std::string bytes);
+    void write(std::string first, std::string second);
+    // Queues bytes for the next gather write; false when the connection
+    // ended or was dropped for holding too much unread.
+    bool queue(std::string bytes);
     void do_write();
     void arm_timer(std::uint64_t ms);
     void disarm_timer();

@@ -33,11 +33,11 @@ public:
     explicit StdoutOutbound(int fd) : fd_(fd) {}
 
     void send(const protocol::Json& message) override {
-        std::string line = protocol::encode(message);
-        line += '\n';
+        const std::string encoded = protocol::encode(message);
         std::unique_lock lock(mutex_);
         if (broken_) return;
-        pending_ += line;
+        pending_ += encoded;
+        pending_ += '\n';
         if (!held_) drain(lock);
     }
 
@@ -58,12 +58,15 @@ private:
     void drain(std::unique_lock<std::mutex>& lock) {
         if (writing_) return;
         writing_ = true;
-        std::string batch;
         while (!pending_.empty() && !broken_) {
-            batch.swap(pending_);
+            // The two buffers trade places and keep their capacity, so
+            // answers are queued and written without allocating.
+            batch_.swap(pending_);
             pending_.clear();
             lock.unlock();
-            const bool ok = write_all(batch);
+            const bool ok = write_all(batch_);
+            batch_.clear();
+            if (batch_.capacity() > kKeptBatchBytes) batch_.shrink_to_fit(); // a large answer's room is not kept
             lock.lock();
             if (!ok) broken_ = true; // the client went away; nobody is left to read answers
         }
@@ -88,6 +91,8 @@ private:
     int fd_;
     std::mutex mutex_;
     std::string pending_;
+    static constexpr std::size_t kKeptBatchBytes = 64 * 1024;
+    std::string batch_; // being written; touched only by the one writer (writing_)
     bool writing_ = false;
     bool held_ = false;
     bool broken_ = false;
