@@ -27,11 +27,10 @@ CallScheduler::CallScheduler(RequestPool& pool, const config::Limits& limits, Di
 
 ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Request&& request,
                                const MethodTable::Method& method) {
-    const Json id = request.id;
-    const std::string principal = connection->principal().owner_key();
+    std::string principal = connection->principal().owner_key();
     if (auto full = in_flight_.acquire(principal)) {
         request.reply->send(make_error(
-            id, error_code::internal_error, full->message,
+            request.id, error_code::internal_error, full->message,
             {{"code", gate::refusal_code::too_many_in_flight}, {"limit", full->limit}, {"maxInFlight", full->value}}));
         return {};
     }
@@ -40,38 +39,23 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     const std::uint64_t timeout_ms =
         tool && tool->plugin ? tool->plugin->call_limits().tool_timeout_ms : tool_timeout_ms_;
 
-    auto state = connection->begin(id);
+    auto state = connection->begin(request.id);
     request.in_flight = state;
     if (request.call && observe_) request.findings = std::make_shared<CallFindings>();
-    auto admitted = std::make_shared<const Admitted>(
-        Admitted{id, request.method, request.revision, tool, request.trace, request.received, request.received_at,
-                 &connection->principal(), principal, connection->transport, request.findings,
-                 request.call ? std::shared_ptr<const void>(request.call->registry) : nullptr});
-    auto give_back = [this, connection, state, id, principal] {
-        connection->end(id, state);
-        in_flight_.release(principal);
-    };
-    const auto ticket = deadlines_.schedule(
-        limits::CallDeadlines::Clock::now() + std::chrono::milliseconds(timeout_ms),
-        [this, reply = request.reply, state, give_back, admitted, tool, timeout_ms] {
-            // A call the client cancelled gets no answer; its worker gives the place back.
-            if (state->cancelled.load() || !state->claim_answer()) return;
-            metrics::LogScope scope(&admitted->trace);
-            state->cancel(); // sets what the plugin polls through is_cancelled
-            spdlog::warn("tool '{}' did not finish within {} ms; cancelled, and its late result will be discarded",
-                         tool ? tool->name : std::string(), timeout_ms);
-            give_back(); // before the answer: a client that saw it may send the next call at once
-            const Json response = finish_(admitted->id, admitted->revision, timeout_result(tool, timeout_ms));
-            if (observe_) observe_(*admitted, {&response, true, nullptr});
-            reply->send(response);
-            --unanswered_;
-        });
+    auto running = std::make_shared<const Running>(Running{
+        this,
+        Admitted{request.id, request.method, request.revision, tool, request.trace, request.received,
+                 request.received_at, &connection->principal(), std::move(principal), connection->transport,
+                 request.findings, request.call ? std::shared_ptr<const void>(request.call->registry) : nullptr},
+        connection, std::move(state), request.reply, timeout_ms});
+    const auto ticket = deadlines_.schedule(limits::CallDeadlines::Clock::now() + std::chrono::milliseconds(timeout_ms),
+                                            [running] { running->scheduler->time_out(*running); });
     const bool tool_call = request.call && tool->plugin;
     std::shared_ptr<plugins::CallPace> pace = tool_call ? tool->pace : nullptr;
     const bool quick = pace && pace->quick();
     const bool legacy = request.revision == Revision::legacy_2025_11_25;
-    std::function<void()> job = [this, request = std::move(request), method = &method, ticket, give_back, pace,
-                                 admitted]() mutable {
+    std::function<void()> job = [this, request = std::move(request), method = &method, ticket, running,
+                                 pace]() mutable {
         metrics::LogScope scope(&request.trace);
         // A call cancelled while it waited for a worker must not reach its
         // plugin at all: the tool may write, spend or destroy.
@@ -86,14 +70,14 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
             spdlog::debug("discarding the late answer to request {} (it timed out)", request.id.dump());
             return;
         }
-        give_back();
+        give_back(*running);
         const Json* arguments = request.call ? &request.call->arguments : nullptr;
         // A cancelled request gets no answer at all, as the spec asks.
         if (!request.cancelled()) {
-            if (observe_) observe_(*admitted, {&response, false, arguments});
+            if (observe_) observe_(running->admitted, {&response, false, arguments});
             request.reply->send(response);
         } else {
-            if (observe_) observe_(*admitted, {nullptr, false, arguments});
+            if (observe_) observe_(running->admitted, {nullptr, false, arguments});
             request.reply->ended_without_answer();
         }
         --unanswered_;
@@ -105,6 +89,26 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
                                   [this](std::function<void()> admitted) { pool_.submit(std::move(admitted)); });
     const bool remote = tool_call && tool->plugin->remote();
     return {std::move(job), quick, legacy, remote, alone};
+}
+
+void CallScheduler::give_back(const Running& call) {
+    call.connection->end(call.admitted.id, call.state);
+    in_flight_.release(call.admitted.owner);
+}
+
+void CallScheduler::time_out(const Running& call) {
+    // A call the client cancelled gets no answer; its worker gives the place back.
+    if (call.state->cancelled.load() || !call.state->claim_answer()) return;
+    const plugins::Tool* tool = call.admitted.tool;
+    metrics::LogScope scope(&call.admitted.trace);
+    call.state->cancel(); // sets what the plugin polls through is_cancelled
+    spdlog::warn("tool '{}' did not finish within {} ms; cancelled, and its late result will be discarded",
+                 tool ? tool->name : std::string(), call.timeout_ms);
+    give_back(call); // before the answer: a client that saw it may send the next call at once
+    const Json response = finish_(call.admitted.id, call.admitted.revision, timeout_result(tool, call.timeout_ms));
+    if (observe_) observe_(call.admitted, {&response, true, nullptr});
+    call.reply->send(response);
+    --unanswered_;
 }
 
 Json CallScheduler::timeout_result(const plugins::Tool* tool, std::uint64_t timeout_ms) const {

@@ -71,6 +71,21 @@ public:
     unsigned in_flight() const { return unanswered_.load(); }
 
 private:
+    // What the job and the deadline of one admitted request share, in one
+    // allocation: whoever claims the answer gives the places back through it.
+    struct Running {
+        CallScheduler* scheduler;
+        Admitted admitted;
+        std::shared_ptr<Connection> connection;
+        std::shared_ptr<InFlight> state;
+        std::shared_ptr<Outbound> reply;
+        std::uint64_t timeout_ms;
+    };
+    // Its places among the in-flight caps and in its connection's table.
+    void give_back(const Running& call);
+    // The deadline passed before the job answered: TOOL_TIMEOUT, unless the
+    // job or a cancellation came first.
+    void time_out(const Running& call);
     Json timeout_result(const plugins::Tool* tool, std::uint64_t timeout_ms) const;
 
     RequestPool& pool_;

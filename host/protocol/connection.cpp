@@ -42,28 +42,43 @@ void Connection::record_handshake(const std::function<void()>& undo) {
     }
 }
 
+namespace {
+
+// The in-flight table's key for a request id: a JSON-RPC id is a string or an
+// integer, kept apart by the quote; written without dump(), whose output
+// adapter is one allocation more on every call.
+std::string id_key(const Json& id) {
+    if (id.is_number_integer())
+        return id.is_number_unsigned() ? std::to_string(id.get<std::uint64_t>())
+                                       : std::to_string(id.get<std::int64_t>());
+    if (id.is_string()) return '"' + id.get_ref<const std::string&>();
+    return id.dump();
+}
+
+} // namespace
+
 std::shared_ptr<InFlight> Connection::begin(const Json& id) {
     auto state = std::make_shared<InFlight>();
     std::lock_guard lock(in_flight_mutex_);
-    in_flight_[id.dump()] = state;
+    in_flight_[id_key(id)] = state;
     return state;
 }
 
 std::shared_ptr<InFlight> Connection::begin_unique(const Json& id) {
     auto state = std::make_shared<InFlight>();
     std::lock_guard lock(in_flight_mutex_);
-    if (!in_flight_.emplace(id.dump(), state).second) return nullptr;
+    if (!in_flight_.emplace(id_key(id), state).second) return nullptr;
     return state;
 }
 
 void Connection::end(const Json& id) {
     std::lock_guard lock(in_flight_mutex_);
-    in_flight_.erase(id.dump());
+    in_flight_.erase(id_key(id));
 }
 
 void Connection::end(const Json& id, const std::shared_ptr<InFlight>& state) {
     std::lock_guard lock(in_flight_mutex_);
-    if (auto it = in_flight_.find(id.dump()); it != in_flight_.end() && it->second == state) in_flight_.erase(it);
+    if (auto it = in_flight_.find(id_key(id)); it != in_flight_.end() && it->second == state) in_flight_.erase(it);
 }
 
 // Cancel actions run outside the lock: they may end their own request.
@@ -71,7 +86,7 @@ void Connection::cancel(const Json& id) {
     std::shared_ptr<InFlight> state;
     {
         std::lock_guard lock(in_flight_mutex_);
-        if (auto it = in_flight_.find(id.dump()); it != in_flight_.end()) state = it->second;
+        if (auto it = in_flight_.find(id_key(id)); it != in_flight_.end()) state = it->second;
     }
     if (state) state->cancel();
 }

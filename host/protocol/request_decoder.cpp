@@ -57,7 +57,7 @@ Incoming RequestDecoder::read(Connection& connection, Json&& message, TransportT
     const bool has_method = message.contains("method");
     const bool has_id = message.contains("id");
     const Json id = has_id && valid_id(message["id"]) ? message["id"] : Json();
-    if (jsonrpc == message.end() || *jsonrpc != "2.0")
+    if (jsonrpc == message.end() || !jsonrpc->is_string() || jsonrpc->get_ref<const std::string&>() != "2.0")
         return invalid(id, "The message must carry \"jsonrpc\": \"2.0\".");
     if (!has_method) {
         const bool has_result = message.contains("result");
@@ -136,7 +136,7 @@ ToolTarget RequestDecoder::target(Json& params, const auth::Principal& principal
         throw ProtocolError(error_code::invalid_params,
                             "Unknown tool: '" + echoed_name(name) + "'; tools/list names the tools");
     }
-    Json arguments = Json::object();
+    Json arguments; // null: target_of makes it the empty object
     if (auto a = params.find("arguments"); a != params.end() && !a->is_null()) {
         if (!a->is_object())
             throw ProtocolError(error_code::invalid_params, "tools/call params.arguments must be a JSON object");
@@ -147,10 +147,7 @@ ToolTarget RequestDecoder::target(Json& params, const auth::Principal& principal
 
 ToolTarget RequestDecoder::target_of(std::shared_ptr<const plugins::ToolRegistry> registry, const plugins::Tool& tool,
                                      Json arguments, const auth::Principal& principal) const {
-    ToolTarget t;
-    t.registry = std::move(registry);
-    t.tool = &tool;
-    t.arguments = arguments.is_null() ? Json::object() : std::move(arguments);
+    ToolTarget t{std::move(registry), &tool, arguments.is_null() ? Json::object() : std::move(arguments)};
     // call_tool waits for its place and times out as the tool it forwards to.
     if (!tool.plugin && tool.name == ToolDisclosure::kCallTool)
         if (auto forwarded = t.arguments.find("name"); forwarded != t.arguments.end() && forwarded->is_string())
