@@ -97,9 +97,6 @@ constexpr auto kLongestBackoff = 30s;
 constexpr auto kLivedLongEnough = 30s; // a crash after this long starts the backoff over
 constexpr auto kPoll = 20ms;           // how often a waiting call looks at its cancellation and deadline
 constexpr auto kShutdownWait = 10s;
-// A child that takes nothing of what the host sends it for this long is
-// killed: a send to it never holds a call, or the frames behind it, for ever.
-constexpr auto kSendStall = 5s;
 // What a call's frames may hold while its thread has not taken them: two of
 // the largest frames. A child that sends more for one call (a flood while
 // the call's thread waits on a host function) is killed.
@@ -278,7 +275,7 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
         throw std::runtime_error(std::string("cannot start the family process: ") + std::strerror(spawned));
     }
     timeval stall{};
-    stall.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kSendStall).count();
+    stall.tv_sec = options_.send_stall.count();
     ::setsockopt(pair[0], SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof stall);
     auto child = std::make_shared<Child>();
     child->pid = pid;
@@ -474,8 +471,7 @@ bool FamilyProcess::send(Child& child, Frame frame) {
     // Only a stall is the child's fault here; a socket already shut (the
     // child ended) leaves the crash its own cause.
     if (error == EAGAIN || error == EWOULDBLOCK)
-        kill(child, "it took nothing the host sent it for " +
-                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kSendStall).count()) +
+        kill(child, "it took nothing the host sent it for " + std::to_string(options_.send_stall.count()) +
                         " s, and was killed");
     return false;
 }

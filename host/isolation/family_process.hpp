@@ -41,6 +41,9 @@ struct FamilyProcessOptions {
     // How long the child may take to load the library, and to run init.
     std::chrono::milliseconds load_timeout{10000};
     std::chrono::milliseconds init_timeout{120000};
+    // A child that takes nothing of what the host sends it for this long is
+    // killed: a send to it never holds a call, or the frames behind it, for ever.
+    std::chrono::seconds send_stall{5};
 };
 
 // One family served from a child process: the same binary's `serve-family`

@@ -423,6 +423,10 @@ TEST_CASE("A child that takes nothing the host sends is killed after 5 s; the ca
 TEST_CASE("A child that floods one call with frames the call has not taken is killed", "[isolation]") {
     FamilyProcessOptions options;
     options.library = "floods-a-call";
+    // The call's thread is held in a send the stopped child never takes,
+    // while the flood is read: the flood, not that stall, must end it, even
+    // on a loaded machine where reading 128 MiB takes longer than 5 s.
+    options.send_stall = std::chrono::seconds(120);
     FamilyProcess process(options);
     std::string error;
     REQUIRE(process.init("{}", error));
