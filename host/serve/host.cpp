@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <future>
 #include <map>
 #include <set>
@@ -221,12 +222,16 @@ void Host::reload_upstreams(const config::Config& fresh) {
                 continue;
             }
             joined.push_back(added->plugin->upstream());
-            spdlog::info("upstream '{}' joins ({} tool(s){})", added->info.family, added->tools.size(),
-                         joined.back()->serving() ? "" : "; its server is not reachable yet");
             serving = plugins::with_family(*serving, added->info.family, added);
         }
         registry_->publish(std::move(serving), lock);
     }
+    // Said once it is so: a client that reads the line and lists finds the tools.
+    for (const auto& added : opened)
+        if (auto* upstream = added->plugin->upstream();
+            std::find(joined.begin(), joined.end(), upstream) != joined.end())
+            spdlog::info("upstream '{}' joins ({} tool(s){})", added->info.family, added->tools.size(),
+                         upstream->serving() ? "" : "; its server is not reachable yet");
     for (auto* upstream : joined)
         follow_upstream(*upstream);
 }
