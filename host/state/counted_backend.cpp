@@ -22,6 +22,9 @@ public:
                  std::chrono::milliseconds ttl) override {
         return counted([&] { return inner_->replace(key, expected, value, ttl); });
     }
+    bool add(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) override {
+        return counted([&] { return inner_->add(key, value, ttl); });
+    }
     std::optional<std::string> take(std::string_view key) override {
         return counted([&] { return inner_->take(key); });
     }

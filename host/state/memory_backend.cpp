@@ -35,6 +35,7 @@ public:
         std::lock_guard lock(mutex_);
         Entry e{std::string(value), ttl.count() > 0 ? expiry(ttl) : Clock::time_point::max()};
         entries_.insert_or_assign(std::string(key), std::move(e));
+        sweep();
     }
 
     bool replace(std::string_view key, std::string_view expected, std::string_view value,
@@ -43,6 +44,18 @@ public:
         auto it = entries_.find(key);
         if (it == entries_.end() || expired(it->second) || it->second.value != expected) return false;
         it->second = Entry{std::string(value), ttl.count() > 0 ? expiry(ttl) : Clock::time_point::max()};
+        return true;
+    }
+
+    bool add(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) override {
+        std::lock_guard lock(mutex_);
+        auto it = entries_.find(key);
+        if (it != entries_.end() && !expired(it->second)) return false;
+        Entry e{std::string(value), ttl.count() > 0 ? expiry(ttl) : Clock::time_point::max()};
+        if (it != entries_.end())
+            it->second = std::move(e);
+        else
+            entries_.emplace(std::string(key), std::move(e));
         return true;
     }
 
@@ -82,6 +95,29 @@ private:
         Clock::time_point expires;
     };
     static bool expired(const Entry& e) { return Clock::now() >= e.expires; }
+
+    // An expired entry is gone for readers at once, but only a sweep frees
+    // it: keys written once and never read again would otherwise stay for
+    // good. Each write looks at the next few entries after the last it
+    // looked at, round the table, so an expired entry is freed within about
+    // a table's length of writes, at a bounded cost to each. Under mutex_.
+    static constexpr int kSweptPerWrite = 4;
+    void sweep() {
+        auto it = entries_.upper_bound(swept_to_);
+        for (int looked = 0; looked < kSweptPerWrite; ++looked) {
+            if (it == entries_.end()) {
+                it = entries_.begin();
+                if (it == entries_.end()) break;
+            }
+            if (expired(it->second)) {
+                it = entries_.erase(it);
+                continue;
+            }
+            swept_to_ = it->first;
+            ++it;
+        }
+    }
+    std::string swept_to_;
 
     std::mutex mutex_;
     std::map<std::string, Entry, std::less<>> entries_;

@@ -36,6 +36,16 @@ public:
         if (reply.type != RedisValue::Type::status) fault("SET");
     }
 
+    bool add(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) override {
+        const std::string k = redis_->prefix() + std::string(key);
+        const RedisValue reply = ttl.count() > 0
+                                     ? redis_->command({"SET", k, value, "NX", "PX", std::to_string(ttl.count())})
+                                     : redis_->command({"SET", k, value, "NX"});
+        if (reply.type == RedisValue::Type::nil) return false;
+        if (reply.type != RedisValue::Type::status) fault("SET NX");
+        return true;
+    }
+
     // A script runs alone in Redis: nothing comes between its GET and SET.
     bool replace(std::string_view key, std::string_view expected, std::string_view value,
                  std::chrono::milliseconds ttl) override {

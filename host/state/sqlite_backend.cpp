@@ -32,6 +32,8 @@ public:
         exec("PRAGMA synchronous=NORMAL");
         exec("CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
              "expires_ms INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID");
+        // Only rows with an expiry: what the sweep reads, in expiry order.
+        exec("CREATE INDEX IF NOT EXISTS state_expiry ON state(expires_ms) WHERE expires_ms > 0");
         // Written once: setting it on every start would be a write transaction each time.
         {
             Statement version(db_, "PRAGMA user_version");
@@ -71,6 +73,7 @@ public:
         bind_text(s, 2, value);
         sqlite3_bind_int64(s.get(), 3, ttl.count() > 0 ? now_ms() + ttl.count() : 0);
         s.step_done();
+        sweep();
     }
 
     // One statement, one write transaction: no other writer of the file
@@ -86,6 +89,21 @@ public:
         bind_text(s, 3, key);
         bind_text(s, 4, expected);
         sqlite3_bind_int64(s.get(), 5, now);
+        s.step_done();
+        return sqlite3_changes(db_) > 0;
+    }
+
+    // One statement: an expired row is taken over, a live one left as it is.
+    bool add(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) override {
+        std::lock_guard lock(mutex_);
+        const auto now = now_ms();
+        Statement s = cached(kAdd, "INSERT INTO state(key, value, expires_ms) VALUES(?, ?, ?) ON CONFLICT(key) DO "
+                                   "UPDATE SET value = excluded.value, expires_ms = excluded.expires_ms WHERE "
+                                   "state.expires_ms > 0 AND state.expires_ms <= ?");
+        bind_text(s, 1, key);
+        bind_text(s, 2, value);
+        sqlite3_bind_int64(s.get(), 3, ttl.count() > 0 ? now + ttl.count() : 0);
+        sqlite3_bind_int64(s.get(), 4, now);
         s.step_done();
         return sqlite3_changes(db_) > 0;
     }
@@ -181,9 +199,28 @@ private:
     // The statements every call may run, each prepared on its first use
     // (under mutex_, as every use is) and kept for the connection's life:
     // preparing one costs more than running it.
-    enum CachedStatement { kGet, kPut, kReplace, kErase, kTake, kScan, kCachedStatements };
+    enum CachedStatement { kGet, kPut, kReplace, kAdd, kErase, kTake, kScan, kSweep, kCachedStatements };
     sqlite3_stmt* cached_[kCachedStatements] = {};
     Statement cached(CachedStatement which, const char* sql) { return Statement(db_, cached_[which], sql); }
+
+    // An expired row is gone for every reader at once, but only a sweep
+    // frees it: without one, keys written once and never read again (a
+    // code never redeemed, a task never polled) would stay for good. At
+    // most every kSweepEveryMs, from a write, a bounded batch through the
+    // expiry index, so a write never waits on the whole table.
+    static constexpr std::int64_t kSweepEveryMs = 1000;
+    static constexpr int kSweepBatch = 500;
+    void sweep() {
+        const auto now = now_ms();
+        if (now - swept_ms_ < kSweepEveryMs) return;
+        swept_ms_ = now;
+        Statement s = cached(kSweep, "DELETE FROM state WHERE key IN (SELECT key FROM state WHERE expires_ms > 0 AND "
+                                     "expires_ms <= ? ORDER BY expires_ms LIMIT ?)");
+        sqlite3_bind_int64(s.get(), 1, now);
+        sqlite3_bind_int(s.get(), 2, kSweepBatch);
+        s.step_done();
+    }
+    std::int64_t swept_ms_ = 0; // under mutex_
 
     static std::int64_t now_ms() {
         return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();

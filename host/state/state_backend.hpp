@@ -47,6 +47,12 @@ public:
     virtual bool replace(std::string_view key, std::string_view expected, std::string_view value,
                          std::chrono::milliseconds ttl) = 0;
 
+    // Writes `value` (with `ttl`) only where no live key is, as one step
+    // (SET NX); false when one is. What a compare-and-set starts from when
+    // nothing is there yet (the first of a list) rests on this: two writers
+    // that both found nothing cannot both write.
+    virtual bool add(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) = 0;
+
     // GETDEL: erases a live key and answers the value it held, as one step.
     // Of any number of callers taking the same key at once (threads of this
     // process, or other processes on the same store) exactly one gets the

@@ -45,6 +45,9 @@ public:
     void put(std::string_view, std::string_view, std::chrono::milliseconds) override {
         throw state::BackendError("disk gone");
     }
+    bool add(std::string_view, std::string_view, std::chrono::milliseconds) override {
+        throw state::BackendError("disk gone");
+    }
     bool replace(std::string_view, std::string_view, std::string_view, std::chrono::milliseconds) override {
         throw state::BackendError("disk gone");
     }

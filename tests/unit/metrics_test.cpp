@@ -343,6 +343,7 @@ TEST_CASE("a counted backend counts each failure and passes it on", "[metrics]")
         std::optional<std::string> get(std::string_view) override { throw state::BackendError("down"); }
         void put(std::string_view, std::string_view, std::chrono::milliseconds) override {}
         bool erase(std::string_view) override { return true; }
+        bool add(std::string_view, std::string_view, std::chrono::milliseconds) override { return false; }
         bool replace(std::string_view, std::string_view, std::string_view, std::chrono::milliseconds) override {
             return false;
         }

@@ -4,6 +4,7 @@
 #include "redis_server.hpp"
 #include "serve/host.hpp"
 #include "session/session_table.hpp"
+#include "state/redis_client.hpp"
 #include "state/state_backend.hpp"
 #include "test_files.hpp"
 
@@ -39,6 +40,10 @@ TEST_CASE("redis: get, put, erase, expiry and a prefix of its own", "[state][red
     CHECK_FALSE(b->get("k")); // another prefix, another namespace
     CHECK(a->erase("k"));
     CHECK_FALSE(a->erase("k"));
+    CHECK(a->add("first", "1", std::chrono::milliseconds(0)));
+    CHECK_FALSE(a->add("first", "2", std::chrono::milliseconds(0)));
+    CHECK(a->get("first") == "1");
+    CHECK(b->add("first", "b", std::chrono::milliseconds(60))); // another prefix
     a->put("brief", "x", std::chrono::milliseconds(60));
     CHECK(a->get("brief") == "x");
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
@@ -189,6 +194,30 @@ TEST_CASE("redis: AUTH from a password file, never in a message; a wrong one sto
 }
 
 #else
+
+TEST_CASE("redis: a connection whose server turned replica is not kept in the pool", "[state][redis]") {
+    RedisServer server;
+    auto settings = server.settings("role:");
+    settings.pool_size = 1; // one pooled connection: CLIENT ID tells whether it is the same one
+    state::RedisClient client(settings);
+    const auto id = [&client] { return client.command({"CLIENT", "ID"}).integer; };
+    const long long first = id();
+    CHECK(id() == first);
+    // A failover demotes the server the address leads to: it keeps every
+    // connection open and refuses writes on them (READONLY).
+    client.command({"REPLICAOF", "127.0.0.1", "1"});
+    CHECK_THROWS_AS(client.command({"SET", "role:k", "v"}), state::RedisErrorReply);
+    client.command({"REPLICAOF", "NO", "ONE"});
+    // The refused connection was closed, not pooled: the next command
+    // connects again (to whatever the address leads to now).
+    CHECK(id() != first);
+    client.command({"SET", "role:k", "v"});
+    // Other error replies leave the connection as it is.
+    CHECK_THROWS_AS(client.command({"NOSUCHCOMMAND"}), state::RedisErrorReply);
+    const long long kept = id();
+    CHECK_THROWS_AS(client.command({"NOSUCHCOMMAND"}), state::RedisErrorReply);
+    CHECK(id() == kept);
+}
 
 TEST_CASE("redis: the backend's tests need redis-server", "[state][redis]") {
     WARN("redis-server is not installed: the Redis backend is untested here (scripts/install-deps.sh installs it)");

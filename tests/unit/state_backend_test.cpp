@@ -47,6 +47,31 @@ TEMPLATE_TEST_CASE("take answers a live value once, then nothing", "[state]", st
     }
 }
 
+TEMPLATE_TEST_CASE("add writes only where no live key is", "[state]", std::true_type, std::false_type) {
+    const bool memory = TestType::value;
+    test::TempDir dir;
+    auto backend =
+        memory ? state::make_memory_backend() : state::make_sqlite_backend((dir.path() / "state.sqlite3").string());
+    CHECK(backend->add("index", "[1]", 0ms));
+    CHECK_FALSE(backend->add("index", "[2]", 0ms));
+    CHECK(backend->get("index") == std::optional<std::string>("[1]"));
+    backend->put("brief", "old", 20ms);
+    CHECK_FALSE(backend->add("brief", "new", 0ms));
+    std::this_thread::sleep_for(60ms);
+    CHECK(backend->add("brief", "new", 0ms)); // an expired key is no key
+    CHECK(backend->get("brief") == std::optional<std::string>("new"));
+    // Of many threads adding at once, one writes.
+    std::atomic<int> won{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            if (backend->add("race", std::to_string(t), 0ms)) ++won;
+        });
+    for (auto& thread : threads)
+        thread.join();
+    CHECK(won == 1);
+}
+
 TEMPLATE_TEST_CASE("a TTL longer than the clock can count keeps the value", "[state]", std::true_type,
                    std::false_type) {
     const bool memory = TestType::value;
@@ -177,6 +202,36 @@ TEST_CASE("SQLite replace: two backends on one file, concurrent read-change-writ
     for (auto& t : threads)
         t.join();
     CHECK(first->get("counter") == std::optional<std::string>(std::to_string(kThreads * kIncrements)));
+}
+
+TEST_CASE("SQLite: expired rows are swept from the file by later writes, a bounded batch at a time", "[state]") {
+    test::TempDir dir;
+    const auto file = (dir.path() / "swept.sqlite3").string();
+    auto backend = state::make_sqlite_backend(file);
+    const auto rows = [&file] {
+        sqlite3* db = nullptr;
+        REQUIRE(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+        sqlite3_stmt* count = nullptr;
+        REQUIRE(sqlite3_prepare_v2(db, "SELECT count(*) FROM state", -1, &count, nullptr) == SQLITE_OK);
+        REQUIRE(sqlite3_step(count) == SQLITE_ROW);
+        const int n = sqlite3_column_int(count, 0);
+        sqlite3_finalize(count);
+        sqlite3_close(db);
+        return n;
+    };
+    // Keys written once and never read again: before the sweep they stayed
+    // in the file for good (only a restart purged them).
+    backend->put("kept", "no expiry", 0ms); // the first write sweeps (nothing yet)
+    for (int i = 0; i < 600; ++i)
+        backend->put("code/" + std::to_string(i), "never redeemed", 1ms);
+    REQUIRE(rows() > 100); // a slow machine may have swept some already: a second has passed
+    std::this_thread::sleep_for(1100ms);
+    backend->put("kept/2", "no expiry", 0ms); // sweeps at most 500
+    CHECK(rows() <= 102);
+    std::this_thread::sleep_for(1100ms);
+    backend->put("kept/3", "no expiry", 0ms);
+    CHECK(rows() == 3);
+    CHECK(backend->get("kept") == std::optional<std::string>("no expiry"));
 }
 
 TEST_CASE("SQLite: a backend's kept statements hold no read open between calls, so each call sees the file now",
