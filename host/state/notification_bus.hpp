@@ -53,8 +53,9 @@ public:
     virtual void publish(const Change& change) { deliver(change); }
 
     // To the other instances only: the one relaying has handled the message
-    // already. On one process there is nobody else.
-    virtual void relay(const SessionMessage&) {}
+    // already. On one process there is nobody else. False when the message
+    // could not be sent (the shared bus is down): it reached no one.
+    virtual bool relay(const SessionMessage&) { return true; }
     // Where messages relayed by other instances go (one listener: the HTTP
     // transport's 2025-11-25 sessions); empty to stop.
     void on_session_message(SessionListener listener);

@@ -67,8 +67,8 @@ public:
         send(body);
     }
 
-    void relay(const SessionMessage& message) override {
-        send(json{{"o", origin_}, {"s", message.session}, {"m", message.body}});
+    bool relay(const SessionMessage& message) override {
+        return send(json{{"o", origin_}, {"s", message.session}, {"m", message.body}});
     }
 
     bool shared() const override { return true; }
@@ -79,13 +79,16 @@ public:
     }
 
 private:
-    void send(const json& message) {
+    // False when Redis did not take it. A change is delivered here all the
+    // same, and the other instances learn of it when they reconnect (every
+    // list changed); a relayed session message says so to its sender.
+    bool send(const json& message) {
         try {
             redis_->command({"PUBLISH", channel_, message.dump()});
+            return true;
         } catch (const BackendError& e) {
-            // The change is delivered here; the other instances learn of it
-            // when they reconnect (every list changed).
             spdlog::error("bus: {}", e.what());
+            return false;
         }
     }
 

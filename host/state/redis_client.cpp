@@ -324,12 +324,17 @@ RedisValue RedisClient::run(std::vector<const char*>& argv, const std::vector<st
         release(Context());
         throw BackendError("Redis at " + endpoint_.where() + " failed a " + verb + ": " + error);
     }
-    release(std::move(context));
     if (reply->type == REDIS_REPLY_ERROR) {
         std::string error(reply->str, reply->len);
+        // A server that became a replica (a failover) or lost its primary
+        // keeps the connection open and refuses every write on it; the
+        // address may lead to the new primary once connected again.
+        const bool server_changed_role = error.rfind("READONLY", 0) == 0 || error.rfind("MASTERDOWN", 0) == 0;
+        release(server_changed_role ? Context() : std::move(context));
         throw RedisErrorReply("Redis at " + endpoint_.where() + " answered " + verb + " with " + error,
                               std::move(error));
     }
+    release(std::move(context));
     return copied(*reply);
 }
 

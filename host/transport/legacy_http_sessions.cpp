@@ -237,8 +237,8 @@ bool LegacyHttpSessions::close(const std::string& id, const std::string& owner) 
     return true;
 }
 
-void LegacyHttpSessions::relay_client_message(const std::string& id, const Json& message) {
-    if (sharing_) sharing_->bus.relay({id, Json{{"client", message}}.dump()});
+bool LegacyHttpSessions::relay_client_message(const std::string& id, const Json& message) {
+    return !sharing_ || sharing_->bus.relay({id, Json{{"client", message}}.dump()});
 }
 
 // What another instance relayed about a session this one holds a copy of.

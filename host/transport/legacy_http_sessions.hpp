@@ -68,9 +68,10 @@ public:
     // streams end (on every instance, when shared).
     bool close(const std::string& id, const std::string& owner);
 
-    // A client's response or cancellation for session `id`, handled here
-    // already: the request it concerns may run on another instance.
-    void relay_client_message(const std::string& id, const protocol::Json& message);
+    // A client's response or cancellation for session `id`: the request it
+    // concerns may run on another instance. False when the shared bus did
+    // not take it.
+    bool relay_client_message(const std::string& id, const protocol::Json& message);
 
     void close_all();
 
