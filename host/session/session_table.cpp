@@ -77,7 +77,10 @@ Session SessionTable::open(SessionDraft draft) {
         forget(*previous);
     }
     write(std::make_shared<const Session>(s), nullptr);
-    backend_->put(index, s.handle, std::chrono::milliseconds(0));
+    // It expires as its session does (a lookup renews both): topics are
+    // the caller's to name, and an index kept for good would grow with every
+    // topic ever used.
+    backend_->put(index, s.handle, std::chrono::milliseconds(idle_ms_));
     return s;
 }
 
@@ -90,7 +93,13 @@ std::shared_ptr<const Session> SessionTable::find(std::string_view handle, std::
         // Over the record as read only: when another call (here or on
         // another instance) changed it meanwhile, its change stands and the
         // touch waits for the next lookup.
-        if (write(touched, &loaded->text)) return touched;
+        if (write(touched, &loaded->text)) {
+            // Only while it still names this session: a newer one of the
+            // topic keeps its place.
+            backend_->replace(topic_key(touched->principal, touched->topic), touched->handle, touched->handle,
+                              std::chrono::milliseconds(idle_ms_));
+            return touched;
+        }
     }
     return std::move(loaded->session);
 }
