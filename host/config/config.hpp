@@ -118,6 +118,7 @@ struct UpstreamEntry {
 struct ToolOverride {
     std::optional<std::string> rules;                        // the tool's own rules, accepted before its first run
     std::optional<std::string> risk;                         // read | write | money | destructive
+    std::optional<std::string> scope;                        // the token scope over HTTP; "" for none
     std::optional<std::vector<std::string>> required_scopes; // all must be granted; [] needs none
     std::optional<bool> gated;                               // false: the gate does not check the tool
     std::optional<bool> on_demand;                           // exposure, over the family's

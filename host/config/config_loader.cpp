@@ -737,7 +737,13 @@ bool on_demand_exposure(const YamlReader& r, const YAML::Node& node, const std::
 ToolOverride read_tool_override(const YamlReader& r, const YAML::Node& node, const std::string& what) {
     ToolOverride t;
     r.expect_map(node, what);
-    r.only_keys(node, {"rules", "risk", "required_scopes", "gated", "exposure"}, what);
+    r.only_keys(node, {"rules", "risk", "scope", "required_scopes", "gated", "exposure"}, what);
+    if (node["scope"])
+        r.attempt([&] {
+            t.scope = r.string(node["scope"], what + ".scope");
+            if (t.scope->find_first_of(" \t\r\n\"\\") != std::string::npos)
+                r.fail(node["scope"], what + ".scope is one scope, without spaces or quotes");
+        });
     if (node["rules"])
         r.attempt([&] {
             t.rules = r.string(node["rules"], what + ".rules");

@@ -50,6 +50,7 @@ void apply_tool_overrides(const config::DomainSettings& domain, const std::strin
             tool.risk = risk_named(*change.risk);
             annotate_risk(tool.annotations, tool.risk);
         }
+        if (change.scope) tool.scope = *change.scope;
         if (change.required_scopes) tool.required_scopes = *change.required_scopes;
         if (change.gated) tool.gate_exempt = !*change.gated;
         publish_listing(tool, sessions);
