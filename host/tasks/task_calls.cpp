@@ -281,7 +281,8 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
     const StopReason why = control.why.load();
     try {
         store_.update(id, [&](TaskRecord& r) {
-            if (terminal(r.status)) return false;
+            // Not a record another instance runs now, whatever this round found.
+            if (terminal(r.status) || (r.status == Status::working && r.runner != runner_.instance())) return false;
             r.runner.clear();
             r.plugin_keys = Json::object();
             r.input_requests = Json::object();
@@ -488,6 +489,13 @@ Json TaskCalls::update(Request& request) {
     try {
         found = store_.find(id, owner);
         require(found);
+        // Whoever answers drives the task's next round, so a token of the
+        // same owner without the tool's scope is refused here, as its call
+        // of the tool would be, and the task goes on waiting.
+        if (const plugins::Tool* tool = registry_.current()->find(found->tool))
+            if (auto refusal = protocol::scope_refusal(*tool, request.connection->principal()))
+                throw ProtocolError(protocol::error_code::invalid_request, refusal->message,
+                                    {{"code", refusal->code}, {"next", refusal->next}});
         // Answers to keys not outstanding (never asked, already answered) are ignored.
         found = store_.update(id, [&](TaskRecord& r) {
             resume = false;

@@ -2,6 +2,7 @@
 
 #include "crypto/bytes.hpp"
 #include "crypto/random_bytes.hpp"
+#include "gate/refusal.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -126,12 +127,28 @@ void TaskRunner::work() {
     }
 }
 
+namespace {
+
+// A refusal that says nothing of the caller's rights: the state backend did
+// not answer the gate. The next renewal asks again; a task is not ended
+// for a moment of Redis.
+bool transient(const Json& refusal) {
+    const auto content = refusal.find("structuredContent");
+    if (content == refusal.end() || !content->is_object()) return false;
+    const auto code = content->find("code");
+    return code != content->end() && code->is_string() &&
+           code->get_ref<const std::string&>() == gate::refusal_code::state_unavailable;
+}
+
+} // namespace
+
 // A renewal also reads the record: a cancellation whose message this
 // instance missed is seen here at the latest.
 void TaskRunner::renew(const std::string& id, const std::shared_ptr<RoundControl>& control) {
     bool cancel_requested = false;
+    bool ours = true; // unknown (the backend did not answer) counts as ours
     try {
-        store_.update(
+        const auto after = store_.update(
             id,
             [&](TaskRecord& r) {
                 if (r.status != Status::working || r.runner != instance_) return false;
@@ -140,11 +157,20 @@ void TaskRunner::renew(const std::string& id, const std::shared_ptr<RoundControl
                 return true;
             },
             false);
+        ours = after && after->status == Status::working && after->runner == instance_;
     } catch (const state::BackendError& e) {
         spdlog::warn("task {}: its lease could not be renewed: {}", id, e.what());
     }
     if (cancel_requested) {
         cancel(id, StopReason::client);
+        return;
+    }
+    // Its record expired, was failed elsewhere when its lease lapsed, or
+    // ended: a running round would spend a worker until max_run_ms on a
+    // result nobody keeps.
+    if (!ours && control) {
+        spdlog::warn("task {}: its record is no longer this instance's to run; its round is stopped", id);
+        cancel(id, StopReason::released);
         return;
     }
     // A task never outlives its caller's authorisation silently.
@@ -155,7 +181,7 @@ void TaskRunner::renew(const std::string& id, const std::shared_ptr<RoundControl
         authorised = control->authorised;
     }
     if (authorised)
-        if (auto refused = authorised()) {
+        if (auto refused = authorised(); refused && !transient(*refused)) {
             {
                 std::lock_guard lock(control->refusal_mutex);
                 control->refusal = std::move(*refused);

@@ -20,7 +20,9 @@
 namespace gatehouse::tasks {
 
 // Why a round was told to stop (RoundControl::why).
-enum class StopReason { none, client, deadline, host_stopping, unauthorised };
+// released: the task is no longer this instance's to run (its record
+// expired, ended, or another instance holds it); nothing of the round is kept.
+enum class StopReason { none, client, deadline, host_stopping, unauthorised, released };
 
 // What a running round reads besides its record: its cancellation (what the
 // plugin's is_cancelled answers) and why it was cancelled.

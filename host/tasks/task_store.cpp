@@ -171,27 +171,47 @@ bool TaskStore::unfinished(const std::string& id) {
 }
 
 bool TaskStore::create(const TaskRecord& record) {
+    // The record before its place in the index: a create that finds the
+    // index full prunes it of ids whose records are not unfinished, and
+    // would drop this one, uncounted, if its record were not there yet.
+    backend_.put(key(record.id), record.to_text(), ttl_left(record));
+    const auto withdraw = [&] {
+        try {
+            backend_.erase(key(record.id));
+        } catch (const state::BackendError&) {
+            // It expires with its TTL.
+        }
+    };
     const std::string index_key = owner_key(record.owner);
     const auto index_ttl = std::chrono::milliseconds(settings_.ttl_ms);
-    for (int attempt = 0; attempt < kMaxCasAttempts; ++attempt) {
-        const auto before = backend_.get(index_key);
-        Json ids = before ? Json::parse(*before, nullptr, false) : Json::array();
-        if (!ids.is_array()) ids = Json::array();
-        if (ids.size() >= settings_.max_per_principal) {
-            // Full: what finished or expired since it was listed leaves first.
-            Json live = Json::array();
-            for (const auto& id : ids)
-                if (id.is_string() && unfinished(id.get<std::string>())) live.push_back(id);
-            ids = std::move(live);
-            if (ids.size() >= settings_.max_per_principal) return false;
+    try {
+        for (int attempt = 0;; ++attempt) {
+            if (attempt == kMaxCasAttempts) throw state::BackendError("the task index kept changing under this host");
+            const auto before = backend_.get(index_key);
+            Json ids = before ? Json::parse(*before, nullptr, false) : Json::array();
+            if (!ids.is_array()) ids = Json::array();
+            if (ids.size() >= settings_.max_per_principal) {
+                // Full: what finished or expired since it was listed leaves first.
+                Json live = Json::array();
+                for (const auto& id : ids)
+                    if (id.is_string() && unfinished(id.get<std::string>())) live.push_back(id);
+                ids = std::move(live);
+                if (ids.size() >= settings_.max_per_principal) {
+                    withdraw();
+                    return false;
+                }
+            }
+            ids.push_back(record.id);
+            // No index yet: the first is added only where none is, so of two
+            // first creates at once one goes round again.
+            if (before ? backend_.replace(index_key, *before, ids.dump(), index_ttl)
+                       : backend_.add(index_key, ids.dump(), index_ttl))
+                break;
         }
-        ids.push_back(record.id);
-        const bool written = before ? backend_.replace(index_key, *before, ids.dump(), index_ttl)
-                                    : (backend_.put(index_key, ids.dump(), index_ttl), true);
-        if (written) break;
-        if (attempt + 1 == kMaxCasAttempts) throw state::BackendError("the task index kept changing under this host");
+    } catch (...) {
+        withdraw();
+        throw;
     }
-    backend_.put(key(record.id), record.to_text(), ttl_left(record));
     publish(record);
     return true;
 }

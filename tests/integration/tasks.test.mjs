@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { HttpHost, withHttpHost } from './lib/http_host.mjs';
 import { openListen } from './lib/cluster.mjs';
 import { Redis } from './lib/redis.mjs';
+import { AuthorizationServer } from './lib/authorization_server.mjs';
 
 const TASKS = 'io.modelcontextprotocol/tasks';
 const CAPS = 'io.modelcontextprotocol/clientCapabilities';
@@ -133,6 +134,18 @@ test('a task that needs the person waits in input_required until tasks/update an
     assert.equal(done.status, 'completed');
     assert.equal(done.result.content[0].text, 'Deleted report.txt.');
     await client.close();
+  }));
+
+test('a task cancelled while it runs ends cancelled even when its round then asks for input', () =>
+  withHttpHost({ plugins: ['conformance.so'], sections: { tasks: fast } }, async (host) => {
+    // The plugin sleeps without looking at its cancellation, then asks.
+    // Before, the task then waited in input_required with its cancellation
+    // pending, and every later tasks/cancel was acknowledged and ignored.
+    const created = await startTask(host, 'confirm_delete', { filename: 'late.txt', wait_ms: 1500 });
+    const ack = await ask(host, 'tasks/cancel', { taskId: created.taskId });
+    assert.ok(ack.result, JSON.stringify(ack));
+    const ended = await until(host, created.taskId, ['cancelled', 'completed', 'failed', 'input_required']);
+    assert.equal(ended.status, 'cancelled', JSON.stringify(ended));
   }));
 
 test("another principal's task is unknown to every task operation and to subscriptions/listen", async () => {
@@ -267,6 +280,41 @@ test('a host restarted mid-task reports the task failed with the reason; so does
     assert.match(afterKill.error.message, /stopped before it finished \(instance '[0-9a-f]+'\)/);
   } finally {
     await host.stop();
+  }
+});
+
+test("a token of the same owner without the tool's scope cannot answer its task; the task goes on waiting", async () => {
+  const as = await AuthorizationServer.start();
+  try {
+    await withHttpHost(
+      {
+        plugins: ['conformance.so'],
+        sections: {
+          tasks: fast,
+          auth: { mode: 'jwt', issuers: [as.issuer], scopes_supported: ['files:delete'] },
+          domains: { conformance: { tools: { confirm_delete: { scope: 'files:delete' } } } },
+        },
+      },
+      async (host) => {
+        const as_ = (scope) => ({ headers: { Authorization: `Bearer ${as.mint({ aud: host.url, sub: 'ann', scope })}` } });
+        const created = await startTask(host, 'confirm_delete', { filename: 'ann.txt' }, as_('files:delete'));
+        const waiting = await until(host, created.taskId, ['input_required'], as_('files:delete'));
+        const [key] = Object.keys(waiting.inputRequests);
+        const answer = { [key]: { action: 'accept', content: { confirm: true } } };
+        // Same issuer and subject, so the same owner: it may read the task,
+        // but answering it would run the tool's next round without its scope.
+        const narrow = as_('other');
+        const refused = await ask(host, 'tasks/update', { taskId: created.taskId, inputResponses: answer }, narrow);
+        assert.equal(refused.error?.data?.code, 'INSUFFICIENT_SCOPE', JSON.stringify(refused));
+        assert.match(refused.error.message, /needs the scope 'files:delete'/);
+        assert.equal((await ask(host, 'tasks/get', { taskId: created.taskId }, narrow)).result.status, 'input_required');
+        await ask(host, 'tasks/update', { taskId: created.taskId, inputResponses: answer }, as_('files:delete'));
+        const done = await until(host, created.taskId, ['completed', 'failed'], as_('files:delete'));
+        assert.equal(done.result.content[0].text, 'Deleted ann.txt.');
+      },
+    );
+  } finally {
+    await as.stop();
   }
 });
 

@@ -157,6 +157,55 @@ TEMPLATE_TEST_CASE("task records: owner-checked, counted per principal, changed 
     }
 }
 
+TEMPLATE_TEST_CASE("task records: creates racing at the limit never hold more than it", "[tasks]", std::true_type,
+                   std::false_type) {
+    const bool memory = TestType::value;
+    test::TempDir dir;
+    auto backend =
+        memory ? state::make_memory_backend() : state::make_sqlite_backend((dir.path() / "state.sqlite3").string());
+    config::TaskSettings settings;
+    settings.max_per_principal = 3;
+    tasks::TaskStore store(*backend, std::make_shared<state::NotificationBus>(), settings);
+    // Rounds of eight threads, each creating at once against a full or
+    // filling index. Before, a create that found it full pruned it of an id
+    // whose record another create had not written yet, and that task went
+    // on uncounted: the principal then held more than the limit.
+    std::vector<std::string> accepted;
+    std::mutex accepted_mutex;
+    for (int round = 0; round < 20; ++round) {
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 8; ++t)
+            threads.emplace_back([&] {
+                const auto task = working_task("ann");
+                try {
+                    if (store.create(task)) {
+                        std::lock_guard lock(accepted_mutex);
+                        accepted.push_back(task.id);
+                    }
+                } catch (const state::BackendError&) {
+                    // the index kept changing: refused, which is allowed
+                }
+            });
+        for (auto& thread : threads)
+            thread.join();
+        std::size_t unfinished = 0;
+        for (const auto& id : accepted)
+            if (auto found = store.find(id, "ann"); found && !tasks::terminal(found->status)) ++unfinished;
+        REQUIRE(unfinished <= settings.max_per_principal);
+        // Finish one, so the next round races for its place.
+        bool finished = false;
+        for (const auto& id : accepted) {
+            store.update(id, [&finished](tasks::TaskRecord& r) {
+                if (tasks::terminal(r.status)) return false;
+                r.status = tasks::Status::completed;
+                return finished = true;
+            });
+            if (finished) break;
+        }
+    }
+    CHECK(accepted.size() >= settings.max_per_principal);
+}
+
 TEST_CASE("a damaged task record is no record", "[tasks]") {
     CHECK_FALSE(tasks::TaskRecord::from_text("not json"));
     CHECK_FALSE(tasks::TaskRecord::from_text(R"({"id":"x"})"));
@@ -232,6 +281,36 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
         until_idle(runner, 2000ms);
         CHECK(why == static_cast<int>(tasks::StopReason::unauthorised));
         CHECK(refusal["code"] == "NOT_CONNECTED");
+    }
+
+    SECTION("a refusal because the state backend did not answer does not end the round") {
+        std::atomic<int> asked{0};
+        std::atomic<int> why{0};
+        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
+            {
+                std::lock_guard lock(control.refusal_mutex);
+                control.authorised = [&]() -> std::optional<nlohmann::json> {
+                    ++asked;
+                    return nlohmann::json{{"structuredContent", {{"code", "STATE_UNAVAILABLE"}}}};
+                };
+            }
+            why = static_cast<int>(until_cancelled(control));
+        }));
+        // Renewed every lease / 3: several refusals of a moment of Redis,
+        // and the round runs on until its own deadline.
+        until_idle(runner, 3000ms);
+        CHECK(asked >= 2);
+        CHECK(why == static_cast<int>(tasks::StopReason::deadline));
+    }
+
+    SECTION("a round whose record is gone (expired, or failed elsewhere) is stopped at the next renewal") {
+        std::atomic<int> why{0};
+        REQUIRE(runner.run(record.id,
+                           [&](tasks::RoundControl& control) { why = static_cast<int>(until_cancelled(control)); }));
+        std::this_thread::sleep_for(50ms);
+        backend->erase("task/" + record.id);
+        until_idle(runner, 3000ms);
+        CHECK(why == static_cast<int>(tasks::StopReason::released));
     }
 
     SECTION("stopping cancels what runs, says why, and takes no more rounds") {
