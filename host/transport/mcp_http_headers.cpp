@@ -4,6 +4,8 @@
 #include "protocol/revision.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -30,17 +32,58 @@ std::optional<std::string> base64_decode(std::string_view text) {
     return license::base64_decode(text);
 }
 
+// A number as JSON writes one: -?digits(.digits)?([eE][+-]?digits)?
+bool plain_decimal(std::string_view text) {
+    std::size_t i = 0;
+    const auto digits = [&] {
+        const std::size_t start = i;
+        while (i < text.size() && text[i] >= '0' && text[i] <= '9')
+            ++i;
+        return i > start;
+    };
+    if (i < text.size() && text[i] == '-') ++i;
+    if (!digits()) return false;
+    if (i < text.size() && text[i] == '.') {
+        ++i;
+        if (!digits()) return false;
+    }
+    if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+        ++i;
+        if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+        if (!digits()) return false;
+    }
+    return i == text.size();
+}
+
 // Whether a decoded header carries the argument: strings as they are,
 // integers in decimal, booleans as true/false.
 bool header_matches(const std::string& header, const Json& value) {
     if (value.is_string()) return header == value.get_ref<const std::string&>();
     if (value.is_boolean()) return header == (value.get<bool>() ? "true" : "false");
     if (value.is_number()) {
-        // Compared as numbers, so "42.0" matches 42 as the spec suggests.
+        if (!plain_decimal(header)) return false; // no hex, '+', spaces, inf or nan strtod would take
+        // An integer against an integer's digits: exactly, past what a double holds.
+        if (value.is_number_integer() && header.find_first_of(".eE") == std::string::npos) {
+            const char* first = header.data();
+            const char* last = first + header.size();
+            if (value.is_number_unsigned()) {
+                std::uint64_t parsed = 0;
+                const auto [end, error] = std::from_chars(first, last, parsed);
+                return error == std::errc() && end == last && parsed == value.get<std::uint64_t>();
+            }
+            std::int64_t parsed = 0;
+            const auto [end, error] = std::from_chars(first, last, parsed);
+            return error == std::errc() && end == last && parsed == value.get<std::int64_t>();
+        }
+        // Otherwise compared as numbers, so "42.0" matches 42 as the spec
+        // suggests; only where a double holds the argument exactly.
+        constexpr double kExact = 9007199254740992.0; // 2^53
+        const double wanted = value.get<double>();
+        if (value.is_number_integer() && std::fabs(wanted) >= kExact) return false;
         char* end = nullptr;
         const double parsed = std::strtod(header.c_str(), &end);
-        if (header.empty() || end != header.c_str() + header.size() || !std::isfinite(parsed)) return false;
-        return parsed == value.get<double>();
+        if (end != header.c_str() + header.size() || !std::isfinite(parsed)) return false;
+        return parsed == wanted;
     }
     return false;
 }

@@ -61,12 +61,11 @@ TEST_CASE("misplaced, duplicate or malformed x-mcp-header annotations make the t
               .find("used twice") != std::string::npos);
 }
 
-TEST_CASE("request headers are checked against the body", "[http]") {
-    std::map<std::string, std::string> headers{{"mcp-protocol-version", "2026-07-28"},
-                                               {"mcp-method", "tools/call"},
-                                               {"mcp-name", "route"},
-                                               {"mcp-param-count", "42.0"}};
-    const HeaderLookup lookup = [&](std::string_view name) -> std::optional<std::string_view> {
+namespace {
+
+// Request headers by name, whatever its case, from a map of lowercase names.
+HeaderLookup lookup_in(const std::map<std::string, std::string>& headers) {
+    return [&headers](std::string_view name) -> std::optional<std::string_view> {
         std::string key(name);
         for (auto& c : key)
             c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -74,6 +73,16 @@ TEST_CASE("request headers are checked against the body", "[http]") {
         if (it == headers.end()) return std::nullopt;
         return it->second;
     };
+}
+
+} // namespace
+
+TEST_CASE("request headers are checked against the body", "[http]") {
+    std::map<std::string, std::string> headers{{"mcp-protocol-version", "2026-07-28"},
+                                               {"mcp-method", "tools/call"},
+                                               {"mcp-name", "route"},
+                                               {"mcp-param-count", "42.0"}};
+    const HeaderLookup lookup = lookup_in(headers);
     const Json message = Json::parse(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"route",
         "arguments":{"count":42},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})");
     const std::vector<ParamHeader> params{{"Count", {"count"}}};
@@ -85,6 +94,34 @@ TEST_CASE("request headers are checked against the body", "[http]") {
     CHECK_FALSE(check_request_headers(lookup, message, params));
     headers.erase("mcp-method");
     CHECK(*check_request_headers(lookup, message, params) == "the Mcp-Method header is missing");
+}
+
+TEST_CASE("an integer argument and its Mcp-Param header are compared exactly, as JSON writes numbers", "[http]") {
+    std::map<std::string, std::string> headers{
+        {"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", "route"}};
+    const HeaderLookup lookup = lookup_in(headers);
+    const auto matches = [&](const char* body_value, const char* header) {
+        headers["mcp-param-count"] = header;
+        const Json message = Json::parse(
+            std::string(
+                R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"route","arguments":{"count":)") +
+            body_value + R"(},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})");
+        return !check_request_headers(lookup, message, {{"Count", {"count"}}});
+    };
+    // Past 2^53 two integers are one double: before, these matched.
+    CHECK(matches("9007199254740993", "9007199254740993"));
+    CHECK_FALSE(matches("9007199254740993", "9007199254740992"));
+    CHECK(matches("18446744073709551615", "18446744073709551615"));
+    CHECK_FALSE(matches("18446744073709551615", "18446744073709551614"));
+    CHECK(matches("-42", "-42"));
+    // What strtod takes and JSON does not write: refused.
+    for (const char* other : {"0x2A", "+42", " 42", "42 ", "4.2e1x", "inf", "nan", "42.", ".5"})
+        CHECK_FALSE(matches("42", other));
+    // A number JSON may write for the same value still matches.
+    CHECK(matches("42", "42.0"));
+    CHECK(matches("42", "4.2e1"));
+    CHECK(matches("0.5", "0.5"));
+    CHECK_FALSE(matches("9007199254740993", "9007199254740993.0"));
 }
 
 TEST_CASE("Host and Origin checks against DNS rebinding and foreign pages", "[http]") {
