@@ -117,6 +117,13 @@ void IssuerKeys::read() {
                 return false;
             }
             const auto uri = metadata["jwks_uri"].get<std::string>();
+            // Keys that come over plain HTTP are anyone's on the path: an
+            // https issuer's key set must be https too (RFC 8414 §2).
+            if (issuer_.rfind("https://", 0) == 0 && uri.rfind("https://", 0) != 0) {
+                finish_read(false, "the metadata at " + where + " names the JWK Set " + uri +
+                                       ", which is not https; keys of an https issuer are read over https only");
+                return true;
+            }
             if (std::string owner; !sources_.claim(uri, issuer_, owner)) {
                 finish_read(false, "the metadata at " + where + " names the JWK Set " + uri +
                                        ", the key source of issuer " + owner + "; it is not used for " + issuer_);

@@ -7,6 +7,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
 using namespace gatehouse;
 using Kind = auth::TokenVerdict::Kind;
 
@@ -195,4 +201,50 @@ TEST_CASE("each issuer's keys come from its own source, a shared one is refused 
                       Catch::Contains("both take their keys from https://keys.example/jwks"));
     CHECK_THROWS_WITH(load("auth:\n  mode: jwt\n  issuers: [https://a.example, https://a.example]\n"),
                       Catch::Contains("listed twice"));
+}
+
+namespace {
+
+// Answers each GET from a table at once, on the caller's thread; records what was asked.
+class ScriptedFetcher final : public auth::HttpFetcher {
+public:
+    std::map<std::string, std::string> bodies;
+    std::vector<std::string> asked;
+
+    void stop() override {}
+    void get(const std::string& url, Done done) override {
+        asked.push_back(url);
+        auth::FetchResult r;
+        if (auto it = bodies.find(url); it != bodies.end()) {
+            r.status = 200;
+            r.body = it->second;
+        } else {
+            r.status = 404;
+        }
+        done(r);
+    }
+    void post_form(const std::string&, std::string, std::string, Done done) override { done({0, "", "not here"}); }
+    void post(std::function<void()> work) override { work(); }
+    void post_after(std::chrono::milliseconds, std::function<void()>) override {}
+};
+
+} // namespace
+
+TEST_CASE("an https issuer's keys are read over https only, whatever its metadata names", "[auth]") {
+    const auto keys_read = [](const std::string& jwks_uri) {
+        ScriptedFetcher fetcher;
+        fetcher.bodies["https://as.example/.well-known/oauth-authorization-server"] =
+            nlohmann::json{{"issuer", "https://as.example"}, {"jwks_uri", jwks_uri}}.dump();
+        fetcher.bodies[jwks_uri] = R"({"keys":[]})";
+        auth::KeySources sources;
+        auth::IssuerKeys keys("https://as.example", "", {}, fetcher, sources);
+        std::optional<bool> read_ok;
+        keys.refresh_for_unknown_key([&](bool ok) { read_ok = ok; });
+        REQUIRE(read_ok);
+        const bool fetched = std::find(fetcher.asked.begin(), fetcher.asked.end(), jwks_uri) != fetcher.asked.end();
+        return std::make_pair(*read_ok, fetched);
+    };
+    CHECK(keys_read("https://as.example/jwks") == std::make_pair(true, true));
+    // Over plain HTTP anyone on the path could hand over keys of their own.
+    CHECK(keys_read("http://as.example/jwks") == std::make_pair(false, false));
 }
