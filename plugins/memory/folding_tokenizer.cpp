@@ -1,5 +1,6 @@
 #include "folding_tokenizer.hpp"
 
+#include <new>
 #include <stdexcept>
 
 namespace memory {
@@ -29,16 +30,23 @@ FoldingTokenizer::~FoldingTokenizer() {
 
 namespace {
 
+// Called from SQLite's C code: nothing may unwind through it.
 int collect(void* out, int, const char* token, int length, int, int) {
-    static_cast<std::vector<std::string>*>(out)->emplace_back(token, static_cast<std::size_t>(length));
-    return SQLITE_OK;
+    try {
+        static_cast<std::vector<std::string>*>(out)->emplace_back(token, static_cast<std::size_t>(length));
+        return SQLITE_OK;
+    } catch (const std::bad_alloc&) {
+        return SQLITE_NOMEM;
+    }
 }
 
 } // namespace
 
 std::vector<std::string> FoldingTokenizer::tokens(std::string_view text) const {
     std::vector<std::string> out;
-    methods_.xTokenize(tokenizer_, &out, FTS5_TOKENIZE_DOCUMENT, text.data(), static_cast<int>(text.size()), &collect);
+    if (methods_.xTokenize(tokenizer_, &out, FTS5_TOKENIZE_DOCUMENT, text.data(), static_cast<int>(text.size()),
+                           &collect) == SQLITE_NOMEM)
+        throw std::bad_alloc();
     return out;
 }
 

@@ -80,8 +80,14 @@ std::string iso_time(int64_t ms) {
     return out;
 }
 
+// What a call did to the notes when the database was lost under it: a read,
+// or a change that is the same done twice (forget), changed nothing a retry
+// could spoil; remember may have been committed just before the connection
+// went, its answer lost, and a blind retry would keep the note twice.
+enum class Effect { reads, writes };
+
 // The one place a store exception becomes what the agent reads.
-template <class F> auto guarded(F&& body) {
+template <class F> auto guarded(F&& body, Effect effect = Effect::reads) {
     try {
         return body();
     } catch (const memory::CardNumberInNote& e) {
@@ -92,6 +98,11 @@ template <class F> auto guarded(F&& body) {
     } catch (const memory::NotesUnavailable& e) {
         // What went wrong is the operator's to read; the agent is told to wait.
         plugin.log(gh::LogLevel::warning, std::string("memory: ") + e.what());
+        if (effect == Effect::writes)
+            throw gh::Refusal("NOTES_UNAVAILABLE",
+                              "The notes database was lost during this change, which may or may not have been kept. "
+                              "In a few seconds, recall to see whether it was, then try again only if it was not.",
+                              {{"action", "recall_then_retry"}, {"retryAfterSeconds", 2}});
         throw gh::Refusal("NOTES_UNAVAILABLE",
                           "The notes database cannot be reached just now; nothing was changed. Try again in a few "
                           "seconds.",
@@ -116,14 +127,16 @@ const auto& remember = plugin.tool({
     .annotations = R"({"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false})",
     .handler =
         [](NoteStore& store, gh::Call& call) {
-            return guarded([&] {
-                memory::NewNote note;
-                note.text = call.arg<std::string>("text");
-                note.tags = call.arg_or("tags", std::vector<std::string>{});
-                note.critical = call.arg_or("critical", false);
-                const int64_t id = store.remember(owner_of(call), note);
-                return gh::Result::structured({{"id", id}}, "Remembered as note " + std::to_string(id) + ".");
-            });
+            return guarded(
+                [&] {
+                    memory::NewNote note;
+                    note.text = call.arg<std::string>("text");
+                    note.tags = call.arg_or("tags", std::vector<std::string>{});
+                    note.critical = call.arg_or("critical", false);
+                    const int64_t id = store.remember(owner_of(call), note);
+                    return gh::Result::structured({{"id", id}}, "Remembered as note " + std::to_string(id) + ".");
+                },
+                Effect::writes);
         },
 });
 

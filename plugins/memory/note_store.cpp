@@ -9,12 +9,17 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <unordered_set>
 
 namespace memory {
 
 namespace {
 
 using Json = nlohmann::json;
+
+// The longest word a note may hold, in bytes: far past any word a person
+// writes, well under what an index entry of PostgreSQL can hold.
+constexpr std::size_t kMaxWordBytes = 1024;
 
 bool is_space_only(std::string_view text) {
     std::size_t i = 0;
@@ -129,6 +134,14 @@ int64_t NoteStore::remember(const Owner& owner, const NewNote& note) {
                            " bytes; this server keeps notes of up to " + std::to_string(limits.max_text_bytes) +
                            " bytes (settings.max_text_bytes). Shorten it or split it into several notes.");
     if (is_space_only(note.text)) throw NoteRejected("The note is empty; give remember the text to keep.");
+    // A NUL would end the text where a C string ends (libpq sends text so)
+    // while its words were counted past it; other control characters are
+    // no text a person wrote. Tabs and line breaks are.
+    for (std::size_t i = 0; i < note.text.size(); ++i)
+        if (const auto c = static_cast<unsigned char>(note.text[i]);
+            (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+            throw NoteRejected("The note holds a control character (byte " + std::to_string(c) + " at offset " +
+                               std::to_string(i) + "); keep text, tabs and line breaks only.");
     if (auto last4 = find_card_number(note.text))
         throw CardNumberInNote("The note seems to hold a payment card number (one ending in " + *last4 +
                                    "); notes must not keep card numbers. Remove it and call remember again.",
@@ -145,6 +158,14 @@ int64_t NoteStore::remember(const Owner& owner, const NewNote& note) {
         }
         checked.tags_json = shown.dump();
         checked.terms = words.term_hits({note.text, checked.tags_json});
+        // Every word is a key of the index (PostgreSQL refuses an index
+        // entry past 2704 bytes): a word longer than any a person writes, a
+        // blob without spaces, is refused the same on both backends.
+        for (const auto& [term, hits] : checked.terms)
+            if (term.size() > kMaxWordBytes)
+                throw NoteRejected("The note holds a word of " + std::to_string(term.size()) +
+                                   " bytes without a space; words are kept up to " + std::to_string(kMaxWordBytes) +
+                                   " bytes. Break it up, or leave it out of the note.");
         // The note's length in words: the hits of its exact terms (every
         // word is one), so the texts are cut once, not once more to count.
         for (const auto& [term, hits] : checked.terms)
@@ -166,13 +187,22 @@ std::vector<Note> NoteStore::recall(const Owner& owner, const RecallQuery& query
         const auto& words_of = **analyzer;
         // Query text never reaches the index as syntax: it is cut into folded
         // words here, and each backend passes them on as plain values.
+        if (query.query.size() > limits.max_text_bytes)
+            throw NoteRejected("The query is " + std::to_string(query.query.size()) + " bytes; recall takes up to " +
+                               std::to_string(limits.max_text_bytes) + ". Keep the telling words.");
+        // In the order given, each once; counting stops past the limit, so a
+        // query of a million words costs no more than one of 33.
         std::vector<std::string> words;
-        for (auto& w : words_of.words(query.query))
-            if (std::find(words.begin(), words.end(), w) == words.end()) words.push_back(std::move(w));
-        if (words.size() > limits.max_query_words)
-            throw NoteRejected("The query has " + std::to_string(words.size()) +
-                               " different words; recall takes at most " + std::to_string(limits.max_query_words) +
-                               ". Keep the telling ones.");
+        std::unordered_set<std::string> seen;
+        for (auto& w : words_of.words(query.query)) {
+            if (!seen.insert(w).second) continue;
+            if (words.size() == limits.max_query_words)
+                throw NoteRejected("The query has more than " + std::to_string(limits.max_query_words) +
+                                   " different words (" + std::to_string(words.size() + 1) +
+                                   " at least); recall takes at most " + std::to_string(limits.max_query_words) +
+                                   ". Keep the telling ones.");
+            words.push_back(std::move(w));
+        }
         for (auto& t : check_tags(words_of, query.tags, limits, "The query"))
             checked.tag_keys.push_back(std::move(t.key));
         checked.words = words.size();

@@ -154,7 +154,10 @@ void PgConnection::exec(const std::string& sql) {
 }
 
 PgTransaction::PgTransaction(PgConnection& conn) : conn_(conn) {
-    conn_.exec("BEGIN");
+    // Named, not left to the server's default_transaction_isolation: the
+    // migration's lock and the writes are written for READ COMMITTED (a
+    // snapshot taken before the lock would read the schema as it was).
+    conn_.exec("BEGIN ISOLATION LEVEL READ COMMITTED");
     conn_.set_in_transaction(true);
 }
 

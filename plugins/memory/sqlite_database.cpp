@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <thread>
 
 namespace memory {
@@ -24,7 +25,13 @@ void note_term_counts(const Fts5ExtensionApi* x, Fts5Context* fts, sqlite3_conte
     std::vector<uint32_t> heap;
     uint32_t* counts = stack;
     if (phrases > 64) {
-        heap.assign(static_cast<std::size_t>(phrases), 0);
+        // Called from SQLite's C code: an allocation failure is its error, not an unwinding.
+        try {
+            heap.assign(static_cast<std::size_t>(phrases), 0);
+        } catch (const std::bad_alloc&) {
+            sqlite3_result_error_nomem(out);
+            return;
+        }
         counts = heap.data();
     }
     int instances = 0;

@@ -341,6 +341,28 @@ TEST_CASE("text limits: empty, whitespace-only, oversized") {
     CHECK(find(store, alice, "").size() == 1);
 }
 
+TEST_CASE("a note with a NUL or another control character, or a word no index can hold, is refused whole") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    // Before, PostgreSQL kept the text up to the NUL and the words after it,
+    // which forget could then never take back out of the counts.
+    CHECK_THROWS_WITH(keep(store, alice, std::string("a\0secret plans", 14)),
+                      Catch::Contains("control character (byte 0 at offset 1)"));
+    CHECK_THROWS_WITH(keep(store, alice, "bell\x07"), Catch::Contains("control character (byte 7"));
+    CHECK(keep(store, alice, "tabs\tand\nline breaks\r\nstay") == 1);
+    // A word without spaces past 1024 bytes (random, so no compression
+    // brings it under PostgreSQL's 2704-byte index entry).
+    std::string blob;
+    std::uint32_t x = 12345;
+    for (int i = 0; i < 3000; ++i) {
+        x = x * 1103515245u + 12345u;
+        blob += "abcdefghijklmnopqrstuvwxyz0123456789"[(x >> 16) % 36];
+    }
+    CHECK_THROWS_WITH(keep(store, alice, "key " + blob), Catch::Contains("a word of 3000 bytes"));
+    CHECK(keep(store, alice, "key " + blob.substr(0, 1024)) == 2);
+    CHECK(find(store, alice, "").size() == 2);
+}
+
 TEST_CASE("tag limits: count, length, emptiness, control characters") {
     TempDatabase tmp;
     NoteStore store(tmp.settings());
@@ -371,7 +393,12 @@ TEST_CASE("a query has at most 32 different words") {
     std::string q;
     for (int i = 0; i < 33; ++i)
         q += "w" + std::to_string(i) + " ";
-    CHECK_THROWS_WITH(find(store, alice, q), Catch::Contains("33 different words"));
+    CHECK_THROWS_WITH(find(store, alice, q), Catch::Contains("more than 32 different words"));
+    // A query is bounded in bytes before it is cut into words.
+    std::string huge;
+    for (int i = 0; huge.size() <= 70 * 1024; ++i)
+        huge += "w" + std::to_string(i) + " ";
+    CHECK_THROWS_WITH(find(store, alice, huge), Catch::Contains("bytes; recall takes up to 65536"));
     std::string repeated;
     for (int i = 0; i < 100; ++i)
         repeated += "w1 ";
