@@ -147,12 +147,12 @@ ToolTarget RequestDecoder::target(Json& params, const auth::Principal& principal
 
 ToolTarget RequestDecoder::target_of(std::shared_ptr<const plugins::ToolRegistry> registry, const plugins::Tool& tool,
                                      Json arguments, const auth::Principal& principal) const {
-    ToolTarget t{std::move(registry), &tool, arguments.is_null() ? Json::object() : std::move(arguments)};
+    ToolTarget t{std::move(registry), &tool, arguments.is_null() ? Json::object() : std::move(arguments), nullptr,
+                 scope_refusal(tool, principal)};
     // call_tool waits for its place and times out as the tool it forwards to.
     if (!tool.plugin && tool.name == ToolDisclosure::kCallTool)
         if (auto forwarded = t.arguments.find("name"); forwarded != t.arguments.end() && forwarded->is_string())
             t.forwarded = resolve(*t.registry, forwarded->get_ref<const std::string&>());
-    t.scope_refusal = scope_refusal(tool, principal);
     return t;
 }
 
