@@ -193,8 +193,6 @@ TEST_CASE("redis: AUTH from a password file, never in a message; a wrong one sto
     CHECK(state::make_redis_backend(settings)->get("k") == "v");
 }
 
-#else
-
 TEST_CASE("redis: a connection whose server turned replica is not kept in the pool", "[state][redis]") {
     RedisServer server;
     auto settings = server.settings("role:");
@@ -218,6 +216,8 @@ TEST_CASE("redis: a connection whose server turned replica is not kept in the po
     CHECK_THROWS_AS(client.command({"NOSUCHCOMMAND"}), state::RedisErrorReply);
     CHECK(id() == kept);
 }
+
+#else
 
 TEST_CASE("redis: the backend's tests need redis-server", "[state][redis]") {
     WARN("redis-server is not installed: the Redis backend is untested here (scripts/install-deps.sh installs it)");
