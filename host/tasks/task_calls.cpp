@@ -282,7 +282,9 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
     try {
         store_.update(id, [&](TaskRecord& r) {
             // Not a record another instance runs now, whatever this round found.
-            if (terminal(r.status) || (r.status == Status::working && r.runner != runner_.instance())) return false;
+            if (terminal(r.status) || (r.status == Status::working && r.runner != runner_.instance()) ||
+                why == StopReason::released)
+                return false;
             r.runner.clear();
             r.plugin_keys = Json::object();
             r.input_requests = Json::object();

@@ -79,10 +79,14 @@ bool TaskRunner::cancel(const std::string& id, StopReason why) {
         if (it == held_.end()) return false;
         control = it->second.control;
     }
-    StopReason none = StopReason::none;
-    control->why.compare_exchange_strong(none, why);
-    control->in_flight->cancel();
+    stop(*control, why);
     return true;
+}
+
+void TaskRunner::stop(RoundControl& control, StopReason why) {
+    StopReason none = StopReason::none;
+    control.why.compare_exchange_strong(none, why);
+    control.in_flight->cancel();
 }
 
 std::size_t TaskRunner::held() {
@@ -168,9 +172,11 @@ void TaskRunner::renew(const std::string& id, const std::shared_ptr<RoundControl
     // Its record expired, was failed elsewhere when its lease lapsed, or
     // ended: a running round would spend a worker until max_run_ms on a
     // result nobody keeps.
+    // The round renewed here, not whichever holds the id by now: the task's
+    // next round may have been queued since the record was read.
     if (!ours && control) {
         spdlog::warn("task {}: its record is no longer this instance's to run; its round is stopped", id);
-        cancel(id, StopReason::released);
+        stop(*control, StopReason::released);
         return;
     }
     // A task never outlives its caller's authorisation silently.
@@ -186,7 +192,7 @@ void TaskRunner::renew(const std::string& id, const std::shared_ptr<RoundControl
                 std::lock_guard lock(control->refusal_mutex);
                 control->refusal = std::move(*refused);
             }
-            cancel(id, StopReason::unauthorised);
+            stop(*control, StopReason::unauthorised);
         }
 }
 

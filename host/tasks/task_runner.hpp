@@ -77,6 +77,8 @@ private:
         std::int64_t renewed_ms = 0;
     };
 
+    // Cancels one round, saying why (the first reason given stands).
+    static void stop(RoundControl& control, StopReason why);
     void start_threads(); // under mutex_
     void work();
     void watch();
