@@ -1,5 +1,6 @@
 #include "state/state_backend.hpp"
 
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -214,11 +215,18 @@ private:
         const auto now = now_ms();
         if (now - swept_ms_ < kSweepEveryMs) return;
         swept_ms_ = now;
-        Statement s = cached(kSweep, "DELETE FROM state WHERE key IN (SELECT key FROM state WHERE expires_ms > 0 AND "
-                                     "expires_ms <= ? ORDER BY expires_ms LIMIT ?)");
-        sqlite3_bind_int64(s.get(), 1, now);
-        sqlite3_bind_int(s.get(), 2, kSweepBatch);
-        s.step_done();
+        // After the write it follows has landed: a sweep that fails (the
+        // file busy past the timeout) is tried again later, never the
+        // write's failure.
+        try {
+            Statement s = cached(kSweep, "DELETE FROM state WHERE key IN (SELECT key FROM state WHERE expires_ms > 0 "
+                                         "AND expires_ms <= ? ORDER BY expires_ms LIMIT ?)");
+            sqlite3_bind_int64(s.get(), 1, now);
+            sqlite3_bind_int(s.get(), 2, kSweepBatch);
+            s.step_done();
+        } catch (const BackendError& e) {
+            spdlog::warn("state database: expired entries not swept this time: {}", e.what());
+        }
     }
     std::int64_t swept_ms_ = 0; // under mutex_
 
