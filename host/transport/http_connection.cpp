@@ -801,15 +801,18 @@ void HttpConnection::on_post(const Request& request) {
         // The request a response or a cancellation is about may run on
         // another instance sharing the session.
         const bool response = method_it == message.end() && (message.contains("result") || message.contains("error"));
-        // Not acknowledged when it could not be sent on: the client sends it
-        // again (a response to a request answered already is ignored, a
-        // cancellation repeated changes nothing).
-        if (legacy && service_.legacy_sessions.shared() && (response || method == "notifications/cancelled") &&
-            !service_.legacy_sessions.relay_client_message(std::string(session_id->value()), message)) {
+        const bool relayed =
+            !(legacy && service_.legacy_sessions.shared() && (response || method == "notifications/cancelled")) ||
+            service_.legacy_sessions.relay_client_message(std::string(session_id->value()), message);
+        service_.server.handle(mcp, std::move(message), refusal);
+        // Handled here all the same (the request may run here), but not
+        // acknowledged when it could not be sent on: a client that sends it
+        // again loses nothing (a response to a request answered already is
+        // ignored, a cancellation repeated changes nothing).
+        if (!relayed) {
             respond_state_unavailable(Json(), state::BackendError("the shared bus did not take the message"));
             return;
         }
-        service_.server.handle(mcp, std::move(message), refusal);
         if (refusal->error) {
             respond_json(400, protocol::encode(*refusal->error));
             return;

@@ -48,7 +48,10 @@ struct LegacyHttpSessions::Sharing {
     // instance set its log level or subscriptions): written over the record
     // only while it is still there, so a request that ends after the
     // session's DELETE (on any instance) does not bring the session back.
-    // The instances holding a copy resume it.
+    // The instances holding a copy resume it. What is written is this
+    // instance's whole handshake: two instances changing one session in the
+    // same moment (a log level here, a subscription there) leave the later
+    // write, which every copy then follows.
     void update(const std::string& id, const std::string& owner, protocol::Connection& connection) {
         Json record = {{"owner", owner}, {"handshake", protocol::McpServer::legacy_record(connection)}};
         const std::string text = record.dump();
