@@ -42,7 +42,9 @@ bool plain_decimal(std::string_view text) {
         return i > start;
     };
     if (i < text.size() && text[i] == '-') ++i;
+    const std::size_t integer = i;
     if (!digits()) return false;
+    if (text[integer] == '0' && i - integer > 1) return false; // JSON writes no leading zero
     if (i < text.size() && text[i] == '.') {
         ++i;
         if (!digits()) return false;

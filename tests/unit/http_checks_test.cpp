@@ -115,7 +115,7 @@ TEST_CASE("an integer argument and its Mcp-Param header are compared exactly, as
     CHECK_FALSE(matches("18446744073709551615", "18446744073709551614"));
     CHECK(matches("-42", "-42"));
     // What strtod takes and JSON does not write: refused.
-    for (const char* other : {"0x2A", "+42", " 42", "42 ", "4.2e1x", "inf", "nan", "42.", ".5"})
+    for (const char* other : {"0x2A", "+42", " 42", "42 ", "4.2e1x", "inf", "nan", "42.", ".5", "042", "0042.0"})
         CHECK_FALSE(matches("42", other));
     // A number JSON may write for the same value still matches.
     CHECK(matches("42", "42.0"));
