@@ -131,20 +131,21 @@ TEST_CASE("a memory backend forgets everything on restart", "[session]") {
 TEST_CASE("a topic's index expires with its session, and a lookup renews both", "[session]") {
     const auto db = temp_db();
     {
-        SessionTable table(state::make_sqlite_backend(db.string()), std::chrono::seconds(1));
+        SessionTable table(state::make_sqlite_backend(db.string()), std::chrono::seconds(3));
         auto inspector = state::make_sqlite_backend(db.string());
         // session-topic/<hex principal>/<hex topic>: the index the next
         // connect of the topic reads, written for every topic a caller names.
         const std::string index = "session-topic/" + std::string("616c696365") + "/" + "6f7264657273";
         const auto opened = table.open(draft("alice", "orders"));
         REQUIRE(inspector->get(index) == std::optional<std::string>(opened.handle));
-        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        // Margins of a second and more, for a loaded machine.
+        std::this_thread::sleep_for(std::chrono::milliseconds(1800));
         REQUIRE(table.find(opened.handle, "alice"));
-        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1800));
         CHECK(inspector->get(index) == std::optional<std::string>(opened.handle));
         // Unused past its idle expiry: the session and its index are gone
         // (before, the index was kept for good).
-        std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+        std::this_thread::sleep_for(std::chrono::milliseconds(3600));
         CHECK_FALSE(table.find(opened.handle, "alice"));
         CHECK_FALSE(inspector->get(index));
     }
