@@ -3,6 +3,7 @@
 #include "crypto/bytes.hpp"
 #include "crypto/random_bytes.hpp"
 #include "gate/refusal.hpp"
+#include "protocol/call_outcome.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -110,11 +111,7 @@ void TaskRunner::work() {
             it->second.started_ms = now_ms();
             round = std::move(it->second.round);
             control = it->second.control;
-            if (stopping_) {
-                StopReason none = StopReason::none;
-                control->why.compare_exchange_strong(none, StopReason::host_stopping);
-                control->in_flight->cancel();
-            }
+            if (stopping_) stop(*control, StopReason::host_stopping);
         }
         try {
             round(*control);
@@ -137,11 +134,7 @@ namespace {
 // not answer the gate. The next renewal asks again; a task is not ended
 // for a moment of Redis.
 bool transient(const Json& refusal) {
-    const auto content = refusal.find("structuredContent");
-    if (content == refusal.end() || !content->is_object()) return false;
-    const auto code = content->find("code");
-    return code != content->end() && code->is_string() &&
-           code->get_ref<const std::string&>() == gate::refusal_code::state_unavailable;
+    return protocol::result_verdict(refusal, false).code == gate::refusal_code::state_unavailable;
 }
 
 } // namespace
@@ -171,9 +164,8 @@ void TaskRunner::renew(const std::string& id, const std::shared_ptr<RoundControl
     }
     // Its record expired, was failed elsewhere when its lease lapsed, or
     // ended: a running round would spend a worker until max_run_ms on a
-    // result nobody keeps.
-    // The round renewed here, not whichever holds the id by now: the task's
-    // next round may have been queued since the record was read.
+    // result nobody keeps. Stopped is the round renewed here, not whichever
+    // holds the id by now: the task's next round may be queued since.
     if (!ours && control) {
         spdlog::warn("task {}: its record is no longer this instance's to run; its round is stopped", id);
         stop(*control, StopReason::released);

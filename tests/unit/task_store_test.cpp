@@ -1,3 +1,4 @@
+#include "gate/refusal.hpp"
 #include "state/notification_bus.hpp"
 #include "state/state_backend.hpp"
 #include "tasks/task_runner.hpp"
@@ -7,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -37,6 +39,12 @@ tasks::StopReason until_cancelled(tasks::RoundControl& control) {
     while (!control.in_flight->cancelled.load())
         std::this_thread::sleep_for(5ms);
     return control.why.load();
+}
+
+// What the round's lease renewals ask, as TaskCalls sets it.
+void ask_at_renewal(tasks::RoundControl& control, std::function<std::optional<nlohmann::json>()> authorised) {
+    std::lock_guard lock(control.refusal_mutex);
+    control.authorised = std::move(authorised);
 }
 
 // Until the runner holds no round, or `patience` passed.
@@ -265,13 +273,10 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
         std::atomic<int> why{0};
         nlohmann::json refusal;
         REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
-            {
-                std::lock_guard lock(control.refusal_mutex);
-                control.authorised = [&]() -> std::optional<nlohmann::json> {
-                    if (allowed) return std::nullopt;
-                    return nlohmann::json{{"code", "NOT_CONNECTED"}};
-                };
-            }
+            ask_at_renewal(control, [&]() -> std::optional<nlohmann::json> {
+                if (allowed) return std::nullopt;
+                return nlohmann::json{{"code", "NOT_CONNECTED"}};
+            });
             why = static_cast<int>(until_cancelled(control));
             std::lock_guard lock(control.refusal_mutex);
             refusal = control.refusal;
@@ -287,13 +292,13 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
         std::atomic<int> asked{0};
         std::atomic<int> why{0};
         REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
-            {
-                std::lock_guard lock(control.refusal_mutex);
-                control.authorised = [&]() -> std::optional<nlohmann::json> {
-                    ++asked;
-                    return nlohmann::json{{"structuredContent", {{"code", "STATE_UNAVAILABLE"}}}};
-                };
-            }
+            ask_at_renewal(control, [&]() -> std::optional<nlohmann::json> {
+                ++asked;
+                gate::Refusal unavailable; // what the gate answers when Redis does not
+                unavailable.code = gate::refusal_code::state_unavailable;
+                unavailable.message = "The gate could not read the session just now.";
+                return unavailable.to_tool_result();
+            });
             why = static_cast<int>(until_cancelled(control));
         }));
         // Renewed every lease / 3: several refusals of a moment of Redis,
