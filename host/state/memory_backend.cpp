@@ -10,10 +10,11 @@ namespace {
 // Everything in the process: lost on restart, which is the point of it.
 class MemoryBackend final : public StateBackend {
 public:
-    // When an entry written now with `ttl` expires. A TTL past what the
-    // clock can count (a plugin's "a very long time") is never: now + ttl
-    // would overflow and expire it at once.
+    // When an entry written now with `ttl` expires: never without one, nor
+    // for a TTL past what the clock can count (a plugin's "a very long
+    // time"), where now + ttl would overflow and expire it at once.
     static Clock::time_point expiry(std::chrono::milliseconds ttl) {
+        if (ttl.count() <= 0) return Clock::time_point::max();
         const auto now = Clock::now();
         if (ttl >= std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now))
             return Clock::time_point::max();
@@ -33,7 +34,7 @@ public:
 
     void put(std::string_view key, std::string_view value, std::chrono::milliseconds ttl) override {
         std::lock_guard lock(mutex_);
-        Entry e{std::string(value), ttl.count() > 0 ? expiry(ttl) : Clock::time_point::max()};
+        Entry e{std::string(value), expiry(ttl)};
         entries_.insert_or_assign(std::string(key), std::move(e));
         sweep();
     }
@@ -43,7 +44,7 @@ public:
         std::lock_guard lock(mutex_);
         auto it = entries_.find(key);
         if (it == entries_.end() || expired(it->second) || it->second.value != expected) return false;
-        it->second = Entry{std::string(value), ttl.count() > 0 ? expiry(ttl) : Clock::time_point::max()};
+        it->second = Entry{std::string(value), expiry(ttl)};
         return true;
     }
 
@@ -51,7 +52,7 @@ public:
         std::lock_guard lock(mutex_);
         auto it = entries_.find(key);
         if (it != entries_.end() && !expired(it->second)) return false;
-        Entry e{std::string(value), ttl.count() > 0 ? expiry(ttl) : Clock::time_point::max()};
+        Entry e{std::string(value), expiry(ttl)};
         if (it != entries_.end())
             it->second = std::move(e);
         else
