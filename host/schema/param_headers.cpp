@@ -36,9 +36,8 @@ void collect(const nlohmann::json& schema, std::vector<std::string>& path, std::
             if (!primitive)
                 throw std::invalid_argument("x-mcp-header at " + where +
                                             " annotates a property whose type is not string, integer or boolean");
-            const std::string key = protocol::ascii_lowercase(h->get_ref<const std::string&>());
             for (const auto& seen : out)
-                if (protocol::ascii_lowercase(seen.name) == key)
+                if (protocol::equals_ignoring_ascii_case(seen.name, h->get_ref<const std::string&>()))
                     throw std::invalid_argument("x-mcp-header '" + h->get<std::string>() + "' is used twice");
             out.push_back({h->get<std::string>(), path});
         }
