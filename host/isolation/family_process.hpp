@@ -116,7 +116,7 @@ private:
     // nothing when it was reaped already. Under its mutex, so never a reused pid.
     std::optional<int> reap(Child& child);
     // Sends a frame to a child whose reader runs; kills a child that takes
-    // nothing for kSendStall. False when it was not sent.
+    // nothing for options.send_stall. False when it was not sent.
     bool send(Child& child, Frame frame);
     // After a crash or a failed start (mutex_ held): the next start, after a
     // backoff that doubles with each in a row up to 30 s.

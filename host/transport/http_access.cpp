@@ -3,7 +3,6 @@
 #include "protocol/ascii_case.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 namespace gatehouse::transport {
 
