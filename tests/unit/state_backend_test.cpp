@@ -55,9 +55,9 @@ TEMPLATE_TEST_CASE("add writes only where no live key is", "[state]", std::true_
     CHECK(backend->add("index", "[1]", 0ms));
     CHECK_FALSE(backend->add("index", "[2]", 0ms));
     CHECK(backend->get("index") == std::optional<std::string>("[1]"));
-    backend->put("brief", "old", 20ms);
+    backend->put("brief", "old", 500ms); // long enough to be live still on a loaded machine
     CHECK_FALSE(backend->add("brief", "new", 0ms));
-    std::this_thread::sleep_for(60ms);
+    std::this_thread::sleep_for(600ms);
     CHECK(backend->add("brief", "new", 0ms)); // an expired key is no key
     CHECK(backend->get("brief") == std::optional<std::string>("new"));
     // Of many threads adding at once, one writes.
