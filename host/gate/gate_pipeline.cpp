@@ -3,9 +3,15 @@
 namespace gatehouse::gate {
 
 std::optional<Refusal> GatePipeline::check(const GateContext& context) const {
-    if (context.tool.gate_exempt) return std::nullopt;
+    if (context.tool.gate_exempt) return check_family(context.tool.family, "Tool '" + context.tool.name + "'");
     for (const auto& c : checks_)
         if (auto refusal = c->check(context)) return refusal;
+    return std::nullopt;
+}
+
+std::optional<Refusal> GatePipeline::check_family(const std::string& family, std::string_view what) const {
+    for (const auto& c : checks_)
+        if (auto refusal = c->check_family(family, what)) return refusal;
     return std::nullopt;
 }
 

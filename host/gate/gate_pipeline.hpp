@@ -9,6 +9,8 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace gatehouse::gate {
@@ -35,16 +37,26 @@ class GateCheck {
 public:
     virtual ~GateCheck() = default;
     virtual std::optional<Refusal> check(const GateContext& context) = 0;
+    // A check that decides by the family alone (the license) also runs for
+    // gate-exempt tools and before a family's resources, prompts and
+    // completions; `what` names the thing asked for ("Tool 'x'").
+    virtual std::optional<Refusal> check_family(const std::string& /*family*/, std::string_view /*what*/) {
+        return std::nullopt;
+    }
 };
 
 // The ordered checks every gated tools/call passes before its plugin runs.
-// The first refusal wins. Gate-exempt tools (the session family) skip it.
+// The first refusal wins. Gate-exempt tools (the session family, host tools)
+// pass only the checks by family (the license): they need no session.
 // make_gate (gate/make_gate.hpp) is where the order is written.
 class GatePipeline {
 public:
     void add(std::unique_ptr<GateCheck> check) { checks_.push_back(std::move(check)); }
 
     std::optional<Refusal> check(const GateContext& context) const;
+    // The checks by family alone, for what is not a tool call: a resource
+    // read, a prompt, a completion.
+    std::optional<Refusal> check_family(const std::string& family, std::string_view what) const;
 
     std::size_t size() const { return checks_.size(); }
 

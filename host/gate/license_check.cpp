@@ -43,11 +43,17 @@ LicenseCheck::LicenseCheck(const config::LicenseSettings& settings, Clock clock)
       free_families_(settings.free_families.begin(), settings.free_families.end()), clock_(std::move(clock)) {}
 
 std::optional<Refusal> LicenseCheck::check(const GateContext& context) {
-    const std::string& family = context.tool.family;
+    // The host's own tools (call_tool, the job tools: gate-exempt, no plugin)
+    // belong to no family that could be licensed.
+    if (context.tool.gate_exempt && !context.tool.plugin) return std::nullopt;
+    return check_family(context.tool.family, "Tool '" + context.tool.name + "'");
+}
+
+std::optional<Refusal> LicenseCheck::check_family(const std::string& family, std::string_view what) {
     if (free_families_.count(family)) return std::nullopt;
     const auto answer = licenses_.find(family, clock_());
     if (answer.outcome == Outcome::covered) return std::nullopt;
-    const std::string about = "Tool '" + context.tool.name + "' belongs to the family '" + family + "', ";
+    const std::string about = std::string(what) + " belongs to the family '" + family + "', ";
     switch (answer.outcome) {
     case Outcome::covered: return std::nullopt;
     case Outcome::missing:

@@ -20,13 +20,17 @@ namespace gatehouse::gate {
 // clock now. Else LICENSE_EXPIRED, LICENSE_INVALID, LICENSE_NOT_COVERED or
 // LICENSE_MISSING, in the precedence LicenseSet::find documents. Refusals
 // name the family and tell the agent to tell the person; paths, keys and the
-// reason a file is invalid go to the log only.
+// reason a file is invalid go to the log only. It decides by the family
+// alone, so it also covers gate-exempt tools and a family's resources,
+// prompts and completions; only the host's own tools (call_tool, the job
+// tools) need no license.
 class LicenseCheck final : public GateCheck {
 public:
     using Clock = std::function<std::chrono::system_clock::time_point()>;
 
     LicenseCheck(const config::LicenseSettings& settings, Clock clock = std::chrono::system_clock::now);
     std::optional<Refusal> check(const GateContext& context) override;
+    std::optional<Refusal> check_family(const std::string& family, std::string_view what) override;
 
     // Which file covers `family` now, for the operator (start-up log,
     // `gatehouse plugins`): {license: free|covered|missing|not_covered|

@@ -92,6 +92,7 @@ Json Completion::run(Request& request) const {
                             "completion/complete params.ref.type must be \"ref/prompt\" or \"ref/resource\"");
     }
     if (!target.complete) return completion(Json::array());
+    check_family(gate_, target.family, "The completion of " + target.what);
 
     const std::string context_text = context.dump();
     const auto answer = call_plugin(

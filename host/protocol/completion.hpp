@@ -1,5 +1,6 @@
 #pragma once
 
+#include "gate/gate_pipeline.hpp"
 #include "plugins/live_registry.hpp"
 #include "protocol/request.hpp"
 
@@ -12,12 +13,14 @@ namespace gatehouse::protocol {
 // were offered.
 class Completion {
 public:
-    explicit Completion(const plugins::LiveRegistry& registry) : registry_(registry) {}
+    Completion(const plugins::LiveRegistry& registry, const gate::GatePipeline& gate)
+        : registry_(registry), gate_(gate) {}
 
     Json run(Request& request) const;
 
 private:
     const plugins::LiveRegistry& registry_;
+    const gate::GatePipeline& gate_;
 };
 
 } // namespace gatehouse::protocol

@@ -75,7 +75,8 @@ McpServer::McpServer(const plugins::LiveRegistry& registry, const gate::GatePipe
                options.observability ? &options.observability->trace_ids() : nullptr),
       tool_call_({gate, decoder_, disclosure_, rate_limiter_, input_rounds_, options.sessions},
                  limits_.max_string_bytes),
-      resource_read_(registry, input_rounds_), prompt_get_(registry, input_rounds_), completion_(registry),
+      resource_read_(registry, gate, input_rounds_), prompt_get_(registry, gate, input_rounds_),
+      completion_(registry, gate),
       subscriptions_(
           options.bus ? options.bus : std::make_shared<NotificationBus>(),
           [this, tasks = options.tasks.enabled] { return capabilities(Revision::modern_2026_07_28, tasks); },

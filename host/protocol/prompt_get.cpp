@@ -74,6 +74,7 @@ Json PromptGet::run(Request& request) const {
     const Json& checked = checked_arguments(request, *prompt);
     const std::string arguments = checked.dump();
 
+    check_family(gate_, prompt->family, "Prompt '" + prompt->name + "'");
     const std::string what = "prompt '" + prompt->name + "'";
     auto outcome = input_rounds_.run(
         request, {prompt->name, checked}, prompt->family, what,

@@ -7,6 +7,12 @@
 
 namespace gatehouse::protocol {
 
+void check_family(const gate::GatePipeline& gate, const std::string& family, std::string_view what) {
+    if (auto refusal = gate.check_family(family, what))
+        throw ProtocolError(error_code::internal_error, refusal->message,
+                            {{"code", refusal->code}, {"next", std::move(refusal->next)}});
+}
+
 RequestEnvironment::RequestEnvironment(Request& request, std::string family, Json subject)
     : request_(request), family_(std::move(family)), subject_(std::move(subject)) {}
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "gate/gate_pipeline.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/loaded_plugin.hpp"
 #include "protocol/request.hpp"
@@ -43,6 +44,11 @@ struct PluginAnswer {
     int32_t status = GH_STATUS_INTERNAL;
     std::string text;
 };
+
+// Before a family's resource, prompt or completion runs: the gate's checks by
+// family (the license) refuse it as a JSON-RPC error carrying the refusal's
+// {code, next}; `what` names it ("Resource 'x'").
+void check_family(const gate::GatePipeline& gate, const std::string& family, std::string_view what);
 
 // Runs fn(plugin_state, gh_call*, gh_sink*) in `plugin` for this request,
 // under the plugin's threading contract.

@@ -65,6 +65,7 @@ Json ResourceRead::run(Request& request) const {
     }
     if (!plugin) not_found(request, uri);
 
+    check_family(gate_, family, "Resource '" + uri + "'");
     const std::string what = "resource '" + uri + "'";
     const std::string variable_text = variables.dump();
     static const Json kNoArguments = Json::object();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "gate/gate_pipeline.hpp"
 #include "plugins/live_registry.hpp"
 #include "protocol/input_rounds.hpp"
 #include "protocol/request.hpp"
@@ -12,13 +13,14 @@ namespace gatehouse::protocol {
 // error carrying {"uri"}: -32602 in 2026-07-28, -32002 in 2025-11-25.
 class ResourceRead {
 public:
-    ResourceRead(const plugins::LiveRegistry& registry, const InputRounds& input_rounds)
-        : registry_(registry), input_rounds_(input_rounds) {}
+    ResourceRead(const plugins::LiveRegistry& registry, const gate::GatePipeline& gate, const InputRounds& input_rounds)
+        : registry_(registry), gate_(gate), input_rounds_(input_rounds) {}
 
     Json run(Request& request) const;
 
 private:
     const plugins::LiveRegistry& registry_;
+    const gate::GatePipeline& gate_;
     const InputRounds& input_rounds_;
 };
 

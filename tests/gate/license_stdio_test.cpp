@@ -80,9 +80,9 @@ TEST_CASE("the license over stdio: missing, not covered, valid, expired, fixed",
     auto uncovered = host.call("count", {{"session", handle}});
     REQUIRE(code_of(uncovered) == "LICENSE_NOT_COVERED");
     CHECK(uncovered["structuredContent"]["next"]["licensed_families"] == json::array({"ledger"}));
-    CHECK(structured(host.call("calls", json::object()))["count"] == 0); // nothing ran
 
     scene.install(LicenseFields{});
+    // The first count to run: none of the refused ones did.
     CHECK(structured(host.call("count", {{"session", handle}}))["count"] == 1);
 
     LicenseFields expired;
@@ -188,11 +188,63 @@ TEST_CASE("licenses from two vendors over stdio: each family served by its own f
     fs::remove(scene.shelf / "globex.json");
     CHECK(code_of(host.call("count", {{"session", handle}})) == "LICENSE_MISSING");
     CHECK(code_of(host.call("e_echo", {{"session", handle}, {"text", "x"}})) == "LICENSE_MISSING");
-    CHECK(structured(host.call("calls", json::object()))["count"] == 3); // nothing ran while refused
+    // Installed again: the count goes on from 3, so nothing ran while refused.
+    scene.put(scene.acme_file, scene.acme, scene.gated_license());
+    CHECK(structured(host.call("count", {{"session", handle}}))["count"] == 4);
 
     host.stop();
     // The start-up log says which file covers which family.
     CHECK_THAT(host.stderr_text(),
                Catch::Contains("family 'gated' is covered by " + scene.acme_file.string()) &&
                    Catch::Contains("family 'echo' is covered by " + (scene.shelf / "globex.json").string()));
+}
+
+TEST_CASE("the license covers a family's resources, prompts, completions and its tools the gate exempts",
+          "[gate][stdio][license]") {
+    const fs::path dir = fs::temp_directory_path() / ("gatehouse-license-reach-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    VendorKeyPair vendor;
+    // conformance ships resources, a template and prompts with completions;
+    // the operator took the gate off gated's whoami. Neither family is free.
+    std::ofstream(dir / "gatehouse.yaml")
+        << "plugin_dir: " << GATEHOUSE_TEST_PLUGIN_DIR << "\n"
+        << "data_dir: " << (dir / "data").string() << "\n"
+        << "plugins:\n  - " << GATEHOUSE_SESSION_PLUGIN << "\n  - gated.so\n  - conformance.so\n"
+        << "domains:\n  gated:\n    tools:\n      whoami: {gated: false}\n"
+        << "session:\n  backend: memory\n  pinned: {store: shop, user: ann}\n"
+        << "license:\n  file: license.json\n  free_families: [session]\n"
+        << "  vendor_keys:\n    acme-2026: " << vendor.public_base64() << "\n";
+    StdioHost host((dir / "gatehouse.yaml").string(), {{"GATEHOUSE_PRINCIPAL", "alice"}});
+
+    const auto refused = [](const json& answer) {
+        INFO(answer.dump());
+        REQUIRE(answer.contains("error"));
+        CHECK(answer["error"]["code"] == -32603);
+        CHECK(answer["error"]["data"]["next"]["family"] == "conformance");
+        return answer["error"]["data"].value("code", "");
+    };
+    CHECK(refused(host.request("resources/read", {{"uri", "test://static-text"}})) == "LICENSE_MISSING");
+    CHECK(refused(host.request("resources/read", {{"uri", "test://template/7/data"}})) == "LICENSE_MISSING");
+    CHECK(refused(host.request("prompts/get", {{"name", "test_simple_prompt"}})) == "LICENSE_MISSING");
+    CHECK(refused(host.request("completion/complete",
+                               {{"ref", {{"type", "ref/prompt"}, {"name", "test_prompt_with_arguments"}}},
+                                {"argument", {{"name", "arg1"}, {"value", "a"}}}})) == "LICENSE_MISSING");
+    // Exempt from the session checks, not from the license.
+    CHECK(code_of(host.call("whoami", json::object())) == "LICENSE_MISSING");
+    // The session family is free: a session still opens, and listing is no use of the family.
+    CHECK(structured(host.call("session_connect", {{"topic", "orders"}})).contains("session"));
+    CHECK(host.request("resources/list", json::object()).contains("result"));
+
+    LicenseFields both;
+    both.families = {"gated", "conformance"};
+    std::ofstream(dir / "license.new") << mint_license(vendor, both);
+    fs::rename(dir / "license.new", dir / "license.json");
+    const auto read = host.request("resources/read", {{"uri", "test://static-text"}});
+    INFO(read.dump());
+    CHECK(read.contains("result"));
+    CHECK(host.request("prompts/get", {{"name", "test_simple_prompt"}}).contains("result"));
+    CHECK_FALSE(host.call("whoami", json::object()).value("isError", false));
+    host.stop();
+    fs::remove_all(dir);
 }
