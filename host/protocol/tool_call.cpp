@@ -230,35 +230,52 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
         plugins::LoadedPlugin* plugin;
         ~Leave() { plugin->leave(); }
     } leave{tool.plugin};
-    ToolCallEnvironment environment(request, tool, parts_.sessions, findings.session.get());
     const std::string argument_text = arguments.dump();
     // Every round's answer (a final one, or input requests a client would
     // see) of a family allowed the store password is checked before use.
     bool withheld = false;
-    // A tool that asks before its task (GH_TOOL_ASKS_BEFORE_TASK) ends its
-    // plain rounds with {"startTask": true}: the round's input goes on to the task.
-    environment.set_task_start(may_start_task);
     std::optional<std::pair<std::string, std::string>> task_input;
-    auto outcome =
-        parts_.input_rounds.run(request, {tool.name, sent_arguments}, tool.family, "tool '" + tool.name + "'",
-                                [&](std::string_view responses, std::string_view state) {
-                                    gh_call call{&environment, tool.family, {}, responses, state, request.host};
-                                    gh_sink out;
-                                    PluginAnswer answer;
-                                    answer.status =
-                                        tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
-                                    answer.text = std::move(out.bytes);
-                                    if (environment.holds_password(answer.text)) {
-                                        withheld = true;
-                                        answer = {GH_STATUS_TOOL_ERROR, {}};
-                                    }
-                                    if (may_start_task && answer.status == GH_STATUS_INPUT_REQUIRED)
-                                        if (auto state_kept = mrtr::start_task_answer(answer.text)) {
-                                            task_input.emplace(std::string(responses), std::move(*state_kept));
-                                            answer = {GH_STATUS_OK, {}};
-                                        }
-                                    return answer;
-                                });
+    // A 2025-11-25 client's later rounds run here, after the person answered,
+    // maybe minutes after the gate decided: each decides again on what holds
+    // now (the store switched, the session replaced, the license removed),
+    // as a 2026-07-28 retry and a task round do.
+    gate::GateFindings round_findings = findings;
+    bool first_round = true;
+    std::optional<Json> refused_later;
+    auto outcome = parts_.input_rounds.run(
+        request, {tool.name, sent_arguments}, tool.family, "tool '" + tool.name + "'",
+        [&](std::string_view responses, std::string_view state) {
+            if (!first_round) {
+                round_findings = {};
+                if (auto refusal =
+                        parts_.gate.check({tool, request.connection->principal(), sent_arguments, &round_findings})) {
+                    refused_later = refusal->to_tool_result();
+                    return PluginAnswer{GH_STATUS_OK, {}};
+                }
+            }
+            first_round = false;
+            ToolCallEnvironment environment(request, tool, parts_.sessions, round_findings.session.get());
+            // A tool that asks before its task (GH_TOOL_ASKS_BEFORE_TASK) ends
+            // its plain rounds with {"startTask": true}: the round's input goes
+            // on to the task.
+            environment.set_task_start(may_start_task);
+            gh_call call{&environment, tool.family, {}, responses, state, request.host};
+            gh_sink out;
+            PluginAnswer answer;
+            answer.status = tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
+            answer.text = std::move(out.bytes);
+            if (environment.holds_password(answer.text)) {
+                withheld = true;
+                answer = {GH_STATUS_TOOL_ERROR, {}};
+            }
+            if (may_start_task && answer.status == GH_STATUS_INPUT_REQUIRED)
+                if (auto state_kept = mrtr::start_task_answer(answer.text)) {
+                    task_input.emplace(std::string(responses), std::move(*state_kept));
+                    answer = {GH_STATUS_OK, {}};
+                }
+            return answer;
+        });
+    if (refused_later) return std::move(*refused_later);
     if (withheld) return password_withheld(tool).to_tool_result();
     if (task_input)
         return parts_.tasks->start(request, {tool, arguments, sent_arguments, findings, std::move(task_input->first),

@@ -12,7 +12,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <mutex>
+#include <thread>
 
 using namespace gatehouse;
 using protocol::Json;
@@ -28,6 +30,20 @@ public:
         return gate::Refusal{"NOT_GRANTED", "No."};
     }
     int asked = 0;
+};
+
+// A gate check that lets the first `passes` asks through and refuses the rest.
+class PassThenRefuse final : public gate::GateCheck {
+public:
+    explicit PassThenRefuse(int passes) : passes_(passes) {}
+    std::optional<gate::Refusal> check(const gate::GateContext&) override {
+        if (++asked <= passes_) return std::nullopt;
+        return gate::Refusal{"STORE_SWITCHED", "The store changed."};
+    }
+    std::atomic<int> asked{0};
+
+private:
+    int passes_;
 };
 
 struct Harness {
@@ -49,8 +65,8 @@ struct Harness {
           connection(std::make_shared<protocol::Connection>(out, std::move(principal))) {}
 
     static std::unique_ptr<plugins::ToolRegistry> load() {
-        auto cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() + "\nplugins: [echo.so]\n",
-                                            "test.yaml", "/");
+        auto cfg = config::load_config_text(
+            "plugin_dir: " + test::plugin_dir().string() + "\nplugins: [echo.so, conformance.so]\n", "test.yaml", "/");
         plugins::LoadReport report;
         auto registry = plugins::PluginLoader::load(cfg, report);
         REQUIRE(report.failures.empty());
@@ -197,4 +213,35 @@ TEST_CASE("ToolCall without a decoded target is a protocol error", "[tool_call]"
     r.connection = h.connection.get();
     r.reply = h.out;
     CHECK_THROWS_AS(h.tool_call.run(r), protocol::ProtocolError);
+}
+
+TEST_CASE("ToolCall decides the gate again before each later round of a 2025-11-25 call", "[tool_call]") {
+    Harness h;
+    auto check = std::make_unique<PassThenRefuse>(1);
+    PassThenRefuse* gate_check = check.get();
+    h.gate.add(std::move(check));
+    auto r = h.request(h.tool("test_elicitation"), {{"message", "Who are you?"}});
+    r.revision = protocol::Revision::legacy_2025_11_25;
+    r.client_capabilities = {{"elicitation", Json::object()}};
+    Json result;
+    std::thread call([&] { result = h.tool_call.run(r); });
+    // The first round passed the gate and asked the person; the answer
+    // comes after the gate would say no.
+    Json asked;
+    for (int i = 0; i < 500 && asked.is_null(); ++i) {
+        for (auto& message : h.out->take())
+            if (message.value("method", "") == "elicitation/create") asked = message;
+        if (asked.is_null()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE_FALSE(asked.is_null());
+    CHECK(gate_check->asked == 1);
+    const Json answer = {
+        {"jsonrpc", "2.0"},
+        {"id", asked["id"]},
+        {"result", {{"action", "accept"}, {"content", {{"username", "ann"}, {"email", "ann@example.com"}}}}}};
+    REQUIRE(h.connection->client_requests().deliver(answer));
+call.join();
+INFO(result.dump());
+CHECK(gate_check->asked == 2);
+CHECK(refusal_code(result) == "STORE_SWITCHED"); // the plugin's answering round never ran
 }
