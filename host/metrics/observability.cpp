@@ -142,25 +142,30 @@ Observability::Observability(Settings settings)
 
 Observability::~Observability() = default;
 
-Observability::ToolSeries& Observability::series_of(const CallRecord& call) {
+// The handles are copied out under the lock: another thread may replace the
+// entry (a Tool's address reused after a new listing) at any time.
+Observability::SeriesHandles Observability::series_of(const CallRecord& call) {
     {
         std::shared_lock lock(series_mutex_);
         if (auto it = series_.find(call.tool_key);
             it != series_.end() && it->second.tool == call.tool && it->second.family == call.family)
-            return it->second;
+            return it->second.handles;
     }
     ToolSeries series;
     series.family = call.family;
     series.tool = call.tool;
     for (std::size_t i = 0; i < kOutcomeNames.size(); ++i)
-        series.outcomes[i] = &tool_calls_.with({call.family, call.tool, kOutcomeNames[i]});
-    series.duration = &durations_.with({call.family});
+        series.handles.outcomes[i] = &tool_calls_.with({call.family, call.tool, kOutcomeNames[i]});
+    series.handles.duration = &durations_.with({call.family});
     std::unique_lock lock(series_mutex_);
-    return series_.insert_or_assign(call.tool_key, std::move(series)).first->second;
+    // Addresses of tools listed long ago are forgotten in one go; the
+    // series they name stay in the registry.
+    if (series_.size() >= kMaxCachedTools && !series_.count(call.tool_key)) series_.clear();
+    return series_.insert_or_assign(call.tool_key, std::move(series)).first->second.handles;
 }
 
 void Observability::tool_call(const CallRecord& call) {
-    ToolSeries& series = series_of(call);
+    const SeriesHandles series = series_of(call);
     series.outcomes[static_cast<std::size_t>(call.outcome)]->add();
     series.duration->observe(seconds_of(call.took));
     if (!call.code.empty() && (call.outcome == CallOutcome::refused || call.outcome == CallOutcome::timeout))
@@ -245,10 +250,7 @@ void Observability::audit(const CallRecord& call) {
     }
     if (call.request_id && !call.request_id->is_null()) {
         field("request_id");
-        if (call.request_id->is_number_integer())
-            line += std::to_string(call.request_id->get<std::int64_t>());
-        else
-            line += call.request_id->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        line += call.request_id->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     if (!call.task_id.empty()) text("task_id", call.task_id);
     text("revision", call.revision);

@@ -100,14 +100,18 @@ public:
     void flush_audit();
 
 private:
-    struct ToolSeries {
+    struct SeriesHandles {
         std::array<Counter*, 8> outcomes{};
         Histogram* duration = nullptr;
+    };
+    struct ToolSeries {
+        SeriesHandles handles;
         // Whose they are: a Tool's address may be another's after its
         // family listed anew.
         std::string family, tool;
     };
-    ToolSeries& series_of(const CallRecord& call);
+    static constexpr std::size_t kMaxCachedTools = 8192;
+    SeriesHandles series_of(const CallRecord& call);
     void audit(const CallRecord& call);
 
     Settings settings_;

@@ -18,6 +18,15 @@ const plugins::Tool* running_tool(const Request& request) {
     return request.call->forwarded ? request.call->forwarded : request.call->tool;
 }
 
+// The arguments of that tool, for the audit line: call_tool's are the ones it
+// forwards, not its own {name, arguments}.
+const Json* running_arguments(const Request& request) {
+    if (!request.call) return nullptr;
+    if (!request.call->forwarded) return &request.call->arguments;
+    const auto inner = request.call->arguments.find("arguments");
+    return inner != request.call->arguments.end() ? &*inner : nullptr;
+}
+
 } // namespace
 
 CallScheduler::CallScheduler(RequestPool& pool, const config::Limits& limits, Dispatch dispatch, Finish finish,
@@ -71,7 +80,7 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
             return;
         }
         give_back(*running);
-        const Json* arguments = request.call ? &request.call->arguments : nullptr;
+        const Json* arguments = running_arguments(request);
         // A cancelled request gets no answer at all, as the spec asks.
         if (!request.cancelled()) {
             if (observe_) observe_(running->admitted, {&response, false, arguments});

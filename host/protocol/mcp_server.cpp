@@ -343,9 +343,10 @@ void McpServer::observe_admitted(const CallScheduler::Admitted& call, const Call
     record.arguments = ending.arguments;
     record.trace = &call.trace;
     observability_->tool_call(record);
-    if (verdict.code == gate::refusal_code::rate_limited && verdict.next)
-        if (const auto limit = verdict.next->find("limit"); limit != verdict.next->end() && limit->is_string())
-            observability_->rate_limited(limit->get_ref<const std::string&>());
+    // Counted from the host's own refusal: a result of the same shape from a
+    // family or an upstream names no limit of this host.
+    if (call.findings)
+        if (const std::string limit = call.findings->rate_limit(); !limit.empty()) observability_->rate_limited(limit);
 }
 
 Json McpServer::finish(const Json& id, Revision revision, Json result) const {

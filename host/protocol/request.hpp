@@ -59,11 +59,22 @@ public:
         std::lock_guard lock(mutex_);
         return {store_, user_};
     }
+    // The host's own rate limit refused the call: which one (a name from the
+    // configuration, never from a result, so a metric label may carry it).
+    void found_rate_limit(std::string limit) {
+        std::lock_guard lock(mutex_);
+        rate_limit_ = std::move(limit);
+    }
+    std::string rate_limit() const {
+        std::lock_guard lock(mutex_);
+        return rate_limit_;
+    }
 
 private:
     mutable std::mutex mutex_;
     std::string store_;
     std::string user_;
+    std::string rate_limit_;
 };
 
 // One JSON-RPC request after the envelope and its era were decoded. Nothing

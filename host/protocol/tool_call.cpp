@@ -165,8 +165,11 @@ Json ToolCall::run(Request& request) const {
     // call_tool spends nothing itself: the call it forwards is counted.
     if (tool->name != ToolDisclosure::kCallTool || tool->plugin)
         if (auto refused = parts_.rate_limiter.acquire(request.connection->principal().owner_key(), tool->name,
-                                                       limits::RateLimiter::Clock::now()))
+                                                       limits::RateLimiter::Clock::now())) {
+            if (request.findings && refused->cause == limits::RateLimiter::Refused::Cause::over_rate)
+                request.findings->found_rate_limit(refused->limit);
             return rate_refusal(*refused).to_tool_result();
+        }
     if (auto refusal = limits::argument_beyond_bounds(*arguments, max_string_bytes_, tool->name))
         return refusal->to_tool_result();
 

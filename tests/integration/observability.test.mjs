@@ -338,6 +338,32 @@ test('metrics.listen serves a stdio host to a real Prometheus; the audit file is
   }
 });
 
+test('a call through call_tool is audited with the arguments it forwards, the session handle left out', async () => {
+  const host = new Host({
+    plugins: ['echo.so'],
+    sections: {
+      domains: { echo: { exposure: 'on_demand' } },
+      audit: (dir) => ({ file: path.join(dir, 'audit.jsonl'), include_arguments: true }),
+    },
+  });
+  const auditFile = path.join(host.config.dir, 'audit.jsonl');
+  try {
+    const answer = await host.modern('tools/call', {
+      name: 'call_tool',
+      arguments: { name: 'echo', arguments: { text: 'through call_tool', session: '0123456789abcdef0123456789abcdef' } },
+    });
+    assert.ok(answer.result, JSON.stringify(answer));
+    await eventually('the audit line', () => auditLines(auditFile).length === 1);
+    const line = auditLines(auditFile)[0];
+    assert.equal(line.tool, 'echo');
+    assert.deepEqual(line.arguments, { text: 'through call_tool' });
+    assert.ok(!readFileSync(auditFile, 'utf8').includes('0123456789abcdef0123456789abcdef'));
+  } finally {
+    await host.close();
+  }
+  assert.deepEqual(host.problems, []);
+});
+
 test('metrics.allow keeps other addresses out; a listener off loopback without it is refused at load; load failures are counted', async () => {
   const { writeConfig } = await import('./lib/host.mjs');
   const { file } = writeConfig({ plugins: ['echo.so'], sections: { metrics: { listen: '0.0.0.0:9464' } } });

@@ -418,6 +418,35 @@ TEST_CASE("Observability counts each tool call once under its outcome and code, 
     CHECK(json::parse(lines[1])["decision"] == "allowed");
 }
 
+TEST_CASE("the audit line carries a request id as the request did, however large", "[metrics][audit]") {
+    test::TempDir dir;
+    metrics::Observability::Settings settings;
+    settings.audit.file = dir.path() / "audit.jsonl";
+    metrics::Observability observability(settings);
+    int tool_key = 0;
+    metrics::CallRecord call;
+    call.tool_key = &tool_key;
+    call.family = "echo";
+    call.tool = "echo";
+    call.started = std::chrono::system_clock::now();
+    call.principal = "alice";
+    call.principal_kind = "local";
+    call.revision = "2026-07-28";
+    call.transport = "stdio";
+    const std::vector<json> ids = {json(18446744073709551615ULL), json(9223372036854775808ULL), json(-3),
+                                   json("req-1")};
+    for (const auto& id : ids) {
+        call.request_id = &id;
+        observability.tool_call(call);
+    }
+    observability.flush_audit();
+    const auto lines = lines_of(settings.audit.file);
+    REQUIRE(lines.size() == ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        CHECK(json::parse(lines[i])["request_id"] == ids[i]);
+    CHECK(lines[0].find("\"request_id\":18446744073709551615") != std::string::npos);
+}
+
 namespace {
 
 using test::CapturedLog;
