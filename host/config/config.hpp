@@ -216,12 +216,13 @@ struct RedisSettings {
 // gate checks and says so in the log at start-up.
 struct SessionSettings {
     bool configured = false;
-    std::string backend = "sqlite";          // memory | sqlite | redis
-    RedisSettings redis;                     // backend redis
-    std::filesystem::path state_file;        // sqlite file; default <data_dir>/state.sqlite3
-    std::filesystem::path conversations_dir; // default <data_dir>/conversations
-    std::uint64_t idle_expiry_s = 8 * 3600;  // a session unused this long is gone
-    std::string pinned_store;                // pinned mode: both set
+    std::string backend = "sqlite";                // memory | sqlite | redis
+    RedisSettings redis;                           // backend redis
+    std::filesystem::path state_file;              // sqlite file; default <data_dir>/state.sqlite3
+    std::filesystem::path conversations_dir;       // default <data_dir>/conversations
+    std::uint64_t idle_expiry_s = 8 * 3600;        // a session unused this long is gone
+    std::uint64_t max_sessions_per_principal = 64; // topics' sessions one caller keeps; more end the oldest
+    std::string pinned_store;                      // pinned mode: both set
     std::string pinned_user;
     std::filesystem::path program_state_file;         // program mode: the file the desktop program writes
     std::filesystem::path program_settings_file;      // the program's saved logins; must not be group/other-readable

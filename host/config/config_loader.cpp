@@ -888,8 +888,9 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
                   SessionSettings& out) {
     r.expect_map(node, "session");
     r.only_keys(node,
-                {"backend", "redis", "state_file", "conversations_dir", "idle_expiry_s", "pinned", "program_state_file",
-                 "program_settings_file", "credentials_file", "grants_file", "grants", "rules"},
+                {"backend", "redis", "state_file", "conversations_dir", "idle_expiry_s", "max_sessions_per_principal",
+                 "pinned", "program_state_file", "program_settings_file", "credentials_file", "grants_file", "grants",
+                 "rules"},
                 "session");
     out.configured = true;
     out.where = r.at(node);
@@ -908,6 +909,11 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
     if (node["idle_expiry_s"])
         r.attempt(
             [&] { out.idle_expiry_s = r.count(node["idle_expiry_s"], "session.idle_expiry_s", 1, 86400ull * 365); });
+    if (node["max_sessions_per_principal"])
+        r.attempt([&] {
+            out.max_sessions_per_principal =
+                r.count(node["max_sessions_per_principal"], "session.max_sessions_per_principal", 1, 4096);
+        });
     // Whether exactly one of the two is set says something only when both read well.
     bool store_source_read = true;
     if (node["pinned"])

@@ -52,8 +52,9 @@ gate::Refusal not_connected_refusal() {
 
 SessionService::SessionService(const config::SessionSettings& settings, std::unique_ptr<state::StateBackend> backend,
                                const plugins::LiveRegistry& registry, bool environment_password_allowed)
-    : settings_(settings), table_(std::move(backend), std::chrono::seconds(settings.idle_expiry_s)), stores_(settings),
-      credentials_(settings, environment_password_allowed), grants_(settings), registry_(registry) {}
+    : settings_(settings),
+      table_(std::move(backend), std::chrono::seconds(settings.idle_expiry_s), {}, settings.max_sessions_per_principal),
+      stores_(settings), credentials_(settings, environment_password_allowed), grants_(settings), registry_(registry) {}
 
 Session SessionService::live(const auth::Principal& principal, std::string_view handle) {
     std::shared_ptr<const Session> s;

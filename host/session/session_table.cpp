@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace gatehouse::session {
 
@@ -12,6 +13,9 @@ namespace {
 
 constexpr std::string_view kSessionPrefix = "session/";
 constexpr std::string_view kTopicPrefix = "session-topic/";
+// A principal's opened topics: {hex(topic): opened at, ms}.
+constexpr std::string_view kPrincipalPrefix = "session-principal/";
+constexpr int kMaxAttempts = 16;
 
 std::int64_t system_now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -51,11 +55,13 @@ std::string session_key(std::string_view handle) {
 
 } // namespace
 
-SessionTable::SessionTable(std::unique_ptr<state::StateBackend> backend, std::chrono::seconds idle_expiry, Now now)
+SessionTable::SessionTable(std::unique_ptr<state::StateBackend> backend, std::chrono::seconds idle_expiry, Now now,
+                           std::size_t max_per_principal)
     : backend_(std::move(backend)),
       idle_ms_(std::chrono::duration_cast<std::chrono::milliseconds>(idle_expiry).count()),
       touch_interval_ms_(std::min<std::int64_t>(1000, idle_ms_ / 100)),
-      now_(now ? std::move(now) : Now(&system_now_ms)) {}
+      now_(now ? std::move(now) : Now(&system_now_ms)),
+      max_per_principal_(std::max<std::size_t>(1, max_per_principal)) {}
 
 Session SessionTable::open(SessionDraft draft) {
     Session s;
@@ -71,17 +77,77 @@ Session SessionTable::open(SessionDraft draft) {
     s.created_ms = s.last_used_ms = now_();
 
     const auto index = topic_key(s.principal, s.topic);
-    if (auto previous = backend_->get(index)) {
-        backend_->erase(session_key(*previous));
-        std::lock_guard lock(mutex_);
-        forget(*previous);
+    const std::chrono::milliseconds ttl(idle_ms_);
+    const auto record = std::make_shared<const Session>(s);
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+        const auto previous = backend_->get(index);
+        write(record, nullptr);
+        // The index names the new session only over what was read: another
+        // open of this topic in between (here or on another instance) is
+        // then replaced in its turn, never left live beside this one. It
+        // expires as its session does (a lookup renews both): topics are
+        // the caller's to name, and an index kept for good would grow with
+        // every topic ever used.
+        const bool indexed =
+            previous ? backend_->replace(index, *previous, s.handle, ttl) : backend_->add(index, s.handle, ttl);
+        if (!indexed) {
+            backend_->erase(session_key(s.handle));
+            continue;
+        }
+        if (previous) {
+            backend_->erase(session_key(*previous));
+            std::lock_guard lock(mutex_);
+            forget(*previous);
+        }
+        bound_topics(s.principal, s.topic, s.created_ms);
+        return s;
     }
-    write(std::make_shared<const Session>(s), nullptr);
-    // It expires as its session does (a lookup renews both): topics are
-    // the caller's to name, and an index kept for good would grow with every
-    // topic ever used.
-    backend_->put(index, s.handle, std::chrono::milliseconds(idle_ms_));
-    return s;
+    throw state::BackendError("the topic's session kept changing under concurrent opens");
+}
+
+void SessionTable::bound_topics(const std::string& principal, const std::string& topic, std::int64_t now) {
+    const std::string key = std::string(kPrincipalPrefix) + hex(principal);
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+        const auto text = backend_->get(key);
+        nlohmann::json topics = nlohmann::json::object();
+        if (text) {
+            topics = nlohmann::json::parse(*text, nullptr, false);
+            if (!topics.is_object()) topics = nlohmann::json::object();
+        }
+        topics[hex(topic)] = now;
+        std::vector<std::string> ended;
+        if (topics.size() > max_per_principal_) {
+            // The topics opened longest ago leave the list; a session of
+            // theirs still live ends with them.
+            std::vector<std::pair<std::int64_t, std::string>> by_age;
+            for (const auto& [name, opened] : topics.items())
+                by_age.emplace_back(opened.is_number_integer() ? opened.get<std::int64_t>() : 0, name);
+            std::sort(by_age.begin(), by_age.end());
+            std::size_t excess = topics.size() - max_per_principal_;
+            for (const auto& [opened, name] : by_age) {
+                if (excess == 0) break;
+                if (name == hex(topic)) continue;
+                const std::string index = std::string(kTopicPrefix) + hex(principal) + "/" + name;
+                if (backend_->get(index)) ended.push_back(index);
+                topics.erase(name);
+                --excess;
+            }
+        }
+        const std::string updated = topics.dump();
+        const std::chrono::milliseconds ttl(idle_ms_);
+        if (!(text ? backend_->replace(key, *text, updated, ttl) : backend_->add(key, updated, ttl))) continue;
+        for (const auto& index : ended)
+            if (const auto handle = backend_->take(index)) {
+                backend_->erase(session_key(*handle));
+                std::lock_guard lock(mutex_);
+                forget(*handle);
+            }
+        if (!ended.empty())
+            spdlog::info("session: a principal opened more than {} topics' sessions; {} of the oldest ended",
+                         max_per_principal_, ended.size());
+        return;
+    }
+    throw state::BackendError("a principal's list of topics kept changing under concurrent opens");
 }
 
 std::shared_ptr<const Session> SessionTable::find(std::string_view handle, std::string_view principal) {

@@ -35,11 +35,18 @@ class SessionTable {
 public:
     using Now = std::function<std::int64_t()>; // milliseconds since the epoch
 
-    SessionTable(std::unique_ptr<state::StateBackend> backend, std::chrono::seconds idle_expiry, Now now = {});
+    static constexpr std::size_t kDefaultMaxPerPrincipal = 64;
+
+    SessionTable(std::unique_ptr<state::StateBackend> backend, std::chrono::seconds idle_expiry, Now now = {},
+                 std::size_t max_per_principal = kDefaultMaxPerPrincipal);
 
     // Opens the session of (principal, topic) anew: a new handle and nonce,
     // nothing remembered; the previous handle of that principal and topic
-    // stops working.
+    // stops working, also when two opens of the topic race (the later one
+    // to take the topic's index keeps its session). A principal keeps at
+    // most `max_per_principal` topics' sessions: opening one more ends the
+    // one opened longest ago (after forgetting topics whose session already
+    // expired), so no caller can fill the backend with sessions.
     Session open(SessionDraft draft);
 
     // The live session behind `handle` when it belongs to `principal`; marks
@@ -72,6 +79,9 @@ private:
         std::string text; // the record as read
     };
     std::optional<Loaded> load(std::string_view handle, std::string_view principal);
+    // Records (principal, topic) in the principal's list of opened topics and
+    // ends the sessions of the topics that fall out of it.
+    void bound_topics(const std::string& principal, const std::string& topic, std::int64_t now);
     // Writes the record; with `expected`, only over that text (false when it changed).
     bool write(std::shared_ptr<const Session> s, const std::string* expected);
     // Under mutex_.
@@ -97,6 +107,7 @@ private:
     std::int64_t idle_ms_;
     std::int64_t touch_interval_ms_;
     Now now_;
+    std::size_t max_per_principal_;
     std::mutex mutex_; // guards decoded_ only: no backend call is made under it
     std::unordered_map<std::string, Decoded, HandleHash, std::equal_to<>> decoded_; // by handle
 };

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <latch>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -152,4 +154,89 @@ TEST_CASE("a topic's index expires with its session, and a lookup renews both", 
     std::filesystem::remove(db);
     std::filesystem::remove(db.string() + "-wal");
     std::filesystem::remove(db.string() + "-shm");
+}
+
+namespace {
+
+// The memory backend, with the first two reads of a topic's index held until
+// both happened: two opens of one topic then race exactly where they can.
+class RacingReads final : public state::StateBackend {
+public:
+    std::optional<std::string> get(std::string_view key) override {
+        const bool topic = key.starts_with("session-topic/");
+        auto value = inner_->get(key);
+        if (topic && held_.fetch_add(1) < 2) both_read_.arrive_and_wait();
+        return value;
+    }
+    void put(std::string_view k, std::string_view v, std::chrono::milliseconds t) override { inner_->put(k, v, t); }
+    bool erase(std::string_view k) override { return inner_->erase(k); }
+    bool replace(std::string_view k, std::string_view e, std::string_view v, std::chrono::milliseconds t) override {
+        return inner_->replace(k, e, v, t);
+    }
+    bool add(std::string_view k, std::string_view v, std::chrono::milliseconds t) override {
+        return inner_->add(k, v, t);
+    }
+    std::optional<std::string> take(std::string_view k) override { return inner_->take(k); }
+    std::vector<std::pair<std::string, std::string>> scan(std::string_view p) override { return inner_->scan(p); }
+    const char* name() const override { return "racing"; }
+
+private:
+    std::unique_ptr<state::StateBackend> inner_ = state::make_memory_backend();
+    std::atomic<int> held_{0};
+    std::latch both_read_{2};
+};
+
+} // namespace
+
+TEST_CASE("two opens of one topic at once leave exactly one live handle", "[session]") {
+    SessionTable table(std::make_unique<RacingReads>(), std::chrono::seconds(60));
+    std::string first, second;
+    std::thread a([&] { first = table.open(draft("alice", "orders")).handle; });
+    std::thread b([&] { second = table.open(draft("alice", "orders")).handle; });
+    a.join();
+    b.join();
+    REQUIRE(first != second);
+    const bool first_live = table.find(first, "alice") != nullptr;
+    const bool second_live = table.find(second, "alice") != nullptr;
+    CHECK(first_live != second_live);
+}
+
+TEST_CASE("a principal keeps at most max_per_principal topics' sessions; more end the oldest", "[session]") {
+    std::int64_t now = 1'000'000;
+    SessionTable table(
+        state::make_memory_backend(), std::chrono::seconds(3600), [&] { return now; }, 3);
+    std::vector<std::string> handles;
+    for (const char* topic : {"a", "b", "c"}) {
+        handles.push_back(table.open(draft("alice", topic)).handle);
+        now += 10;
+    }
+    const auto bob = table.open(draft("bob", "a")); // another principal's count is his own
+    for (const auto& h : handles)
+        CHECK(table.find(h, "alice"));
+    // Reconnecting a listed topic adds nothing.
+    handles[1] = table.open(draft("alice", "b")).handle;
+    now += 10;
+    for (const auto& h : handles)
+        CHECK(table.find(h, "alice"));
+    // A fourth topic ends the one opened longest ago: "a".
+    const auto d = table.open(draft("alice", "d"));
+    CHECK_FALSE(table.find(handles[0], "alice"));
+    CHECK(table.find(handles[1], "alice"));
+    CHECK(table.find(handles[2], "alice"));
+    CHECK(table.find(d.handle, "alice"));
+    CHECK(table.find(bob.handle, "bob"));
+    // However many topics a caller names, its live sessions stay at three.
+    std::vector<std::string> flood;
+    for (int i = 0; i < 50; ++i) {
+        now += 10;
+        flood.push_back(table.open(draft("alice", "t" + std::to_string(i))).handle);
+    }
+    int live = 0;
+    for (const auto& h : flood)
+        live += table.find(h, "alice") != nullptr;
+    for (const auto& h : handles)
+        live += table.find(h, "alice") != nullptr;
+    live += table.find(d.handle, "alice") != nullptr;
+    CHECK(live == 3);
+    CHECK(table.backend().scan("session/").size() == 3 + 1); // alice's three and bob's one
 }

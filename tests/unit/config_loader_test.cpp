@@ -638,3 +638,15 @@ TEST_CASE("upstreams: each a family with a command or a URL, its name hook and g
         CHECK_THAT(error_of(dir, c.yaml), Catch::Contains(c.words));
     }
 }
+
+TEST_CASE("session.max_sessions_per_principal is read, bounded, and 64 unless set", "[config]") {
+    TempDir dir;
+    const auto set = load_config_file(dir.write(
+        "a.yaml", "session:\n  backend: memory\n  pinned: {store: s, user: u}\n  max_sessions_per_principal: 5\n"));
+    CHECK(set.session.max_sessions_per_principal == 5);
+    const auto unset =
+        load_config_file(dir.write("b.yaml", "session:\n  backend: memory\n  pinned: {store: s, user: u}\n"));
+    CHECK(unset.session.max_sessions_per_principal == 64);
+    CHECK(error_of(dir, "session:\n  pinned: {store: s, user: u}\n  max_sessions_per_principal: 0\n")
+              .find("session.max_sessions_per_principal") != std::string::npos);
+}
