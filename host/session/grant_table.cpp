@@ -46,6 +46,9 @@ std::vector<std::string> GrantTable::scopes(const std::string& store, const std:
         throw GrantsUnavailable("the grants file " + grants_file_.string() + " lists no scope list for " + store + "/" +
                                 user);
     for (const auto& scope : for_user) {
+        if (!scope.IsScalar())
+            throw GrantsUnavailable("the grants file " + grants_file_.string() + " lists a scope for " + store + "/" +
+                                    user + " that is not a name (line " + std::to_string(scope.Mark().line + 1) + ")");
         const auto name = scope.as<std::string>();
         if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
     }

@@ -174,14 +174,17 @@ json SessionService::accept_rules(const auth::Principal& principal, std::string_
     for (const plugins::Tool* tool : registry->ordered()) {
         if (tool->rules.empty() || tool->gate_exempt) continue;
         if (!same_code(rule_code(s.nonce, tool->name), code_text)) continue;
+        std::optional<Session> recorded;
         try {
-            table_.update(handle, principal.owner_key(), [&](Session& x) {
+            recorded = table_.update(handle, principal.owner_key(), [&](Session& x) {
                 if (!x.accepted(tool->name)) x.accepted_rules.push_back(tool->name);
             });
         } catch (const state::BackendError& e) {
             spdlog::error("session: state backend: {}", e.what());
             refuse(code::state_unavailable, "The host cannot reach its session state right now; try again shortly.");
         }
+        // The session ended or was replaced since it was read: nothing was recorded.
+        if (!recorded) throw SessionRefused(not_connected_refusal());
         return {{"accepted", tool->name}};
     }
     refuse(code::rules_code_invalid,
@@ -227,7 +230,9 @@ std::vector<CriticalItem> SessionService::critical_items(const std::string& stor
                 list = json::parse(text);
                 ok = list.is_array();
                 for (const auto& item : list)
-                    if (!item.is_object() || !item.contains("id") || !item["id"].is_string()) ok = false;
+                    if (!item.is_object() || !item.contains("id") || !item["id"].is_string() ||
+                        (item.contains("title") && !item["title"].is_string()))
+                        ok = false;
             } catch (const json::exception&) {
                 ok = false;
             }

@@ -60,6 +60,9 @@ std::optional<std::string> topic_problem(std::string_view topic) {
         if (!ok) return "The topic holds a character that is not allowed. " + kRule;
     }
     if (characters > 64) return "The topic is longer than 64 characters. " + kRule;
+    // The topic names its conversation folder, and a file name holds at most
+    // 255 bytes: 64 letters of four bytes each would not fit.
+    if (topic.size() > 255) return "The topic takes more than 255 bytes in UTF-8. " + kRule;
     return std::nullopt;
 }
 

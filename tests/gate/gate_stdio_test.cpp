@@ -246,6 +246,22 @@ TEST_CASE("a family that cannot list its critical notes keeps sessions from open
     CHECK(host.stderr_text().find("the notes database is locked") != std::string::npos);
 }
 
+TEST_CASE("a family listing a critical note whose title is not text keeps sessions from opening, saying so",
+          "[gate][stdio]") {
+    Scene scene("critical-title");
+    std::ifstream in(scene.config);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    const std::string good = "{id: n1, title: Close the till at six}";
+    yaml.replace(yaml.find(good), good.size(), "{id: n1, title: 5}");
+    std::ofstream(scene.config) << yaml;
+    auto host = scene.start();
+    CHECK(code_of(host.call("session_connect", {{"topic", "orders"}})) == "CRITICAL_NOTES_UNAVAILABLE");
+    host.stop();
+    CHECK(host.stderr_text().find("could not list its critical notes") != std::string::npos);
+}
+
 TEST_CASE("restart on the sqlite backend keeps the session", "[gate][stdio]") {
     Scene scene("restart-sqlite", "sqlite");
     std::string handle;

@@ -52,6 +52,13 @@ TEST_CASE("GrantTable merges YAML and the grants file, read afresh", "[session]"
     CHECK(grants.scopes("shop", "ann").size() == 3);
     std::ofstream(settings.grants_file) << "grants: [broken";
     CHECK_THROWS_AS(grants.scopes("shop", "ann"), session::GrantsUnavailable);
+    // A scope that is not a name is the file's fault, said as such (not a
+    // YAML conversion error escaping as an internal one).
+    for (const char* nested :
+         {"grants:\n  shop:\n    ann: [[orders.read]]\n", "grants:\n  shop:\n    ann: [{x: y}]\n"}) {
+        std::ofstream(settings.grants_file) << nested;
+        CHECK_THROWS_AS(grants.scopes("shop", "ann"), session::GrantsUnavailable);
+    }
 }
 
 TEST_CASE("StoreCredentials refuses a credentials file open to others, naming the file only", "[session]") {

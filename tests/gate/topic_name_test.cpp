@@ -21,4 +21,13 @@ TEST_CASE("topic names", "[session]") {
         cyrillic += "ж";
     CHECK_FALSE(topic_problem(cyrillic));
     CHECK(topic_problem(cyrillic + "ж"));
+    // A topic names a folder, and a file name holds 255 bytes at most: 63
+    // letters of four bytes fit, 64 do not, though they are 64 characters.
+    std::string deseret;
+    for (int i = 0; i < 63; ++i)
+        deseret += "\xF0\x90\x90\x80"; // U+10400, a letter
+    CHECK_FALSE(topic_problem(deseret));
+    const auto too_long = topic_problem(deseret + "\xF0\x90\x90\x80");
+    REQUIRE(too_long);
+    CHECK_THAT(*too_long, Catch::Contains("255 bytes"));
 }
