@@ -52,6 +52,7 @@ int32_t LoadedPlugin::call(gh_tool_fn fn, void* tool_data, gh_call* call, std::s
     std::unique_lock lock(serial_, std::defer_lock);
     while (!lock.try_lock_for(std::chrono::milliseconds(20)))
         if (call && call->environment && call->environment->cancelled()) return GH_STATUS_CANCELLED;
+    const SerialHolder holder(serial_holder_);
     return fn(state_, tool_data, call, args, out);
 }
 
@@ -136,7 +137,18 @@ bool LoadedPlugin::critical_items(std::string_view owner_json, std::string& out)
     if (reentrant()) {
         status = desc_.critical_items(state_, owner, &sink);
     } else {
-        std::lock_guard lock(serial_);
+        // Asked while a session opens: a long call of this family must not
+        // hold the opening (and its worker) for its whole length.
+        if (serial_holder_.load() == std::this_thread::get_id()) {
+            out = "asked from inside one of its own calls, which a family that is not reentrant cannot answer";
+            return false;
+        }
+        std::unique_lock lock(serial_, std::defer_lock);
+        if (!lock.try_lock_for(kCriticalItemsWait)) {
+            out = "busy with another call for longer than " + std::to_string(kCriticalItemsWait.count()) + " ms";
+            return false;
+        }
+        const SerialHolder holder(serial_holder_);
         status = desc_.critical_items(state_, owner, &sink);
     }
     out = std::move(sink.bytes);

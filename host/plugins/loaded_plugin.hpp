@@ -8,6 +8,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace gatehouse::isolation {
@@ -65,6 +67,7 @@ public:
     template <class Fn> int32_t run(Fn&& fn) {
         if (reentrant()) return fn(state_);
         std::lock_guard lock(serial_);
+        const SerialHolder holder(serial_holder_);
         return fn(state_);
     }
 
@@ -95,7 +98,11 @@ public:
 
     // ABI 1.1: the family's critical notes for an owner {"store","user","principal"}.
     bool has_critical_items() const { return desc_.critical_items != nullptr; }
+    // The family's critical notes for `owner_json`, as JSON text in `out`;
+    // false with the reason in `out` when it could not say (its own failure,
+    // or, not reentrant, busy in another call for kCriticalItemsWait).
     bool critical_items(std::string_view owner_json, std::string& out);
+    static constexpr std::chrono::milliseconds kCriticalItemsWait{2000};
 
     // ABI 1.6: the family's command-line verbs, checked by the loader.
     void set_commands(std::vector<Command> commands) { commands_ = std::move(commands); }
@@ -132,6 +139,15 @@ private:
     void* state_ = nullptr;
     bool initialized_ = false;
     std::timed_mutex serial_;
+    // The thread inside the plugin under serial_, so a call back into the
+    // host from it (session_open asking critical_items) is told, not left to
+    // lock serial_ a second time.
+    std::atomic<std::thread::id> serial_holder_{};
+    struct SerialHolder {
+        std::atomic<std::thread::id>& holder;
+        explicit SerialHolder(std::atomic<std::thread::id>& h) : holder(h) { holder = std::this_thread::get_id(); }
+        ~SerialHolder() { holder = std::thread::id(); }
+    };
     PluginCallLimits call_limits_;
     bool store_credentials_ = false;
     std::vector<Command> commands_;

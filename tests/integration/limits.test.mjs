@@ -4,7 +4,8 @@
 // duration.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withHost, modernMeta } from './lib/host.mjs';
+import path from 'node:path';
+import { withHost, modernMeta, binaryPath } from './lib/host.mjs';
 
 function toolCall(id, name, args, meta = modernMeta()) {
   return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: meta } };
@@ -188,3 +189,31 @@ test('rate_limits.per_tool limits one tool and leaves the others alone', () =>
       assert.equal(noop.result.isError, undefined);
     }
   }));
+
+test('a session opens or is refused promptly while a family that is not reentrant is busy with a long call', () =>
+  withHost(
+    {
+      gate: true,
+      plugins: [path.resolve(path.dirname(binaryPath()), '../lib/gatehouse/plugins/session.so'), 'serial.so'],
+      sections: { session: { backend: 'memory', pinned: { store: 'shop', user: 'ann' } } },
+    },
+    async (host) => {
+      const first = await host.modern('tools/call', { name: 'session_connect', arguments: { topic: 'orders' } });
+      const session = first.result.structuredContent.session;
+      assert.ok(session, JSON.stringify(first));
+      // The serial family holds its one place for five seconds.
+      const long = host.modern('tools/call', { name: 'overlap', arguments: { session, ms: 5000 } });
+      await new Promise((r) => setTimeout(r, 300));
+      const began = Date.now();
+      const second = await host.modern('tools/call', { name: 'session_connect', arguments: { topic: 'returns' } });
+      const waited = Date.now() - began;
+      // Its critical notes could not be asked in time: said so, not waited out.
+      assert.equal(second.result.structuredContent.code, 'CRITICAL_NOTES_UNAVAILABLE', JSON.stringify(second));
+      assert.ok(waited < 4500, `session_connect waited ${waited} ms for the family's long call`);
+      const done = await long;
+      assert.equal(done.result.structuredContent.max_concurrent, 1);
+      // Free again: sessions open.
+      const third = await host.modern('tools/call', { name: 'session_connect', arguments: { topic: 'returns' } });
+      assert.ok(third.result.structuredContent.session, JSON.stringify(third));
+    },
+  ));
