@@ -164,15 +164,16 @@ struct InputRequestSettings {
 
 // The Tasks extension (tasks/): how long work runs, is kept and is polled.
 struct TaskSettings {
-    bool enabled = true;                      // false: no task is ever created, nor the extension offered
-    std::uint64_t ttl_ms = 3600000;           // a task is kept this long after it was created
-    std::uint64_t poll_interval_ms = 1000;    // what tasks/get suggests; polling faster is refused
-    std::uint32_t poll_burst = 5;             // tasks/get of one task allowed at once before the pace applies
-    std::uint32_t max_per_principal = 16;     // unfinished tasks one principal may have at once
-    std::uint64_t max_result_bytes = 1048576; // a larger result completes the task with a tool error
-    std::uint32_t workers = 4;                // task rounds this host runs at once; more wait their turn
-    std::uint64_t max_run_ms = 3600000;       // a round running longer is cancelled
-    std::uint64_t lease_ms = 30000;           // a task its host stopped renewing this long has failed
+    bool enabled = true;                       // false: no task is ever created, nor the extension offered
+    std::uint64_t ttl_ms = 3600000;            // a task is kept this long after it was created
+    std::uint64_t poll_interval_ms = 1000;     // what tasks/get suggests; polling faster is refused
+    std::uint32_t poll_burst = 5;              // tasks/get of one task allowed at once before the pace applies
+    std::uint32_t max_per_principal = 16;      // unfinished tasks one principal may have at once
+    std::uint32_t max_kept_per_principal = 64; // finished tasks kept for one principal; more forget the oldest
+    std::uint64_t max_result_bytes = 1048576;  // a larger result completes the task with a tool error
+    std::uint32_t workers = 4;                 // task rounds this host runs at once; more wait their turn
+    std::uint64_t max_run_ms = 3600000;        // a round running longer is cancelled
+    std::uint64_t lease_ms = 30000;            // a task its host stopped renewing this long has failed
     SourceLocation where;
 };
 

@@ -246,8 +246,8 @@ void read_input_requests(const YamlReader& r, const YAML::Node& node, InputReque
 void read_tasks(const YamlReader& r, const YAML::Node& node, TaskSettings& out) {
     r.expect_map(node, "tasks");
     r.only_keys(node,
-                {"enabled", "ttl_ms", "poll_interval_ms", "poll_burst", "max_per_principal", "max_result_bytes",
-                 "workers", "max_run_ms", "lease_ms"},
+                {"enabled", "ttl_ms", "poll_interval_ms", "poll_burst", "max_per_principal", "max_kept_per_principal",
+                 "max_result_bytes", "workers", "max_run_ms", "lease_ms"},
                 "tasks");
     out.where = r.at(node);
     if (node["enabled"]) r.attempt([&] { out.enabled = r.boolean(node["enabled"], "tasks.enabled"); });
@@ -262,6 +262,7 @@ void read_tasks(const YamlReader& r, const YAML::Node& node, TaskSettings& out) 
     number("poll_interval_ms", out.poll_interval_ms, 10, 3600000);
     number("poll_burst", out.poll_burst, 1, 1000);
     number("max_per_principal", out.max_per_principal, 1, 100000);
+    number("max_kept_per_principal", out.max_kept_per_principal, 1, 100000);
     number("max_result_bytes", out.max_result_bytes, 1024, 64ull << 20);
     number("workers", out.workers, 1, 1024);
     number("max_run_ms", out.max_run_ms, 1000, 86400000ull * 30);

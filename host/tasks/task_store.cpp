@@ -230,6 +230,32 @@ void TaskStore::forget_unfinished(const TaskRecord& record) {
     }
 }
 
+void TaskStore::keep_finished(const TaskRecord& record) {
+    const std::string list_key = kept_key(record.owner);
+    const auto list_ttl = std::chrono::milliseconds(settings_.ttl_ms);
+    for (int attempt = 0; attempt < kMaxCasAttempts; ++attempt) {
+        const auto before = backend_.get(list_key);
+        Json ids = before ? Json::parse(*before, nullptr, false) : Json::array();
+        if (!ids.is_array()) ids = Json::array();
+        ids.push_back(record.id);
+        std::vector<std::string> forgotten;
+        while (ids.size() > settings_.max_kept_per_principal) {
+            if (ids.front().is_string()) forgotten.push_back(ids.front().get<std::string>());
+            ids.erase(ids.begin());
+        }
+        if (!(before ? backend_.replace(list_key, *before, ids.dump(), list_ttl)
+                     : backend_.add(list_key, ids.dump(), list_ttl)))
+            continue;
+        // Only finished tasks of this owner were ever listed here.
+        for (const auto& id : forgotten)
+            backend_.erase(key(id));
+        if (!forgotten.empty())
+            spdlog::info("tasks: a principal has more than {} finished tasks kept; the {} oldest forgotten",
+                         settings_.max_kept_per_principal, forgotten.size());
+        return;
+    }
+}
+
 std::optional<TaskRecord> TaskStore::find(std::string_view id, std::string_view owner) {
     if (id.empty() || id.size() > 128) return std::nullopt;
     const auto text = backend_.get(key(id));
@@ -265,7 +291,10 @@ std::optional<TaskRecord> TaskStore::update(std::string_view id, const std::func
         if (!change(*record)) return record;
         if (visible) record->updated_ms = std::max(now_ms(), record->updated_ms);
         if (!backend_.replace(k, *before, record->to_text(), ttl_left(*record))) continue;
-        if (!was_terminal && terminal(record->status)) forget_unfinished(*record);
+        if (!was_terminal && terminal(record->status)) {
+            forget_unfinished(*record);
+            keep_finished(*record);
+        }
         if (visible) publish(*record);
         return record;
     }

@@ -95,7 +95,8 @@ public:
     // while another writer got in between; `change` answers false to leave
     // the record as it is. The record as written (or as it stands when
     // unchanged), or nothing when it is gone. A record that became terminal
-    // leaves its owner's count. Throws state::BackendError.
+    // leaves its owner's count, and joins its kept ones (keep_finished).
+    // Throws state::BackendError.
     // `visible` false: a change no client sees (a lease renewed), so
     // lastUpdatedAt stays and nothing is published.
     std::optional<TaskRecord> update(std::string_view id, const std::function<bool(TaskRecord&)>& change,
@@ -110,9 +111,16 @@ public:
 private:
     static std::string key(std::string_view id) { return "task/" + std::string(id); }
     static std::string owner_key(std::string_view owner) { return "task-owner/" + std::string(owner); }
+    // The owner's finished tasks, oldest first, for the bound on what is kept.
+    static std::string kept_key(std::string_view owner) { return "task-kept/" + std::string(owner); }
     std::chrono::milliseconds ttl_left(const TaskRecord& record) const;
     void publish(const TaskRecord& record);
     void forget_unfinished(const TaskRecord& record);
+    // Lists a task that just finished among its owner's kept ones, and
+    // forgets the oldest past max_kept_per_principal: results of up to
+    // max_result_bytes each, kept for ttl_ms, are then bounded per principal
+    // by count, not only by time.
+    void keep_finished(const TaskRecord& record);
     bool unfinished(const std::string& id);
 
     state::StateBackend& backend_;

@@ -650,3 +650,12 @@ TEST_CASE("session.max_sessions_per_principal is read, bounded, and 64 unless se
     CHECK(error_of(dir, "session:\n  pinned: {store: s, user: u}\n  max_sessions_per_principal: 0\n")
               .find("session.max_sessions_per_principal") != std::string::npos);
 }
+
+TEST_CASE("tasks.max_kept_per_principal is read, bounded, and 64 unless set", "[config]") {
+    TempDir dir;
+    CHECK(load_config_file(dir.write("a.yaml", "tasks:\n  max_kept_per_principal: 7\n")).tasks.max_kept_per_principal ==
+          7);
+    CHECK(load_config_file(dir.write("b.yaml", "tasks: {}\n")).tasks.max_kept_per_principal == 64);
+    CHECK(error_of(dir, "tasks:\n  max_kept_per_principal: 0\n").find("tasks.max_kept_per_principal") !=
+          std::string::npos);
+}

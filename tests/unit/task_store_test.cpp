@@ -214,6 +214,51 @@ TEMPLATE_TEST_CASE("task records: creates racing at the limit never hold more th
     CHECK(accepted.size() >= settings.max_per_principal);
 }
 
+TEMPLATE_TEST_CASE("task records: a principal's finished tasks are kept up to max_kept_per_principal, the oldest "
+                   "forgotten first",
+                   "[tasks]", std::true_type, std::false_type) {
+    const bool memory = TestType::value;
+    test::TempDir dir;
+    auto backend =
+        memory ? state::make_memory_backend() : state::make_sqlite_backend((dir.path() / "state.sqlite3").string());
+    config::TaskSettings settings;
+    settings.max_per_principal = 2;
+    settings.max_kept_per_principal = 3;
+    tasks::TaskStore store(*backend, std::make_shared<state::NotificationBus>(), settings);
+    const auto finish = [&](const tasks::TaskRecord& task) {
+        REQUIRE(store.update(task.id, [](tasks::TaskRecord& r) {
+            r.status = tasks::Status::completed;
+            r.result = {{"content", nlohmann::json::array()}};
+            return true;
+        }));
+    };
+    // Quick work, one task after another: never more than one unfinished,
+    // yet every result would be kept for ttl_ms.
+    std::vector<tasks::TaskRecord> done;
+    for (int i = 0; i < 5; ++i) {
+        done.push_back(working_task("ann"));
+        REQUIRE(store.create(done.back()));
+        finish(done.back());
+    }
+    const auto bobs = working_task("bob");
+    REQUIRE(store.create(bobs));
+    finish(bobs);
+    CHECK_FALSE(store.find(done[0].id, "ann"));
+    CHECK_FALSE(store.find(done[1].id, "ann"));
+    for (int i = 2; i < 5; ++i)
+        CHECK(store.find(done[i].id, "ann"));
+    CHECK(store.find(bobs.id, "bob")); // another principal's are his own
+    // An unfinished task is never forgotten for finished ones.
+    const auto running = working_task("ann");
+    REQUIRE(store.create(running));
+    const auto sixth = working_task("ann");
+    REQUIRE(store.create(sixth));
+    finish(sixth);
+    CHECK(store.find(running.id, "ann"));
+    CHECK_FALSE(store.find(done[2].id, "ann"));
+    CHECK(backend->scan("task/").size() == 3 + 1 + 1); // ann's three finished and one running, bob's one
+}
+
 TEST_CASE("a damaged task record is no record", "[tasks]") {
     CHECK_FALSE(tasks::TaskRecord::from_text("not json"));
     CHECK_FALSE(tasks::TaskRecord::from_text(R"({"id":"x"})"));
