@@ -6,8 +6,12 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <regex>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 namespace gatehouse::schema {
 
@@ -63,38 +67,172 @@ std::string pointer_from_context(const std::vector<std::string>& context) {
     return pointer;
 }
 
+bool is_data_keyword(std::string_view key) {
+    return key == "enum" || key == "const" || key == "default" || key == "examples";
+}
+
+// The largest integer a double holds exactly.
+constexpr double kExactIntegers = 9007199254740992.0;
+
+// What the walk over a schema found besides its faults.
+struct Findings {
+    bool regex = false;                  // std::regex runs while validating
+    std::vector<std::string> local_refs; // every "$ref": "#..." as written
+};
+
 // Keywords valijson would accept and then fail on while validating, found
-// once here so such a schema is refused at load:
+// once here so such a schema is refused at load, and what the walk learns
+// on the way:
 // - `pattern` and `patternProperties` regexes, which valijson compiles only
 //   when it validates (std::regex_error then: every call of the tool fails);
-// - a `multipleOf` that is not above zero (the spec requires it): valijson
-//   takes an integer instance modulo it, and modulo zero ends the process.
+//   they, and the formats valijson checks with std::regex (date, time,
+//   date-time), make the schema one that recurses per character;
+// - a `multipleOf` that is not above zero (the spec requires it), or beyond
+//   the integers a double holds exactly: valijson takes an integer instance
+//   modulo an integer one (see integer_multiples_as_doubles);
+// - every local `$ref`, for check_references.
 // Values that are data, not schemas (enum, const, default, examples), are
-// not searched.
-void check_keywords(const nlohmann::json& node, const std::string& pointer) {
+// not searched: check_references refuses a `$ref` into them.
+void check_keywords(const nlohmann::json& node, const std::string& pointer, Findings& findings) {
     if (node.is_array()) {
         for (std::size_t i = 0; i < node.size(); ++i)
-            check_keywords(node[i], pointer + "/" + std::to_string(i));
+            check_keywords(node[i], pointer + "/" + std::to_string(i), findings);
         return;
     }
     if (!node.is_object()) return;
     for (const auto& [key, value] : node.items()) {
         const std::string here = pointer + "/" + json_pointer_token(key);
-        if (key == "enum" || key == "const" || key == "default" || key == "examples") continue;
+        if (is_data_keyword(key)) continue;
         try {
-            if (key == "pattern" && value.is_string()) std::regex(value.get<std::string>(), std::regex::ECMAScript);
+            if (key == "pattern" && value.is_string()) {
+                std::regex(value.get<std::string>(), std::regex::ECMAScript);
+                findings.regex = true;
+            }
             if (key == "patternProperties" && value.is_object())
-                for (const auto& [regex, _] : value.items())
+                for (const auto& [regex, _] : value.items()) {
                     std::regex(regex, std::regex::ECMAScript);
+                    findings.regex = true;
+                }
         } catch (const std::regex_error& e) {
             throw std::invalid_argument("the regular expression at " + here + " does not compile: " + e.what());
         }
-        // A property named multipleOf holds a schema (an object), not a number.
-        if (key == "multipleOf" && value.is_number() && !(value.get<double>() > 0))
+        if (key == "format" && (value == "date" || value == "time" || value == "date-time")) findings.regex = true;
+        // A property named multipleOf holds a schema (an object or a
+        // boolean); the keyword, a number (valijson would read the text "0"
+        // as the integer 0).
+        if (key == "multipleOf" && !value.is_object() && !value.is_boolean() &&
+            !(value.is_number() && value.get<double>() > 0 && value.get<double>() <= kExactIntegers))
             throw std::invalid_argument("multipleOf at " + here + " is " + value.dump() +
-                                        "; it must be a number greater than 0");
-        check_keywords(value, here);
+                                        "; it must be a number greater than 0 and at most 2^53");
+        if (key == "$ref" && value.is_string() && value.get_ref<const std::string&>().starts_with("#"))
+            findings.local_refs.push_back(value.get<std::string>());
+        check_keywords(value, here, findings);
     }
+}
+
+// The tokens of a local reference "#/a/b~1c" (RFC 6901 after the '#');
+// nullopt for one that is not a JSON pointer ("#anchor").
+std::optional<std::vector<std::string>> pointer_tokens(std::string_view ref) {
+    ref.remove_prefix(1);
+    std::vector<std::string> tokens;
+    if (ref.empty()) return tokens;
+    if (ref.front() != '/') return std::nullopt;
+    std::size_t at = 1;
+    for (;;) {
+        const std::size_t end = std::min(ref.find('/', at), ref.size());
+        std::string token;
+        for (std::size_t i = at; i < end; ++i) {
+            if (ref[i] == '~' && i + 1 < end && (ref[i + 1] == '0' || ref[i + 1] == '1')) {
+                token += ref[++i] == '0' ? '~' : '/';
+            } else {
+                token += ref[i];
+            }
+        }
+        tokens.push_back(std::move(token));
+        if (end == ref.size()) return tokens;
+        at = end + 1;
+    }
+}
+
+// Every local `$ref` must name a schema: not a place inside data (a `$ref`
+// into `default` would make valijson read data as a schema, which no other
+// check here saw), and not a chain of references that comes back to itself
+// (valijson follows such a chain until the stack ends).
+void check_references(const nlohmann::json& document, const std::vector<std::string>& refs) {
+    for (const auto& first : refs) {
+        std::vector<std::string> seen;
+        std::string ref = first;
+        for (;;) {
+            const auto tokens = pointer_tokens(ref);
+            if (!tokens) break; // an anchor: valijson resolves it by $id
+            const nlohmann::json* node = &document;
+            for (std::size_t i = 0; i < tokens->size(); ++i) {
+                const std::string& token = (*tokens)[i];
+                if (node->is_object()) {
+                    if (is_data_keyword(token))
+                        throw std::invalid_argument("the $ref '" + first + "' points into '" + token +
+                                                    "', which holds data, not a schema");
+                    const auto it = node->find(token);
+                    if (it == node->end()) throw std::invalid_argument("the $ref '" + first + "' names nothing");
+                    node = &*it;
+                } else if (node->is_array()) {
+                    std::size_t index = 0;
+                    const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), index);
+                    if (error != std::errc() || end != token.data() + token.size() || index >= node->size())
+                        throw std::invalid_argument("the $ref '" + first + "' names nothing");
+                    node = &(*node)[index];
+                } else {
+                    throw std::invalid_argument("the $ref '" + first + "' names nothing");
+                }
+            }
+            const auto next = node->is_object() ? node->find("$ref") : node->end();
+            if (!node->is_object() || next == node->end() || !next->is_string() ||
+                !next->get_ref<const std::string&>().starts_with("#"))
+                break;
+            seen.push_back(ref);
+            ref = next->get<std::string>();
+            if (std::find(seen.begin(), seen.end(), ref) != seen.end())
+                throw std::invalid_argument("the $ref '" + first + "' leads through references back to '" + ref +
+                                            "', never to a schema");
+        }
+    }
+}
+
+// valijson checks an integer `multipleOf` by integer modulo: a fraction is
+// cut to an integer first (2.5 passes multipleOf 2), and INT64_MIN modulo
+// -1 ends the process. As a double, the same divisor is checked on the
+// value itself. Only schema positions are rewritten; data stays as written.
+void integer_multiples_as_doubles(nlohmann::json& node) {
+    if (node.is_array()) {
+        for (auto& each : node)
+            integer_multiples_as_doubles(each);
+        return;
+    }
+    if (!node.is_object()) return;
+    for (auto& [key, value] : node.items()) {
+        if (is_data_keyword(key)) continue;
+        if (key == "multipleOf" && value.is_number_integer()) value = value.get<double>();
+        integer_multiples_as_doubles(value);
+    }
+}
+
+// The most values of an instance whose violation is pinpointed: finding the
+// deepest error means collecting every error, and valijson collects one per
+// failing pair for uniqueItems (quadratic in the array).
+constexpr std::size_t kMaxPinpointedValues = 4096;
+
+bool more_values_than(const nlohmann::json& value, std::size_t limit) {
+    std::vector<const nlohmann::json*> stack{&value};
+    std::size_t seen = 0;
+    while (!stack.empty()) {
+        const nlohmann::json* node = stack.back();
+        stack.pop_back();
+        if (++seen > limit) return true;
+        if (node->is_structured())
+            for (const auto& child : *node)
+                stack.push_back(&child);
+    }
+    return false;
 }
 
 } // namespace
@@ -104,12 +242,17 @@ JsonSchema::~JsonSchema() = default;
 std::shared_ptr<const JsonSchema> JsonSchema::compile(const nlohmann::json& document) {
     if (!document.is_object()) throw std::invalid_argument("a schema must be a JSON object");
     check_dialect(document);
-    check_keywords(document, "");
+    Findings findings;
+    check_keywords(document, "", findings);
+    check_references(document, findings.local_refs);
     std::shared_ptr<JsonSchema> out(new JsonSchema());
     out->document_ = document;
+    out->uses_regex_ = findings.regex;
+    out->compiled_document_ = document;
+    integer_multiples_as_doubles(out->compiled_document_);
     out->compiled_ = std::make_unique<valijson::Schema>();
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-    valijson::adapters::NlohmannJsonAdapter adapter(out->document_);
+    valijson::adapters::NlohmannJsonAdapter adapter(out->compiled_document_);
     try {
         // No fetch callback: a remote $ref fails here instead of reaching the network.
         parser.populateSchema(adapter, *out->compiled_);
@@ -126,6 +269,9 @@ std::optional<SchemaViolation> JsonSchema::validate(const nlohmann::json& value)
         valijson::Validator fast;
         if (fast.validate(*compiled_, target, nullptr)) return std::nullopt;
     }
+    if (more_values_than(value, kMaxPinpointedValues))
+        return SchemaViolation{"", "the value does not match the schema (not pinpointed: it holds more than " +
+                                       std::to_string(kMaxPinpointedValues) + " values)"};
     valijson::Validator validator;
     valijson::ValidationResults results;
     validator.validate(*compiled_, target, &results);

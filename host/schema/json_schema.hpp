@@ -23,7 +23,8 @@ struct SchemaViolation {
 // A JSON Schema compiled once (at plugin load) and used from many threads.
 // Supports the draft-07 vocabulary (plus $defs); documents naming a dialect
 // other than draft-07 or 2020-12 are refused, and so are remote $refs, which
-// are never fetched.
+// are never fetched, local ones into data (default, enum, const, examples),
+// and chains of references that never reach a schema.
 class JsonSchema {
 public:
     // Throws std::invalid_argument with a sentence when the schema is not one.
@@ -35,9 +36,17 @@ public:
 
     const nlohmann::json& document() const { return document_; }
 
+    // Validating runs std::regex (a pattern, patternProperties, or a date,
+    // time or date-time format), which recurses once per character of the
+    // string it matches: such a validation belongs on a worker, whose stack
+    // is sized for it (limits::worker_stack_bytes), never on an I/O thread.
+    bool uses_regex() const { return uses_regex_; }
+
 private:
     JsonSchema() = default;
-    nlohmann::json document_;
+    nlohmann::json document_;          // as given
+    nlohmann::json compiled_document_; // as valijson reads it (integer_multiples_as_doubles)
+    bool uses_regex_ = false;
     std::unique_ptr<valijson::Schema> compiled_;
 };
 

@@ -90,8 +90,10 @@ std::string text_of(const Json& tool, const char* key) {
 // memory without bound as it compiles. So the host runs no regex an
 // upstream wrote: `pattern` is left out, and `patternProperties` too,
 // together with `additionalProperties` and `unevaluatedProperties` of the
-// same object, so what the patterns allowed is not refused. Only checks are
-// left out; nothing is added. The server still checks its own arguments.
+// same object, so what the patterns allowed is not refused; so are the
+// formats checked by regex (date, time, date-time), and uniqueItems, whose
+// check is quadratic in an array the server sizes. Only checks are left
+// out; nothing is added. The server still checks its own arguments.
 bool holds_regex(const Json& value) {
     if (value.is_array()) return std::any_of(value.begin(), value.end(), holds_regex);
     if (!value.is_object()) return false;
@@ -115,6 +117,13 @@ void drop_patterns(Json& schema, bool names = false) {
         return;
     }
     if (auto pattern = schema.find("pattern"); pattern != schema.end() && pattern->is_string()) schema.erase(pattern);
+    // Formats the validator checks with std::regex, which recurses per
+    // character of a result string no bound limits; and uniqueItems, which
+    // compares every pair of an array the server chose the length of.
+    if (auto format = schema.find("format");
+        format != schema.end() && (*format == "date" || *format == "time" || *format == "date-time"))
+        schema.erase(format);
+    if (auto unique = schema.find("uniqueItems"); unique != schema.end() && unique->is_boolean()) schema.erase(unique);
     if (schema.contains("patternProperties")) {
         schema.erase("patternProperties");
         schema.erase("additionalProperties");

@@ -125,3 +125,73 @@ TEST_CASE("JSON pointer tokens escape ~ before /", "[schema]") {
     CHECK(json_pointer_token("~/") == "~0~1");
     CHECK(json_pointer_token("~1") == "~01");
 }
+
+TEST_CASE("a $ref chain that comes back to itself is refused at compile time, not followed without end", "[schema]") {
+    CHECK_THAT(compile_error(R"({"type":"object","$ref":"#"})"), Catch::Contains("never to a schema"));
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"a":{"$ref":"#/properties/a"}}})"),
+               Catch::Contains("never to a schema"));
+    CHECK_THAT(compile_error(R"({"type":"object","$defs":{"x":{"$ref":"#/$defs/y"},"y":{"$ref":"#/$defs/x"}},
+                                 "properties":{"a":{"$ref":"#/$defs/x"}}})"),
+               Catch::Contains("never to a schema"));
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}})"),
+               Catch::Contains("names nothing"));
+    // Recursion through a schema is fine: a tree of nodes.
+    const auto tree = JsonSchema::compile(json::parse(
+        R"({"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#"}}}})"));
+    CHECK_FALSE(tree->validate(json::parse(R"({"name":"a","children":[{"name":"b","children":[]}]})")));
+    CHECK(tree->validate(json::parse(R"({"name":"a","children":[{"name":5}]})")));
+}
+
+TEST_CASE("a $ref into data is refused: data is never read as a schema", "[schema]") {
+    // valijson would read {"multipleOf": 0} in default as a schema no check
+    // here saw, and take 7 modulo 0.
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"n":{"$ref":"#/default"}},"default":{"multipleOf":0}})"),
+               Catch::Contains("holds data"));
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"n":{"$ref":"#/properties/m/enum/0"},
+                                 "m":{"enum":[{"multipleOf":0}]}}})"),
+               Catch::Contains("holds data"));
+}
+
+TEST_CASE("multipleOf is checked on the value itself: fractions fail, and no divisor ends the process", "[schema]") {
+    const auto two = JsonSchema::compile(json::parse(R"({"type":"object","properties":{"n":{"multipleOf":2}}})"));
+    CHECK_FALSE(two->validate(json{{"n", 4}}));
+    CHECK(two->validate(json{{"n", 2.5}}));
+    CHECK(two->validate(json{{"n", 4.7}}));
+    CHECK(two->validate(json{{"n", 0.5}}));
+    CHECK_FALSE(two->validate(json{{"n", std::numeric_limits<std::int64_t>::min()}}));
+    // A divisor beyond 2^53 (18446744073709551615 read as -1 would take
+    // INT64_MIN modulo -1), or given as text, is refused.
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"n":{"multipleOf":18446744073709551615}}})"),
+               Catch::Contains("at most 2^53"));
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"n":{"multipleOf":"0"}}})"),
+               Catch::Contains("/properties/n/multipleOf"));
+    // The schema as given is what is published.
+    CHECK(two->document()["properties"]["n"]["multipleOf"].is_number_integer());
+}
+
+TEST_CASE("a schema says whether validating it runs std::regex", "[schema]") {
+    CHECK_FALSE(
+        JsonSchema::compile(json::parse(R"({"type":"object","properties":{"s":{"type":"string"}}})"))->uses_regex());
+    CHECK(JsonSchema::compile(json::parse(R"({"type":"object","properties":{"s":{"pattern":"^a+$"}}})"))->uses_regex());
+    CHECK(JsonSchema::compile(json::parse(R"({"type":"object","patternProperties":{"^x":{}}})"))->uses_regex());
+    for (const char* format : {"date", "time", "date-time"})
+        CHECK(
+            JsonSchema::compile(json{{"type", "object"}, {"properties", {{"d", {{"format", format}}}}}})->uses_regex());
+    CHECK_FALSE(
+        JsonSchema::compile(json::parse(R"({"type":"object","properties":{"e":{"format":"email"}}})"))->uses_regex());
+}
+
+TEST_CASE("a large value's violation is told without collecting every error", "[schema]") {
+    const auto unique = JsonSchema::compile(
+        json::parse(R"({"type":"object","properties":{"tags":{"type":"array","uniqueItems":true}}})"));
+    // 20 000 equal items: collecting one error per equal pair would take
+    // some 2e8 errors; the answer comes at once instead.
+    const json tags = {{"tags", json(std::vector<int>(20000, 0))}};
+    const auto violation = unique->validate(tags);
+    REQUIRE(violation);
+    CHECK_THAT(violation->reason, Catch::Contains("not pinpointed"));
+    // A small one is still pinpointed.
+    const auto small = unique->validate(json{{"tags", {1, 1}}});
+    REQUIRE(small);
+    CHECK(small->pointer == "/tags");
+}
