@@ -62,6 +62,8 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     const bool tool_call = request.call && tool->plugin;
     std::shared_ptr<plugins::CallPace> pace = tool_call ? tool->pace : nullptr;
     const bool quick = pace && pace->quick();
+    const bool regex = tool_call && ((tool->input_schema && tool->input_schema->uses_regex()) ||
+                                     (tool->output_schema && tool->output_schema->uses_regex()));
     const bool legacy = request.revision == Revision::legacy_2025_11_25;
     std::function<void()> job = [this, request = std::move(request), method = &method, ticket, running,
                                  pace]() mutable {
@@ -97,7 +99,7 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
         job = tool->plugin->admit(std::move(job),
                                   [this](std::function<void()> admitted) { pool_.submit(std::move(admitted)); });
     const bool remote = tool_call && tool->plugin->remote();
-    return {std::move(job), quick, legacy, remote, alone};
+    return {std::move(job), quick, legacy, remote, alone, regex};
 }
 
 void CallScheduler::give_back(const Running& call) {

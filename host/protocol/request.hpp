@@ -124,6 +124,9 @@ struct ReadyCall {
     bool remote = false;
     // No other call of this host was in flight when it was admitted.
     bool alone = false;
+    // Validating its arguments or result runs std::regex (schema::JsonSchema::
+    // uses_regex), which recurses per character: it needs a worker's stack.
+    bool needs_worker_stack = false;
 
     explicit operator bool() const { return static_cast<bool>(run); }
 };

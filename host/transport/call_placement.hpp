@@ -49,9 +49,11 @@ CallSite place_stdio_call(const protocol::ReadyCall& call, FreeWorker&& free_wor
 // 2025-11-25 call may send client requests of its own and wait for their
 // answers (elicitation, sampling, roots): never on an I/O thread. Every
 // other call runs on the pool: a call that waits (on a person, or on
-// messages it sends on its own stream) never holds an I/O thread.
+// messages it sends on its own stream) never holds an I/O thread. Nor does a
+// call whose schemas run std::regex: an I/O thread has a plain stack, and a
+// long string would overflow it (the pool's workers are sized for it).
 inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_loops) {
-    if (may_run_in_place(call) && !call.legacy && io_loops > 1) return CallSite::io_loop;
+    if (may_run_in_place(call) && !call.legacy && !call.needs_worker_stack && io_loops > 1) return CallSite::io_loop;
     return CallSite::pool;
 }
 

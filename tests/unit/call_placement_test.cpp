@@ -85,3 +85,13 @@ TEST_CASE("a tool slow one call in four never counts as quick; one slow in twent
         if (i >= 100) CHECK(seldom_slow.quick());
     }
 }
+
+TEST_CASE("a call whose schemas run std::regex never runs on an I/O loop, however quick", "[placement]") {
+    ReadyCall ready = call(true, false, true);
+    CHECK(place_http_call(ready, 2) == CallSite::io_loop);
+    ready.needs_worker_stack = true;
+    CHECK(place_http_call(ready, 2) == CallSite::pool);
+    CHECK(place_http_call(ready, 16) == CallSite::pool);
+    // stdio's reader runs on a worker: it may still run it in place.
+    CHECK(on_stdio(ready) == CallSite::reader_watched);
+}
