@@ -35,10 +35,14 @@ public:
     void send(const protocol::Json& message) override {
         const std::string encoded = protocol::encode(message);
         std::unique_lock lock(mutex_);
+        // A client that stops reading its stdout: answers wait here for the
+        // pipe instead of piling up in memory, and a reader waiting here
+        // reads no more requests until the client reads again.
+        drained_.wait(lock, [this] { return broken_ || !writing_ || pending_.size() < kMaxPendingBytes; });
         if (broken_) return;
         pending_ += encoded;
         pending_ += '\n';
-        if (!held_) drain(lock);
+        if (!held_ || pending_.size() >= kMaxPendingBytes) drain(lock);
     }
 
     // While the reader answers the lines of one read itself, their answers
@@ -63,6 +67,7 @@ private:
             // answers are queued and written without allocating.
             batch_.swap(pending_);
             pending_.clear();
+            drained_.notify_all();
             lock.unlock();
             const bool ok = write_all(batch_);
             batch_.clear();
@@ -71,6 +76,7 @@ private:
             if (!ok) broken_ = true; // the client went away; nobody is left to read answers
         }
         writing_ = false;
+        drained_.notify_all();
     }
 
     bool write_all(const std::string& bytes) const {
@@ -91,6 +97,9 @@ private:
     int fd_;
     std::mutex mutex_;
     std::string pending_;
+    // Past this, senders wait for the writer (one answer always gets in).
+    static constexpr std::size_t kMaxPendingBytes = 32 * 1024 * 1024;
+    std::condition_variable drained_;
     static constexpr std::size_t kKeptBatchBytes = 64 * 1024;
     std::string batch_; // being written; touched only by the one writer (writing_)
     bool writing_ = false;
