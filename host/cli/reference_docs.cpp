@@ -6,10 +6,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 namespace gatehouse::cli {
 
@@ -50,6 +57,48 @@ std::string domain_page(const plugins::FamilyInfo& family) {
     return page.str();
 }
 
+std::string system_error(const char* what, const std::filesystem::path& path) {
+    return std::string("cannot ") + what + " " + path.string() + ": " + std::strerror(errno);
+}
+
+bool write_all(int fd, std::string_view text) {
+    while (!text.empty()) {
+        const ssize_t n = ::write(fd, text.data(), text.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        text.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+// Replaces `path` with `text` whole (a reader never sees a page half
+// written): through a fresh temporary file in the same folder, a name
+// nobody can plant a link at beforehand (mkostemp: O_EXCL, never following
+// one), synced, then renamed over the page. Pages are for anyone to read
+// (0644). False, with the sentence in `error`, when it cannot be written.
+bool replace_file(const std::filesystem::path& path, std::string_view text, std::string& error) {
+    std::string temporary = (path.parent_path() / (path.filename().string() + ".XXXXXX")).string();
+    const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
+    if (fd < 0) {
+        error = system_error("create a file in", path.parent_path());
+        return false;
+    }
+    bool written = ::fchmod(fd, 0644) == 0 && write_all(fd, text) && ::fsync(fd) == 0;
+    if (!written) error = system_error("write", temporary);
+    if (::close(fd) != 0 && written) {
+        written = false;
+        error = system_error("write", temporary);
+    }
+    if (written && ::rename(temporary.c_str(), path.c_str()) != 0) {
+        written = false;
+        error = system_error("replace", path);
+    }
+    if (!written) ::unlink(temporary.c_str());
+    return written;
+}
+
 } // namespace
 
 int reference_docs_command(const std::optional<std::string>& config_file, const std::optional<std::string>& out_dir) {
@@ -65,20 +114,21 @@ int reference_docs_command(const std::optional<std::string>& config_file, const 
         StdoutDiversion plugins_print_to_stderr;
         registry = load_plugins(cfg, report);
     }
-    std::filesystem::create_directories(*out_dir);
+    const std::filesystem::path out = out_dir->empty() ? std::filesystem::path(".") : std::filesystem::path(*out_dir);
+    std::error_code made;
+    std::filesystem::create_directories(out, made);
+    if (made || !std::filesystem::is_directory(out, made)) {
+        std::cerr << "gatehouse: cannot create the folder " << out.string() << ": "
+                  << (made ? made.message() : std::string("something other than a folder has that name")) << "\n";
+        return 1;
+    }
     for (const auto& family : registry->families()) {
-        const auto path = std::filesystem::path(*out_dir) / (family.family + ".md");
-        const auto temporary = std::filesystem::path(path.string() + ".tmp");
-        {
-            std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-            file << domain_page(family);
-            if (!file.flush()) {
-                std::cerr << "gatehouse: cannot write " << temporary.string() << "\n";
-                return 1;
-            }
+        const auto path = out / (family.family + ".md");
+        std::string error;
+        if (!replace_file(path, domain_page(family), error)) {
+            std::cerr << "gatehouse: " << error << "\n";
+            return 1;
         }
-        // Whole pages only: a reader never sees one half-written.
-        std::filesystem::rename(temporary, path);
         std::cout << path.string() << "\n";
     }
     for (const auto& failure : report.failures)

@@ -1,6 +1,13 @@
 #include "bot_directory.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -63,24 +70,77 @@ const Bot* BotDirectory::active() const {
     return default_slug_.empty() ? nullptr : find(default_slug_);
 }
 
-bool BotDirectory::choose(const std::string& slug, std::string& error) const {
-    const auto path = active_bot_file(data_dir_);
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    const auto temporary = std::filesystem::path(path.string() + ".tmp");
-    {
-        std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-        file << slug << "\n";
-        if (!file.flush()) {
-            error = "cannot write " + temporary.string();
+namespace {
+
+std::string system_error(const char* what, const std::filesystem::path& path) {
+    return std::string("cannot ") + what + " " + path.string() + ": " + std::strerror(errno);
+}
+
+// Creates `dir` and any missing parent, each new one private to this user
+// (0700): the folder holds what only a person may change. A folder that
+// exists is kept as it is.
+bool make_private_directories(const std::filesystem::path& dir, std::string& error) {
+    std::filesystem::path made;
+    for (const auto& part : dir) {
+        made /= part;
+        if (::mkdir(made.c_str(), 0700) == 0 || errno == EEXIST) continue;
+        error = system_error("create the folder", made);
+        return false;
+    }
+    struct stat status {};
+    if (::stat(dir.c_str(), &status) != 0 || !S_ISDIR(status.st_mode)) {
+        error = dir.string() + " is not a folder";
+        return false;
+    }
+    return true;
+}
+
+bool write_all(int fd, std::string_view text) {
+    while (!text.empty()) {
+        const ssize_t n = ::write(fd, text.data(), text.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
             return false;
         }
+        text.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+} // namespace
+
+bool BotDirectory::choose(const std::string& slug, std::string& error) const {
+    const auto path = active_bot_file(data_dir_);
+    const auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+    if (!make_private_directories(dir, error)) return false;
+    // A name nobody can plant beforehand: mkostemp creates it (O_EXCL, 0600)
+    // and never follows a link already there.
+    std::string temporary = (dir / (path.filename().string() + ".XXXXXX")).string();
+    const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
+    if (fd < 0) {
+        error = system_error("create a file in", dir);
+        return false;
+    }
+    bool written = write_all(fd, slug + "\n") && ::fsync(fd) == 0;
+    if (!written) error = system_error("write", temporary);
+    if (::close(fd) != 0 && written) {
+        written = false;
+        error = system_error("write", temporary);
+    }
+    if (!written) {
+        ::unlink(temporary.c_str());
+        return false;
     }
     // Whole or not at all: a call reading the file never sees half a slug.
-    std::filesystem::rename(temporary, path, ec);
-    if (ec) {
-        error = "cannot replace " + path.string() + ": " + ec.message();
+    if (::rename(temporary.c_str(), path.c_str()) != 0) {
+        error = system_error("replace", path);
+        ::unlink(temporary.c_str());
         return false;
+    }
+    // The rename itself outlives a crash once the folder is on disk too.
+    if (const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
+        ::fsync(dir_fd);
+        ::close(dir_fd);
     }
     return true;
 }

@@ -35,8 +35,11 @@ public:
     const Bot* active() const;
 
     // Records `slug` as the person's choice, whole or not at all (a call
-    // reading the file never sees half a slug). False, with the sentence in
-    // `error`, when the file cannot be written.
+    // reading the file never sees half a slug): written to a fresh temporary
+    // file of its own (never a name someone could plant a link at), synced,
+    // then renamed over the file. The folder is made private (0700) when it
+    // does not exist. False, with the sentence in `error`, when the folder or
+    // the file cannot be written.
     bool choose(const std::string& slug, std::string& error) const;
 
     static std::filesystem::path active_bot_file(const std::filesystem::path& data_dir) {

@@ -8,14 +8,22 @@
 // The verb `gatehouse bot [use SLUG]` (ABI 1.6) lists the bots and records
 // that choice in the family's data folder.
 // The page "confirm" (served by the host at the link) stands in for the bot
-// chat: it shows what is asked and records Approve or Deny.
+// chat: it shows what is asked and records Approve or Deny, once: creating a
+// session puts a one-use decision ticket, and only the press that takes it
+// (state_take) decides, whichever instance serves it.
 //
 // Every session lives in the host's state backend (ABI 1.3), so any instance
 // sharing it answers; every read is owner-checked: a session of another
 // principal behaves as unknown. Approval codes are single-use across every
 // instance: approving puts a ticket for the code, and only the exchange that
 // takes it (state_take, ABI 1.4) mints tokens. Tokens are random and kept
-// only as SHA-256 hashes, and nothing secret is ever logged.
+// only as SHA-256 hashes, and nothing secret is ever logged. The approval
+// code is kept in clear from approval until its exchange or the session's
+// expiry, because get_session_status hands it to the agent (bot_session.hpp).
+// What one principal can make the backend keep is bounded: metadata of at
+// most 4096 bytes, at most max_live_sessions sessions pending or approved and
+// not exchanged, and an undecided session kept only a short grace past its
+// expiry.
 // A call naming a bot that is not the active one is refused with
 // ACTIVE_BOT_CHANGED before anything is read or written. Every refusal is a
 // gh::Refusal: a stable code, the sentence and what the next step needs.
@@ -24,14 +32,17 @@
 //
 // Settings (domains.sessions.settings): bots ([{slug, name, user_seq_id}]),
 // active_bot (slug; default the first), expiry_s (1..86400, default 600),
-// retention_s (how long an ended session still answers; default 86400),
-// access_token_ttl_s (default 3600), refresh_token_ttl_s (default 2592000).
+// retention_s (how long a decided session still answers; default 86400),
+// max_live_sessions (1..1000, default 32: per principal, pending or approved
+// and not exchanged), access_token_ttl_s (default 3600), refresh_token_ttl_s
+// (default 2592000).
 #include "bot_directory.hpp"
 #include "bot_session.hpp"
 #include "secret.hpp"
 
 #include <gatehouse/plugin.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
 
@@ -45,6 +56,7 @@ using sessions_bot::Json;
 struct Settings {
     std::chrono::milliseconds expiry{600 * 1000};
     std::chrono::milliseconds retention{86400 * 1000};
+    std::size_t max_live_sessions = 32;
     std::uint64_t access_token_ttl_s = 3600;
     std::uint64_t refresh_token_ttl_s = 30 * 86400;
 };
@@ -62,6 +74,10 @@ static gh::Plugin<Family> plugin{{.name = "gatehouse-sessions",
                                   // Serialized within an instance; single use across
                                   // instances rests on taking the code's ticket.
                                   .reentrant = false}};
+
+// The most metadata (serialized JSON) one session keeps; the other stored
+// arguments are bounded by their published maxLength.
+constexpr std::size_t kMaxMetadataBytes = 4096;
 
 const char* type_label(std::string_view type) {
     if (type == "LOGIN") return "Log in";
@@ -128,6 +144,14 @@ const sessions_bot::Bot& check_bot(const Family& family, const gh::Call& call) {
            {{"tool", "create_session"}, {"session_id", session_id}});
 }
 
+[[noreturn]] void bot_removed(const BotSession& session) {
+    refuse("BOT_REMOVED",
+           "The bot '" + session.bot +
+               "' this session was made for is no longer configured on this server, so it gives no tokens; the "
+               "code was not spent. Create a new session with the active bot.",
+           {{"tool", "create_session"}, {"session_id", session.session_id}, {"bot", session.bot}});
+}
+
 [[noreturn]] void session_expired(const std::string& session_id) {
     refuse("SESSION_EXPIRED", "The session expired before its code was exchanged. Create a new session.",
            {{"tool", "create_session"}, {"session_id", session_id}});
@@ -148,6 +172,17 @@ bool safe_redirect(std::string_view url) {
     return !authority.empty() && authority.find('@') == std::string_view::npos && authority[0] != ':';
 }
 
+// Only an explicit yes counts: "accept" with a boolean `confirm` that is
+// true. The answer comes from the client, so anything else (a missing or
+// non-boolean confirm, an action that is no string) is a no, never a fault.
+bool said_yes(const Json& answer) {
+    const auto action = answer.find("action");
+    const auto content = answer.find("content");
+    if (action == answer.end() || *action != "accept" || content == answer.end() || !content->is_object()) return false;
+    const auto confirm = content->find("confirm");
+    return confirm != content->end() && confirm->is_boolean() && confirm->get<bool>();
+}
+
 // PAY_PRODUCT and OPEN_BILLING move money: risk never replaces consent. The
 // person confirms in a form the client shows (elicitation, a multi
 // round-trip request); a client that cannot show one is refused, and so is
@@ -165,15 +200,23 @@ void require_money_consent(gh::Call& call, const std::string& type, const std::s
     if (auto product = call.arguments().find("product_seq_id"); product != call.arguments().end())
         what += " for product " + product->dump();
     what += "? It moves money; you will confirm it in the bot as well.";
+    // An answer counts only on a round that brings back what the asking round
+    // kept: the host seals that state to this caller, this tool and these
+    // arguments. The form's key carries a random value kept in it, so
+    // inputResponses sent unasked (without the requestState) never fit the
+    // key, and the person is asked.
+    std::string asked = call.state();
+    if (asked.empty()) asked = sessions_bot::random_hex(16);
+    call.keep_state(asked);
     const gh::Json answer = call.need(
-        "money_consent",
+        "money_consent_" + asked,
         gh::input::elicit_form(
             what, {{"type", "object"},
                    {"properties",
                     {{"confirm",
                       {{"type", "boolean"}, {"title", "Yes, start this " + type + " session"}, {"default", false}}}}},
                    {"required", {"confirm"}}}));
-    if (!gh::input::accepted(answer) || answer["content"].value("confirm", false) != true)
+    if (!said_yes(answer))
         refuse("CONSENT_DECLINED", "The person did not confirm the " + type + " session, so nothing was created.",
                {{"type", type}});
 }
@@ -236,12 +279,37 @@ static auto& create_session = plugin.tool({
             if (type == "PAY_PRODUCT" && !call.arguments().contains("product_seq_id"))
                 refuse("PRODUCT_REQUIRED", "A PAY_PRODUCT session needs product_seq_id, the product to pay for.",
                        {{"argument", "product_seq_id"}});
+            if (auto metadata = call.arguments().find("metadata"); metadata != call.arguments().end()) {
+                const std::size_t size = metadata->dump(-1, ' ', false, Json::error_handler_t::replace).size();
+                if (size > kMaxMetadataBytes)
+                    refuse("METADATA_TOO_LARGE",
+                           "metadata is " + std::to_string(size) + " bytes as JSON, and a session keeps at most " +
+                               std::to_string(kMaxMetadataBytes) +
+                               "; nothing was created. Keep only what the person needs to decide, then call again.",
+                           {{"argument", "metadata"}, {"limit_bytes", kMaxMetadataBytes}, {"size_bytes", size}});
+            }
             const auto pages = context.value("pages_url", std::string());
             if (pages.empty())
                 refuse("NO_CONFIRMATION_PAGE",
                        "This server serves no HTTP, so the person has nowhere to confirm the session; nothing was "
                        "created. Tell the operator to serve HTTP (gatehouse serve --transport http).",
                        {{"action", "tell the operator"}});
+            // Counted before the person is asked for consent, and again on the
+            // round that brings the answer (the handler runs from the top).
+            const BotSessionStore store(call, family.settings.retention);
+            auto live = store.live_sessions(owner);
+            if (live.size() >= family.settings.max_live_sessions) {
+                std::int64_t first_end = live.front().expires_ms;
+                for (const auto& entry : live)
+                    first_end = std::min(first_end, entry.expires_ms);
+                refuse("TOO_MANY_SESSIONS",
+                       "You have " + std::to_string(live.size()) +
+                           " sessions pending or approved and not yet exchanged, the most this server keeps for one "
+                           "caller; nothing was created. Exchange the approval codes of approved ones, or wait until "
+                           "one expires (the first at " +
+                           iso_time(first_end) + "), then call again.",
+                       {{"limit", family.settings.max_live_sessions}, {"retry_at", iso_time(first_end)}});
+            }
             if (type == "PAY_PRODUCT" || type == "OPEN_BILLING") require_money_consent(call, type, bot.name);
 
             BotSession session;
@@ -256,10 +324,13 @@ static auto& create_session = plugin.tool({
             session.redirect_url = redirect;
             session.created_ms = sessions_bot::now_ms();
             session.expires_ms = session.created_ms + family.settings.expiry.count();
+            session.decided_once = true;
             const std::string page_token = sessions_bot::random_hex(32);
-            const BotSessionStore store(call, family.settings.retention);
             store.save(session);
+            store.issue_decision(session);
             store.link("page", sessions_bot::sha256_hex(page_token), session);
+            live.push_back({session.session_id, session.expires_ms});
+            store.record_live(owner, live);
             return gh::Result::structured({{"session_id", session.session_id},
                                            {"state", "pending"},
                                            {"type", type},
@@ -305,8 +376,8 @@ static auto& get_session_status = plugin.tool({
             const std::string state = session->visible_state(sessions_bot::now_ms());
             Json answer = {{"session_id", session->session_id}, {"state", state}, {"user", nullptr}};
             if (session->user_seq_id && state == "approved") answer["user"] = {{"seq_id", *session->user_seq_id}};
-            if (state == "approved" && !session->approval_code.empty())
-                answer["approval_code"] = session->approval_code;
+            if (state == "approved" && !session->exchanged)
+                if (auto code = store.approval_code(*session)) answer["approval_code"] = *code;
             return gh::Result::structured(answer);
         },
 });
@@ -348,6 +419,10 @@ static auto& exchange_code = plugin.tool({
                        {{"session_id", session->session_id},
                         {"state", state},
                         {"tool", state == "denied" ? "create_session" : "get_session_status"}});
+            // The bot user the tokens name must still be one this server has:
+            // refused before the code is spent, so it works again should the
+            // operator put the bot back before the session expires.
+            if (!family.bots.find(session->bot)) bot_removed(*session);
             // Every check above passed on what this instance read; another
             // exchange (here or on another instance) may have passed them at
             // the same moment. Only the one that takes the ticket goes on.
@@ -372,8 +447,9 @@ static auto& exchange_code = plugin.tool({
             store.save_token(sessions_bot::sha256_hex(refresh), refresh_grant,
                              std::chrono::seconds(family.settings.refresh_token_ttl_s));
             session->exchanged = true;
-            session->approval_code.clear();
+            session->legacy_approval_code.clear();
             store.save(*session);
+            store.forget_approval_code(*session);
             return gh::Result::structured({{"access_token", access},
                                            {"refresh_token", refresh},
                                            {"token_type", "Bearer"},
@@ -444,6 +520,12 @@ static auto& bot_command = plugin.command({
         },
 });
 
+std::string no_bot_to_approve(const BotSession& session) {
+    return "The bot " + session.bot_name + " (" + session.bot +
+           ") this request was made for is no longer configured on this server, so it cannot be approved; nothing "
+           "was changed. Ask the service that sent you here to start a new request.";
+}
+
 // The session a page token points at, or NotFound (a 404 page).
 BotSession session_of_page(const gh::Call& call, const BotSessionStore& store) {
     const auto token = call.arg<std::string>("token");
@@ -482,36 +564,56 @@ static auto& confirm_page = plugin.page({
                          {"fields", std::move(fields)},
                          {"actions", Json::array()}};
             const std::string state = session.visible_state(sessions_bot::now_ms());
-            if (state == "pending")
+            if (state != "pending") {
+                page["notice"] = "This request is " + state + "; there is nothing left to decide.";
+            } else if (!family.bots.find(session.bot)) {
+                page["notice"] = no_bot_to_approve(session);
+                page["actions"] = Json::array({{{"id", "deny"}, {"label", "Deny"}}});
+            } else {
                 page["actions"] =
                     Json::array({{{"id", "approve"}, {"label", "Approve"}}, {{"id", "deny"}, {"label", "Deny"}}});
-            else
-                page["notice"] = "This request is " + state + "; there is nothing left to decide.";
+            }
             return page;
         },
     .act =
         [](Family& family, gh::Call& call) {
             const BotSessionStore store(call, family.settings.retention);
             BotSession session = session_of_page(call, store);
+            const std::string page_hash = sessions_bot::sha256_hex(call.arg<std::string>("token"));
             const std::string state = session.visible_state(sessions_bot::now_ms());
             if (state != "pending") throw gh::ToolError("This request is already " + state + ".");
             const auto action = call.arg<std::string>("action");
+            if (action != "approve" && action != "deny") throw gh::ToolError("This page offers only Approve and Deny.");
+            // Approving names the bot's user; a session whose bot is gone has none.
+            const sessions_bot::Bot* bot = family.bots.find(session.bot);
+            if (action == "approve" && !bot) throw gh::ToolError(no_bot_to_approve(session));
+            // Every check above passed on what this instance read; another press
+            // (here or on another instance) may have passed them at the same
+            // moment. Only the one that takes the decision ticket decides.
+            if (session.decided_once && !store.take_decision(session)) {
+                const auto now = store.load(session.session_id);
+                const std::string decided = now ? now->visible_state(sessions_bot::now_ms()) : "decided";
+                throw gh::ToolError(decided == "pending" ? "This request is being decided by another press."
+                                                         : "This request is already " + decided + ".");
+            }
             if (action == "deny") {
                 session.state = "denied";
                 store.save(session);
+                store.link("page", page_hash, session);
                 return Json{{"message", "Denied. " + session.requested_by + " was not given access."}};
             }
-            if (action != "approve") throw gh::ToolError("This page offers only Approve and Deny.");
-            const sessions_bot::Bot* bot = family.bots.find(session.bot);
             session.state = "approved";
-            session.user_seq_id = bot ? bot->user_seq_id : 1;
-            session.approval_code = sessions_bot::random_hex(24);
-            session.approval_code_hash = sessions_bot::sha256_hex(session.approval_code);
-            // Ticket and link first: the code is readable (get_session_status)
-            // once the session is saved, and must work from that moment.
+            session.user_seq_id = bot->user_seq_id;
+            const std::string code = sessions_bot::random_hex(24);
+            session.approval_code_hash = sessions_bot::sha256_hex(code);
+            // Ticket, link and code first: the code is readable
+            // (get_session_status) once the session is saved, and must work
+            // from that moment.
             store.issue_ticket(session.approval_code_hash, session);
             store.link("code", session.approval_code_hash, session);
+            store.keep_approval_code(session, code);
             store.save(session);
+            store.link("page", page_hash, session);
             Json done = {{"message", "Approved. You can return to " + session.requested_by + "."}};
             if (!session.redirect_url.empty()) done["redirect_url"] = session.redirect_url;
             return done;
@@ -538,6 +640,11 @@ const bool kInit = [] {
         const Json settings = config.value("settings", Json::object());
         family.settings.expiry = seconds_setting(settings, "expiry_s", 600, 86400);
         family.settings.retention = seconds_setting(settings, "retention_s", 86400, 31536000);
+        if (auto cap = settings.find("max_live_sessions"); cap != settings.end()) {
+            if (!cap->is_number_unsigned() || cap->get<std::uint64_t>() < 1 || cap->get<std::uint64_t>() > 1000)
+                throw std::invalid_argument("settings.max_live_sessions must be a whole number from 1 to 1000");
+            family.settings.max_live_sessions = cap->get<std::size_t>();
+        }
         family.settings.access_token_ttl_s =
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
                                            seconds_setting(settings, "access_token_ttl_s", 3600, 31536000))

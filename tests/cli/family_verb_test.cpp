@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 using gatehouse::test::ChildResult;
@@ -28,6 +29,16 @@ std::string verb_config(const TempDir& dir, const std::string& greeting = "Good 
         .write("gatehouse.yaml", "plugin_dir: " + plugin_dir().string() + "\nplugins: [echo.so, verb.so]\n" +
                                      "data_dir: " + (dir.path() / "data").string() +
                                      "\ndomains:\n  verb:\n    settings: {greeting: " + greeting + "}\n")
+        .string();
+}
+
+// A config loading only the sessions family, with two bots.
+std::string sessions_config(const TempDir& dir) {
+    return dir
+        .write("gatehouse.yaml", "plugins: [sessions.so]\ndata_dir: " + (dir.path() / "data").string() +
+                                     "\ndomains:\n  sessions:\n    settings:\n      bots:\n"
+                                     "        - {slug: shop-bot, name: Shop Bot}\n"
+                                     "        - {slug: other-bot, name: Other Bot}\n")
         .string();
 }
 
@@ -98,12 +109,7 @@ TEST_CASE("gatehouse --help lists the verbs of the configuration's families", "[
 
 TEST_CASE("the sessions family's bot verb writes its own file, whole", "[cli][verb]") {
     TempDir dir;
-    const std::string file =
-        dir.write("gatehouse.yaml", "plugins: [sessions.so]\ndata_dir: " + (dir.path() / "data").string() +
-                                        "\ndomains:\n  sessions:\n    settings:\n      bots:\n"
-                                        "        - {slug: shop-bot, name: Shop Bot}\n"
-                                        "        - {slug: other-bot, name: Other Bot}\n")
-            .string();
+    const std::string file = sessions_config(dir);
     auto list = run_gatehouse({"bot", "--config", file});
     INFO(list.err);
     CHECK(list.exit_code == 0);
@@ -123,6 +129,69 @@ TEST_CASE("the sessions family's bot verb writes its own file, whole", "[cli][ve
     CHECK(use.out == "active bot: other-bot\n");
     const auto chosen = dir.path() / "data" / "sessions" / "active-bot";
     CHECK(file_text(chosen) == "other-bot\n");
-    CHECK_FALSE(std::filesystem::exists(chosen.string() + ".tmp"));
+    // The folders it made are private, and it left nothing beside its file.
+    using std::filesystem::perms;
+    CHECK(std::filesystem::status(chosen.parent_path()).permissions() == perms::owner_all);
+    CHECK(std::filesystem::status(chosen.parent_path().parent_path()).permissions() == perms::owner_all);
+    CHECK(std::distance(std::filesystem::directory_iterator(chosen.parent_path()),
+                        std::filesystem::directory_iterator()) == 1);
     CHECK(run_gatehouse({"bot", "--config", file}).out == "  shop-bot  Shop Bot\n* other-bot  Other Bot\n");
+}
+
+TEST_CASE("gatehouse bot use never writes through a link planted at a temporary file's name", "[cli][verb]") {
+    TempDir dir;
+    const std::string file = sessions_config(dir);
+    const auto folder = dir.path() / "data" / "sessions";
+    std::filesystem::create_directories(folder);
+    const auto target = dir.write("precious.txt", "kept as it is\n");
+    const auto planted = folder / "active-bot.tmp";
+    std::filesystem::create_symlink(target, planted);
+
+    auto use = run_gatehouse({"bot", "use", "other-bot", "--config", file});
+    INFO(use.err);
+    CHECK(use.exit_code == 0);
+    CHECK(file_text(target) == "kept as it is\n");
+    CHECK(std::filesystem::is_symlink(planted));
+    CHECK(std::filesystem::read_symlink(planted) == target);
+    const auto chosen = folder / "active-bot";
+    CHECK_FALSE(std::filesystem::is_symlink(chosen));
+    CHECK(file_text(chosen) == "other-bot\n");
+}
+
+TEST_CASE("gatehouse bot use says why when its folder cannot be made", "[cli][verb]") {
+    TempDir dir;
+    const std::string file = sessions_config(dir);
+    dir.write("data/sessions", "a file where the folder belongs\n");
+    auto use = run_gatehouse({"bot", "use", "other-bot", "--config", file});
+    CHECK(use.exit_code == 1);
+    CHECK_THAT(use.err,
+               Catch::Contains("gatehouse: " + (dir.path() / "data" / "sessions").string() + " is not a folder"));
+    CHECK(file_text(dir.path() / "data" / "sessions") == "a file where the folder belongs\n");
+}
+
+TEST_CASE("gatehouse docs never writes through a link planted at a temporary file's name", "[cli][docs]") {
+    TempDir dir;
+    const std::string file = sessions_config(dir);
+    const auto out = dir.path() / "reference";
+    std::filesystem::create_directories(out);
+    const auto target = dir.write("precious.txt", "kept as it is\n");
+    const auto planted = out / "sessions.md.tmp";
+    std::filesystem::create_symlink(target, planted);
+
+    auto docs = run_gatehouse({"docs", "--out", out.string(), "--config", file});
+    INFO(docs.err);
+    CHECK(docs.exit_code == 0);
+    CHECK(file_text(target) == "kept as it is\n");
+    CHECK(std::filesystem::is_symlink(planted));
+    CHECK_FALSE(std::filesystem::is_symlink(out / "sessions.md"));
+    CHECK_THAT(file_text(out / "sessions.md"), Catch::StartsWith("# The `sessions` domain"));
+    CHECK(std::filesystem::status(out / "sessions.md").permissions() ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+           std::filesystem::perms::group_read | std::filesystem::perms::others_read));
+
+    dir.write("blocked", "a file where the folder belongs\n");
+    auto blocked = run_gatehouse({"docs", "--out", (dir.path() / "blocked").string(), "--config", file});
+    CHECK(blocked.exit_code == 1);
+    CHECK_THAT(blocked.err,
+               Catch::Contains("gatehouse: cannot create the folder " + (dir.path() / "blocked").string()));
 }

@@ -3,17 +3,24 @@
 // opens the link in headless Chromium and approves (or denies), the service
 // polls, exchanges the approval code once for tokens; sessions expire; a call
 // naming a bot that is no longer active is refused with ACTIVE_BOT_CHANGED
-// and changes nothing; money sessions without a consent prompt are refused.
+// and changes nothing; money sessions without a consent prompt are refused,
+// and consent counts only as the answer to the form the host asked; what
+// one caller can make the host keep is bounded; a session whose bot was
+// removed is neither approved nor exchanged.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { readFileSync, existsSync, rmSync } from 'node:fs';
+import { readFileSync, existsSync, rmSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { randomBytes } from 'node:crypto';
 import puppeteer from 'puppeteer-core';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { HttpHost } from './lib/http_host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
 import { binaryPath, MODERN, writeConfig } from './lib/host.mjs';
@@ -53,16 +60,17 @@ const BOTS = [
   { slug: 'other-bot', name: 'Other Bot', user_seq_id: 7 },
 ];
 
-// auth: an auth section; bearer: the token the MCP client sends.
-async function startHost({ expiry_s = 300, capabilities = {}, auth, bearer } = {}) {
-  let stateFile;
+// auth: an auth section; bearer: the token the MCP client sends; bots and
+// settings: the family's; stateFile: a state file to share with another host
+// (default: one of this host's own).
+async function startHost({ expiry_s = 300, capabilities = {}, auth, bearer, bots = BOTS, settings = {}, stateFile } = {}) {
   const host = await HttpHost.start({
     gate: true,
     plugins: [pluginPath('session.so'), pluginPath('sessions.so')],
     sections: {
-      domains: { sessions: { settings: { bots: BOTS, expiry_s } } },
+      domains: { sessions: { settings: { bots, expiry_s, ...settings } } },
       session: (dir) => {
-        stateFile = path.join(dir, 'state.sqlite3');
+        stateFile ??= path.join(dir, 'state.sqlite3');
         return { backend: 'sqlite', state_file: stateFile, pinned: { store: 'shop', user: 'ann' }, grants: { shop: { ann: ['sessions'] } } };
       },
       ...(auth ? { auth } : {}),
@@ -80,14 +88,16 @@ async function startHost({ expiry_s = 300, capabilities = {}, auth, bearer } = {
     assert.equal(result.code, 0);
     assert.deepEqual(transport.problems, [], 'every message the host sent fits the schema');
   };
-  return { host, client, call, stop, stateFile };
+  return { host, client, session, call, stop, stateFile };
 }
 
-// Everything the family keeps, straight from the SQLite state file.
-function familyRows(stateFile) {
+// Everything the family keeps, straight from the SQLite state file (with
+// each row's expiry, in ms since the epoch, when withExpiry).
+function familyRows(stateFile, { withExpiry = false } = {}) {
   const db = new DatabaseSync(stateFile, { readOnly: true });
   try {
-    return db.prepare("SELECT key, value FROM state WHERE key LIKE 'family/sessions/%' ORDER BY key").all();
+    const columns = withExpiry ? 'key, value, expires_ms' : 'key, value';
+    return db.prepare(`SELECT ${columns} FROM state WHERE key LIKE 'family/sessions/%' ORDER BY key`).all();
   } finally {
     db.close();
   }
@@ -163,6 +173,11 @@ test('LOGIN: pending, approved in the browser, one exchange for tokens, a second
     assert.equal(approved.state, 'approved');
     assert.deepEqual(approved.user, { seq_id: 42 });
     assert.match(approved.approval_code, /^[0-9a-f]{48}$/);
+    // get_session_status hands the code out, so it is kept in clear, but
+    // apart from the session and no longer than the session is open.
+    const holding = familyRows(stateFile, { withExpiry: true }).filter((row) => row.value.includes(approved.approval_code));
+    assert.deepEqual(holding.map((row) => row.key), [`family/sessions/approval-code/${session_id}`]);
+    assert.ok(holding[0].expires_ms <= Date.parse(created.structuredContent.expires_at) + 2000, 'kept until the session expires at most');
 
     // Another bot named: refused before anything runs, and nothing changed.
     const before = familyRows(stateFile);
@@ -470,5 +485,207 @@ test('with auth on, pages need no bearer token: their unguessable link is the cr
   } finally {
     await page.close();
     await stop();
+  }
+});
+
+// Shows the page and presses `action` as a browser would: the form's token
+// in the cookie and the field. Resolves with the response.
+async function press(url, action) {
+  const { cookie, csrf } = await formOf(url);
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookie },
+    body: `csrf=${encodeURIComponent(csrf)}&action=${action}`,
+    redirect: 'manual',
+  });
+}
+
+// A link another host handed out, on `host` (a restarted host listens elsewhere).
+const onHost = (host, url) => host.origin + new URL(url).pathname;
+
+// A folder of its own for a state file two hosts share in turn.
+function sharedStateFile() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-itest-sessions-'));
+  return { stateFile: path.join(dir, 'state.sqlite3'), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+test('metadata is kept up to 4096 bytes; more is refused naming the argument and the limit, and nothing is created', async () => {
+  const { call, stop, stateFile } = await startHost();
+  try {
+    const sized = (bytes) => ({ note: 'x'.repeat(bytes - JSON.stringify({ note: '' }).length) });
+    assert.equal(JSON.stringify(sized(4096)).length, 4096);
+    const fits = await call('create_session', { type: 'LOGIN', metadata: sized(4096) });
+    assert.equal(fits.isError, undefined, JSON.stringify(fits));
+
+    const before = familyRows(stateFile);
+    const over = await call('create_session', { type: 'LOGIN', metadata: sized(4097) });
+    assert.equal(code(over), 'METADATA_TOO_LARGE');
+    assert.match(over.content[0].text, /metadata is 4097 bytes .* at most 4096/);
+    assert.deepEqual(over.structuredContent.next, { argument: 'metadata', limit_bytes: 4096, size_bytes: 4097 });
+    assert.deepEqual(familyRows(stateFile), before, 'nothing kept');
+  } finally {
+    await stop();
+  }
+});
+
+test('live sessions are capped per caller (max_live_sessions), across a restart; a decided one frees its place', async () => {
+  const shared = sharedStateFile();
+  const settings = { max_live_sessions: 2 };
+  let running;
+  try {
+    running = await startHost({ settings, stateFile: shared.stateFile });
+    let { host, call, stateFile } = running;
+    const first = (await call('create_session', { type: 'LOGIN' })).structuredContent;
+    const second = await call('create_session', { type: 'LINK' });
+    assert.equal(second.isError, undefined, JSON.stringify(second));
+    // An undecided session is kept a short grace past its expiry, not the whole retention.
+    const row = familyRows(stateFile, { withExpiry: true }).find((r) => r.key === `family/sessions/session/${first.session_id}`);
+    assert.ok(row.expires_ms <= Date.parse(first.expires_at) + 5 * 60 * 1000 + 2000, `kept until ${new Date(row.expires_ms).toISOString()}`);
+
+    const before = familyRows(stateFile);
+    const third = await call('create_session', { type: 'LOGIN' });
+    assert.equal(code(third), 'TOO_MANY_SESSIONS');
+    assert.match(third.content[0].text, /You have 2 sessions pending or approved/);
+    assert.equal(third.structuredContent.next.limit, 2);
+    assert.equal(third.structuredContent.next.retry_at, first.expires_at);
+    assert.deepEqual(familyRows(stateFile), before, 'a refused call keeps nothing');
+    await running.stop();
+    running = undefined;
+
+    // The count lives in the state backend, not in the process.
+    running = await startHost({ settings, stateFile: shared.stateFile });
+    ({ host, call, stateFile } = running);
+    assert.equal(code(await call('create_session', { type: 'LOGIN' })), 'TOO_MANY_SESSIONS');
+    // Denied: no longer live, so there is room for one more.
+    assert.equal((await press(onHost(host, first.confirmation_url), 'deny')).status, 200);
+    const denied = familyRows(stateFile, { withExpiry: true }).find((r) => r.key === `family/sessions/session/${first.session_id}`);
+    assert.ok(denied.expires_ms >= Date.now() + 86000 * 1000, 'a decided session is kept for the retention');
+    const again = await call('create_session', { type: 'LOGIN' });
+    assert.equal(again.isError, undefined, JSON.stringify(again));
+    assert.equal(code(await call('create_session', { type: 'LOGIN' })), 'TOO_MANY_SESSIONS');
+  } finally {
+    await running?.stop();
+    shared.remove();
+  }
+});
+
+// A 2026-07-28 tools/call of create_session sent as is (no SDK in between),
+// from a client that declares forms: resolves with the JSON-RPC result.
+async function createRaw(host, params) {
+  const reply = await host.modern('tools/call', { name: 'create_session', ...params }, {
+    meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } },
+  });
+  assert.equal(reply.status, 200, reply.text);
+  assert.ok(reply.answer.result, JSON.stringify(reply.answer));
+  return reply.answer.result;
+}
+
+test('money consent counts only as the answer to a form the host asked: inputResponses sent unasked are asked again', async () => {
+  const { host, session, stop, stateFile } = await startHost({ capabilities: { elicitation: { form: {} } } });
+  try {
+    const args = { session, type: 'PAY_PRODUCT', product_seq_id: 5 };
+    const yes = { action: 'accept', content: { confirm: true } };
+    const before = familyRows(stateFile);
+    // A yes the client made up, without the requestState of an asking round.
+    const unasked = await createRaw(host, { arguments: args, inputResponses: { money_consent: yes } });
+    assert.equal(unasked.resultType, 'input_required', JSON.stringify(unasked));
+    const [key] = Object.keys(unasked.inputRequests);
+    assert.equal(unasked.inputRequests[key].method, 'elicitation/create');
+    assert.deepEqual(familyRows(stateFile), before, 'nothing created');
+    // Nor does the key of an earlier round fit without that round's state.
+    const guessed = await createRaw(host, { arguments: args, inputResponses: { [key]: yes } });
+    assert.equal(guessed.resultType, 'input_required', JSON.stringify(guessed));
+    assert.deepEqual(familyRows(stateFile), before, 'nothing created');
+
+    // The answer to the form asked, with its requestState: a non-boolean
+    // confirm is no yes (and no fault), a true one creates the session.
+    const round = (answer) =>
+      createRaw(host, { arguments: args, inputResponses: { [Object.keys(guessed.inputRequests)[0]]: answer }, requestState: guessed.requestState });
+    for (const answer of [{ action: 'accept', content: { confirm: 'yes' } }, { action: 'accept', content: {} }, { action: 7 }]) {
+      const declined = await round(answer);
+      assert.equal(code(declined), 'CONSENT_DECLINED', JSON.stringify(declined));
+    }
+    assert.deepEqual(familyRows(stateFile), before, 'nothing created');
+    const created = await round(yes);
+    assert.equal(created.isError, undefined, JSON.stringify(created));
+    assert.equal(created.structuredContent.type, 'PAY_PRODUCT');
+  } finally {
+    await stop();
+  }
+});
+
+test('money consent through a 2025-11-25 client: the host asks on the request stream, a yes creates the session', async () => {
+  const { host, stop: stopHost, stateFile } = await startHost();
+  const transport = new CheckedTransport(new HttpV1(new URL(host.url)));
+  const client = new ClientV1({ name: 'itest-sessions-v1', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  try {
+    await client.connect(transport);
+    const asked = [];
+    let answer;
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params);
+      return answer;
+    });
+    const call = (name, args) => client.callTool({ name, arguments: args });
+    const { session } = (await call('session_connect', { topic: 'bots-v1' })).structuredContent;
+    const before = familyRows(stateFile);
+    answer = { action: 'decline' };
+    assert.equal(code(await call('create_session', { session, type: 'OPEN_BILLING' })), 'CONSENT_DECLINED');
+    assert.deepEqual(familyRows(stateFile), before, 'nothing created');
+    answer = { action: 'accept', content: { confirm: true } };
+    const created = await call('create_session', { session, type: 'OPEN_BILLING' });
+    assert.equal(created.isError, undefined, JSON.stringify(created));
+    assert.equal(created.structuredContent.type, 'OPEN_BILLING');
+    assert.equal(asked.length, 2, 'asked once per attempt');
+    assert.match(asked[1].message, /OPEN_BILLING/);
+    assert.ok(transport.received.some((m) => m.method === 'elicitation/create'), 'asked on the request stream');
+    assert.deepEqual(transport.problems, []);
+  } finally {
+    await client.close().catch(() => {});
+    await stopHost();
+  }
+});
+
+test('a session whose bot is no longer configured is neither approved nor exchanged', async () => {
+  const shared = sharedStateFile();
+  let running;
+  try {
+    running = await startHost({ stateFile: shared.stateFile });
+    let { host, call } = running;
+    const pending = (await call('create_session', { type: 'LOGIN' })).structuredContent;
+    const approved = (await call('create_session', { type: 'LINK' })).structuredContent;
+    assert.equal((await press(approved.confirmation_url, 'approve')).status, 200);
+    const { approval_code } = (await call('get_session_status', { session_id: approved.session_id })).structuredContent;
+    assert.match(approval_code, /^[0-9a-f]{48}$/);
+    await running.stop();
+    running = undefined;
+
+    // The operator removed shop-bot, which both sessions were made for.
+    running = await startHost({ stateFile: shared.stateFile, bots: [BOTS[1]] });
+    ({ host, call } = running);
+    const url = onHost(host, pending.confirmation_url);
+    const shown = await (await fetch(url)).text();
+    assert.match(shown, /no longer configured/);
+    assert.doesNotMatch(shown, /action-approve/, 'the page offers no Approve');
+    const refused = await press(url, 'approve');
+    assert.equal(refused.status, 409);
+    assert.match(await refused.text(), /no longer configured on this server, so it cannot be approved/);
+    assert.deepEqual((await call('get_session_status', { session_id: pending.session_id })).structuredContent, {
+      session_id: pending.session_id,
+      state: 'pending',
+      user: null,
+    });
+
+    const exchange = await call('exchange_session_approval_code', { approval_code });
+    assert.equal(code(exchange), 'BOT_REMOVED');
+    assert.deepEqual(exchange.structuredContent.next, { tool: 'create_session', session_id: approved.session_id, bot: 'shop-bot' });
+    const still = (await call('get_session_status', { session_id: approved.session_id })).structuredContent;
+    assert.equal(still.approval_code, approval_code, 'the code was not spent');
+    // Denying still works: it names no bot user.
+    assert.equal((await press(url, 'deny')).status, 200);
+    assert.equal((await call('get_session_status', { session_id: pending.session_id })).structuredContent.state, 'denied');
+  } finally {
+    await running?.stop();
+    shared.remove();
   }
 });

@@ -1,7 +1,8 @@
 // Two gatehouse instances over HTTP sharing one SQLite state file, as two
 // replicas behind a proxy would: a session created on one is confirmed on
 // the other's page, and its approval code, exchanged on both at once by
-// several callers, gives tokens exactly once. The instance with
+// several callers, gives tokens exactly once; presses on both pages at once
+// decide a session once. The instance with
 // http.public_url hands out links on that URL instead of its listen address.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -58,22 +59,41 @@ async function startInstance(topic, http = {}) {
   return { host, call, stop };
 }
 
-// Approves on the page as a browser would: GET for the form and its cookie,
-// then POST the form back.
-async function approveAt(url) {
+// Shows the page as a browser would (GET for the form and its cookie) and
+// answers a function that posts the form back with `action`.
+async function formAt(url) {
   const shown = await fetch(url);
   assert.equal(shown.status, 200);
   const html = await shown.text();
   const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
   assert.ok(csrf, 'the page carries its form');
   const cookie = shown.headers.get('set-cookie').split(';')[0];
-  const posted = await fetch(url, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookie },
-    body: `csrf=${encodeURIComponent(csrf)}&action=approve`,
-    redirect: 'manual',
-  });
+  return (action) =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookie },
+      body: `csrf=${encodeURIComponent(csrf)}&action=${action}`,
+      redirect: 'manual',
+    });
+}
+
+async function approveAt(url) {
+  const posted = await (await formAt(url))('approve');
   assert.ok(posted.status < 400, `the approval was accepted (${posted.status})`);
+}
+
+// Holds the state file's write lock for HOLD_LOCK_MS while `start()` sends
+// its requests: every instance reads what it reads and gets as far as its
+// first write before any of them may write, the widest a race between
+// instances can be. Writers wait for the lock (busy timeout).
+async function withWritesHeld(start) {
+  const lock = new DatabaseSync(path.join(shared, 'state.sqlite3'));
+  lock.exec('BEGIN IMMEDIATE');
+  const pending = start();
+  await new Promise((r) => setTimeout(r, HOLD_LOCK_MS));
+  lock.exec('COMMIT');
+  lock.close();
+  return Promise.all(pending);
 }
 
 test('one approval code, exchanged on two instances at once, gives tokens exactly once', async () => {
@@ -102,20 +122,13 @@ test('one approval code, exchanged on two instances at once, gives tokens exactl
       const approval_code = approved.approval_code;
       assert.match(approval_code, /^[0-9a-f]{48}$/);
 
-      // The test holds the state file's write lock while the exchanges
-      // arrive: every instance reads the approved session and gets as far as
-      // its first write before any of them may write, the widest a race
-      // between instances can be. Writers wait for the lock (busy timeout).
-      const lock = new DatabaseSync(path.join(shared, 'state.sqlite3'));
-      lock.exec('BEGIN IMMEDIATE');
-      const exchanges = [];
-      for (let i = 0; i < CALLS_PER_INSTANCE; ++i)
-        for (const instance of [behindProxy, direct])
-          exchanges.push(instance.call('exchange_session_approval_code', { approval_code }));
-      await new Promise((r) => setTimeout(r, HOLD_LOCK_MS));
-      lock.exec('COMMIT');
-      lock.close();
-      const results = await Promise.all(exchanges);
+      const results = await withWritesHeld(() => {
+        const exchanges = [];
+        for (let i = 0; i < CALLS_PER_INSTANCE; ++i)
+          for (const instance of [behindProxy, direct])
+            exchanges.push(instance.call('exchange_session_approval_code', { approval_code }));
+        return exchanges;
+      });
       const winners = results.filter((r) => r.isError === undefined);
       const refusals = results.filter((r) => r.isError).map(code);
       assert.equal(winners.length, 1, `exactly one exchange wins in round ${round}: ${JSON.stringify(results)}`);
@@ -133,5 +146,41 @@ test('one approval code, exchanged on two instances at once, gives tokens exactl
   } finally {
     await behindProxy.stop();
     await direct.stop();
+  }
+});
+
+test('Approve pressed on two instances at once decides the session once, with one code', async () => {
+  const first = await startInstance('bots-first');
+  const second = await startInstance('bots-second');
+  try {
+    for (const other of ['approve', 'deny']) {
+      const created = await first.call('create_session', { type: 'LOGIN' });
+      assert.equal(created.isError, undefined, JSON.stringify(created));
+      const { session_id, confirmation_url } = created.structuredContent;
+      const pagePath = new URL(confirmation_url).pathname;
+      const presses = [await formAt(first.host.origin + pagePath), await formAt(second.host.origin + pagePath)];
+      const answers = await withWritesHeld(() => [presses[0]('approve'), presses[1](other)]);
+      const statuses = answers.map((a) => a.status);
+      assert.equal(statuses.filter((s) => s === 200).length, 1, `one press decides: ${statuses}`);
+      assert.equal(statuses.filter((s) => s === 409).length, 1, `the other changes nothing: ${statuses}`);
+      const loser = await answers[statuses.indexOf(409)].text();
+      assert.match(loser, /already (approved|denied)|being decided by another press/);
+
+      const status = (await second.call('get_session_status', { session_id })).structuredContent;
+      const winner = await answers[statuses.indexOf(200)].text();
+      assert.equal(status.state, /Approved/.test(winner) ? 'approved' : 'denied', winner);
+      if (status.state === 'approved') {
+        const exchanged = await first.call('exchange_session_approval_code', { approval_code: status.approval_code });
+        assert.equal(exchanged.isError, undefined, JSON.stringify(exchanged));
+        // No later press mints another code over the exchanged session.
+        assert.ok((await presses[0]('approve')).status >= 400);
+        const after = (await first.call('get_session_status', { session_id })).structuredContent;
+        assert.equal(after.approval_code, undefined);
+        assert.equal(code(await first.call('exchange_session_approval_code', { approval_code: status.approval_code })), 'APPROVAL_CODE_USED');
+      }
+    }
+  } finally {
+    await first.stop();
+    await second.stop();
   }
 });
