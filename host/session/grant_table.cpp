@@ -1,5 +1,7 @@
 #include "session/grant_table.hpp"
 
+#include "session/bounded_file.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -7,6 +9,10 @@
 namespace gatehouse::session {
 
 namespace {
+
+// Far more than any owner's grants; the bound is what a file at the path may
+// cost each connect.
+constexpr std::size_t kMaxGrantsFileBytes = 1024 * 1024;
 
 void add_scopes(const nlohmann::json& grants, const std::string& store, const std::string& user,
                 std::vector<std::string>& out) {
@@ -28,11 +34,18 @@ std::vector<std::string> GrantTable::scopes(const std::string& store, const std:
     std::vector<std::string> out;
     add_scopes(inline_grants_, store, user, out);
     if (grants_file_.empty()) return out;
+    std::optional<BoundedFile> file;
+    try {
+        file = read_bounded_file(grants_file_, kMaxGrantsFileBytes);
+    } catch (const BoundedFileRefused& e) {
+        throw GrantsUnavailable("the grants file " + grants_file_.string() + " " + e.what());
+    }
+    if (!file) throw GrantsUnavailable("the grants file " + grants_file_.string() + " does not exist");
     YAML::Node root;
     try {
-        root = YAML::LoadFile(grants_file_.string());
+        root = YAML::Load(file->text);
     } catch (const YAML::Exception& e) {
-        throw GrantsUnavailable("cannot read the grants file " + grants_file_.string() + ": " + e.what());
+        throw GrantsUnavailable("the grants file " + grants_file_.string() + " is not YAML: " + e.what());
     }
     if (!root.IsMap() || (root["grants"] && !root["grants"].IsMap()))
         throw GrantsUnavailable("the grants file " + grants_file_.string() +

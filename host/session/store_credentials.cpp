@@ -1,62 +1,47 @@
 #include "session/store_credentials.hpp"
 
+#include "session/bounded_file.hpp"
+
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 
 namespace gatehouse::session {
 
 namespace {
 
-constexpr std::size_t kMaxSecretFileBytes = 1024 * 1024;
+// A credentials file holds one line; a desktop program's settings file holds
+// much else besides its saved logins. The bounds are what a file at the path
+// may cost each question.
+constexpr std::size_t kMaxCredentialsFileBytes = 64 * 1024;
+constexpr std::size_t kMaxProgramSettingsBytes = 1024 * 1024;
 
 // The whole file, checked on the descriptor that is read (no window between
 // the check and the read). std::nullopt when it does not exist and
 // `missing_is_empty`.
 std::optional<std::string> read_private_file(const std::filesystem::path& file, const std::string& what,
-                                             bool missing_is_empty) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        if (errno == ENOENT && missing_is_empty) return std::nullopt;
-        throw CredentialsRefused(what + " " + file.string() + " cannot be read: " + std::strerror(errno));
+                                             std::size_t max_bytes, bool missing_is_empty) {
+    std::optional<BoundedFile> read;
+    try {
+        read = read_bounded_file(file, max_bytes);
+    } catch (const BoundedFileRefused& e) {
+        throw CredentialsRefused(what + " " + file.string() + " " + e.what());
     }
-    struct Close {
-        int fd;
-        ~Close() { ::close(fd); }
-    } close_fd{fd};
-    struct stat info {};
-    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
-        throw CredentialsRefused(what + " " + file.string() + " is not a regular file");
-    if (info.st_mode & (S_IRWXG | S_IRWXO))
+    if (!read) {
+        if (missing_is_empty) return std::nullopt;
+        throw CredentialsRefused(what + " " + file.string() + " does not exist");
+    }
+    if (read->mode & (S_IRWXG | S_IRWXO))
         throw CredentialsRefused(what + " " + file.string() + " is open to group or others; run chmod 600 on it");
-    if (static_cast<std::uint64_t>(info.st_size) > kMaxSecretFileBytes)
-        throw CredentialsRefused(what + " " + file.string() + " is larger than 1 MiB");
-    std::string text;
-    char buffer[4096];
-    for (;;) {
-        const ssize_t n = ::read(fd, buffer, sizeof buffer);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw CredentialsRefused(what + " " + file.string() + " cannot be read: " + std::strerror(errno));
-        }
-        if (n == 0) break;
-        text.append(buffer, static_cast<std::size_t>(n));
-        if (text.size() > kMaxSecretFileBytes)
-            throw CredentialsRefused(what + " " + file.string() + " is larger than 1 MiB");
-    }
-    return text;
+    return std::move(read->text);
 }
 
 // The saved logins of the program's settings file; empty when it has none.
 std::vector<StoreLogin> saved_logins(const std::filesystem::path& file) {
     const std::string what = "the program settings file";
-    auto text = read_private_file(file, what, true);
+    auto text = read_private_file(file, what, kMaxProgramSettingsBytes, true);
     if (!text) return {}; // the program has saved nothing here yet
     // The parser's own message may quote the file, so it is never passed on.
     nlohmann::json settings = nlohmann::json::parse(*text, nullptr, false);
@@ -84,7 +69,7 @@ std::vector<StoreLogin> saved_logins(const std::filesystem::path& file) {
 // The first line of the credentials file.
 std::string credentials_line(const std::filesystem::path& file) {
     const std::string what = "the credentials file";
-    std::string text = *read_private_file(file, what, false);
+    std::string text = *read_private_file(file, what, kMaxCredentialsFileBytes, false);
     std::string line = text.substr(0, text.find('\n'));
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) throw CredentialsRefused(what + " " + file.string() + " is empty");

@@ -1,13 +1,18 @@
 #include "session/store_source.hpp"
 
+#include "session/bounded_file.hpp"
+
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 namespace gatehouse::session {
+
+namespace {
+
+// Four lines of JSON need far less; the bound is what a file at the path may
+// cost each call that reads it.
+constexpr std::size_t kMaxProgramStateBytes = 64 * 1024;
+
+} // namespace
 
 StoreSource::StoreSource(const config::SessionSettings& settings)
     : pinned_store_(settings.pinned_store), pinned_user_(settings.pinned_user),
@@ -15,18 +20,17 @@ StoreSource::StoreSource(const config::SessionSettings& settings)
 
 StoreView StoreSource::current() const {
     if (pinned()) return {true, true, pinned_store_, pinned_user_};
-    std::error_code ec;
+    std::optional<BoundedFile> file;
+    try {
+        file = read_bounded_file(program_state_file_, kMaxProgramStateBytes);
+    } catch (const BoundedFileRefused& e) {
+        throw StoreSourceError("the program state file " + program_state_file_.string() + " " + e.what());
+    }
     // No file at all: the program has never run here, which is an answer.
-    if (!std::filesystem::exists(program_state_file_, ec) && !ec) return {false, false, {}, {}};
-    std::ifstream in(program_state_file_, std::ios::binary);
-    if (!in)
-        throw StoreSourceError("cannot read the program state file " + program_state_file_.string() + ": " +
-                               std::strerror(errno));
-    std::stringstream text;
-    text << in.rdbuf();
+    if (!file) return {false, false, {}, {}};
     nlohmann::json state;
     try {
-        state = nlohmann::json::parse(text.str());
+        state = nlohmann::json::parse(file->text);
     } catch (const nlohmann::json::exception& e) {
         throw StoreSourceError("the program state file " + program_state_file_.string() + " is not JSON: " + e.what());
     }

@@ -10,7 +10,9 @@
 //   session_clear         destructive  list conversation folders; delete those the person ticks in a
 //                                      form (elicitation), or without forms only those named
 // The host's refusals (TOPIC_INVALID, NOT_CONNECTED, RULES_CODE_INVALID, ...)
-// reach the agent as they came: code, sentence and next step. The hints say
+// reach the agent as they came: code, sentence and next step. session_clear
+// refuses STORE_SWITCHED itself, as the gate does for gated tools, when the
+// program no longer has the session's store and user open. The hints say
 // what each tool does; none reaches beyond this computer (openWorldHint false).
 #include "conversation_folders.hpp"
 
@@ -112,6 +114,30 @@ static gh::Json clear_form(const gh::Json& listing, const std::vector<std::strin
         {"required", {"folders", "confirm"}}};
 }
 
+// The session's store and user as the agent and the person read them.
+static std::string store_and_user(const gh::Json& d) {
+    return "store '" + d["session"]["store"].get<std::string>() + "', user '" +
+           d["session"]["user"].get<std::string>() + "'";
+}
+
+// session_clear is gate-exempt, so the gate's store binding never runs for
+// it; it holds the same line itself: on a host that is not pinned, the
+// program must still have the session's store open under the same user.
+// Otherwise a stale handle would list and delete the folders of a store and
+// user the person has left, in a form naming the store open now.
+static void require_store_still_open(const gh::Json& d) {
+    if (d["pinned"].get<bool>()) return;
+    const bool open = d["program_running"].get<bool>() && d["store"].is_string() && d["user"].is_string();
+    if (open && d["store"] == d["session"]["store"] && d["user"] == d["session"]["user"]) return;
+    throw gh::Refusal("STORE_SWITCHED",
+                      open ? "The program now has another store or user open than this session was opened for, so "
+                             "no conversation folder was deleted; call session_connect again to work with "
+                             "what is open now."
+                           : "The program no longer has this session's store open, so no conversation folder was "
+                             "deleted; ask the person to open it, then call session_connect again.",
+                      {{"tool", "session_connect"}, {"topic", d["session"]["topic"]}});
+}
+
 // Lists, asks the person where the client can show a form, deletes, and
 // lists what remains. Every folder left alone or measured only in part is
 // named with the reason, in the text as in the structured answer.
@@ -122,10 +148,10 @@ static gh::Result clear(gh::Call& call, const gh::Json& d, const ConversationFol
     const gh::Json listing = folders.list();
     if (call.client_supports("elicitation") && !listing.empty()) {
         // The person decides; what the agent named is only a suggestion.
-        const gh::Json answer = call.need(
-            "folders_to_delete", gh::input::elicit_form("Which conversation folders of store '" +
-                                                            d["store"].get<std::string>() + "' should be deleted?",
-                                                        clear_form(listing, names)));
+        const gh::Json answer =
+            call.need("folders_to_delete", gh::input::elicit_form("Which conversation folders of " + store_and_user(d) +
+                                                                      " should be deleted?",
+                                                                  clear_form(listing, names)));
         names.clear();
         // The answer comes from the client: only a ticked confirmation and names as strings count.
         const gh::Json content = gh::input::accepted(answer) ? answer["content"] : gh::Json::object();
@@ -137,6 +163,9 @@ static gh::Result clear(gh::Call& call, const gh::Json& d, const ConversationFol
         if (names.empty()) text = "The person deleted nothing. ";
     }
     if (!names.empty()) {
+        // The person may have switched the program while the form was open.
+        if (out.contains("asked_person"))
+            require_store_still_open(call.session_describe(call.arg<std::string>("session")));
         out.update(folders.remove(names));
         text = "Deleted " + std::to_string(out["deleted"].size()) + " folder(s)";
         if (!out["refused"].empty()) {
@@ -177,6 +206,7 @@ static const auto& session_clear = plugin.tool({
     .handler =
         [](gh::Call& call) {
             gh::Json d = call.session_describe(call.arg<std::string>("session"));
+            require_store_still_open(d);
             ConversationFolders folders(d["session"]["conversations_dir"].get<std::string>(),
                                         d["session"]["conversations_levels"].get<std::vector<std::string>>());
             try {

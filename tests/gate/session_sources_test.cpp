@@ -7,9 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -229,4 +234,139 @@ TEST_CASE("a link at any level above the topic folder is refused, never followed
         std::ofstream(at / place.levels[level]) << "a file";
         CHECK_THROWS_AS(session::open_conversation_folder(place, "orders"), session::ConversationFolderUnsafe);
     }
+}
+
+namespace {
+
+// Runs `read` on a thread of its own and answers the message of the Error it
+// threw ("" when it threw none). A read still going after 10 s fails the
+// test: `unblock` is given the chance to end it (a writer for a FIFO), and
+// when it cannot, the process ends there rather than hang or fill memory.
+template <class Error, class Read> std::string refusal_within(Read read, const std::function<void()>& unblock = {}) {
+    auto outcome = std::async(std::launch::async, [read] {
+        try {
+            read();
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    });
+    if (outcome.wait_for(std::chrono::seconds(10)) == std::future_status::ready) return outcome.get();
+    if (unblock) unblock();
+    if (outcome.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+        std::fprintf(stderr, "a read of a file that is no regular file was still going after 10 s\n");
+        std::_Exit(1);
+    }
+    return "(the read waited for a writer, and ended only when one came: " + outcome.get() + ")";
+}
+
+// A FIFO at `path` with nobody writing, and the way to end a read that waits for one.
+std::function<void()> fifo_at(const fs::path& path) {
+    fs::remove(path);
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    return [path] {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+        if (fd >= 0) ::close(fd);
+    };
+}
+
+void symlink_at(const fs::path& path, const fs::path& target) {
+    fs::remove(path);
+    fs::create_symlink(target, path);
+}
+
+// The message names the file and what is wrong with it.
+class Names : public Catch::MatcherBase<std::string> {
+public:
+    Names(const fs::path& file, std::string problem) : file_(file.string()), problem_(std::move(problem)) {}
+    bool match(const std::string& message) const override {
+        return message.find(file_) != std::string::npos && message.find(problem_) != std::string::npos;
+    }
+    std::string describe() const override { return "names " + file_ + " and says \"" + problem_ + "\""; }
+
+private:
+    std::string file_, problem_;
+};
+
+} // namespace
+
+TEST_CASE("StoreSource refuses at once a program state file that is a FIFO, a device or too large", "[session]") {
+    config::SessionSettings settings;
+    settings.program_state_file = scratch("program-odd.json");
+    const session::StoreSource stores(settings);
+    const auto read = [&] { (void)stores.current(); };
+    const auto& file = settings.program_state_file;
+
+    const auto unblock = fifo_at(file);
+    CHECK_THAT(refusal_within<session::StoreSourceError>(read, unblock), Names(file, "not a regular file"));
+
+    symlink_at(file, "/dev/zero");
+    CHECK_THAT(refusal_within<session::StoreSourceError>(read), Names(file, "not a regular file"));
+
+    // Valid JSON, only too large: the size alone refuses it.
+    fs::remove(file);
+    std::ofstream(file) << R"({"running": true, "store": "shop", "user": "ann", "pad": ")"
+                        << std::string(64 * 1024, 'x') << "\"}";
+    CHECK_THAT(refusal_within<session::StoreSourceError>(read), Names(file, "larger than"));
+
+    // A symlink to a regular file is read as that file.
+    const auto real = scratch("program-real.json");
+    std::ofstream(real) << R"({"running": true, "store": "shop", "user": "ann"})";
+    symlink_at(file, real);
+    CHECK(stores.current().store == "shop");
+}
+
+TEST_CASE("StoreCredentials refuses at once a credentials or settings file that is a FIFO or too large", "[session]") {
+    config::SessionSettings settings;
+    settings.credentials_file = scratch("credentials-odd");
+    const session::StoreCredentials credentials(settings, false);
+    const auto read = [&] { (void)credentials.login_for("shop", "ann"); };
+    const auto& file = settings.credentials_file;
+
+    const auto unblock = fifo_at(file);
+    CHECK_THAT(refusal_within<session::CredentialsRefused>(read, unblock), Names(file, "not a regular file"));
+    const auto every_password = [&] {
+        if (!credentials.every_password().empty()) throw session::CredentialsRefused("a FIFO gave a password");
+    };
+    CHECK(refusal_within<session::CredentialsRefused>(every_password, unblock).empty());
+
+    symlink_at(file, "/dev/zero");
+    CHECK_THAT(refusal_within<session::CredentialsRefused>(read), Names(file, "not a regular file"));
+
+    fs::remove(file);
+    std::ofstream(file) << "a-password\n" << std::string(64 * 1024, '#') << "\n";
+    ::chmod(file.c_str(), 0600);
+    CHECK_THAT(refusal_within<session::CredentialsRefused>(read), Names(file, "larger than"));
+
+    config::SessionSettings saved;
+    saved.program_settings_file = scratch("program-settings-odd.json");
+    const session::StoreCredentials from_program(saved, false);
+    const auto unblock_settings = fifo_at(saved.program_settings_file);
+    CHECK_THAT(refusal_within<session::CredentialsRefused>([&] { (void)from_program.login_for("shop", "ann"); },
+                                                           unblock_settings),
+               Names(saved.program_settings_file, "not a regular file"));
+}
+
+TEST_CASE("GrantTable refuses at once a grants file that is a FIFO, a device or too large", "[session]") {
+    config::SessionSettings settings;
+    settings.grants_file = scratch("grants-odd.yaml");
+    const session::GrantTable grants(settings);
+    const auto read = [&] { (void)grants.scopes("shop", "ann"); };
+    const auto& file = settings.grants_file;
+
+    const auto unblock = fifo_at(file);
+    CHECK_THAT(refusal_within<session::GrantsUnavailable>(read, unblock), Names(file, "not a regular file"));
+
+    symlink_at(file, "/dev/zero");
+    CHECK_THAT(refusal_within<session::GrantsUnavailable>(read), Names(file, "not a regular file"));
+
+    // Valid YAML, only too large.
+    fs::remove(file);
+    std::ofstream(file) << "grants:\n  shop:\n    ann: [orders.read]\n# " << std::string(1024 * 1024, 'x') << "\n";
+    CHECK_THAT(refusal_within<session::GrantsUnavailable>(read), Names(file, "larger than"));
+
+    fs::remove(file);
+    CHECK_THAT(refusal_within<session::GrantsUnavailable>(read), Names(file, "does not exist"));
+    std::ofstream(file) << "grants:\n  shop:\n    ann: [orders.read]\n";
+    CHECK(grants.scopes("shop", "ann") == std::vector<std::string>{"orders.read"});
 }
