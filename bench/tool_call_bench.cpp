@@ -367,8 +367,9 @@ void BM_ToolCall_Run_Noop(benchmark::State& state) {
     limits::RateLimiter unlimited{config::RateLimits{}};
     const protocol::ToolDisclosure disclosure(*h.live);
     const protocol::RequestDecoder decoder(*h.live, disclosure, nullptr);
-    protocol::ToolCall tool_call({h.gate, decoder, disclosure, unlimited, input_rounds()},
-                                 kDefaultLimits.max_string_bytes);
+    protocol::ToolCall tool_call(
+        {h.gate, decoder, disclosure, unlimited, input_rounds()},
+        limits::ArgumentBounds{kDefaultLimits.max_string_bytes, kDefaultLimits.max_array_items});
     const Json params = Json::parse(kModernCall)["params"];
     for (auto _ : state) {
         protocol::Request request;
@@ -389,8 +390,9 @@ void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
     limits::RateLimiter unlimited{config::RateLimits{}};
     const protocol::ToolDisclosure disclosure(*h.live);
     const protocol::RequestDecoder decoder(*h.live, disclosure, nullptr);
-    protocol::ToolCall tool_call({g.gate, decoder, disclosure, unlimited, input_rounds(), g.sessions.get()},
-                                 kDefaultLimits.max_string_bytes);
+    protocol::ToolCall tool_call(
+        {g.gate, decoder, disclosure, unlimited, input_rounds(), g.sessions.get()},
+        limits::ArgumentBounds{kDefaultLimits.max_string_bytes, kDefaultLimits.max_array_items});
     Json params = Json::parse(kModernCall)["params"];
     params["arguments"] = g.arguments;
     {

@@ -146,6 +146,7 @@ struct Limits {
     // recurses once per character, so a long string meeting a `pattern` would
     // overflow a worker's stack (which is sized from this value).
     std::size_t max_string_bytes = 64 * 1024;
+    std::size_t max_array_items = 10000; // longest array in a tool call's arguments
     unsigned max_in_flight_per_principal = 64;
     // Calls inside one plugin (or waiting for it). A plugin that never returns
     // holds a worker per call: this caps how many workers it can take.

@@ -194,7 +194,8 @@ void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
     r.expect_map(node, "limits");
     r.only_keys(node,
                 {"max_message_bytes", "max_json_depth", "workers", "max_in_flight", "page_size", "tools_list_ttl_ms",
-                 "max_string_bytes", "max_in_flight_per_principal", "max_in_flight_per_plugin", "tool_timeout_ms"},
+                 "max_string_bytes", "max_array_items", "max_in_flight_per_principal", "max_in_flight_per_plugin",
+                 "tool_timeout_ms"},
                 "limits");
     const auto number = [&](const char* key, auto& field, std::uint64_t min, std::uint64_t max) {
         if (node[key])
@@ -210,6 +211,7 @@ void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
     number("page_size", out.page_size, 1, 10000);
     number("tools_list_ttl_ms", out.tools_list_ttl_ms, 0, 86400000ull * 365);
     number("max_string_bytes", out.max_string_bytes, 16, 1u << 20);
+    number("max_array_items", out.max_array_items, 1, 1u << 20);
     number("max_in_flight_per_principal", out.max_in_flight_per_principal, 1, 1u << 20);
     number("max_in_flight_per_plugin", out.max_in_flight_per_plugin, 1, 1024);
     number("tool_timeout_ms", out.tool_timeout_ms, 1, 86400000);

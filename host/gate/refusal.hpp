@@ -68,6 +68,9 @@ inline constexpr std::string_view family_crashed = "FAMILY_CRASHED";
 // The MCP server a family of upstreams: is a client of cannot be reached, or
 // stopped answering during the call; the host is connecting to it again.
 inline constexpr std::string_view upstream_unavailable = "UPSTREAM_UNAVAILABLE";
+// A string value or key in a tool call's arguments holds U+0000, which
+// schema lengths do not count past and plugins may cut at.
+inline constexpr std::string_view nul_in_string = "NUL_IN_STRING";
 } // namespace refusal_code
 
 // A refusal code as the wire carries it: UPPER_SNAKE, a letter first, at

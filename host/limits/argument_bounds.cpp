@@ -24,6 +24,30 @@ gate::Refusal too_large(const std::string& tool, const std::string& pointer, boo
     return r;
 }
 
+gate::Refusal too_many_items(const std::string& tool, const std::string& pointer, std::size_t items,
+                             std::size_t limit) {
+    const std::string where = pointer.empty() ? "/" : pointer;
+    gate::Refusal r;
+    r.code = gate::refusal_code::argument_too_large;
+    r.message = "The array at " + where + " in the arguments of tool '" + tool + "' has " + std::to_string(items) +
+                " items; this server accepts at most " + std::to_string(limit) +
+                " (limits.max_array_items). Send fewer; nothing ran.";
+    r.next = {{"pointer", where}, {"items", items}, {"maxItems", limit}, {"limit", "max_array_items"}};
+    return r;
+}
+
+gate::Refusal nul_inside(const std::string& tool, const std::string& pointer, bool is_key) {
+    const std::string where = pointer.empty() ? "/" : pointer;
+    gate::Refusal r;
+    r.code = gate::refusal_code::nul_in_string;
+    r.message = std::string(is_key ? "An object key" : "The string") + " at " + where + " in the arguments of tool '" +
+                tool +
+                "' holds the character U+0000, which this server does not accept in a tool's arguments. "
+                "Send it without; nothing ran.";
+    r.next = {{"pointer", where}};
+    return r;
+}
+
 gate::Refusal out_of_range(const std::string& tool, const std::string& pointer, const nlohmann::json& value) {
     const std::string where = pointer.empty() ? "/" : pointer;
     gate::Refusal r;
@@ -39,8 +63,9 @@ gate::Refusal out_of_range(const std::string& tool, const std::string& pointer, 
 
 } // namespace
 
-std::optional<gate::Refusal> argument_beyond_bounds(const nlohmann::json& arguments, std::size_t max_string_bytes,
+std::optional<gate::Refusal> argument_beyond_bounds(const nlohmann::json& arguments, const ArgumentBounds& bounds,
                                                     const std::string& tool) {
+    const std::size_t max_string_bytes = bounds.max_string_bytes;
     // Every node met, with its parent and its place there; the pointer is
     // spelled out only for a refusal, so the walk costs one entry a node
     // however deep the arguments nest.
@@ -69,8 +94,10 @@ std::optional<gate::Refusal> argument_beyond_bounds(const nlohmann::json& argume
         stack.pop_back();
         const auto& node = *steps[at].node;
         if (node.is_string()) {
-            const auto size = node.get_ref<const std::string&>().size();
-            if (size > max_string_bytes) return too_large(tool, pointer_of(at), false, size, max_string_bytes);
+            const auto& text = node.get_ref<const std::string&>();
+            if (text.size() > max_string_bytes)
+                return too_large(tool, pointer_of(at), false, text.size(), max_string_bytes);
+            if (text.find('\0') != std::string::npos) return nul_inside(tool, pointer_of(at), false);
         } else if (node.is_number_unsigned()) {
             if (node.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
                 return out_of_range(tool, pointer_of(at), node);
@@ -82,10 +109,13 @@ std::optional<gate::Refusal> argument_beyond_bounds(const nlohmann::json& argume
                     return too_large(tool,
                                      pointer_of(at) + "/" + schema::json_pointer_token(it.key().substr(0, 32)) + "…",
                                      true, it.key().size(), max_string_bytes);
+                if (it.key().find('\0') != std::string::npos) return nul_inside(tool, pointer_of(at), true);
                 stack.push_back(steps.size());
                 steps.push_back({&it.value(), at, it.key(), 0});
             }
         } else if (node.is_array()) {
+            if (node.size() > bounds.max_array_items)
+                return too_many_items(tool, pointer_of(at), node.size(), bounds.max_array_items);
             for (std::size_t i = 0; i < node.size(); ++i) {
                 stack.push_back(steps.size());
                 steps.push_back({&node[i], at, {}, i});

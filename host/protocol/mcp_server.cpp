@@ -74,7 +74,7 @@ McpServer::McpServer(const plugins::LiveRegistry& registry, const gate::GatePipe
       decoder_(registry, disclosure_, options.host,
                options.observability ? &options.observability->trace_ids() : nullptr),
       tool_call_({gate, decoder_, disclosure_, rate_limiter_, input_rounds_, options.sessions},
-                 limits_.max_string_bytes),
+                 limits::ArgumentBounds{limits_.max_string_bytes, limits_.max_array_items}),
       resource_read_(registry, gate, input_rounds_), prompt_get_(registry, gate, input_rounds_),
       completion_(registry, gate),
       subscriptions_(

@@ -170,7 +170,7 @@ Json ToolCall::run(Request& request) const {
                 request.findings->found_rate_limit(refused->limit);
             return rate_refusal(*refused).to_tool_result();
         }
-    if (auto refusal = limits::argument_beyond_bounds(*arguments, max_string_bytes_, tool->name))
+    if (auto refusal = limits::argument_beyond_bounds(*arguments, bounds_, tool->name))
         return refusal->to_tool_result();
 
     // A requestState binds the arguments as the client sent them, session handle included.

@@ -2,6 +2,7 @@
 
 #include "config/config.hpp"
 #include "gate/gate_pipeline.hpp"
+#include "limits/argument_bounds.hpp"
 #include "limits/rate_limiter.hpp"
 #include "plugins/tool_registry.hpp"
 #include "session/session_service.hpp"
@@ -66,7 +67,7 @@ public:
         TaskStarter* tasks = nullptr;                // where task-capable calls go; null: none is a task
     };
 
-    ToolCall(Parts parts, std::size_t max_string_bytes) : parts_(parts), max_string_bytes_(max_string_bytes) {}
+    ToolCall(Parts parts, limits::ArgumentBounds bounds) : parts_(parts), bounds_(bounds) {}
 
     // request.call is the decoded target; the tool is never looked up again.
     Json run(Request& request) const;
@@ -96,7 +97,7 @@ private:
     Json result_of(const plugins::Tool& tool, const Request& request, int32_t status, std::string text) const;
 
     Parts parts_;
-    std::size_t max_string_bytes_;
+    limits::ArgumentBounds bounds_;
 };
 
 // The token layer of scopes, decided here for every route to a tool: a

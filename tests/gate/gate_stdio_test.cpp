@@ -325,19 +325,55 @@ TEST_CASE("session_clear lists and deletes only what was named", "[gate][stdio]"
     CHECK(code_of(host.call("session_clear", {{"session", "ffffffffffffffffffffffffffffffff"}})) == "NOT_CONNECTED");
 }
 
+TEST_CASE("session_clear of a session whose store or user the program has left refuses, deleting nothing",
+          "[gate][stdio]") {
+    Scene scene("clear-switched");
+    auto host = scene.start();
+    const fs::path alpha = structured(host.call("session_connect", {{"topic", "alpha"}}))["folder"].get<std::string>();
+    const std::string handle = open_session(host, "beta");
+    const fs::path beta = alpha.parent_path() / "beta";
+
+    const auto refused = [&](const std::string& why) {
+        INFO(why);
+        const auto result = host.call("session_clear", {{"session", handle}, {"delete", {"alpha", "beta"}}});
+        CHECK(code_of(result) == "STORE_SWITCHED");
+        CHECK(result["structuredContent"]["next"]["tool"] == "session_connect");
+        CHECK(result["structuredContent"]["next"]["topic"] == "beta");
+        CHECK(fs::exists(alpha));
+        CHECK(fs::exists(beta));
+    };
+    scene.set_program("other", "bob");
+    refused("another store and user");
+    scene.set_program("shop", "bob");
+    refused("the same store, another user");
+    std::ofstream(scene.program) << R"({"running": false})";
+    refused("the program is not running");
+    std::ofstream(scene.program) << R"({"running": true, "store": null, "user": null})";
+    refused("no store open");
+
+    scene.set_program("shop", "ann");
+    auto cleared = structured(host.call("session_clear", {{"session", handle}, {"delete", {"alpha"}}}));
+    CHECK(cleared["deleted"] == json::array({"alpha"}));
+    CHECK_FALSE(fs::exists(alpha));
+    CHECK(fs::exists(beta));
+}
+
 TEST_CASE("hostile topics are refused or contained", "[gate][stdio]") {
     Scene scene("topics", "memory", true);
     auto host = scene.start();
-    for (const std::string& topic :
-         {std::string("../x"), std::string("a/b"), std::string(""), std::string(65, 'a'), std::string("a\0b", 3),
-          std::string("a\x01"
-                      "b"),
-          std::string("a\nb"), std::string(".."), std::string("a b")}) {
+    for (const std::string& topic : {std::string("../x"), std::string("a/b"), std::string(""), std::string(65, 'a'),
+                                     std::string("a\x01"
+                                                 "b"),
+                                     std::string("a\nb"), std::string(".."), std::string("a b")}) {
         INFO("topic: " << json(topic).dump());
         const json refused = host.call("session_connect", {{"topic", topic}});
         CHECK(code_of(refused) == "TOPIC_INVALID");
         CHECK(refused["structuredContent"]["next"]["argument"] == "topic");
     }
+    // U+0000 never reaches the family: the host refuses it in any argument.
+    const json nul = host.call("session_connect", {{"topic", std::string("a\0b", 3)}});
+    CHECK(code_of(nul) == "NUL_IN_STRING");
+    CHECK(nul["structuredContent"]["next"]["pointer"] == "/topic");
     // A symlink planted under a topic's name is never followed.
     const std::string handle = open_session(host, "fine");
     auto described = structured(host.call("session_clear", {{"session", handle}}));

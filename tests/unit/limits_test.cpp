@@ -16,15 +16,16 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 TEST_CASE("argument_beyond_bounds finds a long string or key anywhere, with its pointer", "[limits]") {
-    CHECK_FALSE(limits::argument_beyond_bounds(json{{"a", "12345678"}, {"b", {1, "x", nullptr}}}, 8, "t"));
-    auto deep = limits::argument_beyond_bounds(json{{"a", {{"b~/c", json::array({"ok", "123456789"})}}}}, 8, "t");
+    CHECK_FALSE(limits::argument_beyond_bounds(json{{"a", "12345678"}, {"b", {1, "x", nullptr}}}, {8, 100}, "t"));
+    auto deep =
+        limits::argument_beyond_bounds(json{{"a", {{"b~/c", json::array({"ok", "123456789"})}}}}, {8, 100}, "t");
     REQUIRE(deep);
     CHECK(deep->code == "ARGUMENT_TOO_LARGE");
     CHECK(deep->next["pointer"] == "/a/b~0~1c/1");
     CHECK(deep->next["bytes"] == 9);
     CHECK(deep->next["maxBytes"] == 8);
     CHECK_THAT(deep->message, Catch::Contains("tool 't'") && Catch::Contains("limits.max_string_bytes"));
-    auto key = limits::argument_beyond_bounds(json{{std::string(100, 'k'), 1}}, 8, "t");
+    auto key = limits::argument_beyond_bounds(json{{std::string(100, 'k'), 1}}, {8, 100}, "t");
     REQUIRE(key);
     CHECK_THAT(key->message, Catch::StartsWith("An object key"));
     CHECK(key->message.find(std::string(40, 'k')) == std::string::npos);
@@ -36,18 +37,19 @@ TEST_CASE("argument_beyond_bounds finds a long string or key anywhere, with its 
         level.push_back(std::move(nested));
         nested = std::move(level);
     }
-    CHECK(limits::argument_beyond_bounds(nested, 8, "t"));
+    CHECK(limits::argument_beyond_bounds(nested, {8, 100}, "t"));
 }
 
 TEST_CASE("argument_beyond_bounds refuses an integer above 2^63-1, with its pointer", "[limits]") {
-    CHECK_FALSE(
-        limits::argument_beyond_bounds(json::parse(R"({"n":9223372036854775807,"m":-9223372036854775808})"), 8, "t"));
-    auto above = limits::argument_beyond_bounds(json::parse(R"({"a":[0,{"note_id":18446744073709551615}]})"), 8, "t");
+    CHECK_FALSE(limits::argument_beyond_bounds(json::parse(R"({"n":9223372036854775807,"m":-9223372036854775808})"),
+                                               {8, 100}, "t"));
+    auto above =
+        limits::argument_beyond_bounds(json::parse(R"({"a":[0,{"note_id":18446744073709551615}]})"), {8, 100}, "t");
     REQUIRE(above);
     CHECK(above->code == "INTEGER_OUT_OF_RANGE");
     CHECK(above->next["pointer"] == "/a/1/note_id");
     CHECK_THAT(above->message, Catch::Contains("18446744073709551615") && Catch::Contains("tool 't'"));
-    CHECK(limits::argument_beyond_bounds(json::parse("9223372036854775808"), 8, "t"));
+    CHECK(limits::argument_beyond_bounds(json::parse("9223372036854775808"), {8, 100}, "t"));
 }
 
 TEST_CASE("InFlightLimits counts per principal and in total", "[limits]") {
@@ -230,4 +232,21 @@ rate_limits:
                Catch::Contains("unknown key 'burts' in rate_limits.per_tool.echo"));
     CHECK_THAT(fails("plugins: [{path: a.so, max_in_flight: 0}]\n"),
                Catch::Contains("max_in_flight must be between 1"));
+}
+
+TEST_CASE("argument_beyond_bounds refuses an array past max_array_items and U+0000 in a string or key", "[limits]") {
+    CHECK_FALSE(limits::argument_beyond_bounds(json{{"a", json(std::vector<int>(100, 1))}}, {8, 100}, "t"));
+    const auto many = limits::argument_beyond_bounds(json{{"a", {0, json(std::vector<int>(101, 1))}}}, {8, 100}, "t");
+    REQUIRE(many);
+    CHECK(many->code == "ARGUMENT_TOO_LARGE");
+    CHECK(many->next["pointer"] == "/a/1");
+    CHECK(many->next["limit"] == "max_array_items");
+    CHECK(many->next["items"] == 101);
+    const auto nul = limits::argument_beyond_bounds(json{{"name", std::string("a\0b", 3)}}, {8, 100}, "t");
+    REQUIRE(nul);
+    CHECK(nul->code == "NUL_IN_STRING");
+    CHECK(nul->next["pointer"] == "/name");
+    const auto key = limits::argument_beyond_bounds(json{{std::string("k\0", 2), 1}}, {8, 100}, "t");
+    REQUIRE(key);
+    CHECK(key->code == "NUL_IN_STRING");
 }

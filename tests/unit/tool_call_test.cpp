@@ -55,7 +55,8 @@ struct Harness {
     limits::RateLimiter rate_limiter;
     protocol::InputRounds input_rounds{
         mrtr::make_request_state_sealer(config::InputRequestSettings{}, "gatehouse-test"), std::chrono::seconds(30)};
-    protocol::ToolCall tool_call{{gate, decoder, disclosure, rate_limiter, input_rounds}, 1024};
+    protocol::ToolCall tool_call{{gate, decoder, disclosure, rate_limiter, input_rounds},
+                                 limits::ArgumentBounds{1024, 10000}};
     std::shared_ptr<RecordingOutbound> out = std::make_shared<RecordingOutbound>();
     std::shared_ptr<protocol::Connection> connection;
 
@@ -240,8 +241,8 @@ TEST_CASE("ToolCall decides the gate again before each later round of a 2025-11-
         {"id", asked["id"]},
         {"result", {{"action", "accept"}, {"content", {{"username", "ann"}, {"email", "ann@example.com"}}}}}};
     REQUIRE(h.connection->client_requests().deliver(answer));
-call.join();
-INFO(result.dump());
-CHECK(gate_check->asked == 2);
-CHECK(refusal_code(result) == "STORE_SWITCHED"); // the plugin's answering round never ran
+    call.join();
+    INFO(result.dump());
+    CHECK(gate_check->asked == 2);
+    CHECK(refusal_code(result) == "STORE_SWITCHED"); // the plugin's answering round never ran
 }
