@@ -3,7 +3,13 @@
 namespace gatehouse::gate {
 
 std::optional<Refusal> GatePipeline::check(const GateContext& context) const {
-    if (context.tool.gate_exempt) return check_family(context.tool.family, "Tool '" + context.tool.name + "'");
+    if (context.tool.gate_exempt) {
+        if (!context.tool.plugin) return std::nullopt;
+        for (const auto& c : checks_)
+            if (c->by_family())
+                if (auto refusal = c->check(context)) return refusal;
+        return std::nullopt;
+    }
     for (const auto& c : checks_)
         if (auto refusal = c->check(context)) return refusal;
     return std::nullopt;

@@ -37,17 +37,21 @@ class GateCheck {
 public:
     virtual ~GateCheck() = default;
     virtual std::optional<Refusal> check(const GateContext& context) = 0;
-    // A check that decides by the family alone (the license) also runs for
-    // gate-exempt tools and before a family's resources, prompts and
-    // completions; `what` names the thing asked for ("Tool 'x'").
+    // A check that decides by the family alone (the license) also runs, as
+    // check(), for a plugin's gate-exempt tools, and as check_family()
+    // before a family's resources, prompts and completions; `what` names the
+    // thing asked for ("Resource 'x'").
+    virtual bool by_family() const { return false; }
     virtual std::optional<Refusal> check_family(const std::string& /*family*/, std::string_view /*what*/) {
         return std::nullopt;
     }
 };
 
 // The ordered checks every gated tools/call passes before its plugin runs.
-// The first refusal wins. Gate-exempt tools (the session family, host tools)
-// pass only the checks by family (the license): they need no session.
+// The first refusal wins. A plugin's gate-exempt tools (the session
+// family's) pass only the checks by family (the license): they need no
+// session. The host's own tools (call_tool, the job tools: no plugin) belong
+// to no family and pass none; what call_tool forwards passes the whole gate.
 // make_gate (gate/make_gate.hpp) is where the order is written.
 class GatePipeline {
 public:

@@ -43,19 +43,25 @@ LicenseCheck::LicenseCheck(const config::LicenseSettings& settings, Clock clock)
       free_families_(settings.free_families.begin(), settings.free_families.end()), clock_(std::move(clock)) {}
 
 std::optional<Refusal> LicenseCheck::check(const GateContext& context) {
-    // The host's own tools (call_tool, the job tools: gate-exempt, no plugin)
-    // belong to no family that could be licensed.
-    if (context.tool.gate_exempt && !context.tool.plugin) return std::nullopt;
-    return check_family(context.tool.family, "Tool '" + context.tool.name + "'");
+    const std::string& family = context.tool.family;
+    if (free_families_.count(family)) return std::nullopt;
+    const auto answer = licenses_.find(family, clock_());
+    if (answer.outcome == Outcome::covered) return std::nullopt;
+    return refusal_for(family, "Tool '" + context.tool.name + "'", answer);
 }
 
 std::optional<Refusal> LicenseCheck::check_family(const std::string& family, std::string_view what) {
     if (free_families_.count(family)) return std::nullopt;
     const auto answer = licenses_.find(family, clock_());
     if (answer.outcome == Outcome::covered) return std::nullopt;
+    return refusal_for(family, what, answer);
+}
+
+Refusal LicenseCheck::refusal_for(const std::string& family, std::string_view what,
+                                  const license::LicenseSet::Answer& answer) {
     const std::string about = std::string(what) + " belongs to the family '" + family + "', ";
     switch (answer.outcome) {
-    case Outcome::covered: return std::nullopt;
+    case Outcome::covered:
     case Outcome::missing:
         return refusal(refusal_code::license_missing, family,
                        about +

@@ -30,6 +30,7 @@ public:
 
     LicenseCheck(const config::LicenseSettings& settings, Clock clock = std::chrono::system_clock::now);
     std::optional<Refusal> check(const GateContext& context) override;
+    bool by_family() const override { return true; }
     std::optional<Refusal> check_family(const std::string& family, std::string_view what) override;
 
     // Which file covers `family` now, for the operator (start-up log,
@@ -40,6 +41,9 @@ public:
     license::LicenseSet& licenses() { return licenses_; }
 
 private:
+    // The refusal for an answer that is not `covered`.
+    Refusal refusal_for(const std::string& family, std::string_view what, const license::LicenseSet::Answer& answer);
+
     license::LicenseSet licenses_;
     std::set<std::string, std::less<>> free_families_;
     Clock clock_;

@@ -210,10 +210,11 @@ TEST_CASE("the license covers a family's resources, prompts, completions and its
     std::ofstream(dir / "gatehouse.yaml")
         << "plugin_dir: " << GATEHOUSE_TEST_PLUGIN_DIR << "\n"
         << "data_dir: " << (dir / "data").string() << "\n"
-        << "plugins:\n  - " << GATEHOUSE_SESSION_PLUGIN << "\n  - gated.so\n  - conformance.so\n"
+        << "plugins:\n  - " << GATEHOUSE_SESSION_PLUGIN << "\n  - gated.so\n  - conformance.so\n  - echo.so\n"
         << "domains:\n  gated:\n    tools:\n      whoami: {gated: false}\n"
+        << "  echo: {exposure: on_demand, prefix: e_}\n"
         << "session:\n  backend: memory\n  pinned: {store: shop, user: ann}\n"
-        << "license:\n  file: license.json\n  free_families: [session]\n"
+        << "license:\n  file: license.json\n  free_families: [session, echo]\n"
         << "  vendor_keys:\n    acme-2026: " << vendor.public_base64() << "\n";
     StdioHost host((dir / "gatehouse.yaml").string(), {{"GATEHOUSE_PRINCIPAL", "alice"}});
 
@@ -233,7 +234,13 @@ TEST_CASE("the license covers a family's resources, prompts, completions and its
     // Exempt from the session checks, not from the license.
     CHECK(code_of(host.call("whoami", json::object())) == "LICENSE_MISSING");
     // The session family is free: a session still opens, and listing is no use of the family.
-    CHECK(structured(host.call("session_connect", {{"topic", "orders"}})).contains("session"));
+    const std::string handle = structured(host.call("session_connect", {{"topic", "orders"}}))["session"];
+    // The host's own tools belong to no family: they need no license, and
+    // what call_tool forwards meets its own family's.
+    CHECK_FALSE(host.call("list_domains", json::object()).value("isError", false));
+    CHECK(structured(host.call(
+              "call_tool", {{"name", "e_echo"}, {"arguments", {{"session", handle}, {"text", "hi"}}}}))["text"] == "hi");
+    CHECK(code_of(host.call("call_tool", {{"name", "whoami"}, {"arguments", json::object()}})) == "LICENSE_MISSING");
     CHECK(host.request("resources/list", json::object()).contains("result"));
 
     LicenseFields both;
