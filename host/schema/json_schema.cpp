@@ -11,6 +11,7 @@
 #include <regex>
 #include <stdexcept>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace gatehouse::schema {
@@ -71,6 +72,13 @@ bool is_data_keyword(std::string_view key) {
     return key == "enum" || key == "const" || key == "default" || key == "examples";
 }
 
+// Keywords whose members are named schemas: their keys are names (a
+// property may well be called "default"), never keywords.
+bool is_name_map(std::string_view key) {
+    return key == "properties" || key == "patternProperties" || key == "$defs" || key == "definitions" ||
+           key == "dependentSchemas" || key == "dependencies";
+}
+
 // The largest integer a double holds exactly.
 constexpr double kExactIntegers = 9007199254740992.0;
 
@@ -93,13 +101,19 @@ struct Findings {
 // - every local `$ref`, for check_references.
 // Values that are data, not schemas (enum, const, default, examples), are
 // not searched: check_references refuses a `$ref` into them.
-void check_keywords(const nlohmann::json& node, const std::string& pointer, Findings& findings) {
+// `names`: `node` is a name map's object, whose every member is a schema.
+void check_keywords(const nlohmann::json& node, const std::string& pointer, Findings& findings, bool names = false) {
     if (node.is_array()) {
         for (std::size_t i = 0; i < node.size(); ++i)
             check_keywords(node[i], pointer + "/" + std::to_string(i), findings);
         return;
     }
     if (!node.is_object()) return;
+    if (names) {
+        for (const auto& [name, schema] : node.items())
+            check_keywords(schema, pointer + "/" + json_pointer_token(name), findings);
+        return;
+    }
     for (const auto& [key, value] : node.items()) {
         const std::string here = pointer + "/" + json_pointer_token(key);
         if (is_data_keyword(key)) continue;
@@ -126,7 +140,7 @@ void check_keywords(const nlohmann::json& node, const std::string& pointer, Find
                                         "; it must be a number greater than 0 and at most 2^53");
         if (key == "$ref" && value.is_string() && value.get_ref<const std::string&>().starts_with("#"))
             findings.local_refs.push_back(value.get<std::string>());
-        check_keywords(value, here, findings);
+        check_keywords(value, here, findings, is_name_map(key));
     }
 }
 
@@ -154,46 +168,96 @@ std::optional<std::vector<std::string>> pointer_tokens(std::string_view ref) {
     }
 }
 
-// Every local `$ref` must name a schema: not a place inside data (a `$ref`
-// into `default` would make valijson read data as a schema, which no other
-// check here saw), and not a chain of references that comes back to itself
-// (valijson follows such a chain until the stack ends).
+// The schema a local reference names, or null for an anchor ("#name",
+// which valijson resolves by $id). Throws when it names nothing, or a place
+// inside data (a `$ref` into `default` would make valijson read data as a
+// schema, which no other check here saw).
+const nlohmann::json* resolve_local(const nlohmann::json& document, const std::string& ref) {
+    const auto tokens = pointer_tokens(ref);
+    if (!tokens) return nullptr;
+    const nlohmann::json* node = &document;
+    bool name_position = false; // the token after a name map's keyword is a name
+    for (const auto& token : *tokens) {
+        if (node->is_object()) {
+            if (!name_position && is_data_keyword(token))
+                throw std::invalid_argument("the $ref '" + ref + "' points into '" + token +
+                                            "', which holds data, not a schema");
+            const auto it = node->find(token);
+            if (it == node->end()) throw std::invalid_argument("the $ref '" + ref + "' names nothing");
+            name_position = !name_position && is_name_map(token);
+            node = &*it;
+        } else if (node->is_array()) {
+            std::size_t index = 0;
+            const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), index);
+            if (error != std::errc() || end != token.data() + token.size() || index >= node->size())
+                throw std::invalid_argument("the $ref '" + ref + "' names nothing");
+            name_position = false;
+            node = &(*node)[index];
+        } else {
+            throw std::invalid_argument("the $ref '" + ref + "' names nothing");
+        }
+    }
+    return node;
+}
+
+// The schemas valijson applies to the same value as `node` (not to a part
+// of it): a `$ref`'s target, the members of allOf, anyOf and oneOf, not,
+// if/then/else, and the schemas of dependentSchemas and dependencies.
+std::vector<const nlohmann::json*> same_value_schemas(const nlohmann::json& document, const nlohmann::json& node) {
+    std::vector<const nlohmann::json*> out;
+    if (!node.is_object()) return out;
+    if (const auto ref = node.find("$ref");
+        ref != node.end() && ref->is_string() && ref->get_ref<const std::string&>().starts_with("#"))
+        if (const auto* target = resolve_local(document, ref->get<std::string>())) out.push_back(target);
+    for (const char* key : {"allOf", "anyOf", "oneOf"})
+        if (const auto list = node.find(key); list != node.end() && list->is_array())
+            for (const auto& each : *list)
+                out.push_back(&each);
+    for (const char* key : {"not", "if", "then", "else"})
+        if (const auto sub = node.find(key); sub != node.end()) out.push_back(&*sub);
+    for (const char* key : {"dependentSchemas", "dependencies"})
+        if (const auto map = node.find(key); map != node.end() && map->is_object())
+            for (const auto& each : *map)
+                if (each.is_object()) out.push_back(&each);
+    return out;
+}
+
+// Every local `$ref` must name a schema (resolve_local), and no loop of
+// schemas may apply to one value without ever stepping into a part of it
+// ({"$ref": "#"} at the root, or x: {"allOf": [{"$ref": "#/properties/x"}]}):
+// valijson follows such a loop until the stack ends, while compiling or
+// while validating. A loop passes through a `$ref` (the document is a tree
+// otherwise), so the search starts at every reference's target.
 void check_references(const nlohmann::json& document, const std::vector<std::string>& refs) {
-    for (const auto& first : refs) {
-        std::vector<std::string> seen;
-        std::string ref = first;
-        for (;;) {
-            const auto tokens = pointer_tokens(ref);
-            if (!tokens) break; // an anchor: valijson resolves it by $id
-            const nlohmann::json* node = &document;
-            for (std::size_t i = 0; i < tokens->size(); ++i) {
-                const std::string& token = (*tokens)[i];
-                if (node->is_object()) {
-                    if (is_data_keyword(token))
-                        throw std::invalid_argument("the $ref '" + first + "' points into '" + token +
-                                                    "', which holds data, not a schema");
-                    const auto it = node->find(token);
-                    if (it == node->end()) throw std::invalid_argument("the $ref '" + first + "' names nothing");
-                    node = &*it;
-                } else if (node->is_array()) {
-                    std::size_t index = 0;
-                    const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), index);
-                    if (error != std::errc() || end != token.data() + token.size() || index >= node->size())
-                        throw std::invalid_argument("the $ref '" + first + "' names nothing");
-                    node = &(*node)[index];
-                } else {
-                    throw std::invalid_argument("the $ref '" + first + "' names nothing");
-                }
+    enum class Mark { on_path, done };
+    std::unordered_map<const nlohmann::json*, Mark> marks;
+    struct Frame {
+        const nlohmann::json* node;
+        std::vector<const nlohmann::json*> next;
+        std::size_t at = 0;
+    };
+    for (const auto& ref : refs) {
+        const nlohmann::json* start = resolve_local(document, ref);
+        if (!start || marks.count(start)) continue;
+        std::vector<Frame> path;
+        path.push_back({start, same_value_schemas(document, *start)});
+        marks[start] = Mark::on_path;
+        while (!path.empty()) {
+            Frame& top = path.back();
+            if (top.at == top.next.size()) {
+                marks[top.node] = Mark::done;
+                path.pop_back();
+                continue;
             }
-            const auto next = node->is_object() ? node->find("$ref") : node->end();
-            if (!node->is_object() || next == node->end() || !next->is_string() ||
-                !next->get_ref<const std::string&>().starts_with("#"))
-                break;
-            seen.push_back(ref);
-            ref = next->get<std::string>();
-            if (std::find(seen.begin(), seen.end(), ref) != seen.end())
-                throw std::invalid_argument("the $ref '" + first + "' leads through references back to '" + ref +
-                                            "', never to a schema");
+            const nlohmann::json* next = top.next[top.at++];
+            const auto mark = marks.find(next);
+            if (mark != marks.end() && mark->second == Mark::on_path)
+                throw std::invalid_argument("the $ref '" + ref +
+                                            "' leads through schemas that apply to the same value back to where it "
+                                            "started, never to a schema that checks something");
+            if (mark != marks.end()) continue;
+            marks[next] = Mark::on_path;
+            path.push_back({next, same_value_schemas(document, *next)});
         }
     }
 }
@@ -202,7 +266,7 @@ void check_references(const nlohmann::json& document, const std::vector<std::str
 // cut to an integer first (2.5 passes multipleOf 2), and INT64_MIN modulo
 // -1 ends the process. As a double, the same divisor is checked on the
 // value itself. Only schema positions are rewritten; data stays as written.
-void integer_multiples_as_doubles(nlohmann::json& node) {
+void integer_multiples_as_doubles(nlohmann::json& node, bool names = false) {
     if (node.is_array()) {
         for (auto& each : node)
             integer_multiples_as_doubles(each);
@@ -210,9 +274,13 @@ void integer_multiples_as_doubles(nlohmann::json& node) {
     }
     if (!node.is_object()) return;
     for (auto& [key, value] : node.items()) {
+        if (names) {
+            integer_multiples_as_doubles(value);
+            continue;
+        }
         if (is_data_keyword(key)) continue;
         if (key == "multipleOf" && value.is_number_integer()) value = value.get<double>();
-        integer_multiples_as_doubles(value);
+        integer_multiples_as_doubles(value, is_name_map(key));
     }
 }
 

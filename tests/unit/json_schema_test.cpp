@@ -195,3 +195,36 @@ TEST_CASE("a large value's violation is told without collecting every error", "[
     REQUIRE(small);
     CHECK(small->pointer == "/tags");
 }
+
+TEST_CASE("a property may be named like a data keyword: its schema is checked, and a $ref may name it", "[schema]") {
+    // A property called "default" holds a schema like any other.
+    const auto named = JsonSchema::compile(
+        json::parse(R"({"type":"object","properties":{"default":{"type":"string","pattern":"^(a|b)*$"}}})"));
+    CHECK(named->uses_regex());
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"enum":{"multipleOf":0}}})"),
+               Catch::Contains("/properties/enum/multipleOf"));
+    const auto halves =
+        JsonSchema::compile(json::parse(R"({"type":"object","properties":{"const":{"multipleOf":2}}})"));
+    CHECK(halves->validate(json{{"const", 2.5}}));
+    const auto referring = JsonSchema::compile(json::parse(
+        R"({"type":"object","properties":{"default":{"type":"integer"},"other":{"$ref":"#/properties/default"}}})"));
+    CHECK(referring->validate(json{{"other", "text"}}));
+    CHECK_FALSE(referring->validate(json{{"other", 3}}));
+}
+
+TEST_CASE("a loop of schemas applying to one value through allOf, anyOf, not or if is refused", "[schema]") {
+    for (const char* loop :
+         {R"({"type":"object","properties":{"x":{"allOf":[{"$ref":"#/properties/x"}]}}})",
+          R"({"type":"object","properties":{"x":{"anyOf":[{"type":"null"},{"$ref":"#/properties/x"}]}}})",
+          R"({"type":"object","properties":{"x":{"not":{"$ref":"#/properties/x"}}}})",
+          R"({"type":"object","properties":{"x":{"if":{"$ref":"#/properties/x"}}}})",
+          R"({"type":"object","$defs":{"a":{"oneOf":[{"$ref":"#/$defs/b"}]},"b":{"allOf":[{"$ref":"#/$defs/a"}]}},
+                                 "properties":{"x":{"$ref":"#/$defs/a"}}})"}) {
+        INFO(loop);
+        CHECK_THAT(compile_error(loop), Catch::Contains("never to a schema"));
+    }
+    // Through a part of the value, a loop is recursion, and fine.
+    CHECK(compile_error(R"({"type":"object","properties":{"x":{"allOf":[{"type":"object"}],
+                            "properties":{"y":{"$ref":"#/properties/x"}}}}})")
+              .empty());
+}
