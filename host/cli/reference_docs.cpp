@@ -76,7 +76,7 @@ bool write_all(int fd, std::string_view text) {
 // Replaces `path` with `text` whole (a reader never sees a page half
 // written): through a fresh temporary file in the same folder, a name
 // nobody can plant a link at beforehand (mkostemp: O_EXCL, never following
-// one), synced, then renamed over the page. Pages are for anyone to read
+// one), synced, then renamed over the page, and the folder synced. Pages are for anyone to read
 // (0644). False, with the sentence in `error`, when it cannot be written.
 bool replace_file(const std::filesystem::path& path, std::string_view text, std::string& error) {
     std::string temporary = (path.parent_path() / (path.filename().string() + ".XXXXXX")).string();
@@ -95,8 +95,16 @@ bool replace_file(const std::filesystem::path& path, std::string_view text, std:
         written = false;
         error = system_error("replace", path);
     }
-    if (!written) ::unlink(temporary.c_str());
-    return written;
+    if (!written) {
+        ::unlink(temporary.c_str());
+        return false;
+    }
+    // The rename itself is made durable with the folder.
+    if (const int folder = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); folder >= 0) {
+        ::fsync(folder);
+        ::close(folder);
+    }
+    return true;
 }
 
 } // namespace

@@ -99,7 +99,13 @@ Session SessionTable::open(SessionDraft draft) {
             std::lock_guard lock(mutex_);
             forget(*previous);
         }
-        bound_topics(s.principal, s.topic, s.created_ms);
+        // The bound is kept best-effort: the session is open whatever
+        // happens to the list now, and the next open bounds it again.
+        try {
+            bound_topics(s.principal, s.topic, s.created_ms);
+        } catch (const state::BackendError& e) {
+            spdlog::warn("session: a principal's list of topics was not updated: {}", e.what());
+        }
         return s;
     }
     throw state::BackendError("the topic's session kept changing under concurrent opens");
@@ -117,20 +123,23 @@ void SessionTable::bound_topics(const std::string& principal, const std::string&
         topics[hex(topic)] = now;
         std::vector<std::string> ended;
         if (topics.size() > max_per_principal_) {
-            // The topics opened longest ago leave the list; a session of
-            // theirs still live ends with them.
+            // Topics whose session already expired leave the list first;
+            // then the ones opened longest ago, ending their sessions.
             std::vector<std::pair<std::int64_t, std::string>> by_age;
             for (const auto& [name, opened] : topics.items())
                 by_age.emplace_back(opened.is_number_integer() ? opened.get<std::int64_t>() : 0, name);
             std::sort(by_age.begin(), by_age.end());
-            std::size_t excess = topics.size() - max_per_principal_;
+            std::vector<std::string> live;
             for (const auto& [opened, name] : by_age) {
-                if (excess == 0) break;
                 if (name == hex(topic)) continue;
-                const std::string index = std::string(kTopicPrefix) + hex(principal) + "/" + name;
-                if (backend_->get(index)) ended.push_back(index);
-                topics.erase(name);
-                --excess;
+                if (backend_->get(std::string(kTopicPrefix) + hex(principal) + "/" + name))
+                    live.push_back(name);
+                else
+                    topics.erase(name);
+            }
+            for (std::size_t i = 0; topics.size() > max_per_principal_ && i < live.size(); ++i) {
+                ended.push_back(std::string(kTopicPrefix) + hex(principal) + "/" + live[i]);
+                topics.erase(live[i]);
             }
         }
         const std::string updated = topics.dump();

@@ -292,8 +292,14 @@ std::optional<TaskRecord> TaskStore::update(std::string_view id, const std::func
         if (visible) record->updated_ms = std::max(now_ms(), record->updated_ms);
         if (!backend_.replace(k, *before, record->to_text(), ttl_left(*record))) continue;
         if (!was_terminal && terminal(record->status)) {
-            forget_unfinished(*record);
-            keep_finished(*record);
+            // The record is written: the lists are kept best-effort, and
+            // the change is published whatever becomes of them.
+            try {
+                forget_unfinished(*record);
+                keep_finished(*record);
+            } catch (const state::BackendError& e) {
+                spdlog::warn("task {}: its owner's lists were not updated: {}", record->id, e.what());
+            }
         }
         if (visible) publish(*record);
         return record;
