@@ -238,8 +238,8 @@ TEST_CASE("the license covers a family's resources, prompts, completions and its
     // The host's own tools belong to no family: they need no license, and
     // what call_tool forwards meets its own family's.
     CHECK_FALSE(host.call("list_domains", json::object()).value("isError", false));
-    CHECK(structured(host.call(
-              "call_tool", {{"name", "e_echo"}, {"arguments", {{"session", handle}, {"text", "hi"}}}}))["text"] == "hi");
+    CHECK(structured(host.call("call_tool", {{"name", "e_echo"},
+                                             {"arguments", {{"session", handle}, {"text", "hi"}}}}))["text"] == "hi");
     CHECK(code_of(host.call("call_tool", {{"name", "whoami"}, {"arguments", json::object()}})) == "LICENSE_MISSING");
     CHECK(host.request("resources/list", json::object()).contains("result"));
 
