@@ -113,6 +113,9 @@ Session SessionTable::open(SessionDraft draft) {
 
 void SessionTable::bound_topics(const std::string& principal, const std::string& topic, std::int64_t now) {
     const std::string key = std::string(kPrincipalPrefix) + hex(principal);
+    const std::string own = hex(topic);
+    // The topic index of a listed (hex) topic name: topic_key's, spelled from the name.
+    const std::string index_prefix = std::string(kTopicPrefix) + hex(principal) + "/";
     for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
         const auto text = backend_->get(key);
         nlohmann::json topics = nlohmann::json::object();
@@ -120,7 +123,7 @@ void SessionTable::bound_topics(const std::string& principal, const std::string&
             topics = nlohmann::json::parse(*text, nullptr, false);
             if (!topics.is_object()) topics = nlohmann::json::object();
         }
-        topics[hex(topic)] = now;
+        topics[own] = now;
         std::vector<std::string> ended;
         if (topics.size() > max_per_principal_) {
             // Topics whose session already expired leave the list first;
@@ -131,14 +134,14 @@ void SessionTable::bound_topics(const std::string& principal, const std::string&
             std::sort(by_age.begin(), by_age.end());
             std::vector<std::string> live;
             for (const auto& [opened, name] : by_age) {
-                if (name == hex(topic)) continue;
-                if (backend_->get(std::string(kTopicPrefix) + hex(principal) + "/" + name))
+                if (name == own) continue;
+                if (backend_->get(index_prefix + name))
                     live.push_back(name);
                 else
                     topics.erase(name);
             }
             for (std::size_t i = 0; topics.size() > max_per_principal_ && i < live.size(); ++i) {
-                ended.push_back(std::string(kTopicPrefix) + hex(principal) + "/" + live[i]);
+                ended.push_back(index_prefix + live[i]);
                 topics.erase(live[i]);
             }
         }
