@@ -37,6 +37,15 @@ std::string json_pointer_token(const std::string& key) {
     return out;
 }
 
+bool is_data_keyword(std::string_view key) {
+    return key == "enum" || key == "const" || key == "default" || key == "examples";
+}
+
+bool is_name_map(std::string_view key) {
+    return key == "properties" || key == "patternProperties" || key == "$defs" || key == "definitions" ||
+           key == "dependentSchemas" || key == "dependencies";
+}
+
 namespace {
 
 const char* const kDialects[] = {
@@ -66,17 +75,6 @@ std::string pointer_from_context(const std::vector<std::string>& context) {
             pointer += "/" + json_pointer_token(part);
     }
     return pointer;
-}
-
-bool is_data_keyword(std::string_view key) {
-    return key == "enum" || key == "const" || key == "default" || key == "examples";
-}
-
-// Keywords whose members are named schemas: their keys are names (a
-// property may well be called "default"), never keywords.
-bool is_name_map(std::string_view key) {
-    return key == "properties" || key == "patternProperties" || key == "$defs" || key == "definitions" ||
-           key == "dependentSchemas" || key == "dependencies";
 }
 
 // The largest integer a double holds exactly.

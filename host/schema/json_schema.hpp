@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace valijson {
 class Schema;
@@ -49,6 +50,14 @@ private:
     bool uses_regex_ = false;
     std::unique_ptr<valijson::Schema> compiled_;
 };
+
+// A keyword whose value is data, never a schema (enum, const, default,
+// examples): a walk over a schema's keywords does not enter it.
+bool is_data_keyword(std::string_view key);
+// A keyword whose members are named schemas (properties, patternProperties,
+// $defs, definitions, dependentSchemas, dependencies): their keys are names,
+// never keywords.
+bool is_name_map(std::string_view key);
 
 // RFC 6901 escaping of one reference token.
 std::string json_pointer_token(const std::string& key);

@@ -8,6 +8,7 @@
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 #include "plugins/plugin_loader.hpp"
+#include "schema/json_schema.hpp"
 #include "upstream/client_credentials.hpp"
 #include "upstream/http_client_transport.hpp"
 #include "upstream/stdio_client_transport.hpp"
@@ -137,13 +138,11 @@ void drop_patterns(Json& schema, bool names = false) {
     // left out, never added.
     std::vector<std::string> data_with_regex;
     for (auto& [key, value] : schema.items()) {
-        if (key == "enum" || key == "const" || key == "default" || key == "examples") {
+        if (schema::is_data_keyword(key)) {
             if (holds_regex(value)) data_with_regex.push_back(key);
             continue;
         }
-        const bool map = key == "properties" || key == "$defs" || key == "definitions" || key == "dependentSchemas" ||
-                         key == "dependencies";
-        drop_patterns(value, map);
+        drop_patterns(value, schema::is_name_map(key));
     }
     for (const auto& key : data_with_regex)
         schema.erase(key);
