@@ -2,13 +2,16 @@
 // round trips and reports JSON on stdout.
 //
 //   stdio_load [--era modern|legacy] [--tool NAME] [--calls N] [--in-flight K]
-//              [--warmup W] [--cold-runs R] -- COMMAND [ARGS...]
+//              [--warmup W] [--cold-runs R] [--concurrent-only]
+//              -- COMMAND [ARGS...]
 //
 // One run measures, for the server COMMAND:
 //   cold start    R fresh processes, spawn -> first tools/list answer (median, min)
 //   idle RSS      VmRSS after start and one tools/list, then 300 ms of nothing
 //   sequential    N calls, one in flight: calls/s, p50, p99, server CPU per call
 //   concurrent    N calls, K in flight: the same figures
+// --concurrent-only skips the sequential phase (and its warm-up), so a
+// profiler attached to the whole run sees the concurrent path alone.
 // Server CPU is utime+stime of the server process (all its threads) from
 // /proc/<pid>/stat, read before and after each measured phase.
 //
@@ -49,6 +52,7 @@ struct Options {
     int in_flight = 32;
     int warmup = 2000;
     int cold_runs = 10;
+    bool concurrent_only = false;
     std::vector<std::string> command;
 };
 
@@ -348,6 +352,8 @@ Options parse(int argc, char** argv) {
             o.warmup = std::stoi(value("--warmup"));
         } else if (a == "--cold-runs") {
             o.cold_runs = std::stoi(value("--cold-runs"));
+        } else if (a == "--concurrent-only") {
+            o.concurrent_only = true;
         } else {
             die("unknown option " + a);
         }
@@ -381,8 +387,10 @@ int main(int argc, char** argv) {
     // cannot be called without a session or arguments.
     std::string sequential = "null", concurrent = "null";
     if (options.calls > 0) {
-        if (options.warmup > 0) session.drive(options.warmup, 1);
-        sequential = phase_json(session.drive(options.calls, 1));
+        if (!options.concurrent_only) {
+            if (options.warmup > 0) session.drive(options.warmup, 1);
+            sequential = phase_json(session.drive(options.calls, 1));
+        }
         if (options.warmup > 0) session.drive(options.warmup, options.in_flight);
         concurrent = phase_json(session.drive(options.calls, options.in_flight));
     }
