@@ -1,8 +1,10 @@
 #include "cli/stdout_diversion.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
-#include <unistd.h>
 
 namespace gatehouse::cli {
 
@@ -19,7 +21,10 @@ void flush_all() {
 
 StdoutDiversion::StdoutDiversion() {
     flush_all();
-    saved_stdout_ = ::dup(STDOUT_FILENO);
+    // Close-on-exec: while plugins load, the host starts programs (a
+    // family's own process, an upstream's command), and none may hold the
+    // protocol's stream.
+    saved_stdout_ = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
     if (saved_stdout_ >= 0 && ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
         ::close(saved_stdout_);
         saved_stdout_ = -1;

@@ -8,6 +8,7 @@
 #include "plugins/host_api.hpp"
 #include "plugins/plugin_loader.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -421,6 +422,37 @@ Frame ServedFamily::read_until_call() {
     std::_Exit(0);
 }
 
+// Closes every descriptor but 0, 1, 2 and `kept`: by close_range, or where
+// the kernel or a seccomp profile refuses it, each that /proc/self/fd lists.
+// False (errno set) when neither could be done: the plugin must then not run,
+// for it could hold the host's stdout or its listening socket.
+bool keep_only_standard_streams_and(int kept) {
+    const auto first = static_cast<unsigned>(STDERR_FILENO) + 1;
+    const auto socket = static_cast<unsigned>(kept);
+    const bool closed = socket < first ? ::close_range(first, ~0U, 0) == 0
+                                       : (socket == first || ::close_range(first, socket - 1, 0) == 0) &&
+                                             ::close_range(socket + 1, ~0U, 0) == 0;
+    if (closed) return true;
+    DIR* listing = ::opendir("/proc/self/fd");
+    if (!listing) return false;
+    // Read whole before any is closed: closing while reading the directory
+    // may skip entries.
+    std::vector<int> open;
+    while (const dirent* entry = ::readdir(listing)) {
+        char* end = nullptr;
+        const long number = std::strtol(entry->d_name, &end, 10);
+        if (end == entry->d_name || *end != '\0') continue; // . and ..
+        const int descriptor = static_cast<int>(number);
+        if (descriptor > STDERR_FILENO && descriptor != kept && descriptor != ::dirfd(listing))
+            open.push_back(descriptor);
+    }
+    ::closedir(listing);
+    // On Linux a close that reports an error has released the number all the same.
+    for (int descriptor : open)
+        ::close(descriptor);
+    return true;
+}
+
 bool set_limit(int resource, std::uint64_t value, const char* what) {
     rlimit limit{static_cast<rlim_t>(value), static_cast<rlim_t>(value)};
     if (resource == RLIMIT_CPU) limit.rlim_max = static_cast<rlim_t>(value + 1); // SIGXCPU first, then SIGKILL
@@ -472,10 +504,17 @@ int serve_family(int argc, char** argv) {
     for (int sig : {SIGTERM, SIGINT, SIGHUP})
         sigaddset(&stops, sig);
     ::pthread_sigmask(SIG_BLOCK, &stops, nullptr);
-    // Nothing of the host's but the socket and the standard streams; and
-    // the socket is no program's that the plugin runs, so the host sees
-    // this process's end as the socket's.
-    ::close_range(static_cast<unsigned>(fd) + 1, ~0U, 0);
+    // Nothing of the host's but the socket and the standard streams (the
+    // host's spawn closed the rest already; this holds should another start
+    // this verb); and the socket is no program's that the plugin runs, so
+    // the host sees this process's end as the socket's.
+    if (!keep_only_standard_streams_and(fd)) {
+        const std::string why = std::strerror(errno);
+        std::cerr << "gatehouse serve-family: cannot close the descriptors inherited from the host (close_range and "
+                     "/proc/self/fd both failed: "
+                  << why << "); the plugin is not loaded\n";
+        return 1;
+    }
     ::fcntl(fd, F_SETFD, FD_CLOEXEC);
 #ifndef GATEHOUSE_UNDER_ASAN
     // Under AddressSanitizer its reserved shadow is beyond any address-space

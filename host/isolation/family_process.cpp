@@ -7,6 +7,7 @@
 #include "plugins/abi_text.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
+#include "protocol/utf8_text.hpp"
 #include "transport/shared_reading.hpp"
 
 #include <nlohmann/json.hpp>
@@ -21,12 +22,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -45,14 +48,96 @@ struct FamilyProcess::Pending {
     std::string why;
 };
 
+namespace {
+
+// Tokens that refill at `per_second` up to `burst`: how much of one kind of
+// report a family's process may have the host publish.
+class PublishBudget {
+public:
+    PublishBudget(double per_second, double burst) : per_second_(per_second), burst_(burst), tokens_(burst) {}
+
+    // Whether one more may be published now.
+    bool take() {
+        std::lock_guard lock(mutex_);
+        const auto now = Clock::now();
+        tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - refilled_).count() * per_second_);
+        refilled_ = now;
+        if (tokens_ < 1) return false;
+        tokens_ -= 1;
+        return true;
+    }
+
+private:
+    const double per_second_, burst_;
+    std::mutex mutex_;
+    double tokens_;
+    Clock::time_point refilled_ = Clock::now();
+};
+
+// How many changes (notify_changed) of a family's process the host
+// publishes: kBurst at once and kPerSecond after that. Each goes to every
+// session that follows it, and in a cluster through Redis to every
+// instance, so a process that reports changes without end must not have
+// the host publish without end. Those past it are dropped, and counted in
+// the log as the lines past a LogAllowance are.
+class ChangeAllowance {
+public:
+    static constexpr double kPerSecond = 20;
+    static constexpr double kBurst = 200;
+
+    // Whether a change may be published now. Says under `label` as a flood
+    // begins, and how many were dropped once changes are let through again.
+    bool take(std::string_view label) {
+        constexpr auto kReportEvery = std::chrono::seconds(1);
+        const bool let_through = budget_.take();
+        bool flooding = false;
+        std::size_t not_published = 0;
+        {
+            std::lock_guard lock(mutex_);
+            const auto now = Clock::now();
+            if (let_through && dropped_ > 0 && now - reported_ >= kReportEvery) {
+                not_published = std::exchange(dropped_, 0);
+                reported_ = now;
+            } else if (!let_through && dropped_++ == 0 && now - reported_ >= kReportEvery) {
+                flooding = true;
+                reported_ = now;
+            }
+        }
+        if (flooding)
+            spdlog::warn("[{}] reports more than {} changes a second; the next are dropped, not published", label,
+                         static_cast<int>(kPerSecond));
+        if (not_published > 0) spdlog::warn("[{}] {} changes it reported were not published", label, not_published);
+        return let_through;
+    }
+
+private:
+    PublishBudget budget_{kPerSecond, kBurst};
+    std::mutex mutex_;
+    Clock::time_point reported_{};
+    std::size_t dropped_ = 0; // since the count was last told
+};
+
+// A family's process's progress reports, over all its calls: kBurst at
+// once and kPerSecond after that. None is dropped: past it, each call holds
+// its latest report until there is room, and publishes it before its
+// answer in any case, so what a flood costs the clients is this budget and
+// one report per call.
+constexpr double kProgressPerSecond = 20;
+constexpr double kProgressBurst = 50;
+
+} // namespace
+
 struct FamilyProcess::Child {
     pid_t pid = -1;
     std::string label; // the family, or the library's file name before the descriptor
     std::unique_ptr<FrameChannel> channel;
     int output_fd = -1; // the child's stdout and stderr, read into the log
     // Its lines, under its label: renamed as the label changes, while the
-    // output's own thread writes with it.
+    // output's own thread writes with it. The log lines it sends, in a call
+    // or outside any, take this same allowance.
     metrics::LogAllowance output_log{""};
+    ChangeAllowance changes; // what it reports changed, to publish
+    PublishBudget progress{kProgressPerSecond, kProgressBurst};
     std::thread reader, output_reader;
     // Waits for the process's end (a pidfd), which a program the plugin
     // started may outlive holding the socket: then its group is killed and
@@ -123,19 +208,40 @@ void signal_all(pid_t pid) {
     ::kill(pid, SIGKILL);
 }
 
-// What a frame with no call (id 0) asks: a log line or a change the plugin
-// reported from a thread of its own. Its lines take the same allowance as
-// its output's, one line at a time: a plugin cannot flood the host's log, or
-// write lines that look like the host's.
-void outside_any_call(metrics::LogAllowance& log, const Frame& frame) {
-    if (frame.type == FrameType::log) {
-        std::string_view text = frame.field(0);
-        const auto level = plugins::log_level(frame.code);
-        for (std::size_t end; (end = text.find('\n')) != std::string_view::npos; text.remove_prefix(end + 1))
-            log.write(level, text.substr(0, end));
-        if (!text.empty()) log.write(level, text);
+// A log frame, in a call or outside any: its lines take the same allowance
+// as the child's output, one line at a time, each under the family's label
+// and cut at the allowance's bound, so a plugin can neither flood the host's
+// log nor write a line that reads as the host's. In a call its text is
+// masked first, as the call's own lines are in process, and the lines the
+// log let through also go to the call's client (notifications/message):
+// what the client hears is bounded as the log is.
+void log_frame(FamilyProcess::Child& child, gh_call* call, const Frame& frame) {
+    std::string_view text = frame.field(0);
+    std::string masked;
+    if (call && call->environment && call->environment->masks_passwords()) {
+        masked = call->environment->masked(text);
+        text = masked;
     }
-    if (frame.type == FrameType::notify)
+    const auto level = plugins::log_level(frame.code);
+    std::string heard;
+    bool any_heard = false;
+    const auto write = [&](std::string_view line) {
+        if (!child.output_log.write(level, line)) return;
+        if (any_heard) heard += '\n';
+        heard += protocol::cut_utf8(line, metrics::LogAllowance::kLineBytes, " (cut)");
+        any_heard = true;
+    };
+    for (std::size_t end; (end = text.find('\n')) != std::string_view::npos; text.remove_prefix(end + 1))
+        write(text.substr(0, end));
+    if (!text.empty()) write(text);
+    if (any_heard && call && call->environment) call->environment->log(frame.code, call->family, heard);
+}
+
+// What a frame with no call (id 0) asks: a log line or a change the plugin
+// reported from a thread of its own.
+void outside_any_call(FamilyProcess::Child& child, const Frame& frame) {
+    if (frame.type == FrameType::log) log_frame(child, nullptr, frame);
+    if (frame.type == FrameType::notify && child.changes.take(child.label))
         plugins::host_api()->notify_changed(nullptr, frame.code, plugins::abi_str(frame.field(0)));
 }
 
@@ -242,8 +348,6 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
         ::close(pair[1]);
         throw std::runtime_error(std::string("cannot make the family process's output pipe: ") + std::strerror(errno));
     }
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     std::vector<std::string> args{"gatehouse", "serve-family", "--socket", "3"};
     const auto& limits = options_.limits;
     if (limits.memory_mb) args.insert(args.end(), {"--memory-mb", std::to_string(*limits.memory_mb)});
@@ -261,11 +365,19 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     // The child's stdout is never the stdio transport's: both go to the log.
     posix_spawn_file_actions_adddup2(&actions, output[1], 1);
     posix_spawn_file_actions_adddup2(&actions, output[1], 2);
+    // Nothing else of the host's: descriptors the host did not make
+    // close-on-exec (its real stdout while plugins load, a listening socket,
+    // a library's sockets) would let the plugin answer the host's clients.
+    // glibc closes them by /proc/self/fd where close_range is refused.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 4);
     // A process group of its own, so what the plugin starts ends with it.
     const OwnProcessGroup attributes;
     pid_t pid = -1;
-    const int spawned =
-        ::posix_spawn(&pid, ec ? "/proc/self/exe" : self.c_str(), &actions, attributes.get(), argv.data(), envp.data());
+    // The running binary itself, not the path it was started from: after an
+    // upgrade renamed a new file over it, that path names another binary,
+    // or reads "... (deleted)" and names none, and the family could never
+    // start again until the host did.
+    const int spawned = ::posix_spawn(&pid, "/proc/self/exe", &actions, attributes.get(), argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     ::close(pair[1]);
     ::close(output[1]);
@@ -319,7 +431,7 @@ std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, st
         for (;;) {
             while (auto frame = child.channel->next_buffered()) {
                 if (frame->type == type) return frame;
-                outside_any_call(child.output_log, *frame);
+                outside_any_call(child, *frame);
             }
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
             if (left <= 0ms) break;
@@ -440,7 +552,7 @@ bool FamilyProcess::read_available(Child& child) {
 
 void FamilyProcess::deliver(Child& child, Frame frame) {
     if (frame.id == 0) {
-        outside_any_call(child.output_log, frame);
+        outside_any_call(child, frame);
         return;
     }
     std::shared_ptr<Pending> pending;
@@ -718,6 +830,16 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         std::lock_guard lock(pending->mutex);
         return !pending->frames.empty() || pending->gone;
     };
+    // Progress is coalesced past the child's budget: the latest report is
+    // held until there is room, and published before the answer whatever
+    // the budget says (`last`), for it is what the client should see last.
+    std::optional<Frame> progress_held;
+    const auto tell_progress = [&](bool last) {
+        if (!progress_held || !(last || child->progress.take())) return;
+        api->progress(call, field_double(progress_held->field(0)), field_double(progress_held->field(1)),
+                      plugins::abi_str(progress_held->field(2)));
+        progress_held.reset();
+    };
     for (;;) {
         std::deque<Frame> frames;
         bool gone;
@@ -750,20 +872,25 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         for (auto& frame : frames) {
             switch (frame.type) {
             case FrameType::result:
+                tell_progress(true);
                 forget();
                 if (out) out->bytes.append(frame.field(0));
                 if (err) err->bytes.append(frame.field(1));
                 return frame.code;
             case FrameType::host_call: run_host_call(call, *child, frame); break;
-            case FrameType::log: api->log(call, frame.code, plugins::abi_str(frame.field(0))); break;
+            case FrameType::log: log_frame(*child, call, frame); break;
             case FrameType::progress:
-                api->progress(call, field_double(frame.field(0)), field_double(frame.field(1)),
-                              plugins::abi_str(frame.field(2)));
+                progress_held = std::move(frame);
+                tell_progress(false);
                 break;
-            case FrameType::notify: api->notify_changed(call, frame.code, plugins::abi_str(frame.field(0))); break;
+            case FrameType::notify:
+                if (child->changes.take(child->label))
+                    api->notify_changed(call, frame.code, plugins::abi_str(frame.field(0)));
+                break;
             default: break;
             }
         }
+        tell_progress(gone);
         if (gone) return crashed(out, err, why, true);
         if (!cancel_sent && call && api->is_cancelled(call)) {
             cancel_sent = true;

@@ -26,7 +26,7 @@ void LogAllowance::rename(std::string label) {
     label_ = std::move(label);
 }
 
-void LogAllowance::write(spdlog::level::level_enum level, std::string_view line) {
+bool LogAllowance::write(spdlog::level::level_enum level, std::string_view line) {
     constexpr auto kReportEvery = std::chrono::seconds(1);
     bool let_through = false, flooding = false;
     std::size_t not_logged = 0;
@@ -59,6 +59,7 @@ void LogAllowance::write(spdlog::level::level_enum level, std::string_view line)
                      label, static_cast<int>(kPerSecond));
     if (not_logged > 0) spdlog::warn("[{}] {} lines of its were not logged", label, not_logged);
     if (let_through) spdlog::log(level, "[{}] {}", label, protocol::cut_utf8(line, kLineBytes, " (cut)"));
+    return let_through;
 }
 
 std::size_t LogAllowance::dropped() const {

@@ -32,8 +32,9 @@ public:
     // by its library's file name until it names its family).
     void rename(std::string label);
 
-    // Logs "[label] line" at `level`, when the allowance has room for it.
-    void write(spdlog::level::level_enum level, std::string_view line);
+    // Logs "[label] line" at `level`, when the allowance has room for it;
+    // whether it had (what else the line goes to may follow the log's bound).
+    bool write(spdlog::level::level_enum level, std::string_view line);
 
     // What was not written so far (for tests and the log's own summary).
     std::size_t dropped() const;

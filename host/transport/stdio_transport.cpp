@@ -254,7 +254,9 @@ int StdioTransport::run(StopSignal& stop) {
         return 1;
     }
     stop.on_stop([fd = wake[1]] { [[maybe_unused]] auto n = ::write(fd, "x", 1); });
-    const int protocol_fd = ::dup(STDOUT_FILENO);
+    // Close-on-exec: no process the host starts (an upstream server, a
+    // family's child) may write to the agent as if it were the host.
+    const int protocol_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
     if (protocol_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
         spdlog::critical("cannot take over stdout: {}", std::strerror(errno));
         return 1;

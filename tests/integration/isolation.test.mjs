@@ -5,8 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { withHost, writeConfig, binaryPath, modernMeta } from './lib/host.mjs';
+import { copyFileSync, linkSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { withHost, writeConfig, binaryPath, pluginDir, modernMeta } from './lib/host.mjs';
 
 // Under AddressSanitizer the bound is the sanitizer's resident-size watch,
 // and the sanitized binary alone is some 300 MiB; 640 MiB holds either build. The
@@ -35,7 +37,7 @@ async function servedAgain(host, timeoutMs = 15000) {
 
 test('a segfault, an abort, an exit, unbounded memory, garbage on its socket and a hang each answer FAMILY_CRASHED; other families serve throughout, and the family again after', () =>
   withHost({ plugins: ['echo.so', CRASHY] }, async (host) => {
-    await host.stderrMatching(/family 'crashy' loaded: .*\(10 tools, in a process of its own\)/);
+    await host.stderrMatching(/family 'crashy' loaded: .*\(12 tools, in a process of its own\)/);
     assert.doesNotMatch(host.stderr, /family 'echo' loaded: .*in a process of its own/);
     let pid = await servedAgain(host);
     const ways = [
@@ -232,3 +234,106 @@ test('the metrics count a family’s crashes and say whether a process serves it
       await servedAgain(host);
       assert.equal(value(await scrape(), 'gatehouse_family_process_up'), 1);
     }));
+
+// Starts a program with close_range refused, as some kernels and seccomp
+// profiles do (tests/fixtures/without_close_range, built beside the plugins).
+const WITHOUT_CLOSE_RANGE = path.join(pluginDir(), '..', 'bin', 'without_close_range');
+
+async function descriptorsOf(host) {
+  const answer = await host.modern('tools/call', { name: 'crashy_descriptors', arguments: {} });
+  assert.equal(answer.result.isError, undefined, JSON.stringify(answer));
+  return answer.result.structuredContent.open;
+}
+
+// What a family's process may hold: /dev/null for stdin, the output pipe on
+// 1 and 2, its socket to the host on 3; nothing of the host's (its real
+// stdout while plugins load, its listening sockets after).
+function assertOnlyItsOwn(open, when) {
+  const byFd = Object.fromEntries(open.map(({ fd, target }) => [fd, target]));
+  assert.deepEqual(Object.keys(byFd).map(Number).sort((a, b) => a - b), [0, 1, 2, 3], `${when}: ${JSON.stringify(open)}`);
+  assert.equal(byFd[0], '/dev/null', when);
+  assert.match(byFd[1], /^pipe:/, when);
+  assert.equal(byFd[2], byFd[1], when);
+  assert.match(byFd[3], /^socket:/, when);
+}
+
+for (const [how, launcher] of [['', undefined], [' where close_range is refused', [WITHOUT_CLOSE_RANGE]]])
+  test(`a family's process holds none of the host's descriptors, at its start and after a restart${how}`, () =>
+    withHost({
+      plugins: [CRASHY],
+      launcher,
+      // The HTTP transport beside stdio: its listening socket exists when the family starts again.
+      http: { listen: '127.0.0.1:0' },
+      sections: { transports: ['stdio', 'http'] },
+    }, async (host) => {
+      await host.stderrMatching(/serving MCP over HTTP at http:\/\/127\.0\.0\.1:\d+/);
+      assertOnlyItsOwn(await descriptorsOf(host), 'at its start');
+      const before = await servedAgain(host);
+      const crashed = await host.modern('tools/call', { name: 'crashy_exit', arguments: {} });
+      assert.equal(crashed.result.structuredContent?.code, 'FAMILY_CRASHED', JSON.stringify(crashed));
+      assert.notEqual(await servedAgain(host), before);
+      assertOnlyItsOwn(await descriptorsOf(host), 'after a restart');
+    }));
+
+test("a family's log lines in a call are its own: a line that looks like the host's is still under its label", () =>
+  withHost({ plugins: [CRASHY] }, async (host) => {
+    const forged = '2026-12-05T00:00:00.000 warning gate: FORGED host line';
+    const answer = await host.modern('tools/call', { name: 'crashy_callback', arguments: { value: `v\n${forged}` } });
+    assert.equal(answer.result.isError, undefined, JSON.stringify(answer));
+    await host.stderrMatching(/FORGED host line/);
+    const lines = host.stderr.split('\n');
+    assert.equal(lines.filter((line) => line.startsWith(forged)).length, 0, 'no line of the host\'s is forged');
+    for (const line of lines.filter((l) => l.includes('FORGED') || l.includes('crashy_callback keeps')))
+      assert.match(line, /^\S+ \S+ \[crashy\] /, line);
+  }));
+
+test("a family that floods one call is bounded: its log lines by the allowance, its progress coalesced past its budget, its changes dropped past theirs", () =>
+  withHost({ plugins: [CRASHY] }, async (host) => {
+    await servedAgain(host);
+    const count = 4000;
+    const began = Date.now();
+    const answer = await host.modern('tools/call', {
+      name: 'crashy_flood', arguments: { count }, _meta: { progressToken: 'flood' },
+    });
+    assert.equal(answer.result.content?.[0]?.text, 'flooded', JSON.stringify(answer));
+    await host.stderrMatching(/\[crashy\] writes more than 50 lines a second into the host's log; the next are counted, not written/);
+    await host.stderrMatching(/\[crashy\] reports more than 20 changes a second; the next are dropped, not published/);
+    const seconds = (Date.now() - began) / 1000;
+    const lines = host.stderr.split('\n');
+    const flood = lines.filter((line) => line.includes('crashy flood'));
+    // 2 x count lines sent; the allowance's burst (500) and 50 a second reach the log.
+    assert.ok(flood.length >= 1 && flood.length <= 500 + 50 * seconds + 1, `${flood.length} lines in ${seconds} s`);
+    for (const line of flood)
+      assert.match(line, /^\S+ \S+ \[crashy\] crashy flood (message|line) \d+( trace_id=\S+ span_id=\S+)?$/, line);
+    // The process's progress budget (50 at once, 20 a second), and the latest before the answer.
+    const progress = host.notifications('notifications/progress').filter((m) => m.params.progressToken === 'flood');
+    assert.ok(progress.length >= 1 && progress.length <= 50 + 20 * seconds + 1, `${progress.length} in ${seconds} s`);
+    assert.equal(progress.at(-1).params.progress, count);
+  }));
+
+test('a family restarts after the binary it runs was replaced on disk (an upgrade renamed a new file over it)', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gatehouse-upgraded-'));
+  const installed = path.join(dir, 'gatehouse');
+  try {
+    // A second name for the same file where the file system allows it (no copy of some 300 MiB).
+    try {
+      linkSync(binaryPath(), installed);
+    } catch {
+      copyFileSync(binaryPath(), installed);
+    }
+    await withHost({ plugins: [CRASHY], binary: installed }, async (host) => {
+      const before = await servedAgain(host);
+      // What a package upgrade does: the new file renamed over the old
+      // path, so the running binary's path reads "... (deleted)". The new
+      // "binary" is no gatehouse: a family started from the path would fail.
+      writeFileSync(path.join(dir, 'gatehouse.new'), '#!/bin/sh\nexit 97\n', { mode: 0o755 });
+      renameSync(path.join(dir, 'gatehouse.new'), installed);
+      const crashed = await host.modern('tools/call', { name: 'crashy_exit', arguments: {} });
+      assert.equal(crashed.result.structuredContent?.code, 'FAMILY_CRASHED', JSON.stringify(crashed));
+      assert.notEqual(await servedAgain(host), before);
+      assert.doesNotMatch(host.stderr, /did not start again/);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,12 +1,17 @@
 #include "isolation/family_process.hpp"
 #include "isolation/frame_channel.hpp"
 #include "isolation/wire_descriptor.hpp"
+#include "metrics/log_allowance.hpp"
 #include "plugins/call_environment.hpp"
+
+#include "captured_log.hpp"
 
 #include <catch2/catch.hpp>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,8 +19,10 @@
 #include <chrono>
 #include <csignal>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -332,6 +339,39 @@ void send_together(int fd, const std::vector<Frame>& frames) {
 //                    none of the answers, and stops (SIGSTOP).
 //   floods-a-call    the same, then 200 frames of 1 MiB for that call.
 //   trickles         a log line every 200 ms, and never its descriptor.
+//   floods-a-call-with-reports  for its first call: a log line holding a
+//                    password and a line that looks like the host's, then
+//                    kFloodCount log lines, as many in one frame, as many
+//                    progress reports, as many changes in the call and
+//                    outside it; then the call's result.
+//   lists-descriptors  answers each call with the descriptors it holds open
+//                    ("0 1 2 3"), as /proc/self/fd lists them.
+constexpr int kFloodCount = 3000;
+
+std::string open_descriptors() {
+    std::vector<int> open;
+    DIR* listing = ::opendir("/proc/self/fd");
+    if (!listing) return "cannot list /proc/self/fd";
+    while (const dirent* entry = ::readdir(listing))
+        if (entry->d_name[0] != '.' && std::atoi(entry->d_name) != ::dirfd(listing))
+            open.push_back(std::atoi(entry->d_name));
+    ::closedir(listing);
+    std::sort(open.begin(), open.end());
+    std::string said;
+    for (int fd : open)
+        said += (said.empty() ? "" : " ") + std::to_string(fd);
+    return said;
+}
+
+// What the scripted child's first call gets, once init has run.
+std::optional<Frame> first_call(FrameChannel& host) {
+    host.send(Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}});
+    std::optional<Frame> call;
+    while ((call = host.receive()) && call->type != FrameType::call) {
+    }
+    return call;
+}
+
 int scripted_family_child(int argc, char** argv) {
     const std::string scenario = argv[argc - 1];
     FrameChannel host(3);
@@ -360,11 +400,43 @@ int scripted_family_child(int argc, char** argv) {
         if (scenario == "result-then-log")
             send_together(host.fd(), {Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}},
                                       Frame{FrameType::log, GH_LOG_WARNING, 0, 0, {"said right behind init"}}});
-        if (scenario == "stops-reading" || scenario == "floods-a-call") {
-            host.send(Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}});
-            std::optional<Frame> call;
-            while ((call = host.receive()) && call->type != FrameType::call) {
+        if (scenario == "floods-a-call-with-reports") {
+            const auto call = first_call(host);
+            if (!call) return 1;
+            const std::uint64_t id = call->id;
+            host.send(Frame{FrameType::log,
+                            GH_LOG_WARNING,
+                            0,
+                            id,
+                            {"the password is hunter2\n2026-12-05T00:00:00.000 warning gate: FORGED host line"}});
+            std::string together;
+            for (int i = 0; i < kFloodCount; ++i) {
+                host.send(Frame{FrameType::log, GH_LOG_INFO, 0, id, {"flood message " + std::to_string(i)}});
+                together += "flood line " + std::to_string(i) + "\n";
+                host.send(
+                    Frame{FrameType::progress,
+                          0,
+                          0,
+                          id,
+                          {number_field(static_cast<double>(i + 1)), number_field(double{kFloodCount}), "flooding"}});
             }
+            host.send(Frame{FrameType::log, GH_LOG_INFO, 0, id, {together}});
+            for (int i = 0; i < kFloodCount; ++i) {
+                host.send(Frame{FrameType::notify, GH_CHANGE_TOOLS_LIST, 0, id, {""}});
+                host.send(Frame{FrameType::notify, GH_CHANGE_RESOURCES_LIST, 0, 0, {""}});
+            }
+            host.send(Frame{FrameType::result, GH_STATUS_OK, 0, id, {"flooded", ""}});
+        }
+        if (scenario == "lists-descriptors") {
+            for (auto call = first_call(host); call; call = host.receive())
+                if (call->type == FrameType::call)
+                    host.send(Frame{FrameType::result, GH_STATUS_OK, 0, call->id, {open_descriptors(), ""}});
+                else if (call->type == FrameType::shutdown)
+                    break;
+            return 0;
+        }
+        if (scenario == "stops-reading" || scenario == "floods-a-call") {
+            const auto call = first_call(host);
             if (!call) return 1;
             for (int i = 0; i < 20000; ++i)
                 host.send(Frame{
@@ -442,4 +514,99 @@ TEST_CASE("A child that keeps talking but never offers its descriptor is refused
     const auto began = std::chrono::steady_clock::now();
     CHECK_THROWS_WITH(FamilyProcess(options), Catch::Contains("did not offer a descriptor within 1000 ms"));
     CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(10));
+}
+
+namespace {
+
+// A call's environment that keeps what the host passed on to the client, and
+// masks a password as a family allowed store_credentials has its lines masked.
+class RecordedEnvironment final : public gatehouse::plugins::CallEnvironment {
+public:
+    std::vector<std::string> logged;
+    std::vector<double> progress_done;
+    bool cancelled() const override { return false; }
+    void log(int32_t, std::string_view, std::string_view message) override { logged.emplace_back(message); }
+    void progress(double done, double, std::string_view) override { progress_done.push_back(done); }
+    std::string_view context_json() override { return "{}"; }
+    bool masks_passwords() const override { return true; }
+    std::string masked(std::string_view text) override {
+        std::string out(text);
+        for (std::size_t at; (at = out.find("hunter2")) != std::string::npos;)
+            out.replace(at, 7, "***");
+        return out;
+    }
+};
+
+} // namespace
+
+TEST_CASE("What a child reports within a call is bounded as its output is: each line under its family's label, "
+          "masked, at most the allowance; its progress coalesced past its budget; its changes past theirs dropped",
+          "[isolation]") {
+    using gatehouse::metrics::LogAllowance;
+    FamilyProcessOptions options;
+    options.library = "floods-a-call-with-reports";
+    FamilyProcess process(options);
+    std::string error;
+    REQUIRE(process.init("{}", error));
+    RecordedEnvironment environment;
+    gh_call call{&environment, "scripted", {}};
+    const gh_tool_desc* tool = process.descriptor()->tools[0];
+    gh_sink out;
+    double seconds = 0;
+    std::string text;
+    {
+        gatehouse::test::CapturedLog log;
+        const auto began = std::chrono::steady_clock::now();
+        REQUIRE(tool->call(nullptr, tool->tool_data, &call, str("{}"), &out) == GH_STATUS_OK);
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        CHECK(out.bytes == "flooded");
+        text = log.out.str();
+        // No line of the child's reads as the host's, a forged one included.
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);)
+            if (line.find("flood") != std::string::npos || line.find("FORGED") != std::string::npos ||
+                line.find("password") != std::string::npos)
+                CHECK_THAT(line, Catch::StartsWith("info [scripted] ") || Catch::StartsWith("warning [scripted] "));
+        CHECK(log.count("warning [scripted] the password is ***\n") == 1);
+        CHECK(log.count("warning [scripted] 2026-12-05T00:00:00.000 warning gate: FORGED host line\n") == 1);
+        CHECK(log.count("hunter2") == 0);
+        // The burst, and what refilled while the call ran: not 2 x 3000 lines.
+        const auto logged = log.count("[scripted] flood ");
+        CHECK(logged >= 1);
+        CHECK(logged <= LogAllowance::kBurst + LogAllowance::kPerSecond * seconds + 1);
+        CHECK(log.count("[scripted] writes more than 50 lines a second into the host's log") >= 1);
+        CHECK(log.count("[scripted] reports more than 20 changes a second; the next are dropped") >= 1);
+    }
+    // The client hears what the log let through, and no more.
+    std::size_t heard_lines = 0;
+    for (const auto& message : environment.logged) {
+        CHECK(message.find("hunter2") == std::string::npos);
+        heard_lines += 1 + static_cast<std::size_t>(std::count(message.begin(), message.end(), '\n'));
+    }
+    CHECK(heard_lines <= LogAllowance::kBurst + LogAllowance::kPerSecond * seconds + 1);
+    // The process's progress budget (50 at once, 20 a second), and the latest before the answer.
+    REQUIRE_FALSE(environment.progress_done.empty());
+    CHECK(environment.progress_done.back() == kFloodCount);
+    CHECK(environment.progress_done.size() <= 50 + 20 * seconds + 1);
+    CHECK(std::is_sorted(environment.progress_done.begin(), environment.progress_done.end()));
+}
+
+TEST_CASE("A family's process holds none of the host's descriptors: only its standard streams and its socket",
+          "[isolation]") {
+    // As the host's own are while plugins load (its real stdout, saved) and
+    // after (a listening socket): open, and not close-on-exec.
+    const int opened = ::open("/dev/null", O_RDONLY);
+    REQUIRE(opened >= 0);
+    const int inheritable = ::fcntl(opened, F_DUPFD, 20); // beyond the child's own numbers
+    ::close(opened);
+    REQUIRE(inheritable >= 20);
+    FamilyProcessOptions options;
+    options.library = "lists-descriptors";
+    FamilyProcess process(options);
+    std::string error;
+    REQUIRE(process.init("{}", error));
+    std::string said;
+    CHECK(call_scripted(process, said) == GH_STATUS_OK);
+    CHECK(said == "0 1 2 3");
+    ::close(inheritable);
 }

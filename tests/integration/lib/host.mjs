@@ -104,11 +104,15 @@ export function listedToolNames(configFile) {
 export class Host {
   // options.embedded: serve with no --config, on the default compiled into
   // the binary, as on a fresh install (its data under this host's temp folder).
+  // options.binary: the gatehouse binary to run instead of GATEHOUSE_BIN;
+  // options.launcher: [program, ...args] that runs it (and must exec it, so
+  // host.pid stays the host's).
   constructor(options = {}) {
     this.config = writeConfig(options);
     const args = options.embedded ? ['serve'] : ['serve', '--config', this.config.file];
     const fresh = options.embedded ? { GATEHOUSE_DATA_DIR: path.join(this.config.dir, 'data') } : {};
-    this.child = spawn(binaryPath(), args, {
+    const [program, ...programArgs] = [...(options.launcher ?? []), options.binary ?? binaryPath(), ...args];
+    this.child = spawn(program, programArgs, {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: { ...process.env, GATEHOUSE_LOG: options.logLevel ?? 'info', ...fresh, ...(options.env ?? {}) },
     });
