@@ -1,11 +1,16 @@
 #include "mrtr/client_requests.hpp"
 
+#include "session/random_token.hpp"
+
 namespace gatehouse::mrtr {
 
 std::pair<nlohmann::json, std::shared_ptr<ClientRequests::Pending>> ClientRequests::expect() {
     auto pending = std::make_shared<Pending>();
     std::lock_guard lock(mutex_);
-    nlohmann::json id = next_id_++;
+    // 64 random bits: two copies of one session (on two instances) drawing
+    // the same prefix is not a case to plan for.
+    if (id_prefix_.empty()) id_prefix_ = session::random_token(8) + "-";
+    nlohmann::json id = id_prefix_ + std::to_string(next_id_++);
     waiting_.emplace(id.dump(), pending);
     return {std::move(id), std::move(pending)};
 }

@@ -18,6 +18,12 @@ namespace gatehouse::mrtr {
 // client's own requests (elicitation/create, sampling/createMessage,
 // roots/list), each waiting for the client's response. One per connection;
 // thread-safe: a worker waits while the transport's reader delivers.
+//
+// Ids are strings unique to this table ("<random prefix>-<n>"), never a
+// bare counter: a session shared by several instances has one copy of its
+// connection on each, and every copy hears every response the client sends
+// (relayed over the bus). Only the copy that issued an id finds it here; a
+// response to another copy's question is nobody's answer on this one.
 class ClientRequests {
 public:
     struct Pending {
@@ -26,11 +32,12 @@ public:
         std::optional<nlohmann::json> response; // the whole JSON-RPC response
     };
 
-    // A fresh request id and the place its response will arrive.
+    // A fresh request id, unique across instances, and the place its
+    // response will arrive.
     std::pair<nlohmann::json, std::shared_ptr<Pending>> expect();
 
     // A response from the client (a message with "result" or "error"): true
-    // when a request of that id was waiting for it.
+    // when a request of that id, issued by this table, was waiting for it.
     bool deliver(const nlohmann::json& response);
 
     // Stops waiting for `id` (answered, given up, or its request ended).
@@ -43,6 +50,7 @@ public:
 
 private:
     std::mutex mutex_;
+    std::string id_prefix_; // random, drawn on the first expect(): most connections never ask the client
     std::int64_t next_id_ = 1;
     std::unordered_map<std::string, std::shared_ptr<Pending>> waiting_; // by the id's JSON text
 };

@@ -42,6 +42,14 @@ void Connection::record_handshake(const std::function<void()>& undo) {
     }
 }
 
+void Connection::stop_following() {
+    std::lock_guard lock(legacy_mutex);
+    legacy_following_ended = true;
+    legacy_list_changes.reset();
+    for (auto& [_, listener] : legacy_resource_subscriptions)
+        listener.reset();
+}
+
 namespace {
 
 // The in-flight table's key for a request id: a JSON-RPC id is a string or an

@@ -3,6 +3,7 @@
 #include "auth/principal.hpp"
 #include "mrtr/client_requests.hpp"
 #include "protocol/json_rpc.hpp"
+#include "state/bus_listener.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -76,7 +77,18 @@ public:
     std::atomic<int> legacy_log_level{-1}; // -1: logging/setLevel never called
     std::mutex legacy_mutex;               // guards the fields below
     Json legacy_client_capabilities = Json::object();
-    std::map<std::string, std::uint64_t> legacy_resource_subscriptions; // uri -> bus token (resources/subscribe)
+    // resources/subscribe: uri -> its listener on the bus.
+    std::map<std::string, state::BusListener> legacy_resource_subscriptions;
+    state::BusListener legacy_list_changes; // tools/, prompts/, resources/list_changed (from initialize)
+    bool legacy_following_ended = false;    // stop_following() ran: nothing is followed any more
+
+    // The session ended (DELETE, expiry, eviction, shutdown): its listeners
+    // leave the bus now, not when the last request still holding the
+    // connection lets go of it, and none is added after. The subscribed
+    // URIs stay, as the handshake this copy last knew (a request finishing
+    // on it may still write its record). Destroying the connection takes its
+    // listeners off as well.
+    void stop_following();
 
     // Runs after the handshake's fields above changed (initialize,
     // logging/setLevel, resources/subscribe): a 2025-11-25 HTTP session

@@ -218,51 +218,42 @@ void Subscriptions::follow_resources(Connection& connection, const std::set<std:
     }
 }
 
-// Under connection.legacy_mutex. True when it changed anything.
+// Under connection.legacy_mutex. True when it changed anything. The
+// listener belongs to the connection: it leaves the bus when the URI is
+// unfollowed, the session ends (Connection::stop_following) or the
+// connection goes.
 bool Subscriptions::set_following(Connection& connection, const std::string& uri, bool follow) {
     auto& subscriptions = connection.legacy_resource_subscriptions;
-    if (!follow) {
-        const auto it = subscriptions.find(uri);
-        if (it == subscriptions.end()) return false;
-        bus_->unsubscribe(it->second);
-        subscriptions.erase(it);
+    if (!follow) return subscriptions.erase(uri) > 0;
+    if (subscriptions.count(uri)) return false;
+    if (connection.legacy_following_ended) {
+        // The handshake still says so; nobody is left to notify.
+        subscriptions.emplace(uri, state::BusListener());
         return true;
     }
-    if (subscriptions.count(uri)) return false;
-    auto token = std::make_shared<std::uint64_t>(0);
-    *token = bus_->subscribe([uri, token, connection = connection.weak_from_this(),
-                              bus = std::weak_ptr<NotificationBus>(bus_)](const Change& change) {
-        if (change.kind != Change::Kind::resource_updated || change.uri != uri) return;
-        auto alive = connection.lock();
-        if (!alive) {
-            // The connection ended without unsubscribing: forget it now.
-            if (auto b = bus.lock()) b->unsubscribe(*token);
-            return;
-        }
-        alive->outbound().send(make_notification("notifications/resources/updated", {{"uri", uri}}));
-    });
-    subscriptions.emplace(uri, *token);
+    subscriptions.emplace(
+        uri, state::BusListener(bus_, [uri, connection = connection.weak_from_this()](const Change& change) {
+            if (change.kind != Change::Kind::resource_updated || change.uri != uri) return;
+            if (auto alive = connection.lock())
+                alive->outbound().send(make_notification("notifications/resources/updated", {{"uri", uri}}));
+        }));
     return true;
 }
 
 // 2025-11-25: tools/list_changed on the session's own channel (stdout, or
-// the HTTP session's GET stream) for as long as the connection lives.
+// the HTTP session's GET stream) until the session ends.
 void Subscriptions::follow_list_changes(Connection& connection) {
-    auto token = std::make_shared<std::uint64_t>(0);
-    *token = bus_->subscribe([token, connection = connection.weak_from_this(),
-                              bus = std::weak_ptr<NotificationBus>(bus_)](const Change& change) {
-        const char* method = change.kind == Change::Kind::tools_list       ? "notifications/tools/list_changed"
-                             : change.kind == Change::Kind::prompts_list   ? "notifications/prompts/list_changed"
-                             : change.kind == Change::Kind::resources_list ? "notifications/resources/list_changed"
-                                                                           : nullptr;
-        if (!method) return;
-        auto alive = connection.lock();
-        if (!alive) {
-            if (auto b = bus.lock()) b->unsubscribe(*token);
-            return;
-        }
-        alive->outbound().send(make_notification(method, Json::object()));
-    });
+    std::lock_guard lock(connection.legacy_mutex);
+    if (connection.legacy_following_ended) return;
+    connection.legacy_list_changes =
+        state::BusListener(bus_, [connection = connection.weak_from_this()](const Change& change) {
+            const char* method = change.kind == Change::Kind::tools_list       ? "notifications/tools/list_changed"
+                                 : change.kind == Change::Kind::prompts_list   ? "notifications/prompts/list_changed"
+                                 : change.kind == Change::Kind::resources_list ? "notifications/resources/list_changed"
+                                                                               : nullptr;
+            if (!method) return;
+            if (auto alive = connection.lock()) alive->outbound().send(make_notification(method, Json::object()));
+        });
 }
 
 std::size_t Subscriptions::open_count() {

@@ -18,6 +18,11 @@ void NotificationBus::unsubscribe(std::uint64_t token) {
     listeners_.erase(token);
 }
 
+std::size_t NotificationBus::listener_count() {
+    std::lock_guard lock(mutex_);
+    return listeners_.size();
+}
+
 // Held while a message is delivered, so that once the listener is taken
 // away (on_session_message({})) it is never called again.
 void NotificationBus::on_session_message(SessionListener listener) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +49,8 @@ public:
     // from other instances) and must not block.
     std::uint64_t subscribe(Listener listener);
     void unsubscribe(std::uint64_t token);
+    // Listeners subscribed now: what a change is copied to, each time.
+    std::size_t listener_count();
 
     // To every listener, here and on every instance sharing the bus.
     virtual void publish(const Change& change) { deliver(change); }

@@ -90,8 +90,12 @@ void LegacyHttpSessions::share(state::StateBackend& records, state::Notification
     bus.on_session_message([this](const state::SessionMessage& message) { on_relayed(message); });
 }
 
-// Its requests still running are cancelled and its GET streams end.
+// Its requests still running are cancelled, its listeners leave the bus (a
+// request still holding the connection would otherwise keep them there) and
+// its GET streams end. Every way a session goes (DELETE, expiry, eviction,
+// a relayed close, shutdown) comes through here.
 void LegacyHttpSessions::end(const Entry& session) {
+    session.connection->stop_following();
     session.connection->cancel_all();
     session.connection->outbound_ptr()->close();
 }

@@ -145,6 +145,111 @@ test('a 2025-11-25 session served round-robin by three instances: POSTs anywhere
   assert.deepEqual(transport.problems, [], 'every message the hosts sent fits the schema');
 });
 
+// A 2025-11-25 request POSTed to `host` in `sessionId`, its SSE answer read
+// as it comes: until(predicate, ms) resolves with the first message not yet
+// taken that matches, or with 'waiting' when none came within `ms`.
+async function streamedLegacyCall(host, sessionId, message) {
+  const response = await globalThis.fetch(host.url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': LEGACY },
+    body: JSON.stringify(message),
+  });
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get('content-type'), /^text\/event-stream/);
+  const messages = [];
+  let wake = () => {};
+  (async () => {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of response.body) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const data = buffer
+            .slice(0, end)
+            .split('\n')
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5).trimStart())
+            .join('\n');
+          buffer = buffer.slice(end + 2);
+          if (data) {
+            const m = JSON.parse(data);
+            host.check(m, message);
+            messages.push(m);
+            wake();
+          }
+        }
+      }
+    } catch {
+      // the stream was cut (the session ended): nothing more comes
+    }
+  })();
+  return {
+    until: (predicate, ms = 15000) =>
+      new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          wake = () => {};
+          resolve('waiting');
+        }, ms);
+        const take = () => {
+          const at = messages.findIndex(predicate);
+          if (at < 0) return;
+          clearTimeout(timer);
+          wake = () => {};
+          resolve(messages.splice(at, 1)[0]);
+        };
+        wake = take;
+        take();
+      }),
+  };
+}
+
+const isElicitation = (m) => m.method === 'elicitation/create';
+const isAnswer = (m) => !Object.hasOwn(m, 'method') && Object.hasOwn(m, 'id');
+
+test('two elicitations of one session on two instances: each answer completes only the call that asked it', async () => {
+  const { sessionId } = await hosts[0].initialize({ elicitation: {} });
+  const answer = (host, id, username) =>
+    globalThis.fetch(host.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': LEGACY },
+      body: JSON.stringify({ jsonrpc: '2.0', id, result: { action: 'accept', content: { username, email: `${username}@example.com` } } }),
+    });
+  const call = (host, id, question) =>
+    streamedLegacyCall(host, sessionId, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'test_elicitation', arguments: { message: question } } });
+  try {
+    // Two actions of one session at the same time, each on its own instance,
+    // each asking the person's consent.
+    const callA = await call(hosts[0], 'call-a', 'Consent to action A?');
+    const callB = await call(hosts[1], 'call-b', 'Consent to action B?');
+    const askedA = await callA.until(isElicitation);
+    const askedB = await callB.until(isElicitation);
+    assert.equal(askedA.method, 'elicitation/create', JSON.stringify(askedA));
+    assert.equal(askedB.method, 'elicitation/create', JSON.stringify(askedB));
+    assert.equal(askedA.params.message, 'Consent to action A?');
+    assert.equal(askedB.params.message, 'Consent to action B?');
+    assert.notDeepEqual(askedA.id, askedB.id, 'the two questions carry different ids');
+
+    // Only B's question is answered, through the instance where A waits.
+    assert.equal((await answer(hosts[0], askedB.id, 'bob')).status, 202);
+    const doneB = await callB.until(isAnswer);
+    assert.equal(doneB.id, 'call-b', JSON.stringify(doneB));
+    assert.match(doneB.result.content[0].text, /bob/);
+    assert.equal(await callA.until(isAnswer, 700), 'waiting', 'B\'s answer does not complete A');
+
+    // Then A's, through the instance where B ran.
+    assert.equal((await answer(hosts[1], askedA.id, 'ann')).status, 202);
+    const doneA = await callA.until(isAnswer);
+    assert.equal(doneA.id, 'call-a', JSON.stringify(doneA));
+    assert.match(doneA.result.content[0].text, /ann/);
+    assert.doesNotMatch(doneA.result.content[0].text, /bob/);
+  } finally {
+    await globalThis.fetch(hosts[2].url, { method: 'DELETE', headers: { 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': LEGACY } });
+  }
+  for (const host of hosts) assert.deepEqual(host.problems, [], 'every message the hosts sent fits the schema');
+});
+
 test('a session of one principal is not found by another on any instance', async () => {
   const { fetch } = roundRobin();
   const transport = new StreamableHTTPClientTransport(new URL(hosts[0].url), { fetch });
