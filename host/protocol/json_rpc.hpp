@@ -2,8 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace gatehouse::protocol {
 
@@ -42,6 +44,18 @@ Json make_notification(const char* method, Json params);
 
 // One line of output; invalid UTF-8 from anywhere is replaced, never thrown.
 std::string encode(const Json& message);
+
+// A message read in one pass: parsed into `value`, or refused as too deep
+// (arrays and objects nested past the limit: the parse stops there, before
+// it builds the rest) or as not JSON (`error` says where, as nlohmann words it).
+struct BoundedParse {
+    enum class Outcome { parsed, too_deep, not_json };
+    Outcome outcome = Outcome::parsed;
+    Json value;
+    std::string error;
+    bool parsed() const { return outcome == Outcome::parsed; }
+};
+BoundedParse parse_bounded(std::string_view text, std::size_t max_depth);
 
 // A member that should be text, from a message another program wrote: the
 // fallback when it is missing, not text, or `message` is no object. Never

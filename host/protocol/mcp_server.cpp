@@ -18,36 +18,6 @@
 
 namespace gatehouse::protocol {
 
-bool nests_deeper_than(std::string_view text, std::size_t limit) {
-    std::size_t depth = 0;
-    bool in_string = false;
-    bool escaped = false;
-    for (char c : text) {
-        if (in_string) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                in_string = false;
-            continue;
-        }
-        switch (c) {
-        case '"': in_string = true; break;
-        case '[':
-        case '{':
-            if (++depth > limit) return true;
-            break;
-        case ']':
-        case '}':
-            if (depth > 0) --depth;
-            break;
-        default: break;
-        }
-    }
-    return false;
-}
-
 namespace {
 
 constexpr std::initializer_list<Revision> kBoth = {Revision::legacy_2025_11_25, Revision::modern_2026_07_28};
@@ -161,20 +131,18 @@ MethodTable McpServer::method_table() {
 
 Incoming McpServer::decode_text(const std::shared_ptr<Connection>& connection, std::string_view text) const {
     Incoming in;
-    if (nests_deeper_than(text, limits_.max_json_depth)) {
+    BoundedParse message = parse_bounded(text, limits_.max_json_depth);
+    switch (message.outcome) {
+    case BoundedParse::Outcome::parsed: return decode(connection, std::move(message.value));
+    case BoundedParse::Outcome::too_deep:
         in.error = make_error(nullptr, error_code::invalid_request,
                               "The message nests deeper than " + std::to_string(limits_.max_json_depth) +
                                   " levels; flatten it.");
         return in;
+    case BoundedParse::Outcome::not_json: break;
     }
-    Json message;
-    try {
-        message = Json::parse(text);
-    } catch (const Json::exception& e) {
-        in.error = make_error(nullptr, error_code::parse_error, std::string("Parse error: ") + e.what());
-        return in;
-    }
-    return decode(connection, std::move(message));
+    in.error = make_error(nullptr, error_code::parse_error, "Parse error: " + message.error);
+    return in;
 }
 
 Incoming McpServer::decode(const std::shared_ptr<Connection>& connection, Json&& message,

@@ -182,7 +182,4 @@ private:
     CallScheduler scheduler_; // last: its deadline thread stops before the rest its actions use
 };
 
-// True when `text` nests arrays/objects deeper than `limit` (strings skipped).
-bool nests_deeper_than(std::string_view text, std::size_t limit);
-
 } // namespace gatehouse::protocol

@@ -708,19 +708,18 @@ void HttpConnection::on_post(const Request& request) {
         return;
     }
     const std::string& body = request.body();
-    if (protocol::nests_deeper_than(body, service_.limits.max_json_depth)) {
+    protocol::BoundedParse parsed = protocol::parse_bounded(body, service_.limits.max_json_depth);
+    if (parsed.outcome == protocol::BoundedParse::Outcome::too_deep) {
         respond_error(400, nullptr, protocol::error_code::invalid_request,
                       "The message nests deeper than " + std::to_string(service_.limits.max_json_depth) +
                           " levels; flatten it.");
         return;
     }
-    Json message;
-    try {
-        message = Json::parse(body);
-    } catch (const Json::exception& e) {
-        respond_error(400, nullptr, protocol::error_code::parse_error, std::string("Parse error: ") + e.what());
+    if (!parsed.parsed()) {
+        respond_error(400, nullptr, protocol::error_code::parse_error, "Parse error: " + parsed.error);
         return;
     }
+    Json message = std::move(parsed.value);
     if (!message.is_object()) {
         respond_error(400, nullptr, protocol::error_code::invalid_request,
                       message.is_array() ? "JSON-RPC batches are not supported by MCP; send one message per POST."

@@ -422,8 +422,7 @@ std::vector<Json> ClientSession::list_all(const std::string& method, const std::
 }
 
 bool ClientSession::receive(std::string_view text, const Json& stream_of) {
-    Json message;
-    if (!protocol::nests_deeper_than(text, options_.max_json_depth)) message = Json::parse(text, nullptr, false);
+    Json message = protocol::parse_bounded(text, options_.max_json_depth).value; // null unless parsed
     if (protocol::text_member(message, "jsonrpc") != "2.0") {
         // MCP's stdio keeps stdout for messages only; one that is not is dropped, noted a few times.
         if (unreadable_.fetch_add(1) < 5)

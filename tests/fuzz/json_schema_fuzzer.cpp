@@ -3,7 +3,7 @@
 // no deeper than the host's default message limit (64), as tool arguments do
 // after the transport's depth check. A schema the wrapper refuses
 // (std::invalid_argument) is fine; anything else escaping is a finding.
-#include "protocol/mcp_server.hpp"
+#include "protocol/json_rpc.hpp"
 #include "schema/json_schema.hpp"
 
 #include <algorithm>
@@ -19,18 +19,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view schema_text = all.substr(0, cut);
     const std::string_view instance_text = cut < all.size() ? all.substr(cut + 1) : std::string_view("{}");
     constexpr std::size_t kDepth = 64;
-    if (gatehouse::protocol::nests_deeper_than(schema_text, kDepth) ||
-        gatehouse::protocol::nests_deeper_than(instance_text, kDepth))
-        return 0;
-    const auto schema_doc = nlohmann::json::parse(schema_text, nullptr, false);
-    const auto instance = nlohmann::json::parse(instance_text, nullptr, false);
-    if (schema_doc.is_discarded() || instance.is_discarded()) return 0;
+    auto schema_doc = gatehouse::protocol::parse_bounded(schema_text, kDepth);
+    auto instance = gatehouse::protocol::parse_bounded(instance_text, kDepth);
+    if (!schema_doc.parsed() || !instance.parsed()) return 0;
     std::shared_ptr<const JsonSchema> schema;
     try {
-        schema = JsonSchema::compile(schema_doc);
+        schema = JsonSchema::compile(schema_doc.value);
     } catch (const std::invalid_argument&) {
         return 0;
     }
-    if (auto violation = schema->validate(instance)) (void)violation->sentence();
+    if (auto violation = schema->validate(instance.value)) (void)violation->sentence();
     return 0;
 }
