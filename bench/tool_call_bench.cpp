@@ -376,8 +376,9 @@ void BM_ToolCall_Run_Noop(benchmark::State& state) {
         request.id = 7;
         request.method = "tools/call";
         request.params = params;
+        request.principal = h.connection->principal();
         request.connection = h.connection.get();
-        request.call = decoder.target(request.params, h.connection->principal());
+        request.call = decoder.target(request.params, request.principal);
         benchmark::DoNotOptimize(tool_call.run(request));
     }
 }
@@ -400,8 +401,9 @@ void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
         probe.id = 7;
         probe.method = "tools/call";
         probe.params = params;
+        probe.principal = h.connection->principal();
         probe.connection = h.connection.get();
-        probe.call = decoder.target(probe.params, h.connection->principal());
+        probe.call = decoder.target(probe.params, probe.principal);
         const auto answer = tool_call.run(probe);
         if (answer.dump().find("isError") != std::string::npos)
             throw std::runtime_error("the gated call was refused: " + answer.dump());
@@ -411,8 +413,9 @@ void BM_ToolCall_Run_Noop_Gated(benchmark::State& state) {
         request.id = 7;
         request.method = "tools/call";
         request.params = params;
+        request.principal = h.connection->principal();
         request.connection = h.connection.get();
-        request.call = decoder.target(request.params, h.connection->principal());
+        request.call = decoder.target(request.params, request.principal);
         benchmark::DoNotOptimize(tool_call.run(request));
     }
 }

@@ -36,7 +36,7 @@ CallScheduler::CallScheduler(RequestPool& pool, const config::Limits& limits, Di
 
 ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Request&& request,
                                const MethodTable::Method& method) {
-    std::string principal = connection->principal().owner_key();
+    std::string principal = request.principal.owner_key();
     if (auto full = in_flight_.acquire(principal)) {
         request.reply->send(make_error(
             request.id, error_code::internal_error, full->message,
@@ -54,8 +54,8 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     auto running = std::make_shared<const Running>(Running{
         this,
         Admitted{request.id, request.method, request.revision, tool, request.trace, request.received,
-                 request.received_at, &connection->principal(), std::move(principal), connection->transport,
-                 request.findings, request.call ? std::shared_ptr<const void>(request.call->registry) : nullptr},
+                 request.received_at, request.principal, std::move(principal), connection->transport, request.findings,
+                 request.call ? std::shared_ptr<const void>(request.call->registry) : nullptr},
         connection, std::move(state), request.reply, timeout_ms});
     const auto ticket = deadlines_.schedule(limits::CallDeadlines::Clock::now() + std::chrono::milliseconds(timeout_ms),
                                             [running] { running->scheduler->time_out(*running); });

@@ -33,8 +33,8 @@ public:
         metrics::TraceContext trace;
         std::chrono::steady_clock::time_point received;
         std::chrono::system_clock::time_point received_at;
-        const auth::Principal* principal = nullptr; // the connection's, which outlives the call
-        std::string owner;                          // its owner key, as the in-flight caps counted it
+        auth::Principal principal; // the request's sender (Request::principal)
+        std::string owner;         // its owner key, as the in-flight caps counted it
         const char* transport = "";
         std::shared_ptr<CallFindings> findings;
         // The registry `tool` is of, kept while the call or its deadline may read it.

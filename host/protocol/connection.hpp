@@ -66,6 +66,9 @@ public:
 
     Outbound& outbound() { return *outbound_; }
     const std::shared_ptr<Outbound>& outbound_ptr() const { return outbound_; }
+    // Who opened the connection (a 2025-11-25 HTTP session's: its owner,
+    // with no scopes). A request is authorised as Request::principal, the
+    // sender its transport authenticated, never as this.
     const auth::Principal& principal() const { return principal_; }
 
     // Which transport the connection came by (stdio, http, or task for a

@@ -64,7 +64,7 @@ mrtr::InputRequired checked_input_required(const Request& request, const PluginA
 }
 
 mrtr::StateBinding InputRounds::binding(const Request& request, Subject subject) {
-    return {request.connection->principal().owner_key(), request.method, subject.target,
+    return {request.principal.owner_key(), request.method, subject.target,
             mrtr::RequestStateSealer::fingerprint(subject.arguments)};
 }
 

@@ -133,7 +133,7 @@ Incoming McpServer::decode_text(const std::shared_ptr<Connection>& connection, s
     Incoming in;
     BoundedParse message = parse_bounded(text, limits_.max_json_depth);
     switch (message.outcome) {
-    case BoundedParse::Outcome::parsed: return decode(connection, std::move(message.value));
+    case BoundedParse::Outcome::parsed: return decode(connection, connection->principal(), std::move(message.value));
     case BoundedParse::Outcome::too_deep:
         in.error = make_error(nullptr, error_code::invalid_request,
                               "The message nests deeper than " + std::to_string(limits_.max_json_depth) +
@@ -145,9 +145,9 @@ Incoming McpServer::decode_text(const std::shared_ptr<Connection>& connection, s
     return in;
 }
 
-Incoming McpServer::decode(const std::shared_ptr<Connection>& connection, Json&& message,
+Incoming McpServer::decode(const std::shared_ptr<Connection>& connection, const auth::Principal& sender, Json&& message,
                            TransportTrace transport_trace) const {
-    return decoder_.read(*connection, std::move(message), transport_trace);
+    return decoder_.read(*connection, sender, std::move(message), transport_trace);
 }
 
 ReadyCall McpServer::answer(const std::shared_ptr<Connection>& connection, Incoming&& incoming,
@@ -223,7 +223,8 @@ void McpServer::on_message(const std::shared_ptr<Connection>& connection, std::s
 }
 
 void McpServer::handle(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply) {
-    if (auto call = answer(connection, decode(connection, std::move(message)), std::move(reply)))
+    if (auto call =
+            answer(connection, decode(connection, connection->principal(), std::move(message)), std::move(reply)))
         pool_.submit(std::move(call.run));
 }
 
@@ -301,8 +302,8 @@ void McpServer::observe_admitted(const CallScheduler::Admitted& call, const Call
     record.took = took;
     record.started = call.received_at;
     record.principal = call.owner;
-    record.principal_kind = call.principal->kind;
-    record.client_id = call.principal->client_id;
+    record.principal_kind = call.principal.kind;
+    record.client_id = call.principal.client_id;
     record.store = store;
     record.user = user;
     record.revision = revision;
@@ -394,7 +395,7 @@ Json McpServer::cacheable(const Request& request, Json result, bool per_token) c
 // another token's list is refused rather than read at the wrong offset.
 Json McpServer::list_tools(const Request& request) const {
     const auto listing = disclosure_.listing();
-    const auth::Principal& principal = request.connection->principal();
+    const auth::Principal& principal = request.principal;
     if (principal.kind != "token" || !listing->scoped)
         return cacheable(request, list_page(request, listing->tools, "tools", listing->fingerprint, limits_.page_size));
     std::vector<const plugins::Tool*> callable;

@@ -73,12 +73,16 @@ public:
     ~McpServer();
 
     // Checks the message's depth, parses it and decodes it: the edge of a
-    // transport that frames text (stdio).
+    // transport that frames text (stdio), whose connection has one caller,
+    // the principal it was opened with.
     Incoming decode_text(const std::shared_ptr<Connection>& connection, std::string_view text) const;
     // Decodes a message its transport has already parsed (HTTP parses the
-    // body to check headers before the protocol sees it).
+    // body to check headers before the protocol sees it). `sender`: who
+    // sent it, as the transport authenticated this message; a request is
+    // authorised as `sender`, not as whoever opened the connection (over
+    // HTTP, a 2025-11-25 session's requests each bring their own token).
     // `transport_trace`: the trace context its transport carried (HTTP headers).
-    Incoming decode(const std::shared_ptr<Connection>& connection, Json&& message,
+    Incoming decode(const std::shared_ptr<Connection>& connection, const auth::Principal& sender, Json&& message,
                     TransportTrace transport_trace = {}) const;
 
     // Answers a decoded message, to `reply` when given (an HTTP request's
@@ -89,7 +93,9 @@ public:
                                    std::shared_ptr<Outbound> reply = nullptr);
 
     // decode then answer, a call run on the worker pool: for a caller with
-    // no thread of its own to offer.
+    // no thread of its own to offer. The sender is the connection's
+    // principal: for a connection with one caller, or for the responses and
+    // notifications of any (they are authorised by nothing but the session).
     void on_message(const std::shared_ptr<Connection>& connection, std::string_view text,
                     std::shared_ptr<Outbound> reply = nullptr);
     void handle(const std::shared_ptr<Connection>& connection, Json&& message, std::shared_ptr<Outbound> reply);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "auth/principal.hpp"
 #include "gate/refusal.hpp"
 #include "metrics/trace_context.hpp"
 #include "plugins/host_services.hpp"
@@ -88,6 +89,13 @@ struct Request {
     Json progress_token;          // null: no progress notifications
     Json client_capabilities = Json::object();
     std::optional<ToolTarget> call; // tools/call only
+    // Who sent this request, as its transport authenticated it: every scope,
+    // gate and owner check, and the call context, read this one. Over HTTP
+    // it is the request's own token, which in a 2025-11-25 session may be
+    // another token of the session's owner than the one that opened it;
+    // `connection->principal()` is who opened the connection, never the
+    // authority for a request.
+    auth::Principal principal;
     Connection* connection = nullptr;
     // The host serving it: what a plugin reaches through the host functions.
     const plugins::HostServices* host = nullptr;

@@ -49,7 +49,8 @@ std::optional<metrics::Traceparent> parse_traceparent_or_none(std::string_view t
 
 } // namespace
 
-Incoming RequestDecoder::read(Connection& connection, Json&& message, TransportTrace transport_trace) const {
+Incoming RequestDecoder::read(Connection& connection, const auth::Principal& sender, Json&& message,
+                              TransportTrace transport_trace) const {
     if (message.is_array())
         return invalid(nullptr, "JSON-RPC batches are not supported by MCP; send one message per line.");
     if (!message.is_object()) return invalid(nullptr, "A JSON-RPC message must be a JSON object.");
@@ -86,6 +87,7 @@ Incoming RequestDecoder::read(Connection& connection, Json&& message, TransportT
         return invalid(nullptr, "A request id must be a string or an integer (and never null).");
     Incoming in;
     in.kind = Incoming::Kind::request;
+    in.request.principal = sender;
     in.request.received = std::chrono::steady_clock::now();
     in.request.received_at = std::chrono::system_clock::now();
     if (trace_ids_) {
@@ -104,7 +106,7 @@ Incoming RequestDecoder::read(Connection& connection, Json&& message, TransportT
     // Resolved even when the rest failed to decode: a transport checks the
     // tool's headers and scope before it answers either error.
     if (in.request.method == "tools/call") try {
-            in.request.call = target(in.request.params, connection.principal());
+            in.request.call = target(in.request.params, in.request.principal);
         } catch (const ProtocolError& e) {
             if (in.error.is_null()) in.error = make_error(id, e.code(), e.what(), e.data());
         }

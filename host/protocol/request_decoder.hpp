@@ -37,7 +37,11 @@ public:
                    const plugins::HostServices* host, metrics::TraceIds* trace_ids = nullptr)
         : registry_(registry), disclosure_(disclosure), host_(host), trace_ids_(trace_ids) {}
 
-    Incoming read(Connection& connection, Json&& message, TransportTrace transport_trace = {}) const;
+    // `sender`: who sent the message, as its transport authenticated it; a
+    // request is authorised as `sender` (Request::principal), whoever
+    // opened `connection`.
+    Incoming read(Connection& connection, const auth::Principal& sender, Json&& message,
+                  TransportTrace transport_trace = {}) const;
 
     // The tool a tools/call names in `registry`: a family's own first, else
     // a host meta tool of that name (while some family is on demand); null

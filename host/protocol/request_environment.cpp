@@ -37,7 +37,7 @@ void RequestEnvironment::progress(double done, double total, std::string_view me
 
 std::string_view RequestEnvironment::context_json() {
     if (context_.empty()) {
-        Json ctx = {{"principal", request_.connection->principal().to_json()},
+        Json ctx = {{"principal", request_.principal.to_json()},
                     {"revision", std::string(revision_name(request_.revision))},
                     {"clientCapabilities", request_.client_capabilities}};
         describe(ctx);
@@ -47,7 +47,7 @@ std::string_view RequestEnvironment::context_json() {
 }
 
 std::string RequestEnvironment::owner() const {
-    return request_.connection->principal().owner_key();
+    return request_.principal.owner_key();
 }
 
 void RequestEnvironment::describe(Json& context) const {

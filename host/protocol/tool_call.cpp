@@ -28,8 +28,7 @@ public:
     ToolCallEnvironment(Request& request, const plugins::Tool& tool, session::SessionService* sessions,
                         const session::Session* session)
         : RequestEnvironment(request, tool.family, Json()), tool_(tool),
-          sessions_(sessions, request.connection->principal(), tool.family, session,
-                    tool.plugin && tool.plugin->store_credentials()),
+          sessions_(sessions, request.principal, tool.family, session, tool.plugin && tool.plugin->store_credentials()),
           session_(session) {}
 
     plugins::ServiceAnswer describe_session(std::string_view handle) override { return sessions_.describe(handle); }
@@ -164,7 +163,7 @@ Json ToolCall::run(Request& request) const {
 
     // call_tool spends nothing itself: the call it forwards is counted.
     if (tool->name != ToolDisclosure::kCallTool || tool->plugin)
-        if (auto refused = parts_.rate_limiter.acquire(request.connection->principal().owner_key(), tool->name,
+        if (auto refused = parts_.rate_limiter.acquire(request.principal.owner_key(), tool->name,
                                                        limits::RateLimiter::Clock::now())) {
             if (request.findings && refused->cause == limits::RateLimiter::Refused::Cause::over_rate)
                 request.findings->found_rate_limit(refused->limit);
@@ -176,7 +175,7 @@ Json ToolCall::run(Request& request) const {
     // A requestState binds the arguments as the client sent them, session handle included.
     const Json& sent_arguments = *arguments;
     gate::GateFindings findings;
-    auto refusal = parts_.gate.check({*tool, request.connection->principal(), *arguments, &findings});
+    auto refusal = parts_.gate.check({*tool, request.principal, *arguments, &findings});
     if (findings.session && request.findings)
         request.findings->found_session(findings.session->store, findings.session->user);
     if (refusal) return refusal->to_tool_result();
@@ -200,8 +199,7 @@ Json ToolCall::run(Request& request) const {
 Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, Request& request) const {
     if (ToolDisclosure::is_job_tool(tool.name) && parts_.tasks)
         return parts_.tasks->answer_job(tool, arguments, request);
-    if (tool.name != ToolDisclosure::kCallTool)
-        return parts_.disclosure.answer(tool, arguments, request.connection->principal());
+    if (tool.name != ToolDisclosure::kCallTool) return parts_.disclosure.answer(tool, arguments, request.principal);
     // Within call_tool an unknown name is a mistake in its arguments, which
     // the model can correct: a tool error, not a protocol error. Decoding
     // already resolved the name (ToolTarget::forwarded).
@@ -216,7 +214,7 @@ Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, R
     // call_tool's name and arguments in params, and belong to the forwarded call.
     std::optional<ToolTarget> target = parts_.decoder.target_of(
         request.call->registry, *forwarded, arguments.contains("arguments") ? arguments["arguments"] : Json::object(),
-        request.connection->principal());
+        request.principal);
     std::swap(request.call, target);
     struct Restore {
         Request& request;
@@ -250,8 +248,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
         [&](std::string_view responses, std::string_view state) {
             if (!first_round) {
                 round_findings = {};
-                if (auto refusal =
-                        parts_.gate.check({tool, request.connection->principal(), sent_arguments, &round_findings})) {
+                if (auto refusal = parts_.gate.check({tool, request.principal, sent_arguments, &round_findings})) {
                     refused_later = refusal->to_tool_result();
                     return PluginAnswer{GH_STATUS_OK, {}};
                 }
@@ -300,7 +297,7 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
     using Kind = TaskRound::Kind;
     try {
         gate::GateFindings findings;
-        auto refusal = parts_.gate.check({tool, request.connection->principal(), sent_arguments, &findings});
+        auto refusal = parts_.gate.check({tool, request.principal, sent_arguments, &findings});
         if (findings.session && request.findings)
             request.findings->found_session(findings.session->store, findings.session->user);
         if (refusal) return {Kind::result, refusal->to_tool_result()};

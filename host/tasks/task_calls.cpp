@@ -167,7 +167,7 @@ Json TaskCalls::start(Request& request, Start start) {
     const auto& settings = store_.settings();
     TaskRecord record;
     record.id = TaskStore::new_id();
-    record.owner = request.connection->principal().owner_key();
+    record.owner = request.principal.owner_key();
     record.tool = start.tool.name;
     record.status = Status::working;
     record.created_ms = record.updated_ms = now_ms();
@@ -193,8 +193,7 @@ Json TaskCalls::start(Request& request, Start start) {
         spdlog::error("task for tool '{}' not created: {}", start.tool.name, e.what());
         return tasks_unavailable();
     }
-    submit_round(record.id, start.tool, request.connection->principal(),
-                 request.call ? request.call->registry : registry_.current());
+    submit_round(record.id, start.tool, request.principal, request.call ? request.call->registry : registry_.current());
     if (record.job) return job_handle(record, start.tool);
     Json created = record.created();
     created["resultType"] = "task";
@@ -246,6 +245,7 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
         request.method = "tools/call";
         request.revision = revision_named(taken->revision);
         request.client_capabilities = taken->client_capabilities;
+        request.principal = principal;
         auto connection = std::make_shared<protocol::Connection>(outbound, principal);
         request.connection = connection.get();
         connection->transport = "task";
@@ -399,7 +399,7 @@ void TaskCalls::observe_round(const Request& request, const plugins::Tool& tool,
     }
     if (outcome.cancelled) verdict.outcome = metrics::CallOutcome::cancelled;
     const auto [store, user] = request.findings->session();
-    const auth::Principal& principal = request.connection->principal();
+    const auth::Principal& principal = request.principal;
     const std::string owner = principal.owner_key();
     metrics::CallRecord record;
     record.tool_key = &tool;
@@ -469,7 +469,7 @@ Json TaskCalls::get(Request& request) {
     pace(id);
     std::optional<TaskRecord> found;
     try {
-        found = store_.find(id, request.connection->principal().owner_key());
+        found = store_.find(id, request.principal.owner_key());
     } catch (const state::BackendError& e) {
         throw ProtocolError(protocol::error_code::internal_error,
                             std::string("The host cannot reach the state its tasks are kept in: ") + e.what(),
@@ -485,7 +485,7 @@ Json TaskCalls::update(Request& request) {
     if (responses == request.params.end() || !responses->is_object())
         throw ProtocolError(invalid_params, "tasks/update needs params.inputResponses: an object of the client's "
                                             "results, keyed like the task's inputRequests.");
-    const std::string owner = request.connection->principal().owner_key();
+    const std::string owner = request.principal.owner_key();
     bool resume = false;
     std::optional<TaskRecord> found;
     try {
@@ -495,7 +495,7 @@ Json TaskCalls::update(Request& request) {
         // same owner without the tool's scope is refused here, as its call
         // of the tool would be, and the task goes on waiting.
         if (const plugins::Tool* tool = registry_.current()->find(found->tool))
-            if (auto refusal = protocol::scope_refusal(*tool, request.connection->principal()))
+            if (auto refusal = protocol::scope_refusal(*tool, request.principal))
                 throw ProtocolError(protocol::error_code::invalid_request, refusal->message,
                                     {{"code", refusal->code}, {"next", refusal->next}});
         // Answers to keys not outstanding (never asked, already answered) are ignored.
@@ -542,7 +542,7 @@ Json TaskCalls::update(Request& request) {
                 return true;
             });
         } else {
-            submit_round(id, *tool, request.connection->principal(), std::move(registry));
+            submit_round(id, *tool, request.principal, std::move(registry));
         }
     }
     return Json::object();
@@ -578,7 +578,7 @@ bool TaskCalls::cancel_task(const std::string& id, const std::string& owner) {
 Json TaskCalls::cancel(Request& request) {
     if (!declared(request)) missing_extension("tasks/cancel");
     const std::string id = task_id(request);
-    const std::string owner = request.connection->principal().owner_key();
+    const std::string owner = request.principal.owner_key();
     try {
         std::optional<TaskRecord> found = store_.find(id, owner);
         require(found);
@@ -593,7 +593,7 @@ Json TaskCalls::cancel(Request& request) {
 
 Json TaskCalls::answer_job(const plugins::Tool& tool, const Json& arguments, Request& request) {
     const std::string id = arguments.at("job").get<std::string>();
-    const std::string owner = request.connection->principal().owner_key();
+    const std::string owner = request.principal.owner_key();
     std::optional<TaskRecord> found;
     try {
         if (tool.name != protocol::ToolDisclosure::kJobCancel)
@@ -661,7 +661,7 @@ Json TaskCalls::follow(const Request& request, const Json& task_ids) {
         throw ProtocolError(invalid_params, "params.notifications.taskIds must be an array of at most " +
                                                 std::to_string(store_.settings().max_per_principal * 4u) +
                                                 " task ids.");
-    const std::string owner = request.connection->principal().owner_key();
+    const std::string owner = request.principal.owner_key();
     Json honored = Json::array();
     for (const auto& id : task_ids) {
         if (!id.is_string())

@@ -265,8 +265,15 @@ std::string status_line(int status, const std::string& instance_header, std::siz
 
 } // namespace
 
-std::shared_ptr<protocol::Connection> make_legacy_connection(const auth::Principal& principal) {
-    auto connection = std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), principal);
+std::shared_ptr<protocol::Connection> make_legacy_connection(const auth::Principal& owner) {
+    // Identity only: should anything read the connection's principal to
+    // authorise, it finds no scope, and refuses rather than lending a
+    // request the token that opened the session.
+    auth::Principal identity;
+    identity.subject = owner.subject;
+    identity.kind = owner.kind;
+    identity.issuer = owner.issuer;
+    auto connection = std::make_shared<protocol::Connection>(std::make_shared<SessionStream>(), std::move(identity));
     connection->transport = "http";
     return connection;
 }
@@ -828,8 +835,12 @@ void HttpConnection::on_post(const Request& request) {
         mcp->transport = "http";
     }
     // Decoded once: the headers, the scope and the protocol all read this.
+    // The request is authorised as the token that sent it: a 2025-11-25
+    // session is its owner's (find checked that), but the scopes are this
+    // request's, so a narrower token of the owner is refused what it lacks,
+    // a broader one steps up, and a scope taken away is gone at once.
     protocol::Incoming incoming =
-        service_.server.decode(mcp, std::move(message),
+        service_.server.decode(mcp, principal_, std::move(message),
                                {header_value(request, "traceparent").value_or(std::string_view()),
                                 header_value(request, "tracestate").value_or(std::string_view())});
     const protocol::Request& decoded = incoming.request;

@@ -149,7 +149,9 @@ private:
 
 // A 2025-11-25 session's connection as this transport serves it: what the
 // host sends on the session's own channel goes to its GET stream, when this
-// instance holds one.
-std::shared_ptr<protocol::Connection> make_legacy_connection(const auth::Principal& principal);
+// instance holds one. It keeps who owns the session (`owner`'s identity)
+// and none of the scopes or client of the token that made it: each request
+// in the session is authorised as its own token (Request::principal).
+std::shared_ptr<protocol::Connection> make_legacy_connection(const auth::Principal& owner);
 
 } // namespace gatehouse::transport

@@ -24,9 +24,11 @@ struct SessionMessage;
 namespace gatehouse::transport {
 
 // The 2025-11-25 Mcp-Session-Id records of the HTTP transport: the legacy
-// handshake's connection state. A session is bound to the principal that
-// opened it; an id presented by anyone else, unknown, ended or idle too long
-// is not found (HTTP 404).
+// handshake's connection state. A session is bound to the owner
+// (auth::Principal::owner_key) that opened it; an id presented by anyone
+// else, unknown, ended or idle too long is not found (HTTP 404). It holds
+// no token's scopes: each request in it, on whichever instance, is
+// authorised as the token that sent it (protocol::Request::principal).
 //
 // On one instance the table is all there is. Shared (share(), when the host's
 // state backend and bus are Redis), every session's record (negotiated
@@ -61,11 +63,14 @@ public:
     // cannot be written.
     std::optional<std::string> open(std::shared_ptr<protocol::Connection> connection);
 
-    // Shared: throws state::BackendError when the record cannot be read.
+    // The session `id` when `principal` owns it (the same owner key, whatever
+    // its token's scopes). Shared: throws state::BackendError when the
+    // record cannot be read.
     std::shared_ptr<protocol::Connection> find(const std::string& id, const auth::Principal& principal);
 
-    // Ends the session: its requests still running are cancelled, its GET
-    // streams end (on every instance, when shared).
+    // Ends the session: its requests still running are cancelled, it stops
+    // following changes on the bus, its GET streams end (on every instance,
+    // when shared).
     bool close(const std::string& id, const std::string& owner);
 
     // A client's response or cancellation for session `id`: the request it

@@ -16,8 +16,10 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { randomBytes } from 'node:crypto';
 import { HttpHost } from './lib/http_host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
+import { sha256Hex } from './lib/authorization_server.mjs';
 import { LEGACY } from './lib/host.mjs';
 import { Redis } from './lib/redis.mjs';
 
@@ -264,6 +266,73 @@ test('a session of one principal is not found by another on any instance', async
   assert.ok(Number(redis.cli('PTTL', `itest:legacy-session/${sessionId}`)) > 0, 'the record expires by itself');
   await transport.terminateSession();
   await client.close();
+});
+
+test("every instance authorises a shared session's request with that request's own key, not the one its copy was made with", async () => {
+  const broadKey = randomBytes(24).toString('base64url');
+  const narrowKey = randomBytes(24).toString('base64url');
+  const scoped = [];
+  try {
+    for (let i = 0; i < 2; i++)
+      scoped.push(
+        await HttpHost.start({
+          plugins: ['ledger.so'],
+          http: { instance_name: `scoped-${i + 1}` },
+          sections: {
+            auth: {
+              mode: 'api_keys',
+              api_keys: [
+                { sha256: sha256Hex(broadKey), subject: 'alice', client_id: 'desk', scopes: ['ledger:read'] },
+                { sha256: sha256Hex(narrowKey), subject: 'alice', client_id: 'phone', scopes: [] },
+              ],
+            },
+            session: {
+              backend: 'redis',
+              redis: { url: redis.url, key_prefix: 'itest-scoped:', command_timeout_ms: 300, connect_timeout_ms: 300 },
+              pinned: { store: 'shop', user: 'ann' },
+            },
+          },
+        }),
+      );
+    const broad = { Authorization: `Bearer ${broadKey}` };
+    const narrow = { Authorization: `Bearer ${narrowKey}` };
+    let id = 1;
+    const open = async (headers) => {
+      const init = await scoped[0].post(
+        { jsonrpc: '2.0', id: id++, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+        { headers },
+      );
+      assert.equal(init.status, 200, init.text);
+      return init.headers.get('mcp-session-id');
+    };
+    const balance = (host, sid, headers) =>
+      host.post(
+        { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'ledger_balance', arguments: {} } },
+        { headers: { ...headers, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': LEGACY } },
+      );
+
+    // Opened with the broad key on one instance; the other makes its copy
+    // from a broad request, then meets the narrow key of the same subject.
+    const wide = await open(broad);
+    assert.equal((await balance(scoped[1], wide, broad)).status, 200);
+    for (const host of scoped) {
+      const refused = await balance(host, wide, narrow);
+      assert.equal(refused.status, 403, refused.text);
+      assert.match(refused.headers.get('www-authenticate') ?? '', /error="insufficient_scope"/);
+      assert.ok(!refused.text.includes('"balance"'), 'the tool did not run');
+    }
+
+    // Opened with the narrow key; the broad one steps up on either instance.
+    const slim = await open(narrow);
+    assert.equal((await balance(scoped[1], slim, narrow)).status, 403);
+    for (const host of scoped) {
+      const stepped = await balance(host, slim, broad);
+      assert.equal(stepped.status, 200, stepped.text);
+      assert.equal(stepped.messages[0].result.structuredContent.balance, 100);
+    }
+  } finally {
+    for (const host of scoped) await host.stop();
+  }
 });
 
 test('Redis down: session requests get 503 STATE_UNAVAILABLE with Retry-After, /ready says why; Redis back: served again', async () => {

@@ -284,6 +284,49 @@ test('a 2025-11-25 session belongs to the principal that opened it', async () =>
   assert.equal((await inSession(alice, 4)).status, 200, 'the session is still alice\'s');
 });
 
+test("each request in a 2025-11-25 session is authorised with its own token's scopes, not the opening token's", async () => {
+  const broad = bearer(token({ sub: 'alice', scope: 'notes ledger:read' }));
+  const narrow = bearer(token({ sub: 'alice', scope: 'notes' }));
+  const open = async (headers) => {
+    const init = await host.post(
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+      { headers },
+    );
+    assert.equal(init.status, 200, init.text);
+    const sid = init.headers.get('mcp-session-id');
+    const initialized = await host.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: { ...headers, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': LEGACY } });
+    assert.equal(initialized.status, 202);
+    return sid;
+  };
+  const inSession = (sid, headers, id, method, params) =>
+    host.post({ jsonrpc: '2.0', id, method, params }, { headers: { ...headers, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': LEGACY } });
+  const balance = (sid, headers, id) => inSession(sid, headers, id, 'tools/call', { name: 'ledger_balance', arguments: {} });
+
+  // Opened with the broad token: alice's narrow token is refused what it lacks, as outside a session.
+  const wide = await open(broad);
+  const refused = await balance(wide, narrow, 2);
+  assert.equal(refused.status, 403, refused.text);
+  const c = challenge(refused);
+  assert.equal(c.error, 'insufficient_scope');
+  assert.equal(c.scope, 'notes ledger:read');
+  assert.match(refused.messages[0].error.message, /needs the scope 'ledger:read'/);
+  assert.ok(!refused.text.includes('"balance"'), 'the tool did not run');
+  const who = await inSession(wide, narrow, 3, 'tools/call', { name: 'whoami', arguments: {} });
+  assert.deepEqual(who.messages[0].result.structuredContent.principal.scopes, ['notes'], "the call's context names the request's token");
+  const listed = await inSession(wide, narrow, 4, 'tools/list', {});
+  assert.ok(!listed.messages[0].result.tools.some((t) => t.name === 'ledger_balance'), "tools/list follows the request's token");
+  const served = await balance(wide, broad, 5);
+  assert.equal(served.status, 200, served.text);
+  assert.equal(served.messages[0].result.structuredContent.balance, 100, 'the session itself is unharmed');
+
+  // Opened with the narrow token: the broad one steps up within the session.
+  const slim = await open(narrow);
+  assert.equal((await balance(slim, narrow, 6)).status, 403);
+  const stepped = await balance(slim, broad, 7);
+  assert.equal(stepped.status, 200, stepped.text);
+  assert.equal(stepped.messages[0].result.structuredContent.balance, 100);
+});
+
 test('a JWK Set beyond 1 MiB is not read, whether a Content-Length declares it or it comes in chunks', async () => {
   for (const framing of ['length', 'chunked']) {
     const big = await AuthorizationServer.start();

@@ -37,7 +37,7 @@ struct Harness {
         decoder = std::make_unique<protocol::RequestDecoder>(*live, *disclosure, &host);
     }
 
-    Incoming read(Json message) { return decoder->read(*connection, std::move(message)); }
+    Incoming read(Json message) { return decoder->read(*connection, connection->principal(), std::move(message)); }
 };
 
 Json modern_meta() {

@@ -79,9 +79,10 @@ struct Harness {
         protocol::Request r;
         r.id = 1;
         r.method = "tools/call";
+        r.principal = connection->principal();
         r.connection = connection.get();
         r.reply = out;
-        r.call = decoder.target_of(registry, tool, std::move(arguments), connection->principal());
+        r.call = decoder.target_of(registry, tool, std::move(arguments), r.principal);
         return r;
     }
 
@@ -211,6 +212,7 @@ TEST_CASE("ToolCall without a decoded target is a protocol error", "[tool_call]"
     protocol::Request r;
     r.id = 1;
     r.method = "tools/call";
+    r.principal = h.connection->principal();
     r.connection = h.connection.get();
     r.reply = h.out;
     CHECK_THROWS_AS(h.tool_call.run(r), protocol::ProtocolError);
