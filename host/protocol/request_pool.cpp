@@ -1,5 +1,7 @@
 #include "protocol/request_pool.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -129,6 +131,23 @@ void* RequestPool::thread_main(void* pool) {
     return nullptr;
 }
 
+namespace {
+
+// A job that throws has lost what it was doing (its answer, if it had one),
+// and that is a fault to fix where it threw; the worker, and with it the
+// host and every other caller, lives on.
+void run_job(const std::function<void()>& job) {
+    try {
+        job();
+    } catch (const std::exception& e) {
+        spdlog::error("a request's work failed and was abandoned: {}", e.what());
+    } catch (...) {
+        spdlog::error("a request's work failed and was abandoned");
+    }
+}
+
+} // namespace
+
 void RequestPool::run() {
     std::unique_lock lock(mutex_); // start_worker counted this worker as searching
     for (;;) {
@@ -137,7 +156,7 @@ void RequestPool::run() {
             jobs_.pop_front();
             --searching_;
             lock.unlock();
-            job();
+            run_job(job);
             job = nullptr; // released outside the lock: it may own much
             lock.lock();
             ++searching_;

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <mutex>
 #include <vector>
 
@@ -111,22 +112,30 @@ private:
     // as a whole because its caller has too many in flight is 429; a tool
     // call refused by the rate limit stays a 200 tool result (the agent reads
     // the refusal) and says when to retry in Retry-After as well.
+    // Every member is read with its type checked: a result is a plugin's or
+    // an upstream server's words, and `value()` throws on a member of
+    // another type (`"code": 404`), which here would end the process.
     void answer_status(const Json& message, int& status, std::string& headers) const {
         if (auto error = message.find("error"); error != message.end() && error->is_object()) {
-            status = status_for_error(error->value("code", 0), modern_);
+            const auto code = error->find("code");
+            const bool numbered = code != error->end() && code->is_number_integer();
+            status = status_for_error(
+                numbered ? static_cast<int>(std::clamp<std::int64_t>(code->get<std::int64_t>(), INT_MIN, INT_MAX)) : 0,
+                modern_);
             const auto data = error->find("data");
-            if (data != error->end() && data->is_object() &&
-                data->value("code", "") == gate::refusal_code::too_many_in_flight) {
+            if (data != error->end() &&
+                protocol::text_member(*data, "code") == gate::refusal_code::too_many_in_flight) {
                 status = 429;
                 headers = "Retry-After: 1\r\n";
             }
             return;
         }
         const auto result = message.find("result");
-        if (result == message.end() || !result->is_object() || !result->value("isError", false)) return;
+        if (result == message.end() || !result->is_object()) return;
+        const auto is_error = result->find("isError");
+        if (is_error == result->end() || *is_error != true) return;
         const auto refusal = result->find("structuredContent");
-        if (refusal == result->end() || !refusal->is_object() ||
-            refusal->value("code", "") != gate::refusal_code::rate_limited)
+        if (refusal == result->end() || protocol::text_member(*refusal, "code") != gate::refusal_code::rate_limited)
             return;
         const auto next = refusal->find("next");
         if (next == refusal->end() || !next->is_object()) return;
@@ -324,7 +333,11 @@ void HttpConnection::wait_for_bytes() {
     // Full while an answer is pending: pipelined requests wait there, and
     // reading resumes once they are handled.
     if (room == 0) return;
-    if (phase_ == Phase::waiting_for_request) arm_timer(service_.settings.idle_timeout_ms);
+    // A connection that has not sent a whole request yet gets the time one
+    // request's bytes get, not a keep-alive's wait: silent connections would
+    // otherwise hold every place (max_connections) for the idle timeout.
+    if (phase_ == Phase::waiting_for_request)
+        arm_timer(heard_a_request_ ? service_.settings.idle_timeout_ms : service_.settings.request_timeout_ms);
     reading_ = true;
     socket_.async_read_some(buffer_.prepare(room),
                             [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
@@ -390,6 +403,7 @@ void HttpConnection::parse_request() {
         }
         if (parser_->is_done()) {
             disarm_timer();
+            heard_a_request_ = true;
             if (parser_->chunked() && !discard_trailer_fields()) return;
             on_request(parser_->release());
             return;
@@ -526,6 +540,13 @@ void HttpConnection::on_request(Request request) {
     const std::string_view target(request.target().data(), request.target().size());
     const std::string_view path = target.substr(0, target.find('?'));
 
+    // An answer to HEAD carries no body (RFC 9110, 9.3.2): a proxy that keeps
+    // the connection would read one as the next answer. Nothing here is read
+    // with HEAD, so it is refused with an empty body.
+    if (request.method() == http::verb::head) {
+        respond_status(405, "", "Allow: GET, POST, DELETE\r\n");
+        return;
+    }
     if (path == "/health" && request.method() == http::verb::get) {
         const bool draining = service_.draining.load();
         respond_json(draining ? 503 : 200, draining ? R"({"status":"draining"})" : R"({"status":"ok"})");

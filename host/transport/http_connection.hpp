@@ -123,9 +123,10 @@ private:
     std::size_t lingered_bytes_ = 0;
     Phase phase_ = Phase::waiting_for_request;
     bool keep_alive_ = true;
-    bool reading_ = false;      // a read is pending on the socket
-    bool drained_ = false;      // drain(): no request after the current one
-    auth::Principal principal_; // the caller of the request being handled
+    bool reading_ = false;         // a read is pending on the socket
+    bool heard_a_request_ = false; // a whole request came: from then on, idle waits are keep-alive's
+    bool drained_ = false;         // drain(): no request after the current one
+    auth::Principal principal_;    // the caller of the request being handled
 
     // The exchange in progress: the MCP request being answered.
     std::uint64_t exchange_ = 0;

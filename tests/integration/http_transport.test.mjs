@@ -6,6 +6,7 @@ import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { HttpHost, withHttpHost, modernMeta, MODERN, LEGACY } from './lib/http_host.mjs';
+import { eventually } from './lib/host.mjs';
 import { sha256Hex } from './lib/authorization_server.mjs';
 
 const ECHO = ['echo.so', 'headers.so'];
@@ -168,6 +169,31 @@ test('/health answers without the MCP checks', () =>
     const r = await fetch(host.origin + '/health');
     assert.equal(r.status, 200);
     assert.deepEqual(await r.json(), { status: 'ok' });
+  }));
+
+// The transport reads a final answer for the status and Retry-After it
+// travels with. A tool error's structuredContent is the plugin's (or an
+// upstream server's) to shape: a numeric `code`, a `code` that is an object,
+// an isError that is not a boolean, each answers as any result does.
+test('a tool error whose structuredContent code is not text is answered, and the host serves on', () =>
+  withHttpHost({ plugins: ['rawjson.so'] }, async (host) => {
+    const shapes = [
+      { content: [{ type: 'text', text: 'not found' }], isError: true, structuredContent: { code: 404 } },
+      { content: [{ type: 'text', text: 'odd' }], isError: true, structuredContent: { code: { nested: true } } },
+      { content: [{ type: 'text', text: 'odd' }], isError: true, structuredContent: { code: 'RATE_LIMITED', next: 5 } },
+    ];
+    for (const result of shapes) {
+      const call = await host.modern('tools/call', { name: 'rawjson_mirror', arguments: result });
+      assert.equal(call.status, 200, JSON.stringify(call.answer));
+      assert.equal(call.answer.result.isError, true, JSON.stringify(call.answer));
+      assert.deepEqual(call.answer.result.structuredContent, result.structuredContent);
+    }
+    const { sessionId } = await host.initialize();
+    const legacy = await host.legacy(sessionId, 'tools/call', { name: 'rawjson_mirror', arguments: shapes[0] });
+    assert.equal(legacy.status, 200);
+    assert.equal(legacy.answer.result.structuredContent.code, 404);
+    const health = await fetch(host.origin + '/health');
+    assert.equal(health.status, 200);
   }));
 
 test('2025-11-25 on the same endpoint: initialize mints Mcp-Session-Id, DELETE ends it and its GET stream, unknown is 404', () =>
@@ -709,6 +735,44 @@ test('pipelined requests on one keep-alive connection are all answered, in order
     assert.deepEqual(answers.map((a) => a.id), [1, 2, 3]);
     assert.equal(answers[0].result.content[0].text, 'slept');
     assert.equal(answers[1].result.structuredContent.text, 'second');
+  }));
+
+test('connections that never send a request give their places back within request_timeout_ms', () =>
+  withHttpHost({ plugins: ECHO, http: { max_connections: 4, request_timeout_ms: 1000 } }, async (host) => {
+    const { port } = new URL(host.url);
+    const silent = [];
+    for (let i = 0; i < 4; i++)
+      silent.push(await new Promise((resolve) => {
+        const socket = net.connect(Number(port), '127.0.0.1', () => resolve(socket));
+        socket.closedAt = null;
+        socket.on('close', () => (socket.closedAt = Date.now()));
+        socket.on('error', () => {});
+      }));
+    const opened = Date.now();
+    // Every place is held: a new connection is refused at once.
+    assert.equal((await fetch(host.origin + '/health')).status, 503);
+    // Not for the idle timeout (120 s): for the time one request may take.
+    await eventually('the silent connections closed', () => silent.every((s) => s.closedAt !== null), 5000);
+    for (const s of silent) assert.ok(s.closedAt - opened < 3000, `closed after ${s.closedAt - opened} ms`);
+    assert.equal((await fetch(host.origin + '/health')).status, 200);
+  }));
+
+test('HEAD is answered with no body, so the next answer on the connection is read as itself', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const get = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    for (const target of ['/health', '/mcp', '/nowhere']) {
+      const { text, responses } = await rawExchange(host, `HEAD ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n` + get, {
+        until: (r) => r.length === 2,
+      });
+      assert.equal(responses.length, 2, text);
+      assert.equal(responses[0].status, 405, text);
+      assert.equal(responses[0].headers['content-length'], '0', text);
+      assert.equal(responses[0].body, '', text);
+      assert.match(responses[0].headers.allow, /GET/);
+      // The bytes right after the first header block are the second status line.
+      assert.match(text.slice(text.indexOf('\r\n\r\n') + 4), /^HTTP\/1\.1 200 /, text);
+      assert.deepEqual(JSON.parse(responses[1].body), { status: 'ok' });
+    }
   }));
 
 test('framing the host cannot read reliably is refused and the connection closed: no smuggled request runs', () =>
