@@ -568,14 +568,15 @@ void ClientSession::on_notification(const std::string& method, const Json& param
     if (method == "notifications/message") {
         const auto data = params.find("data");
         const auto level = params.find("level");
-        log_.write(
-            spdlog::level::info,
-            (level != params.end() && level->is_string() ? protocol::cut_utf8(level->get<std::string>(), 16) : "info") +
-                ": " +
-                protocol::cut_utf8(data == params.end() ? ""
-                                   : data->is_string()  ? data->get<std::string>()
-                                                        : data->dump(-1, ' ', false, Json::error_handler_t::replace),
-                                   kLoggedMessageBytes));
+        log_.write(spdlog::level::info,
+                   (level != params.end() && level->is_string() ? protocol::quoted_text(level->get<std::string>(), 16)
+                                                                : "info") +
+                       ": " +
+                       protocol::quoted_text(data == params.end() ? ""
+                                             : data->is_string()
+                                                 ? data->get<std::string>()
+                                                 : data->dump(-1, ' ', false, Json::error_handler_t::replace),
+                                             kLoggedMessageBytes));
     }
 }
 

@@ -1,6 +1,7 @@
 #include "upstream/http_client_transport.hpp"
 
 #include "protocol/json_rpc.hpp"
+#include "protocol/utf8_text.hpp"
 
 #include "license/base64.hpp"
 #include "upstream/bearer_challenge.hpp"
@@ -727,14 +728,14 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
                     options_.bearer->refused(token, challenge)) {
                     spdlog::info("[{}] refused the host's {} (HTTP {}{}); sending again with a new one",
                                  options_.family, token.empty() ? "request without a token" : "access token", status,
-                                 challenge.error.empty() ? "" : ", " + challenge.error.substr(0, 64));
+                                 challenge.error.empty() ? "" : ", " + protocol::quoted_text(challenge.error, 64));
                     return Outcome::token_refused;
                 }
             }
             if (status == 202 || (status >= 200 && status < 300 && whole.empty() && !events)) return Outcome::done;
             if (status >= 300) {
                 refuse(message, "the server answered HTTP " + std::to_string(status) +
-                                    (whole.empty() ? "" : ": " + whole.substr(0, 200)));
+                                    (whole.empty() ? "" : ": " + protocol::quoted_text(whole, 200)));
                 return Outcome::done;
             }
             if (!events) events_.message(whole, stream_of);

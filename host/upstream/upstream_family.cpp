@@ -1,6 +1,7 @@
 #include "upstream/upstream_family.hpp"
 
 #include "protocol/json_rpc.hpp"
+#include "protocol/utf8_text.hpp"
 #include "crypto/random_bytes.hpp"
 #include "crypto/tls_settings.hpp"
 #include "gate/refusal.hpp"
@@ -21,6 +22,7 @@
 #include <sstream>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace gatehouse::upstream {
 
@@ -450,6 +452,20 @@ UpstreamFamily::Listing UpstreamFamily::list(ClientSession& session) const {
     return listing;
 }
 
+namespace {
+
+// What a list names more than once (by `key`): each is ambiguous (which
+// copy would a call, or a read, reach?) and the loader refuses a family that
+// declares one twice, so every copy is left out and the rest is served.
+std::set<std::string> listed_twice(const std::vector<Json>& listed, const char* key) {
+    std::set<std::string> seen, twice;
+    for (const auto& item : listed)
+        if (const std::string* own = text_at(item, key); own && !seen.insert(*own).second) twice.insert(*own);
+    return twice;
+}
+
+} // namespace
+
 // The descriptor the loader reads, from what the upstream listed and what
 // the operator said. A tool the host could not serve is left out and logged,
 // not allowed to keep the others from loading.
@@ -472,8 +488,8 @@ std::shared_ptr<const UpstreamFamily::Offer> UpstreamFamily::make_offer(const Li
     desc.tool_count = static_cast<std::uint32_t>(offer.tool_table.size());
     desc.tools = offer.tool_table.data();
     const std::string server_name = server_info.is_object() ? text_of(server_info, "name") : "";
-    desc.name = offer.keep(server_name.empty() ? entry.name : server_name.substr(0, 128));
-    desc.version = offer.keep(server_info.is_object() ? text_of(server_info, "version").substr(0, 64) : "");
+    desc.name = offer.keep(server_name.empty() ? entry.name : protocol::cut_utf8(server_name, 128));
+    desc.version = offer.keep(server_info.is_object() ? protocol::cut_utf8(text_of(server_info, "version"), 64) : "");
     desc.family = offer.keep(entry.name);
     desc.resource_count = static_cast<std::uint32_t>(offer.resource_table.size());
     desc.resources = offer.resource_table.data();
@@ -490,14 +506,12 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
     const std::set<std::string> allow(entry.allow.begin(), entry.allow.end());
     const std::set<std::string> deny(entry.deny.begin(), entry.deny.end());
     std::set<std::string> seen;
-    // A name listed twice is ambiguous: which copy would an override, or a
-    // call, reach? Every copy is left out.
-    std::set<std::string> twice;
     for (const auto& tool : listed)
-        if (const std::string* own = text_at(tool, "name"); own && !seen.insert(*own).second) twice.insert(*own);
+        if (const std::string* own = text_at(tool, "name")) seen.insert(*own);
+    const std::set<std::string> twice = listed_twice(listed, "name");
     for (const auto& name : twice)
         spdlog::warn("upstream '{}' lists tool '{}' more than once; every copy is left out", entry.name,
-                     name.substr(0, 200));
+                     protocol::quoted_text(name, 200));
     const std::string required_scopes = Json(entry.required_scopes).dump();
     for (const auto& tool : listed) {
         const std::string* name = text_at(tool, "name");
@@ -514,7 +528,7 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
         if (!plugins::valid_tool_name(own) || !plugins::valid_tool_name(offered.published)) {
             spdlog::warn("upstream '{}': tool '{}' is left out: as '{}' its name is not 1-64 of letters, digits, "
                          "'_', '-', '.'",
-                         entry.name, own.substr(0, 200), offered.published.substr(0, 200));
+                         entry.name, protocol::quoted_text(own, 200), protocol::quoted_text(offered.published, 200));
             continue;
         }
         gh_tool_desc& d = offered.desc;
@@ -558,9 +572,15 @@ void UpstreamFamily::offer_tools(const Listing& listing, Offer& offer) const {
 // family's is refused at load) and templates theirs.
 void UpstreamFamily::offer_resources(const Listing& listing, Offer& offer) const {
     const auto& family = options_.entry.name;
+    const std::set<std::string> uris_twice = listed_twice(listing.resources, "uri");
+    const std::set<std::string> templates_twice = listed_twice(listing.templates, "uriTemplate");
+    for (const auto& twice : {&uris_twice, &templates_twice})
+        for (const auto& text : *twice)
+            spdlog::warn("upstream '{}' lists resource {} '{}' more than once; every copy is left out", family,
+                         twice == &uris_twice ? "URI" : "template", protocol::quoted_text(text, 200));
     for (const auto& r : listing.resources) {
         const std::string* uri = text_at(r, "uri");
-        if (!uri) continue;
+        if (!uri || uris_twice.count(*uri)) continue;
         auto& offered = offer.resources.emplace_back();
         gh_resource_desc& d = offered.desc;
         d.struct_size = sizeof(gh_resource_desc);
@@ -579,14 +599,14 @@ void UpstreamFamily::offer_resources(const Listing& listing, Offer& offer) const
         try {
             plugins::read_resource_descriptor(&d, offer.resources.size() - 1);
         } catch (const std::exception& e) {
-            spdlog::warn("upstream '{}': resource '{}' is left out: {}", family, text_of(r, "uri").substr(0, 200),
-                         e.what());
+            spdlog::warn("upstream '{}': resource '{}' is left out: {}", family,
+                         protocol::quoted_text(text_of(r, "uri"), 200), e.what());
             offer.resources.pop_back();
         }
     }
     for (const auto& t : listing.templates) {
         const std::string* uri_template = text_at(t, "uriTemplate");
-        if (!uri_template) continue;
+        if (!uri_template || templates_twice.count(*uri_template)) continue;
         auto& offered = offer.templates.emplace_back();
         offered.uri_template = *uri_template;
         gh_resource_template_desc& d = offered.desc;
@@ -603,7 +623,7 @@ void UpstreamFamily::offer_resources(const Listing& listing, Offer& offer) const
             plugins::read_resource_template_descriptor(&d, offer.templates.size() - 1);
         } catch (const std::exception& e) {
             spdlog::warn("upstream '{}': resource template '{}' is left out: {}", family,
-                         offered.uri_template.substr(0, 200), e.what());
+                         protocol::quoted_text(offered.uri_template, 200), e.what());
             offer.templates.pop_back();
         }
     }
@@ -619,9 +639,13 @@ void UpstreamFamily::offer_resources(const Listing& listing, Offer& offer) const
 void UpstreamFamily::offer_prompts(const Listing& listing, Offer& offer) const {
     const std::vector<Json>& listed = listing.prompts;
     const auto& family = options_.entry.name;
+    const std::set<std::string> twice = listed_twice(listed, "name");
+    for (const auto& name : twice)
+        spdlog::warn("upstream '{}' lists prompt '{}' more than once; every copy is left out", family,
+                     protocol::quoted_text(name, 200));
     for (const auto& p : listed) {
         const std::string* name = text_at(p, "name");
-        if (!name) continue;
+        if (!name || twice.count(*name)) continue;
         auto& offered = offer.prompts.emplace_back();
         offered.own_name = *name;
         offered.published = hook_.apply(offered.own_name);
@@ -646,15 +670,16 @@ void UpstreamFamily::offer_prompts(const Listing& listing, Offer& offer) const {
         try {
             if (usable) plugins::read_prompt_descriptor(&d, offer.prompts.size() - 1, "");
         } catch (const std::exception& e) {
-            spdlog::warn("upstream '{}': prompt '{}' is left out: {}", family, offered.own_name.substr(0, 200),
-                         e.what());
+            spdlog::warn("upstream '{}': prompt '{}' is left out: {}", family,
+                         protocol::quoted_text(offered.own_name, 200), e.what());
             usable = false;
         }
         if (!usable) {
             if (!plugins::valid_tool_name(offered.published))
                 spdlog::warn("upstream '{}': prompt '{}' is left out: as '{}' its name is not 1-64 of letters, "
                              "digits, '_', '-', '.'",
-                             family, offered.own_name.substr(0, 200), offered.published.substr(0, 200));
+                             family, protocol::quoted_text(offered.own_name, 200),
+                             protocol::quoted_text(offered.published, 200));
             offer.prompts.pop_back();
         }
     }
@@ -737,11 +762,17 @@ void UpstreamFamily::supervise() {
         if (session_) {
             down_because_ = session_->why_closed();
             auto gone = std::move(session_);
-            if (Clock::now() - connected_at >= kLivedLongEnough) backoff = kFirstBackoff;
+            const bool lived_long = Clock::now() - connected_at >= kLivedLongEnough;
+            if (lived_long) backoff = kFirstBackoff;
             next_attempt_ = Clock::now() + backoff;
             spdlog::error("upstream '{}' ({}) stopped serving: {}; connecting again in {} ms", options_.entry.name,
-                          describe(), down_because_,
+                          describe(), protocol::quoted_text(down_because_, 1024),
                           std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count());
+            // A server that ends soon after each connection (answers its
+            // listings, then exits) waits longer each time, as one that cannot
+            // be reached does: every connection re-lists, and a changed
+            // listing is a new registry and a list_changed to every agent.
+            if (!lived_long) backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);
             lock.unlock();
             gone->close();
             lock.lock();
@@ -800,14 +831,29 @@ void UpstreamFamily::take_listing(ClientSession& session) {
 
 void UpstreamFamily::adopt(std::shared_ptr<const Offer> next) {
     std::function<void()> heard;
+    std::shared_ptr<const Offer> served;
     {
         std::lock_guard lock(mutex_);
         if (retired_ || (offer_ && offer_->listed == next->listed)) return;
-        offer_ = std::move(next);
+        served = std::exchange(offer_, std::move(next));
         heard = on_offer_changed_;
     }
     spdlog::info("upstream '{}' lists {} tool(s) now", options_.entry.name, offer()->tools.size());
-    if (heard) heard();
+    if (!heard) return;
+    // The host reads the new offer as it reads a plugin's descriptor, and may
+    // refuse it (a name the hook makes clash with another family's): then
+    // what it serves stays as it was, and so does the offer calls are checked
+    // against. Thrown on from here, it would end the supervisor's thread, and
+    // with it the host.
+    try {
+        heard();
+    } catch (const std::exception& e) {
+        {
+            std::lock_guard lock(mutex_);
+            offer_ = std::move(served);
+        }
+        spdlog::error("upstream '{}': its new listing is not served: {}", options_.entry.name, e.what());
+    }
 }
 
 int32_t UpstreamFamily::unavailable(gh_sink* out, const std::string& why, bool reached) const {
@@ -1054,11 +1100,11 @@ int32_t UpstreamFamily::pass_on_input_required(const Json& result, const std::st
             return refuse("it asks for more than " + std::to_string(ClientSession::kMaxAsked) + " inputs at once");
         for (const auto& [key, request] : listed->items()) {
             if (key.empty() || !request.is_object() || !relayed_method(request.value("method", Json())))
-                return refuse("input request '" + key.substr(0, 64) +
+                return refuse("input request '" + protocol::quoted_text(key, 64) +
                               "' is not one of elicitation/create, sampling/createMessage, roots/list");
             const Json params = request.value("params", Json::object());
             if (!params.is_object())
-                return refuse("the params of input request '" + key.substr(0, 64) + "' are not an object");
+                return refuse("the params of input request '" + protocol::quoted_text(key, 64) + "' are not an object");
             requests[key] = {{"method", request["method"]}, {"params", params}};
         }
     }

@@ -1274,3 +1274,66 @@ test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscr
     rmSync(path.dirname(certs.ca), { recursive: true, force: true });
   }
 });
+
+// A server that answers its listings and ends soon after, every time, and
+// from its second start lists a prompt, a resource and a template twice. Each
+// copy is left out (a family may not declare a name twice), the rest is
+// served, the host lives on, and each quick end waits longer than the last
+// before the next connection, as an unreachable server's attempts do.
+test('an upstream that lists a name twice after a reconnection is served without it; one that keeps ending waits longer each time', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gh-relisting-'));
+  const script = path.join(dir, 'relisting_server.mjs');
+  writeFileSync(script, `
+import readline from 'node:readline';
+import { readFileSync, writeFileSync } from 'node:fs';
+const counter = ${JSON.stringify(path.join(dir, 'starts'))};
+let starts = 0;
+try { starts = Number(readFileSync(counter, 'utf8')); } catch {}
+writeFileSync(counter, String(++starts));
+const twice = starts > 1;
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+const prompt = { name: 'p', arguments: [] };
+const resource = { uri: 'relist://a', name: 'a' };
+const template = { uriTemplate: 'relist://t/{x}', name: 't' };
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined || m.method === undefined) return;
+  const reply = (result) => send({ jsonrpc: '2.0', id: m.id, result });
+  switch (m.method) {
+    case 'initialize':
+      return reply({ protocolVersion: '2025-11-25', capabilities: { tools: {}, prompts: {}, resources: {} }, serverInfo: { name: 'relisting', version: '1' } });
+    case 'tools/list': return reply({ tools: [{ name: 'a', inputSchema: { type: 'object' } }] });
+    case 'prompts/list':
+      reply({ prompts: twice ? [prompt, { ...prompt, description: 'again' }, { name: 'q' }] : [prompt] });
+      return;
+    case 'resources/list': return reply({ resources: twice ? [resource, resource] : [resource] });
+    case 'resources/templates/list':
+      reply({ resourceTemplates: twice ? [template, template] : [template] });
+      setTimeout(() => process.exit(3), starts === 1 ? 1500 : 200); // listed: end soon after
+      return;
+    default: return send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
+  }
+});
+`);
+  try {
+    await withHost({ plugins: ['echo.so'], sections: { upstreams: [{ name: 'relisting', command: [NODE, script] }] } }, async (host) => {
+      await host.initialize();
+      const waits = () => [...host.stderr.matchAll(/upstream 'relisting' \(.*\) stopped serving: .*; connecting again in (\d+) ms/g)].map((m) => Number(m[1]));
+      await eventually('four quick ends', () => waits().length >= 4, 20000);
+      await host.stderrMatching(/upstream 'relisting' lists prompt 'p' more than once; every copy is left out/);
+      await host.stderrMatching(/upstream 'relisting' lists resource URI 'relist:\/\/a' more than once; every copy is left out/);
+      await host.stderrMatching(/upstream 'relisting' lists resource template 'relist:\/\/t\/\{x\}' more than once; every copy is left out/);
+      const [first, second, third, fourth] = waits();
+      assert.ok(first < second && second < third && third < fourth, `each wait longer than the last: ${waits()}`);
+      // The host, and the other family, serve on.
+      const echo = await host.modern('tools/call', { name: 'echo', arguments: { text: 'alive' } });
+      assert.equal(echo.result.structuredContent.text, 'alive');
+      await eventually('the second listing served, without the names listed twice', async () => {
+        const prompts = (await host.modern('prompts/list')).result?.prompts ?? [];
+        return prompts.some((p) => p.name === 'relisting_q') && !prompts.some((p) => p.name === 'relisting_p');
+      }, 20000);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
