@@ -444,8 +444,21 @@ bool ClientSession::receive(std::string_view text, const Json& stream_of) {
     }
     if (id == message.end() || !id->is_number_integer()) return false; // not an answer to anything this host sent
     const bool on_its_stream = stream_of.is_number_integer() && stream_of == *id;
+    const std::int64_t answered = id->get<std::int64_t>();
+    // An answer that came on another of the server's streams (it may choose
+    // any): the POST that asked is read no longer, or its thread and socket
+    // would wait for an end the server need never send (a trickle of pings
+    // keeps each read within its timeout).
+    struct GiveUpItsPost {
+        ClientTransport& transport;
+        std::int64_t id;
+        bool wanted;
+        ~GiveUpItsPost() {
+            if (wanted) transport.give_up(id);
+        }
+    } its_post{*transport_, answered, !on_its_stream};
     std::unique_lock lock(mutex_);
-    if (listen_id_ != 0 && id->get<std::int64_t>() == listen_id_) {
+    if (listen_id_ != 0 && answered == listen_id_) {
         // A subscription is answered only when it ends.
         listen_id_ = 0;
         const auto error = message.find("error");
@@ -461,7 +474,7 @@ bool ClientSession::receive(std::string_view text, const Json& stream_of) {
                          error->is_object() ? error_text(*error) : "a malformed error");
         return on_its_stream;
     }
-    auto it = pending_.find(id->get<std::int64_t>());
+    auto it = pending_.find(answered);
     if (it == pending_.end()) return on_its_stream; // late: its request was cancelled or timed out
     it->second->answer = std::move(message);
     it->second->answer_bytes = text.size();

@@ -1337,3 +1337,51 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// A 2025-11-25 server may answer a request on any of its streams: here on
+// its GET stream, while the POST that asked stays open with a ping now and
+// then. The call gets its answer, and the POST is let go (its thread and
+// socket are not kept for as long as the server keeps it open).
+test('an upstream answer that comes on another stream lets the POST that asked go', async () => {
+  let getStream = null;
+  const posts = []; // {id, closed}
+  const upstream = await startScriptedUpstream({
+    name: 'elsewhere',
+    tools: [{ name: 'hello', inputSchema: { type: 'object' } }],
+    onGet: (message, req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.flushHeaders();
+      getStream = res;
+      return true;
+    },
+    onCall: (message, req, res) => {
+      if (message.method !== 'tools/call') return false;
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 's-elsewhere' });
+      res.flushHeaders();
+      const post = { id: message.id, closed: false };
+      posts.push(post);
+      const ping = setInterval(() => res.write(': ping\n\n'), 200);
+      res.on('close', () => {
+        post.closed = true;
+        clearInterval(ping);
+      });
+      const answer = { jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'by the other stream' }] } };
+      const send = () => (getStream ? getStream.write(`data: ${JSON.stringify(answer)}\n\n`) : setTimeout(send, 50));
+      setTimeout(send, 100);
+      return true;
+    },
+  });
+  try {
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'elsewhere', url: upstream.url }] } }, async (host) => {
+      await host.stderrMatching(/family 'elsewhere' loaded/, 30000);
+      for (let i = 0; i < 3; i++) {
+        const call = await host.modern('tools/call', { name: 'elsewhere_hello', arguments: {} });
+        assert.equal(call.result?.content?.[0]?.text, 'by the other stream', JSON.stringify(call));
+      }
+      await eventually('every POST let go', () => posts.length === 3 && posts.every((p) => p.closed), 5000);
+    });
+  } finally {
+    getStream?.destroy();
+    upstream.close();
+  }
+});
