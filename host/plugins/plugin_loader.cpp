@@ -676,6 +676,22 @@ public:
             "resource template");
         drop(
             c.offer.prompts, [](const Prompt& p) -> const std::string& { return p.name; }, prompt_owner_, "prompt");
+        std::erase_if(c.offer.resources, [&](const auto& r) {
+            const auto reader = template_reading(r->uri);
+            if (!reader) return false;
+            spdlog::warn("upstream '{}' now lists resource '{}', which family '{}' reads through its template "
+                         "'{}'; it is left out",
+                         family, r->uri, reader->second, reader->first);
+            return true;
+        });
+        std::erase_if(c.offer.resource_templates, [&](const auto& t) {
+            const auto other = overlapping(t->uri_template);
+            if (!other) return false;
+            spdlog::warn("upstream '{}' now lists resource template '{}', which may match URIs family '{}' serves "
+                         "('{}'); it is left out",
+                         family, t->uri_template.text(), other->second, other->first);
+            return true;
+        });
     }
 
     void claim(const Candidate& c, const std::string& path) {
@@ -704,6 +720,19 @@ private:
             if (auto clash = template_owner_.find(t->uri_template.text()); clash != template_owner_.end())
                 throw Refused("resource template '" + t->uri_template.text() + "' is already served by family '" +
                               clash->second + "'");
+        // resources/read takes a URI to the family of the first resource or
+        // template that matches it: a family whose template (or resource)
+        // would match another's URIs could read, and answer for, what an
+        // agent asks of that other family.
+        for (const auto& r : offer.resources)
+            if (const auto reader = template_reading(r->uri))
+                throw Refused("resource URI '" + r->uri + "' is read by family '" + reader->second +
+                              "' through its template '" + reader->first + "'; a URI is read from one family");
+        for (const auto& t : offer.resource_templates)
+            if (const auto other = overlapping(t->uri_template))
+                throw Refused("resource template '" + t->uri_template.text() + "' may match URIs family '" +
+                              other->second + "' serves ('" + other->first +
+                              "'); a URI is read from one family: give each family URIs of its own");
         for (const auto& p : offer.prompts)
             if (auto clash = prompt_owner_.find(p->name); clash != prompt_owner_.end())
                 throw Refused("prompt name '" + p->name + "' clashes with family '" + clash->second + "'; " + fix);
@@ -723,8 +752,10 @@ private:
             tool_owner_.emplace(t->name, family);
         for (const auto& r : offer.resources)
             resource_owner_.emplace(r->uri, family);
-        for (const auto& t : offer.resource_templates)
+        for (const auto& t : offer.resource_templates) {
             template_owner_.emplace(t->uri_template.text(), family);
+            templates_.emplace_back(t->uri_template, family);
+        }
         for (const auto& p : offer.prompts)
             prompt_owner_.emplace(p->name, family);
         for (const auto& command : commands)
@@ -736,6 +767,23 @@ private:
     std::unordered_map<std::string, std::string> family_path_; // served family -> its file
     std::unordered_map<std::string, std::string> resource_owner_, template_owner_, prompt_owner_;
     std::unordered_map<std::string, std::string> command_owner_; // a verb names one family's command
+    std::vector<std::pair<UriTemplate, std::string>> templates_; // every claimed template, and its family
+
+    // Another family's template that matches `uri`, or a claimed URI the
+    // template in question matches: {what it is, whose}.
+    std::optional<std::pair<std::string, std::string>> template_reading(const std::string& uri) const {
+        for (const auto& [claimed, family] : templates_)
+            if (claimed.match(uri)) return std::make_pair(claimed.text(), family);
+        return std::nullopt;
+    }
+    std::optional<std::pair<std::string, std::string>> overlapping(const UriTemplate& candidate) const {
+        for (const auto& [claimed, family] : templates_)
+            if (claimed.text() != candidate.text() && claimed.may_overlap(candidate))
+                return std::make_pair(claimed.text(), family);
+        for (const auto& [uri, family] : resource_owner_)
+            if (candidate.match(uri)) return std::make_pair(uri, family);
+        return std::nullopt;
+    }
 };
 
 // A checked family's parts, each told its family, made into its entry.

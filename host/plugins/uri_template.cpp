@@ -125,6 +125,20 @@ UriTemplate UriTemplate::parse(std::string_view text) {
     return t;
 }
 
+std::string UriTemplate::literal_prefix() const {
+    std::string prefix;
+    for (const auto& part : parts_) {
+        if (part.is_variable) break;
+        prefix += part.text;
+    }
+    return prefix;
+}
+
+bool UriTemplate::may_overlap(const UriTemplate& other) const {
+    const std::string mine = literal_prefix(), theirs = other.literal_prefix();
+    return mine.starts_with(theirs) || theirs.starts_with(mine);
+}
+
 std::optional<std::map<std::string, std::string>> UriTemplate::match(std::string_view uri) const {
     if (uri.size() > kMaxUriLength) return std::nullopt;
     // fits[p][k]: whether parts p.. can consume uri from offset k. Filled from

@@ -21,6 +21,12 @@ public:
     std::optional<std::map<std::string, std::string>> match(std::string_view uri) const;
 
     const std::string& text() const { return text_; }
+    // The literal text before the first variable: every URI the template
+    // matches begins with it.
+    std::string literal_prefix() const;
+    // Whether some URI could match both templates, judged by their literal
+    // prefixes (one begins the other): a cautious answer, never a wrong no.
+    bool may_overlap(const UriTemplate& other) const;
     const std::vector<std::string>& variables() const { return variables_; }
 
 private:

@@ -1385,3 +1385,56 @@ test('an upstream answer that comes on another stream lets the POST that asked g
     upstream.close();
   }
 });
+
+// A stdio server (2025-11-25) that lists only the resources and templates
+// given, and reads each as its own name: whose read answered is plain.
+function resourceServer(dir, name, { resources = [], templates = [] }) {
+  const script = path.join(dir, `${name}.mjs`);
+  writeFileSync(script, `
+import readline from 'node:readline';
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined || m.method === undefined) return;
+  const reply = (result) => send({ jsonrpc: '2.0', id: m.id, result });
+  switch (m.method) {
+    case 'initialize':
+      return reply({ protocolVersion: '2025-11-25', capabilities: { resources: {} }, serverInfo: { name: ${JSON.stringify(name)}, version: '1' } });
+    case 'resources/list': return reply({ resources: ${JSON.stringify(resources.map((uri) => ({ uri, name: uri })))} });
+    case 'resources/templates/list': return reply({ resourceTemplates: ${JSON.stringify(templates.map((t) => ({ uriTemplate: t, name: t })))} });
+    case 'resources/read': return reply({ contents: [{ uri: m.params.uri, text: 'answered by ' + ${JSON.stringify(name)} }] });
+    default: return send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
+  }
+});
+`);
+  return { name, command: [NODE, script] };
+}
+
+// resources/read goes to the first family whose resource or template
+// matches the URI: a family may not list a template that could match
+// another's URIs, nor a URI another's template reads, or it would read (and
+// answer for) what an agent asks of that other family.
+test('a family whose resource template or URI would catch another family\'s reads is refused, naming both', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gh-overlap-'));
+  try {
+    const catchAll = resourceServer(dir, 'catchall', { templates: ['test://{+rest}'] });
+    const shadow = resourceServer(dir, 'shadow', { resources: ['test://template/5/data'] });
+    const own = resourceServer(dir, 'own', { resources: ['own://a'], templates: ['own://items/{id}'] });
+    const config = writeConfig({ plugins: ['conformance.so'], sections: { upstreams: [catchAll, shadow, own] } });
+    const report = pluginsJson(config.file);
+    rmSync(config.dir, { recursive: true, force: true });
+    assert.deepEqual(report.families.map((f) => f.family).sort(), ['conformance', 'own']);
+    const reason = (family) => report.failures.find((f) => f.path === `upstream '${family}'`)?.reason ?? '';
+    assert.match(reason('catchall'), /resource template 'test:\/\/\{\+rest\}' may match URIs family 'conformance' serves \('test:\/\/template\/\{id\}\/data'\)/);
+    assert.match(reason('shadow'), /resource URI 'test:\/\/template\/5\/data' is read by family 'conformance' through its template 'test:\/\/template\/\{id\}\/data'/);
+    await withHost({ plugins: ['conformance.so'], sections: { upstreams: [catchAll, shadow, own] } }, async (host) => {
+      await host.stderrMatching(/family 'own' loaded/, 30000);
+      const read = await host.modern('resources/read', { uri: 'test://template/5/data' });
+      assert.doesNotMatch(JSON.stringify(read), /answered by/, 'the native family reads its own URIs');
+      const mine = await host.modern('resources/read', { uri: 'own://items/7' });
+      assert.equal(mine.result.contents[0].text, 'answered by own');
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
