@@ -180,6 +180,7 @@ namespace {
 constexpr auto kFirstBackoff = 100ms;
 constexpr auto kLongestBackoff = 30s;
 constexpr auto kLivedLongEnough = 30s; // a crash after this long starts the backoff over
+constexpr auto kStopCheck = 100ms;     // how often a child's start looks whether the host stops
 constexpr auto kPoll = 20ms;           // how often a waiting call looks at its cancellation and deadline
 constexpr auto kShutdownWait = 10s;
 // What a call's frames may hold while its thread has not taken them: two of
@@ -316,6 +317,7 @@ FamilyProcess::~FamilyProcess() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
+        stop_asked_ = true;
         child = child_;
         changed_.notify_all();
     }
@@ -433,12 +435,18 @@ std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, st
                 if (frame->type == type) return frame;
                 outside_any_call(child, *frame);
             }
+            if (stop_asked_.load()) {
+                why = "the host is stopping";
+                return std::nullopt;
+            }
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
             if (left <= 0ms) break;
+            // In slices: a child that never answers holds up the host's
+            // stop by one slice at most, not by the whole load or init time.
             pollfd ready{child.channel->fd(), POLLIN, 0};
-            const int polled = ::poll(&ready, 1, static_cast<int>(left.count()));
+            const int polled = ::poll(&ready, 1, static_cast<int>(std::min(left, kStopCheck).count()));
             if (polled < 0 && errno == EINTR) continue;
-            if (polled == 0) break;
+            if (polled == 0) continue;
             if (polled < 0 || !child.channel->read_some()) return std::nullopt; // its stream ended
         }
     } catch (const BrokenChannel& e) {

@@ -98,6 +98,7 @@ private:
     std::vector<std::shared_ptr<Child>> retired_; // dead, their threads to join
     std::uint64_t next_id_ = 1;
     bool stopping_ = false;
+    std::atomic<bool> stop_asked_{false}; // stopping_, read without the lock by a start under way
     bool restart_wanted_ = false;
     unsigned crashes_in_a_row_ = 0;
     std::string last_crash_; // how the last child ended, for calls while none serves

@@ -19,8 +19,10 @@
 #include <chrono>
 #include <csignal>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <optional>
@@ -346,6 +348,10 @@ void send_together(int fd, const std::vector<Frame>& frames) {
 //                    outside it; then the call's result.
 //   lists-descriptors  answers each call with the descriptors it holds open
 //                    ("0 1 2 3"), as /proc/self/fd lists them.
+//   hangs-init-after-a-crash  its first process aborts on its first call;
+//                    every later one offers its descriptor and never
+//                    answers init (a marker file, named by the host's pid,
+//                    tells them apart).
 constexpr int kFloodCount = 3000;
 
 std::string open_descriptors() {
@@ -427,6 +433,18 @@ int scripted_family_child(int argc, char** argv) {
             }
             host.send(Frame{FrameType::result, GH_STATUS_OK, 0, id, {"flooded", ""}});
         }
+        if (scenario == "hangs-init-after-a-crash") {
+            const std::string marker = "/tmp/gatehouse-hangs-init-" + std::to_string(::getppid());
+            if (::access(marker.c_str(), F_OK) == 0) {
+                ::unlink(marker.c_str());
+                while (host.receive()) {
+                }
+                return 0;
+            }
+            if (FILE* made = std::fopen(marker.c_str(), "w")) std::fclose(made);
+            if (first_call(host)) std::abort();
+            return 1;
+        }
         if (scenario == "lists-descriptors") {
             for (auto call = first_call(host); call; call = host.receive())
                 if (call->type == FrameType::call)
@@ -505,6 +523,25 @@ TEST_CASE("A child that floods one call with frames the call has not taken is ki
     std::string said;
     CHECK(call_scripted(process, said) != GH_STATUS_OK);
     CHECK_THAT(said, Catch::Contains("MiB of frames for one call before the host took any of them"));
+}
+
+TEST_CASE("The host stops at once while a restarted child has not answered init", "[isolation]") {
+    FamilyProcessOptions options;
+    options.library = "hangs-init-after-a-crash";
+    options.init_timeout = std::chrono::milliseconds(120000);
+    std::chrono::steady_clock::time_point stopping;
+    {
+        auto process = std::make_unique<FamilyProcess>(options);
+        std::string error;
+        REQUIRE(process->init("{}", error));
+        std::string said;
+        CHECK(call_scripted(*process, said) != GH_STATUS_OK); // it crashed
+        // The restart comes 100 ms after the crash; its init then waits.
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        stopping = std::chrono::steady_clock::now();
+    }
+    // Not after the init timeout (120 s): within a slice of the start's wait.
+    CHECK(std::chrono::steady_clock::now() - stopping < std::chrono::seconds(5));
 }
 
 TEST_CASE("A child that keeps talking but never offers its descriptor is refused at the load timeout", "[isolation]") {
