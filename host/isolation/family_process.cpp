@@ -388,14 +388,12 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
         ::close(output[0]);
         throw std::runtime_error(std::string("cannot start the family process: ") + std::strerror(spawned));
     }
-    timeval stall{};
-    stall.tv_sec = options_.send_stall.count();
-    ::setsockopt(pair[0], SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof stall);
     auto child = std::make_shared<Child>();
     child->pid = pid;
 
     child->named(family_ != "plugin" ? family_ : options_.library.filename().string());
     child->channel = std::make_unique<FrameChannel>(pair[0]);
+    child->channel->bound_each_send(options_.send_stall);
     child->reading.emplace(pair[0], [this, child = child.get()] { return read_available(*child); });
     child->output_fd = output[0];
     child->exit_fd = watch_exit(pid);
@@ -591,7 +589,7 @@ bool FamilyProcess::send(Child& child, Frame frame) {
     // Only a stall is the child's fault here; a socket already shut (the
     // child ended) leaves the crash its own cause.
     if (error == EAGAIN || error == EWOULDBLOCK)
-        kill(child, "it took nothing the host sent it for " + std::to_string(options_.send_stall.count()) +
+        kill(child, "it did not take what the host sent it within " + std::to_string(options_.send_stall.count()) +
                         " s, and was killed");
     return false;
 }
@@ -704,6 +702,7 @@ void FamilyProcess::supervise() {
                 child.reset();
             }
             lock.lock();
+            if (!child && stopping_) break; // a start cut short by the stop is no failure to report
             if (!child) {
                 spdlog::error("family '{}' did not start again: {}; next try in {} ms", family_, error,
                               schedule_restart().count());

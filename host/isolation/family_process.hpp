@@ -41,8 +41,10 @@ struct FamilyProcessOptions {
     // How long the child may take to load the library, and to run init.
     std::chrono::milliseconds load_timeout{10000};
     std::chrono::milliseconds init_timeout{120000};
-    // A child that takes nothing of what the host sends it for this long is
-    // killed: a send to it never holds a call, or the frames behind it, for ever.
+    // A child that has not taken a frame the host sends it whole this long
+    // after its send began is killed: a send to it never holds a call, or the
+    // frames behind it, for ever, however the child drains it a little now
+    // and then.
     std::chrono::seconds send_stall{5};
 };
 
@@ -116,8 +118,8 @@ private:
     // Kills the child and its group and waits for it: its wait status, or
     // nothing when it was reaped already. Under its mutex, so never a reused pid.
     std::optional<int> reap(Child& child);
-    // Sends a frame to a child whose reader runs; kills a child that takes
-    // nothing for options.send_stall. False when it was not sent.
+    // Sends a frame to a child whose reader runs; kills a child that has not
+    // taken it whole within options.send_stall. False when it was not sent.
     bool send(Child& child, Frame frame);
     // After a crash or a failed start (mutex_ held): the next start, after a
     // backoff that doubles with each in a row up to 30 s.

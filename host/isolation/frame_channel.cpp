@@ -1,5 +1,7 @@
 #include "isolation/frame_channel.hpp"
 
+#include <poll.h>
+
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -57,11 +59,24 @@ bool FrameChannel::send(const Frame& frame, int& error) {
         put<std::uint32_t>(bytes, static_cast<std::uint32_t>(field.size()));
         bytes.append(field);
     }
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = send_bound_ ? std::optional(Clock::now() + *send_bound_) : std::nullopt;
     std::lock_guard lock(send_mutex_);
     std::size_t sent = 0;
     while (sent < bytes.size()) {
-        const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        const ssize_t n =
+            ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | (deadline ? MSG_DONTWAIT : 0));
         if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && deadline && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+            if (left.count() <= 0) {
+                error = EAGAIN;
+                return false;
+            }
+            pollfd room{fd_, POLLOUT, 0};
+            (void)::poll(&room, 1, static_cast<int>(left.count()));
+            continue;
+        }
         if (n <= 0) {
             error = n < 0 ? errno : EPIPE;
             return false;

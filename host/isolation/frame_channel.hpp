@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <chrono>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -103,9 +104,14 @@ public:
         int error = 0;
         return send(frame, error);
     }
-    // The same, with the errno of a failed send in `error` (EAGAIN: a send
-    // timeout set on the socket passed with no byte taken).
+    // The same, with the errno of a failed send in `error` (EAGAIN: the
+    // frame was not taken whole within bound_each_send's time).
     bool send(const Frame& frame, int& error);
+    // Each frame from now on must be taken whole within `whole`, counted
+    // from when its send begins: a reader that takes a little now and then
+    // cannot hold a sender (a socket's send timeout restarts at each byte
+    // taken). Unbounded by default.
+    void bound_each_send(std::chrono::milliseconds whole) { send_bound_ = whole; }
     // The next frame; nothing at a clean end of stream (between frames).
     // Throws BrokenChannel on a frame beyond the bounds or cut short.
     std::optional<Frame> receive();
@@ -124,6 +130,7 @@ public:
 
 private:
     int fd_;
+    std::optional<std::chrono::milliseconds> send_bound_;
     std::mutex send_mutex_;
     // What was read and not yet taken as frames: in_[in_start_, in_end_).
     // The buffer keeps its size, so a read costs no clearing of memory.

@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace gatehouse::isolation;
 
@@ -348,6 +349,8 @@ void send_together(int fd, const std::vector<Frame>& frames) {
 //                    outside it; then the call's result.
 //   lists-descriptors  answers each call with the descriptors it holds open
 //                    ("0 1 2 3"), as /proc/self/fd lists them.
+//   drains-slowly    after init, reads 4 KiB of what the host sends every
+//                    second and nothing more, never a whole frame.
 //   hangs-init-after-a-crash  its first process aborts on its first call;
 //                    every later one offers its descriptor and never
 //                    answers init (a marker file, named by the host's pid,
@@ -433,6 +436,14 @@ int scripted_family_child(int argc, char** argv) {
             }
             host.send(Frame{FrameType::result, GH_STATUS_OK, 0, id, {"flooded", ""}});
         }
+        if (scenario == "drains-slowly") {
+            host.send(Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}});
+            std::vector<char> taken(4096);
+            for (;;) {
+                ::sleep(1);
+                if (::recv(host.fd(), taken.data(), taken.size(), MSG_DONTWAIT) == 0) return 0;
+            }
+        }
         if (scenario == "hangs-init-after-a-crash") {
             const std::string marker = "/tmp/gatehouse-hangs-init-" + std::to_string(::getppid());
             if (::access(marker.c_str(), F_OK) == 0) {
@@ -506,7 +517,7 @@ TEST_CASE("A child that takes nothing the host sends is killed after 5 s; the ca
     const auto began = std::chrono::steady_clock::now();
     std::string said;
     CHECK(call_scripted(process, said) != GH_STATUS_OK);
-    CHECK_THAT(said, Catch::Contains("took nothing the host sent it for 5 s"));
+    CHECK_THAT(said, Catch::Contains("did not take what the host sent it within 5 s"));
     CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(30));
 }
 
@@ -523,6 +534,27 @@ TEST_CASE("A child that floods one call with frames the call has not taken is ki
     std::string said;
     CHECK(call_scripted(process, said) != GH_STATUS_OK);
     CHECK_THAT(said, Catch::Contains("MiB of frames for one call before the host took any of them"));
+}
+
+TEST_CASE("A child that drains what the host sends a little now and then is killed once a frame is not taken whole "
+          "within the stall bound",
+          "[isolation]") {
+    FamilyProcessOptions options;
+    options.library = "drains-slowly";
+    options.send_stall = std::chrono::seconds(2);
+    FamilyProcess process(options);
+    std::string error;
+    REQUIRE(process.init("{}", error));
+    // 4 MiB of arguments: the call's frame waits in the socket for a reader
+    // that takes 4 KiB a second (each bit of progress restarted a socket's
+    // send timeout, so this send used to last some seventeen minutes).
+    const std::string arguments = R"({"pad":")" + std::string(4 << 20, 'x') + R"("})";
+    const gh_tool_desc* tool = process.descriptor()->tools[0];
+    gh_sink out;
+    const auto began = std::chrono::steady_clock::now();
+    CHECK(tool->call(nullptr, tool->tool_data, nullptr, str(arguments.c_str()), &out) != GH_STATUS_OK);
+    CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(15));
+    CHECK_THAT(out.bytes, Catch::Contains("did not take what the host sent it within 2 s"));
 }
 
 TEST_CASE("The host stops at once while a restarted child has not answered init", "[isolation]") {
