@@ -100,21 +100,31 @@ std::function<void()> LoadedPlugin::admit(std::function<void()> job, Submit late
 // The job, then its place handed to the next parked job (or given back).
 std::function<void()> LoadedPlugin::admitted(std::function<void()> job) {
     return [this, job = std::move(job)] {
+        // The place is handed on however the job ends: one that throws
+        // (a fault, logged by the pool) must not keep it for good, or the
+        // family's calls would park for ever once max_in_flight of them had.
+        struct HandOn {
+            LoadedPlugin& plugin;
+            ~HandOn() { plugin.hand_on_place(); }
+        } hand_on{*this};
         job();
-        std::function<void()> next;
-        Submit later;
-        {
-            std::lock_guard lock(admission_mutex_);
-            if (parked_.empty()) {
-                --admitted_;
-                return;
-            }
-            next = std::move(parked_.front());
-            parked_.pop_front();
-            later = later_;
-        }
-        later(admitted(std::move(next)));
     };
+}
+
+void LoadedPlugin::hand_on_place() {
+    std::function<void()> next;
+    Submit later;
+    {
+        std::lock_guard lock(admission_mutex_);
+        if (parked_.empty()) {
+            --admitted_;
+            return;
+        }
+        next = std::move(parked_.front());
+        parked_.pop_front();
+        later = later_;
+    }
+    later(admitted(std::move(next)));
 }
 
 const isolation::FamilyProcess* LoadedPlugin::process() const {

@@ -153,6 +153,8 @@ private:
     std::vector<Command> commands_;
     std::atomic<unsigned> calls_inside_{0};
     std::function<void()> admitted(std::function<void()> job);
+    // A job's place goes to the next parked job, or back (admitted_).
+    void hand_on_place();
     std::mutex admission_mutex_;
     unsigned admitted_ = 0;
     std::deque<std::function<void()>> parked_;

@@ -140,13 +140,26 @@ public:
             }
             const std::string line = std::move(lines_.front());
             lines_.pop_front();
-            protocol::ReadyCall call = server_.answer(connection_, server_.decode_text(connection_, line));
+            protocol::ReadyCall call;
+            // A fault while one line is handled loses that line's answer,
+            // not the reading: thrown on from here, it would end the reading
+            // with answers held, and the host would hang.
+            try {
+                call = server_.answer(connection_, server_.decode_text(connection_, line));
+            } catch (const std::exception& e) {
+                spdlog::error("a message from stdin could not be handled: {}", e.what());
+                continue;
+            }
             if (!call) continue;
             const CallSite site = place_stdio_call(
                 call, [this] { return pool_.has_free_worker(); }, [this] { return watch_.ready(); });
             if (site == CallSite::reader_watched) {
                 const std::uint64_t token = watch_.begin();
-                call.run();
+                try {
+                    call.run();
+                } catch (const std::exception& e) {
+                    spdlog::error("a call read from stdin failed and was abandoned: {}", e.what());
+                }
                 if (!watch_.end(token)) return; // it ran long: another worker reads on
                 continue;
             }

@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <vector>
 
 using gatehouse::config::Config;
 using gatehouse::plugins::LoadFailure;
@@ -386,4 +389,27 @@ TEST_CASE("a family's command-line verbs are read from its descriptor", "[loader
         for (const auto& command : plugin->commands())
             verbs.push_back(plugin->family() + " " + command.name + " " + command.usage);
     CHECK(verbs == std::vector<std::string>{"verb greet NAME", "verb verb-fail ", "verb verb-exit CODE"});
+}
+
+TEST_CASE("a call whose job throws hands its plugin place on: the call parked behind it runs", "[limits]") {
+    auto cfg = gatehouse::config::load_config_text(
+        "plugin_dir: " + plugin_dir().string() + "\nplugins: [{path: echo.so, max_in_flight: 1}]\n", "test.yaml", "/");
+    LoadReport report;
+    const auto registry = PluginLoader::load(cfg, report);
+    REQUIRE(report.failures.empty());
+    const auto* entry = registry->entry("echo");
+    REQUIRE(entry);
+    gatehouse::plugins::LoadedPlugin& plugin = *entry->plugin;
+    std::vector<std::function<void()>> submitted;
+    const auto later = [&](std::function<void()> job) { submitted.push_back(std::move(job)); };
+
+    auto first = plugin.admit([] { throw std::runtime_error("a fault in the call"); }, later);
+    REQUIRE(first);
+    bool second_ran = false;
+    CHECK_FALSE(plugin.admit([&] { second_ran = true; }, later)); // parked: the one place is taken
+    CHECK_THROWS(first());
+    REQUIRE(submitted.size() == 1); // the throw handed the place on
+    submitted.front()();
+    CHECK(second_ran);
+    CHECK(plugin.admit([] {}, later)); // and gave it back after
 }
