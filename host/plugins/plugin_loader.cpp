@@ -769,19 +769,21 @@ private:
     std::unordered_map<std::string, std::string> command_owner_; // a verb names one family's command
     std::vector<std::pair<UriTemplate, std::string>> templates_; // every claimed template, and its family
 
-    // Another family's template that matches `uri`, or a claimed URI the
-    // template in question matches: {what it is, whose}.
+    // Another family's template that matches `uri`: {its text, whose}. A
+    // listed URI is read before any template, so a family listing one that
+    // another's template reads would take that family's reads of it.
     std::optional<std::pair<std::string, std::string>> template_reading(const std::string& uri) const {
         for (const auto& [claimed, family] : templates_)
             if (claimed.match(uri)) return std::make_pair(claimed.text(), family);
         return std::nullopt;
     }
+    // Another family's template some URI could match as well as this one:
+    // {its text, whose}. (A template that matches another family's listed
+    // URI takes nothing from it: the listed URI is read first.)
     std::optional<std::pair<std::string, std::string>> overlapping(const UriTemplate& candidate) const {
         for (const auto& [claimed, family] : templates_)
             if (claimed.text() != candidate.text() && claimed.may_overlap(candidate))
                 return std::make_pair(claimed.text(), family);
-        for (const auto& [uri, family] : resource_owner_)
-            if (candidate.match(uri)) return std::make_pair(uri, family);
         return std::nullopt;
     }
 };

@@ -2,6 +2,13 @@
 
 namespace gatehouse::protocol {
 
+// DepthBoundedDom extends nlohmann's DOM builder, a detail of the library
+// whose template changed in 3.12: a newer nlohmann must be checked against
+// it first, rather than compile into something else.
+static_assert(NLOHMANN_JSON_VERSION_MAJOR == 3 && NLOHMANN_JSON_VERSION_MINOR >= 10 &&
+                  NLOHMANN_JSON_VERSION_MINOR <= 11,
+              "parse_bounded builds on nlohmann::detail::json_sax_dom_parser as 3.10 and 3.11 have it");
+
 namespace {
 
 // nlohmann's own DOM builder, with the depth counted as it goes: refusing a
