@@ -22,6 +22,7 @@ import { CheckedTransport } from './lib/checked_transport.mjs';
 import { sha256Hex } from './lib/authorization_server.mjs';
 import { LEGACY } from './lib/host.mjs';
 import { Redis } from './lib/redis.mjs';
+import { eachSseMessage } from './lib/cluster.mjs';
 
 const INSTANCES = 3;
 let redis;
@@ -160,33 +161,11 @@ async function streamedLegacyCall(host, sessionId, message) {
   assert.match(response.headers.get('content-type'), /^text\/event-stream/);
   const messages = [];
   let wake = () => {};
-  (async () => {
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of response.body) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let end;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const data = buffer
-            .slice(0, end)
-            .split('\n')
-            .filter((l) => l.startsWith('data:'))
-            .map((l) => l.slice(5).trimStart())
-            .join('\n');
-          buffer = buffer.slice(end + 2);
-          if (data) {
-            const m = JSON.parse(data);
-            host.check(m, message);
-            messages.push(m);
-            wake();
-          }
-        }
-      }
-    } catch {
-      // the stream was cut (the session ended): nothing more comes
-    }
-  })();
+  eachSseMessage(response, (m) => {
+    host.check(m, message);
+    messages.push(m);
+    wake();
+  });
   return {
     until: (predicate, ms = 15000) =>
       new Promise((resolve) => {

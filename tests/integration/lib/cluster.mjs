@@ -199,6 +199,29 @@ export function recordingFetch(seen) {
   };
 }
 
+// Reads the SSE body of `response` as it comes, calling onMessage with each
+// JSON-RPC message (keep-alive comments skipped), until the stream ends or
+// is cut; returns at once.
+export function eachSseMessage(response, onMessage) {
+  (async () => {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of response.body) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const [m] = parseBody('text/event-stream', buffer.slice(0, end + 2));
+          buffer = buffer.slice(end + 2);
+          if (m) onMessage(m);
+        }
+      }
+    } catch {
+      // the stream was cut (closed, aborted, or its session ended): nothing more comes
+    }
+  })();
+}
+
 // A subscriptions/listen stream opened on `url`; resolves once the
 // acknowledgement arrived. waitFor(predicate) resolves with the first later
 // message that matches; close() ends the stream. `meta`: more of the
@@ -233,26 +256,11 @@ export async function openListen(url, notifications, { meta = {}, headers = {} }
       return !found;
     });
   };
-  (async () => {
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of response.body) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let end;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const [m] = parseBody('text/event-stream', buffer.slice(0, end + 2));
-          buffer = buffer.slice(end + 2);
-          if (!m) continue; // a keep-alive comment
-          stream.problems.push(...(Object.hasOwn(m, 'id') ? checkResponse(m, message) : checkNotification(m, [MODERN])));
-          stream.messages.push(m);
-          settle();
-        }
-      }
-    } catch {
-      // aborted by close()
-    }
-  })();
+  eachSseMessage(response, (m) => {
+    stream.problems.push(...(Object.hasOwn(m, 'id') ? checkResponse(m, message) : checkNotification(m, [MODERN])));
+    stream.messages.push(m);
+    settle();
+  });
   stream.waitFor = (predicate, { from = 0, timeoutMs = 15000 } = {}) =>
     new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the listen stream got no matching message in ${timeoutMs} ms; it got ${JSON.stringify(stream.messages)}`)), timeoutMs);
