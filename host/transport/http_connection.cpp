@@ -555,7 +555,11 @@ void HttpConnection::on_request(Request request) {
     if (path == "/ready" && request.method() == http::verb::get) {
         // Whether requests can be served now: the process is up (/health)
         // and what they need (the state backend, the bus) answers.
-        const auto problem = service_.draining ? std::optional<std::string>("draining") : service_.readiness();
+        // Anyone may ask, before any check: the reason says which part does
+        // not answer, not its details (the Redis address, its error); those
+        // are on the operators' listener (metrics.listen: /ready, /status).
+        auto problem = service_.draining ? std::optional<std::string>("draining") : service_.readiness();
+        if (problem) problem = problem->substr(0, problem->find(':'));
         respond_json(problem ? 503 : 200,
                      problem ? Json{{"status", "unavailable"}, {"reason", *problem}}.dump() : R"({"status":"ready"})",
                      problem ? "Retry-After: 1\r\n" : "");
