@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-300}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(mcp_message config tool_descriptor resource_descriptor json_schema http_headers request_state)
+((${#targets[@]})) || targets=(mcp_message json_text config tool_descriptor resource_descriptor json_schema http_headers request_state)
 build=${GATEHOUSE_FUZZ_BUILD_DIR:-build-fuzz}
 work=$build/fuzz-work
 

@@ -52,7 +52,7 @@ if ((fuzz_seconds > 0)); then
   # A fresh work folder: the committed corpus and the seed alone decide the run.
   rm -rf build-asan/fuzz-work
   GATEHOUSE_FUZZ_BUILD_DIR=build-asan GATEHOUSE_FUZZ_SEED=${GATEHOUSE_FUZZ_SEED:-1} scripts/fuzz.sh "$fuzz_seconds" \
-    mcp_message:1500 config:30000 tool_descriptor:15000 resource_descriptor:15000 json_schema:20000 \
+    mcp_message:1500 json_text:30000 config:30000 tool_descriptor:15000 resource_descriptor:15000 json_schema:20000 \
     http_headers:30000 request_state:20000
 fi
 

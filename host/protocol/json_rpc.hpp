@@ -1,5 +1,7 @@
 #pragma once
 
+#include "protocol/json_reader.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -8,8 +10,6 @@
 #include <string_view>
 
 namespace gatehouse::protocol {
-
-using Json = nlohmann::json;
 
 // JSON-RPC 2.0 and MCP error codes. Raised by the host only.
 namespace error_code {
@@ -44,18 +44,6 @@ Json make_notification(const char* method, Json params);
 
 // One line of output; invalid UTF-8 from anywhere is replaced, never thrown.
 std::string encode(const Json& message);
-
-// A message read in one pass: parsed into `value`, or refused as too deep
-// (arrays and objects nested past the limit: the parse stops there, before
-// it builds the rest) or as not JSON (`error` says where, as nlohmann words it).
-struct BoundedParse {
-    enum class Outcome { parsed, too_deep, not_json };
-    Outcome outcome = Outcome::parsed;
-    Json value;
-    std::string error;
-    bool parsed() const { return outcome == Outcome::parsed; }
-};
-BoundedParse parse_bounded(std::string_view text, std::size_t max_depth);
 
 // A member that should be text, from a message another program wrote: the
 // fallback when it is missing, not text, or `message` is no object. Never

@@ -364,15 +364,14 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, int3
                           "operator if it keeps failing.");
     }
 
-    Json result;
-    try {
-        result = Json::parse(out.bytes);
-    } catch (const Json::exception& e) {
-        spdlog::error("tool '{}' ({}) returned malformed JSON: {}", tool.name, tool.family, e.what());
+    BoundedParse parsed = parse_bounded(out.bytes);
+    if (!parsed.parsed()) {
+        spdlog::error("tool '{}' ({}) returned malformed JSON: {}", tool.name, tool.family, parsed.error);
         return tool_error("Tool '" + tool.name +
                           "' returned a malformed result (not JSON); the host logged the details. This is a fault "
                           "in the tool, not in your call.");
     }
+    Json result = std::move(parsed.value);
     if (!result.is_object()) {
         spdlog::error("tool '{}' ({}) returned a result that is not a CallToolResult object", tool.name, tool.family);
         return tool_error("Tool '" + tool.name +

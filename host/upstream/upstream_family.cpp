@@ -225,8 +225,8 @@ bool relayed_method(const Json& method) {
 
 // Arguments the host hands on (it wrote them itself) as a JSON object.
 Json object_of(gh_str text) {
-    Json parsed = Json::parse(std::string_view(text.ptr, text.len), nullptr, false);
-    return parsed.is_object() ? parsed : Json::object();
+    protocol::BoundedParse parsed = protocol::parse_bounded(std::string_view(text.ptr, text.len));
+    return parsed.value.is_object() ? std::move(parsed.value) : Json::object();
 }
 
 } // namespace
