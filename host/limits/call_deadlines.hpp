@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <compare>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -17,7 +18,13 @@ namespace gatehouse::limits {
 class CallDeadlines {
 public:
     using Clock = std::chrono::steady_clock;
-    using Ticket = std::uint64_t;
+    // A deadline and the number that tells it from others at the same time;
+    // deadlines are ordered by both, so one tree holds them.
+    struct Ticket {
+        Clock::time_point deadline;
+        std::uint64_t number = 0;
+        auto operator<=>(const Ticket&) const = default;
+    };
 
     CallDeadlines();
     ~CallDeadlines(); // withdraws whatever is left, without running it
@@ -25,7 +32,7 @@ public:
     CallDeadlines& operator=(const CallDeadlines&) = delete;
 
     Ticket schedule(Clock::time_point deadline, std::function<void()> action);
-    void withdraw(Ticket ticket);
+    void withdraw(const Ticket& ticket);
 
     std::size_t pending() const;
 
@@ -34,9 +41,8 @@ private:
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;
-    std::multimap<Clock::time_point, Ticket> order_;
-    std::map<Ticket, std::pair<Clock::time_point, std::function<void()>>> actions_;
-    Ticket next_ = 1;
+    std::map<Ticket, std::function<void()>> actions_; // soonest first
+    std::uint64_t next_ = 1;
     bool stopping_ = false;
     // When the thread is asleep, the time it will wake by itself (max: only
     // when told); min while it is awake. A new deadline wakes it only when it

@@ -9,7 +9,9 @@
 #include <catch2/catch.hpp>
 
 #include <future>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 using namespace gatehouse;
 using namespace std::chrono_literals;
@@ -182,6 +184,33 @@ TEST_CASE("CallDeadlines: an earlier deadline wakes the thread asleep for a late
     deadlines.schedule(Clock::now() + 80ms, [&] { later.set_value(); });
     deadlines.withdraw(near);
     REQUIRE(later.get_future().wait_for(30s) == std::future_status::ready);
+}
+
+TEST_CASE("CallDeadlines: deadlines at the same instant are kept apart, and run in time order", "[limits]") {
+    limits::CallDeadlines deadlines;
+    using Clock = limits::CallDeadlines::Clock;
+    const auto at = Clock::now() + 30ms;
+    std::mutex mutex;
+    std::vector<int> order;
+    std::promise<void> last;
+    const auto note = [&](int which) {
+        std::lock_guard lock(mutex);
+        order.push_back(which);
+    };
+    // Scheduled out of order, two of them at one instant; one of those withdrawn.
+    deadlines.schedule(at + 20ms, [&] {
+        note(3);
+        last.set_value();
+    });
+    const auto twin = deadlines.schedule(at, [&] { note(0); });
+    deadlines.schedule(at, [&] { note(1); });
+    deadlines.schedule(at + 10ms, [&] { note(2); });
+    CHECK(deadlines.pending() == 4);
+    deadlines.withdraw(twin);
+    CHECK(deadlines.pending() == 3);
+    REQUIRE(last.get_future().wait_for(30s) == std::future_status::ready);
+    std::lock_guard lock(mutex);
+    CHECK(order == std::vector<int>{1, 2, 3});
 }
 
 TEST_CASE("config: limits, plugin overrides and rate_limits", "[config][limits]") {
