@@ -32,6 +32,7 @@ Json make_notification(const char* method, Json params) {
 
 std::string encode(const Json& message) {
     std::string line;
+    line.reserve(256); // a usual answer's size: no growing on the way
     append_json(line, message);
     return line;
 }
