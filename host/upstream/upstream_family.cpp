@@ -711,7 +711,6 @@ std::string UpstreamFamily::why_not_serving() const {
 // Watches the connection: when it ends, connects again after a backoff that
 // doubles while attempts fail; re-lists when the server says its tools changed.
 void UpstreamFamily::supervise() {
-    auto backoff = kFirstBackoff;
     auto connected_at = Clock::now();
     // A subscription the server ended is asked for again, at most once a
     // second, less often while they keep ending soon after they open.
@@ -719,6 +718,10 @@ void UpstreamFamily::supervise() {
     auto listened_at = Clock::now();
     auto listed_at = Clock::now() - kFewestRelists;
     std::unique_lock lock(mutex_);
+    // The wait before the next attempt; each wait used doubles the next one.
+    // A start that failed already waited the first.
+    std::chrono::milliseconds backoff =
+        session_ ? kFirstBackoff : std::min<std::chrono::milliseconds>(kFirstBackoff * 2, kLongestBackoff);
     while (!stopping_) {
         changed_.wait_for(lock, kWatch);
         if (stopping_) break;
@@ -772,7 +775,7 @@ void UpstreamFamily::supervise() {
             // listings, then exits) waits longer each time, as one that cannot
             // be reached does: every connection re-lists, and a changed
             // listing is a new registry and a list_changed to every agent.
-            if (!lived_long) backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);
+            backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);
             lock.unlock();
             gone->close();
             lock.lock();
@@ -815,10 +818,10 @@ void UpstreamFamily::supervise() {
             lock.lock();
         } else {
             down_because_ = why;
-            backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);
             next_attempt_ = Clock::now() + backoff;
             spdlog::warn("upstream '{}' could not be reached again: {}; next attempt in {} ms", options_.entry.name,
-                         why, std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count());
+                         why, backoff.count());
+            backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);
         }
     }
 }

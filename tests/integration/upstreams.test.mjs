@@ -1275,6 +1275,48 @@ test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscr
   }
 });
 
+// A server that serves once, ends soon after, and cannot be started again:
+// the attempts after the quick end wait 100, 200, 400 ms…, each wait double
+// the one before (the quick end's own wait counted), none skipped.
+test('attempts after a quick end wait twice as long each time, none skipped', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gh-fading-'));
+  const script = path.join(dir, 'fading_server.mjs');
+  writeFileSync(script, `
+import readline from 'node:readline';
+import { readFileSync, writeFileSync } from 'node:fs';
+const counter = ${JSON.stringify(path.join(dir, 'starts'))};
+let starts = 0;
+try { starts = Number(readFileSync(counter, 'utf8')); } catch {}
+writeFileSync(counter, String(++starts));
+if (starts > 1) process.exit(5); // every later start fails before it answers
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined || m.method === undefined) return;
+  const reply = (result) => send({ jsonrpc: '2.0', id: m.id, result });
+  switch (m.method) {
+    case 'initialize':
+      return reply({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'fading', version: '1' } });
+    case 'tools/list':
+      reply({ tools: [{ name: 'a', inputSchema: { type: 'object' } }] });
+      setTimeout(() => process.exit(3), 300);
+      return;
+    default: return send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
+  }
+});
+`);
+  try {
+    await withHost({ plugins: ['echo.so'], sections: { upstreams: [{ name: 'fading', command: [NODE, script] }] } }, async (host) => {
+      await host.stderrMatching(/upstream 'fading' \(.*\) stopped serving: .*; connecting again in 100 ms/);
+      const waits = () => [...host.stderr.matchAll(/upstream 'fading' could not be reached again: .*; next attempt in (\d+) ms/g)].map((m) => Number(m[1]));
+      await eventually('three failed attempts', () => waits().length >= 3, 20000);
+      assert.deepEqual(waits().slice(0, 3), [200, 400, 800]);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 // A server that answers its listings and ends soon after, every time, and
 // from its second start lists a prompt, a resource and a template twice. Each
 // copy is left out (a family may not declare a name twice), the rest is
