@@ -40,7 +40,7 @@ echo "building gatehouse, the echo test family, stdio_load and line_echo in $bui
 if [[ ! -f $build/CMakeCache.txt ]]; then
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATEHOUSE_BUILD_BENCH=ON >&2
 fi
-cmake --build "$build" -j2 --target gatehouse echo stdio_load line_echo >&2
+cmake --build "$build" -j2 --target gatehouse echo session memory sessions stdio_load line_echo >&2
 if [[ -n $baseline ]]; then
     # The same driver and floor (this tree's) load both; the baseline needs its
     # host, its echo family and the default plugins' families.
