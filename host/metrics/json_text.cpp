@@ -1,19 +1,38 @@
 #include "metrics/json_text.hpp"
 
+#include "protocol/json_bytes.hpp"
+
 #include <cstdint>
 
 namespace gatehouse::metrics {
 
 void append_json_string(std::string& out, std::string_view text) {
     static constexpr char kHex[] = "0123456789abcdef";
+    static constexpr char kReplacement[] = "\xEF\xBF\xBD"; // U+FFFD
     out += '"';
     // Runs of bytes that need no escape go in one append.
-    std::size_t run = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const unsigned char c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        out.append(text.data() + run, i - run);
-        run = i + 1;
+    const char* const end = text.data() + text.size();
+    const char* run = text.data();
+    for (const char* p = run; p < end;) {
+        const unsigned char c = static_cast<unsigned char>(*p);
+        if (c >= 0x80) {
+            // JSON is UTF-8: a byte that starts no well-formed sequence
+            // (a user name from the environment, say) is written as U+FFFD,
+            // so every line stays one a JSON reader takes.
+            if (const std::size_t length = protocol::json_bytes::utf8_sequence(p, end)) {
+                p += length;
+                continue;
+            }
+            out.append(run, p);
+            out.append(kReplacement, 3);
+            run = ++p;
+            continue;
+        }
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            ++p;
+            continue;
+        }
+        out.append(run, p);
         switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;
@@ -25,8 +44,9 @@ void append_json_string(std::string& out, std::string_view text) {
             out.append(escaped, sizeof escaped);
         }
         }
+        run = ++p;
     }
-    out.append(text.data() + run, text.size() - run);
+    out.append(run, end);
     out += '"';
 }
 

@@ -7,8 +7,9 @@
 namespace gatehouse::metrics {
 
 // Appends `text` as a JSON string, quotes included: ", \ and control bytes
-// escaped; other bytes (UTF-8 or not) as they are. For lines written on a
-// call's path (audit, JSON logs) without building a JSON document first.
+// escaped, UTF-8 as it is, a byte that is not UTF-8 as U+FFFD. For lines
+// written on a call's path (audit, JSON logs) without building a JSON
+// document first.
 void append_json_string(std::string& out, std::string_view text);
 
 // Appends `t` as RFC 3339 UTC with `fraction_digits` of a second (3 or 6):

@@ -447,6 +447,33 @@ TEST_CASE("the audit line carries a request id as the request did, however large
     CHECK(lines[0].find("\"request_id\":18446744073709551615") != std::string::npos);
 }
 
+TEST_CASE("an audit line stays JSON a reader takes when a name is not UTF-8", "[metrics][audit]") {
+    test::TempDir dir;
+    metrics::Observability::Settings settings;
+    settings.audit.file = dir.path() / "audit.jsonl";
+    metrics::Observability observability(settings);
+    int tool_key = 0;
+    const json id = 1;
+    metrics::CallRecord call;
+    call.tool_key = &tool_key;
+    call.family = "echo";
+    call.tool = "echo";
+    call.started = std::chrono::system_clock::now();
+    // A local principal comes from the environment or the passwd entry,
+    // whose bytes are whatever they are.
+    call.principal = "bad\xff name \xe2\x82 é\x01";
+    call.principal_kind = "local";
+    call.revision = "2026-07-28";
+    call.transport = "stdio";
+    call.request_id = &id;
+    observability.tool_call(call);
+    observability.flush_audit();
+    const auto lines = lines_of(settings.audit.file);
+    REQUIRE(lines.size() == 1);
+    const json line = json::parse(lines[0]); // nlohmann refuses text that is not UTF-8
+    CHECK(line["principal"] == "bad\uFFFD name \uFFFD\uFFFD é\x01");
+}
+
 namespace {
 
 using test::CapturedLog;
