@@ -418,12 +418,11 @@ TEST_CASE("Observability counts each tool call once under its outcome and code, 
     CHECK(json::parse(lines[1])["decision"] == "allowed");
 }
 
-TEST_CASE("the audit line carries a request id as the request did, however large", "[metrics][audit]") {
-    test::TempDir dir;
-    metrics::Observability::Settings settings;
-    settings.audit.file = dir.path() / "audit.jsonl";
-    metrics::Observability observability(settings);
-    int tool_key = 0;
+namespace {
+
+// A call of the echo family's echo by the local user alice over stdio, as
+// the audit tests below record it.
+metrics::CallRecord echo_call(const int& tool_key) {
     metrics::CallRecord call;
     call.tool_key = &tool_key;
     call.family = "echo";
@@ -433,6 +432,18 @@ TEST_CASE("the audit line carries a request id as the request did, however large
     call.principal_kind = "local";
     call.revision = "2026-07-28";
     call.transport = "stdio";
+    return call;
+}
+
+} // namespace
+
+TEST_CASE("the audit line carries a request id as the request did, however large", "[metrics][audit]") {
+    test::TempDir dir;
+    metrics::Observability::Settings settings;
+    settings.audit.file = dir.path() / "audit.jsonl";
+    metrics::Observability observability(settings);
+    int tool_key = 0;
+    metrics::CallRecord call = echo_call(tool_key);
     const std::vector<json> ids = {json(18446744073709551615ULL), json(9223372036854775808ULL), json(-3),
                                    json("req-1")};
     for (const auto& id : ids) {
@@ -454,17 +465,10 @@ TEST_CASE("an audit line stays JSON a reader takes when a name is not UTF-8", "[
     metrics::Observability observability(settings);
     int tool_key = 0;
     const json id = 1;
-    metrics::CallRecord call;
-    call.tool_key = &tool_key;
-    call.family = "echo";
-    call.tool = "echo";
-    call.started = std::chrono::system_clock::now();
+    metrics::CallRecord call = echo_call(tool_key);
     // A local principal comes from the environment or the passwd entry,
     // whose bytes are whatever they are.
     call.principal = "bad\xff name \xe2\x82 é\x01";
-    call.principal_kind = "local";
-    call.revision = "2026-07-28";
-    call.transport = "stdio";
     call.request_id = &id;
     observability.tool_call(call);
     observability.flush_audit();
