@@ -14,6 +14,8 @@ namespace {
 
 using namespace json_bytes;
 
+constexpr char kExpectedValue[] = "expected a value ('{', '[', a string, a number, true, false or null), found ";
+
 bool is_digit(char c) {
     return c >= '0' && c <= '9';
 }
@@ -96,9 +98,7 @@ public:
                 *slot = nullptr;
                 break;
             default:
-                if (*p_ != '-' && !is_digit(*p_))
-                    return fail("expected a value ('{', '[', a string, a number, true, false or null), found " +
-                                found());
+                if (*p_ != '-' && !is_digit(*p_)) return fail(kExpectedValue + found());
                 if (!read_number(*slot)) return BoundedParse::Outcome::not_json;
             }
             // A value is complete: close what it completes, then find the next slot.
@@ -244,7 +244,7 @@ private:
 
     bool literal(std::string_view word) {
         if (static_cast<std::size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word)
-            return fail_bool("expected a value ('{', '[', a string, a number, true, false or null), found " + found());
+            return fail_bool(kExpectedValue + found());
         p_ += word.size();
         return true;
     }

@@ -1275,6 +1275,17 @@ test('notifications outside a request are heard: a 2026-07-28 upstream\'s subscr
   }
 });
 
+// The opening of an inline stdio server that counts its starts in DIR:
+// \`starts\` is 1 the first time the host starts it, 2 the next, and so on.
+function countedStart(dir) {
+  return `import readline from 'node:readline';
+import { readFileSync, writeFileSync } from 'node:fs';
+const counter = ${JSON.stringify(path.join(dir, 'starts'))};
+let starts = 0;
+try { starts = Number(readFileSync(counter, 'utf8')); } catch {}
+writeFileSync(counter, String(++starts));`;
+}
+
 // A server that serves once, ends soon after, and cannot be started again:
 // the attempts after the quick end wait 100, 200, 400 ms…, each wait double
 // the one before (the quick end's own wait counted), none skipped.
@@ -1282,12 +1293,7 @@ test('attempts after a quick end wait twice as long each time, none skipped', as
   const dir = mkdtempSync(path.join(tmpdir(), 'gh-fading-'));
   const script = path.join(dir, 'fading_server.mjs');
   writeFileSync(script, `
-import readline from 'node:readline';
-import { readFileSync, writeFileSync } from 'node:fs';
-const counter = ${JSON.stringify(path.join(dir, 'starts'))};
-let starts = 0;
-try { starts = Number(readFileSync(counter, 'utf8')); } catch {}
-writeFileSync(counter, String(++starts));
+${countedStart(dir)}
 if (starts > 1) process.exit(5); // every later start fails before it answers
 const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
 readline.createInterface({ input: process.stdin }).on('line', (line) => {
@@ -1326,12 +1332,7 @@ test('an upstream that lists a name twice after a reconnection is served without
   const dir = mkdtempSync(path.join(tmpdir(), 'gh-relisting-'));
   const script = path.join(dir, 'relisting_server.mjs');
   writeFileSync(script, `
-import readline from 'node:readline';
-import { readFileSync, writeFileSync } from 'node:fs';
-const counter = ${JSON.stringify(path.join(dir, 'starts'))};
-let starts = 0;
-try { starts = Number(readFileSync(counter, 'utf8')); } catch {}
-writeFileSync(counter, String(++starts));
+${countedStart(dir)}
 const twice = starts > 1;
 const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
 const prompt = { name: 'p', arguments: [] };
