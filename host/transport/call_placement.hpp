@@ -57,4 +57,12 @@ inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_
     return CallSite::pool;
 }
 
+// HTTP, a 2025-11-25 session whose record lives in the shared state backend
+// (session.backend: redis): finding it, opening and ending it, recording its
+// handshake and relaying a client's response across instances each wait on
+// that backend. Always the pool: on an I/O thread a slow backend would hold
+// every connection of the loop, /health included. (Its calls go to the pool
+// anyway, place_http_call.) HttpService::run_shared_session_work carries it out.
+inline constexpr CallSite kSharedSessionWork = CallSite::pool;
+
 } // namespace gatehouse::transport

@@ -758,69 +758,115 @@ void HttpConnection::on_post(const Request& request) {
                                          : "A JSON-RPC message must be a JSON object.");
         return;
     }
+    Posted posted;
     const auto method_it = message.find("method");
-    const std::string method =
-        method_it != message.end() && method_it->is_string() ? method_it->get<std::string>() : "";
+    posted.method = method_it != message.end() && method_it->is_string() ? method_it->get<std::string>() : "";
     const auto id_it = message.find("id");
-    const bool is_request = method_it != message.end() && id_it != message.end();
-    const Json id = is_request && (id_it->is_string() || id_it->is_number_integer()) ? *id_it : Json();
+    posted.is_request = method_it != message.end() && id_it != message.end();
+    if (posted.is_request && (id_it->is_string() || id_it->is_number_integer())) posted.id = *id_it;
+    posted.is_response = method_it == message.end() && (message.contains("result") || message.contains("error"));
     const bool modern = names_modern_revision(message);
-
-    std::shared_ptr<protocol::Connection> mcp;
-    bool legacy = false;
-    std::string session_header;
     // A 2026-07-28 request ignores an Mcp-Session-Id (its transport has no
     // sessions): a client that kept a stale one is still served.
     const auto session_id = names_stateless_revision(message) ? request.end() : request.find("Mcp-Session-Id");
-    if (session_id != request.end()) {
-        const std::string sid(session_id->value());
-        try {
-            mcp = service_.legacy_sessions.find(sid, principal_);
-        } catch (const state::BackendError& e) {
-            respond_state_unavailable(id, e);
+    const bool opens_session = session_id == request.end() && posted.method == "initialize" && !modern &&
+                               header_value(request, "MCP-Protocol-Version") != protocol::kModernVersion;
+    posted.message = std::move(message);
+
+    if (opens_session && !posted.is_request) {
+        respond_error(400, nullptr, protocol::error_code::invalid_request, "initialize must be a request.");
+        return;
+    }
+    if (session_id != request.end() || opens_session) {
+        const std::string sid = opens_session ? std::string() : std::string(session_id->value());
+        if (!service_.legacy_sessions.shared()) {
+            in_legacy_session(request, std::move(posted), answers, find_legacy_session(sid, principal_));
             return;
         }
-        if (!mcp) {
-            respond_error(404, nullptr, protocol::error_code::invalid_request,
-                          "Session not found: it ended, expired or never existed; initialize again.");
-            return;
-        }
-        if (refuse_unsupported_legacy_version(request, id)) return;
-        legacy = true;
-    } else if (method == "initialize" && !modern &&
-               header_value(request, "MCP-Protocol-Version") != protocol::kModernVersion) {
-        if (!is_request) {
-            respond_error(400, nullptr, protocol::error_code::invalid_request, "initialize must be a request.");
-            return;
-        }
-        mcp = make_legacy_connection(principal_);
-        std::optional<std::string> sid;
-        try {
-            sid = service_.legacy_sessions.open(mcp);
-        } catch (const state::BackendError& e) {
-            respond_state_unavailable(id, e);
-            return;
-        }
-        if (!sid) {
-            respond_error(429, id, protocol::error_code::internal_error,
-                          "You hold " + std::to_string(service_.legacy_sessions.per_principal()) +
-                              " sessions, the limit per caller (http.max_legacy_sessions_per_principal); end one "
-                              "with DELETE first.",
-                          "Retry-After: 5\r\n");
-            return;
-        }
-        session_header = *sid;
-        legacy = true;
-    } else if (const auto version = header_value(request, "MCP-Protocol-Version");
-               version && *version < protocol::kModernVersion && is_request && !modern) {
+        // The session's record is in the shared store: found (or opened)
+        // off this loop, then served here.
+        auto held = std::make_shared<std::pair<Request, Posted>>(request, std::move(posted));
+        away_from_loop([this, held, answers, sid, principal = principal_]() -> std::function<void()> {
+            auto lookup = std::make_shared<LegacyLookup>(find_legacy_session(sid, principal));
+            return [this, held, answers, lookup] {
+                in_legacy_session(held->first, std::move(held->second), answers, std::move(*lookup));
+            };
+        });
+        return;
+    }
+    if (const auto version = header_value(request, "MCP-Protocol-Version");
+        version && *version < protocol::kModernVersion && posted.is_request && !modern) {
         // An older revision's request with no session: its client skipped initialize.
-        respond_error(400, id, protocol::error_code::invalid_request,
+        respond_error(400, posted.id, protocol::error_code::invalid_request,
                       "Protocol version " + std::string(*version) +
                           " needs an Mcp-Session-Id header: call initialize first.");
         return;
     }
+    serve_post(request, std::move(posted), answers, nullptr, false, "");
+}
 
-    if (!is_request) {
+// A 2025-11-25 session by its id, or (no id) a new one for an initialize.
+// Blocks on the state backend when sessions are shared: run off the I/O
+// loops then (away_from_loop).
+HttpConnection::LegacyLookup HttpConnection::find_legacy_session(const std::string& id,
+                                                                 const auth::Principal& principal) {
+    LegacyLookup lookup;
+    try {
+        if (!id.empty()) {
+            lookup.session = service_.legacy_sessions.find(id, principal);
+            lookup.outcome = lookup.session ? LegacyLookup::Outcome::found : LegacyLookup::Outcome::not_found;
+            return lookup;
+        }
+        auto session = make_legacy_connection(principal);
+        if (auto opened = service_.legacy_sessions.open(session)) {
+            lookup.session = std::move(session);
+            lookup.opened_id = std::move(*opened);
+            lookup.outcome = LegacyLookup::Outcome::opened;
+        } else {
+            lookup.outcome = LegacyLookup::Outcome::full;
+        }
+    } catch (const state::BackendError& e) {
+        lookup.outcome = LegacyLookup::Outcome::unavailable;
+        lookup.error = e.what();
+    }
+    return lookup;
+}
+
+void HttpConnection::in_legacy_session(const Request& request, Posted posted, AcceptedAnswers answers,
+                                       LegacyLookup lookup) {
+    switch (lookup.outcome) {
+    case LegacyLookup::Outcome::unavailable:
+        respond_state_unavailable(posted.id, state::BackendError(lookup.error));
+        return;
+    case LegacyLookup::Outcome::not_found:
+        respond_error(404, nullptr, protocol::error_code::invalid_request,
+                      "Session not found: it ended, expired or never existed; initialize again.");
+        return;
+    case LegacyLookup::Outcome::full:
+        respond_error(429, posted.id, protocol::error_code::internal_error,
+                      "You hold " + std::to_string(service_.legacy_sessions.per_principal()) +
+                          " sessions, the limit per caller (http.max_legacy_sessions_per_principal); end one "
+                          "with DELETE first.",
+                      "Retry-After: 5\r\n");
+        return;
+    case LegacyLookup::Outcome::found:
+        if (refuse_unsupported_legacy_version(request, posted.id)) return;
+        serve_post(request, std::move(posted), answers, std::move(lookup.session), true, "");
+        return;
+    case LegacyLookup::Outcome::opened:
+        serve_post(request, std::move(posted), answers, std::move(lookup.session), true, lookup.opened_id);
+        return;
+    }
+}
+
+// A POST whose session (if any) is known: a notification or a response is
+// handled and acknowledged, a request begins its exchange.
+void HttpConnection::serve_post(const Request& request, Posted posted, AcceptedAnswers answers,
+                                std::shared_ptr<protocol::Connection> mcp, bool legacy,
+                                const std::string& session_header) {
+    const Json& id = posted.id;
+    const std::string& method = posted.method;
+    if (!posted.is_request) {
         // Notifications and responses: accepted (202) once handled. What is
         // neither (no method and no result, "{}") is refused as the
         // protocol layer words it.
@@ -828,27 +874,36 @@ void HttpConnection::on_post(const Request& request) {
             mcp = std::make_shared<protocol::Connection>(std::make_shared<DiscardingOutbound>(), principal_);
             mcp->transport = "http";
         }
-        auto refusal = std::make_shared<RefusalCapture>();
         // The request a response or a cancellation is about may run on
-        // another instance sharing the session.
-        const bool response = method_it == message.end() && (message.contains("result") || message.contains("error"));
-        const bool relayed =
-            !(legacy && service_.legacy_sessions.shared() && (response || method == "notifications/cancelled")) ||
-            service_.legacy_sessions.relay_client_message(std::string(session_id->value()), message);
-        service_.server.handle(mcp, std::move(message), refusal);
-        // Handled here all the same (the request may run here), but not
-        // acknowledged when it could not be sent on: a client that sends it
-        // again loses nothing (a response to a request answered already is
-        // ignored, a cancellation repeated changes nothing).
-        if (!relayed) {
-            respond_state_unavailable(Json(), state::BackendError("the shared bus did not take the message"));
-            return;
-        }
-        if (refusal->error) {
-            respond_json(400, protocol::encode(*refusal->error));
-            return;
-        }
-        respond_status(202);
+        // another instance sharing the session: relayed through the shared
+        // bus, off this loop.
+        const bool shared = legacy && service_.legacy_sessions.shared();
+        const bool relay = shared && (posted.is_response || method == "notifications/cancelled");
+        const std::string sid = relay ? std::string(request.find("Mcp-Session-Id")->value()) : std::string();
+        auto handle = [this, mcp, relay, sid, message = std::make_shared<Json>(std::move(posted.message))]() {
+            auto refusal = std::make_shared<RefusalCapture>();
+            const bool relayed = !relay || service_.legacy_sessions.relay_client_message(sid, *message);
+            service_.server.handle(mcp, std::move(*message), refusal);
+            return [this, refusal, relayed] {
+                // Handled here all the same (the request may run here), but not
+                // acknowledged when it could not be sent on: a client that sends it
+                // again loses nothing (a response to a request answered already is
+                // ignored, a cancellation repeated changes nothing).
+                if (!relayed) {
+                    respond_state_unavailable(Json(), state::BackendError("the shared bus did not take the message"));
+                    return;
+                }
+                if (refusal->error) {
+                    respond_json(400, protocol::encode(*refusal->error));
+                    return;
+                }
+                respond_status(202);
+            };
+        };
+        if (shared)
+            away_from_loop([handle = std::move(handle)]() -> std::function<void()> { return handle(); });
+        else
+            handle()();
         return;
     }
 
@@ -865,7 +920,7 @@ void HttpConnection::on_post(const Request& request) {
     // request's, so a narrower token of the owner is refused what it lacks,
     // a broader one steps up, and a scope taken away is gone at once.
     protocol::Incoming incoming =
-        service_.server.decode(mcp, principal_, std::move(message),
+        service_.server.decode(mcp, principal_, std::move(posted.message),
                                {header_value(request, "traceparent").value_or(std::string_view()),
                                 header_value(request, "tracestate").value_or(std::string_view())});
     const protocol::Request& decoded = incoming.request;
@@ -897,6 +952,33 @@ void HttpConnection::on_post(const Request& request) {
         if (!claim_stream_or_refuse(id)) return;
     }
     begin_exchange(mcp, std::move(reply), id, std::move(incoming), session_header, legacy, answers);
+}
+
+// Runs `work` where what waits on the shared session store runs (the pool,
+// never an I/O thread: transport/call_placement.hpp), then what it returns
+// back on this connection's loop, unless the connection closed meanwhile.
+// Until then the connection counts as answering (it reads no further
+// request) and its request as in flight (a drain waits for it).
+void HttpConnection::away_from_loop(std::function<std::function<void()>()> work) {
+    phase_ = Phase::answering;
+    ++service_.exchanges;
+    service_.run_shared_session_work([self = shared_from_this(), work = std::move(work)] {
+        std::function<void()> then;
+        try {
+            then = work();
+        } catch (const std::exception& e) {
+            spdlog::error("http: a 2025-11-25 session's request failed: {}", e.what());
+            then = [self] {
+                self->respond_error(500, nullptr, protocol::error_code::internal_error,
+                                    "Internal error while handling the session's request.");
+            };
+        }
+        auto executor = self->socket_.get_executor();
+        net::dispatch(executor, [self = std::move(self), then = std::move(then)] {
+            --self->service_.exchanges;
+            if (self->phase_ != Phase::closed) then();
+        });
+    });
 }
 
 // A 2025-11-25 session speaks its one revision: a request in it naming
@@ -955,18 +1037,29 @@ void HttpConnection::on_get(const Request& request) {
                        "Allow: POST, DELETE\r\n");
         return;
     }
-    std::shared_ptr<protocol::Connection> session;
-    try {
-        session = service_.legacy_sessions.find(std::string(session_id->value()), principal_);
-    } catch (const state::BackendError& e) {
-        respond_state_unavailable(nullptr, e);
+    const std::string sid(session_id->value());
+    if (!service_.legacy_sessions.shared()) {
+        open_session_stream(request, find_legacy_session(sid, principal_));
         return;
     }
-    if (!session) {
+    auto held = std::make_shared<Request>(request);
+    away_from_loop([this, held, sid, principal = principal_]() -> std::function<void()> {
+        auto lookup = std::make_shared<LegacyLookup>(find_legacy_session(sid, principal));
+        return [this, held, lookup] { open_session_stream(*held, std::move(*lookup)); };
+    });
+}
+
+void HttpConnection::open_session_stream(const Request& request, LegacyLookup lookup) {
+    if (lookup.outcome == LegacyLookup::Outcome::unavailable) {
+        respond_state_unavailable(nullptr, state::BackendError(lookup.error));
+        return;
+    }
+    if (lookup.outcome != LegacyLookup::Outcome::found) {
         respond_error(404, nullptr, protocol::error_code::invalid_request,
                       "Session not found: it ended, expired or never existed; initialize again.");
         return;
     }
+    const std::shared_ptr<protocol::Connection> session = std::move(lookup.session);
     if (refuse_unsupported_legacy_version(request, nullptr)) return;
     if (const auto accept = header_value(request, "Accept"); !accepted_answers(accept).event_stream) {
         respond_error(406, nullptr, protocol::error_code::invalid_request,
@@ -999,19 +1092,29 @@ void HttpConnection::on_delete(const Request& request) {
         return;
     }
     if (refuse_unsupported_legacy_version(request, nullptr)) return;
-    bool closed = false;
-    try {
-        closed = service_.legacy_sessions.close(std::string(session_id->value()), principal_.owner_key());
-    } catch (const state::BackendError& e) {
-        respond_state_unavailable(nullptr, e);
-        return;
-    }
-    if (!closed) {
-        respond_error(404, nullptr, protocol::error_code::invalid_request,
-                      "Session not found: it ended, expired or never existed.");
-        return;
-    }
-    respond_status(204);
+    auto end_session = [this, sid = std::string(session_id->value()), owner = principal_.owner_key()] {
+        std::optional<std::string> unavailable; // why the store did not answer
+        bool closed = false;
+        try {
+            closed = service_.legacy_sessions.close(sid, owner);
+        } catch (const state::BackendError& e) {
+            unavailable = e.what();
+        }
+        return [this, closed, unavailable] {
+            if (unavailable) {
+                respond_state_unavailable(nullptr, state::BackendError(*unavailable));
+            } else if (!closed) {
+                respond_error(404, nullptr, protocol::error_code::invalid_request,
+                              "Session not found: it ended, expired or never existed.");
+            } else {
+                respond_status(204);
+            }
+        };
+    };
+    if (service_.legacy_sessions.shared())
+        away_from_loop([end_session = std::move(end_session)]() -> std::function<void()> { return end_session(); });
+    else
+        end_session()();
 }
 
 // ---------------------------------------------------------------- answering
@@ -1031,8 +1134,18 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     session_header_ = session_header.empty() ? "" : "Mcp-Session-Id: " + session_header + "\r\n";
     disarm_timer();
     mcp_connection_ = mcp;
-    if (auto call = service_.server.answer(mcp_connection_, std::move(incoming), std::move(reply)))
+    if (legacy && service_.legacy_sessions.shared()) {
+        // Its answer may record the session's handshake in the shared store
+        // (initialize, logging/setLevel, resources/subscribe): off this loop.
+        service_.run_shared_session_work([&service = service_, mcp, reply = std::move(reply),
+                                          incoming = std::make_shared<protocol::Incoming>(std::move(incoming)),
+                                          executor = socket_.get_executor()]() mutable {
+            if (auto call = service.server.answer(mcp, std::move(*incoming), std::move(reply)))
+                service.run_call(std::move(call), executor);
+        });
+    } else if (auto call = service_.server.answer(mcp_connection_, std::move(incoming), std::move(reply))) {
         service_.run_call(std::move(call), socket_.get_executor());
+    }
     // Watch the socket while the answer is pending: the peer closing it
     // cancels the request.
     if (phase_ == Phase::answering || phase_ == Phase::streaming) wait_for_bytes();
@@ -1082,12 +1195,18 @@ void HttpConnection::on_message(std::uint64_t exchange, std::string encoded, boo
     if (!session_header_.empty() && encoded.find("\"error\"") != std::string::npos &&
         encoded.find("\"result\"") == std::string::npos) {
         // initialize failed: the session it opened is closed again.
-        const std::string sid = session_header_.substr(16, session_header_.size() - 18);
-        try {
-            service_.legacy_sessions.close(sid, principal_.owner_key());
-        } catch (const state::BackendError& e) {
-            spdlog::warn("2025-11-25 session: a failed initialize's record stays until it expires: {}", e.what());
-        }
+        auto close = [&service = service_, sid = session_header_.substr(16, session_header_.size() - 18),
+                      owner = principal_.owner_key()] {
+            try {
+                service.legacy_sessions.close(sid, owner);
+            } catch (const state::BackendError& e) {
+                spdlog::warn("2025-11-25 session: a failed initialize's record stays until it expires: {}", e.what());
+            }
+        };
+        if (service_.legacy_sessions.shared())
+            service_.run_shared_session_work(std::move(close));
+        else
+            close();
         session_header_.clear();
     }
     if (phase_ == Phase::answering) {

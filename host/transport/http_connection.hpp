@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <chrono>
 #include <optional>
@@ -70,9 +71,30 @@ private:
     void authenticate(Request request);
     void on_authenticated(const Request& request);
     bool refuse_missing_scope(const protocol::Request& decoded, const protocol::Json& id);
+    // A POSTed JSON-RPC message, read once, with what routing needs of it.
+    struct Posted {
+        protocol::Json message;
+        std::string method;       // "" when it names none
+        protocol::Json id;        // null unless a request with a string or integer id
+        bool is_request = false;  // a method and an id
+        bool is_response = false; // no method, and a result or an error
+    };
+    // What looking up (or opening) a 2025-11-25 session found.
+    struct LegacyLookup {
+        enum class Outcome { found, opened, not_found, full, unavailable } outcome = Outcome::not_found;
+        std::shared_ptr<protocol::Connection> session;
+        std::string opened_id; // opened: the new session's id
+        std::string error;     // unavailable: what the state backend said
+    };
     void on_post(const Request& request);
+    LegacyLookup find_legacy_session(const std::string& id, const auth::Principal& principal);
+    void in_legacy_session(const Request& request, Posted posted, AcceptedAnswers answers, LegacyLookup lookup);
+    void serve_post(const Request& request, Posted posted, AcceptedAnswers answers,
+                    std::shared_ptr<protocol::Connection> mcp, bool legacy, const std::string& session_header);
     void on_get(const Request& request);
+    void open_session_stream(const Request& request, LegacyLookup lookup);
     void on_delete(const Request& request);
+    void away_from_loop(std::function<std::function<void()>()> work);
     bool claim_stream_or_refuse(const protocol::Json& id);
     void begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, std::shared_ptr<protocol::Outbound> reply,
                         const protocol::Json& id, protocol::Incoming&& incoming, const std::string& session_header,

@@ -63,6 +63,11 @@ void HttpService::run_call(protocol::ReadyCall call, const boost::asio::any_io_e
     }
 }
 
+void HttpService::run_shared_session_work(std::function<void()> work) {
+    static_assert(kSharedSessionWork == CallSite::pool, "shared session work has one place to run: the pool");
+    server.pool().submit(std::move(work));
+}
+
 void HttpService::release_stream(const std::string& principal) {
     std::lock_guard lock(streams_mutex_);
     auto it = streams_by_principal_.find(principal);

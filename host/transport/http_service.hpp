@@ -63,6 +63,12 @@ struct HttpService {
     // or the worker pool.
     void run_call(protocol::ReadyCall call, const boost::asio::any_io_executor& connection);
 
+    // Runs work that waits on the shared session store outside a call
+    // (a 2025-11-25 session shared through it: finding, opening and ending
+    // it, recording its handshake, relaying a client's response), where
+    // kSharedSessionWork decides (call_placement.hpp): never on an I/O thread.
+    void run_shared_session_work(std::function<void()> work);
+
     // Why requests cannot be served now (the state backend or the bus
     // does not answer), or nothing: GET /ready.
     std::optional<std::string> readiness();

@@ -6,7 +6,8 @@
 // and still receives what is caused elsewhere; the answer to an elicitation
 // asked on one instance arrives on another; DELETE on one ends the session
 // everywhere. With Redis gone, its requests are refused (503, Retry-After,
-// STATE_UNAVAILABLE) and /ready says why, until Redis is back.
+// STATE_UNAVAILABLE) and /ready says why, until Redis is back; with Redis
+// slow, what waits on it holds no I/O thread: /health answers meanwhile.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -20,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { HttpHost } from './lib/http_host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
 import { sha256Hex } from './lib/authorization_server.mjs';
-import { LEGACY } from './lib/host.mjs';
+import { LEGACY, modernMeta } from './lib/host.mjs';
 import { Redis } from './lib/redis.mjs';
 import { eachSseMessage } from './lib/cluster.mjs';
 
@@ -366,4 +367,83 @@ test('Redis down: session requests get 503 STATE_UNAVAILABLE with Retry-After, /
   assert.ok(tools.length > 0);
   await transport2.terminateSession();
   await again.close();
+});
+
+test('Redis slow: what waits on a shared session holds no I/O thread; /health answers meanwhile, and nothing is lost', async () => {
+  // Its own instance, whose Redis commands wait long enough to outlast the pause.
+  const host = await HttpHost.start({
+    plugins: ['conformance.so'],
+    http: { instance_name: 'gh-slow', threads: 2 },
+    sections: {
+      session: {
+        backend: 'redis',
+        redis: { url: redis.url, key_prefix: 'itest-slow:', command_timeout_ms: 20000, connect_timeout_ms: 300 },
+        pinned: { store: 'shop', user: 'ann' },
+      },
+    },
+  });
+  const legacy = (sid) => ({ 'MCP-Protocol-Version': LEGACY, ...(sid ? { 'Mcp-Session-Id': sid } : {}) });
+  const initialize = (id) => ({
+    jsonrpc: '2.0', id, method: 'initialize',
+    params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'slow', version: '1' } },
+  });
+  try {
+    const opened = await host.post(initialize(1));
+    assert.equal(opened.status, 200, opened.text);
+    const sid = opened.headers.get('mcp-session-id');
+    const other = (await host.post(initialize(2))).headers.get('mcp-session-id');
+    for (const session of [sid, other])
+      assert.equal((await host.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { headers: legacy(session) })).status, 202);
+
+    redis.pause();
+    let pending;
+    const stream = new AbortController();
+    try {
+      // Each on a connection of its own, over both I/O loops: every kind of
+      // request that waits on the session's record while Redis does not answer.
+      pending = [
+        ...[10, 11, 12].map((id) => host.post({ jsonrpc: '2.0', id, method: 'tools/list' }, { headers: legacy(sid) })),
+        host.post({ jsonrpc: '2.0', id: 13, method: 'logging/setLevel', params: { level: 'debug' } }, { headers: legacy(sid) }),
+        host.post(initialize(14)),
+        host.post({ jsonrpc: '2.0', id: 15, result: {} }, { headers: legacy(sid) }),
+        fetch(host.url, { headers: { Accept: 'text/event-stream', ...legacy(sid) }, signal: stream.signal }),
+        fetch(host.url, { method: 'DELETE', headers: legacy(other) }),
+      ];
+      await new Promise((r) => setTimeout(r, 300));
+      // Without a free I/O loop these would wait for Redis (20 s).
+      for (let i = 0; i < 4; i++) {
+        const health = await fetch(host.origin + '/health', { signal: AbortSignal.timeout(5000) }).catch((e) =>
+          assert.fail(`/health did not answer while Redis was stopped (${e.name}): an I/O thread waits on Redis`),
+        );
+        assert.equal(health.status, 200);
+      }
+      const probe = await host.post({ jsonrpc: '2.0', id: 16, method: 'server/discover', params: { _meta: modernMeta() } }, {
+        headers: HttpHost.modernHeaders({ method: 'server/discover' }),
+        signal: AbortSignal.timeout(5000),
+      });
+      assert.equal(probe.status, 200, 'a 2026-07-28 request, which needs no session, is served meanwhile');
+    } finally {
+      redis.resume();
+    }
+    // Redis answers again: every waiting request completes, none was dropped.
+    const [list1, list2, list3, level, reopened, response, get, deleted] = await Promise.all(pending);
+    for (const list of [list1, list2, list3]) {
+      assert.equal(list.status, 200, list.text);
+      assert.ok(list.messages[0].result.tools.length > 0);
+    }
+    assert.equal(level.status, 200, level.text);
+    assert.equal(reopened.status, 200, reopened.text);
+    assert.ok(reopened.headers.get('mcp-session-id'));
+    assert.equal(response.status, 202);
+    assert.equal(get.status, 200);
+    assert.match(get.headers.get('content-type'), /^text\/event-stream/);
+    stream.abort();
+    assert.equal(deleted.status, 204);
+    const ended = await host.post({ jsonrpc: '2.0', id: 17, method: 'tools/list' }, { headers: legacy(other) });
+    assert.equal(ended.status, 404, 'the DELETE that waited ended its session');
+  } finally {
+    redis.resume();
+    const result = await host.stop();
+    assert.equal(result.code, 0, host.stderr.slice(-3000));
+  }
 });

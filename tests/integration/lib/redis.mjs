@@ -77,6 +77,16 @@ export class Redis {
     rmSync(this.socket, { force: true });
   }
 
+  // Freezes Redis (SIGSTOP): connections stay open and commands wait, as
+  // with a Redis that is alive but too slow to answer. resume() thaws it.
+  pause() {
+    this.child.kill('SIGSTOP');
+  }
+
+  resume() {
+    this.child.kill('SIGCONT');
+  }
+
   cli(...args) {
     return execFileSync('redis-cli', ['-s', this.socket, ...args], { encoding: 'utf8' }).trim();
   }
