@@ -22,6 +22,9 @@ enum class CallSite {
     io_loop,
     // A worker of the pool.
     pool,
+    // HTTP: a worker of the pool of their own that what waits on a shared
+    // session store runs on (kSharedSessionWork).
+    shared_session_workers,
 };
 
 // A call that runs in place holds the reading (or the loop) while it runs.
@@ -59,10 +62,14 @@ inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_
 
 // HTTP, a 2025-11-25 session whose record lives in the shared state backend
 // (session.backend: redis): finding it, opening and ending it, recording its
-// handshake and relaying a client's response across instances each wait on
-// that backend. Always the pool: on an I/O thread a slow backend would hold
-// every connection of the loop, /health included. (Its calls go to the pool
-// anyway, place_http_call.) HttpService::run_shared_session_work carries it out.
-inline constexpr CallSite kSharedSessionWork = CallSite::pool;
+// handshake, relaying a client's response across instances, and /ready's
+// probe each wait on that backend. Never on an I/O thread, where a slow
+// backend would hold every connection of the loop, /health included; nor on
+// the call pool, where a client's answer to an elicitation would queue
+// behind the calls waiting for it. Workers of their own
+// (HttpService::run_shared_session_work), as many as the Redis client keeps
+// connections by default. (The session's calls go to the pool, place_http_call.)
+inline constexpr CallSite kSharedSessionWork = CallSite::shared_session_workers;
+inline constexpr unsigned kSharedSessionWorkers = 8;
 
 } // namespace gatehouse::transport

@@ -274,6 +274,18 @@ std::string status_line(int status, const std::string& instance_header, std::siz
 
 } // namespace
 
+namespace {
+
+// A request's method, target and header fields without its body: what is
+// kept of it while its body, already read, is handled elsewhere.
+HttpConnection::Request headers_of(const HttpConnection::Request& request) {
+    HttpConnection::Request headers;
+    headers.base() = request.base();
+    return headers;
+}
+
+} // namespace
+
 std::shared_ptr<protocol::Connection> make_legacy_connection(const auth::Principal& owner) {
     // Identity only: should anything read the connection's principal to
     // authorise, it finds no scope, and refuses rather than lending a
@@ -558,11 +570,28 @@ void HttpConnection::on_request(Request request) {
         // Anyone may ask, before any check: the reason says which part does
         // not answer, not its details (the Redis address, its error); those
         // are on the operators' listener (metrics.listen: /ready, /status).
-        auto problem = service_.draining ? std::optional<std::string>("draining") : service_.readiness();
-        if (problem) problem = problem->substr(0, problem->find(':'));
-        respond_json(problem ? 503 : 200,
-                     problem ? Json{{"status", "unavailable"}, {"reason", *problem}}.dump() : R"({"status":"ready"})",
-                     problem ? "Retry-After: 1\r\n" : "");
+        const auto answer = [this](std::optional<std::string> problem) {
+            if (problem) problem = problem->substr(0, problem->find(':'));
+            respond_json(problem ? 503 : 200,
+                         problem ? Json{{"status", "unavailable"}, {"reason", *problem}}.dump()
+                                 : R"({"status":"ready"})",
+                         problem ? "Retry-After: 1\r\n" : "");
+        };
+        if (service_.draining) {
+            answer("draining");
+            return;
+        }
+        if (!service_.legacy_sessions.shared()) {
+            answer(service_.readiness());
+            return;
+        }
+        // The probe asks Redis, which may be slow to answer: never on this
+        // loop (anyone may ask, as often as they like).
+        away_from_loop([this, answer]() -> std::function<void()> {
+            return [this, answer, problem = service_.readiness()] {
+                answer(service_.draining ? std::optional<std::string>("draining") : problem);
+            };
+        });
         return;
     }
     const auto host = request[http::field::host];
@@ -785,7 +814,7 @@ void HttpConnection::on_post(const Request& request) {
         }
         // The session's record is in the shared store: found (or opened)
         // off this loop, then served here.
-        auto held = std::make_shared<std::pair<Request, Posted>>(request, std::move(posted));
+        auto held = std::make_shared<std::pair<Request, Posted>>(headers_of(request), std::move(posted));
         away_from_loop([this, held, answers, sid, principal = principal_]() -> std::function<void()> {
             auto lookup = std::make_shared<LegacyLookup>(find_legacy_session(sid, principal));
             return [this, held, answers, lookup] {
@@ -968,15 +997,20 @@ void HttpConnection::away_from_loop(std::function<std::function<void()>()> work)
             then = work();
         } catch (const std::exception& e) {
             spdlog::error("http: a 2025-11-25 session's request failed: {}", e.what());
+        } catch (...) {
+            spdlog::error("http: a 2025-11-25 session's request failed");
+        }
+        if (!then)
             then = [self] {
                 self->respond_error(500, nullptr, protocol::error_code::internal_error,
                                     "Internal error while handling the session's request.");
             };
-        }
         auto executor = self->socket_.get_executor();
         net::dispatch(executor, [self = std::move(self), then = std::move(then)] {
-            --self->service_.exchanges;
+            // Counted until what follows has run: it may begin the exchange
+            // (counting it anew), and a drain must not find a gap between.
             if (self->phase_ != Phase::closed) then();
+            --self->service_.exchanges;
         });
     });
 }
@@ -1042,7 +1076,7 @@ void HttpConnection::on_get(const Request& request) {
         open_session_stream(request, find_legacy_session(sid, principal_));
         return;
     }
-    auto held = std::make_shared<Request>(request);
+    auto held = std::make_shared<Request>(headers_of(request));
     away_from_loop([this, held, sid, principal = principal_]() -> std::function<void()> {
         auto lookup = std::make_shared<LegacyLookup>(find_legacy_session(sid, principal));
         return [this, held, lookup] { open_session_stream(*held, std::move(*lookup)); };
@@ -1137,11 +1171,25 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
     if (legacy && service_.legacy_sessions.shared()) {
         // Its answer may record the session's handshake in the shared store
         // (initialize, logging/setLevel, resources/subscribe): off this loop.
-        service_.run_shared_session_work([&service = service_, mcp, reply = std::move(reply),
+        service_.run_shared_session_work([self = shared_from_this(), mcp, reply = std::move(reply),
                                           incoming = std::make_shared<protocol::Incoming>(std::move(incoming)),
-                                          executor = socket_.get_executor()]() mutable {
-            if (auto call = service.server.answer(mcp, std::move(*incoming), std::move(reply)))
-                service.run_call(std::move(call), executor);
+                                          id = request_id_]() mutable {
+            auto executor = self->socket_.get_executor();
+            protocol::ReadyCall call;
+            try {
+                call = self->service_.server.answer(mcp, std::move(*incoming), reply);
+            } catch (const std::exception& e) {
+                spdlog::error("http: a 2025-11-25 session's request failed: {}", e.what());
+                reply->send(protocol::make_error(id, protocol::error_code::internal_error,
+                                                 "Internal error while handling the session's request."));
+                return;
+            }
+            // A peer gone while this waited for a worker cancelled nothing
+            // (the request was not known yet): cancelled now.
+            net::dispatch(executor, [self, mcp, id] {
+                if (self->phase_ == Phase::closed) mcp->cancel(id);
+            });
+            if (call) self->service_.run_call(std::move(call), executor);
         });
     } else if (auto call = service_.server.answer(mcp_connection_, std::move(incoming), std::move(reply))) {
         service_.run_call(std::move(call), socket_.get_executor());

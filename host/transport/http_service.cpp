@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace gatehouse::transport {
 
@@ -30,8 +31,10 @@ HttpService::HttpService(protocol::McpServer& server_, const plugins::LiveRegist
         loops.push_back(std::make_unique<boost::asio::io_context>(1));
     // 2025-11-25 sessions cross instances when what they need does: a state
     // backend and a bus shared with the others (Redis).
-    if (const auto* host = server.host(); host && host->family_state && server.bus().shared())
+    if (const auto* host = server.host(); host && host->family_state && server.bus().shared()) {
         legacy_sessions.share(*host->family_state, server.bus(), server, &make_legacy_connection);
+        shared_session_workers = std::make_unique<protocol::RequestPool>(kSharedSessionWorkers);
+    }
 }
 
 std::optional<std::string> HttpService::readiness() {
@@ -64,8 +67,9 @@ void HttpService::run_call(protocol::ReadyCall call, const boost::asio::any_io_e
 }
 
 void HttpService::run_shared_session_work(std::function<void()> work) {
-    static_assert(kSharedSessionWork == CallSite::pool, "shared session work has one place to run: the pool");
-    server.pool().submit(std::move(work));
+    static_assert(kSharedSessionWork == CallSite::shared_session_workers, "shared session work has one place");
+    if (!shared_session_workers) throw std::logic_error("shared session work without shared sessions");
+    shared_session_workers->submit(std::move(work));
 }
 
 void HttpService::release_stream(const std::string& principal) {

@@ -65,8 +65,9 @@ struct HttpService {
 
     // Runs work that waits on the shared session store outside a call
     // (a 2025-11-25 session shared through it: finding, opening and ending
-    // it, recording its handshake, relaying a client's response), where
-    // kSharedSessionWork decides (call_placement.hpp): never on an I/O thread.
+    // it, recording its handshake, relaying a client's response, probing it
+    // for /ready), where kSharedSessionWork decides (call_placement.hpp):
+    // never on an I/O thread. Only while legacy_sessions.shared().
     void run_shared_session_work(std::function<void()> work);
 
     // Why requests cannot be served now (the state backend or the bus
@@ -91,6 +92,11 @@ public:
     std::atomic<unsigned> next_loop_{0};
     // After io, so it goes before: the calls it still holds keep connections.
     auth::RequestAuthenticator authenticator;
+    // Workers of their own for run_shared_session_work (made when sessions
+    // are shared): on the call pool, a client's answer to an elicitation
+    // could wait behind the very calls that wait for it. After the loops,
+    // so it stops (finishing its jobs) while they still exist.
+    std::unique_ptr<protocol::RequestPool> shared_session_workers;
 };
 
 } // namespace gatehouse::transport

@@ -408,7 +408,13 @@ test('Redis slow: what waits on a shared session holds no I/O thread; /health an
         host.post({ jsonrpc: '2.0', id: 15, result: {} }, { headers: legacy(sid) }),
         fetch(host.url, { headers: { Accept: 'text/event-stream', ...legacy(sid) }, signal: stream.signal }),
         fetch(host.url, { method: 'DELETE', headers: legacy(other) }),
+        // Its probe asks Redis: it waits too, but holds no I/O thread either.
+        fetch(host.origin + '/ready'),
       ];
+      // Settled or not, each is kept: a failure below must not leave them
+      // rejecting unheard after the host stops.
+      const outcomes = pending.map((p) => p.then((value) => ({ value }), (error) => ({ error })));
+      pending = outcomes;
       await new Promise((r) => setTimeout(r, 300));
       // Without a free I/O loop these would wait for Redis (20 s).
       for (let i = 0; i < 4; i++) {
@@ -422,11 +428,16 @@ test('Redis slow: what waits on a shared session holds no I/O thread; /health an
         signal: AbortSignal.timeout(5000),
       });
       assert.equal(probe.status, 200, 'a 2026-07-28 request, which needs no session, is served meanwhile');
+      // And the others did wait on Redis all this time.
+      const early = await Promise.race([Promise.race(outcomes).then(() => true), new Promise((r) => setTimeout(() => r(false), 50))]);
+      assert.equal(early, false, 'no request that needs the session record was answered while Redis was stopped');
     } finally {
       redis.resume();
     }
     // Redis answers again: every waiting request completes, none was dropped.
-    const [list1, list2, list3, level, reopened, response, get, deleted] = await Promise.all(pending);
+    const settled = await Promise.all(pending);
+    for (const outcome of settled) assert.ok(!outcome.error, String(outcome.error?.cause ?? outcome.error));
+    const [list1, list2, list3, level, reopened, response, get, deleted, ready] = settled.map((o) => o.value);
     for (const list of [list1, list2, list3]) {
       assert.equal(list.status, 200, list.text);
       assert.ok(list.messages[0].result.tools.length > 0);
@@ -439,6 +450,7 @@ test('Redis slow: what waits on a shared session holds no I/O thread; /health an
     assert.match(get.headers.get('content-type'), /^text\/event-stream/);
     stream.abort();
     assert.equal(deleted.status, 204);
+    assert.equal(ready.status, 200, await ready.text());
     const ended = await host.post({ jsonrpc: '2.0', id: 17, method: 'tools/list' }, { headers: legacy(other) });
     assert.equal(ended.status, 404, 'the DELETE that waited ended its session');
   } finally {

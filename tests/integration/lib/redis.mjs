@@ -72,7 +72,10 @@ export class Redis {
   }
 
   async stop() {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill('SIGCONT'); // a paused Redis would not act on SIGTERM
+      this.child.kill('SIGTERM');
+    }
     await this.exit;
     rmSync(this.socket, { force: true });
   }
