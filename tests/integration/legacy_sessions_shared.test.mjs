@@ -232,6 +232,52 @@ test('two elicitations of one session on two instances: each answer completes on
   for (const host of hosts) assert.deepEqual(host.problems, [], 'every message the hosts sent fits the schema');
 });
 
+test('calls that wait for their elicitations fill every worker: the answers still reach them', async () => {
+  // Two workers, both taken by calls waiting on the client: its answers are
+  // shared-session work (found and relayed through Redis), which must not
+  // need one of those workers.
+  const host = await HttpHost.start({
+    plugins: ['conformance.so'],
+    limits: { workers: 2 },
+    sections: {
+      session: {
+        backend: 'redis',
+        redis: { url: redis.url, key_prefix: 'itest-full:', command_timeout_ms: 300, connect_timeout_ms: 300 },
+        pinned: { store: 'shop', user: 'ann' },
+      },
+    },
+  });
+  try {
+    const { sessionId } = await host.initialize({ elicitation: {} });
+    const calls = [];
+    for (const name of ['a', 'b'])
+      calls.push(await streamedLegacyCall(host, sessionId, {
+        jsonrpc: '2.0', id: `call-${name}`, method: 'tools/call',
+        params: { name: 'test_elicitation', arguments: { message: `Consent to ${name}?` } },
+      }));
+    const asked = [];
+    for (const call of calls) asked.push(await call.until(isElicitation));
+    for (const [i, question] of asked.entries()) {
+      const answered = await globalThis.fetch(host.url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': LEGACY },
+        body: JSON.stringify({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: { username: `user${i}`, email: `user${i}@example.com` } } }),
+        signal: AbortSignal.timeout(5000),
+      }).catch((e) => assert.fail(`the answer to elicitation ${i} was not taken (${e.name}): it waits for a worker the calls hold`));
+      assert.equal(answered.status, 202);
+    }
+    for (const [i, call] of calls.entries()) {
+      const done = await call.until(isAnswer, 8000);
+      assert.notEqual(done, 'waiting', `call ${i} got no answer: its elicitation's answer did not reach it`);
+      assert.match(done.result.content[0].text, new RegExp(`user${i}`), JSON.stringify(done));
+    }
+    assert.deepEqual(host.problems, [], 'every message the host sent fits the schema');
+  } finally {
+    const result = await host.stop();
+    assert.equal(result.code, 0, host.stderr.slice(-3000));
+  }
+});
+
 test('a session of one principal is not found by another on any instance', async () => {
   const { fetch } = roundRobin();
   const transport = new StreamableHTTPClientTransport(new URL(hosts[0].url), { fetch });
