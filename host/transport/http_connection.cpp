@@ -156,10 +156,14 @@ private:
 // session does.
 class SessionStream final : public protocol::Outbound {
 public:
-    void attach(std::weak_ptr<HttpConnection> connection, std::uint64_t exchange) {
+    // False when the session has ended already (between its lookup and
+    // now): a stream attached then would never be ended.
+    bool attach(std::weak_ptr<HttpConnection> connection, std::uint64_t exchange) {
         std::lock_guard lock(mutex_);
+        if (closed_) return false;
         std::erase_if(streams_, [](const Stream& s) { return s.connection.expired(); });
         streams_.push_back({std::move(connection), exchange});
+        return true;
     }
 
     // The stream `exchange` of `connection` ended on its own.
@@ -191,6 +195,7 @@ public:
         std::vector<Stream> ending;
         {
             std::lock_guard lock(mutex_);
+            closed_ = true;
             ending.swap(streams_);
         }
         for (const auto& stream : ending)
@@ -204,6 +209,7 @@ private:
     };
     std::mutex mutex_;
     std::vector<Stream> streams_;
+    bool closed_ = false;
 };
 
 // Where a notification POST's answers go: nowhere (the client gets 202).
@@ -275,6 +281,9 @@ std::string status_line(int status, const std::string& instance_header, std::siz
 } // namespace
 
 namespace {
+
+// A 2025-11-25 session's id that names no session this caller holds.
+constexpr const char* kSessionNotFound = "Session not found: it ended, expired or never existed; initialize again.";
 
 // A request's method, target and header fields without its body: what is
 // kept of it while its body, already read, is handled elsewhere.
@@ -868,8 +877,7 @@ void HttpConnection::in_legacy_session(const Request& request, Posted posted, Ac
         respond_state_unavailable(posted.id, state::BackendError(lookup.error));
         return;
     case LegacyLookup::Outcome::not_found:
-        respond_error(404, nullptr, protocol::error_code::invalid_request,
-                      "Session not found: it ended, expired or never existed; initialize again.");
+        respond_error(404, nullptr, protocol::error_code::invalid_request, kSessionNotFound);
         return;
     case LegacyLookup::Outcome::full:
         respond_error(429, posted.id, protocol::error_code::internal_error,
@@ -1089,8 +1097,7 @@ void HttpConnection::open_session_stream(const Request& request, LegacyLookup lo
         return;
     }
     if (lookup.outcome != LegacyLookup::Outcome::found) {
-        respond_error(404, nullptr, protocol::error_code::invalid_request,
-                      "Session not found: it ended, expired or never existed; initialize again.");
+        respond_error(404, nullptr, protocol::error_code::invalid_request, kSessionNotFound);
         return;
     }
     const std::shared_ptr<protocol::Connection> session = std::move(lookup.session);
@@ -1107,7 +1114,13 @@ void HttpConnection::open_session_stream(const Request& request, LegacyLookup lo
     // fill the quiet until either side closes it.
     ++exchange_;
     if (auto stream = std::dynamic_pointer_cast<SessionStream>(session->outbound_ptr())) {
-        stream->attach(weak_from_this(), exchange_);
+        if (!stream->attach(weak_from_this(), exchange_)) {
+            // Ended (DELETE, expiry) since it was found.
+            service_.release_stream(stream_owner_);
+            stream_slot_ = false;
+            respond_error(404, nullptr, protocol::error_code::invalid_request, kSessionNotFound);
+            return;
+        }
         session_stream_ = stream;
     }
     counted_ = false;
