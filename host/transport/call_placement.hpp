@@ -55,8 +55,15 @@ CallSite place_stdio_call(const protocol::ReadyCall& call, FreeWorker&& free_wor
 // messages it sends on its own stream) never holds an I/O thread. Nor does a
 // call whose schemas run std::regex: an I/O thread has a plain stack, and a
 // long string would overflow it (the pool's workers are sized for it).
-inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_loops) {
-    if (may_run_in_place(call) && !call.legacy && !call.needs_worker_stack && io_loops > 1) return CallSite::io_loop;
+// Nor does any call of a host whose state is in Redis (`state_in_redis`:
+// session.backend redis): the gate's session, the rate limits' buckets and
+// the family's state are each a round trip to it, and were Redis slow,
+// every call admitted while the tool still counted as quick would hold its
+// loop (its other connections, /health among them) for as long as Redis
+// takes, one after another.
+inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_loops, bool state_in_redis = false) {
+    if (may_run_in_place(call) && !call.legacy && !call.needs_worker_stack && io_loops > 1 && !state_in_redis)
+        return CallSite::io_loop;
     return CallSite::pool;
 }
 

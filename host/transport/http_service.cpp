@@ -24,7 +24,7 @@ HttpService::HttpService(protocol::McpServer& server_, const plugins::LiveRegist
                                                std::vector<std::string>{}, "gatehouse", std::chrono::minutes(10))),
       metrics_allow(server.observability() ? server.observability()->metrics_settings().allow
                                            : std::vector<std::string>{}),
-      authenticator(auth_settings, settings) {
+      state_in_redis(server.bus().shared()), authenticator(auth_settings, settings) {
     // Declared before the authenticator, the loops are built after it; they
     // are filled here so each gets the hint that one thread runs it.
     for (unsigned i = 0; i < std::max(1u, settings.threads); ++i)
@@ -56,7 +56,7 @@ boost::asio::io_context& HttpService::next_loop() {
 }
 
 void HttpService::run_call(protocol::ReadyCall call, const boost::asio::any_io_executor& connection) {
-    switch (place_http_call(call, loops.size())) {
+    switch (place_http_call(call, loops.size(), state_in_redis)) {
     case CallSite::io_loop:
         // Posted from the connection's own loop thread, it runs there after
         // the current handler returns.

@@ -90,6 +90,9 @@ public:
     // The loop for the next accepted connection (round robin).
     boost::asio::io_context& next_loop();
     std::atomic<unsigned> next_loop_{0};
+    // The host's state (sessions, rate limits, families' state) and its bus
+    // are in Redis: calls wait on it (place_http_call).
+    const bool state_in_redis;
     // After io, so it goes before: the calls it still holds keep connections.
     auth::RequestAuthenticator authenticator;
     // Workers of their own for run_shared_session_work (made when sessions

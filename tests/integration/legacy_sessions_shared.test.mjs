@@ -505,3 +505,55 @@ test('Redis slow: what waits on a shared session holds no I/O thread; /health an
     assert.equal(result.code, 0, host.stderr.slice(-3000));
   }
 });
+
+test('Redis slow: 2026-07-28 calls, each drawing on a shared rate limit, hold no I/O thread either', async () => {
+  // The no-op tool, quick (its calls run well under a millisecond), each
+  // call a round trip to Redis for the caller's bucket.
+  const host = await HttpHost.start({
+    plugins: ['echo.so'],
+    gate: false,
+    rateLimits: { calls_per_second: 100000, burst: 100000 },
+    http: { threads: 2 },
+    sections: {
+      session: {
+        backend: 'redis',
+        redis: { url: redis.url, key_prefix: 'itest-calls:', command_timeout_ms: 20000, connect_timeout_ms: 300 },
+        pinned: { store: 'shop', user: 'ann' },
+      },
+    },
+  });
+  const noop = (id) => {
+    const message = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'noop', arguments: {}, _meta: modernMeta() } };
+    return host.post(message, { headers: HttpHost.modernHeaders(message) });
+  };
+  try {
+    // Enough calls for the tool to count as quick (plugins::CallPace).
+    for (let id = 1; id <= 80; id++) assert.equal((await noop(id)).status, 200, "served while Redis answers");
+    redis.pause();
+    let outcomes;
+    try {
+      outcomes = [];
+      for (let id = 100; id < 108; id++) outcomes.push(noop(id).then((value) => ({ value }), (error) => ({ error })));
+      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 0; i < 4; i++) {
+        const health = await fetch(host.origin + '/health', { signal: AbortSignal.timeout(5000) }).catch((e) =>
+          assert.fail(`/health did not answer while Redis was stopped (${e.name}): an I/O thread waits on Redis`),
+        );
+        assert.equal(health.status, 200);
+      }
+      const early = await Promise.race([Promise.race(outcomes).then(() => true), new Promise((r) => setTimeout(() => r(false), 50))]);
+      assert.equal(early, false, 'the calls waited on Redis (their buckets) all this time');
+    } finally {
+      redis.resume();
+    }
+    for (const { value, error } of await Promise.all(outcomes)) {
+      assert.ok(!error, String(error?.cause ?? error));
+      assert.equal(value.status, 200, value.text);
+      assert.ok(value.messages[0].result && !value.messages[0].result.isError, value.text);
+    }
+  } finally {
+    redis.resume();
+    const result = await host.stop();
+    assert.equal(result.code, 0, host.stderr.slice(-3000));
+  }
+});

@@ -45,6 +45,14 @@ TEST_CASE("a quick call of a family in this process runs in place, however many 
     CHECK(place_http_call(call(true, false, true, true), 2) == CallSite::pool);
 }
 
+TEST_CASE("over HTTP, no call of a host whose state is in Redis runs on an I/O loop", "[placement]") {
+    // Each call waits on Redis (the gate's session, the buckets): a slow
+    // Redis would hold the loop, and /health with it.
+    CHECK(place_http_call(call(true, false, true), 2, false) == CallSite::io_loop);
+    CHECK(place_http_call(call(true, false, true), 2, true) == CallSite::pool);
+    CHECK(place_http_call(call(true, true, true), 4, true) == CallSite::pool);
+}
+
 TEST_CASE("a quick call of a family in another process runs in place only while nothing else is in flight",
           "[placement]") {
     // Alone: its thread waits for the other process's answer, and nothing waits behind it.
