@@ -187,6 +187,21 @@ async function streamedLegacyCall(host, sessionId, message) {
   };
 }
 
+// One more instance on this file's Redis, under a key prefix of its own.
+function redisInstance({ prefix, commandTimeoutMs = 300, ...options }) {
+  return HttpHost.start({
+    plugins: ['conformance.so'],
+    ...options,
+    sections: {
+      session: {
+        backend: 'redis',
+        redis: { url: redis.url, key_prefix: prefix, command_timeout_ms: commandTimeoutMs, connect_timeout_ms: 300 },
+        pinned: { store: 'shop', user: 'ann' },
+      },
+    },
+  });
+}
+
 const isElicitation = (m) => m.method === 'elicitation/create';
 const isAnswer = (m) => !Object.hasOwn(m, 'method') && Object.hasOwn(m, 'id');
 
@@ -236,17 +251,7 @@ test('calls that wait for their elicitations fill every worker: the answers stil
   // Two workers, both taken by calls waiting on the client: its answers are
   // shared-session work (found and relayed through Redis), which must not
   // need one of those workers.
-  const host = await HttpHost.start({
-    plugins: ['conformance.so'],
-    limits: { workers: 2 },
-    sections: {
-      session: {
-        backend: 'redis',
-        redis: { url: redis.url, key_prefix: 'itest-full:', command_timeout_ms: 300, connect_timeout_ms: 300 },
-        pinned: { store: 'shop', user: 'ann' },
-      },
-    },
-  });
+  const host = await redisInstance({ prefix: 'itest-full:', limits: { workers: 2 } });
   try {
     const { sessionId } = await host.initialize({ elicitation: {} });
     const calls = [];
@@ -417,17 +422,7 @@ test('Redis down: session requests get 503 STATE_UNAVAILABLE with Retry-After, /
 
 test('Redis slow: what waits on a shared session holds no I/O thread; /health answers meanwhile, and nothing is lost', async () => {
   // Its own instance, whose Redis commands wait long enough to outlast the pause.
-  const host = await HttpHost.start({
-    plugins: ['conformance.so'],
-    http: { instance_name: 'gh-slow', threads: 2 },
-    sections: {
-      session: {
-        backend: 'redis',
-        redis: { url: redis.url, key_prefix: 'itest-slow:', command_timeout_ms: 20000, connect_timeout_ms: 300 },
-        pinned: { store: 'shop', user: 'ann' },
-      },
-    },
-  });
+  const host = await redisInstance({ prefix: 'itest-slow:', commandTimeoutMs: 20000, http: { instance_name: 'gh-slow', threads: 2 } });
   const legacy = (sid) => ({ 'MCP-Protocol-Version': LEGACY, ...(sid ? { 'Mcp-Session-Id': sid } : {}) });
   const initialize = (id) => ({
     jsonrpc: '2.0', id, method: 'initialize',
@@ -509,18 +504,13 @@ test('Redis slow: what waits on a shared session holds no I/O thread; /health an
 test('Redis slow: 2026-07-28 calls, each drawing on a shared rate limit, hold no I/O thread either', async () => {
   // The no-op tool, quick (its calls run well under a millisecond), each
   // call a round trip to Redis for the caller's bucket.
-  const host = await HttpHost.start({
+  const host = await redisInstance({
+    prefix: 'itest-calls:',
+    commandTimeoutMs: 20000,
     plugins: ['echo.so'],
     gate: false,
     rateLimits: { calls_per_second: 100000, burst: 100000 },
     http: { threads: 2 },
-    sections: {
-      session: {
-        backend: 'redis',
-        redis: { url: redis.url, key_prefix: 'itest-calls:', command_timeout_ms: 20000, connect_timeout_ms: 300 },
-        pinned: { store: 'shop', user: 'ann' },
-      },
-    },
   });
   const noop = (id) => {
     const message = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'noop', arguments: {}, _meta: modernMeta() } };
