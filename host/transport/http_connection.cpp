@@ -595,11 +595,12 @@ void HttpConnection::on_request(Request request) {
             return;
         }
         // The probe asks Redis, which may be slow to answer: never on this
-        // loop (anyone may ask, as often as they like).
-        away_from_loop([this, answer]() -> std::function<void()> {
-            return [this, answer, problem = service_.readiness()] {
-                answer(service_.draining ? std::optional<std::string>("draining") : problem);
-            };
+        // loop, and one probe at a time however many ask (anyone may).
+        leave_loop();
+        service_.probe_readiness([self = shared_from_this(), answer](std::optional<std::string> problem) {
+            self->resume_on_loop([self, answer, problem] {
+                answer(self->service_.draining ? std::optional<std::string>("draining") : problem);
+            });
         });
         return;
     }
@@ -997,8 +998,7 @@ void HttpConnection::serve_post(const Request& request, Posted posted, AcceptedA
 // Until then the connection counts as answering (it reads no further
 // request) and its request as in flight (a drain waits for it).
 void HttpConnection::away_from_loop(std::function<std::function<void()>()> work) {
-    phase_ = Phase::answering;
-    ++service_.exchanges;
+    leave_loop();
     service_.run_shared_session_work([self = shared_from_this(), work = std::move(work)] {
         std::function<void()> then;
         try {
@@ -1013,13 +1013,21 @@ void HttpConnection::away_from_loop(std::function<std::function<void()>()> work)
                 self->respond_error(500, nullptr, protocol::error_code::internal_error,
                                     "Internal error while handling the session's request.");
             };
-        auto executor = self->socket_.get_executor();
-        net::dispatch(executor, [self = std::move(self), then = std::move(then)] {
-            // Counted until what follows has run: it may begin the exchange
-            // (counting it anew), and a drain must not find a gap between.
-            if (self->phase_ != Phase::closed) then();
-            --self->service_.exchanges;
-        });
+        self->resume_on_loop(std::move(then));
+    });
+}
+
+void HttpConnection::leave_loop() {
+    phase_ = Phase::answering;
+    ++service_.exchanges;
+}
+
+void HttpConnection::resume_on_loop(std::function<void()> then) {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this(), then = std::move(then)] {
+        // Counted until what follows has run: it may begin the exchange
+        // (counting it anew), and a drain must not find a gap between.
+        if (self->phase_ != Phase::closed) then();
+        --self->service_.exchanges;
     });
 }
 

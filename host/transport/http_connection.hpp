@@ -95,6 +95,12 @@ private:
     void open_session_stream(const Request& request, LegacyLookup lookup);
     void on_delete(const Request& request);
     void away_from_loop(std::function<std::function<void()>()> work);
+    // The two ends of a hop off the loop: until resumed, the connection
+    // answers (reads no further request) and its request counts as in
+    // flight (a drain waits for it). resume_on_loop may be called from any
+    // thread; `then` runs on the loop unless the connection closed.
+    void leave_loop();
+    void resume_on_loop(std::function<void()> then);
     bool claim_stream_or_refuse(const protocol::Json& id);
     void begin_exchange(const std::shared_ptr<protocol::Connection>& mcp, std::shared_ptr<protocol::Outbound> reply,
                         const protocol::Json& id, protocol::Incoming&& incoming, const std::string& session_header,

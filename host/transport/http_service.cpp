@@ -41,6 +41,29 @@ std::optional<std::string> HttpService::readiness() {
     return server.readiness();
 }
 
+void HttpService::probe_readiness(std::function<void(std::optional<std::string>)> done) {
+    {
+        std::lock_guard lock(probe_mutex_);
+        probe_waiters_.push_back(std::move(done));
+        if (probe_waiters_.size() > 1) return; // the probe running answers this one too
+    }
+    run_shared_session_work([this] {
+        std::optional<std::string> problem;
+        try {
+            problem = readiness();
+        } catch (const std::exception& e) {
+            problem = std::string("the state backend does not answer: ") + e.what();
+        }
+        std::vector<std::function<void(std::optional<std::string>)>> waiters;
+        {
+            std::lock_guard lock(probe_mutex_);
+            waiters.swap(probe_waiters_);
+        }
+        for (auto& waiter : waiters)
+            waiter(problem);
+    });
+}
+
 HttpService::StreamClaim HttpService::claim_stream(const std::string& principal) {
     std::lock_guard lock(streams_mutex_);
     if (streams.load() >= settings.max_streams) return StreamClaim::server_full;

@@ -73,10 +73,18 @@ struct HttpService {
     // Why requests cannot be served now (the state backend or the bus
     // does not answer), or nothing: GET /ready.
     std::optional<std::string> readiness();
+    // readiness() on the shared-session workers, `done` called there with
+    // its answer. One probe runs at a time: whoever asks while it runs gets
+    // its answer, so a crowd of askers costs one round trip to Redis and
+    // holds one worker, however slow Redis is.
+    void probe_readiness(std::function<void(std::optional<std::string>)> done);
 
 private:
     std::mutex streams_mutex_;
     std::map<std::string, unsigned> streams_by_principal_;
+    std::mutex probe_mutex_;
+    // Who waits for the probe running now; empty: none runs.
+    std::vector<std::function<void(std::optional<std::string>)>> probe_waiters_;
 
 public:
     // One event loop per I/O thread (http.threads); the first also accepts,
