@@ -873,27 +873,33 @@ HttpConnection::LegacyLookup HttpConnection::find_legacy_session(const std::stri
 
 void HttpConnection::in_legacy_session(const Request& request, Posted posted, AcceptedAnswers answers,
                                        LegacyLookup lookup) {
+    if (refuse_lookup(lookup, posted.id)) return;
+    if (lookup.outcome == LegacyLookup::Outcome::opened) {
+        serve_post(request, std::move(posted), answers, std::move(lookup.session), true, lookup.opened_id);
+        return;
+    }
+    if (refuse_unsupported_legacy_version(request, posted.id)) return;
+    serve_post(request, std::move(posted), answers, std::move(lookup.session), true, "");
+}
+
+// Answers a lookup that left no session to serve: the store did not
+// answer, no such session, or no room for a new one. True when it did.
+bool HttpConnection::refuse_lookup(const LegacyLookup& lookup, const Json& id) {
     switch (lookup.outcome) {
     case LegacyLookup::Outcome::unavailable:
-        respond_state_unavailable(posted.id, state::BackendError(lookup.error));
-        return;
+        respond_state_unavailable(id, state::BackendError(lookup.error));
+        return true;
     case LegacyLookup::Outcome::not_found:
         respond_error(404, nullptr, protocol::error_code::invalid_request, kSessionNotFound);
-        return;
+        return true;
     case LegacyLookup::Outcome::full:
-        respond_error(429, posted.id, protocol::error_code::internal_error,
+        respond_error(429, id, protocol::error_code::internal_error,
                       "You hold " + std::to_string(service_.legacy_sessions.per_principal()) +
                           " sessions, the limit per caller (http.max_legacy_sessions_per_principal); end one "
                           "with DELETE first.",
                       "Retry-After: 5\r\n");
-        return;
-    case LegacyLookup::Outcome::found:
-        if (refuse_unsupported_legacy_version(request, posted.id)) return;
-        serve_post(request, std::move(posted), answers, std::move(lookup.session), true, "");
-        return;
-    case LegacyLookup::Outcome::opened:
-        serve_post(request, std::move(posted), answers, std::move(lookup.session), true, lookup.opened_id);
-        return;
+        return true;
+    default: return false;
     }
 }
 
@@ -938,10 +944,7 @@ void HttpConnection::serve_post(const Request& request, Posted posted, AcceptedA
                 respond_status(202);
             };
         };
-        if (shared)
-            away_from_loop([handle = std::move(handle)]() -> std::function<void()> { return handle(); });
-        else
-            handle()();
+        here_or_away(shared, std::move(handle));
         return;
     }
 
@@ -1015,6 +1018,13 @@ void HttpConnection::away_from_loop(std::function<std::function<void()>()> work)
             };
         self->resume_on_loop(std::move(then));
     });
+}
+
+void HttpConnection::here_or_away(bool away, std::function<std::function<void()>()> work) {
+    if (away)
+        away_from_loop(std::move(work));
+    else
+        work()();
 }
 
 void HttpConnection::leave_loop() {
@@ -1100,14 +1110,7 @@ void HttpConnection::on_get(const Request& request) {
 }
 
 void HttpConnection::open_session_stream(const Request& request, LegacyLookup lookup) {
-    if (lookup.outcome == LegacyLookup::Outcome::unavailable) {
-        respond_state_unavailable(nullptr, state::BackendError(lookup.error));
-        return;
-    }
-    if (lookup.outcome != LegacyLookup::Outcome::found) {
-        respond_error(404, nullptr, protocol::error_code::invalid_request, kSessionNotFound);
-        return;
-    }
+    if (refuse_lookup(lookup, nullptr)) return; // a GET opens none: found, or refused
     const std::shared_ptr<protocol::Connection> session = std::move(lookup.session);
     if (refuse_unsupported_legacy_version(request, nullptr)) return;
     if (const auto accept = header_value(request, "Accept"); !accepted_answers(accept).event_stream) {
@@ -1166,10 +1169,7 @@ void HttpConnection::on_delete(const Request& request) {
             }
         };
     };
-    if (service_.legacy_sessions.shared())
-        away_from_loop([end_session = std::move(end_session)]() -> std::function<void()> { return end_session(); });
-    else
-        end_session()();
+    here_or_away(service_.legacy_sessions.shared(), std::move(end_session));
 }
 
 // ---------------------------------------------------------------- answering

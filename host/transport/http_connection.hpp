@@ -89,12 +89,15 @@ private:
     void on_post(const Request& request);
     LegacyLookup find_legacy_session(const std::string& id, const auth::Principal& principal);
     void in_legacy_session(const Request& request, Posted posted, AcceptedAnswers answers, LegacyLookup lookup);
+    bool refuse_lookup(const LegacyLookup& lookup, const protocol::Json& id);
     void serve_post(const Request& request, Posted posted, AcceptedAnswers answers,
                     std::shared_ptr<protocol::Connection> mcp, bool legacy, const std::string& session_header);
     void on_get(const Request& request);
     void open_session_stream(const Request& request, LegacyLookup lookup);
     void on_delete(const Request& request);
     void away_from_loop(std::function<std::function<void()>()> work);
+    // away_from_loop when `away`, else the work and what follows it here, now.
+    void here_or_away(bool away, std::function<std::function<void()>()> work);
     // The two ends of a hop off the loop: until resumed, the connection
     // answers (reads no further request) and its request counts as in
     // flight (a drain waits for it). resume_on_loop may be called from any
