@@ -39,6 +39,11 @@ constexpr auto kWatch = 100ms;          // how often the supervisor looks at the
 constexpr auto kFirstListen = 1000ms;   // a subscription that ended is asked for again after this
 constexpr auto kFewestRelists = 1000ms; // the least time between two listings a server asked for
 
+// The wait after `wait`: twice as long, at most kLongestBackoff.
+std::chrono::milliseconds doubled(std::chrono::milliseconds wait) {
+    return std::min<std::chrono::milliseconds>(wait * 2, kLongestBackoff);
+}
+
 std::uint32_t risk_named(const std::string& name) {
     if (name == "read") return GH_RISK_READ;
     if (name == "money") return GH_RISK_MONEY;
@@ -720,8 +725,7 @@ void UpstreamFamily::supervise() {
     std::unique_lock lock(mutex_);
     // The wait before the next attempt; each wait used doubles the next one.
     // A start that failed already waited the first.
-    std::chrono::milliseconds backoff =
-        session_ ? kFirstBackoff : std::min<std::chrono::milliseconds>(kFirstBackoff * 2, kLongestBackoff);
+    std::chrono::milliseconds backoff = session_ ? kFirstBackoff : doubled(kFirstBackoff);
     while (!stopping_) {
         changed_.wait_for(lock, kWatch);
         if (stopping_) break;
@@ -731,9 +735,8 @@ void UpstreamFamily::supervise() {
         if (session_ && session_->alive()) {
             if (session_->listening() == ClientSession::Listening::ended &&
                 Clock::now() - listened_at >= listen_backoff) {
-                listen_backoff = Clock::now() - listened_at >= kLivedLongEnough
-                                     ? kFirstListen
-                                     : std::min<std::chrono::milliseconds>(listen_backoff * 2, kLongestBackoff);
+                listen_backoff =
+                    Clock::now() - listened_at >= kLivedLongEnough ? kFirstListen : doubled(listen_backoff);
                 listened_at = Clock::now();
                 relist_ = true; // what changed while no one listened
                 auto session = session_;
@@ -775,7 +778,7 @@ void UpstreamFamily::supervise() {
             // listings, then exits) waits longer each time, as one that cannot
             // be reached does: every connection re-lists, and a changed
             // listing is a new registry and a list_changed to every agent.
-            backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);
+            backoff = doubled(backoff);
             lock.unlock();
             gone->close();
             lock.lock();
@@ -821,7 +824,7 @@ void UpstreamFamily::supervise() {
             next_attempt_ = Clock::now() + backoff;
             spdlog::warn("upstream '{}' could not be reached again: {}; next attempt in {} ms", options_.entry.name,
                          why, backoff.count());
-            backoff = std::min<std::chrono::milliseconds>(backoff * 2, kLongestBackoff);
+            backoff = doubled(backoff);
         }
     }
 }
