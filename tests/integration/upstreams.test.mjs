@@ -1286,6 +1286,23 @@ try { starts = Number(readFileSync(counter, 'utf8')); } catch {}
 writeFileSync(counter, String(++starts));`;
 }
 
+// The rest of an inline stdio server (its script imports readline): reads
+// one message a line and answers each request by CASES, clauses of a switch
+// on m.method that may call reply(result) and send(message); a method no
+// clause takes is refused.
+function answering(cases) {
+  return `const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined || m.method === undefined) return;
+  const reply = (result) => send({ jsonrpc: '2.0', id: m.id, result });
+  switch (m.method) {
+${cases}
+    default: return send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
+  }
+});`;
+}
+
 // A server that serves once, ends soon after, and cannot be started again:
 // the attempts after the quick end wait 100, 200, 400 ms…, each wait double
 // the one before (the quick end's own wait counted), none skipped.
@@ -1295,21 +1312,13 @@ test('attempts after a quick end wait twice as long each time, none skipped', as
   writeFileSync(script, `
 ${countedStart(dir)}
 if (starts > 1) process.exit(5); // every later start fails before it answers
-const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
-readline.createInterface({ input: process.stdin }).on('line', (line) => {
-  const m = JSON.parse(line);
-  if (m.id === undefined || m.method === undefined) return;
-  const reply = (result) => send({ jsonrpc: '2.0', id: m.id, result });
-  switch (m.method) {
+${answering(`
     case 'initialize':
       return reply({ protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'fading', version: '1' } });
     case 'tools/list':
       reply({ tools: [{ name: 'a', inputSchema: { type: 'object' } }] });
       setTimeout(() => process.exit(3), 300);
-      return;
-    default: return send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
-  }
-});
+      return;`)}
 `);
   try {
     await withHost({ plugins: ['echo.so'], sections: { upstreams: [{ name: 'fading', command: [NODE, script] }] } }, async (host) => {
@@ -1334,15 +1343,10 @@ test('an upstream that lists a name twice after a reconnection is served without
   writeFileSync(script, `
 ${countedStart(dir)}
 const twice = starts > 1;
-const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
 const prompt = { name: 'p', arguments: [] };
 const resource = { uri: 'relist://a', name: 'a' };
 const template = { uriTemplate: 'relist://t/{x}', name: 't' };
-readline.createInterface({ input: process.stdin }).on('line', (line) => {
-  const m = JSON.parse(line);
-  if (m.id === undefined || m.method === undefined) return;
-  const reply = (result) => send({ jsonrpc: '2.0', id: m.id, result });
-  switch (m.method) {
+${answering(`
     case 'initialize':
       return reply({ protocolVersion: '2025-11-25', capabilities: { tools: {}, prompts: {}, resources: {} }, serverInfo: { name: 'relisting', version: '1' } });
     case 'tools/list': return reply({ tools: [{ name: 'a', inputSchema: { type: 'object' } }] });
@@ -1353,10 +1357,7 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
     case 'resources/templates/list':
       reply({ resourceTemplates: twice ? [template, template] : [template] });
       setTimeout(() => process.exit(3), starts === 1 ? 1500 : 200); // listed: end soon after
-      return;
-    default: return send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
-  }
-});
+      return;`)}
 `);
   try {
     await withHost({ plugins: ['echo.so'], sections: { upstreams: [{ name: 'relisting', command: [NODE, script] }] } }, async (host) => {
@@ -1435,20 +1436,12 @@ function resourceServer(dir, name, { resources = [], templates = [] }) {
   const script = path.join(dir, `${name}.mjs`);
   writeFileSync(script, `
 import readline from 'node:readline';
-const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
-readline.createInterface({ input: process.stdin }).on('line', (line) => {
-  const m = JSON.parse(line);
-  if (m.id === undefined || m.method === undefined) return;
-  const reply = (result) => send({ jsonrpc: '2.0', id: m.id, result });
-  switch (m.method) {
+${answering(`
     case 'initialize':
       return reply({ protocolVersion: '2025-11-25', capabilities: { resources: {} }, serverInfo: { name: ${JSON.stringify(name)}, version: '1' } });
     case 'resources/list': return reply({ resources: ${JSON.stringify(resources.map((uri) => ({ uri, name: uri })))} });
     case 'resources/templates/list': return reply({ resourceTemplates: ${JSON.stringify(templates.map((t) => ({ uriTemplate: t, name: t })))} });
-    case 'resources/read': return reply({ contents: [{ uri: m.params.uri, text: 'answered by ' + ${JSON.stringify(name)} }] });
-    default: return send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } });
-  }
-});
+    case 'resources/read': return reply({ contents: [{ uri: m.params.uri, text: 'answered by ' + ${JSON.stringify(name)} }] });`)}
 `);
   return { name, command: [NODE, script] };
 }

@@ -420,38 +420,49 @@ TEST_CASE("Observability counts each tool call once under its outcome and code, 
 
 namespace {
 
-// A call of the echo family's echo by the local user alice over stdio, as
-// the audit tests below record it.
-metrics::CallRecord echo_call(const int& tool_key) {
+// An Observability writing its audit log in a folder of its own, and a call
+// of the echo family's echo by the local user alice over stdio to record
+// through it, as the audit tests below do.
+struct AuditedEcho {
+    AuditedEcho() {
+        call.tool_key = &tool_key;
+        call.family = "echo";
+        call.tool = "echo";
+        call.started = std::chrono::system_clock::now();
+        call.principal = "alice";
+        call.principal_kind = "local";
+        call.revision = "2026-07-28";
+        call.transport = "stdio";
+    }
+
+    // Every line written so far.
+    std::vector<std::string> lines() {
+        observability.flush_audit();
+        return lines_of(settings.audit.file);
+    }
+
+    test::TempDir dir;
+    metrics::Observability::Settings settings = [this] {
+        metrics::Observability::Settings audited;
+        audited.audit.file = dir.path() / "audit.jsonl";
+        return audited;
+    }();
+    metrics::Observability observability{settings};
+    int tool_key = 0;
     metrics::CallRecord call;
-    call.tool_key = &tool_key;
-    call.family = "echo";
-    call.tool = "echo";
-    call.started = std::chrono::system_clock::now();
-    call.principal = "alice";
-    call.principal_kind = "local";
-    call.revision = "2026-07-28";
-    call.transport = "stdio";
-    return call;
-}
+};
 
 } // namespace
 
 TEST_CASE("the audit line carries a request id as the request did, however large", "[metrics][audit]") {
-    test::TempDir dir;
-    metrics::Observability::Settings settings;
-    settings.audit.file = dir.path() / "audit.jsonl";
-    metrics::Observability observability(settings);
-    int tool_key = 0;
-    metrics::CallRecord call = echo_call(tool_key);
+    AuditedEcho audited;
     const std::vector<json> ids = {json(18446744073709551615ULL), json(9223372036854775808ULL), json(-3),
                                    json("req-1")};
     for (const auto& id : ids) {
-        call.request_id = &id;
-        observability.tool_call(call);
+        audited.call.request_id = &id;
+        audited.observability.tool_call(audited.call);
     }
-    observability.flush_audit();
-    const auto lines = lines_of(settings.audit.file);
+    const auto lines = audited.lines();
     REQUIRE(lines.size() == ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i)
         CHECK(json::parse(lines[i])["request_id"] == ids[i]);
@@ -459,20 +470,14 @@ TEST_CASE("the audit line carries a request id as the request did, however large
 }
 
 TEST_CASE("an audit line stays JSON a reader takes when a name is not UTF-8", "[metrics][audit]") {
-    test::TempDir dir;
-    metrics::Observability::Settings settings;
-    settings.audit.file = dir.path() / "audit.jsonl";
-    metrics::Observability observability(settings);
-    int tool_key = 0;
+    AuditedEcho audited;
     const json id = 1;
-    metrics::CallRecord call = echo_call(tool_key);
     // A local principal comes from the environment or the passwd entry,
     // whose bytes are whatever they are.
-    call.principal = "bad\xff name \xe2\x82 é\x01";
-    call.request_id = &id;
-    observability.tool_call(call);
-    observability.flush_audit();
-    const auto lines = lines_of(settings.audit.file);
+    audited.call.principal = "bad\xff name \xe2\x82 é\x01";
+    audited.call.request_id = &id;
+    audited.observability.tool_call(audited.call);
+    const auto lines = audited.lines();
     REQUIRE(lines.size() == 1);
     const json line = json::parse(lines[0]); // nlohmann refuses text that is not UTF-8
     CHECK(line["principal"] == "bad\uFFFD name \uFFFD\uFFFD é\x01");
