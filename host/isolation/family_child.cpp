@@ -7,6 +7,7 @@
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
 #include "plugins/plugin_loader.hpp"
+#include "transport/inline_call_watch.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -46,8 +47,11 @@ struct ChildCall {
     std::string input_responses = "{}";
     std::string request_state;
     std::optional<std::string> context; // call_context, asked of the host once
-    std::deque<gh_sink> sinks;          // sink_new
-    std::mutex asking;                  // one host function at a time per call
+    // Set while the thread that read the call runs it holding the reading
+    // (InlineCallWatch's token); 0 when another thread reads meanwhile.
+    std::uint64_t watched = 0;
+    std::deque<gh_sink> sinks; // sink_new
+    std::mutex asking;         // one host function at a time per call
     std::mutex mutex;
     std::condition_variable answered;
     std::optional<Frame> reply;
@@ -82,19 +86,28 @@ private:
     std::unordered_map<std::uint64_t, std::shared_ptr<ChildCall>> calls_;
 
     // The threads take turns (leader and followers): one reads the host's
-    // frames; when a call comes, it hands the reading to a waiting thread
-    // (or a new one) and runs the call itself, so a call starts on the
-    // thread that read it, with no hand-off before it runs. Threads are
-    // made as calls overlap and kept.
+    // frames, and runs each call it reads itself, still holding the reading,
+    // so a call costs no thread hand-off and no wake-up in this process. A
+    // call that outlasts a tick (kInlineTick), or waits on the host, gives
+    // the reading to a waiting thread (or a new one) and runs on; frames the
+    // host sent meanwhile (cancellations, other calls, the answers of host
+    // functions) wait that tick at most. Threads are made as calls overlap
+    // and kept.
+    static constexpr std::chrono::microseconds kInlineTick{1000};
     std::mutex turns_mutex_;
     std::condition_variable reading_free_;
     bool someone_reads_ = false;
     unsigned waiting_to_read_ = 0;
+    transport::InlineCallWatch watch_{kInlineTick, [this] { hand_reading_on(); }};
 
     [[noreturn]] void take_turns();
     // Reads frames until one is a call (its frame), handling the others.
     Frame read_until_call();
     void hand_reading_on();
+    // A call run by the thread holding the reading is about to wait on the
+    // host: the reading goes on at once (the answer comes through it), unless
+    // the watch handed it on already.
+    void stop_holding_reading(ChildCall& call);
     void init(const Frame& frame);
     std::shared_ptr<ChildCall> open_call(Frame& frame);
     Frame answer(Frame frame, const std::shared_ptr<ChildCall>& call);
@@ -239,9 +252,16 @@ gh_host_api child_api() {
     return api;
 }
 
+void ServedFamily::stop_holding_reading(ChildCall& call) {
+    // The same exchange the watch and the call's end make: one of them wins,
+    // and only the winner hands the reading on.
+    if (call.watched != 0 && watch_.end(call.watched)) hand_reading_on();
+}
+
 int32_t ServedFamily::ask_host(gh_call* handle, HostFunction function, std::vector<std::string> fields, gh_sink* out) {
     auto* call = child_call(handle);
     std::lock_guard one_at_a_time(call->asking);
+    stop_holding_reading(*call);
     {
         std::lock_guard lock(call->mutex);
         call->reply.reset();
@@ -371,11 +391,22 @@ void ServedFamily::take_turns() {
             --waiting_to_read_;
             someone_reads_ = true;
         }
-        Frame frame = read_until_call();
-        // Known before the next reader starts: a cancellation it reads finds the call.
-        auto call = open_call(frame);
-        hand_reading_on();
-        channel_.send(answer(std::move(frame), call));
+        for (;;) {
+            Frame frame = read_until_call();
+            // Known before the next reader starts: a cancellation it reads finds the call.
+            auto call = open_call(frame);
+            if (!watch_.ready()) {
+                // No watch (no thread to spare for it): the reading goes on
+                // before the call runs, as nothing would hand it on later.
+                hand_reading_on();
+                channel_.send(answer(std::move(frame), call));
+                break;
+            }
+            const std::uint64_t token = watch_.begin();
+            call->watched = token;
+            channel_.send(answer(std::move(frame), call));
+            if (!watch_.end(token)) break; // handed on meanwhile: another thread reads
+        }
     }
 }
 

@@ -100,11 +100,20 @@ bool FrameChannel::read_some() {
             in_.resize(in_.size() * 2);
         }
     }
+    // Waits in poll for input alone, not in a blocking recv: a socket's
+    // readers and writers sleep on one queue, and a recv asleep there is
+    // woken each time the other end takes what this end sent (room to
+    // write again), a wake-up a call for nothing; poll's wait ignores those.
     ssize_t n;
-    do {
-        n = ::recv(fd_, in_.data() + in_end_, in_.size() - in_end_, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n <= 0) return false;
+    for (;;) {
+        n = ::recv(fd_, in_.data() + in_end_, in_.size() - in_end_, MSG_DONTWAIT);
+        if (n >= 0) break;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+        pollfd input{fd_, POLLIN, 0};
+        if (::poll(&input, 1, -1) < 0 && errno != EINTR) return false;
+    }
+    if (n == 0) return false;
     in_end_ += static_cast<std::size_t>(n);
     return true;
 }

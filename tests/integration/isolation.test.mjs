@@ -182,6 +182,21 @@ test('cancellation reaches the child: the cancelled call frees its only place', 
     assert.equal(host.messages.some((m) => m.message.id === 'long'), false, 'the cancelled call got no answer');
   }));
 
+test("a slow call in a family's process holds neither the reading there nor the family's other calls", () =>
+  // The child runs each call on the thread that read it, still reading;
+  // one that outlasts a tick passes the reading on, so the echo below is
+  // read, run and answered while the slow call still runs.
+  withHost({ plugins: [{ path: 'echo.so', isolation: 'process' }] }, async (host) => {
+    host.send(toolCall('long', 'slow', { ms: 60000 }, modernMeta({ progressToken: 'long' })));
+    await host.waitFor((m) => m.method === 'notifications/progress' && m.params.progressToken === 'long');
+    for (const text of ['one', 'two', 'three']) {
+      const echo = await host.modern('tools/call', { name: 'echo', arguments: { text } });
+      assert.equal(echo.result.structuredContent.text, text);
+    }
+    assert.equal(host.messages.some((m) => m.message.id === 'long'), false, 'the slow call still runs');
+    host.notify('notifications/cancelled', { requestId: 'long', reason: 'done' });
+  }));
+
 test("a family's process never writes to the stdio transport: its stdout goes to the log", () =>
   withHost({ plugins: [{ path: 'noisy.so', isolation: 'process' }] }, async (host) => {
     const answer = await host.modern('tools/call', { name: 'noisy_shout', arguments: {} });
