@@ -28,6 +28,7 @@
 #include <deque>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -284,6 +285,23 @@ std::vector<std::string> child_environment(const FamilyProcessOptions& options) 
     return env;
 }
 
+// What a refused thread or process start (EAGAIN) means here, said
+// beside the system's own words so an operator knows what to raise.
+std::string refused_start(int error) {
+    std::string said = std::strerror(error);
+    if (error == EAGAIN)
+        said += ": the host is at its limit of tasks (its threads and processes together: ulimit -u, or its "
+                "cgroup's pids.max)";
+    return said;
+}
+
+std::string refused_start(const std::exception& e) {
+    if (const auto* system = dynamic_cast<const std::system_error*>(&e);
+        system && system->code().category() == std::generic_category())
+        return refused_start(system->code().value());
+    return e.what();
+}
+
 std::vector<char*> pointers(std::vector<std::string>& words) {
     std::vector<char*> out;
     for (auto& word : words)
@@ -386,40 +404,62 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     if (spawned != 0) {
         ::close(pair[0]);
         ::close(output[0]);
-        throw std::runtime_error(std::string("cannot start the family process: ") + std::strerror(spawned));
+        throw std::runtime_error("cannot start the family process: " + refused_start(spawned));
     }
-    auto child = std::make_shared<Child>();
-    child->pid = pid;
-
-    child->named(family_ != "plugin" ? family_ : options_.library.filename().string());
-    child->channel = std::make_unique<FrameChannel>(pair[0]);
-    child->channel->bound_each_send(options_.send_stall);
-    child->reading.emplace(pair[0], [this, child = child.get()] { return read_available(*child); });
-    child->output_fd = output[0];
-    child->exit_fd = watch_exit(pid);
-    child->output_reader = std::thread([child = child.get()] {
-        metrics::copy_lines_to_log(child->output_fd, child->output_log, child->exit_fd);
-        ::close(child->output_fd);
-    });
-    if (child->exit_fd >= 0) {
-        child->exit_watch = std::thread([child = child.get()] {
-            pollfd ended{child->exit_fd, POLLIN, 0};
-            while (::poll(&ended, 1, -1) < 0 && errno == EINTR) {
-            }
-            // Not reaped here: child_gone reads how it ended. Signalled
-            // under the mutex the reaping holds, so never a reused pid.
-            {
-                std::lock_guard lock(child->mutex);
-                if (child->pid > 0) signal_all(child->pid);
-            }
-            child->channel->shut_down();
+    // From here a process runs: should any step below fail (a thread the
+    // system refuses, at its process limit; memory), it is killed and reaped
+    // and what was made for it undone, so a failed start leaves neither a
+    // process nor a joinable thread behind, whose destruction would end the host.
+    std::shared_ptr<Child> child;
+    bool output_handed_on = false; // to the output's reader, which closes it
+    try {
+        child = std::make_shared<Child>();
+        child->pid = pid;
+        child->named(family_ != "plugin" ? family_ : options_.library.filename().string());
+        child->channel = std::make_unique<FrameChannel>(pair[0]);
+        pair[0] = -1;
+        child->channel->bound_each_send(options_.send_stall);
+        child->reading.emplace(child->channel->fd(), [this, child = child.get()] { return read_available(*child); });
+        child->output_fd = output[0];
+        child->exit_fd = watch_exit(pid);
+        child->output_reader = std::thread([child = child.get()] {
+            metrics::copy_lines_to_log(child->output_fd, child->output_log, child->exit_fd);
+            ::close(child->output_fd);
         });
-    } else {
-        spdlog::warn("[{}] cannot watch its process's end (pidfd_open: {}); a program it starts that keeps its "
-                     "socket open can hide a crash, or its output open hold up its restart",
-                     child->label, std::strerror(errno));
+        output_handed_on = true;
+        if (child->exit_fd >= 0) {
+            child->exit_watch = std::thread([child = child.get()] {
+                pollfd ended{child->exit_fd, POLLIN, 0};
+                while (::poll(&ended, 1, -1) < 0 && errno == EINTR) {
+                }
+                // Not reaped here: child_gone reads how it ended. Signalled
+                // under the mutex the reaping holds, so never a reused pid.
+                {
+                    std::lock_guard lock(child->mutex);
+                    if (child->pid > 0) signal_all(child->pid);
+                }
+                child->channel->shut_down();
+            });
+        } else {
+            spdlog::warn("[{}] cannot watch its process's end (pidfd_open: {}); a program it starts that keeps its "
+                         "socket open can hide a crash, or its output open hold up its restart",
+                         child->label, std::strerror(errno));
+        }
+        return child;
+    } catch (const std::exception& e) {
+        if (child) {
+            reap(*child);
+            if (child->channel) child->channel->shut_down();
+            child->join();
+        } else {
+            signal_all(pid);
+            int status = 0;
+            ::waitpid(pid, &status, 0);
+        }
+        if (pair[0] >= 0) ::close(pair[0]);
+        if (!output_handed_on) ::close(output[0]);
+        throw std::runtime_error("cannot start the threads that serve the family process: " + refused_start(e));
     }
-    return child;
 }
 
 std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, std::chrono::milliseconds timeout,
@@ -505,8 +545,14 @@ bool FamilyProcess::init(const std::string& config_json, std::string& error) {
         child = child_;
     }
     if (!child || !run_init(*child, error)) return false;
-    start_reading(child);
-    supervisor_ = std::thread([this] { supervise(); });
+    try {
+        start_reading(child);
+        supervisor_ = std::thread([this] { supervise(); });
+    } catch (const std::system_error& e) {
+        // The destructor ends the child and joins what did start.
+        error = "cannot start the threads that serve its process: " + refused_start(e);
+        return false;
+    }
     return true;
 }
 
@@ -717,8 +763,22 @@ void FamilyProcess::supervise() {
                 break;
             }
             child->named(family_);
+            // Before child_ is set, under the lock: a reader that sees the
+            // child end at once finds it serving, and takes it away again.
+            try {
+                start_reading(child);
+            } catch (const std::system_error& e) {
+                lock.unlock();
+                reap(*child);
+                child->channel->shut_down();
+                child->join();
+                lock.lock();
+                spdlog::error("family '{}' did not start again: cannot start the thread that reads its process: {}; "
+                              "next try in {} ms",
+                              family_, refused_start(e), schedule_restart().count());
+                continue;
+            }
             child_ = child;
-            start_reading(child);
             spdlog::info("family '{}' serves again (process {})", family_, child->pid);
             continue;
         }

@@ -5,10 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, linkSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, linkSync, mkdtempSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { withHost, writeConfig, binaryPath, pluginDir, modernMeta } from './lib/host.mjs';
+import { withHost, writeConfig, binaryPath, pluginDir, modernMeta, eventually } from './lib/host.mjs';
 
 // Under AddressSanitizer the bound is the sanitizer's resident-size watch,
 // and the sanitized binary alone is some 300 MiB; 640 MiB holds either build. The
@@ -127,6 +127,58 @@ test('a helper the family started in a session of its own, holding its output, d
       try { process.kill(daemon, 'SIGKILL'); } catch { /* gone already */ }
     }
   }));
+
+// A cgroup (v1 pids controller) for the host, where the system lets this
+// process make one: its pids.max bounds the tasks, threads included, that the
+// host and its family processes may have, as a service manager's TasksMax does.
+function pidsCgroup() {
+  const root = '/sys/fs/cgroup/pids';
+  try {
+    const dir = mkdtempSync(path.join(root, 'gatehouse-itest-'));
+    return {
+      dir,
+      enter: (pid) => writeFileSync(path.join(dir, 'cgroup.procs'), `${pid}\n`),
+      current: () => Number(readFileSync(path.join(dir, 'pids.current'), 'utf8')),
+      bound: (max) => writeFileSync(path.join(dir, 'pids.max'), `${max}\n`),
+      remove: () => { try { rmdirSync(dir); } catch { /* a leftover is still in it */ } },
+    };
+  } catch {
+    return null;
+  }
+}
+
+test("a family restarted at the host's task limit fails to start however far its start got, the host serving on; the family again once there is room", async (t) => {
+  const cgroup = pidsCgroup();
+  if (!cgroup) return t.skip('no pids cgroup can be made here (needs root and a cgroup v1 pids hierarchy)');
+  try {
+    await withHost({ plugins: [CRASHY, 'echo.so'] }, async (host) => {
+      const first = await servedAgain(host);
+      cgroup.enter(host.pid);
+      // Every thread the host starts lazily runs by now.
+      for (let i = 0; i < 3; ++i) await host.modern('tools/call', { name: 'echo', arguments: { text: 'warm' } });
+      // As many tasks as run now: the crashed family's threads go with it,
+      // and its restart finds room for some of what it starts, not all.
+      cgroup.bound(cgroup.current());
+      const reply = await host.modern('tools/call', { name: 'crashy_abort', arguments: {} });
+      assert.equal(reply.result.structuredContent?.code, 'FAMILY_CRASHED', JSON.stringify(reply));
+      const failed = () => (host.stderr.match(/family 'crashy' did not start again/g) ?? []).length;
+      await eventually('a restart that fails', () => failed() >= 1);
+      // Each next try finds room for one task less, down to none: a thread
+      // of its own, then its process, is refused.
+      for (let room = 2; room >= 0; --room) {
+        const before = failed();
+        cgroup.bound(cgroup.current() + room);
+        await eventually(`a restart that fails with room for ${room} more`, () => failed() > before, 15000);
+        const echo = await host.modern('tools/call', { name: 'echo', arguments: { text: `room ${room}` } });
+        assert.equal(echo.result.structuredContent.text, `room ${room}`);
+      }
+      cgroup.bound('max');
+      assert.notEqual(await servedAgain(host, 20000), first);
+    });
+  } finally {
+    cgroup.remove();
+  }
+});
 
 test('environment: a list gives the family\'s process the basic variables and those listed, none of the host\'s others', () =>
   withHost({
