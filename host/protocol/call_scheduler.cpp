@@ -94,10 +94,13 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
         --unanswered_;
     };
     // A tool call waits for a place in its plugin (max_in_flight_per_plugin)
-    // before it takes a worker; a parked one goes to the pool when its turn comes.
+    // before it takes a worker. A parked one runs when a call of its plugin
+    // ends and hands it the place: on the worker that ran that call, right
+    // after it (submit_next), not on another one woken while this one goes
+    // to sleep; a call that ended off the pool (an I/O loop) queues it there.
     if (tool_call)
         job = tool->plugin->admit(std::move(job),
-                                  [this](std::function<void()> admitted) { pool_.submit(std::move(admitted)); });
+                                  [this](std::function<void()> admitted) { pool_.submit_next(std::move(admitted)); });
     const bool remote = tool_call && tool->plugin->remote();
     return {std::move(job), quick, legacy, remote, alone, regex};
 }

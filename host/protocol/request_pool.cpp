@@ -8,6 +8,18 @@
 
 namespace gatehouse::protocol {
 
+namespace {
+
+// Which pool this thread is a worker of, and the job its current job left
+// it to run next (submit_next). Each thread's own, whatever host it serves.
+struct ThisWorker {
+    RequestPool* pool = nullptr;
+    std::function<void()> next;
+};
+thread_local ThisWorker t_this_worker;
+
+} // namespace
+
 RequestPool::RequestPool(unsigned workers, std::size_t stack_bytes)
     : max_workers_(workers == 0 ? 1 : workers), stack_bytes_(stack_bytes) {
     // Checked now, so a stack the system refuses stops the host at start,
@@ -96,6 +108,21 @@ void RequestPool::submit(std::function<void()> job) {
     enqueue(std::move(job), lock);
 }
 
+void RequestPool::submit_next(std::function<void()> job) {
+    if (t_this_worker.pool == this && !t_this_worker.next) {
+        t_this_worker.next = std::move(job);
+        return;
+    }
+    submit(std::move(job));
+}
+
+void RequestPool::release_next() {
+    if (t_this_worker.pool != this || !t_this_worker.next) return;
+    std::function<void()> job = std::move(t_this_worker.next);
+    t_this_worker.next = nullptr;
+    submit(std::move(job));
+}
+
 void RequestPool::stop() {
     std::vector<pthread_t> threads;
     {
@@ -149,6 +176,7 @@ void run_job(const std::function<void()>& job) {
 } // namespace
 
 void RequestPool::run() {
+    t_this_worker.pool = this;
     std::unique_lock lock(mutex_); // start_worker counted this worker as searching
     for (;;) {
         if (!jobs_.empty()) {
@@ -158,6 +186,12 @@ void RequestPool::run() {
             lock.unlock();
             run_job(job);
             job = nullptr; // released outside the lock: it may own much
+            while (t_this_worker.next) {
+                job = std::move(t_this_worker.next);
+                t_this_worker.next = nullptr;
+                run_job(job);
+                job = nullptr;
+            }
             lock.lock();
             ++searching_;
             continue;

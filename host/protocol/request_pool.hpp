@@ -39,6 +39,18 @@ public:
     // Queues the job ahead of every queued one: the next worker free runs it.
     void submit_first(std::function<void()> job);
 
+    // For a job's last act: called on one of this pool's workers, runs `job`
+    // on that worker as soon as the job it is running returns, before it
+    // looks at the queue, so the next job starts without waking another
+    // worker (a system call and two context switches) while this one goes
+    // to sleep. Anywhere else (or when this worker has one such job
+    // already), the same as submit.
+    void submit_next(std::function<void()> job);
+    // A job that goes on after what called submit_next (the stdio reader,
+    // which ran a call in place and reads on) hands the job it was left to
+    // the queue, as submit would have.
+    void release_next();
+
     // Finishes queued jobs, then joins the workers.
     void stop();
 

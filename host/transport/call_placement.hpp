@@ -7,7 +7,11 @@
 namespace gatehouse::transport {
 
 // Where a call a transport read runs. This is the one place that decides
-// it; the transports only carry the decision out.
+// it; the transports only carry the decision out. (A call that waited for a
+// place in its plugin, max_in_flight_per_plugin, runs where the call that
+// handed it the place ran: on that worker, right after it; see
+// CallScheduler::admit. The stdio reader, which reads on after a call it
+// ran in place, gives such a call to the pool: RequestPool::release_next.)
 enum class CallSite {
     // stdio: the reader runs it itself, at once, watched: should it outlast
     // a tick, InlineCallWatch hands the reading on to a worker.

@@ -161,6 +161,9 @@ public:
                     spdlog::error("a call read from stdin failed and was abandoned: {}", e.what());
                 }
                 if (!watch_.end(token)) return; // it ran long: another worker reads on
+                // This thread reads on: a parked call its call handed a place
+                // to goes to the pool (submit_next), not after the reading.
+                pool_.release_next();
                 continue;
             }
             // Answers held so far leave now: this thread may not read again for long.

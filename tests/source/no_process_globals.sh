@@ -14,6 +14,7 @@ allowed=(
     "host/crypto/openssl_loader.cpp:opening"
     "host/metrics/log_context.cpp:t_current_trace"
     "host/isolation/family_child.cpp:g_served_family"
+    "host/protocol/request_pool.cpp:t_this_worker"
 )
 
 cd "$root"

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -116,4 +117,84 @@ TEST_CASE("RequestPool: submit_first goes ahead of queued jobs, has_free_worker 
     release.set_value();
     pool.stop();
     CHECK(order == std::vector<char>{'b', 'a'});
+}
+
+TEST_CASE("RequestPool: submit_next runs the job on the same worker right after the job that asked, ahead of the queue",
+          "[pool]") {
+    protocol::RequestPool pool{1};
+    std::mutex mutex;
+    std::vector<std::string> order;
+    std::thread::id first_thread, next_thread;
+    std::promise<void> all_done;
+    const auto note = [&](const char* what) {
+        std::lock_guard lock(mutex);
+        order.emplace_back(what);
+    };
+    std::promise<void> release_first;
+    auto release = release_first.get_future().share();
+    pool.submit([&, release] {
+        release.wait(); // the queued job below is in the queue before this one ends
+        first_thread = std::this_thread::get_id();
+        note("first");
+        pool.submit_next([&] {
+            next_thread = std::this_thread::get_id();
+            note("next");
+        });
+    });
+    pool.submit([&] {
+        note("queued");
+        all_done.set_value();
+    });
+    release_first.set_value();
+    REQUIRE(all_done.get_future().wait_for(10s) == std::future_status::ready);
+    CHECK(order == std::vector<std::string>{"first", "next", "queued"});
+    CHECK(next_thread == first_thread);
+}
+
+TEST_CASE("RequestPool: submit_next off its workers queues as submit does; a second one in one job is queued",
+          "[pool]") {
+    protocol::RequestPool pool{2};
+    std::promise<void> from_outside;
+    pool.submit_next([&] { from_outside.set_value(); }); // this test's thread is no worker
+    REQUIRE(from_outside.get_future().wait_for(10s) == std::future_status::ready);
+
+    std::atomic<int> ran{0};
+    std::promise<void> both;
+    pool.submit([&] {
+        for (int i = 0; i < 2; ++i)
+            pool.submit_next([&] {
+                if (++ran == 2) both.set_value();
+            });
+    });
+    REQUIRE(both.get_future().wait_for(10s) == std::future_status::ready);
+
+    // Another pool's worker is no worker of this one: its submit_next queues here.
+    protocol::RequestPool other{1};
+    std::promise<std::thread::id> ran_on;
+    std::promise<std::thread::id> asked_on;
+    other.submit([&] {
+        asked_on.set_value(std::this_thread::get_id());
+        pool.submit_next([&] { ran_on.set_value(std::this_thread::get_id()); });
+    });
+    auto ran_future = ran_on.get_future();
+    REQUIRE(ran_future.wait_for(10s) == std::future_status::ready);
+    CHECK(ran_future.get() != asked_on.get_future().get());
+}
+
+TEST_CASE("RequestPool: release_next hands the job a worker left itself to the queue, for a job that goes on",
+          "[pool]") {
+    // The job waits for the one it handed on: kept for after it, that one
+    // could never run; released, another worker runs it.
+    protocol::RequestPool pool{2};
+    std::promise<bool> waited;
+    pool.submit([&] {
+        std::promise<void> next_ran;
+        auto next_future = next_ran.get_future();
+        pool.submit_next([&] { next_ran.set_value(); });
+        pool.release_next();
+        waited.set_value(next_future.wait_for(10s) == std::future_status::ready);
+    });
+    auto result = waited.get_future();
+    REQUIRE(result.wait_for(20s) == std::future_status::ready);
+    CHECK(result.get());
 }
