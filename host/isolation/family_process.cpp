@@ -318,9 +318,7 @@ FamilyProcess::FamilyProcess(FamilyProcessOptions options) : options_(std::move(
     try {
         proxy_ = std::make_unique<ProxyDescriptor>(descriptor_bytes_, *this);
     } catch (const BrokenChannel& e) {
-        reap(*child);
-        child->channel->shut_down();
-        child->join();
+        abandon(*child);
         throw std::runtime_error(std::string("its process offered a descriptor that cannot be read: ") + e.what());
     }
     const auto& family = proxy_->descriptor()->family;
@@ -448,9 +446,7 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
         return child;
     } catch (const std::exception& e) {
         if (child) {
-            reap(*child);
-            if (child->channel) child->channel->shut_down();
-            child->join();
+            abandon(*child);
         } else {
             signal_all(pid);
             int status = 0;
@@ -505,6 +501,13 @@ std::optional<int> FamilyProcess::reap(Child& child) {
     return status;
 }
 
+std::optional<int> FamilyProcess::abandon(Child& child) {
+    const auto status = reap(child);
+    if (child.channel) child.channel->shut_down();
+    child.join();
+    return status;
+}
+
 std::string FamilyProcess::read_descriptor(Child& child) {
     std::string why;
     if (auto frame = await_frame(child, FrameType::descriptor, options_.load_timeout,
@@ -512,9 +515,7 @@ std::string FamilyProcess::read_descriptor(Child& child) {
         if (frame->code == 0) return frame->field(0);
         why = frame->field(0);
     }
-    const int status = reap(child).value_or(0);
-    child.channel->shut_down();
-    child.join();
+    const int status = abandon(child).value_or(0);
     if (why.empty()) why = "its process " + describe_exit(status) + " before it offered a descriptor";
     throw std::runtime_error(why);
 }
@@ -732,15 +733,12 @@ void FamilyProcess::supervise() {
                 child = spawn();
                 const auto bytes = read_descriptor(*child);
                 if (bytes != descriptor_bytes_) {
-                    reap(*child);
-                    child->channel->shut_down();
-                    child->join();
+                    abandon(*child);
                     throw std::runtime_error("its library now offers another descriptor than the one being served; "
                                              "restart the host to serve the new one");
                 }
                 if (!run_init(*child, error)) {
-                    child->channel->shut_down();
-                    child->join();
+                    abandon(*child);
                     throw std::runtime_error("init failed: " + error);
                 }
             } catch (const std::exception& e) {
@@ -769,9 +767,7 @@ void FamilyProcess::supervise() {
                 start_reading(child);
             } catch (const std::system_error& e) {
                 lock.unlock();
-                reap(*child);
-                child->channel->shut_down();
-                child->join();
+                abandon(*child);
                 lock.lock();
                 spdlog::error("family '{}' did not start again: cannot start the thread that reads its process: {}; "
                               "next try in {} ms",

@@ -118,6 +118,9 @@ private:
     // Kills the child and its group and waits for it: its wait status, or
     // nothing when it was reaped already. Under its mutex, so never a reused pid.
     std::optional<int> reap(Child& child);
+    // A child that serves nothing (a start given up): reaped, its stream
+    // ended and its threads joined. Its wait status as reap gives it.
+    std::optional<int> abandon(Child& child);
     // Sends a frame to a child whose reader runs; kills a child that has not
     // taken it whole within options.send_stall. False when it was not sent.
     bool send(Child& child, Frame frame);
