@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace gatehouse::protocol {
 
@@ -118,9 +119,7 @@ void RequestPool::submit_next(std::function<void()> job) {
 
 void RequestPool::release_next() {
     if (t_this_worker.pool != this || !t_this_worker.next) return;
-    std::function<void()> job = std::move(t_this_worker.next);
-    t_this_worker.next = nullptr;
-    submit(std::move(job));
+    submit(std::exchange(t_this_worker.next, nullptr));
 }
 
 void RequestPool::stop() {
@@ -184,14 +183,12 @@ void RequestPool::run() {
             jobs_.pop_front();
             --searching_;
             lock.unlock();
-            run_job(job);
-            job = nullptr; // released outside the lock: it may own much
-            while (t_this_worker.next) {
-                job = std::move(t_this_worker.next);
-                t_this_worker.next = nullptr;
+            // The job, then each one it left this worker (submit_next); each
+            // released outside the lock, as it may own much.
+            do {
                 run_job(job);
-                job = nullptr;
-            }
+                job = std::exchange(t_this_worker.next, nullptr);
+            } while (job);
             lock.lock();
             ++searching_;
             continue;
