@@ -20,7 +20,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
+#include <list>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -50,8 +50,8 @@ struct ChildCall {
     // Set while the thread that read the call runs it holding the reading
     // (InlineCallWatch's token); 0 when another thread reads meanwhile.
     std::uint64_t watched = 0;
-    std::deque<gh_sink> sinks; // sink_new
-    std::mutex asking;         // one host function at a time per call
+    std::list<gh_sink> sinks; // sink_new: a list keeps each where it is, and allocates nothing while empty
+    std::mutex asking;        // one host function at a time per call
     std::mutex mutex;
     std::condition_variable answered;
     std::optional<Frame> reply;

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include <deque>
+#include <list>
 #include <string>
 #include <string_view>
 
@@ -61,7 +61,9 @@ struct gh_sink {
 struct gh_call {
     gatehouse::plugins::CallEnvironment* environment;
     std::string_view family;
-    std::deque<gh_sink> answer_sinks; // api->sink_new; a deque keeps each sink where it is
+    // api->sink_new; a list keeps each sink where it is, and an empty one
+    // (most calls) allocates nothing, where a deque allocates on construction.
+    std::list<gh_sink> answer_sinks;
     // ABI 1.3: this round of a multi round-trip request (api->input_responses, api->request_state).
     std::string_view input_responses = "{}";
     std::string_view request_state = {};

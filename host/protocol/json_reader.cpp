@@ -154,8 +154,11 @@ private:
             return nullptr;
         }
         ++p_;
-        // A repeated name: the last value wins, as in nlohmann's parser.
-        return &object.get_ref<Json::object_t&>()[std::move(name)];
+        // A repeated name: the last value wins, as in nlohmann's parser (the
+        // slot found is overwritten). Names often come in order (nlohmann
+        // writes them so), and a hint at the end then saves the search.
+        auto& members = object.get_ref<Json::object_t&>();
+        return &members.emplace_hint(members.end(), std::move(name), nullptr)->second;
     }
 
     bool read_string(std::string& out) {
@@ -167,12 +170,12 @@ private:
             if (p_ == end_) return fail_bool("the text ends inside a string");
             const unsigned c = byte(*p_);
             if (c == '"') {
-                out.append(run, p_);
+                out.append(run, static_cast<std::size_t>(p_ - run));
                 ++p_;
                 return true;
             }
             if (c == '\\') {
-                out.append(run, p_);
+                out.append(run, static_cast<std::size_t>(p_ - run));
                 if (!read_escape(out)) return false;
                 run = p_;
                 continue;

@@ -12,12 +12,18 @@ using namespace json_bytes;
 
 using Json = nlohmann::json;
 
+// Appends [from, to): by length, which std::string copies at once; the
+// iterator-pair overload goes through its general replace.
+void append_bytes(std::string& out, const char* from, const char* to) {
+    out.append(from, static_cast<std::size_t>(to - from));
+}
+
 // False, with nothing appended, when `text` holds bytes that are not UTF-8.
 bool append_string(std::string& out, const std::string& text) {
     const char* p = text.data();
     const char* const end = p + text.size();
     const std::size_t start = out.size();
-    out += '"';
+    out.push_back('"');
     const char* run = p;
     while (p < end) {
         while (p < end && plain(*p))
@@ -33,25 +39,28 @@ bool append_string(std::string& out, const std::string& text) {
             p += length;
             continue;
         }
-        out.append(run, p);
+        append_bytes(out, run, p);
+        const char* escape = nullptr;
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\t': out += "\\t"; break;
-        case '\n': out += "\\n"; break;
-        case '\f': out += "\\f"; break;
-        case '\r': out += "\\r"; break;
-        default: {
-            static constexpr char kHex[] = "0123456789abcdef";
-            const char escape[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-            out.append(escape, sizeof escape);
+        case '"': escape = "\\\""; break;
+        case '\\': escape = "\\\\"; break;
+        case '\b': escape = "\\b"; break;
+        case '\t': escape = "\\t"; break;
+        case '\n': escape = "\\n"; break;
+        case '\f': escape = "\\f"; break;
+        case '\r': escape = "\\r"; break;
         }
+        if (escape) {
+            out.append(escape, 2);
+        } else {
+            static constexpr char kHex[] = "0123456789abcdef";
+            const char unicode[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+            out.append(unicode, sizeof unicode);
         }
         run = ++p;
     }
-    out.append(run, p);
-    out += '"';
+    append_bytes(out, run, p);
+    out.push_back('"');
     return true;
 }
 
@@ -73,32 +82,37 @@ void append_json(std::string& out, const Json& value) {
     switch (value.type()) {
     case Json::value_t::object: {
         const auto& members = value.get_ref<const Json::object_t&>();
-        out += '{';
+        out.push_back('{');
         bool first = true;
         for (const auto& [name, member] : members) {
-            if (!first) out += ',';
+            if (!first) out.push_back(',');
             first = false;
             append_string_replacing(out, name);
-            out += ':';
+            out.push_back(':');
             append_json(out, member);
         }
-        out += '}';
+        out.push_back('}');
         return;
     }
     case Json::value_t::array: {
-        out += '[';
+        out.push_back('[');
         bool first = true;
         for (const auto& item : value.get_ref<const Json::array_t&>()) {
-            if (!first) out += ',';
+            if (!first) out.push_back(',');
             first = false;
             append_json(out, item);
         }
-        out += ']';
+        out.push_back(']');
         return;
     }
     case Json::value_t::string: append_string_replacing(out, value.get_ref<const std::string&>()); return;
-    case Json::value_t::boolean: out += value.get<bool>() ? "true" : "false"; return;
-    case Json::value_t::null: out += "null"; return;
+    case Json::value_t::boolean:
+        if (value.get<bool>())
+            out.append("true", 4);
+        else
+            out.append("false", 5);
+        return;
+    case Json::value_t::null: out.append("null", 4); return;
     case Json::value_t::number_integer: append_number(out, value.get<Json::number_integer_t>()); return;
     case Json::value_t::number_unsigned: append_number(out, value.get<Json::number_unsigned_t>()); return;
     // Floating point (shortest round trip, ".0" on whole numbers, null for

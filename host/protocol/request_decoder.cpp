@@ -49,21 +49,50 @@ std::optional<metrics::Traceparent> parse_traceparent_or_none(std::string_view t
 
 } // namespace
 
+namespace {
+
+// The members of a message's envelope, found in one pass over it.
+struct Envelope {
+    Json* jsonrpc = nullptr;
+    Json* id = nullptr;
+    Json* method = nullptr;
+    Json* params = nullptr;
+    bool has_result = false;
+    bool has_error = false;
+
+    explicit Envelope(Json& message) {
+        using namespace std::string_view_literals;
+        for (auto& [name, value] : message.get_ref<Json::object_t&>()) {
+            if (name == "jsonrpc"sv)
+                jsonrpc = &value;
+            else if (name == "id"sv)
+                id = &value;
+            else if (name == "method"sv)
+                method = &value;
+            else if (name == "params"sv)
+                params = &value;
+            else if (name == "result"sv)
+                has_result = true;
+            else if (name == "error"sv)
+                has_error = true;
+        }
+    }
+};
+
+} // namespace
+
 Incoming RequestDecoder::read(Connection& connection, const auth::Principal& sender, Json&& message,
                               TransportTrace transport_trace) const {
     if (message.is_array())
         return invalid(nullptr, "JSON-RPC batches are not supported by MCP; send one message per line.");
     if (!message.is_object()) return invalid(nullptr, "A JSON-RPC message must be a JSON object.");
-    auto jsonrpc = message.find("jsonrpc");
-    const bool has_method = message.contains("method");
-    const bool has_id = message.contains("id");
-    const Json id = has_id && valid_id(message["id"]) ? message["id"] : Json();
-    if (jsonrpc == message.end() || !jsonrpc->is_string() || jsonrpc->get_ref<const std::string&>() != "2.0")
+    const Envelope envelope(message);
+    const Json id = envelope.id && valid_id(*envelope.id) ? *envelope.id : Json();
+    if (!envelope.jsonrpc || !envelope.jsonrpc->is_string() ||
+        envelope.jsonrpc->get_ref<const std::string&>() != std::string_view("2.0"))
         return invalid(id, "The message must carry \"jsonrpc\": \"2.0\".");
-    if (!has_method) {
-        const bool has_result = message.contains("result");
-        const bool has_error = message.contains("error");
-        if (has_id && has_result != has_error) {
+    if (!envelope.method) {
+        if (envelope.id && envelope.has_result != envelope.has_error) {
             // A response to what a request asked the client (2025-11-25).
             Incoming in;
             in.kind = Incoming::Kind::response;
@@ -72,18 +101,18 @@ Incoming RequestDecoder::read(Connection& connection, const auth::Principal& sen
         }
         // Neither request, notification nor response: an answer is the only
         // way the sender learns it was dropped.
-        return invalid(id, has_result || has_error
+        return invalid(id, envelope.has_result || envelope.has_error
                                ? "A response carries an \"id\" and exactly one of \"result\" and \"error\"."
                                : "The message has no \"method\".");
     }
-    if (!message["method"].is_string()) return invalid(id, "\"method\" must be a string.");
-    if (!has_id) {
+    if (!envelope.method->is_string()) return invalid(id, "\"method\" must be a string.");
+    if (!envelope.id) {
         Incoming in;
         in.kind = Incoming::Kind::notification;
         in.message = std::move(message);
         return in;
     }
-    if (!valid_id(message["id"]))
+    if (!valid_id(*envelope.id))
         return invalid(nullptr, "A request id must be a string or an integer (and never null).");
     Incoming in;
     in.kind = Incoming::Kind::request;
@@ -91,21 +120,20 @@ Incoming RequestDecoder::read(Connection& connection, const auth::Principal& sen
     in.request.received = std::chrono::steady_clock::now();
     in.request.received_at = std::chrono::system_clock::now();
     if (trace_ids_) {
-        const auto params = message.find("params");
         const Json* meta = nullptr;
-        if (params != message.end() && params->is_object())
-            if (auto m = params->find("_meta"); m != params->end() && m->is_object()) meta = &*m;
+        if (envelope.params && envelope.params->is_object())
+            if (auto m = envelope.params->find("_meta"); m != envelope.params->end() && m->is_object()) meta = &*m;
         start_trace(meta, transport_trace, in.request);
     }
     try {
-        decode(connection, std::move(message), in.request);
+        decode(connection, *envelope.id, *envelope.method, envelope.params, in.request);
     } catch (const ProtocolError& e) {
         in.error = make_error(id, e.code(), e.what(), e.data());
         in.rejected = true;
     }
     // Resolved even when the rest failed to decode: a transport checks the
     // tool's headers and scope before it answers either error.
-    if (in.request.method == "tools/call") try {
+    if (in.request.method == std::string_view("tools/call")) try {
             in.request.call = target(in.request.params, in.request.principal);
         } catch (const ProtocolError& e) {
             if (in.error.is_null()) in.error = make_error(id, e.code(), e.what(), e.data());
@@ -179,23 +207,48 @@ void RequestDecoder::start_trace(const Json* meta, TransportTrace transport_trac
     r.trace = trace_ids_->start(parent, std::move(state));
 }
 
-void RequestDecoder::decode(Connection& connection, Json&& message, Request& r) const {
-    r.id = std::move(message["id"]);
-    r.method = std::move(message["method"].get_ref<std::string&>());
+namespace {
+
+// The members of a request's _meta the decoder reads, found in one pass.
+struct MetaMembers {
+    const Json* version = nullptr;
+    const Json* client_capabilities = nullptr;
+    const Json* log_level = nullptr;
+    const Json* progress_token = nullptr;
+
+    explicit MetaMembers(const Json* meta) {
+        if (!meta) return;
+        for (const auto& [name, value] : meta->get_ref<const Json::object_t&>()) {
+            if (name == std::string_view(meta_key::protocol_version))
+                version = &value;
+            else if (name == std::string_view(meta_key::client_capabilities))
+                client_capabilities = &value;
+            else if (name == std::string_view(meta_key::log_level))
+                log_level = &value;
+            else if (name == std::string_view("progressToken"))
+                progress_token = &value;
+        }
+    }
+};
+
+} // namespace
+
+void RequestDecoder::decode(Connection& connection, Json& id, Json& method, Json* params, Request& r) const {
+    r.id = std::move(id);
+    r.method = std::move(method.get_ref<std::string&>());
     r.connection = &connection;
     r.host = host_;
-    if (auto p = message.find("params"); p != message.end() && !p->is_null()) {
-        if (!p->is_object()) throw ProtocolError(error_code::invalid_params, "params must be a JSON object.");
-        r.params = std::move(*p);
+    if (params && !params->is_null()) {
+        if (!params->is_object()) throw ProtocolError(error_code::invalid_params, "params must be a JSON object.");
+        r.params = std::move(*params);
     }
     const Json* meta = nullptr;
     if (auto m = r.params.find("_meta"); m != r.params.end()) {
         if (!m->is_object()) throw ProtocolError(error_code::invalid_params, "params._meta must be a JSON object.");
         meta = &*m;
     }
-    const Json* version = nullptr;
-    if (meta)
-        if (auto v = meta->find(meta_key::protocol_version); v != meta->end()) version = &*v;
+    const MetaMembers members(meta);
+    const Json* version = members.version;
 
     if (version) {
         if (!version->is_string())
@@ -232,13 +285,13 @@ void RequestDecoder::decode(Connection& connection, Json&& message, Request& r) 
     }
 
     if (r.revision == Revision::modern_2026_07_28) {
-        auto caps = meta->find(meta_key::client_capabilities);
-        if (caps == meta->end() || !caps->is_object())
+        const Json* caps = members.client_capabilities;
+        if (!caps || !caps->is_object())
             throw ProtocolError(error_code::invalid_params,
                                 std::string("The request has no _meta[\"") + meta_key::client_capabilities +
                                     "\"] object; send {} when the client declares no capabilities.");
         r.client_capabilities = *caps;
-        if (auto level = meta->find(meta_key::log_level); level != meta->end()) {
+        if (const Json* level = members.log_level) {
             std::optional<int> parsed = level->is_string() ? parse_log_level(level->get<std::string>()) : std::nullopt;
             if (!parsed)
                 throw ProtocolError(error_code::invalid_params,
@@ -253,12 +306,11 @@ void RequestDecoder::decode(Connection& connection, Json&& message, Request& r) 
         std::lock_guard lock(connection.legacy_mutex);
         r.client_capabilities = connection.legacy_client_capabilities;
     }
-    if (meta)
-        if (auto token = meta->find("progressToken"); token != meta->end()) {
-            if (!token->is_string() && !token->is_number_integer())
-                throw ProtocolError(error_code::invalid_params, "_meta.progressToken must be a string or an integer.");
-            r.progress_token = *token;
-        }
+    if (const Json* token = members.progress_token) {
+        if (!token->is_string() && !token->is_number_integer())
+            throw ProtocolError(error_code::invalid_params, "_meta.progressToken must be a string or an integer.");
+        r.progress_token = *token;
+    }
 }
 
 } // namespace gatehouse::protocol

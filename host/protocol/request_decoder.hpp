@@ -60,9 +60,11 @@ public:
                          Json arguments, const auth::Principal& principal) const;
 
 private:
-    // Fills `into` in message order (id, method, params first), so what
-    // was read before a ProtocolError stays for the transport's checks.
-    void decode(Connection& connection, Json&& message, Request& into) const;
+    // Fills `into` from the message's members (moved out of it) in message
+    // order (id, method, params first), so what was read before a
+    // ProtocolError stays for the transport's checks. `params`: null when
+    // the message has none.
+    void decode(Connection& connection, Json& id, Json& method, Json* params, Request& into) const;
     // The request's span: in the trace its _meta names, else the one its
     // transport's headers name, else a trace of its own. A malformed
     // traceparent is ignored, as W3C Trace Context asks.
