@@ -38,6 +38,33 @@ void append_utf8(std::string& out, std::uint32_t code_point) {
     }
 }
 
+// The containers a parse has open, innermost last. The first levels live in
+// the stack itself, which covers any usual message without an allocation;
+// deeper ones (up to the parse's bound) spill to the heap.
+class OpenContainers {
+public:
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    Json* back() const { return size_ <= kInline ? inline_[size_ - 1] : deeper_.back(); }
+    void push_back(Json* container) {
+        if (size_ < kInline)
+            inline_[size_] = container;
+        else
+            deeper_.push_back(container);
+        ++size_;
+    }
+    void pop_back() {
+        if (size_ > kInline) deeper_.pop_back();
+        --size_;
+    }
+
+private:
+    static constexpr std::size_t kInline = 16;
+    Json* inline_[kInline];
+    std::vector<Json*> deeper_;
+    std::size_t size_ = 0;
+};
+
 class Reader {
 public:
     Reader(std::string_view text, std::size_t max_depth)
@@ -48,7 +75,7 @@ public:
         // The arrays and objects not closed yet, innermost last. A pointer
         // stays good while its container is open: only the innermost one
         // grows, and object members do not move.
-        std::vector<Json*> open;
+        OpenContainers open;
         Json* slot = &out; // where the next value goes
         for (;;) {
             skip_space();
