@@ -270,7 +270,7 @@ class Result {
 public:
     static Result text(std::string text) {
         Result r;
-        r.content_.push_back(text_block(std::move(text)));
+        r.content_.emplace_back(std::move(text));
         return r;
     }
 
@@ -279,21 +279,30 @@ public:
     static Result structured(Json structured_content, std::string readable = {}) {
         Result r;
         if (readable.empty()) readable = structured_content.dump();
-        r.content_.push_back(text_block(std::move(readable)));
+        r.content_.emplace_back(std::move(readable));
         r.structured_ = std::move(structured_content);
         return r;
     }
 
     Result& add(Json content_block) {
-        content_.push_back(std::move(content_block));
+        content_.emplace_back(std::move(content_block));
         return *this;
     }
 
-    // Written piece by piece: a result object built around them would copy
-    // every block first, on every call.
+    // Written piece by piece: a result object built around the blocks would
+    // copy every block first, on every call.
     std::string serialize() const {
-        std::string out = R"({"content":)";
-        out += content_.dump(-1, ' ', false, Json::error_handler_t::replace);
+        std::string out = R"({"content":[)";
+        bool first = true;
+        for (const auto& block : content_) {
+            if (!first) out += ',';
+            first = false;
+            if (block.json)
+                out += block.json->dump(-1, ' ', false, Json::error_handler_t::replace);
+            else
+                append_text_block(out, block.text);
+        }
+        out += ']';
         if (!structured_.is_null()) {
             out += R"(,"structuredContent":)";
             out += structured_.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -303,14 +312,51 @@ public:
     }
 
 private:
-    static Json text_block(std::string text) {
-        Json block = Json::object();
-        block["type"] = "text";
-        block["text"] = std::move(text);
-        return block;
+    // A text block is kept as its text until it is written: most results are
+    // one, and a JSON object built for it would be taken apart at once.
+    struct Block {
+        std::string text;
+        std::optional<Json> json; // a block added as JSON (add)
+        explicit Block(std::string t) : text(std::move(t)) {}
+        explicit Block(Json j) : json(std::move(j)) {}
+    };
+
+    // {"text":…,"type":"text"}, the bytes nlohmann writes for it (members in
+    // name order, the same escapes). Text with bytes past ASCII is left to
+    // nlohmann, whose check of its UTF-8 (and replacement of what is not)
+    // is the behaviour kept.
+    static void append_text_block(std::string& out, const std::string& text) {
+        const std::size_t start = out.size();
+        out += R"({"text":")";
+        for (const char ch : text) {
+            const auto c = static_cast<unsigned char>(ch);
+            if (c >= 0x80) {
+                out.resize(start);
+                out += Json{{"type", "text"}, {"text", text}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+                return;
+            }
+            switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20) {
+                    static constexpr char kHex[] = "0123456789abcdef";
+                    const char escape[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+                    out.append(escape, sizeof escape);
+                } else {
+                    out += ch;
+                }
+            }
+        }
+        out += R"(","type":"text"})";
     }
 
-    Json content_ = Json::array();
+    std::vector<Block> content_;
     Json structured_;
 };
 
@@ -1365,7 +1411,10 @@ private:
         auto* slot = static_cast<ToolSlot*>(tool_data);
         const gh_host_api* api = slot->owner->api_;
         return guarded(api, out, kInputRequired | kToolErrors | kRefused, [&] {
-            Call c(api, call, Json::parse(view(arguments)));
+            // A call without arguments comes as "{}" (the host writes them
+            // so): no parser is set up for it.
+            const std::string_view text = view(arguments);
+            Call c(api, call, text == "{}" ? Json::object() : Json::parse(text));
             Result r = slot->spec.handler(state_of(state), c);
             if (c.cancelled()) return GH_STATUS_CANCELLED;
             write(api, out, r.serialize());
