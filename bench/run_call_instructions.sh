@@ -16,7 +16,12 @@
 # TOP (default 25) functions are listed per build and era by their own
 # instructions per call, as the difference of the two runs.
 #
-# Environment: CALLS (2000), TOP (25).
+# With HTTP=1 it also counts a request over Streamable HTTP (the wrk load of
+# run_http_bench.sh, 16 connections): a 5 s and a 15 s run, the difference
+# over the difference in requests answered (a rate, not an exact count:
+# the host's timers tick beside the requests; needs wrk).
+#
+# Environment: CALLS (2000), TOP (25), HTTP (0), HTTP_PORT (18099).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,10 +46,11 @@ source "$here/bench_configs.sh"
 # (symbol names stay).
 prepare() {
     local name=$1 dir=$2
-    mkdir -p "$work/$name/tests/plugins"
+    mkdir -p "$work/$name/tests/plugins" "$work/$name/data"
     objcopy --strip-debug "$dir/bin/gatehouse" "$work/$name/gatehouse"
     objcopy --strip-debug "$dir/tests/plugins/echo.so" "$work/$name/tests/plugins/echo.so"
     stdio_bench_yaml "$work/$name" >"$work/$name/bench.yaml"
+    http_bench_yaml "${HTTP_PORT:-18099}" "$work/$name/tests/plugins" "$work/$name/data" >"$work/$name/http.yaml"
 }
 
 # count NAME ERA N: the host's instructions over a run of N calls.
@@ -63,9 +69,43 @@ report() {
     python3 "$here/callgrind_per_call.py" "$small" "$large" $((2 * calls)) "$top" "$name ($era)"
 }
 
+# count_http NAME SECONDS: the host's instructions over SECONDS of wrk, and
+# the requests answered, as "INSTRUCTIONS REQUESTS".
+count_http() {
+    local name=$1 seconds=$2 out="$work/$1.http.$2" port=${HTTP_PORT:-18099} pid requests
+    valgrind --tool=callgrind --callgrind-out-file="$out" -q "$work/$name/gatehouse" serve \
+        --config "$work/$name/http.yaml" 2>>"$work/$name/http.log" &
+    pid=$!
+    for _ in $(seq 150); do
+        curl -sf -o /dev/null "http://127.0.0.1:$port/health" && break
+        sleep 0.2
+    done
+    requests=$(wrk -t1 -c16 -d"${seconds}s" -s "$here/http_noop.lua" "http://127.0.0.1:$port/mcp" |
+        sed -n 's/^RESULT requests=\([0-9]*\).*/\1/p')
+    kill -TERM "$pid"
+    wait "$pid" || true
+    echo "$out $requests"
+}
+
+report_http() {
+    local name=$1 small large
+    read -r small small_requests < <(count_http "$name" 5)
+    read -r large large_requests < <(count_http "$name" 15)
+    python3 "$here/callgrind_per_call.py" "$small" "$large" $((large_requests - small_requests)) "$top" \
+        "$name (HTTP, per request)"
+}
+
 prepare current "$build"
 [[ -z $baseline ]] || prepare baseline "$baseline"
 for era in modern legacy; do
     [[ -z $baseline ]] || report baseline "$era"
     report current "$era"
 done
+if [[ ${HTTP:-0} == 1 ]]; then
+    command -v wrk >/dev/null || {
+        echo "HTTP=1 needs wrk (apt-get install wrk)" >&2
+        exit 1
+    }
+    [[ -z $baseline ]] || report_http baseline
+    report_http current
+fi

@@ -1,6 +1,7 @@
 #include "transport/http_connection.hpp"
 
 #include "gate/refusal.hpp"
+#include "protocol/ascii_case.hpp"
 #include "protocol/revision.hpp"
 #include "protocol/tool_call.hpp"
 #include "state/notification_bus.hpp"
@@ -51,10 +52,26 @@ bool names_stateless_revision(const Json& message) {
     return !version.is_string() || version.get_ref<const std::string&>() != protocol::kLegacyVersion;
 }
 
+// The value of the first field named `name`, as the request sent it. A
+// request holds a handful of fields: a scan in the order they came, most
+// ruled out by their length, costs less than Beast's search of its tree,
+// which folds the case of every name it passes (some twenty lookups a
+// request).
 std::optional<std::string_view> header_value(const HttpConnection::Request& request, std::string_view name) {
-    const auto it = request.find(boost::beast::string_view(name.data(), name.size()));
-    if (it == request.end()) return std::nullopt;
-    return std::string_view(it->value().data(), it->value().size());
+    for (const auto& field : request) {
+        const auto sent = field.name_string();
+        if (sent.size() == name.size() &&
+            protocol::equals_ignoring_ascii_case(std::string_view(sent.data(), sent.size()), name))
+            return std::string_view(field.value().data(), field.value().size());
+    }
+    return std::nullopt;
+}
+
+// The same for a field Beast knows by number: a scan comparing numbers.
+std::optional<std::string_view> header_value(const HttpConnection::Request& request, http::field name) {
+    for (const auto& field : request)
+        if (field.name() == name) return std::string_view(field.value().data(), field.value().size());
+    return std::nullopt;
 }
 
 // The HTTP status a JSON-RPC error travels with. 2026-07-28 names 400 for
@@ -604,8 +621,8 @@ void HttpConnection::on_request(Request request) {
         });
         return;
     }
-    const auto host = request[http::field::host];
-    if (!service_.access.host_allowed(std::string_view(host.data(), host.size()))) {
+    const std::string_view host = header_value(request, http::field::host).value_or(std::string_view());
+    if (!service_.access.host_allowed(host)) {
         respond_error(403, nullptr, protocol::error_code::invalid_request,
                       "Host header '" + std::string(host) +
                           "' is not one this server answers to (http.allowed_hosts in its configuration).");
@@ -650,8 +667,8 @@ void HttpConnection::on_request(Request request) {
                                  field(http::field::content_type), request.body()}));
         return;
     }
-    if (const auto origin = request.find(http::field::origin); origin != request.end()) {
-        const std::string_view value(origin->value().data(), origin->value().size());
+    if (const auto origin = header_value(request, http::field::origin)) {
+        const std::string_view value = *origin;
         if (!service_.access.origin_allowed(value)) {
             respond_error(403, nullptr, protocol::error_code::invalid_request,
                           "Origin '" + std::string(value) +
@@ -760,8 +777,8 @@ void HttpConnection::on_authenticated(const Request& request) {
 }
 
 void HttpConnection::on_post(const Request& request) {
-    const auto content_type = request[http::field::content_type];
-    if (!is_json_media_type(std::string_view(content_type.data(), content_type.size()))) {
+    const std::string_view content_type = header_value(request, http::field::content_type).value_or(std::string_view());
+    if (!is_json_media_type(content_type)) {
         respond_error(415, nullptr, protocol::error_code::invalid_request,
                       "Content-Type must be application/json, not '" + std::string(content_type) + "'.");
         return;
@@ -807,8 +824,8 @@ void HttpConnection::on_post(const Request& request) {
     const bool modern = names_modern_revision(message);
     // A 2026-07-28 request ignores an Mcp-Session-Id (its transport has no
     // sessions): a client that kept a stale one is still served.
-    const auto session_id = names_stateless_revision(message) ? request.end() : request.find("Mcp-Session-Id");
-    const bool opens_session = session_id == request.end() && posted.method == "initialize" && !modern &&
+    const auto session_id = names_stateless_revision(message) ? std::nullopt : header_value(request, "Mcp-Session-Id");
+    const bool opens_session = !session_id && posted.method == "initialize" && !modern &&
                                header_value(request, "MCP-Protocol-Version") != protocol::kModernVersion;
     posted.message = std::move(message);
 
@@ -816,8 +833,8 @@ void HttpConnection::on_post(const Request& request) {
         respond_error(400, nullptr, protocol::error_code::invalid_request, "initialize must be a request.");
         return;
     }
-    if (session_id != request.end() || opens_session) {
-        const std::string sid = opens_session ? std::string() : std::string(session_id->value());
+    if (session_id || opens_session) {
+        const std::string sid = opens_session ? std::string() : std::string(*session_id);
         if (!service_.legacy_sessions.shared()) {
             in_legacy_session(request, std::move(posted), answers, find_legacy_session(sid, principal_));
             return;
