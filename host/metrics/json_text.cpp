@@ -23,7 +23,7 @@ void append_json_string(std::string& out, std::string_view text) {
                 p += length;
                 continue;
             }
-            out.append(run, p);
+            protocol::json_bytes::append_bytes(out, run, p);
             out.append(kReplacement, 3);
             run = ++p;
             continue;
@@ -32,7 +32,7 @@ void append_json_string(std::string& out, std::string_view text) {
             ++p;
             continue;
         }
-        out.append(run, p);
+        protocol::json_bytes::append_bytes(out, run, p);
         switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;
@@ -46,7 +46,7 @@ void append_json_string(std::string& out, std::string_view text) {
         }
         run = ++p;
     }
-    out.append(run, end);
+    protocol::json_bytes::append_bytes(out, run, end);
     out += '"';
 }
 

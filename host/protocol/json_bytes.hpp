@@ -1,9 +1,11 @@
 #pragma once
 
-// What the JSON reader and writer both ask of a byte, kept in one place.
+// What the JSON reader and the JSON writers ask of a byte, and how they
+// append a run of bytes, kept in one place.
 
 #include <array>
 #include <cstddef>
+#include <string>
 
 namespace gatehouse::protocol::json_bytes {
 
@@ -24,6 +26,12 @@ inline unsigned byte(char c) {
 
 inline bool plain(char c) {
     return kPlain[byte(c)];
+}
+
+// Appends the bytes [from, to) by their length, which std::string copies at
+// once; its iterator-pair append goes through the general replace.
+inline void append_bytes(std::string& out, const char* from, const char* to) {
+    out.append(from, static_cast<std::size_t>(to - from));
 }
 
 // The length of the well-formed UTF-8 sequence at `p` (RFC 3629, table 3-7

@@ -197,12 +197,12 @@ private:
             if (p_ == end_) return fail_bool("the text ends inside a string");
             const unsigned c = byte(*p_);
             if (c == '"') {
-                out.append(run, static_cast<std::size_t>(p_ - run));
+                append_bytes(out, run, p_);
                 ++p_;
                 return true;
             }
             if (c == '\\') {
-                out.append(run, static_cast<std::size_t>(p_ - run));
+                append_bytes(out, run, p_);
                 if (!read_escape(out)) return false;
                 run = p_;
                 continue;

@@ -12,12 +12,6 @@ using namespace json_bytes;
 
 using Json = nlohmann::json;
 
-// Appends [from, to): by length, which std::string copies at once; the
-// iterator-pair overload goes through its general replace.
-void append_bytes(std::string& out, const char* from, const char* to) {
-    out.append(from, static_cast<std::size_t>(to - from));
-}
-
 // False, with nothing appended, when `text` holds bytes that are not UTF-8.
 bool append_string(std::string& out, const std::string& text) {
     const char* p = text.data();

@@ -659,8 +659,7 @@ void HttpConnection::on_request(Request request) {
     const auto pages = is_page_path(path) ? service_.registry.current() : nullptr; // kept while the page runs
     if (pages && pages->offers_pages()) {
         const auto field = [&request](http::field name) {
-            const auto value = request[name];
-            return std::string_view(value.data(), value.size());
+            return header_value(request, name).value_or(std::string_view());
         };
         respond_page(serve_page(service_.server.host(), *pages, *service_.page_form_tokens,
                                 {std::string_view(request.method_string().data(), request.method_string().size()), path,
