@@ -4,9 +4,10 @@
 
 #include "plugins/host_services.hpp"
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include <list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,11 @@ public:
 // The opaque ABI handles, defined by the host.
 struct gh_sink {
     std::string bytes;
+    // An answer of a family that runs in the host (an upstream's result,
+    // already parsed from its server's message) handed over as JSON, which
+    // the host takes as it is rather than as text to parse once more;
+    // `bytes` is then empty. Never set across the plugin ABI.
+    std::optional<nlohmann::json> value;
 };
 
 struct gh_call {

@@ -13,7 +13,7 @@ using namespace json_bytes;
 using Json = nlohmann::json;
 
 // False, with nothing appended, when `text` holds bytes that are not UTF-8.
-bool append_string(std::string& out, const std::string& text) {
+bool append_string(std::string& out, std::string_view text) {
     const char* p = text.data();
     const char* const end = p + text.size();
     const std::size_t start = out.size();
@@ -60,8 +60,8 @@ bool append_string(std::string& out, const std::string& text) {
 
 // A string that is not UTF-8 is rare enough to leave to nlohmann, whose
 // replacement of each bad sequence is the behaviour kept.
-void append_string_replacing(std::string& out, const std::string& text) {
-    if (!append_string(out, text)) out += Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
+void append_string_replacing(std::string& out, std::string_view text) {
+    if (!append_string(out, text)) out += Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 template <class Number> void append_number(std::string& out, Number n) {
@@ -113,6 +113,10 @@ void append_json(std::string& out, const Json& value) {
     // what is not finite), binary and discarded values: nlohmann's own words.
     default: out += value.dump(-1, ' ', false, Json::error_handler_t::replace); return;
     }
+}
+
+void append_json_string(std::string& out, std::string_view text) {
+    append_string_replacing(out, text);
 }
 
 } // namespace gatehouse::protocol

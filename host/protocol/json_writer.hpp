@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace gatehouse::protocol {
 
@@ -13,5 +14,8 @@ namespace gatehouse::protocol {
 // place. It writes into the one string directly and looks at a plain string
 // a run at a time, where nlohmann writes a character at a time.
 void append_json(std::string& out, const nlohmann::json& value);
+
+// Appends `text` as one JSON string, as append_json writes a string value.
+void append_json_string(std::string& out, std::string_view text);
 
 } // namespace gatehouse::protocol

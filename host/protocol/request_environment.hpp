@@ -43,6 +43,7 @@ private:
 struct PluginAnswer {
     int32_t status = GH_STATUS_INTERNAL;
     std::string text;
+    std::optional<nlohmann::json> value; // in place of text: gh_sink::value
 };
 
 // Before a family's resource, prompt or completion runs: the gate's checks by

@@ -43,7 +43,13 @@ public:
     bool masks_passwords() const override { return sessions_.masks_passwords(); }
     std::string masked(std::string_view text) override { return sessions_.masked(text); }
 
-    bool holds_password(std::string_view text) { return sessions_.holds_password(text); }
+    // Whether the answer holds the store password (screened only where the
+    // operator allowed the family it); one handed over as JSON is screened as
+    // its text.
+    bool holds_password(const PluginAnswer& answer) {
+        if (!answer.value) return sessions_.holds_password(answer.text);
+        return sessions_.masks_passwords() && sessions_.holds_password(encode(*answer.value));
+    }
 
     // The call's context says so (ABI 1.7): "taskStart" while answering
     // {"startTask": true} would start its task; "task" inside one.
@@ -231,7 +237,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
         plugins::LoadedPlugin* plugin;
         ~Leave() { plugin->leave(); }
     } leave{tool.plugin};
-    const std::string argument_text = arguments.dump();
+    const std::string argument_text = encode(arguments);
     // Every round's answer (a final one, or input requests a client would
     // see) of a family allowed the store password is checked before use.
     bool withheld = false;
@@ -250,7 +256,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
                 round_findings = {};
                 if (auto refusal = parts_.gate.check({tool, request.principal, sent_arguments, &round_findings})) {
                     refused_later = refusal->to_tool_result();
-                    return PluginAnswer{GH_STATUS_OK, {}};
+                    return PluginAnswer{GH_STATUS_OK, {}, {}};
                 }
             }
             first_round = false;
@@ -264,14 +270,15 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
             PluginAnswer answer;
             answer.status = tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
             answer.text = std::move(out.bytes);
-            if (environment.holds_password(answer.text)) {
+            answer.value = std::move(out.value);
+            if (environment.holds_password(answer)) {
                 withheld = true;
-                answer = {GH_STATUS_TOOL_ERROR, {}};
+                answer = {GH_STATUS_TOOL_ERROR, {}, {}};
             }
             if (may_start_task && answer.status == GH_STATUS_INPUT_REQUIRED)
                 if (auto state_kept = mrtr::start_task_answer(answer.text)) {
                     task_input.emplace(std::string(responses), std::move(*state_kept));
-                    answer = {GH_STATUS_OK, {}};
+                    answer = {GH_STATUS_OK, {}, {}};
                 }
             return answer;
         });
@@ -281,7 +288,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
         return parts_.tasks->start(request, {tool, arguments, sent_arguments, findings, std::move(task_input->first),
                                              std::move(task_input->second)});
     if (outcome.input_required.is_object()) return std::move(outcome.input_required);
-    return result_of(tool, request, outcome.answer.status, std::move(outcome.answer.text));
+    return result_of(tool, request, std::move(outcome.answer));
 }
 
 std::optional<Json> ToolCall::gate_refusal(const plugins::Tool& tool, const auth::Principal& principal,
@@ -312,11 +319,12 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
         environment.set_task(request.task_id);
         gh_call call{&environment, tool.family, {}, input_responses, state, request.host};
         gh_sink out;
-        const int32_t status = tool.plugin->call(tool.call, tool.tool_data, &call, arguments.dump(), &out);
-        if (environment.holds_password(out.bytes)) return {Kind::result, password_withheld(tool).to_tool_result()};
+        const int32_t status = tool.plugin->call(tool.call, tool.tool_data, &call, encode(arguments), &out);
+        PluginAnswer answer{status, std::move(out.bytes), std::move(out.value)};
+        if (environment.holds_password(answer)) return {Kind::result, password_withheld(tool).to_tool_result()};
         if (status == GH_STATUS_INPUT_REQUIRED) {
             const std::string what = "tool '" + tool.name + "'";
-            mrtr::InputRequired asked = checked_input_required(request, {status, out.bytes}, tool.family, what);
+            mrtr::InputRequired asked = checked_input_required(request, answer, tool.family, what);
             if (asked.requests.empty()) plugin_fault(tool.family, what, "asked for no input inside its task");
             Json body = {{"inputRequests", std::move(asked.requests)}};
             if (!asked.state.empty()) body["requestState"] = std::move(asked.state);
@@ -326,12 +334,12 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
         // which a task reports as failed (a plain call shows the model a tool error).
         if (status == GH_STATUS_INTERNAL) {
             spdlog::error("tool '{}' ({}) in task {}: internal: {}", tool.name, tool.family, request.task_id,
-                          out.bytes);
+                          answer.text);
             return {Kind::failed,
                     {{"code", error_code::internal_error},
                      {"message", "Tool '" + tool.name + "' failed inside its plugin; the host logged the details."}}};
         }
-        TaskRound round{Kind::result, result_of(tool, request, status, std::move(out.bytes))};
+        TaskRound round{Kind::result, result_of(tool, request, std::move(answer))};
         round.cancelled = status == GH_STATUS_CANCELLED;
         return round;
     } catch (const ProtocolError& e) {
@@ -341,37 +349,41 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
     }
 }
 
-Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, int32_t status, std::string text) const {
-    gh_sink out{std::move(text)};
-    switch (status) {
+Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, PluginAnswer answer) const {
+    switch (answer.status) {
     case GH_STATUS_OK: break;
     case GH_STATUS_TOOL_ERROR:
     case GH_STATUS_INVALID_ARGS:
-        return tool_error(out.bytes.empty() ? "Tool '" + tool.name + "' failed without saying why." : out.bytes);
+        return tool_error(answer.text.empty() ? "Tool '" + tool.name + "' failed without saying why." : answer.text);
     case GH_STATUS_CANCELLED: return tool_error("Tool '" + tool.name + "' stopped: the call was cancelled.");
     case GH_STATUS_REFUSED:
-        if (auto refusal = gate::family_refusal(out.bytes)) return refusal->to_tool_result();
+        if (auto refusal = gate::family_refusal(answer.text)) return refusal->to_tool_result();
         spdlog::error("tool '{}' ({}) refused with an answer that is not {{code, message, next}} (code "
                       "UPPER_SNAKE, a message, next an object): {}",
-                      tool.name, tool.family, out.bytes);
+                      tool.name, tool.family, answer.text);
         return tool_error("Tool '" + tool.name +
                           "' refused with a malformed answer; the host logged the details. This is a fault in the "
                           "tool, not in your call.");
     default:
-        spdlog::error("tool '{}' ({}): {}: {}", tool.name, tool.family, status_name(status), out.bytes);
+        spdlog::error("tool '{}' ({}): {}: {}", tool.name, tool.family, status_name(answer.status), answer.text);
         return tool_error("Tool '" + tool.name +
                           "' failed inside its plugin; the host logged the details. Try again later, or tell the "
                           "operator if it keeps failing.");
     }
 
-    BoundedParse parsed = parse_bounded(out.bytes);
-    if (!parsed.parsed()) {
-        spdlog::error("tool '{}' ({}) returned malformed JSON: {}", tool.name, tool.family, parsed.error);
-        return tool_error("Tool '" + tool.name +
-                          "' returned a malformed result (not JSON); the host logged the details. This is a fault "
-                          "in the tool, not in your call.");
+    Json result;
+    if (answer.value) {
+        result = std::move(*answer.value);
+    } else {
+        BoundedParse parsed = parse_bounded(answer.text);
+        if (!parsed.parsed()) {
+            spdlog::error("tool '{}' ({}) returned malformed JSON: {}", tool.name, tool.family, parsed.error);
+            return tool_error("Tool '" + tool.name +
+                              "' returned a malformed result (not JSON); the host logged the details. This is a "
+                              "fault in the tool, not in your call.");
+        }
+        result = std::move(parsed.value);
     }
-    Json result = std::move(parsed.value);
     if (!result.is_object()) {
         spdlog::error("tool '{}' ({}) returned a result that is not a CallToolResult object", tool.name, tool.family);
         return tool_error("Tool '" + tool.name +

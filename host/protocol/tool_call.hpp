@@ -94,7 +94,7 @@ private:
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
                 const Json& sent_arguments, bool may_start_task) const;
     // The plugin's final answer as the client gets it: status, shape and outputSchema checked.
-    Json result_of(const plugins::Tool& tool, const Request& request, int32_t status, std::string text) const;
+    Json result_of(const plugins::Tool& tool, const Request& request, PluginAnswer answer) const;
 
     Parts parts_;
     limits::ArgumentBounds bounds_;

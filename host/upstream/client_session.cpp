@@ -1,13 +1,14 @@
 #include "upstream/client_session.hpp"
 
 #include "protocol/json_rpc.hpp"
+#include "protocol/json_writer.hpp"
 #include "protocol/mcp_server.hpp"
 #include "protocol/utf8_text.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <deque>
+#include <list>
 
 namespace gatehouse::upstream {
 
@@ -50,9 +51,9 @@ std::string error_text(const Json& error) {
 } // namespace
 
 struct ClientSession::Pending {
-    std::optional<Json> answer;   // the whole response: result or error
-    std::size_t answer_bytes = 0; // its text's size
-    std::deque<Json> progress;
+    std::optional<Json> answer;       // the whole response: result or error
+    std::size_t answer_bytes = 0;     // its text's size
+    std::list<Json> progress;         // a deque would allocate on every request, though few hear progress
     bool relays = false;              // what the server asks meanwhile is handed back
     std::vector<ServerRequest> asked; // asked and not yet handed back
     bool gone = false;
@@ -63,6 +64,14 @@ struct ClientSession::Pending {
 ClientSession::ClientSession(std::unique_ptr<ClientTransport> transport, Options options, ListChanged list_changed)
     : transport_(std::move(transport)), options_(std::move(options)), list_changed_(std::move(list_changed)),
       log_(options_.family), refusals_(options_.family) {
+    Json client_info = {{"name", "gatehouse"}, {"version", options_.client_version}};
+    protocol::append_json_string(meta_members_, kProtocolVersion);
+    meta_members_ += ':';
+    protocol::append_json_string(meta_members_, kModern);
+    meta_members_ += ',';
+    protocol::append_json_string(meta_members_, kClientInfo);
+    meta_members_ += ':';
+    protocol::append_json(meta_members_, client_info);
     transport_->start({[this](std::string_view text, const Json& stream_of) { return receive(text, stream_of); },
                        [this](const std::string& why) { on_closed(why); }});
 }
@@ -102,16 +111,69 @@ bool ClientSession::send(const Json& message) {
     return transport_->send(message);
 }
 
-// A 2026-07-28 request says who asks and what it can do, every time.
-Json ClientSession::with_meta(Json params, const Json& capabilities) const {
-    if (!stateless_) return params;
-    if (!params.is_object()) params = Json::object();
-    Json& meta = params["_meta"];
-    if (!meta.is_object()) meta = Json::object();
-    meta[kProtocolVersion] = kModern;
-    meta[kClientInfo] = {{"name", "gatehouse"}, {"version", options_.client_version}};
-    meta[kClientCapabilities] = capabilities.is_object() ? capabilities : Json::object();
-    return params;
+std::string ClientSession::request_text(std::int64_t id, const std::string& method, const Json& params,
+                                        const Json& capabilities, bool progress) const {
+    // Members in name order, as a JSON object of the host's writes them.
+    std::string text = R"({"id":)";
+    text += std::to_string(id);
+    text += R"(,"jsonrpc":"2.0","method":)";
+    protocol::append_json_string(text, method);
+    text += R"(,"params":)";
+    // A 2026-07-28 request says who asks and what it can do, every time.
+    if (!stateless_ && !progress) {
+        protocol::append_json(text, params);
+        text += '}';
+        return text;
+    }
+    static const Json kNone = Json::object();
+    const Json& given = params.is_object() ? params : kNone;
+    text += '{';
+    const auto& members = given.get_ref<const Json::object_t&>();
+    // Params' own members go on either side of _meta, in name order.
+    const auto meta_at = members.lower_bound("_meta");
+    const auto append_member = [&](const auto& it) {
+        protocol::append_json_string(text, it->first);
+        text += ':';
+        protocol::append_json(text, it->second);
+    };
+    for (auto it = members.begin(); it != meta_at; ++it) {
+        append_member(it);
+        text += ',';
+    }
+    text += R"("_meta":{)";
+    const std::size_t meta_start = text.size();
+    const auto member = [&](std::string_view name) {
+        if (text.size() > meta_start) text += ',';
+        protocol::append_json_string(text, name);
+        text += ':';
+    };
+    if (const auto meta = given.find("_meta"); meta != given.end() && meta->is_object())
+        for (const auto& [name, value] : meta->items()) {
+            // What the host says of itself here stands over what params brought.
+            if (progress && name == "progressToken") continue;
+            if (stateless_ && (name == kProtocolVersion || name == kClientInfo || name == kClientCapabilities))
+                continue;
+            member(name);
+            protocol::append_json(text, value);
+        }
+    if (stateless_) {
+        if (text.size() > meta_start) text += ',';
+        text += meta_members_;
+        member(kClientCapabilities);
+        protocol::append_json(text, capabilities.is_object() ? capabilities : kNone);
+    }
+    if (progress) {
+        member("progressToken");
+        text += std::to_string(id);
+    }
+    text += '}';
+    for (auto it = meta_at; it != members.end(); ++it) {
+        if (it->first == "_meta") continue;
+        text += ',';
+        append_member(it);
+    }
+    text += "}}";
+    return text;
 }
 
 const Json& ClientSession::relayed_capabilities() {
@@ -186,8 +248,8 @@ void ClientSession::listen() {
         listen_id_ = id;
         listening_ = Listening::open;
     }
-    Json params = with_meta({{"notifications", std::move(wanted)}}, Json::object());
-    if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", "subscriptions/listen"}, {"params", std::move(params)}})) {
+    const Json params = {{"notifications", std::move(wanted)}};
+    if (!transport_->send_written(request_text(id, "subscriptions/listen", params, Json::object(), false))) {
         std::lock_guard lock(mutex_);
         if (listen_id_ == id) listen_id_ = 0;
         listening_ = Listening::ended;
@@ -199,7 +261,7 @@ ClientSession::Listening ClientSession::listening() const {
     return listening_;
 }
 
-ClientSession::Reply ClientSession::call(const std::string& method, Json params, const Waiting& waiting) {
+ClientSession::Reply ClientSession::call(const std::string& method, const Json& params, const Waiting& waiting) {
     auto pending = std::make_shared<Pending>();
     pending->relays = waiting.relays;
     std::int64_t id;
@@ -209,9 +271,7 @@ ClientSession::Reply ClientSession::call(const std::string& method, Json params,
         id = ++next_id_;
         pending_.emplace(id, pending);
     }
-    params = with_meta(std::move(params), waiting.capabilities);
-    if (waiting.progress) params["_meta"]["progressToken"] = id;
-    if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}})) {
+    if (!transport_->send_written(request_text(id, method, params, waiting.capabilities, bool(waiting.progress)))) {
         std::lock_guard lock(mutex_);
         pending_.erase(id);
         throw UpstreamUnavailable("its connection ended before the request could be sent");

@@ -109,7 +109,7 @@ public:
     // Sends a request and waits on the calling thread for its answer, or for
     // what the server asks meanwhile (Waiting::relays).
     // Throws UpstreamError, UpstreamUnavailable, RequestCancelled.
-    Reply call(const std::string& method, nlohmann::json params, const Waiting& waiting);
+    Reply call(const std::string& method, const nlohmann::json& params, const Waiting& waiting);
     // Waits again for a request that Reply::asked left open. Throws as call()
     // does, and UpstreamUnavailable for a request that is no longer open.
     Reply resume(std::int64_t id, const Waiting& waiting);
@@ -165,6 +165,9 @@ private:
     ListChanged list_changed_;
     std::string protocol_version_;
     bool stateless_ = true; // while discovering, and for a 2026-07-28 server
+    // What every 2026-07-28 request's _meta begins with, as JSON members: the
+    // revision and the host as the client.
+    std::string meta_members_;
     nlohmann::json server_info_ = nlohmann::json::object();
     nlohmann::json capabilities_ = nlohmann::json::object();
 
@@ -191,7 +194,13 @@ private:
     void stop_waiting(std::int64_t id, const std::string& reason);
     void on_closed(const std::string& why);
     bool send(const nlohmann::json& message);
-    nlohmann::json with_meta(nlohmann::json params, const nlohmann::json& capabilities) const;
+    // Request `id`'s message as compact JSON, written straight from its
+    // parts: a 2026-07-28 request's _meta (who asks, in which revision, what
+    // it can do: `capabilities`, null for none) and, with `progress`, its
+    // progressToken (the id) merged into `params`, which keeps its own _meta
+    // members beside them.
+    std::string request_text(std::int64_t id, const std::string& method, const nlohmann::json& params,
+                             const nlohmann::json& capabilities, bool progress) const;
 };
 
 } // namespace gatehouse::upstream

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "protocol/json_reader.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -48,6 +50,11 @@ public:
     virtual void read_on() {}
     // Sends one message. False when the connection has ended.
     virtual bool send(const nlohmann::json& message) = 0;
+    // Sends one message the session wrote as compact JSON itself (a request
+    // on a call's path, built without a tree of its own). A transport that
+    // frames text as it is takes it so; one that reads a message's parts
+    // (an HTTP POST routes by them) reads it back for send().
+    virtual bool send_written(std::string message);
     // The session waits no longer for request `id`'s answer (it timed out,
     // was cancelled or abandoned): a transport that reads each request's
     // answer on its own (an HTTP POST) stops reading it, so a server that
@@ -60,5 +67,9 @@ public:
     // What it reaches, for the log and `gatehouse plugins`: the command or the URL.
     virtual std::string describe() const = 0;
 };
+
+inline bool ClientTransport::send_written(std::string message) {
+    return send(protocol::parse_bounded(message).value);
+}
 
 } // namespace gatehouse::upstream

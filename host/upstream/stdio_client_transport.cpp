@@ -2,6 +2,7 @@
 
 #include "isolation/own_process_group.hpp"
 #include "metrics/log_allowance.hpp"
+#include "protocol/json_rpc.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -137,7 +138,10 @@ void StdioClientTransport::start(Events events) {
 // Its stdin is non-blocking: a server that stops reading holds a sender for
 // at most kWriteStall, then is ended, since half a line cannot be taken back.
 bool StdioClientTransport::send(const nlohmann::json& message) {
-    std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return send_written(protocol::encode(message));
+}
+
+bool StdioClientTransport::send_written(std::string line) {
     line += '\n';
     std::lock_guard lock(write_mutex_);
     if (stdin_fd_ < 0) return false;

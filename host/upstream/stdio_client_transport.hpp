@@ -40,6 +40,7 @@ public:
     bool read_here(std::chrono::milliseconds patience, const std::function<bool()>& enough, bool alone) override;
     void read_on() override;
     bool send(const nlohmann::json& message) override;
+    bool send_written(std::string message) override;
     void close() override;
     std::string describe() const override;
 

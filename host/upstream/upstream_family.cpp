@@ -902,11 +902,12 @@ int32_t UpstreamFamily::call(const OfferedTool& tool, gh_call* call, gh_str argu
         return GH_STATUS_TOOL_ERROR;
     }
     // Only what a CallToolResult carries for the agent; the result checks
-    // (its schema, the tool's outputSchema) come after.
+    // (its schema, the tool's outputSchema) come after. This family runs in
+    // the host, so the result goes to them as JSON, not as text to parse again.
     Json answer = Json::object();
     for (const char* key : {"content", "structuredContent", "isError"})
         if (auto it = result.find(key); it != result.end()) answer[key] = std::move(*it);
-    out->bytes = answer.dump();
+    out->value = std::move(answer);
     return GH_STATUS_OK;
 }
 

@@ -177,6 +177,56 @@ TEST_CASE("a 2026-07-28 server: no initialize, and every request carries the rev
     CHECK(sent[1]["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"] == "gatehouse");
 }
 
+TEST_CASE("a request's own _meta members stay beside those the host writes, which stand over theirs", "[upstream]") {
+    for (const bool modern : {true, false}) {
+        CAPTURE(modern);
+        std::vector<Json> sent;
+        auto session = session_over(
+            [&](const Json& m) -> std::vector<std::string> {
+                if (m["method"] == "server/discover" && modern)
+                    return {reply(m, {{"supportedVersions", {"2026-07-28"}}, {"capabilities", Json::object()}})};
+                if (m["method"] == "tools/call") return {reply(m, {{"content", Json::array()}})};
+                return legacy_server(m);
+            },
+            sent);
+        session->open(std::chrono::milliseconds(2000));
+        const Json params = {{"name", "say \"hi\"\n"},
+                             {"arguments", {{"text", "é\u0001"}, {"n", 2}}},
+                             {"_meta",
+                              {{"trace", "t-1"},
+                               {"progressToken", "theirs"},
+                               {"io.modelcontextprotocol/protocolVersion", "1999-01-01"}}}};
+        ClientSession::Waiting waiting;
+        waiting.progress = [](const Json&) {};
+        waiting.capabilities = {{"elicitation", {{"form", Json::object()}}}};
+        session->call("tools/call", params, waiting);
+        const Json& call = sent.back();
+        CHECK(call["jsonrpc"] == "2.0");
+        CHECK(call["method"] == "tools/call");
+        CHECK(call["params"]["name"] == params["name"]);
+        CHECK(call["params"]["arguments"] == params["arguments"]);
+        const Json& meta = call["params"]["_meta"];
+        CHECK(meta["trace"] == "t-1");
+        CHECK(meta["progressToken"] == call["id"]);
+        if (modern) {
+            CHECK(meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28");
+            CHECK(meta["io.modelcontextprotocol/clientInfo"] == Json{{"name", "gatehouse"}, {"version", "9.9.9"}});
+            CHECK(meta["io.modelcontextprotocol/clientCapabilities"] == waiting.capabilities);
+            CHECK(meta.size() == 5);
+        } else {
+            CHECK(meta["io.modelcontextprotocol/protocolVersion"] == "1999-01-01");
+            CHECK(meta.size() == 3);
+        }
+        // Without progress, a 2025-11-25 request's params go as they are; a
+        // 2026-07-28 one's params that are none become an object with _meta.
+        session->call("tools/call", Json(), ClientSession::Waiting{});
+        if (modern)
+            CHECK(sent.back()["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] == Json::object());
+        else
+            CHECK(sent.back()["params"].is_null());
+    }
+}
+
 TEST_CASE("a listing ends at its deadline, however each page keeps within its own", "[upstream]") {
     std::vector<Json> sent;
     std::size_t pages = 0;
