@@ -21,7 +21,15 @@
 # over the difference in requests answered (a rate, not an exact count:
 # the host's timers tick beside the requests; needs wrk).
 #
-# Environment: CALLS (2000), TOP (25), HTTP (0), HTTP_PORT (18099).
+# With UPSTREAM=1 it also counts a call relayed to an upstream: the host
+# under callgrind mounts, over stdio, a host of the same build (not counted)
+# serving the echo family, as run_upstream_bench.sh does, and the agent
+# calls its `up_noop` (IN_FLIGHT at once, default 32; 1 counts the
+# sequential path, where the call runs on the stdin reader).
+#
+# Environment: CALLS (2000), TOP (25), HTTP (0), HTTP_PORT (18099),
+# UPSTREAM (0), IN_FLIGHT (32, for UPSTREAM), STDIO (1; 0 skips the direct
+# stdio counts).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,22 +59,33 @@ prepare() {
     objcopy --strip-debug "$dir/tests/plugins/echo.so" "$work/$name/tests/plugins/echo.so"
     stdio_bench_yaml "$work/$name" >"$work/$name/bench.yaml"
     http_bench_yaml "${HTTP_PORT:-18099}" "$work/$name/tests/plugins" "$work/$name/data" >"$work/$name/http.yaml"
+    # The upstream is the build's own host, run natively: only the mounting host is counted.
+    cat >"$work/$name/upstream.yaml" <<YAML
+log_level: warn
+gate: false
+upstreams:
+  - name: up
+    command: ["$dir/bin/gatehouse", serve, --config, "$work/$name/bench.yaml"]
+    max_in_flight: ${IN_FLIGHT:-32}
+YAML
 }
 
-# count NAME ERA N: the host's instructions over a run of N calls.
+# count NAME ERA N [CONFIG TOOL IN_FLIGHT]: the host's instructions over a run of N calls.
 count() {
-    local name=$1 era=$2 n=$3 out="$work/$1.$2.$3"
-    "$build/bin/stdio_load" --calls "$n" --in-flight 32 --warmup 10 --cold-runs 0 --era "$era" \
-        --concurrent-only -- valgrind --tool=callgrind --callgrind-out-file="$out" -q \
-        "$work/$name/gatehouse" serve --config "$work/$name/bench.yaml" >/dev/null
+    local name=$1 era=$2 n=$3 config=${4:-bench} tool=${5:-noop} in_flight=${6:-32}
+    local out="$work/$1.$2.$3.$config"
+    "$build/bin/stdio_load" --calls "$n" --in-flight "$in_flight" --warmup 10 --cold-runs 0 --era "$era" \
+        --tool "$tool" --concurrent-only -- valgrind --tool=callgrind --callgrind-out-file="$out" -q \
+        "$work/$name/gatehouse" serve --config "$work/$name/$config.yaml" >/dev/null
     echo "$out"
 }
 
+# report NAME ERA [CONFIG TOOL IN_FLIGHT LABEL]
 report() {
     local name=$1 era=$2 small large
-    small=$(count "$name" "$era" "$calls")
-    large=$(count "$name" "$era" $((3 * calls)))
-    python3 "$here/callgrind_per_call.py" "$small" "$large" $((2 * calls)) "$top" "$name ($era)"
+    small=$(count "$name" "$era" "$calls" "${@:3:3}")
+    large=$(count "$name" "$era" $((3 * calls)) "${@:3:3}")
+    python3 "$here/callgrind_per_call.py" "$small" "$large" $((2 * calls)) "$top" "$name ($era${6:+, $6})"
 }
 
 # count_http NAME SECONDS: the host's instructions over SECONDS of wrk, and
@@ -97,10 +116,17 @@ report_http() {
 
 prepare current "$build"
 [[ -z $baseline ]] || prepare baseline "$baseline"
-for era in modern legacy; do
-    [[ -z $baseline ]] || report baseline "$era"
-    report current "$era"
-done
+if [[ ${STDIO:-1} == 1 ]]; then
+    for era in modern legacy; do
+        [[ -z $baseline ]] || report baseline "$era"
+        report current "$era"
+    done
+fi
+if [[ ${UPSTREAM:-0} == 1 ]]; then
+    relayed=(upstream up_noop "${IN_FLIGHT:-32}" "through an upstream, ${IN_FLIGHT:-32} in flight")
+    [[ -z $baseline ]] || report baseline modern "${relayed[@]}"
+    report current modern "${relayed[@]}"
+fi
 if [[ ${HTTP:-0} == 1 ]]; then
     command -v wrk >/dev/null || {
         echo "HTTP=1 needs wrk (apt-get install wrk)" >&2
