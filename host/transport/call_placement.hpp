@@ -34,18 +34,22 @@ enum class CallSite {
 // A call that runs in place holds the reading (or the loop) while it runs.
 // A quick call of a family in this process keeps its thread busy anyway; one
 // of a family in another process only waits for that process's answer, so
-// it runs in place only when no other call is in flight, whose work would
-// otherwise wait behind it.
-inline bool may_run_in_place(const protocol::ReadyCall& call) {
-    return call.quick && (!call.remote || call.alone);
+// it runs in place only when no other call is in flight and no request
+// already read waits behind it (`read_behind`), whose work would otherwise
+// wait for that answer: a burst of calls to such a family would be sent to
+// its process one at a time.
+inline bool may_run_in_place(const protocol::ReadyCall& call, bool read_behind = false) {
+    return call.quick && (!call.remote || (call.alone && !read_behind));
 }
 
 // stdio. Only a call that may run in place runs watched, and only while a
-// worker is free to take the reading over and the watch runs. The facts are
-// asked lazily, in this order: the watch starts its thread on its first ask.
+// worker is free to take the reading over and the watch runs. `read_behind`:
+// the reader holds more lines it read with this call's. The facts are asked
+// lazily, in this order: the watch starts its thread on its first ask.
 template <class FreeWorker, class WatchReady>
-CallSite place_stdio_call(const protocol::ReadyCall& call, FreeWorker&& free_worker, WatchReady&& watch_ready) {
-    if (may_run_in_place(call) && free_worker() && watch_ready()) return CallSite::reader_watched;
+CallSite place_stdio_call(const protocol::ReadyCall& call, bool read_behind, FreeWorker&& free_worker,
+                          WatchReady&& watch_ready) {
+    if (may_run_in_place(call, read_behind) && free_worker() && watch_ready()) return CallSite::reader_watched;
     return CallSite::reader_or_pool;
 }
 

@@ -152,7 +152,7 @@ public:
             }
             if (!call) continue;
             const CallSite site = place_stdio_call(
-                call, [this] { return pool_.has_free_worker(); }, [this] { return watch_.ready(); });
+                call, !lines_.empty(), [this] { return pool_.has_free_worker(); }, [this] { return watch_.ready(); });
             if (site == CallSite::reader_watched) {
                 const std::uint64_t token = watch_.begin();
                 try {

@@ -26,9 +26,9 @@ ReadyCall call(bool quick, bool remote, bool alone, bool legacy = false) {
     return ready;
 }
 
-CallSite on_stdio(const ReadyCall& ready, bool free_worker = true, bool watch_ready = true) {
+CallSite on_stdio(const ReadyCall& ready, bool free_worker = true, bool watch_ready = true, bool read_behind = false) {
     return place_stdio_call(
-        ready, [&] { return free_worker; }, [&] { return watch_ready; });
+        ready, read_behind, [&] { return free_worker; }, [&] { return watch_ready; });
 }
 
 } // namespace
@@ -62,6 +62,11 @@ TEST_CASE("a quick call of a family in another process runs in place only while 
     CHECK(on_stdio(call(true, true, false)) == CallSite::reader_or_pool);
     CHECK(place_http_call(call(true, true, false), 2) == CallSite::pool);
     CHECK(on_stdio(call(false, true, true)) == CallSite::reader_or_pool);
+    // Nor when requests read with it wait behind it: the first of a burst
+    // is alone in flight, and would hold the rest until its answer came.
+    CHECK(on_stdio(call(true, true, true), true, true, true) == CallSite::reader_or_pool);
+    // A family in this process keeps its thread busy anyway: in place.
+    CHECK(on_stdio(call(true, false, true), true, true, true) == CallSite::reader_watched);
 }
 
 TEST_CASE("a tool is quick after a streak of quick calls; a lone slow call keeps it, two in a row do not",
