@@ -43,6 +43,16 @@ public:
     bool masks_passwords() const override { return sessions_.masks_passwords(); }
     std::string masked(std::string_view text) override { return sessions_.masked(text); }
 
+    // Runs one round of the tool in its family with this environment, and
+    // hands back the family's answer: its text, or the JSON a family in the
+    // host handed over (gh_sink::value).
+    PluginAnswer run_round(std::string_view arguments, std::string_view input_responses, std::string_view state) {
+        gh_call call{this, tool_.family, {}, input_responses, state, request_.host};
+        gh_sink out;
+        const int32_t status = tool_.plugin->call(tool_.call, tool_.tool_data, &call, arguments, &out);
+        return {status, std::move(out.bytes), std::move(out.value)};
+    }
+
     // Whether the answer holds the store password (screened only where the
     // operator allowed the family it); one handed over as JSON is screened as
     // its text.
@@ -265,12 +275,7 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
             // its plain rounds with {"startTask": true}: the round's input goes
             // on to the task.
             environment.set_task_start(may_start_task);
-            gh_call call{&environment, tool.family, {}, responses, state, request.host};
-            gh_sink out;
-            PluginAnswer answer;
-            answer.status = tool.plugin->call(tool.call, tool.tool_data, &call, argument_text, &out);
-            answer.text = std::move(out.bytes);
-            answer.value = std::move(out.value);
+            PluginAnswer answer = environment.run_round(argument_text, responses, state);
             if (environment.holds_password(answer)) {
                 withheld = true;
                 answer = {GH_STATUS_TOOL_ERROR, {}, {}};
@@ -317,10 +322,8 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
         } leave{tool.plugin};
         ToolCallEnvironment environment(request, tool, parts_.sessions, findings.session.get());
         environment.set_task(request.task_id);
-        gh_call call{&environment, tool.family, {}, input_responses, state, request.host};
-        gh_sink out;
-        const int32_t status = tool.plugin->call(tool.call, tool.tool_data, &call, encode(arguments), &out);
-        PluginAnswer answer{status, std::move(out.bytes), std::move(out.value)};
+        PluginAnswer answer = environment.run_round(encode(arguments), input_responses, state);
+        const int32_t status = answer.status;
         if (environment.holds_password(answer)) return {Kind::result, password_withheld(tool).to_tool_result()};
         if (status == GH_STATUS_INPUT_REQUIRED) {
             const std::string what = "tool '" + tool.name + "'";
