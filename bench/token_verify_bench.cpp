@@ -106,12 +106,13 @@ std::string sign_jwt(const SigningKey& k, const nlohmann::json& claims) {
 
 struct Fixture {
     std::unique_ptr<auth::HttpFetcher> fetcher = auth::make_http_fetcher(std::chrono::milliseconds(1000));
+    auth::KeySources sources; // outlives the keys that claimed a source in it
     std::unique_ptr<auth::JwtVerifier> verifier;
     std::map<std::string, std::string> tokens; // alg -> token
 
     Fixture() {
-        auto keys =
-            std::make_unique<auth::IssuerKeys>(kIssuer, kIssuer + "/jwks", auth::IssuerKeys::Timing{}, *fetcher);
+        auto keys = std::make_unique<auth::IssuerKeys>(kIssuer, kIssuer + "/jwks", auth::IssuerKeys::Timing{}, *fetcher,
+                                                       sources);
         nlohmann::json set = {{"keys", nlohmann::json::array()}};
         const auto now =
             std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
