@@ -126,7 +126,7 @@ struct Host {
         live = std::make_unique<plugins::LiveRegistry>(registry);
         server = std::make_unique<protocol::McpServer>(*live, gate, cfg.server, cfg.limits, pool, std::move(options));
         outbound = std::make_shared<CountingOutbound>();
-        connection = std::make_shared<protocol::Connection>(outbound, auth::Principal{"bench", "local", {}, {}});
+        connection = std::make_shared<protocol::Connection>(outbound, auth::Principal{"bench", "local", {}, {}, {}});
     }
 
     ~Host() {
@@ -221,7 +221,7 @@ struct GatedHost {
     config::SessionSettings session_settings;
     gate::GatePipeline gate;
     std::unique_ptr<session::SessionService> sessions;
-    auth::Principal principal{"bench", "local", {}, {}};
+    auth::Principal principal{"bench", "local", {}, {}, {}};
     std::string handle;
     Json arguments;
     const plugins::Tool* tool = nullptr;

@@ -9,8 +9,10 @@
 # before the tests, each runs a fixed number of inputs from a fixed seed
 # (about 20 s each here; at most GATEHOUSE_FUZZ_SECONDS, default 60; 0 skips
 # fuzzing), so a run is repeatable and a green run here is green in CI.
-# scripts/fuzz.sh explores longer. With GATEHOUSE_PLAIN_BUILD=1 the plain
-# build of scripts/run.sh is compiled too (build/).
+# scripts/fuzz.sh explores longer. The benchmarks are compiled in it too
+# (never run here), so a change that breaks one is seen at once. With
+# GATEHOUSE_PLAIN_BUILD=1 the plain build of scripts/run.sh is compiled too
+# (build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-node
@@ -38,7 +40,7 @@ if [[ -f build-asan/CMakeCache.txt ]] && ! grep -qs '^GATEHOUSE_FUZZ:BOOL=ON' bu
 fi
 GATEHOUSE_BUILD_DIR=build-asan scripts/build.sh -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DGATEHOUSE_SANITIZE=ON -DGATEHOUSE_FUZZ=ON -DGATEHOUSE_BUILD_TESTS=ON \
-  -DGATEHOUSE_BUILD_BENCH=OFF -DGATEHOUSE_REQUIRE_INTEGRATION=ON
+  -DGATEHOUSE_BUILD_BENCH=ON -DGATEHOUSE_REQUIRE_INTEGRATION=ON
 
 # The plain build scripts/run.sh serves compiles the same sources with the same
 # compiler, without the sanitizers; on a 2-core machine it would add a third
