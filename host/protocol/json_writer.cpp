@@ -64,6 +64,9 @@ void append_string_replacing(std::string& out, std::string_view text) {
     if (!append_string(out, text)) out += Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+// The binary subtype that marks a value as JSON text written already ("wj").
+constexpr std::uint64_t kWrittenJson = 0x776a;
+
 template <class Number> void append_number(std::string& out, Number n) {
     char digits[24];
     const auto written = std::to_chars(digits, digits + sizeof digits, n);
@@ -109,10 +112,24 @@ void append_json(std::string& out, const Json& value) {
     case Json::value_t::null: out.append("null", 4); return;
     case Json::value_t::number_integer: append_number(out, value.get<Json::number_integer_t>()); return;
     case Json::value_t::number_unsigned: append_number(out, value.get<Json::number_unsigned_t>()); return;
-    // Floating point (shortest round trip, ".0" on whole numbers, null for
-    // what is not finite), binary and discarded values: nlohmann's own words.
-    default: out += value.dump(-1, ' ', false, Json::error_handler_t::replace); return;
+    case Json::value_t::binary: {
+        const auto& bytes = value.get_binary();
+        if (bytes.has_subtype() && bytes.subtype() == kWrittenJson) {
+            out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+            return;
+        }
+        break;
     }
+    // Floating point (shortest round trip, ".0" on whole numbers, null for
+    // what is not finite), other binary values and discarded values:
+    // nlohmann's own words.
+    default: break;
+    }
+    out += value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json written_json(std::string_view text) {
+    return Json::binary(std::vector<std::uint8_t>(text.begin(), text.end()), kWrittenJson);
 }
 
 void append_json_string(std::string& out, std::string_view text) {

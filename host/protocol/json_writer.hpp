@@ -18,4 +18,13 @@ void append_json(std::string& out, const nlohmann::json& value);
 // Appends `text` as one JSON string, as append_json writes a string value.
 void append_json_string(std::string& out, std::string_view text);
 
+// A value that is JSON text written already, which append_json copies as it
+// is: what every answer of a revision carries unchanged (the server's
+// identity in `_meta`) is written once, when the server is made, instead of
+// built into each answer's tree and written again. It is held as a binary
+// value of a subtype of its own, which only append_json reads, so it belongs
+// in a message on its way out through protocol::encode, never in one that
+// anything else reads or that nlohmann dumps. `text` must be valid JSON.
+nlohmann::json written_json(std::string_view text);
+
 } // namespace gatehouse::protocol

@@ -7,6 +7,7 @@
 #include "limits/local_buckets.hpp"
 #include "metrics/log_context.hpp"
 #include "protocol/call_outcome.hpp"
+#include "protocol/json_writer.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -36,6 +37,7 @@ McpServer::McpServer(const plugins::LiveRegistry& registry, const gate::GatePipe
                      config::ServerIdentity identity, config::Limits limits, RequestPool& pool, ServerOptions options)
     : registry_(registry), identity_(std::move(identity)), limits_(limits), pool_(pool), host_(options.host),
       observability_(options.observability), server_info_(server_info(identity_)),
+      identity_meta_(written_json(encode(Json{{meta_key::server_info, server_info_}}))),
       rate_limiter_(std::move(options.rate_limits), std::move(options.rate_buckets)),
       input_rounds_(options.state_sealer ? std::move(options.state_sealer)
                                          : mrtr::make_request_state_sealer(options.input_requests, identity_.name),
@@ -321,7 +323,10 @@ void McpServer::observe_admitted(const CallScheduler::Admitted& call, const Call
 Json McpServer::finish(const Json& id, Revision revision, Json result) const {
     if (revision == Revision::modern_2026_07_28) {
         if (!result.contains("resultType")) result["resultType"] = "complete";
-        result["_meta"][meta_key::server_info] = server_info_;
+        if (!result.contains("_meta"))
+            result["_meta"] = identity_meta_;
+        else
+            result["_meta"][meta_key::server_info] = server_info_;
     }
     return make_result(id, std::move(result));
 }

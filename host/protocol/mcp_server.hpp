@@ -171,6 +171,9 @@ private:
     const plugins::HostServices* host_;
     metrics::Observability* observability_;
     Json server_info_;
+    // A 2026-07-28 result's whole `_meta` when nothing else is in it (most
+    // results): the server's identity, written once (protocol::written_json).
+    const Json identity_meta_;
     limits::RateLimiter rate_limiter_;
     InputRounds input_rounds_;
     ToolDisclosure disclosure_;

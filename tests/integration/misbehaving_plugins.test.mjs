@@ -77,6 +77,12 @@ test('a result that breaks the protocol schema never reaches the client: a tool 
     };
     const fine = await host.modern('tools/call', { name: 'rawjson_mirror', arguments: good });
     assert.deepEqual(fine.result.content, good.content, JSON.stringify(fine));
+    // The result's own _meta stays, beside the server's identity a 2026-07-28 answer carries.
+    const own = await host.modern('tools/call', { name: 'rawjson_mirror', arguments: { content: [], _meta: { 'example.com/trace': 'abc' } } });
+    assert.deepEqual(own.result._meta['example.com/trace'], 'abc', JSON.stringify(own));
+    assert.equal(own.result._meta['io.modelcontextprotocol/serverInfo'].name, 'gatehouse', JSON.stringify(own));
+    assert.equal(fine.result._meta['io.modelcontextprotocol/serverInfo'].name, 'gatehouse', JSON.stringify(fine));
+    assert.deepEqual(Object.keys(fine.result._meta), ['io.modelcontextprotocol/serverInfo'], JSON.stringify(fine));
     await host.stderrMatching(/rawjson_mirror.*breaks the protocol's schema/);
   }));
 

@@ -15,6 +15,7 @@ using gatehouse::protocol::append_json;
 using gatehouse::protocol::BoundedParse;
 using gatehouse::protocol::Json;
 using gatehouse::protocol::parse_bounded;
+using gatehouse::protocol::written_json;
 using gatehouse::testing::same_tree;
 
 namespace {
@@ -273,6 +274,18 @@ TEST_CASE("the writer writes what nlohmann's dump writes, byte for byte", "[json
     std::string line = "x";
     append_json(line, Json{{"k", "v"}});
     CHECK(line == R"(x{"k":"v"})");
+}
+
+TEST_CASE("JSON written already is copied as it is, other binary values as nlohmann writes them", "[json_reader]") {
+    const std::string identity = R"({"io.modelcontextprotocol/serverInfo":{"name":"g\u00e9","version":"1"}})";
+    const Json result = {{"content", Json::array()}, {"_meta", written_json(identity)}, {"resultType", "complete"}};
+    CHECK(written(result) == R"({"_meta":)" + identity + R"(,"content":[],"resultType":"complete"})");
+    // A copy carries the same text; the message parses back to the tree it stands for.
+    const Json copy = result;
+    CHECK(Json::parse(written(copy))["_meta"] == Json::parse(identity));
+    // Another subtype, or none, is not text.
+    for (const Json& other : {Json::binary({'{', '}'}), Json::binary({'{', '}'}, 7)})
+        CHECK(written(other) == nlohmann_line(other));
 }
 
 TEST_CASE("what the reader builds, the writer writes as nlohmann would", "[json_reader]") {
