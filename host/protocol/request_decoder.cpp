@@ -219,11 +219,11 @@ struct MetaMembers {
     explicit MetaMembers(const Json* meta) {
         if (!meta) return;
         for (const auto& [name, value] : meta->get_ref<const Json::object_t&>()) {
-            if (name == std::string_view(meta_key::protocol_version))
+            if (name == meta_key::protocol_version)
                 version = &value;
-            else if (name == std::string_view(meta_key::client_capabilities))
+            else if (name == meta_key::client_capabilities)
                 client_capabilities = &value;
-            else if (name == std::string_view(meta_key::log_level))
+            else if (name == meta_key::log_level)
                 log_level = &value;
             else if (name == std::string_view("progressToken"))
                 progress_token = &value;
@@ -252,8 +252,9 @@ void RequestDecoder::decode(Connection& connection, Json& id, Json& method, Json
 
     if (version) {
         if (!version->is_string())
-            throw ProtocolError(error_code::invalid_params,
-                                std::string("_meta[\"") + meta_key::protocol_version + "\"] must be a string.");
+            throw ProtocolError(error_code::invalid_params, std::string("_meta[\"") +
+                                                                std::string(meta_key::protocol_version) +
+                                                                "\"] must be a string.");
         const auto& requested = version->get_ref<const std::string&>();
         if (requested == kModernVersion) {
             r.revision = Revision::modern_2026_07_28;
@@ -279,7 +280,7 @@ void RequestDecoder::decode(Connection& connection, Json& id, Json& method, Json
         r.revision = Revision::legacy_2025_11_25;
     } else {
         throw ProtocolError(error_code::invalid_params,
-                            std::string("The request has no _meta[\"") + meta_key::protocol_version +
+                            std::string("The request has no _meta[\"") + std::string(meta_key::protocol_version) +
                                 "\"]: send it on every request (" + std::string(kModernVersion) +
                                 "), or call initialize first (" + std::string(kLegacyVersion) + ").");
     }
@@ -288,14 +289,15 @@ void RequestDecoder::decode(Connection& connection, Json& id, Json& method, Json
         const Json* caps = members.client_capabilities;
         if (!caps || !caps->is_object())
             throw ProtocolError(error_code::invalid_params,
-                                std::string("The request has no _meta[\"") + meta_key::client_capabilities +
+                                std::string("The request has no _meta[\"") +
+                                    std::string(meta_key::client_capabilities) +
                                     "\"] object; send {} when the client declares no capabilities.");
         r.client_capabilities = *caps;
         if (const Json* level = members.log_level) {
             std::optional<int> parsed = level->is_string() ? parse_log_level(level->get<std::string>()) : std::nullopt;
             if (!parsed)
                 throw ProtocolError(error_code::invalid_params,
-                                    std::string("_meta[\"") + meta_key::log_level +
+                                    std::string("_meta[\"") + std::string(meta_key::log_level) +
                                         "\"] must be one of debug, info, notice, warning, error, critical, alert, "
                                         "emergency.");
             r.log_level = parsed;

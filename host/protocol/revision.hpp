@@ -20,12 +20,12 @@ inline std::string_view revision_name(Revision r) {
 }
 
 namespace meta_key {
-inline constexpr const char* protocol_version = "io.modelcontextprotocol/protocolVersion";
-inline constexpr const char* client_capabilities = "io.modelcontextprotocol/clientCapabilities";
-inline constexpr const char* client_info = "io.modelcontextprotocol/clientInfo";
-inline constexpr const char* log_level = "io.modelcontextprotocol/logLevel";
-inline constexpr const char* server_info = "io.modelcontextprotocol/serverInfo";
-inline constexpr const char* subscription_id = "io.modelcontextprotocol/subscriptionId";
+inline constexpr std::string_view protocol_version = "io.modelcontextprotocol/protocolVersion";
+inline constexpr std::string_view client_capabilities = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr std::string_view client_info = "io.modelcontextprotocol/clientInfo";
+inline constexpr std::string_view log_level = "io.modelcontextprotocol/logLevel";
+inline constexpr std::string_view server_info = "io.modelcontextprotocol/serverInfo";
+inline constexpr std::string_view subscription_id = "io.modelcontextprotocol/subscriptionId";
 } // namespace meta_key
 
 } // namespace gatehouse::protocol
