@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -393,6 +394,11 @@ int list_plugins(const Arguments& args) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // A reader that goes away mid-write (a family's process on its pipe, an
+    // upstream's stdin, a client's socket) is an error the writer sees
+    // (EPIPE), never the end of this process: every verb may start a family
+    // with isolation: process.
+    std::signal(SIGPIPE, SIG_IGN);
     // A family's own process (isolation: process), started by a host.
     if (argc > 1 && std::string_view(argv[1]) == "serve-family") return isolation::serve_family(argc, argv);
     auto args = parse_arguments(argc, argv);

@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <algorithm>
 #include <vector>
 
 namespace gatehouse::isolation {
@@ -66,7 +67,7 @@ gh_host_api child_api();
 // The library, its tables and the socket to the host.
 class ServedFamily {
 public:
-    explicit ServedFamily(int fd) : channel_(fd) {}
+    ServedFamily(int input, int output) : channel_(input, output) {}
     FrameChannel& channel() { return channel_; }
     // Loads the library, offers its descriptor, and serves until the host
     // goes or asks it to stop; never returns.
@@ -453,16 +454,22 @@ Frame ServedFamily::read_until_call() {
     std::_Exit(0);
 }
 
-// Closes every descriptor but 0, 1, 2 and `kept`: by close_range, or where
-// the kernel or a seccomp profile refuses it, each that /proc/self/fd lists.
-// False (errno set) when neither could be done: the plugin must then not run,
-// for it could hold the host's stdout or its listening socket.
-bool keep_only_standard_streams_and(int kept) {
-    const auto first = static_cast<unsigned>(STDERR_FILENO) + 1;
-    const auto socket = static_cast<unsigned>(kept);
-    const bool closed = socket < first ? ::close_range(first, ~0U, 0) == 0
-                                       : (socket == first || ::close_range(first, socket - 1, 0) == 0) &&
-                                             ::close_range(socket + 1, ~0U, 0) == 0;
+// Closes every descriptor but 0, 1, 2 and those in `kept`: by close_range,
+// or where the kernel or a seccomp profile refuses it, each that
+// /proc/self/fd lists. False (errno set) when neither could be done: the
+// plugin must then not run, for it could hold the host's stdout or its
+// listening socket.
+bool keep_only_standard_streams_and(std::vector<int> kept) {
+    std::sort(kept.begin(), kept.end());
+    bool closed = true;
+    unsigned next = static_cast<unsigned>(STDERR_FILENO) + 1; // the first not yet seen to
+    for (int keep : kept) {
+        if (keep <= STDERR_FILENO) continue;
+        const auto number = static_cast<unsigned>(keep);
+        if (number > next) closed = closed && ::close_range(next, number - 1, 0) == 0;
+        next = std::max(next, number + 1);
+    }
+    closed = closed && ::close_range(next, ~0U, 0) == 0;
     if (closed) return true;
     DIR* listing = ::opendir("/proc/self/fd");
     if (!listing) return false;
@@ -474,7 +481,8 @@ bool keep_only_standard_streams_and(int kept) {
         const long number = std::strtol(entry->d_name, &end, 10);
         if (end == entry->d_name || *end != '\0') continue; // . and ..
         const int descriptor = static_cast<int>(number);
-        if (descriptor > STDERR_FILENO && descriptor != kept && descriptor != ::dirfd(listing))
+        if (descriptor > STDERR_FILENO && !std::binary_search(kept.begin(), kept.end(), descriptor) &&
+            descriptor != ::dirfd(listing))
             open.push_back(descriptor);
     }
     ::closedir(listing);
@@ -495,7 +503,7 @@ bool set_limit(int resource, std::uint64_t value, const char* what) {
 } // namespace
 
 int serve_family(int argc, char** argv) {
-    int fd = -1;
+    int input = -1, output = -1;
     std::optional<std::uint64_t> memory_mb, cpu_seconds, open_files;
     const char* library = nullptr;
     for (int i = 2; i < argc; ++i) {
@@ -505,9 +513,11 @@ int serve_family(int argc, char** argv) {
             into = std::strtoull(argv[++i], nullptr, 10);
             return true;
         };
-        std::optional<std::uint64_t> socket;
-        if (arg == "--socket" && number(socket))
-            fd = static_cast<int>(*socket);
+        std::optional<std::uint64_t> descriptor;
+        if (arg == "--input" && number(descriptor))
+            input = static_cast<int>(*descriptor);
+        else if (arg == "--output" && number(descriptor))
+            output = static_cast<int>(*descriptor);
         else if (arg == "--memory-mb" && number(memory_mb)) {
         } else if (arg == "--cpu-seconds" && number(cpu_seconds)) {
         } else if (arg == "--open-files" && number(open_files)) {
@@ -518,9 +528,9 @@ int serve_family(int argc, char** argv) {
             return 2;
         }
     }
-    if (fd < 0 || !library) {
+    if (input < 0 || output < 0 || !library) {
         std::cerr << "gatehouse serve-family: started by the host for a family with isolation: process; it needs "
-                     "--socket FD and -- LIBRARY\n";
+                     "--input FD --output FD (the pipes from and to the host) and -- LIBRARY\n";
         return 2;
     }
     // Ends with the host, whatever it was doing.
@@ -535,18 +545,18 @@ int serve_family(int argc, char** argv) {
     for (int sig : {SIGTERM, SIGINT, SIGHUP})
         sigaddset(&stops, sig);
     ::pthread_sigmask(SIG_BLOCK, &stops, nullptr);
-    // Nothing of the host's but the socket and the standard streams (the
+    // Nothing of the host's but the pipes and the standard streams (the
     // host's spawn closed the rest already; this holds should another start
-    // this verb); and the socket is no program's that the plugin runs, so
-    // the host sees this process's end as the socket's.
-    if (!keep_only_standard_streams_and(fd)) {
+    // this verb); and the pipes are no program's that the plugin runs.
+    if (!keep_only_standard_streams_and({input, output})) {
         const std::string why = std::strerror(errno);
         std::cerr << "gatehouse serve-family: cannot close the descriptors inherited from the host (close_range and "
                      "/proc/self/fd both failed: "
                   << why << "); the plugin is not loaded\n";
         return 1;
     }
-    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    ::fcntl(input, F_SETFD, FD_CLOEXEC);
+    ::fcntl(output, F_SETFD, FD_CLOEXEC);
 #ifndef GATEHOUSE_UNDER_ASAN
     // Under AddressSanitizer its reserved shadow is beyond any address-space
     // bound; the host gave the sanitizer a resident-size watch instead.
@@ -554,7 +564,7 @@ int serve_family(int argc, char** argv) {
 #endif
     if (cpu_seconds && !set_limit(RLIMIT_CPU, *cpu_seconds, "CPU time")) return 1;
     if (open_files && !set_limit(RLIMIT_NOFILE, *open_files, "open files")) return 1;
-    ServedFamily family(fd); // serve() never returns: the process ends with _Exit
+    ServedFamily family(input, output); // serve() never returns: the process ends with _Exit
     g_served_family = &family;
     family.serve(library);
 }

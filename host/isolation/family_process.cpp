@@ -141,7 +141,7 @@ struct FamilyProcess::Child {
     PublishBudget progress{kProgressPerSecond, kProgressBurst};
     std::thread reader, output_reader;
     // Waits for the process's end (a pidfd), which a program the plugin
-    // started may outlive holding the socket: then its group is killed and
+    // started may outlive holding its pipe: then its group is killed and
     // the stream ended, so the end is seen whatever the plugin left behind.
     std::thread exit_watch;
     // Readable once the process has ended (a pidfd). Its output's reader
@@ -358,15 +358,25 @@ FamilyProcess::~FamilyProcess() {
 }
 
 std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
-    int pair[2], output[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
-        throw std::runtime_error(std::string("cannot make the family process's socket: ") + std::strerror(errno));
-    if (::pipe2(output, O_CLOEXEC) != 0) {
-        ::close(pair[0]);
-        ::close(pair[1]);
-        throw std::runtime_error(std::string("cannot make the family process's output pipe: ") + std::strerror(errno));
+    // Two pipes, one each way (a small frame costs less through a pipe than
+    // through a socket), and one for the child's output.
+    int to_child[2] = {-1, -1}, from_child[2] = {-1, -1}, output[2] = {-1, -1};
+    const auto close_all = [&] {
+        for (int* pair : {to_child, from_child, output})
+            for (int i = 0; i < 2; ++i)
+                if (pair[i] >= 0) ::close(pair[i]);
+    };
+    if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0) {
+        const int error = errno;
+        close_all();
+        throw std::runtime_error(std::string("cannot make the family process's pipes: ") + std::strerror(error));
     }
-    std::vector<std::string> args{"gatehouse", "serve-family", "--socket", "3"};
+    if (::pipe2(output, O_CLOEXEC) != 0) {
+        const int error = errno;
+        close_all();
+        throw std::runtime_error(std::string("cannot make the family process's output pipe: ") + std::strerror(error));
+    }
+    std::vector<std::string> args{"gatehouse", "serve-family", "--input", "3", "--output", "4"};
     const auto& limits = options_.limits;
     if (limits.memory_mb) args.insert(args.end(), {"--memory-mb", std::to_string(*limits.memory_mb)});
     if (limits.cpu_seconds) args.insert(args.end(), {"--cpu-seconds", std::to_string(*limits.cpu_seconds)});
@@ -379,7 +389,8 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, pair[1], 3);
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], 3);
+    posix_spawn_file_actions_adddup2(&actions, from_child[1], 4);
     // The child's stdout is never the stdio transport's: both go to the log.
     posix_spawn_file_actions_adddup2(&actions, output[1], 1);
     posix_spawn_file_actions_adddup2(&actions, output[1], 2);
@@ -387,7 +398,7 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     // close-on-exec (its real stdout while plugins load, a listening socket,
     // a library's sockets) would let the plugin answer the host's clients.
     // glibc closes them by /proc/self/fd where close_range is refused.
-    posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 5);
     // A process group of its own, so what the plugin starts ends with it.
     const OwnProcessGroup attributes;
     pid_t pid = -1;
@@ -397,11 +408,13 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
     // start again until the host did.
     const int spawned = ::posix_spawn(&pid, "/proc/self/exe", &actions, attributes.get(), argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    ::close(pair[1]);
-    ::close(output[1]);
+    // The child's ends are the child's alone.
+    for (int* end : {&to_child[0], &from_child[1], &output[1]}) {
+        ::close(*end);
+        *end = -1;
+    }
     if (spawned != 0) {
-        ::close(pair[0]);
-        ::close(output[0]);
+        close_all();
         throw std::runtime_error("cannot start the family process: " + refused_start(spawned));
     }
     // From here a process runs: should any step below fail (a thread the
@@ -414,12 +427,15 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
         child = std::make_shared<Child>();
         child->pid = pid;
         child->named(family_ != "plugin" ? family_ : options_.library.filename().string());
-        child->channel = std::make_unique<FrameChannel>(pair[0]);
-        pair[0] = -1;
+        child->channel = std::make_unique<FrameChannel>(from_child[0], to_child[1]);
+        from_child[0] = to_child[1] = -1;
         child->channel->bound_each_send(options_.send_stall);
-        child->reading.emplace(child->channel->fd(), [this, child = child.get()] { return read_available(*child); });
-        child->output_fd = output[0];
         child->exit_fd = watch_exit(pid);
+        // The reading ends with the process, whoever else it left holding
+        // the pipe's writing end (a program it started).
+        child->reading.emplace(
+            child->channel->input_fd(), [this, child = child.get()] { return read_available(*child); }, child->exit_fd);
+        child->output_fd = output[0];
         child->output_reader = std::thread([child = child.get()] {
             metrics::copy_lines_to_log(child->output_fd, child->output_log, child->exit_fd);
             ::close(child->output_fd);
@@ -440,7 +456,7 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
             });
         } else {
             spdlog::warn("[{}] cannot watch its process's end (pidfd_open: {}); a program it starts that keeps its "
-                         "socket open can hide a crash, or its output open hold up its restart",
+                         "pipe open can hide a crash, or its output open hold up its restart",
                          child->label, std::strerror(errno));
         }
         return child;
@@ -452,8 +468,8 @@ std::shared_ptr<FamilyProcess::Child> FamilyProcess::spawn() {
             int status = 0;
             ::waitpid(pid, &status, 0);
         }
-        if (pair[0] >= 0) ::close(pair[0]);
-        if (!output_handed_on) ::close(output[0]);
+        if (output_handed_on) output[0] = -1; // its reader closes it
+        close_all();
         throw std::runtime_error("cannot start the threads that serve the family process: " + refused_start(e));
     }
 }
@@ -477,10 +493,13 @@ std::optional<Frame> FamilyProcess::await_frame(Child& child, FrameType type, st
             if (left <= 0ms) break;
             // In slices: a child that never answers holds up the host's
             // stop by one slice at most, not by the whole load or init time.
-            pollfd ready{child.channel->fd(), POLLIN, 0};
-            const int polled = ::poll(&ready, 1, static_cast<int>(std::min(left, kStopCheck).count()));
+            // Its end is seen by its pidfd too: a program it started may
+            // hold the pipe's writing end.
+            pollfd ready[2] = {{child.channel->input_fd(), POLLIN, 0}, {child.exit_fd, POLLIN, 0}};
+            const int polled = ::poll(ready, 2, static_cast<int>(std::min(left, kStopCheck).count()));
             if (polled < 0 && errno == EINTR) continue;
             if (polled == 0) continue;
+            if (polled > 0 && ready[0].revents == 0) return std::nullopt;       // it ended with nothing more to read
             if (polled < 0 || !child.channel->read_some()) return std::nullopt; // its stream ended
         }
     } catch (const BrokenChannel& e) {
@@ -633,7 +652,7 @@ void FamilyProcess::deliver(Child& child, Frame frame) {
 bool FamilyProcess::send(Child& child, Frame frame) {
     int error = 0;
     if (child.channel->send(frame, error)) return true;
-    // Only a stall is the child's fault here; a socket already shut (the
+    // Only a stall is the child's fault here; a channel already shut (the
     // child ended) leaves the crash its own cause.
     if (error == EAGAIN || error == EWOULDBLOCK)
         kill(child, "it did not take what the host sent it within " + std::to_string(options_.send_stall.count()) +
@@ -657,7 +676,7 @@ void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::s
         reason = child->kill_reason.empty() ? why : child->kill_reason;
     }
     // The stream's end may come before the child's: a broken frame, or a
-    // child that closed its socket and lives on, is ended here; and
+    // child that closed its pipe and lives on, is ended here; and
     // whatever the plugin started and left behind goes too. A child that
     // ended already keeps the status it ended with.
     if (const auto status = reap(*child); status && reason.empty()) reason = "its process " + describe_exit(*status);

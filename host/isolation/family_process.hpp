@@ -49,7 +49,7 @@ struct FamilyProcessOptions {
 };
 
 // One family served from a child process: the same binary's `serve-family`
-// verb loads the library there and answers frames on a socket pair. Every
+// verb loads the library there and answers frames on a pair of pipes. Every
 // call the host makes through the proxy descriptor becomes a call frame;
 // the host functions the plugin calls back come back as frames, and the
 // calling thread runs them with its own gh_call, as it would in process.

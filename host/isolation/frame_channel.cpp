@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -40,8 +41,26 @@ std::size_t Frame::length() const {
     return bytes;
 }
 
+namespace {
+
+void make_non_blocking(int fd) {
+    if (fd < 0) return;
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+} // namespace
+
+FrameChannel::FrameChannel(int socket) : input_(socket), output_(socket), socket_(true) {}
+
+FrameChannel::FrameChannel(int input, int output) : input_(input), output_(output), socket_(false) {
+    make_non_blocking(input_);
+    make_non_blocking(output_);
+}
+
 FrameChannel::~FrameChannel() {
-    if (fd_ >= 0) ::close(fd_);
+    if (input_ >= 0) ::close(input_);
+    if (!socket_ && output_ >= 0) ::close(output_);
 }
 
 bool FrameChannel::send(const Frame& frame, int& error) {
@@ -64,17 +83,28 @@ bool FrameChannel::send(const Frame& frame, int& error) {
     std::lock_guard lock(send_mutex_);
     std::size_t sent = 0;
     while (sent < bytes.size()) {
-        const ssize_t n =
-            ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | (deadline ? MSG_DONTWAIT : 0));
+        if (shut_) {
+            error = EPIPE;
+            return false;
+        }
+        // A socket is asked not to raise SIGPIPE; a pipe's writer is a
+        // process that ignores it (the host, a family's process).
+        const ssize_t n = socket_ ? ::send(output_, bytes.data() + sent, bytes.size() - sent,
+                                           MSG_NOSIGNAL | (deadline ? MSG_DONTWAIT : 0))
+                                  : ::write(output_, bytes.data() + sent, bytes.size() - sent);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && deadline && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
-            if (left.count() <= 0) {
-                error = EAGAIN;
-                return false;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && (deadline || !socket_)) {
+            int wait_ms = -1; // a pipe without a bound waits as a blocking socket would
+            if (deadline) {
+                const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+                if (left.count() <= 0) {
+                    error = EAGAIN;
+                    return false;
+                }
+                wait_ms = static_cast<int>(left.count());
             }
-            pollfd room{fd_, POLLOUT, 0};
-            (void)::poll(&room, 1, static_cast<int>(left.count()));
+            pollfd room{output_, POLLOUT, 0};
+            (void)::poll(&room, 1, wait_ms);
             continue;
         }
         if (n <= 0) {
@@ -100,17 +130,19 @@ bool FrameChannel::read_some() {
             in_.resize(in_.size() * 2);
         }
     }
-    // Waits in poll for input alone, not in a blocking recv: a socket's
+    // Waits in poll for input alone, not in a blocking read: a socket's
     // readers and writers sleep on one queue, and a recv asleep there is
     // woken each time the other end takes what this end sent (room to
     // write again), a wake-up a call for nothing; poll's wait ignores those.
     ssize_t n;
     for (;;) {
-        n = ::recv(fd_, in_.data() + in_end_, in_.size() - in_end_, MSG_DONTWAIT);
+        char* into = in_.data() + in_end_;
+        const std::size_t room = in_.size() - in_end_;
+        n = socket_ ? ::recv(input_, into, room, MSG_DONTWAIT) : ::read(input_, into, room);
         if (n >= 0) break;
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-        pollfd input{fd_, POLLIN, 0};
+        pollfd input{input_, POLLIN, 0};
         if (::poll(&input, 1, -1) < 0 && errno != EINTR) return false;
     }
     if (n == 0) return false;
@@ -181,7 +213,12 @@ std::optional<Frame> FrameChannel::receive() {
 }
 
 void FrameChannel::shut_down() {
-    ::shutdown(fd_, SHUT_RDWR);
+    shut_ = true;
+    // A socket is shut both ways, which wakes a reader or a writer blocked
+    // on it. Pipes stay open until the channel is destroyed: closing one
+    // here could hand its number to another file under a send still
+    // looping on it, and the other end has ended or is being killed.
+    if (socket_) ::shutdown(input_, SHUT_RDWR);
 }
 
 std::string number_field(double value) {

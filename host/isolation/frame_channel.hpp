@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <chrono>
@@ -89,12 +90,22 @@ struct BrokenChannel : std::runtime_error {
 inline constexpr std::size_t kMaxFrameBytes = 64u << 20;
 inline constexpr std::size_t kMaxFrameFields = 4096;
 
-// One end of a connected stream socket, framed. send() may be called from
-// any thread (a frame is written whole under a lock); the reading side
-// (receive, read_some, next_buffered) from one reader at a time.
+// One end of a framed stream between the host and a family's process:
+// either one connected stream socket both ways, or two pipes, one each way
+// (what the host and its child use: a pipe carries a small frame for less
+// than a socket, whose every send builds a buffer of its own). send() may
+// be called from any thread (a frame is written whole under a lock); the
+// reading side (receive, read_some, next_buffered) from one reader at a
+// time.
 class FrameChannel {
 public:
-    explicit FrameChannel(int fd) : fd_(fd) {}
+    // A connected stream socket, read and written.
+    explicit FrameChannel(int socket);
+    // Pipes: frames are read from `input` and written to `output`. Both are
+    // made non-blocking: a reader waits in poll, a writer within its bound.
+    // The process must ignore SIGPIPE (gatehouse's main does, and a family's
+    // process), so a reader gone is an EPIPE, not the process's end.
+    FrameChannel(int input, int output);
     ~FrameChannel();
     FrameChannel(const FrameChannel&) = delete;
     FrameChannel& operator=(const FrameChannel&) = delete;
@@ -124,12 +135,21 @@ public:
     // Bytes read that are not yet a whole frame: a stream that ends with
     // some is cut inside a frame.
     bool holds_partial() const { return in_end_ > in_start_; }
-    // Ends both directions, so a reader blocked in receive() returns.
+    // The host is done with the other end (it has ended, or is being
+    // killed): sends from here on fail (EPIPE). A socket is shut both ways,
+    // so a reader blocked on it returns; a pipe's reader is left to the
+    // process's end, which whoever reads it watches (a pidfd), since a
+    // program the other end started may hold the pipe's writing end.
     void shut_down();
-    int fd() const { return fd_; }
+    // What a reader polls for input; what a raw write goes to.
+    int input_fd() const { return input_; }
+    int output_fd() const { return output_; }
 
 private:
-    int fd_;
+    const int input_;
+    int output_;        // -1 once shut down (pipes), under send_mutex_
+    const bool socket_; // input_ and output_ are the one socket
+    bool shut_ = false; // under send_mutex_
     std::optional<std::chrono::milliseconds> send_bound_;
     std::mutex send_mutex_;
     // What was read and not yet taken as frames: in_[in_start_, in_end_).

@@ -35,7 +35,7 @@ async function servedAgain(host, timeoutMs = 15000) {
   throw new Error('the crashed family did not serve again');
 }
 
-test('a segfault, an abort, an exit, unbounded memory, garbage on its socket and a hang each answer FAMILY_CRASHED; other families serve throughout, and the family again after', () =>
+test('a segfault, an abort, an exit, unbounded memory, garbage on its pipe to the host and a hang each answer FAMILY_CRASHED; other families serve throughout, and the family again after', () =>
   withHost({ plugins: ['echo.so', CRASHY] }, async (host) => {
     await host.stderrMatching(/family 'crashy' loaded: .*\(12 tools, in a process of its own\)/);
     assert.doesNotMatch(host.stderr, /family 'echo' loaded: .*in a process of its own/);
@@ -45,7 +45,7 @@ test('a segfault, an abort, an exit, unbounded memory, garbage on its socket and
       ['crashy_abort', /process (was killed by signal 6 \(SIGABRT\)|exited with status)/],
       ['crashy_exit', /process exited with status 3/],
       ['crashy_allocate', /process (was killed by signal|exited with status)/],
-      // What it writes on the host's socket is no frame: the host stops reading it and kills it.
+      // What it writes on its pipe to the host is no frame: the host stops reading it and kills it.
       ['crashy_scribble', /it sent a broken frame \(a frame of 4294967295 bytes is beyond the bounds/],
       ['crashy_hang', /past its deadline and the grace after it, so its process was killed/],
     ];
@@ -82,7 +82,7 @@ test('a segfault, an abort, an exit, unbounded memory, garbage on its socket and
     assert.match(host.stderr, /family 'crashy' serves again \(process \d+\)/);
   }));
 
-test('a crash that leaves a process of its own behind, holding the socket: FAMILY_CRASHED at once, the leftover killed, the family serves again', () =>
+test('a crash that leaves a process of its own behind, holding its pipes: FAMILY_CRASHED at once, the leftover killed, the family serves again', () =>
   withHost({ plugins: [CRASHY] }, async (host) => {
     const pid = await servedAgain(host);
     const began = Date.now();
@@ -90,7 +90,7 @@ test('a crash that leaves a process of its own behind, holding the socket: FAMIL
     const crashed = reply.result.structuredContent;
     assert.equal(crashed?.code, 'FAMILY_CRASHED', JSON.stringify(reply));
     assert.match(crashed.message, /process (was killed by signal 6 \(SIGABRT\)|exited with status)/);
-    // Not at the tool's timeout (4 s): its end is seen though the helper keeps the socket.
+    // Not at the tool's timeout (4 s): its end is seen though the helper keeps the pipes.
     assert.ok(Date.now() - began < 3000, `answered after ${Date.now() - began} ms`);
     await host.stderrMatching(/crashy helper (\d+) lives on/);
     const helper = Number(host.stderr.match(/crashy helper (\d+) lives on/)[1]);
@@ -313,15 +313,16 @@ async function descriptorsOf(host) {
 }
 
 // What a family's process may hold: /dev/null for stdin, the output pipe on
-// 1 and 2, its socket to the host on 3; nothing of the host's (its real
-// stdout while plugins load, its listening sockets after).
+// 1 and 2, its pipes from and to the host on 3 and 4; nothing of the host's
+// (its real stdout while plugins load, its listening sockets after).
 function assertOnlyItsOwn(open, when) {
   const byFd = Object.fromEntries(open.map(({ fd, target }) => [fd, target]));
-  assert.deepEqual(Object.keys(byFd).map(Number).sort((a, b) => a - b), [0, 1, 2, 3], `${when}: ${JSON.stringify(open)}`);
+  assert.deepEqual(Object.keys(byFd).map(Number).sort((a, b) => a - b), [0, 1, 2, 3, 4], `${when}: ${JSON.stringify(open)}`);
   assert.equal(byFd[0], '/dev/null', when);
   assert.match(byFd[1], /^pipe:/, when);
   assert.equal(byFd[2], byFd[1], when);
-  assert.match(byFd[3], /^socket:/, when);
+  for (const fd of [3, 4]) assert.match(byFd[fd], /^pipe:/, when);
+  assert.equal(new Set([byFd[1], byFd[3], byFd[4]]).size, 3, `three pipes: ${JSON.stringify(open)}`);
 }
 
 for (const [how, launcher] of [['', undefined], [' where close_range is refused', [WITHOUT_CLOSE_RANGE]]])

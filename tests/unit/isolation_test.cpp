@@ -348,7 +348,7 @@ void send_together(int fd, const std::vector<Frame>& frames) {
 //                    progress reports, as many changes in the call and
 //                    outside it; then the call's result.
 //   lists-descriptors  answers each call with the descriptors it holds open
-//                    ("0 1 2 3"), as /proc/self/fd lists them.
+//                    ("0 1 2 3 4"), as /proc/self/fd lists them.
 //   drains-slowly    after init, reads 4 KiB of what the host sends every
 //                    second and nothing more, never a whole frame.
 //   hangs-init-after-a-crash  its first process aborts on its first call;
@@ -383,7 +383,7 @@ std::optional<Frame> first_call(FrameChannel& host) {
 
 int scripted_family_child(int argc, char** argv) {
     const std::string scenario = argv[argc - 1];
-    FrameChannel host(3);
+    FrameChannel host(3, 4); // the pipes the host made, as serve-family's --input and --output
     gh_tool_desc tool{};
     tool.struct_size = sizeof tool;
     tool.name = str("scripted_tool");
@@ -407,8 +407,8 @@ int scripted_family_child(int argc, char** argv) {
         const auto init = host.receive();
         if (!init || init->type != FrameType::init) return 1;
         if (scenario == "result-then-log")
-            send_together(host.fd(), {Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}},
-                                      Frame{FrameType::log, GH_LOG_WARNING, 0, 0, {"said right behind init"}}});
+            send_together(host.output_fd(), {Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}},
+                                             Frame{FrameType::log, GH_LOG_WARNING, 0, 0, {"said right behind init"}}});
         if (scenario == "floods-a-call-with-reports") {
             const auto call = first_call(host);
             if (!call) return 1;
@@ -441,7 +441,7 @@ int scripted_family_child(int argc, char** argv) {
             std::vector<char> taken(4096);
             for (;;) {
                 ::sleep(1);
-                if (::recv(host.fd(), taken.data(), taken.size(), MSG_DONTWAIT) == 0) return 0;
+                if (::read(host.input_fd(), taken.data(), taken.size()) == 0) return 0;
             }
         }
         if (scenario == "hangs-init-after-a-crash") {
@@ -545,7 +545,7 @@ TEST_CASE("A child that drains what the host sends a little now and then is kill
     FamilyProcess process(options);
     std::string error;
     REQUIRE(process.init("{}", error));
-    // 4 MiB of arguments: the call's frame waits in the socket for a reader
+    // 4 MiB of arguments: the call's frame waits in the pipe for a reader
     // that takes 4 KiB a second (each bit of progress restarted a socket's
     // send timeout, so this send used to last some seventeen minutes).
     const std::string arguments = R"({"pad":")" + std::string(4 << 20, 'x') + R"("})";
@@ -660,7 +660,7 @@ TEST_CASE("What a child reports within a call is bounded as its output is: each 
     CHECK(std::is_sorted(environment.progress_done.begin(), environment.progress_done.end()));
 }
 
-TEST_CASE("A family's process holds none of the host's descriptors: only its standard streams and its socket",
+TEST_CASE("A family's process holds none of the host's descriptors: only its standard streams and its pipes",
           "[isolation]") {
     // As the host's own are while plugins load (its real stdout, saved) and
     // after (a listening socket): open, and not close-on-exec.
@@ -676,6 +676,6 @@ TEST_CASE("A family's process holds none of the host's descriptors: only its sta
     REQUIRE(process.init("{}", error));
     std::string said;
     CHECK(call_scripted(process, said) == GH_STATUS_OK);
-    CHECK(said == "0 1 2 3");
+    CHECK(said == "0 1 2 3 4");
     ::close(inheritable);
 }
