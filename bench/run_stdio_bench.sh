@@ -16,7 +16,9 @@
 # from bench/package-lock.json, and prints a table; the raw JSON lines go to
 # BUILD_DIR/bench/stdio_bench.jsonl.
 #
-# Environment: CALLS (20000 per phase), IN_FLIGHT (32), WARMUP (2000),
+# Environment: CALLS (20000, the sequential phase), CONCURRENT_CALLS (200000,
+# the phase with IN_FLIGHT at once: the kernel counts CPU in 10 ms ticks, so
+# CPU a call is read to 10 ms / calls), IN_FLIGHT (32), WARMUP (2000),
 # COLD_RUNS (10), NODE (a node binary; default: the repo's .tools node, else PATH),
 # BASELINE (a git revision to measure beside the current tree; default: none).
 set -euo pipefail
@@ -25,6 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=$(realpath -m "${1:-$root/build}")
 calls=${CALLS:-20000}
+concurrent_calls=${CONCURRENT_CALLS:-200000}
 in_flight=${IN_FLIGHT:-32}
 warmup=${WARMUP:-2000}
 cold_runs=${COLD_RUNS:-10}
@@ -63,7 +66,8 @@ results=$out/stdio_bench.jsonl
 : >"$results"
 
 load=(
-    "$build/bin/stdio_load" --calls "$calls" --in-flight "$in_flight" --warmup "$warmup" --cold-runs "$cold_runs"
+    "$build/bin/stdio_load" --calls "$calls" --concurrent-calls "$concurrent_calls" --in-flight "$in_flight"
+    --warmup "$warmup" --cold-runs "$cold_runs"
 )
 run() {
     local name=$1 era=$2

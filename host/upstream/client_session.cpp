@@ -188,7 +188,7 @@ const Json& ClientSession::relayed_capabilities() {
 void ClientSession::open(std::chrono::milliseconds timeout) {
     Json discovered;
     try {
-        discovered = request("server/discover", Json::object(), {timeout, {}, {}});
+        discovered = request("server/discover", Json::object(), Waiting{.timeout = timeout});
     } catch (const UpstreamError&) {
         // A server of an earlier revision does not know server/discover.
     }
@@ -213,7 +213,7 @@ void ClientSession::open(std::chrono::milliseconds timeout) {
     const Json params = {{"protocolVersion", kLegacy},
                          {"capabilities", relayed_capabilities()},
                          {"clientInfo", {{"name", "gatehouse"}, {"version", options_.client_version}}}};
-    Json initialized = request("initialize", params, {timeout, {}, {}});
+    Json initialized = request("initialize", params, Waiting{.timeout = timeout});
     const auto version = protocol::text_member(initialized, "protocolVersion");
     if (!known_legacy_revision(version))
         throw UpstreamUnavailable("it answered initialize with protocol version '" +
