@@ -17,8 +17,8 @@
 namespace gatehouse::transport {
 
 StopSignal::StopSignal(std::function<void()> on_reload) : on_reload_(std::move(on_reload)) {
-    // A peer that goes away mid-write must give EPIPE, not kill the host.
-    std::signal(SIGPIPE, SIG_IGN);
+    // SIGPIPE is not among these: main ignores it for the whole process,
+    // whatever the verb, so a peer gone mid-write is an EPIPE.
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);

@@ -64,14 +64,13 @@ struct ClientSession::Pending {
 ClientSession::ClientSession(std::unique_ptr<ClientTransport> transport, Options options, ListChanged list_changed)
     : transport_(std::move(transport)), options_(std::move(options)), list_changed_(std::move(list_changed)),
       log_(options_.family), refusals_(options_.family) {
-    Json client_info = {{"name", "gatehouse"}, {"version", options_.client_version}};
     protocol::append_json_string(meta_members_, kProtocolVersion);
     meta_members_ += ':';
     protocol::append_json_string(meta_members_, kModern);
     meta_members_ += ',';
     protocol::append_json_string(meta_members_, kClientInfo);
     meta_members_ += ':';
-    protocol::append_json(meta_members_, client_info);
+    protocol::append_json(meta_members_, client_info());
     transport_->start({[this](std::string_view text, const Json& stream_of) { return receive(text, stream_of); },
                        [this](const std::string& why) { on_closed(why); }});
 }
@@ -109,6 +108,10 @@ void ClientSession::on_closed(const std::string& why) {
 
 bool ClientSession::send(const Json& message) {
     return transport_->send(message);
+}
+
+Json ClientSession::client_info() const {
+    return {{"name", "gatehouse"}, {"version", options_.client_version}};
 }
 
 std::string ClientSession::request_text(std::int64_t id, const std::string& method, const Json& params,
@@ -210,9 +213,8 @@ void ClientSession::open(std::chrono::milliseconds timeout) {
     stateless_ = false;
     // A session declares once what every call of it may relay; an agent
     // whose client cannot answer an ask gets it refused on its behalf.
-    const Json params = {{"protocolVersion", kLegacy},
-                         {"capabilities", relayed_capabilities()},
-                         {"clientInfo", {{"name", "gatehouse"}, {"version", options_.client_version}}}};
+    const Json params = {
+        {"protocolVersion", kLegacy}, {"capabilities", relayed_capabilities()}, {"clientInfo", client_info()}};
     Json initialized = request("initialize", params, Waiting{.timeout = timeout});
     const auto version = protocol::text_member(initialized, "protocolVersion");
     if (!known_legacy_revision(version))

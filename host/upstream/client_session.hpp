@@ -194,6 +194,9 @@ private:
     void stop_waiting(std::int64_t id, const std::string& reason);
     void on_closed(const std::string& why);
     bool send(const nlohmann::json& message);
+    // The host as an upstream's client: clientInfo in initialize and in a
+    // 2026-07-28 request's _meta.
+    nlohmann::json client_info() const;
     // Request `id`'s message as compact JSON, written straight from its
     // parts: a 2026-07-28 request's _meta (who asks, in which revision, what
     // it can do: `capabilities`, null for none) and, with `progress`, its

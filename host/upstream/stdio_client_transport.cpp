@@ -154,7 +154,7 @@ bool StdioClientTransport::send_written(std::string line) {
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno != EAGAIN) return false; // EPIPE: SIGPIPE is blocked on the host's threads
+        if (n < 0 && errno != EAGAIN) return false; // EPIPE: main ignores SIGPIPE
         const auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
         pollfd ready{stdin_fd_, POLLOUT, 0};
