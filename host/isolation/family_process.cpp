@@ -47,6 +47,21 @@ struct FamilyProcess::Pending {
     std::size_t frame_bytes = 0; // of `frames`: bounded, see deliver
     bool gone = false;
     std::string why;
+
+    // A call answered later (begin_tool_call): no thread waits for it, and
+    // its frames are seen to on the thread that reads them. Empty once
+    // answered, and for a call whose thread waits.
+    Answered answered;
+    Elsewhere elsewhere;
+    gh_call* call = nullptr; // until answered
+    std::uint64_t id = 0;
+    Clock::time_point deadline{};
+    bool cancel_sent = false;
+    bool killed = false;
+    std::weak_ptr<Child> child;  // the process it was sent to
+    std::optional<Frame> result; // arrived while host calls still run
+    std::optional<Frame> progress_held;
+    bool host_work = false; // its host calls, and the frames behind them, run elsewhere (`frames`)
 };
 
 namespace {
@@ -634,6 +649,7 @@ void FamilyProcess::deliver(Child& child, Frame frame) {
         if (found != child.pending.end()) pending = found->second;
     }
     if (!pending) return; // a call that is over; its late frames mean nothing
+    if (pending->elsewhere) return deliver_later(child, pending, std::move(frame));
     bool flooded = false;
     {
         std::lock_guard lock(pending->mutex);
@@ -714,6 +730,7 @@ void FamilyProcess::child_gone(const std::shared_ptr<Child>& child, const std::s
             call->why = reason;
         }
         call->arrived.notify_one();
+        if (call->elsewhere) settle(call);
     }
     if (!counted) return;
     spdlog::error("family '{}' stopped: {}; {} call(s) in flight answered FAMILY_CRASHED; starting it again in {} ms "
@@ -797,10 +814,22 @@ void FamilyProcess::supervise() {
             spdlog::info("family '{}' serves again (process {})", family_, child->pid);
             continue;
         }
-        if (restart_wanted_)
+        // Before the count is read: a call begun meanwhile either sees it
+        // false and wakes this thread, or is counted below.
+        looking_after_later_ = false;
+        if (answered_later_ > 0) {
+            // Calls no thread waits for: their cancellation and deadline are looked after here.
+            looking_after_later_ = true;
+            lock.unlock();
+            look_after_later_calls();
+            lock.lock();
+            const auto wake = Clock::now() + kPoll;
+            changed_.wait_until(lock, restart_wanted_ ? std::min(wake, next_start_) : wake);
+        } else if (restart_wanted_) {
             changed_.wait_until(lock, next_start_);
-        else
+        } else {
             changed_.wait(lock);
+        }
     }
 }
 
@@ -862,6 +891,215 @@ void FamilyProcess::run_host_call(gh_call* call, Child& child, const Frame& fram
     default: status = GH_STATUS_INVALID_ARGS; break;
     }
     send(child, Frame{FrameType::host_reply, status, 0, frame.id, {std::move(answer.bytes)}});
+}
+
+bool FamilyProcess::on_own_thread() const {
+    const auto me = std::this_thread::get_id();
+    std::lock_guard lock(mutex_);
+    if (supervisor_.get_id() == me) return true;
+    if (child_ && child_->reader.get_id() == me) return true;
+    return std::any_of(retired_.begin(), retired_.end(),
+                       [&](const std::shared_ptr<Child>& retired) { return retired->reader.get_id() == me; });
+}
+
+void FamilyProcess::begin_tool_call(void* tool_data, gh_call* call, std::string arguments, Answered answered,
+                                    Elsewhere elsewhere) {
+    const std::uint32_t index = ProxyDescriptor::target_of(tool_data).index;
+    auto pending = std::make_shared<Pending>();
+    pending->answered = std::move(answered);
+    pending->elsewhere = std::move(elsewhere);
+    pending->call = call;
+    pending->deadline = Clock::now() + options_.call_deadline + options_.kill_grace;
+    std::shared_ptr<Child> child;
+    std::string down;
+    {
+        std::lock_guard lock(mutex_);
+        child = child_;
+        pending->id = next_id_++;
+        if (!child) down = last_crash_;
+    }
+    const auto answer_now = [&](const std::string& why) {
+        gh_sink out;
+        const int32_t status = crashed(&out, nullptr, why, false);
+        Answered now = std::move(pending->answered);
+        now(status, std::move(out.bytes));
+    };
+    if (!child) return answer_now(down.empty() ? "its process ended" : down);
+    std::vector<std::string> fields;
+    fields.reserve(3);
+    fields.push_back(std::move(arguments));
+    fields.emplace_back(call->input_responses);
+    fields.emplace_back(call->request_state);
+    Frame frame{FrameType::call, static_cast<std::int32_t>(CallKind::tool), index, pending->id, std::move(fields)};
+    if (frame.length() > kMaxFrameBytes) {
+        Answered now = std::move(pending->answered);
+        return now(GH_STATUS_INVALID_ARGS, "The call is " + std::to_string(frame.length()) +
+                                               " bytes, more than a family's process takes in one piece (" +
+                                               std::to_string(kMaxFrameBytes >> 20) + " MiB); send less.");
+    }
+    pending->child = child;
+    {
+        std::lock_guard lock(child->mutex);
+        if (child->gone) {
+            // Outside the child's lock: the answer runs the caller's layers.
+            child.reset();
+        } else {
+            child->pending.emplace(pending->id, pending);
+        }
+    }
+    if (!child) return answer_now("its process has just ended");
+    // The supervisor looks after the call's cancellation and deadline: woken
+    // when it is not already looking (it looks every kPoll while any is out).
+    answered_later_++;
+    if (!looking_after_later_.load()) {
+        std::lock_guard lock(mutex_);
+        changed_.notify_all();
+    }
+    send(*child, std::move(frame)); // a child that takes nothing is killed: its end answers the call
+}
+
+void FamilyProcess::deliver_later(Child& child, const std::shared_ptr<Pending>& pending, Frame frame) {
+    if (frame.type == FrameType::result) {
+        {
+            std::lock_guard lock(pending->mutex);
+            pending->result = std::move(frame);
+        }
+        return settle(pending);
+    }
+    // A host call runs elsewhere (a host function may wait on a store); the
+    // frames behind it wait their turn there, so that every frame of a call
+    // is seen to in the order it came, one at a time, as the call's own
+    // thread would. Frames while none runs are seen to here, under the
+    // call's lock: its answer (its child's end, seen on another thread)
+    // cannot take the call from under them.
+    bool start = false, flooded = false;
+    {
+        std::lock_guard lock(pending->mutex);
+        if (!pending->call) return; // answered: the child's end came first
+        if (frame.type != FrameType::host_call && !pending->host_work) return see_to(child, *pending, frame);
+        pending->frame_bytes += frame.length();
+        flooded = pending->frame_bytes > kMostQueuedPerCall;
+        if (!flooded) {
+            pending->frames.push_back(std::move(frame));
+            start = !std::exchange(pending->host_work, true);
+        }
+    }
+    if (flooded)
+        return kill(child, "it sent more than " + std::to_string(kMostQueuedPerCall >> 20) +
+                               " MiB of frames for one call before the host took any of them, and was killed");
+    if (start) pending->elsewhere([this, pending] { run_host_calls_later(pending); });
+}
+
+void FamilyProcess::see_to(Child& child, Pending& pending, const Frame& frame) {
+    const gh_host_api* api = plugins::host_api();
+    switch (frame.type) {
+    case FrameType::host_call: run_host_call(pending.call, child, frame); return;
+    case FrameType::log: log_frame(child, pending.call, frame); return;
+    case FrameType::progress:
+        // Past the child's budget the latest is held, and published before
+        // the answer in any case (settle).
+        pending.progress_held = frame;
+        if (!child.progress.take()) return;
+        api->progress(pending.call, field_double(frame.field(0)), field_double(frame.field(1)),
+                      plugins::abi_str(frame.field(2)));
+        pending.progress_held.reset();
+        return;
+    case FrameType::notify:
+        if (child.changes.take(child.label))
+            api->notify_changed(pending.call, frame.code, plugins::abi_str(frame.field(0)));
+        return;
+    default: return;
+    }
+}
+
+void FamilyProcess::run_host_calls_later(const std::shared_ptr<Pending>& pending) {
+    const std::shared_ptr<Child> child = pending->child.lock();
+    for (;;) {
+        Frame frame;
+        {
+            std::lock_guard lock(pending->mutex);
+            if (pending->frames.empty() || !child) {
+                pending->frames.clear();
+                pending->frame_bytes = 0;
+                pending->host_work = false;
+                break;
+            }
+            frame = std::move(pending->frames.front());
+            pending->frames.pop_front();
+            pending->frame_bytes -= std::min(pending->frame_bytes, frame.length());
+        }
+        // The call is not answered while this runs (settle waits for it), so
+        // it and its environment are there; the reader queues behind it.
+        see_to(*child, *pending, frame);
+    }
+    settle(pending);
+}
+
+void FamilyProcess::settle(const std::shared_ptr<Pending>& pending) {
+    Answered answered;
+    std::optional<Frame> result, progress;
+    bool gone;
+    std::string why;
+    gh_call* call;
+    {
+        std::lock_guard lock(pending->mutex);
+        if (!pending->answered || pending->host_work || !(pending->result || pending->gone)) return;
+        answered = std::move(pending->answered);
+        pending->answered = nullptr;
+        result = std::move(pending->result);
+        progress = std::move(pending->progress_held);
+        gone = pending->gone && !result;
+        why = pending->why;
+        call = pending->call;
+        pending->call = nullptr;
+    }
+    answered_later_--;
+    if (const auto child = pending->child.lock()) {
+        std::lock_guard lock(child->mutex);
+        child->pending.erase(pending->id);
+    }
+    // The latest progress held back goes out before the answer, as the
+    // client should see it last.
+    if (progress)
+        plugins::host_api()->progress(call, field_double(progress->field(0)), field_double(progress->field(1)),
+                                      plugins::abi_str(progress->field(2)));
+    if (gone) {
+        gh_sink out;
+        const int32_t status = crashed(&out, nullptr, why, true);
+        return answered(status, std::move(out.bytes));
+    }
+    std::string bytes = result->fields.empty() ? std::string() : std::move(result->fields.front());
+    answered(result->code, std::move(bytes));
+}
+
+void FamilyProcess::look_after_later_calls() {
+    std::shared_ptr<Child> child;
+    {
+        std::lock_guard lock(mutex_);
+        child = child_;
+    }
+    if (!child) return;
+    std::vector<std::shared_ptr<Pending>> later;
+    {
+        std::lock_guard lock(child->mutex);
+        for (const auto& [id, pending] : child->pending)
+            if (pending->elsewhere) later.push_back(pending);
+    }
+    const gh_host_api* api = plugins::host_api();
+    const auto now = Clock::now();
+    for (const auto& pending : later) {
+        bool cancel = false, hung = false;
+        {
+            std::lock_guard lock(pending->mutex);
+            if (!pending->call) continue; // answered meanwhile
+            if (!pending->cancel_sent && api->is_cancelled(pending->call)) cancel = pending->cancel_sent = true;
+            if (!pending->killed && now >= pending->deadline) hung = pending->killed = true;
+        }
+        if (cancel) send(*child, Frame{FrameType::cancel, 0, 0, pending->id, {}});
+        if (hung)
+            kill(*child, "a call ran " + std::to_string((options_.call_deadline + options_.kill_grace).count()) +
+                             " ms, past its deadline and the grace after it, so its process was killed");
+    }
 }
 
 int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call, std::vector<std::string> fields,

@@ -80,6 +80,15 @@ public:
     int32_t invoke(CallKind kind, std::uint32_t index, gh_call* call, std::vector<std::string> fields, gh_sink* out,
                    gh_sink* err) override;
 
+    // A tool call sent now, and answered on the thread that reads the
+    // child's frames: the host functions it calls back run `elsewhere`, in
+    // order; the supervisor sends its cancellation and kills a child that
+    // outlives its deadline, as a waiting call's thread would.
+    bool answers_later() const override { return true; }
+    void begin_tool_call(void* tool_data, gh_call* call, std::string arguments, Answered answered,
+                         Elsewhere elsewhere) override;
+    bool on_own_thread() const override;
+
     const std::string& family() const { return family_; }
     bool serving() const;
     std::uint64_t crashes() const { return crashes_.load(); }
@@ -106,6 +115,8 @@ private:
     std::string last_crash_; // how the last child ended, for calls while none serves
     std::chrono::steady_clock::time_point next_start_{};
     std::atomic<std::uint64_t> crashes_{0};
+    std::atomic<unsigned> answered_later_{0};      // calls begun and not yet answered
+    std::atomic<bool> looking_after_later_{false}; // the supervisor wakes every kPoll to look after them
     std::thread supervisor_;
 
     std::shared_ptr<Child> spawn();
@@ -150,6 +161,19 @@ private:
     // that came while no child serves.
     int32_t crashed(gh_sink* out, gh_sink* err, const std::string& why, bool reached) const;
     void run_host_call(gh_call* call, Child& child, const Frame& frame);
+    // A frame of a call answered later, on the reading thread.
+    void deliver_later(Child& child, const std::shared_ptr<Pending>& pending, Frame frame);
+    // One frame of such a call besides its result: a host call, a log line,
+    // progress, a change.
+    void see_to(Child& child, Pending& pending, const Frame& frame);
+    // The frames it queued behind a host call, one after another; on a worker.
+    void run_host_calls_later(const std::shared_ptr<Pending>& pending);
+    // Answers a call answered later once its result (or its child's end)
+    // has come and none of its host calls runs; once.
+    void settle(const std::shared_ptr<Pending>& pending);
+    // The supervisor's look at them: cancellations to send, a call past its
+    // deadline and grace (its child is killed).
+    void look_after_later_calls();
 };
 
 } // namespace gatehouse::isolation

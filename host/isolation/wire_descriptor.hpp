@@ -62,6 +62,8 @@ public:
         ProxiedCalls* calls;
         std::uint32_t index;
     };
+    // A descriptor entry's own data (tool_data and the like) is its Target.
+    static const Target& target_of(void* data) { return *static_cast<const Target*>(data); }
 
 private:
     gh_plugin_desc desc_{};

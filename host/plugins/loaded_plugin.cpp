@@ -23,6 +23,10 @@ LoadedPlugin::LoadedPlugin(std::unique_ptr<RemoteFamily> remote, std::filesystem
 // A remote family runs its own shutdown, as remote_ goes.
 LoadedPlugin::~LoadedPlugin() {
     if (initialized_ && desc_.shutdown) desc_.shutdown(state_);
+    // The last answer a family gave later can let the last reference to it
+    // go on the very thread that heard that answer, which its destructor
+    // joins: it ends on a thread of its own instead.
+    if (remote_ && remote_->on_own_thread()) std::thread([remote = std::move(remote_)] {}).detach();
 }
 
 bool LoadedPlugin::init(const std::string& config_json, std::string& error) {
@@ -84,11 +88,11 @@ void LoadedPlugin::leave() {
     --calls_inside_;
 }
 
-std::function<void()> LoadedPlugin::admit(std::function<void()> job, Submit later) {
+std::function<void()> LoadedPlugin::admit(Job job, Submit later, bool sends_only) {
     {
         std::lock_guard lock(admission_mutex_);
         if (admitted_ >= call_limits_.max_in_flight) {
-            parked_.push_back(std::move(job));
+            parked_.push_back({std::move(job), sends_only});
             later_ = std::move(later);
             return {};
         }
@@ -98,21 +102,25 @@ std::function<void()> LoadedPlugin::admit(std::function<void()> job, Submit late
 }
 
 // The job, then its place handed to the next parked job (or given back).
-std::function<void()> LoadedPlugin::admitted(std::function<void()> job) {
+std::function<void()> LoadedPlugin::admitted(Job job) {
     return [this, job = std::move(job)] {
         // The place is handed on however the job ends: one that throws
         // (a fault, logged by the pool) must not keep it for good, or the
         // family's calls would park for ever once max_in_flight of them had.
+        // One whose answer comes later hands it on then.
         struct HandOn {
             LoadedPlugin& plugin;
-            ~HandOn() { plugin.hand_on_place(); }
+            bool later = false;
+            ~HandOn() {
+                if (!later) plugin.hand_on_place();
+            }
         } hand_on{*this};
-        job();
+        hand_on.later = !job();
     };
 }
 
-void LoadedPlugin::hand_on_place() {
-    std::function<void()> next;
+void LoadedPlugin::hand_on_place(bool here) {
+    Parked next;
     Submit later;
     {
         std::lock_guard lock(admission_mutex_);
@@ -124,7 +132,8 @@ void LoadedPlugin::hand_on_place() {
         parked_.pop_front();
         later = later_;
     }
-    later(admitted(std::move(next)));
+    if (here && next.sends_only) return admitted(std::move(next.job))();
+    later(admitted(std::move(next.job)));
 }
 
 const isolation::FamilyProcess* LoadedPlugin::process() const {

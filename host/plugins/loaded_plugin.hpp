@@ -61,6 +61,15 @@ public:
     // returns. The host holds no other lock while inside the plugin.
     int32_t call(gh_tool_fn fn, void* tool_data, gh_call* call, std::string_view arguments, gh_sink* out);
 
+    // Whether a tool call can be begun and answered later
+    // (RemoteFamily::begin_tool_call): a reentrant family in a process of
+    // its own, whose calls need no thread to wait for them.
+    bool answers_later() const { return remote_ && reentrant() && remote_->answers_later(); }
+    void begin_call(void* tool_data, gh_call* call, std::string arguments, RemoteFamily::Answered answered,
+                    RemoteFamily::Elsewhere elsewhere) {
+        remote_->begin_tool_call(tool_data, call, std::move(arguments), std::move(answered), std::move(elsewhere));
+    }
+
     // ABI 1.2: runs fn(plugin_state) — a resource read, a prompt get, a
     // completion — under the same contract as a tool call: serialized unless
     // the plugin is reentrant.
@@ -84,9 +93,19 @@ public:
     // holding no worker, and returns nothing; when its turn comes it goes
     // to `later` (the worker pool). So a burst of calls waits its turn
     // instead of being refused, and a plugin whose calls never return still
-    // holds at most that many workers.
+    // holds at most that many workers. A job returns whether it is done; one
+    // whose answer comes later (DeferredAnswer) keeps its place until it
+    // calls hand_on_place.
+    // `sends_only`: the job passes the gate and sends its call to a family
+    // that answers later, and never waits for that family.
     using Submit = std::function<void(std::function<void()>)>;
-    std::function<void()> admit(std::function<void()> job, Submit later);
+    using Job = std::function<bool()>;
+    std::function<void()> admit(Job job, Submit later, bool sends_only = false);
+    // An admitted job's place goes to the next parked job, or back. The one
+    // ending a call answered later runs it on its own thread when that job
+    // only sends (`here`): the thread that hears a family's answers sends
+    // it its next call, and wakes no worker for it.
+    void hand_on_place(bool here = false);
 
     void set_call_limits(const PluginCallLimits& limits) { call_limits_ = limits; }
     const PluginCallLimits& call_limits() const { return call_limits_; }
@@ -152,12 +171,14 @@ private:
     bool store_credentials_ = false;
     std::vector<Command> commands_;
     std::atomic<unsigned> calls_inside_{0};
-    std::function<void()> admitted(std::function<void()> job);
-    // A job's place goes to the next parked job, or back (admitted_).
-    void hand_on_place();
+    std::function<void()> admitted(Job job);
     std::mutex admission_mutex_;
     unsigned admitted_ = 0;
-    std::deque<std::function<void()>> parked_;
+    struct Parked {
+        Job job;
+        bool sends_only = false;
+    };
+    std::deque<Parked> parked_;
     Submit later_; // where parked jobs go when their turn comes
 };
 

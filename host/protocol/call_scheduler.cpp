@@ -3,6 +3,7 @@
 #include "gate/refusal.hpp"
 #include "metrics/log_context.hpp"
 #include "plugins/loaded_plugin.hpp"
+#include "protocol/deferred_answer.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -65,44 +66,98 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     const bool regex = tool_call && ((tool->input_schema && tool->input_schema->uses_regex()) ||
                                      (tool->output_schema && tool->output_schema->uses_regex()));
     const bool legacy = request.revision == Revision::legacy_2025_11_25;
-    std::function<void()> job = [this, request = std::move(request), method = &method, ticket, running,
-                                 pace]() mutable {
-        metrics::LogScope scope(&request.trace);
+    // Kept at one address until its answer, which may come later, on the
+    // thread that hears its family (DeferredAnswer).
+    // (Not one whose schemas run std::regex: its result is checked where the
+    // answer is heard, on a thread with a plain stack; see ReadyCall.)
+    // Nor a call of a tool that may run as a task, nor one call_tool
+    // forwards: those run on the calling thread (ToolCall), and the job must
+    // never wait for its family when it says it does not (a parked one may
+    // run on the thread that hears that family, LoadedPlugin::hand_on_place).
+    const bool answers_later = tool_call && !legacy && !regex && tool->plugin->answers_later() &&
+                               tool->task_support == plugins::TaskSupport::none && !request.call->forwarded;
+    auto kept = std::make_shared<Request>(std::move(request));
+    kept->may_answer_later = answers_later;
+    auto job = [this, request = std::move(kept), method = &method, ticket, running, pace]() -> bool {
+        metrics::LogScope scope(&request->trace);
         // A call cancelled while it waited for a worker must not reach its
         // plugin at all: the tool may write, spend or destroy.
-        Json response;
-        if (!request.cancelled()) {
-            const auto began = std::chrono::steady_clock::now();
-            response = dispatch_(request, *method);
-            if (pace) pace->record(std::chrono::steady_clock::now() - began);
+        if (request->cancelled()) {
+            answer(*request, ticket, *running, Json());
+            return true;
         }
-        deadlines_.withdraw(ticket);
-        if (!request.in_flight->claim_answer()) {
-            spdlog::debug("discarding the late answer to request {} (it timed out)", request.id.dump());
-            return;
+        const auto began = std::chrono::steady_clock::now();
+        Json response = dispatch_(*request, *method);
+        if (auto deferred = std::move(request->deferred)) {
+            later_.begun();
+            // An answer that comes while this thread still begins the call
+            // (its family is down) hands the place on through the pool, as a
+            // call that ran here does: never a chain of parked calls on this stack.
+            auto beginning = std::make_shared<std::atomic<bool>>(true);
+            deferred->begin(
+                [this, request, ticket, running, pace, began, beginning](const DeferredAnswer::Below& below) {
+                    metrics::LogScope scope(&request->trace);
+                    const Json response = below();
+                    if (pace) pace->record(std::chrono::steady_clock::now() - began);
+                    answer(*request, ticket, *running, response);
+                    if (const plugins::Tool* tool = running->admitted.tool)
+                        tool->plugin->hand_on_place(!beginning->load());
+                    later_.answered();
+                },
+                [this](std::function<void()> work) { pool_.submit(std::move(work)); });
+            beginning->store(false);
+            return false;
         }
-        give_back(*running);
-        const Json* arguments = running_arguments(request);
-        // A cancelled request gets no answer at all, as the spec asks.
-        if (!request.cancelled()) {
-            if (observe_) observe_(running->admitted, {&response, false, arguments});
-            request.reply->send(response);
-        } else {
-            if (observe_) observe_(running->admitted, {nullptr, false, arguments});
-            request.reply->ended_without_answer();
-        }
-        --unanswered_;
+        if (pace) pace->record(std::chrono::steady_clock::now() - began);
+        answer(*request, ticket, *running, response);
+        return true;
     };
     // A tool call waits for a place in its plugin (max_in_flight_per_plugin)
     // before it takes a worker. A parked one runs when a call of its plugin
     // ends and hands it the place: on the worker that ran that call, right
     // after it (submit_next), not on another one woken while this one goes
     // to sleep; a call that ended off the pool (an I/O loop) queues it there.
+    std::function<void()> run;
     if (tool_call)
-        job = tool->plugin->admit(std::move(job),
-                                  [this](std::function<void()> admitted) { pool_.submit_next(std::move(admitted)); });
+        run = tool->plugin->admit(
+            std::move(job), [this](std::function<void()> admitted) { pool_.submit_next(std::move(admitted)); },
+            answers_later);
+    else
+        run = [job = std::move(job)] { job(); };
     const bool remote = tool_call && tool->plugin->remote();
-    return {std::move(job), quick, legacy, remote, alone, regex};
+    ReadyCall ready{std::move(run), quick, legacy, remote, alone, regex};
+    ready.answers_later = answers_later;
+    return ready;
+}
+
+void CallScheduler::answer(const Request& request, limits::CallDeadlines::Ticket ticket, const Running& running,
+                           const Json& response) {
+    deadlines_.withdraw(ticket);
+    if (!request.in_flight->claim_answer()) {
+        spdlog::debug("discarding the late answer to request {} (it timed out)", request.id.dump());
+        return;
+    }
+    give_back(running);
+    const Json* arguments = running_arguments(request);
+    // A cancelled request gets no answer at all, as the spec asks.
+    if (!request.cancelled()) {
+        if (observe_) observe_(running.admitted, {&response, false, arguments});
+        request.reply->send(response);
+    } else {
+        if (observe_) observe_(running.admitted, {nullptr, false, arguments});
+        request.reply->ended_without_answer();
+    }
+    --unanswered_;
+}
+
+void CallScheduler::LaterAnswers::answered() {
+    std::lock_guard lock(mutex_);
+    if (--count_ == 0) none_.notify_all();
+}
+
+bool CallScheduler::LaterAnswers::await_none(std::chrono::milliseconds grace) {
+    std::unique_lock lock(mutex_);
+    return none_.wait_for(lock, grace, [this] { return count_ == 0; });
 }
 
 void CallScheduler::give_back(const Running& call) {

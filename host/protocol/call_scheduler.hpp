@@ -9,8 +9,11 @@
 #include "protocol/request.hpp"
 #include "protocol/request_pool.hpp"
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 
 namespace gatehouse::protocol {
 
@@ -70,6 +73,11 @@ public:
     // this counts until the answer has gone out, or was given up.
     unsigned in_flight() const { return unanswered_.load(); }
 
+    // Until every call whose answer comes later (DeferredAnswer) has been
+    // answered, or `grace` passed (false): what those answers reach must
+    // stay until then.
+    bool await_later_answers(std::chrono::milliseconds grace) { return later_.await_none(grace); }
+
 private:
     // What the job and the deadline of one admitted request share, in one
     // allocation: whoever claims the answer gives the places back through it.
@@ -83,6 +91,10 @@ private:
     };
     // Its places among the in-flight caps and in its connection's table.
     void give_back(const Running& call);
+    // The job's end, whoever runs it: the deadline withdrawn, the answer
+    // claimed and sent (none for a cancelled request), the places given back.
+    void answer(const Request& request, limits::CallDeadlines::Ticket ticket, const Running& running,
+                const Json& response);
     // The deadline passed before the job answered: TOOL_TIMEOUT, unless the
     // job or a cancellation came first.
     void time_out(const Running& call);
@@ -95,6 +107,20 @@ private:
     Observe observe_;
     limits::InFlightLimits in_flight_;
     std::atomic<unsigned> unanswered_{0};
+    class LaterAnswers {
+    public:
+        void begun() {
+            std::lock_guard lock(mutex_);
+            ++count_;
+        }
+        void answered();
+        bool await_none(std::chrono::milliseconds grace);
+
+    private:
+        std::mutex mutex_;
+        std::condition_variable none_;
+        unsigned count_ = 0;
+    } later_;
     limits::CallDeadlines deadlines_; // last: its thread stops before the rest its actions use
 };
 

@@ -68,26 +68,36 @@ mrtr::StateBinding InputRounds::binding(const Request& request, Subject subject)
             mrtr::RequestStateSealer::fingerprint(subject.arguments)};
 }
 
+InputRounds::Round InputRounds::open_round(const Request& request, Subject subject) const {
+    RoundInput in = read_round_input(request.params);
+    Round round{std::move(in.responses), {}};
+    if (in.sealed_state) {
+        auto opened = sealer_->open(*in.sealed_state, binding(request, subject));
+        if (!opened)
+            throw ProtocolError(error_code::invalid_params,
+                                "Invalid or expired requestState: call again without requestState and "
+                                "inputResponses to start over.");
+        round.state = std::move(*opened);
+    }
+    return round;
+}
+
+InputRounds::Outcome InputRounds::close_round(const Request& request, Subject subject, const std::string& family,
+                                              const std::string& what, PluginAnswer answer) const {
+    Outcome outcome{std::move(answer), nullptr};
+    if (outcome.answer.status != GH_STATUS_INPUT_REQUIRED) return outcome;
+    const mrtr::InputRequired asked = checked_input_required(request, outcome.answer, family, what);
+    outcome.input_required = {{"resultType", "input_required"}};
+    if (!asked.requests.empty()) outcome.input_required["inputRequests"] = asked.requests;
+    outcome.input_required["requestState"] = sealer_->seal(binding(request, subject), asked.state);
+    return outcome;
+}
+
 InputRounds::Outcome InputRounds::run(Request& request, Subject subject, const std::string& family,
                                       const std::string& what, const Attempt& attempt) const {
     if (request.revision == Revision::modern_2026_07_28) {
-        const RoundInput in = read_round_input(request.params);
-        std::string state;
-        if (in.sealed_state) {
-            auto opened = sealer_->open(*in.sealed_state, binding(request, subject));
-            if (!opened)
-                throw ProtocolError(error_code::invalid_params,
-                                    "Invalid or expired requestState: call again without requestState and "
-                                    "inputResponses to start over.");
-            state = std::move(*opened);
-        }
-        Outcome outcome{attempt(in.responses, state), nullptr};
-        if (outcome.answer.status != GH_STATUS_INPUT_REQUIRED) return outcome;
-        const mrtr::InputRequired asked = checked_input_required(request, outcome.answer, family, what);
-        outcome.input_required = {{"resultType", "input_required"}};
-        if (!asked.requests.empty()) outcome.input_required["inputRequests"] = asked.requests;
-        outcome.input_required["requestState"] = sealer_->seal(binding(request, subject), asked.state);
-        return outcome;
+        const Round round = open_round(request, subject);
+        return close_round(request, subject, family, what, attempt(round.responses, round.state));
     }
 
     std::string responses = "{}";

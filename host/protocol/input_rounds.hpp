@@ -50,6 +50,18 @@ public:
     Outcome run(Request& request, Subject subject, const std::string& family, const std::string& what,
                 const Attempt& attempt) const;
 
+    // A 2026-07-28 round in its two halves, for a plugin that answers later
+    // (DeferredAnswer): the round's input (the client's responses, the
+    // opened state; the throws are run's), then the plugin's answer made an
+    // outcome. `run` is the one followed by the other.
+    struct Round {
+        std::string responses = "{}";
+        std::string state;
+    };
+    Round open_round(const Request& request, Subject subject) const;
+    Outcome close_round(const Request& request, Subject subject, const std::string& family, const std::string& what,
+                        PluginAnswer answer) const;
+
 private:
     // Computed only when a state is opened or sealed: most calls never ask.
     static mrtr::StateBinding binding(const Request& request, Subject subject);

@@ -7,6 +7,7 @@
 #include "limits/local_buckets.hpp"
 #include "metrics/log_context.hpp"
 #include "protocol/call_outcome.hpp"
+#include "protocol/deferred_answer.hpp"
 #include "protocol/json_writer.hpp"
 
 #include <spdlog/spdlog.h>
@@ -246,8 +247,19 @@ void McpServer::on_notification(Connection& connection, const Json& message) {
 }
 
 Json McpServer::dispatch(Request& request, const MethodTable::Method& method) const {
+    Json response = finished(request, [&] { return method.handler(request); });
+    // The answer comes later: finished the same way then.
+    if (request.deferred)
+        request.deferred->wrap(
+            [this, &request](const DeferredAnswer::Below& below) { return finished(request, below); });
+    return response;
+}
+
+Json McpServer::finished(Request& request, const std::function<Json()>& handled) const {
     try {
-        return finish(request.id, request.revision, method.handler(request));
+        Json result = handled();
+        if (request.deferred) return {};
+        return finish(request.id, request.revision, std::move(result));
     } catch (const ProtocolError& e) {
         return make_error(request.id, e.code(), e.what(), e.data());
     } catch (const std::exception& e) {

@@ -143,12 +143,17 @@ public:
     // Stops the tasks' rounds (each record says the host stopped); true when
     // every round ended within `grace`.
     bool stop_tasks(std::chrono::milliseconds grace) { return task_runner_->stop(grace); }
+    // Until every tool call answered later has been (CallScheduler::await_later_answers).
+    bool await_later_answers(std::chrono::milliseconds grace) { return scheduler_.await_later_answers(grace); }
     std::size_t open_subscriptions() { return subscriptions_.open_count(); }
 
 private:
     MethodTable method_table();
     void on_notification(Connection& connection, const Json& message);
     Json dispatch(Request& request, const MethodTable::Method& method) const;
+    // What `handled` answers, finished for the request's revision, or the
+    // error it throws as a JSON-RPC error; nothing when its answer comes later.
+    Json finished(Request& request, const std::function<Json()>& handled) const;
     Json finish(const Json& id, Revision revision, Json result) const;
     // Counts (and for a tool call audits and exports) an answered request.
     void observe(const Request& request, const Json& response) const;

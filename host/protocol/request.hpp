@@ -22,6 +22,8 @@ class ToolRegistry;
 
 namespace gatehouse::protocol {
 
+class DeferredAnswer;
+
 // A tools/call resolved at decode (RequestDecoder): the tool params.name
 // names, its arguments, and the token layer's verdict. Nothing downstream
 // reads params.name or looks the tool up again.
@@ -113,6 +115,11 @@ struct Request {
     std::chrono::system_clock::time_point received_at{};
     // A tools/call's: what the gate found, for its audit line.
     std::shared_ptr<CallFindings> findings;
+    // Set by the scheduler for a request it keeps at one address until its
+    // answer, whose tool call may therefore be answered later, on the thread
+    // that hears its family (DeferredAnswer); and by such a call that does.
+    bool may_answer_later = false;
+    std::shared_ptr<DeferredAnswer> deferred;
 
     bool cancelled() const { return in_flight && in_flight->cancelled.load(std::memory_order_relaxed); }
 };
@@ -135,6 +142,10 @@ struct ReadyCall {
     // Validating its arguments or result runs std::regex (schema::JsonSchema::
     // uses_regex), which recurses per character: it needs a worker's stack.
     bool needs_worker_stack = false;
+    // Its family answers later, on the thread that reads that family's
+    // process (DeferredAnswer): the call's thread only passes the gate and
+    // sends the call, and waits for nothing.
+    bool answers_later = false;
 
     explicit operator bool() const { return static_cast<bool>(run); }
 };

@@ -1,6 +1,7 @@
 #include "protocol/tool_call.hpp"
 
 #include "limits/argument_bounds.hpp"
+#include "protocol/deferred_answer.hpp"
 #include "mrtr/input_requests.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/loaded_plugin.hpp"
@@ -53,6 +54,21 @@ public:
         return {status, std::move(out.bytes), std::move(out.value)};
     }
 
+    // The same round begun in a family that answers later
+    // (LoadedPlugin::answers_later): its answer reaches `answered` on the
+    // thread that hears it. This environment lives until then.
+    void begin_round(std::string arguments, InputRounds::Round round, DeferredAnswer::Answered answered,
+                     DeferredAnswer::Elsewhere elsewhere) {
+        round_ = std::move(round);
+        call_.emplace(gh_call{this, tool_.family, {}, round_.responses, round_.state, request_.host});
+        tool_.plugin->begin_call(
+            tool_.tool_data, &*call_, std::move(arguments),
+            [answered = std::move(answered)](int32_t status, std::string bytes) {
+                answered({status, std::move(bytes), std::nullopt});
+            },
+            std::move(elsewhere));
+    }
+
     // Whether the answer holds the store password (screened only where the
     // operator allowed the family it); one handed over as JSON is screened as
     // its text.
@@ -87,6 +103,8 @@ private:
     const session::Session* session_; // null: the tool is not gated by a session
     bool task_start_ = false;
     std::string task_id_;
+    InputRounds::Round round_;    // begin_round's: the call reads it until answered
+    std::optional<gh_call> call_; // begin_round's
 };
 
 std::string status_name(int32_t status) {
@@ -231,18 +249,27 @@ Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, R
     std::optional<ToolTarget> target = parts_.decoder.target_of(
         request.call->registry, *forwarded, arguments.contains("arguments") ? arguments["arguments"] : Json::object(),
         request.principal);
+    // The forwarded target lives on this stack: its call is answered before
+    // this returns, never later.
     std::swap(request.call, target);
     struct Restore {
         Request& request;
         std::optional<ToolTarget>& original;
-        ~Restore() { std::swap(request.call, original); }
-    } restore{request, target};
+        bool may_answer_later;
+        ~Restore() {
+            std::swap(request.call, original);
+            request.may_answer_later = may_answer_later;
+        }
+    } restore{request, target, std::exchange(request.may_answer_later, false)};
     return run(request);
 }
 
 Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
                       const gate::GateFindings& findings, const Json& sent_arguments, bool may_start_task) const {
     if (!tool.plugin->try_enter()) return plugin_busy(tool).to_tool_result();
+    if (request.may_answer_later && request.revision == Revision::modern_2026_07_28 && !may_start_task &&
+        tool.plugin->answers_later())
+        return begin_later(tool, arguments, request, findings, sent_arguments);
     struct Leave {
         plugins::LoadedPlugin* plugin;
         ~Leave() { plugin->leave(); }
@@ -294,6 +321,34 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
                                              std::move(task_input->second)});
     if (outcome.input_required.is_object()) return std::move(outcome.input_required);
     return result_of(tool, request, std::move(outcome.answer));
+}
+
+Json ToolCall::begin_later(const plugins::Tool& tool, const Json& arguments, Request& request,
+                           const gate::GateFindings& findings, const Json& sent_arguments) const {
+    // The place try_enter took is held until the answer has been seen to.
+    std::shared_ptr<plugins::LoadedPlugin> inside(tool.plugin, [](plugins::LoadedPlugin* plugin) { plugin->leave(); });
+    // A 2026-07-28 request is one round: its input is read now (a malformed
+    // one is refused before anything is sent), its answer made an outcome
+    // when it comes. The subject's arguments are the request's own, which
+    // lives until then (Request::may_answer_later).
+    const InputRounds::Subject subject{tool.name, sent_arguments};
+    InputRounds::Round round = parts_.input_rounds.open_round(request, subject);
+    auto environment = std::make_shared<ToolCallEnvironment>(request, tool, parts_.sessions, findings.session.get());
+    request.deferred = std::make_shared<DeferredAnswer>(
+        [environment, session = findings.session, text = encode(arguments),
+         round = std::move(round)](DeferredAnswer::Answered answered, DeferredAnswer::Elsewhere elsewhere) mutable {
+            environment->begin_round(std::move(text), std::move(round), std::move(answered), std::move(elsewhere));
+        },
+        [this, &tool, &request, subject, environment, inside,
+         session = findings.session](PluginAnswer answer) mutable -> Json {
+            inside.reset(); // the plugin has answered: its place is free before the answer is sent
+            if (environment->holds_password(answer)) return password_withheld(tool).to_tool_result();
+            InputRounds::Outcome outcome = parts_.input_rounds.close_round(
+                request, subject, tool.family, "tool '" + tool.name + "'", std::move(answer));
+            if (outcome.input_required.is_object()) return std::move(outcome.input_required);
+            return result_of(tool, request, std::move(outcome.answer));
+        });
+    return {};
 }
 
 std::optional<Json> ToolCall::gate_refusal(const plugins::Tool& tool, const auth::Principal& principal,

@@ -93,6 +93,10 @@ private:
     // which a tool asking before its task starts from its plain rounds.
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
                 const Json& sent_arguments, bool may_start_task) const;
+    // The same call in a family that answers later: sets request.deferred
+    // and returns nothing; the answer passes the same checks when it comes.
+    Json begin_later(const plugins::Tool& tool, const Json& arguments, Request& request,
+                     const gate::GateFindings& findings, const Json& sent_arguments) const;
     // The plugin's final answer as the client gets it: status, shape and outputSchema checked.
     Json result_of(const plugins::Tool& tool, const Request& request, PluginAnswer answer) const;
 

@@ -465,7 +465,10 @@ int Host::run(transport::StopSignal& stop) {
 bool Host::stop_workers(std::chrono::milliseconds grace) {
     // Tasks first: their records say the host stopped, before the pool goes.
     const bool tasks_ended = server_->stop_tasks(grace);
-    const bool joined = pool_->stop(grace) && tasks_ended;
+    // Calls answered later before the pool: the host functions their
+    // families call back meanwhile run on it.
+    const bool later_answered = server_->await_later_answers(grace);
+    const bool joined = pool_->stop(grace) && tasks_ended && later_answered;
     changes_outside_calls_.reset();
     return joined;
 }

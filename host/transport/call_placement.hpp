@@ -37,8 +37,11 @@ enum class CallSite {
 // it runs in place only when no other call is in flight and no request
 // already read waits behind it (`read_behind`), whose work would otherwise
 // wait for that answer: a burst of calls to such a family would be sent to
-// its process one at a time.
+// its process one at a time. A call whose family answers later
+// (ReadyCall::answers_later) holds its thread only to pass the gate and send
+// itself, whatever its tool's pace: it runs in place.
 inline bool may_run_in_place(const protocol::ReadyCall& call, bool read_behind = false) {
+    if (call.answers_later) return true;
     return call.quick && (!call.remote || (call.alone && !read_behind));
 }
 
@@ -68,9 +71,13 @@ CallSite place_stdio_call(const protocol::ReadyCall& call, bool read_behind, Fre
 // the family's state are each a round trip to it, and were Redis slow,
 // every call admitted while the tool still counted as quick would hold its
 // loop (its other connections, /health among them) for as long as Redis
-// takes, one after another.
+// takes, one after another. Nor does a call whose family answers later:
+// sending it waits while the family's process drains its pipe (up to its
+// send_stall), which no loop's other connections should; on the pool it
+// holds a worker only for as long as that.
 inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_loops, bool state_in_redis = false) {
-    if (may_run_in_place(call) && !call.legacy && !call.needs_worker_stack && io_loops > 1 && !state_in_redis)
+    if (may_run_in_place(call) && !call.answers_later && !call.legacy && !call.needs_worker_stack && io_loops > 1 &&
+        !state_in_redis)
         return CallSite::io_loop;
     return CallSite::pool;
 }

@@ -69,6 +69,23 @@ TEST_CASE("a quick call of a family in another process runs in place only while 
     CHECK(on_stdio(call(true, false, true), true, true, true) == CallSite::reader_watched);
 }
 
+TEST_CASE("a call whose family answers later runs in place on stdio, whatever is in flight; over HTTP on the pool",
+          "[placement]") {
+    // It holds its thread only to pass the gate and send itself.
+    ReadyCall later = call(false, true, false);
+    later.answers_later = true;
+    CHECK(on_stdio(later) == CallSite::reader_watched);
+    CHECK(on_stdio(later, true, true, true) == CallSite::reader_watched);
+    // Still watched: with no worker to take the reading over should the
+    // send stall, or no watch, it queues as any call.
+    CHECK(on_stdio(later, false) == CallSite::reader_or_pool);
+    CHECK(on_stdio(later, true, false) == CallSite::reader_or_pool);
+    // A send that waits for its family's process to drain its pipe never holds a loop.
+    later.quick = true;
+    later.alone = true;
+    CHECK(place_http_call(later, 4) == CallSite::pool);
+}
+
 TEST_CASE("a tool is quick after a streak of quick calls; a lone slow call keeps it, two in a row do not",
           "[placement]") {
     CallPace pace;

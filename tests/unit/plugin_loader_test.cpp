@@ -403,13 +403,57 @@ TEST_CASE("a call whose job throws hands its plugin place on: the call parked be
     std::vector<std::function<void()>> submitted;
     const auto later = [&](std::function<void()> job) { submitted.push_back(std::move(job)); };
 
-    auto first = plugin.admit([] { throw std::runtime_error("a fault in the call"); }, later);
+    auto first = plugin.admit([]() -> bool { throw std::runtime_error("a fault in the call"); }, later);
     REQUIRE(first);
     bool second_ran = false;
-    CHECK_FALSE(plugin.admit([&] { second_ran = true; }, later)); // parked: the one place is taken
+    CHECK_FALSE(plugin.admit(
+        [&] {
+            second_ran = true;
+            return true;
+        },
+        later)); // parked: the one place is taken
     CHECK_THROWS(first());
     REQUIRE(submitted.size() == 1); // the throw handed the place on
     submitted.front()();
     CHECK(second_ran);
-    CHECK(plugin.admit([] {}, later)); // and gave it back after
+    CHECK(plugin.admit([] { return true; }, later)); // and gave it back after
+}
+
+TEST_CASE("a job answered later keeps its place until its answer; the next one that only sends runs there",
+          "[plugins]") {
+    auto cfg = gatehouse::config::load_config_text(
+        "plugin_dir: " + plugin_dir().string() + "\nplugins: [{path: echo.so, max_in_flight: 1}]\n", "test.yaml", "/");
+    LoadReport report;
+    const auto registry = PluginLoader::load(cfg, report);
+    REQUIRE(report.failures.empty());
+    gatehouse::plugins::LoadedPlugin& plugin = *registry->entry("echo")->plugin;
+    std::vector<std::function<void()>> submitted;
+    const auto later = [&](std::function<void()> job) { submitted.push_back(std::move(job)); };
+
+    auto first = plugin.admit([] { return false; }, later, true); // begun; its answer comes later
+    REQUIRE(first);
+    first();
+    int sent = 0, waited = 0;
+    CHECK_FALSE(plugin.admit(
+        [&] {
+            ++sent;
+            return false;
+        },
+        later, true));
+    CHECK_FALSE(plugin.admit(
+        [&] {
+            ++waited;
+            return true;
+        },
+        later));
+    CHECK(sent == 0);           // the answer is not in: the place is still the first job's
+    plugin.hand_on_place(true); // the first answer, heard: the next only sends, so it runs here
+    CHECK(sent == 1);
+    CHECK(submitted.empty());
+    plugin.hand_on_place(true); // the second's: the next may wait on its family, so it goes to the pool
+    CHECK(waited == 0);
+    REQUIRE(submitted.size() == 1);
+    submitted.front()();
+    CHECK(waited == 1);
+    CHECK(plugin.admit([] { return true; }, later)); // every place given back
 }
