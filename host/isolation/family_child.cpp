@@ -67,7 +67,7 @@ gh_host_api child_api();
 // The library, its tables and the socket to the host.
 class ServedFamily {
 public:
-    ServedFamily(int input, int output) : channel_(input, output) {}
+    ServedFamily(int input, int output) : channel_(input, output) { channel_.block_on_reads(); }
     FrameChannel& channel() { return channel_; }
     // Loads the library, offers its descriptor, and serves until the host
     // goes or asks it to stop; never returns.

@@ -58,6 +58,12 @@ FrameChannel::FrameChannel(int input, int output) : input_(input), output_(outpu
     make_non_blocking(output_);
 }
 
+void FrameChannel::block_on_reads() {
+    if (socket_) return; // a socket's reader waits in poll (read_some)
+    const int flags = ::fcntl(input_, F_GETFL);
+    if (flags >= 0) ::fcntl(input_, F_SETFL, flags & ~O_NONBLOCK);
+}
+
 FrameChannel::~FrameChannel() {
     if (input_ >= 0) ::close(input_);
     if (!socket_ && output_ >= 0) ::close(output_);

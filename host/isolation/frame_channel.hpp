@@ -106,6 +106,12 @@ public:
     // The process must ignore SIGPIPE (gatehouse's main does, and a family's
     // process), so a reader gone is an EPIPE, not the process's end.
     FrameChannel(int input, int output);
+    // Reads of a pipe that block until there is something to read: one
+    // system call a frame where a non-blocking read that finds nothing
+    // waits in poll and reads again (three). For a reader with nothing else
+    // to wait for, which a pipe's writer never wakes for nothing (a family's
+    // process, reading what the host sends it).
+    void block_on_reads();
     ~FrameChannel();
     FrameChannel(const FrameChannel&) = delete;
     FrameChannel& operator=(const FrameChannel&) = delete;
