@@ -138,7 +138,8 @@ public:
     const std::string& rules() const { return rules_; }
     bool reentrant() const { return (desc_.flags & GH_PLUGIN_REENTRANT) != 0; }
     // Its code runs in another process (isolation: process, or an upstream
-    // server): a call waits, idle, for that process's answer.
+    // server): a call waits, idle, for that process's answer, unless that
+    // answer comes later (answers_later).
     bool remote() const { return remote_ != nullptr; }
     // Its own process, for a family with isolation: process; else null.
     const isolation::FamilyProcess* process() const;
