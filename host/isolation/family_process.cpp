@@ -59,9 +59,9 @@ struct FamilyProcess::Pending {
     bool cancel_sent = false;
     bool killed = false;
     std::weak_ptr<Child> child;  // the process it was sent to
-    std::optional<Frame> result; // arrived while host calls still run
+    std::optional<Frame> result; // arrived while its frames were still seen to
     std::optional<Frame> progress_held;
-    bool host_work = false; // its host calls, and the frames behind them, run elsewhere (`frames`)
+    bool seeing_to = false; // its frames are being seen to, in order (`frames`): not answered meanwhile
 };
 
 namespace {
@@ -155,6 +155,9 @@ struct FamilyProcess::Child {
     ChangeAllowance changes; // what it reports changed, to publish
     PublishBudget progress{kProgressPerSecond, kProgressBurst};
     std::thread reader, output_reader;
+    // The reader's, kept once it started (under the family's mutex, before
+    // the child is served): `reader` itself changes as it is joined.
+    std::thread::id reader_id;
     // Waits for the process's end (a pidfd), which a program the plugin
     // started may outlive holding its pipe: then its group is killed and
     // the stream ended, so the end is seen whatever the plugin left behind.
@@ -581,7 +584,10 @@ bool FamilyProcess::init(const std::string& config_json, std::string& error) {
     }
     if (!child || !run_init(*child, error)) return false;
     try {
-        start_reading(child);
+        {
+            std::lock_guard lock(mutex_); // as on a restart: its reader is known before anything it reads
+            start_reading(child);
+        }
         supervisor_ = std::thread([this] { supervise(); });
     } catch (const std::system_error& e) {
         // The destructor ends the child and joins what did start.
@@ -604,6 +610,7 @@ bool FamilyProcess::deliver_buffered(Child& child, std::string& why) {
 
 void FamilyProcess::start_reading(const std::shared_ptr<Child>& child) {
     child->reader = std::thread([this, child] { read_frames(child); });
+    child->reader_id = child->reader.get_id();
 }
 
 void FamilyProcess::read_frames(std::shared_ptr<Child> child) {
@@ -752,12 +759,13 @@ void FamilyProcess::supervise() {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
         if (!retired_.empty()) {
-            auto retired = std::move(retired_);
+            joining_ = std::move(retired_);
             retired_.clear();
             lock.unlock();
-            for (auto& child : retired)
+            for (auto& child : joining_)
                 child->join();
             lock.lock();
+            joining_.clear();
             continue;
         }
         if (restart_wanted_ && Clock::now() >= next_start_) {
@@ -897,9 +905,10 @@ bool FamilyProcess::on_own_thread() const {
     const auto me = std::this_thread::get_id();
     std::lock_guard lock(mutex_);
     if (supervisor_.get_id() == me) return true;
-    if (child_ && child_->reader.get_id() == me) return true;
-    return std::any_of(retired_.begin(), retired_.end(),
-                       [&](const std::shared_ptr<Child>& retired) { return retired->reader.get_id() == me; });
+    if (child_ && child_->reader_id == me) return true;
+    const auto reads_here = [&](const std::shared_ptr<Child>& child) { return child->reader_id == me; };
+    return std::any_of(retired_.begin(), retired_.end(), reads_here) ||
+           std::any_of(joining_.begin(), joining_.end(), reads_here);
 }
 
 void FamilyProcess::begin_tool_call(void* tool_data, gh_call* call, std::string arguments, Answered answered,
@@ -966,28 +975,34 @@ void FamilyProcess::deliver_later(Child& child, const std::shared_ptr<Pending>& 
         }
         return settle(pending);
     }
-    // A host call runs elsewhere (a host function may wait on a store); the
-    // frames behind it wait their turn there, so that every frame of a call
-    // is seen to in the order it came, one at a time, as the call's own
-    // thread would. Frames while none runs are seen to here, under the
-    // call's lock: its answer (its child's end, seen on another thread)
-    // cannot take the call from under them.
-    bool start = false, flooded = false;
+    // Every frame of a call is seen to in the order it came, one at a time,
+    // as the call's own thread would, and outside the call's lock (what it
+    // calls may wait: a client's stream, the notification bus). While one
+    // is (`seeing_to`), the call is not answered (settle waits), so it and
+    // its environment are there, and the frames behind it queue. A host
+    // call runs elsewhere (a host function may wait on a store), and the
+    // frames behind it after it there; any other frame is seen to here.
+    bool here = false, start = false, flooded = false;
     {
         std::lock_guard lock(pending->mutex);
         if (!pending->call) return; // answered: the child's end came first
-        if (frame.type != FrameType::host_call && !pending->host_work) return see_to(child, *pending, frame);
         pending->frame_bytes += frame.length();
         flooded = pending->frame_bytes > kMostQueuedPerCall;
         if (!flooded) {
             pending->frames.push_back(std::move(frame));
-            start = !std::exchange(pending->host_work, true);
+            if (!std::exchange(pending->seeing_to, true)) {
+                start = true;
+                here = pending->frames.back().type != FrameType::host_call;
+            }
         }
     }
     if (flooded)
         return kill(child, "it sent more than " + std::to_string(kMostQueuedPerCall >> 20) +
                                " MiB of frames for one call before the host took any of them, and was killed");
-    if (start) pending->elsewhere([this, pending] { run_host_calls_later(pending); });
+    if (here)
+        see_to_frames(pending);
+    else if (start)
+        pending->elsewhere([this, pending] { see_to_frames(pending); });
 }
 
 void FamilyProcess::see_to(Child& child, Pending& pending, const Frame& frame) {
@@ -996,13 +1011,19 @@ void FamilyProcess::see_to(Child& child, Pending& pending, const Frame& frame) {
     case FrameType::host_call: run_host_call(pending.call, child, frame); return;
     case FrameType::log: log_frame(child, pending.call, frame); return;
     case FrameType::progress:
-        // Past the child's budget the latest is held, and published before
-        // the answer in any case (settle).
-        pending.progress_held = frame;
-        if (!child.progress.take()) return;
+        // Past the child's budget the latest is held, and published when
+        // there is room (look_after_later_calls), before the answer in any case.
+        if (!child.progress.take()) {
+            std::lock_guard lock(pending.mutex);
+            pending.progress_held = frame;
+            return;
+        }
+        {
+            std::lock_guard lock(pending.mutex);
+            pending.progress_held.reset();
+        }
         api->progress(pending.call, field_double(frame.field(0)), field_double(frame.field(1)),
                       plugins::abi_str(frame.field(2)));
-        pending.progress_held.reset();
         return;
     case FrameType::notify:
         if (child.changes.take(child.label))
@@ -1012,7 +1033,7 @@ void FamilyProcess::see_to(Child& child, Pending& pending, const Frame& frame) {
     }
 }
 
-void FamilyProcess::run_host_calls_later(const std::shared_ptr<Pending>& pending) {
+void FamilyProcess::see_to_frames(const std::shared_ptr<Pending>& pending) {
     const std::shared_ptr<Child> child = pending->child.lock();
     for (;;) {
         Frame frame;
@@ -1021,16 +1042,20 @@ void FamilyProcess::run_host_calls_later(const std::shared_ptr<Pending>& pending
             if (pending->frames.empty() || !child) {
                 pending->frames.clear();
                 pending->frame_bytes = 0;
-                pending->host_work = false;
+                pending->seeing_to = false;
                 break;
             }
             frame = std::move(pending->frames.front());
             pending->frames.pop_front();
             pending->frame_bytes -= std::min(pending->frame_bytes, frame.length());
         }
-        // The call is not answered while this runs (settle waits for it), so
-        // it and its environment are there; the reader queues behind it.
-        see_to(*child, *pending, frame);
+        // A fault here loses what this frame asked, not the call, nor the
+        // reading of the family's other calls.
+        try {
+            see_to(*child, *pending, frame);
+        } catch (const std::exception& e) {
+            spdlog::error("family '{}': a frame of a call could not be seen to: {}", family_, e.what());
+        }
     }
     settle(pending);
 }
@@ -1043,7 +1068,7 @@ void FamilyProcess::settle(const std::shared_ptr<Pending>& pending) {
     gh_call* call;
     {
         std::lock_guard lock(pending->mutex);
-        if (!pending->answered || pending->host_work || !(pending->result || pending->gone)) return;
+        if (!pending->answered || pending->seeing_to || !(pending->result || pending->gone)) return;
         answered = std::move(pending->answered);
         pending->answered = nullptr;
         result = std::move(pending->result);
@@ -1063,13 +1088,25 @@ void FamilyProcess::settle(const std::shared_ptr<Pending>& pending) {
     if (progress)
         plugins::host_api()->progress(call, field_double(progress->field(0)), field_double(progress->field(1)),
                                       plugins::abi_str(progress->field(2)));
+    int32_t status;
+    std::string bytes;
     if (gone) {
         gh_sink out;
-        const int32_t status = crashed(&out, nullptr, why, true);
-        return answered(status, std::move(out.bytes));
+        status = crashed(&out, nullptr, why, true);
+        bytes = std::move(out.bytes);
+    } else {
+        status = result->code;
+        if (!result->fields.empty()) bytes = std::move(result->fields.front());
     }
-    std::string bytes = result->fields.empty() ? std::string() : std::move(result->fields.front());
-    answered(result->code, std::move(bytes));
+    // The answer runs the call's layers here, on the thread that reads the
+    // child (or a worker): a fault in them loses that call's answer, as a
+    // worker's would, never the reading of the family's other calls.
+    try {
+        answered(status, std::move(bytes));
+    } catch (const std::exception& e) {
+        spdlog::error("family '{}': the answer to a call could not be seen to and was abandoned: {}", family_,
+                      e.what());
+    }
 }
 
 void FamilyProcess::look_after_later_calls() {
@@ -1089,11 +1126,32 @@ void FamilyProcess::look_after_later_calls() {
     const auto now = Clock::now();
     for (const auto& pending : later) {
         bool cancel = false, hung = false;
+        std::optional<Frame> progress;
         {
             std::lock_guard lock(pending->mutex);
             if (!pending->call) continue; // answered meanwhile
             if (!pending->cancel_sent && api->is_cancelled(pending->call)) cancel = pending->cancel_sent = true;
             if (!pending->killed && now >= pending->deadline) hung = pending->killed = true;
+            // Progress held past the budget goes out once there is room, as
+            // a frame of the call (in its order, the call kept meanwhile).
+            if (pending->progress_held && !pending->seeing_to && child->progress.take()) {
+                progress = std::move(pending->progress_held);
+                pending->progress_held.reset();
+                pending->seeing_to = true;
+            }
+        }
+        if (progress) {
+            try {
+                api->progress(pending->call, field_double(progress->field(0)), field_double(progress->field(1)),
+                              plugins::abi_str(progress->field(2)));
+            } catch (const std::exception& e) {
+                spdlog::error("family '{}': a call's progress could not be published: {}", family_, e.what());
+            }
+            {
+                std::lock_guard lock(pending->mutex);
+                pending->seeing_to = false;
+            }
+            settle(pending);
         }
         if (cancel) send(*child, Frame{FrameType::cancel, 0, 0, pending->id, {}});
         if (hung)

@@ -107,6 +107,7 @@ private:
     std::condition_variable changed_;
     std::shared_ptr<Child> child_;                // null while down
     std::vector<std::shared_ptr<Child>> retired_; // dead, their threads to join
+    std::vector<std::shared_ptr<Child>> joining_; // dead, their threads being joined by the supervisor
     std::uint64_t next_id_ = 1;
     bool stopping_ = false;
     std::atomic<bool> stop_asked_{false}; // stopping_, read without the lock by a start under way
@@ -166,8 +167,9 @@ private:
     // One frame of such a call besides its result: a host call, a log line,
     // progress, a change.
     void see_to(Child& child, Pending& pending, const Frame& frame);
-    // The frames it queued behind a host call, one after another; on a worker.
-    void run_host_calls_later(const std::shared_ptr<Pending>& pending);
+    // The frames it queued, one after another (here, or on a worker when the
+    // first is a host call), then the answer if it came meanwhile.
+    void see_to_frames(const std::shared_ptr<Pending>& pending);
     // Answers a call answered later once its result (or its child's end)
     // has come and none of its host calls runs; once.
     void settle(const std::shared_ptr<Pending>& pending);

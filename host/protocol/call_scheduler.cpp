@@ -79,6 +79,9 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     auto kept = std::make_shared<Request>(std::move(request));
     kept->may_answer_later = answers_later;
     auto job = [this, request = std::move(kept), method = &method, ticket, running, pace]() -> bool {
+        // Counted among the answers that may come later from before its
+        // dispatch (which may begin it) until every part of it is gone.
+        std::shared_ptr<void> counted = request->may_answer_later ? later_.count() : nullptr;
         metrics::LogScope scope(&request->trace);
         // A call cancelled while it waited for a worker must not reach its
         // plugin at all: the tool may write, spend or destroy.
@@ -89,22 +92,48 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
         const auto began = std::chrono::steady_clock::now();
         Json response = dispatch_(*request, *method);
         if (auto deferred = std::move(request->deferred)) {
-            later_.begun();
-            // An answer that comes while this thread still begins the call
-            // (its family is down) hands the place on through the pool, as a
-            // call that ran here does: never a chain of parked calls on this stack.
+            // What its answer needs, gone in this order: the count last, so
+            // that the host's stop, which waits for it, finds nothing of the
+            // call left (its request, its connection, its registry).
+            struct Answering {
+                std::shared_ptr<void> counted;
+                std::shared_ptr<Request> request;
+                std::shared_ptr<const Running> running;
+                limits::CallDeadlines::Ticket ticket;
+                std::shared_ptr<plugins::CallPace> pace;
+                std::chrono::steady_clock::time_point began;
+                // An answer that comes while this thread still begins the
+                // call (its family is down) hands the place on through the
+                // pool, as a call that ran here does: never a chain of
+                // parked calls on this stack.
+                std::shared_ptr<std::atomic<bool>> beginning;
+            };
             auto beginning = std::make_shared<std::atomic<bool>>(true);
             deferred->begin(
-                [this, request, ticket, running, pace, began, beginning](const DeferredAnswer::Below& below) {
-                    metrics::LogScope scope(&request->trace);
+                [this, state = Answering{std::move(counted), request, running, ticket, pace, began, beginning}](
+                    const DeferredAnswer::Below& below) {
+                    // However this ends (a fault is the answering thread's
+                    // to log), the call's place in its family goes on.
+                    struct HandOn {
+                        const plugins::Tool* tool;
+                        bool here;
+                        ~HandOn() {
+                            // The next parked call may run here, and a fault
+                            // in it must not leave this destructor.
+                            try {
+                                if (tool) tool->plugin->hand_on_place(here);
+                            } catch (const std::exception& e) {
+                                spdlog::error("a parked call failed and was abandoned: {}", e.what());
+                            }
+                        }
+                    } hand_on{state.running->admitted.tool, !state.beginning->load()};
+                    metrics::LogScope scope(&state.request->trace);
                     const Json response = below();
-                    if (pace) pace->record(std::chrono::steady_clock::now() - began);
-                    answer(*request, ticket, *running, response);
-                    if (const plugins::Tool* tool = running->admitted.tool)
-                        tool->plugin->hand_on_place(!beginning->load());
-                    later_.answered();
+                    if (state.pace) state.pace->record(std::chrono::steady_clock::now() - state.began);
+                    answer(*state.request, state.ticket, *state.running, response);
                 },
-                [this](std::function<void()> work) { pool_.submit(std::move(work)); });
+                // A family's host functions in a call: ahead of calls still queued.
+                [this](std::function<void()> work) { pool_.submit_first(std::move(work)); });
             beginning->store(false);
             return false;
         }
@@ -150,9 +179,15 @@ void CallScheduler::answer(const Request& request, limits::CallDeadlines::Ticket
     --unanswered_;
 }
 
-void CallScheduler::LaterAnswers::answered() {
-    std::lock_guard lock(mutex_);
-    if (--count_ == 0) none_.notify_all();
+std::shared_ptr<void> CallScheduler::LaterAnswers::count() {
+    {
+        std::lock_guard lock(mutex_);
+        ++count_;
+    }
+    return std::shared_ptr<void>(this, [](LaterAnswers* answers) {
+        std::lock_guard lock(answers->mutex_);
+        if (--answers->count_ == 0) answers->none_.notify_all();
+    });
 }
 
 bool CallScheduler::LaterAnswers::await_none(std::chrono::milliseconds grace) {

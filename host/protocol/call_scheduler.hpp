@@ -107,13 +107,11 @@ private:
     Observe observe_;
     limits::InFlightLimits in_flight_;
     std::atomic<unsigned> unanswered_{0};
+    // The calls whose answer may come later, counted until all of each is gone.
     class LaterAnswers {
     public:
-        void begun() {
-            std::lock_guard lock(mutex_);
-            ++count_;
-        }
-        void answered();
+        // One more; it is counted until the last copy of what this returns goes.
+        std::shared_ptr<void> count();
         bool await_none(std::chrono::milliseconds grace);
 
     private:

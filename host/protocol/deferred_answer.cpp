@@ -7,8 +7,21 @@ void DeferredAnswer::begin(std::function<void(const Below&)> outermost, Elsewher
     // until it has passed through them all.
     Answered answered = [self = shared_from_this(), outermost = std::move(outermost)](PluginAnswer answer) {
         outermost([&] { return self->produce(self->layers_.size(), answer); });
+        // What the layers hold goes now, before the outermost's own captures
+        // (which go with this closure): whatever waits for those to go finds
+        // nothing of the call left.
+        self->release();
     };
-    begin_(std::move(answered), std::move(elsewhere));
+    // Out of this object before it runs: an answer that comes at once, on
+    // this stack, releases what the layers hold while this still runs.
+    const Begin start = std::move(begin_);
+    begin_ = nullptr;
+    start(std::move(answered), std::move(elsewhere));
+}
+
+void DeferredAnswer::release() {
+    innermost_ = nullptr;
+    layers_.clear();
 }
 
 Json DeferredAnswer::produce(std::size_t level, PluginAnswer& answer) const {

@@ -48,6 +48,7 @@ public:
 
 private:
     Json produce(std::size_t level, PluginAnswer& answer) const;
+    void release();
 
     Begin begin_;
     std::function<Json(PluginAnswer)> innermost_;
