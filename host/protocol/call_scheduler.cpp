@@ -74,7 +74,9 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     // forwards: those run on the calling thread (ToolCall), and the job must
     // never wait for its family when it says it does not (a parked one may
     // run on the thread that hears that family, LoadedPlugin::hand_on_place).
-    const bool answers_later = tool_call && !legacy && !regex && tool->plugin->answers_later() &&
+    // (A 2025-11-25 call is one too: should its plugin ask for input, its
+    // later rounds run on a worker, DeferredAnswer::run_elsewhere_when.)
+    const bool answers_later = tool_call && !regex && tool->plugin->answers_later() &&
                                tool->task_support == plugins::TaskSupport::none && !request.call->forwarded;
     auto kept = std::make_shared<Request>(std::move(request));
     kept->may_answer_later = answers_later;

@@ -41,6 +41,11 @@ public:
     // By each layer as the stack unwinds, the innermost first.
     void wrap(Layer layer) { layers_.push_back(std::move(layer)); }
 
+    // An answer `when` holds for goes through the layers on the host's
+    // workers (begin's `elsewhere`), not on the thread it came on: what the
+    // layers then do may wait (a 2025-11-25 call asking its client).
+    void run_elsewhere_when(std::function<bool(const PluginAnswer&)> when) { elsewhere_when_ = std::move(when); }
+
     // By the outermost layer, last: begins the plugin's work. `outermost`
     // gets the result of every layer below, on the thread the answer comes
     // on (this one, when it comes at once).
@@ -48,11 +53,14 @@ public:
 
 private:
     Json produce(std::size_t level, PluginAnswer& answer) const;
+    // The answer through every layer, then what they hold let go.
+    void finish(const std::function<void(const Below&)>& outermost, PluginAnswer& answer);
     void release();
 
     Begin begin_;
     std::function<Json(PluginAnswer)> innermost_;
     std::vector<Layer> layers_;
+    std::function<bool(const PluginAnswer&)> elsewhere_when_;
 };
 
 } // namespace gatehouse::protocol

@@ -267,14 +267,20 @@ Json ToolCall::run_meta_tool(const plugins::Tool& tool, const Json& arguments, R
 Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request& request,
                       const gate::GateFindings& findings, const Json& sent_arguments, bool may_start_task) const {
     if (!tool.plugin->try_enter()) return plugin_busy(tool).to_tool_result();
-    if (request.may_answer_later && request.revision == Revision::modern_2026_07_28 && !may_start_task &&
-        tool.plugin->answers_later())
+    if (request.may_answer_later && !may_start_task && tool.plugin->answers_later())
         return begin_later(tool, arguments, request, findings, sent_arguments);
     struct Leave {
         plugins::LoadedPlugin* plugin;
         ~Leave() { plugin->leave(); }
     } leave{tool.plugin};
-    const std::string argument_text = encode(arguments);
+    return run_rounds(tool, encode(arguments), request, findings, sent_arguments,
+                      may_start_task ? &arguments : nullptr);
+}
+
+Json ToolCall::run_rounds(const plugins::Tool& tool, const std::string& argument_text, Request& request,
+                          const gate::GateFindings& findings, const Json& sent_arguments, const Json* task_arguments,
+                          std::optional<PluginAnswer> first_answer) const {
+    const bool may_start_task = task_arguments != nullptr;
     // Every round's answer (a final one, or input requests a client would
     // see) of a family allowed the store password is checked before use.
     bool withheld = false;
@@ -302,7 +308,9 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
             // its plain rounds with {"startTask": true}: the round's input goes
             // on to the task.
             environment.set_task_start(may_start_task);
-            PluginAnswer answer = environment.run_round(argument_text, responses, state);
+            // A round its family answered later comes in as it is.
+            PluginAnswer answer = first_answer ? std::move(*std::exchange(first_answer, std::nullopt))
+                                               : environment.run_round(argument_text, responses, state);
             if (environment.holds_password(answer)) {
                 withheld = true;
                 answer = {GH_STATUS_TOOL_ERROR, {}, {}};
@@ -317,8 +325,8 @@ Json ToolCall::invoke(const plugins::Tool& tool, const Json& arguments, Request&
     if (refused_later) return std::move(*refused_later);
     if (withheld) return password_withheld(tool).to_tool_result();
     if (task_input)
-        return parts_.tasks->start(request, {tool, arguments, sent_arguments, findings, std::move(task_input->first),
-                                             std::move(task_input->second)});
+        return parts_.tasks->start(request, {tool, *task_arguments, sent_arguments, findings,
+                                             std::move(task_input->first), std::move(task_input->second)});
     if (outcome.input_required.is_object()) return std::move(outcome.input_required);
     return result_of(tool, request, std::move(outcome.answer));
 }
@@ -332,22 +340,36 @@ Json ToolCall::begin_later(const plugins::Tool& tool, const Json& arguments, Req
     // when it comes. The subject's arguments are the request's own, which
     // lives until then (Request::may_answer_later).
     const InputRounds::Subject subject{tool.name, sent_arguments};
-    InputRounds::Round round = parts_.input_rounds.open_round(request, subject);
+    const bool modern = request.revision == Revision::modern_2026_07_28;
+    InputRounds::Round round = modern ? parts_.input_rounds.open_round(request, subject) : InputRounds::Round{};
     auto environment = std::make_shared<ToolCallEnvironment>(request, tool, parts_.sessions, findings.session.get());
-    request.deferred = std::make_shared<DeferredAnswer>(
-        [environment, session = findings.session, text = encode(arguments),
+    std::string text = encode(arguments);
+    // A 2025-11-25 call's later rounds send the arguments again.
+    std::string later_text = modern ? std::string() : text;
+    auto deferred = std::make_shared<DeferredAnswer>(
+        [environment, session = findings.session, text = std::move(text),
          round = std::move(round)](DeferredAnswer::Answered answered, DeferredAnswer::Elsewhere elsewhere) mutable {
             environment->begin_round(std::move(text), std::move(round), std::move(answered), std::move(elsewhere));
         },
-        [this, &tool, &request, subject, environment, inside,
-         session = findings.session](PluginAnswer answer) mutable -> Json {
-            inside.reset(); // the plugin has answered: its place is free before the answer is sent
+        [this, &tool, &request, subject, modern, environment, inside, findings,
+         text = std::move(later_text)](PluginAnswer answer) mutable -> Json {
+            // The plugin's place is free once this is done, before the answer is sent.
+            const auto leave = std::move(inside);
+            // A 2025-11-25 call's later rounds, if its plugin asks for input,
+            // run as a waiting call's do (on a worker: run_elsewhere_when).
+            if (!modern)
+                return run_rounds(tool, text, request, findings, subject.arguments, nullptr, std::move(answer));
             if (environment->holds_password(answer)) return password_withheld(tool).to_tool_result();
             InputRounds::Outcome outcome = parts_.input_rounds.close_round(
                 request, subject, tool.family, "tool '" + tool.name + "'", std::move(answer));
             if (outcome.input_required.is_object()) return std::move(outcome.input_required);
             return result_of(tool, request, std::move(outcome.answer));
         });
+    // Asking the client waits for the person: never on the thread that hears the family.
+    if (!modern)
+        deferred->run_elsewhere_when(
+            [](const PluginAnswer& answer) { return answer.status == GH_STATUS_INPUT_REQUIRED; });
+    request.deferred = std::move(deferred);
     return {};
 }
 

@@ -93,6 +93,13 @@ private:
     // which a tool asking before its task starts from its plain rounds.
     Json invoke(const plugins::Tool& tool, const Json& arguments, Request& request, const gate::GateFindings& findings,
                 const Json& sent_arguments, bool may_start_task) const;
+    // The plugin's rounds of a call (InputRounds), and its answer as the
+    // client gets it. `task_arguments`: the call may start its task (its
+    // validated arguments, for the task); `first_answer`: the first round's
+    // answer, which its family gave later (begin_later).
+    Json run_rounds(const plugins::Tool& tool, const std::string& argument_text, Request& request,
+                    const gate::GateFindings& findings, const Json& sent_arguments, const Json* task_arguments,
+                    std::optional<PluginAnswer> first_answer = std::nullopt) const;
     // The same call in a family that answers later: sets request.deferred
     // and returns nothing; the answer passes the same checks when it comes.
     Json begin_later(const plugins::Tool& tool, const Json& arguments, Request& request,

@@ -249,26 +249,35 @@ test("a slow call in a family's process holds neither the reading there nor the 
     host.notify('notifications/cancelled', { requestId: 'long', reason: 'done' });
   }));
 
-test("calls to a family in its own process hold no thread of the host's while they run there", () =>
-  // Two workers, and six slow calls inside the family's process at once:
-  // each passed the gate and was sent, and its answer will be seen to on
-  // the thread that reads that process. Were each call's thread to wait for
-  // its answer, no more than the workers would be inside, and the echo
-  // beside them would wait too.
-  withHost({ limits: { workers: 2 }, plugins: [{ path: 'echo.so', isolation: 'process', max_in_flight: 8 }] },
-    async (host) => {
-      const ids = ['s1', 's2', 's3', 's4', 's5', 's6'];
-      for (const id of ids) host.send(toolCall(id, 'slow', { ms: 60000 }, modernMeta({ progressToken: id })));
-      for (const id of ids)
-        await host.waitFor((m) => m.method === 'notifications/progress' && m.params.progressToken === id,
-          { what: `call ${id} inside the family's process` });
-      const echo = await host.modern('tools/call', { name: 'echo', arguments: { text: 'beside them' } });
-      assert.equal(echo.result.structuredContent.text, 'beside them');
-      for (const id of ids) host.notify('notifications/cancelled', { requestId: id, reason: 'done' });
-      const cancelled = await host.modern('tools/call', { name: 'echo', arguments: { text: 'after' } });
-      assert.equal(cancelled.result.structuredContent.text, 'after');
-      assert.equal(host.messages.some((m) => ids.includes(m.message.id)), false, 'a cancelled call got no answer');
-    }));
+for (const revision of ['2026-07-28', '2025-11-25'])
+  test(`calls to a family in its own process hold no thread of the host's while they run there (${revision})`, () =>
+    // Two workers, and six slow calls inside the family's process at once:
+    // each passed the gate and was sent, and its answer will be seen to on
+    // the thread that reads that process. Were each call's thread to wait
+    // for its answer, no more than the workers would be inside, and the
+    // echo beside them would wait too.
+    withHost({ limits: { workers: 2 }, plugins: [{ path: 'echo.so', isolation: 'process', max_in_flight: 8 }] },
+      async (host) => {
+        const legacy = revision === '2025-11-25';
+        if (legacy) await host.initialize();
+        const call = (id, name, args, progressToken) => legacy
+          ? { jsonrpc: '2.0', id, method: 'tools/call',
+            params: { name, arguments: args, ...(progressToken ? { _meta: { progressToken } } : {}) } }
+          : toolCall(id, name, args, modernMeta(progressToken ? { progressToken } : {}));
+        const echo = async (id, text) => {
+          host.send(call(id, 'echo', { text }));
+          return (await host.response(id)).message.result.structuredContent.text;
+        };
+        const ids = ['s1', 's2', 's3', 's4', 's5', 's6'];
+        for (const id of ids) host.send(call(id, 'slow', { ms: 60000 }, id));
+        for (const id of ids)
+          await host.waitFor((m) => m.method === 'notifications/progress' && m.params.progressToken === id,
+            { what: `call ${id} inside the family's process` });
+        assert.equal(await echo('beside', 'beside them'), 'beside them');
+        for (const id of ids) host.notify('notifications/cancelled', { requestId: id, reason: 'done' });
+        assert.equal(await echo('after', 'after'), 'after');
+        assert.equal(host.messages.some((m) => ids.includes(m.message.id)), false, 'a cancelled call got no answer');
+      }));
 
 test("a family's process never writes to the stdio transport: its stdout goes to the log", () =>
   withHost({ plugins: [{ path: 'noisy.so', isolation: 'process' }] }, async (host) => {

@@ -85,3 +85,38 @@ TEST_CASE("what a layer below throws reaches the layer above, as in a call answe
     deferred->begin([&](const DeferredAnswer::Below& below) { sent = below(); }, [](std::function<void()>) {});
     CHECK(sent == Json{{"error", "malformed"}});
 }
+
+TEST_CASE("an answer that may lead to waiting goes through the layers on a worker, any other where it came",
+          "[deferred]") {
+    DeferredAnswer::Answered hold;
+    auto deferred = std::make_shared<DeferredAnswer>(
+        [&](DeferredAnswer::Answered answered, DeferredAnswer::Elsewhere) { hold = std::move(answered); },
+        [](PluginAnswer answer) {
+            return Json{{"status", answer.status}};
+        });
+    deferred->run_elsewhere_when([](const PluginAnswer& answer) { return answer.status == GH_STATUS_INPUT_REQUIRED; });
+    std::vector<std::function<void()>> on_workers;
+    std::vector<Json> sent;
+    deferred->begin([&](const DeferredAnswer::Below& below) { sent.push_back(below()); },
+                    [&](std::function<void()> work) { on_workers.push_back(std::move(work)); });
+    deferred.reset();
+    hold({GH_STATUS_INPUT_REQUIRED, "{}", std::nullopt});
+    CHECK(sent.empty()); // not here: on a worker
+    REQUIRE(on_workers.size() == 1);
+    on_workers.front()();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent.front() == Json{{"status", GH_STATUS_INPUT_REQUIRED}});
+
+    auto plain = std::make_shared<DeferredAnswer>(
+        [&](DeferredAnswer::Answered answered, DeferredAnswer::Elsewhere) {
+            answered({GH_STATUS_OK, "", {}});
+        },
+        [](PluginAnswer answer) {
+            return Json{{"status", answer.status}};
+        });
+    plain->run_elsewhere_when([](const PluginAnswer& answer) { return answer.status == GH_STATUS_INPUT_REQUIRED; });
+    plain->begin([&](const DeferredAnswer::Below& below) { sent.push_back(below()); },
+                 [&](std::function<void()> work) { on_workers.push_back(std::move(work)); });
+    CHECK(sent.size() == 2); // at once, where it came
+    CHECK(on_workers.size() == 1);
+}
