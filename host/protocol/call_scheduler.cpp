@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 
 namespace gatehouse::protocol {
@@ -27,6 +28,37 @@ const Json* running_arguments(const Request& request) {
     const auto inner = request.call->arguments.find("arguments");
     return inner != request.call->arguments.end() ? &*inner : nullptr;
 }
+
+// The place a call answered later holds in its family (LoadedPlugin::admit),
+// handed on once: by its answer, or when nothing can answer it any more.
+class AdmittedPlace {
+public:
+    explicit AdmittedPlace(const plugins::Tool* tool) : tool_(tool) {}
+    AdmittedPlace(const AdmittedPlace&) = delete;
+    AdmittedPlace& operator=(const AdmittedPlace&) = delete;
+    ~AdmittedPlace() { hand_on(); }
+
+    // The thread that began the call is done with it.
+    void begun() { beginning_ = false; }
+
+    // The next parked call that only sends runs on this thread, unless this
+    // is the thread still beginning this call (its family was down and
+    // answered at once): never a chain of parked calls on one stack. A fault
+    // in it is logged; it never leaves (a destructor calls this).
+    void hand_on() {
+        if (handed_.exchange(true) || !tool_) return;
+        try {
+            tool_->plugin->hand_on_place(!beginning_.load());
+        } catch (const std::exception& e) {
+            spdlog::error("a parked call failed and was abandoned: {}", e.what());
+        }
+    }
+
+private:
+    const plugins::Tool* tool_;
+    std::atomic<bool> beginning_{true};
+    std::atomic<bool> handed_{false};
+};
 
 } // namespace
 
@@ -104,31 +136,21 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
                 limits::CallDeadlines::Ticket ticket;
                 std::shared_ptr<plugins::CallPace> pace;
                 std::chrono::steady_clock::time_point began;
-                // An answer that comes while this thread still begins the
-                // call (its family is down) hands the place on through the
-                // pool, as a call that ran here does: never a chain of
-                // parked calls on this stack.
-                std::shared_ptr<std::atomic<bool>> beginning;
+                // Its place in its family, handed on once: after its answer,
+                // or when its answer can no longer come (the work carrying
+                // it was dropped).
+                std::shared_ptr<AdmittedPlace> place;
             };
-            auto beginning = std::make_shared<std::atomic<bool>>(true);
+            auto place = std::make_shared<AdmittedPlace>(running->admitted.tool);
             deferred->begin(
-                [this, state = Answering{std::move(counted), request, running, ticket, pace, began, beginning}](
+                [this, state = Answering{std::move(counted), request, running, ticket, pace, began, place}](
                     const DeferredAnswer::Below& below) {
                     // However this ends (a fault is the answering thread's
                     // to log), the call's place in its family goes on.
                     struct HandOn {
-                        const plugins::Tool* tool;
-                        bool here;
-                        ~HandOn() {
-                            // The next parked call may run here, and a fault
-                            // in it must not leave this destructor.
-                            try {
-                                if (tool) tool->plugin->hand_on_place(here);
-                            } catch (const std::exception& e) {
-                                spdlog::error("a parked call failed and was abandoned: {}", e.what());
-                            }
-                        }
-                    } hand_on{state.running->admitted.tool, !state.beginning->load()};
+                        AdmittedPlace& place;
+                        ~HandOn() { place.hand_on(); }
+                    } hand_on{*state.place};
                     metrics::LogScope scope(&state.request->trace);
                     const Json response = below();
                     if (state.pace) state.pace->record(std::chrono::steady_clock::now() - state.began);
@@ -136,7 +158,7 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
                 },
                 // A family's host functions in a call: ahead of calls still queued.
                 [this](std::function<void()> work) { pool_.submit_first(std::move(work)); });
-            beginning->store(false);
+            place->begun();
             return false;
         }
         if (pace) pace->record(std::chrono::steady_clock::now() - began);

@@ -113,6 +113,8 @@ InputRounds::Outcome InputRounds::run(Request& request, Subject subject, const s
 }
 
 Json InputRounds::ask_client(Request& request, const Json& input_requests, const std::string& what) const {
+    // A call already over (cancelled, or answered by its deadline) asks no one.
+    if (request.cancelled()) throw ProtocolError(error_code::internal_error, "The request was cancelled.");
     auto& table = request.connection->client_requests();
     struct Asked {
         std::string key;

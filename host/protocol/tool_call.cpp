@@ -357,9 +357,11 @@ Json ToolCall::begin_later(const plugins::Tool& tool, const Json& arguments, Req
             const auto leave = std::move(inside);
             // A 2025-11-25 call's later rounds, if its plugin asks for input,
             // run as a waiting call's do (on a worker: run_elsewhere_when).
+            // Screened first by the environment the round ran in, which
+            // knows the password it handed out (store_credentials).
+            if (environment->holds_password(answer)) return password_withheld(tool).to_tool_result();
             if (!modern)
                 return run_rounds(tool, text, request, findings, subject.arguments, nullptr, std::move(answer));
-            if (environment->holds_password(answer)) return password_withheld(tool).to_tool_result();
             InputRounds::Outcome outcome = parts_.input_rounds.close_round(
                 request, subject, tool.family, "tool '" + tool.name + "'", std::move(answer));
             if (outcome.input_required.is_object()) return std::move(outcome.input_required);
