@@ -98,16 +98,16 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     const bool regex = tool_call && ((tool->input_schema && tool->input_schema->uses_regex()) ||
                                      (tool->output_schema && tool->output_schema->uses_regex()));
     const bool legacy = request.revision == Revision::legacy_2025_11_25;
-    // Kept at one address until its answer, which may come later, on the
-    // thread that hears its family (DeferredAnswer).
-    // (Not one whose schemas run std::regex: its result is checked where the
-    // answer is heard, on a thread with a plain stack; see ReadyCall.)
-    // Nor a call of a tool that may run as a task, nor one call_tool
-    // forwards: those run on the calling thread (ToolCall), and the job must
-    // never wait for its family when it says it does not (a parked one may
-    // run on the thread that hears that family, LoadedPlugin::hand_on_place).
-    // (A 2025-11-25 call is one too: should its plugin ask for input, its
-    // later rounds run on a worker, DeferredAnswer::run_elsewhere_when.)
+    // The request is kept at one address until its answer, which may come
+    // later, on the thread that hears its family (DeferredAnswer), in either
+    // revision (a 2025-11-25 call whose plugin asks for input goes on on a
+    // worker, DeferredAnswer::run_elsewhere_when). Not so a call whose
+    // schemas run std::regex: its result would be checked where the answer
+    // is heard, on a thread with a plain stack (see ReadyCall). Nor a call of
+    // a tool that may run as a task, or one call_tool forwards: those run on
+    // the calling thread (ToolCall), and a job that says it only sends must
+    // never wait for its family (a parked one may run on the thread that
+    // hears that family, LoadedPlugin::hand_on_place).
     const bool answers_later = tool_call && !regex && tool->plugin->answers_later() &&
                                tool->task_support == plugins::TaskSupport::none && !request.call->forwarded;
     auto kept = std::make_shared<Request>(std::move(request));
