@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -27,7 +28,6 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <algorithm>
 #include <vector>
 
 namespace gatehouse::isolation {

@@ -257,6 +257,18 @@ void log_frame(FamilyProcess::Child& child, gh_call* call, const Frame& frame) {
     if (any_heard && call && call->environment) call->environment->log(frame.code, call->family, heard);
 }
 
+// A progress frame's report, published in the call it belongs to.
+void publish_progress(gh_call* call, const Frame& frame) {
+    plugins::host_api()->progress(call, field_double(frame.field(0)), field_double(frame.field(1)),
+                                  plugins::abi_str(frame.field(2)));
+}
+
+// Why a call of `bytes` is refused before it is sent.
+std::string too_large_for_a_frame(std::size_t bytes) {
+    return "The call is " + std::to_string(bytes) + " bytes, more than a family's process takes in one piece (" +
+           std::to_string(kMaxFrameBytes >> 20) + " MiB); send less.";
+}
+
 // What a frame with no call (id 0) asks: a log line or a change the plugin
 // reported from a thread of its own.
 void outside_any_call(FamilyProcess::Child& child, const Frame& frame) {
@@ -901,6 +913,11 @@ void FamilyProcess::run_host_call(gh_call* call, Child& child, const Frame& fram
     send(child, Frame{FrameType::host_reply, status, 0, frame.id, {std::move(answer.bytes)}});
 }
 
+std::string FamilyProcess::hung_call() const {
+    return "a call ran " + std::to_string((options_.call_deadline + options_.kill_grace).count()) +
+           " ms, past its deadline and the grace after it, so its process was killed";
+}
+
 bool FamilyProcess::on_own_thread() const {
     const auto me = std::this_thread::get_id();
     std::lock_guard lock(mutex_);
@@ -942,9 +959,7 @@ void FamilyProcess::begin_tool_call(void* tool_data, gh_call* call, std::string 
     Frame frame{FrameType::call, static_cast<std::int32_t>(CallKind::tool), index, pending->id, std::move(fields)};
     if (frame.length() > kMaxFrameBytes) {
         Answered now = std::move(pending->answered);
-        return now(GH_STATUS_INVALID_ARGS, "The call is " + std::to_string(frame.length()) +
-                                               " bytes, more than a family's process takes in one piece (" +
-                                               std::to_string(kMaxFrameBytes >> 20) + " MiB); send less.");
+        return now(GH_STATUS_INVALID_ARGS, too_large_for_a_frame(frame.length()));
     }
     pending->child = child;
     {
@@ -1022,8 +1037,7 @@ void FamilyProcess::see_to(Child& child, Pending& pending, const Frame& frame) {
             std::lock_guard lock(pending.mutex);
             pending.progress_held.reset();
         }
-        api->progress(pending.call, field_double(frame.field(0)), field_double(frame.field(1)),
-                      plugins::abi_str(frame.field(2)));
+        publish_progress(pending.call, frame);
         return;
     case FrameType::notify:
         if (child.changes.take(child.label))
@@ -1085,9 +1099,7 @@ void FamilyProcess::settle(const std::shared_ptr<Pending>& pending) {
     }
     // The latest progress held back goes out before the answer, as the
     // client should see it last.
-    if (progress)
-        plugins::host_api()->progress(call, field_double(progress->field(0)), field_double(progress->field(1)),
-                                      plugins::abi_str(progress->field(2)));
+    if (progress) publish_progress(call, *progress);
     int32_t status;
     std::string bytes;
     if (gone) {
@@ -1142,8 +1154,7 @@ void FamilyProcess::look_after_later_calls() {
         }
         if (progress) {
             try {
-                api->progress(pending->call, field_double(progress->field(0)), field_double(progress->field(1)),
-                              plugins::abi_str(progress->field(2)));
+                publish_progress(pending->call, *progress);
             } catch (const std::exception& e) {
                 spdlog::error("family '{}': a call's progress could not be published: {}", family_, e.what());
             }
@@ -1154,9 +1165,7 @@ void FamilyProcess::look_after_later_calls() {
             settle(pending);
         }
         if (cancel) send(*child, Frame{FrameType::cancel, 0, 0, pending->id, {}});
-        if (hung)
-            kill(*child, "a call ran " + std::to_string((options_.call_deadline + options_.kill_grace).count()) +
-                             " ms, past its deadline and the grace after it, so its process was killed");
+        if (hung) kill(*child, hung_call());
     }
 }
 
@@ -1188,9 +1197,7 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
             std::lock_guard lock(child->mutex);
             child->pending.erase(id);
         }
-        if (gh_sink* said = err ? err : out)
-            said->bytes = "The call is " + std::to_string(frame.length()) + " bytes, more than a family's process " +
-                          "takes in one piece (" + std::to_string(kMaxFrameBytes >> 20) + " MiB); send less.";
+        if (gh_sink* said = err ? err : out) said->bytes = too_large_for_a_frame(frame.length());
         return GH_STATUS_INVALID_ARGS;
     }
     send(*child, std::move(frame)); // a child that takes nothing is killed: the wait below ends
@@ -1214,8 +1221,7 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
     std::optional<Frame> progress_held;
     const auto tell_progress = [&](bool last) {
         if (!progress_held || !(last || child->progress.take())) return;
-        api->progress(call, field_double(progress_held->field(0)), field_double(progress_held->field(1)),
-                      plugins::abi_str(progress_held->field(2)));
+        publish_progress(call, *progress_held);
         progress_held.reset();
     };
     for (;;) {
@@ -1276,8 +1282,7 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         }
         if (bounded && !killed && Clock::now() >= deadline) {
             killed = true;
-            kill(*child, "a call ran " + std::to_string((options_.call_deadline + options_.kill_grace).count()) +
-                             " ms, past its deadline and the grace after it, so its process was killed");
+            kill(*child, hung_call());
         }
     }
 }

@@ -162,6 +162,8 @@ private:
     // that came while no child serves.
     int32_t crashed(gh_sink* out, gh_sink* err, const std::string& why, bool reached) const;
     void run_host_call(gh_call* call, Child& child, const Frame& frame);
+    // Why a child is killed for a call past its deadline and the grace after it.
+    std::string hung_call() const;
     // A frame of a call answered later, on the reading thread.
     void deliver_later(Child& child, const std::shared_ptr<Pending>& pending, Frame frame);
     // One frame of such a call besides its result: a host call, a log line,

@@ -43,10 +43,10 @@ std::size_t Frame::length() const {
 
 namespace {
 
-void make_non_blocking(int fd) {
+void set_non_blocking(int fd, bool non_blocking) {
     if (fd < 0) return;
     const int flags = ::fcntl(fd, F_GETFL);
-    if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, non_blocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK);
 }
 
 } // namespace
@@ -54,14 +54,12 @@ void make_non_blocking(int fd) {
 FrameChannel::FrameChannel(int socket) : input_(socket), output_(socket), socket_(true) {}
 
 FrameChannel::FrameChannel(int input, int output) : input_(input), output_(output), socket_(false) {
-    make_non_blocking(input_);
-    make_non_blocking(output_);
+    set_non_blocking(input_, true);
+    set_non_blocking(output_, true);
 }
 
 void FrameChannel::block_on_reads() {
-    if (socket_) return; // a socket's reader waits in poll (read_some)
-    const int flags = ::fcntl(input_, F_GETFL);
-    if (flags >= 0) ::fcntl(input_, F_SETFL, flags & ~O_NONBLOCK);
+    if (!socket_) set_non_blocking(input_, false); // a socket's reader waits in poll (read_some)
 }
 
 FrameChannel::~FrameChannel() {
