@@ -337,6 +337,12 @@ HttpConnection::~HttpConnection() {
 }
 
 void HttpConnection::start() {
+    // The read after a wait (wait_for_bytes) must not block: a wake-up for
+    // nothing is then a would_block, not a stalled loop. A socket that
+    // cannot be made so keeps reading with async_read_some alone.
+    boost::system::error_code ec;
+    socket_.non_blocking(true, ec);
+    may_wait_to_read_ = !ec;
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->wait_for_bytes(); });
 }
 
@@ -366,6 +372,14 @@ void HttpConnection::abort() {
 // brings are parsed when a request is due, and wait in the buffer while one
 // is answered. The buffer holds at most kMaxHeaderBytes, so framing that
 // never ends (a chunk line, trailers) cannot grow it.
+//
+// A read that filled less than the room it had found the socket empty:
+// the next one waits for the socket to be readable and reads then, where
+// async_read_some would first try a read that finds nothing (a system call
+// a request for an EAGAIN; nginx makes no such read). Safe because each
+// io_context of the service is run by one thread (HttpService::loops): bytes
+// that arrive after that read are reported by the next epoll_wait of this
+// very thread, which runs only once the wait below is queued.
 void HttpConnection::wait_for_bytes() {
     if (phase_ == Phase::closed || reading_) return;
     const std::size_t room = buffer_.max_size() - buffer_.size();
@@ -378,38 +392,59 @@ void HttpConnection::wait_for_bytes() {
     if (phase_ == Phase::waiting_for_request)
         arm_timer(heard_a_request_ ? service_.settings.idle_timeout_ms : service_.settings.request_timeout_ms);
     reading_ = true;
-    socket_.async_read_some(buffer_.prepare(room),
-                            [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
-                                self->reading_ = false;
-                                if (self->phase_ == Phase::closed) return;
-                                if (ec || n == 0) {
-                                    // While a request is answered, the peer closing is its cancellation.
-                                    if (self->phase_ == Phase::answering || self->phase_ == Phase::streaming)
-                                        self->peer_gone();
-                                    else
-                                        self->close();
-                                    return;
-                                }
-                                self->buffer_.commit(n);
-                                switch (self->phase_) {
-                                case Phase::waiting_for_request:
-                                case Phase::reading_request: self->parse_request(); return;
-                                case Phase::lingering:
-                                    // Past the bound the socket is no longer read: the client's
-                                    // writes stall rather than meet a reset that could destroy
-                                    // the answer unread, and the timer closes it.
-                                    self->lingered_bytes_ += n;
-                                    self->buffer_.consume(self->buffer_.size());
-                                    if (self->lingered_bytes_ <= kMaxLingerBytes) self->wait_for_bytes();
-                                    return;
-                                default:
-                                    // Bytes that arrive while an answer is pending are the next
-                                    // (pipelined) request; they wait in the buffer until it is done,
-                                    // and the socket stays watched for the peer closing.
-                                    self->wait_for_bytes();
-                                    return;
-                                }
-                            });
+    if (!socket_empty_) {
+        socket_.async_read_some(buffer_.prepare(room),
+                                [self = shared_from_this(), room](boost::system::error_code ec, std::size_t n) {
+                                    self->reading_ = false;
+                                    self->on_bytes(ec, n, room);
+                                });
+        return;
+    }
+    socket_.async_wait(Socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+        self->reading_ = false;
+        if (self->phase_ == Phase::closed) return;
+        const std::size_t room = self->buffer_.max_size() - self->buffer_.size();
+        std::size_t n = 0;
+        if (!ec) n = self->socket_.read_some(self->buffer_.prepare(room), ec);
+        // Readable with nothing to read (a wake-up for nothing): wait again.
+        if (ec == boost::asio::error::would_block) {
+            self->wait_for_bytes();
+            return;
+        }
+        self->on_bytes(ec, n, room);
+    });
+}
+
+void HttpConnection::on_bytes(boost::system::error_code ec, std::size_t n, std::size_t room) {
+    if (phase_ == Phase::closed) return;
+    if (ec || n == 0) {
+        // While a request is answered, the peer closing is its cancellation.
+        if (phase_ == Phase::answering || phase_ == Phase::streaming)
+            peer_gone();
+        else
+            close();
+        return;
+    }
+    socket_empty_ = may_wait_to_read_ && n < room;
+    buffer_.commit(n);
+    switch (phase_) {
+    case Phase::waiting_for_request:
+    case Phase::reading_request: parse_request(); return;
+    case Phase::lingering:
+        // Past the bound the socket is no longer read: the client's
+        // writes stall rather than meet a reset that could destroy
+        // the answer unread, and the timer closes it.
+        lingered_bytes_ += n;
+        buffer_.consume(buffer_.size());
+        if (lingered_bytes_ <= kMaxLingerBytes) wait_for_bytes();
+        return;
+    default:
+        // Bytes that arrive while an answer is pending are the next
+        // (pipelined) request; they wait in the buffer until it is done,
+        // and the socket stays watched for the peer closing.
+        wait_for_bytes();
+        return;
+    }
 }
 
 void HttpConnection::parse_request() {

@@ -737,6 +737,31 @@ test('pipelined requests on one keep-alive connection are all answered, in order
     assert.equal(answers[1].result.structuredContent.text, 'second');
   }));
 
+test('a request whose parts come apart, a pause between each, is read whole; so is the next on the connection', () =>
+  // After a read that empties the socket the connection waits for it to be
+  // readable again before it reads: each part below arrives into such a wait.
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const { port } = new URL(host.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d) => (text += d));
+    const answers = () => text.split('HTTP/1.1 200').length - 1;
+    const pause = () => new Promise((r) => setTimeout(r, 60));
+    for (let i = 1; i <= 2; i++) {
+      const message = modernMessage('tools/call', { name: 'echo', arguments: { text: `apart ${i}` } }, i);
+      const bytes = rawPost(host, message, { headers: HttpHost.modernHeaders(message) });
+      const head = bytes.indexOf('\r\n\r\n') + 4;
+      for (const part of [bytes.slice(0, 20), bytes.slice(20, head), bytes.slice(head, head + 10), bytes.slice(head + 10)]) {
+        await pause();
+        socket.write(part);
+      }
+      await eventually(`answer ${i}`, () => answers() === i && text.includes(`apart ${i}`), 5000);
+    }
+    socket.destroy();
+  }));
+
 test('connections that never send a request give their places back within request_timeout_ms', () =>
   withHttpHost({ plugins: ECHO, http: { max_connections: 4, request_timeout_ms: 1000 } }, async (host) => {
     const { port } = new URL(host.url);
