@@ -21,6 +21,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <list>
 #include <iostream>
 #include <mutex>
@@ -368,11 +369,27 @@ int32_t ServedFamily::run(const Frame& frame, ChildCall& call, gh_sink& out, gh_
     return GH_STATUS_INTERNAL;
 }
 
+namespace {
+
+// The name `ps`, `top` and the kernel's own log (an OOM kill, a segfault)
+// give this process: "gh:" and the family's name, where the spawn of
+// /proc/self/exe would leave "exe" for every family alike. Printable ASCII
+// only, and the kernel keeps 15 bytes.
+void name_this_process(std::string_view family) {
+    std::string name = "gh:";
+    for (char c : family)
+        if (c > ' ' && c < 0x7f && name.size() < 15) name += c;
+    ::prctl(PR_SET_NAME, name.c_str(), 0, 0, 0);
+}
+
+} // namespace
+
 void ServedFamily::serve(const char* library_path) {
     std::string encoded;
     try {
         library_ = plugins::open_library(library_path, &api_);
         tables_ = read_plugin_tables(library_.descriptor);
+        name_this_process(plugins::abi_view(tables_.desc.family));
         encoded = encode_descriptor(tables_);
     } catch (const std::exception& e) {
         channel_.send(Frame{FrameType::descriptor, 1, 0, 0, {e.what()}});
@@ -564,6 +581,9 @@ int serve_family(int argc, char** argv) {
 #endif
     if (cpu_seconds && !set_limit(RLIMIT_CPU, *cpu_seconds, "CPU time")) return 1;
     if (open_files && !set_limit(RLIMIT_NOFILE, *open_files, "open files")) return 1;
+    // Named by its library until the library names its family, so a
+    // process that dies loading it is told apart too.
+    name_this_process(std::filesystem::path(library).stem().string());
     ServedFamily family(input, output); // serve() never returns: the process ends with _Exit
     g_served_family = &family;
     family.serve(library);

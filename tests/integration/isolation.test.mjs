@@ -197,6 +197,13 @@ test('environment: a list gives the family\'s process the basic variables and th
     assert.match(hostSeen, /GATEHOUSE_TEST_SECRET=not-for-families/);
   }));
 
+test('a family\'s process is named for its family, as ps, top and the kernel\'s log show it', () =>
+  withHost({ plugins: [CRASHY] }, async (host) => {
+    const pid = await servedAgain(host);
+    assert.equal(readFileSync(`/proc/${pid}/comm`, 'latin1').trim(), 'gh:crashy');
+    assert.equal(readFileSync(`/proc/${host.pid}/comm`, 'latin1').trim(), 'gatehouse');
+  }));
+
 test('environment: without a list the family\'s process inherits the host\'s environment', () =>
   withHost({ plugins: [CRASHY], env: { GATEHOUSE_TEST_SECRET: 'inherited' } }, async (host) => {
     const pid = await servedAgain(host);
