@@ -24,7 +24,7 @@ for (const r of rows) {
         continue;
     }
     lines.push([
-        r.server, r.server === 'floor' ? '-' : r.era,
+        r.server, r.server === 'floor' || r.server.startsWith('relay') ? '-' : r.era,
         f0(s.calls_per_s), f1(s.p50_us), f1(s.p99_us), (s.p50_us / floor.sequential.p50_us).toFixed(2) + 'x',
         f1(s.server_cpu_us_per_call),
         f0(c.calls_per_s), f1(c.p50_us), f1(c.p99_us), f1(c.server_cpu_us_per_call),

