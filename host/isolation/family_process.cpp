@@ -4,6 +4,7 @@
 #include "isolation/own_process_group.hpp"
 #include "gate/refusal.hpp"
 #include "metrics/log_allowance.hpp"
+#include "metrics/log_context.hpp"
 #include "plugins/abi_text.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/host_api.hpp"
@@ -48,20 +49,25 @@ struct FamilyProcess::Pending {
     bool gone = false;
     std::string why;
 
+    // The call whose frames these are (see_to): for one answered later,
+    // until it is answered.
+    gh_call* call = nullptr;
+    // The latest progress report past the child's budget, published once
+    // there is room, and before the answer in any case.
+    std::optional<Frame> progress_held;
+
     // A call answered later (begin_tool_call): no thread waits for it, and
     // its frames are seen to on the thread that reads them. Empty once
     // answered, and for a call whose thread waits.
     Answered answered;
     Elsewhere elsewhere;
-    gh_call* call = nullptr; // until answered
     std::uint64_t id = 0;
     Clock::time_point deadline{};
     bool cancel_sent = false;
     bool killed = false;
     std::weak_ptr<Child> child;  // the process it was sent to
     std::optional<Frame> result; // arrived while its frames were still seen to
-    std::optional<Frame> progress_held;
-    bool seeing_to = false; // its frames are being seen to, in order (`frames`): not answered meanwhile
+    bool seeing_to = false;      // its frames are being seen to, in order (`frames`): not answered meanwhile
 };
 
 namespace {
@@ -255,6 +261,24 @@ void log_frame(FamilyProcess::Child& child, gh_call* call, const Frame& frame) {
         write(text.substr(0, end));
     if (!text.empty()) write(text);
     if (any_heard && call && call->environment) call->environment->log(frame.code, call->family, heard);
+}
+
+// The trace of the request a call serves, for the host's log lines about
+// it on a thread that is not the call's own; the call must stay meanwhile
+// (its frames are being seen to).
+const metrics::TraceContext* trace_of(gh_call* call) {
+    return call && call->environment ? call->environment->trace() : nullptr;
+}
+
+// The frame that asks the child to run a call: its own fields and, for a
+// kind with rounds, the round's input (carries_round).
+Frame call_frame(CallKind kind, std::uint32_t index, std::uint64_t id, std::vector<std::string> fields,
+                 const gh_call* call) {
+    if (carries_round(kind)) {
+        fields.emplace_back(call ? call->input_responses : std::string_view("{}"));
+        fields.emplace_back(call ? call->request_state : std::string_view());
+    }
+    return Frame{FrameType::call, static_cast<std::int32_t>(kind), index, id, std::move(fields)};
 }
 
 // A progress frame's report, published in the call it belongs to.
@@ -954,9 +978,7 @@ void FamilyProcess::begin_tool_call(void* tool_data, gh_call* call, std::string 
     std::vector<std::string> fields;
     fields.reserve(3);
     fields.push_back(std::move(arguments));
-    fields.emplace_back(call->input_responses);
-    fields.emplace_back(call->request_state);
-    Frame frame{FrameType::call, static_cast<std::int32_t>(CallKind::tool), index, pending->id, std::move(fields)};
+    Frame frame = call_frame(CallKind::tool, index, pending->id, std::move(fields), call);
     if (frame.length() > kMaxFrameBytes) {
         Answered now = std::move(pending->answered);
         return now(GH_STATUS_INVALID_ARGS, too_large_for_a_frame(frame.length()));
@@ -1049,6 +1071,9 @@ void FamilyProcess::see_to(Child& child, Pending& pending, const Frame& frame) {
 
 void FamilyProcess::see_to_frames(const std::shared_ptr<Pending>& pending) {
     const std::shared_ptr<Child> child = pending->child.lock();
+    // What the host logs for the call, the plugin's own lines among it,
+    // belongs to the call's trace, as on the thread the call began on.
+    const metrics::LogScope scope(trace_of(pending->call));
     for (;;) {
         Frame frame;
         {
@@ -1153,6 +1178,7 @@ void FamilyProcess::look_after_later_calls() {
             }
         }
         if (progress) {
+            const metrics::LogScope scope(trace_of(pending->call));
             try {
                 publish_progress(pending->call, *progress);
             } catch (const std::exception& e) {
@@ -1172,6 +1198,7 @@ void FamilyProcess::look_after_later_calls() {
 int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call, std::vector<std::string> fields,
                               gh_sink* out, gh_sink* err) {
     auto pending = std::make_shared<Pending>();
+    pending->call = call; // its frames are seen to on this thread, as they come (see_to)
     std::shared_ptr<Child> child;
     std::uint64_t id;
     std::string down;
@@ -1187,11 +1214,7 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         if (child->gone) return crashed(out, err, "its process has just ended", false);
         child->pending.emplace(id, pending);
     }
-    if (carries_round(kind)) {
-        fields.emplace_back(call ? call->input_responses : std::string_view("{}"));
-        fields.emplace_back(call ? call->request_state : std::string_view());
-    }
-    Frame frame{FrameType::call, static_cast<std::int32_t>(kind), index, id, std::move(fields)};
+    Frame frame = call_frame(kind, index, id, std::move(fields), call);
     if (frame.length() > kMaxFrameBytes) {
         {
             std::lock_guard lock(child->mutex);
@@ -1215,14 +1238,19 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
         std::lock_guard lock(pending->mutex);
         return !pending->frames.empty() || pending->gone;
     };
-    // Progress is coalesced past the child's budget: the latest report is
-    // held until there is room, and published before the answer whatever
-    // the budget says (`last`), for it is what the client should see last.
-    std::optional<Frame> progress_held;
-    const auto tell_progress = [&](bool last) {
-        if (!progress_held || !(last || child->progress.take())) return;
-        publish_progress(call, *progress_held);
-        progress_held.reset();
+    // Progress is coalesced past the child's budget: see_to holds the latest
+    // report until there is room, and it is published before the answer
+    // whatever the budget says (`last`), for it is what the client should
+    // see last.
+    const auto tell_held_progress = [&](bool last) {
+        std::optional<Frame> held;
+        {
+            std::lock_guard lock(pending->mutex);
+            if (!pending->progress_held || !(last || child->progress.take())) return;
+            held = std::move(pending->progress_held);
+            pending->progress_held.reset();
+        }
+        publish_progress(call, *held);
     };
     for (;;) {
         std::deque<Frame> frames;
@@ -1253,28 +1281,18 @@ int32_t FamilyProcess::invoke(CallKind kind, std::uint32_t index, gh_call* call,
             gone = pending->gone;
             why = pending->why;
         }
-        for (auto& frame : frames) {
-            switch (frame.type) {
-            case FrameType::result:
-                tell_progress(true);
-                forget();
-                if (out) out->bytes.append(frame.field(0));
-                if (err) err->bytes.append(frame.field(1));
-                return frame.code;
-            case FrameType::host_call: run_host_call(call, *child, frame); break;
-            case FrameType::log: log_frame(*child, call, frame); break;
-            case FrameType::progress:
-                progress_held = std::move(frame);
-                tell_progress(false);
-                break;
-            case FrameType::notify:
-                if (child->changes.take(child->label))
-                    api->notify_changed(call, frame.code, plugins::abi_str(frame.field(0)));
-                break;
-            default: break;
+        for (const auto& frame : frames) {
+            if (frame.type != FrameType::result) {
+                see_to(*child, *pending, frame);
+                continue;
             }
+            tell_held_progress(true);
+            forget();
+            if (out) out->bytes.append(frame.field(0));
+            if (err) err->bytes.append(frame.field(1));
+            return frame.code;
         }
-        tell_progress(gone);
+        tell_held_progress(gone);
         if (gone) return crashed(out, err, why, true);
         if (!cancel_sent && call && api->is_cancelled(call)) {
             cancel_sent = true;

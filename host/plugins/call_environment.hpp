@@ -11,6 +11,10 @@
 #include <string>
 #include <string_view>
 
+namespace gatehouse::metrics {
+struct TraceContext;
+}
+
 namespace gatehouse::plugins {
 
 // What a host service answers a plugin: a GH_STATUS_* and the JSON it wrote
@@ -36,6 +40,10 @@ public:
     // caller's owner key (empty: no caller).
     virtual const nlohmann::json* client_capabilities() const { return nullptr; }
     virtual std::string owner() const { return {}; }
+    // The trace of the request the call serves (null: none): the host's log
+    // lines for it carry it whichever thread writes them, also a thread that
+    // hears a family's process rather than the one the call began on.
+    virtual const metrics::TraceContext* trace() const { return nullptr; }
 
     // The session services, one per ABI slot (1.1: describe, open,
     // rules_accept, critical_read; 1.4: store_credentials). Outside a tool

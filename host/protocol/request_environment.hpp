@@ -26,6 +26,7 @@ public:
     std::string_view context_json() final;
     const Json* client_capabilities() const final { return &request_.client_capabilities; }
     std::string owner() const final;
+    const metrics::TraceContext* trace() const final { return &request_.trace; }
 
 protected:
     // The context's fields besides principal, revision and clientCapabilities.
