@@ -1071,9 +1071,6 @@ void FamilyProcess::see_to(Child& child, Pending& pending, const Frame& frame) {
 
 void FamilyProcess::see_to_frames(const std::shared_ptr<Pending>& pending) {
     const std::shared_ptr<Child> child = pending->child.lock();
-    // What the host logs for the call, the plugin's own lines among it,
-    // belongs to the call's trace, as on the thread the call began on.
-    const metrics::LogScope scope(trace_of(pending->call));
     for (;;) {
         Frame frame;
         {
@@ -1088,6 +1085,11 @@ void FamilyProcess::see_to_frames(const std::shared_ptr<Pending>& pending) {
             pending->frames.pop_front();
             pending->frame_bytes -= std::min(pending->frame_bytes, frame.length());
         }
+        // What the host logs for the call, the plugin's own lines among it,
+        // belongs to the call's trace, as on the thread the call began on;
+        // only while the frame is seen to, when the call cannot be answered
+        // (and its request freed) under the scope.
+        const metrics::LogScope scope(trace_of(pending->call));
         // A fault here loses what this frame asked, not the call, nor the
         // reading of the family's other calls.
         try {
@@ -1178,8 +1180,8 @@ void FamilyProcess::look_after_later_calls() {
             }
         }
         if (progress) {
-            const metrics::LogScope scope(trace_of(pending->call));
             try {
+                const metrics::LogScope scope(trace_of(pending->call)); // the call stays: seeing_to
                 publish_progress(pending->call, *progress);
             } catch (const std::exception& e) {
                 spdlog::error("family '{}': a call's progress could not be published: {}", family_, e.what());
