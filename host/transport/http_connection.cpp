@@ -338,11 +338,14 @@ HttpConnection::~HttpConnection() {
 
 void HttpConnection::start() {
     // The read after a wait (wait_for_bytes) must not block: a wake-up for
-    // nothing is then a would_block, not a stalled loop. A socket that
-    // cannot be made so keeps reading with async_read_some alone.
+    // nothing is then a would_block, not a stalled loop.
     boost::system::error_code ec;
     socket_.non_blocking(true, ec);
-    may_wait_to_read_ = !ec;
+    if (ec) {
+        spdlog::warn("http: a connection could not be made non-blocking ({}); closed", ec.message());
+        net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+        return;
+    }
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->wait_for_bytes(); });
 }
 
@@ -373,49 +376,42 @@ void HttpConnection::abort() {
 // is answered. The buffer holds at most kMaxHeaderBytes, so framing that
 // never ends (a chunk line, trailers) cannot grow it.
 //
-// A read that filled less than the room it had found the socket empty:
-// the next one waits for the socket to be readable and reads then, where
-// async_read_some would first try a read that finds nothing (a system call
-// a request for an EAGAIN; nginx makes no such read). Safe because each
-// io_context of the service is run by one thread (HttpService::loops): bytes
-// that arrive after that read are reported by the next epoll_wait of this
-// very thread, which runs only once the wait below is queued.
+// The read waits for the socket to be readable and only then takes room in
+// the buffer and reads (a non-blocking read_some): while it waits, requests
+// pipelined behind the one answered are parsed out of the buffer, which may
+// then start over from its beginning (flat_buffer::consume). A read given
+// its room before it waited (async_read_some) would write behind that new
+// beginning, and the next request would be read from the bytes of an old
+// one. Asio registers the wait with epoll_ctl (EPOLL_CTL_MOD, which reports
+// a socket already readable at once), where async_read_some first tried a
+// read that found nothing: one system call a request either way.
 void HttpConnection::wait_for_bytes() {
     if (phase_ == Phase::closed || reading_) return;
-    const std::size_t room = buffer_.max_size() - buffer_.size();
     // Full while an answer is pending: pipelined requests wait there, and
     // reading resumes once they are handled.
-    if (room == 0) return;
+    if (buffer_.size() == buffer_.max_size()) return;
     // A connection that has not sent a whole request yet gets the time one
     // request's bytes get, not a keep-alive's wait: silent connections would
     // otherwise hold every place (max_connections) for the idle timeout.
     if (phase_ == Phase::waiting_for_request)
         arm_timer(heard_a_request_ ? service_.settings.idle_timeout_ms : service_.settings.request_timeout_ms);
     reading_ = true;
-    if (!socket_empty_) {
-        socket_.async_read_some(buffer_.prepare(room),
-                                [self = shared_from_this(), room](boost::system::error_code ec, std::size_t n) {
-                                    self->reading_ = false;
-                                    self->on_bytes(ec, n, room);
-                                });
-        return;
-    }
     socket_.async_wait(Socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
         self->reading_ = false;
         if (self->phase_ == Phase::closed) return;
-        const std::size_t room = self->buffer_.max_size() - self->buffer_.size();
         std::size_t n = 0;
-        if (!ec) n = self->socket_.read_some(self->buffer_.prepare(room), ec);
+        if (!ec)
+            n = self->socket_.read_some(self->buffer_.prepare(self->buffer_.max_size() - self->buffer_.size()), ec);
         // Readable with nothing to read (a wake-up for nothing): wait again.
         if (ec == boost::asio::error::would_block) {
             self->wait_for_bytes();
             return;
         }
-        self->on_bytes(ec, n, room);
+        self->on_bytes(ec, n);
     });
 }
 
-void HttpConnection::on_bytes(boost::system::error_code ec, std::size_t n, std::size_t room) {
+void HttpConnection::on_bytes(boost::system::error_code ec, std::size_t n) {
     if (phase_ == Phase::closed) return;
     if (ec || n == 0) {
         // While a request is answered, the peer closing is its cancellation.
@@ -425,7 +421,6 @@ void HttpConnection::on_bytes(boost::system::error_code ec, std::size_t n, std::
             close();
         return;
     }
-    socket_empty_ = may_wait_to_read_ && n < room;
     buffer_.commit(n);
     switch (phase_) {
     case Phase::waiting_for_request:

@@ -62,7 +62,7 @@ private:
     };
 
     void wait_for_bytes();
-    void on_bytes(boost::system::error_code ec, std::size_t n, std::size_t room);
+    void on_bytes(boost::system::error_code ec, std::size_t n);
     void parse_request();
     bool on_header_section();
     bool discard_trailer_fields();
@@ -155,12 +155,10 @@ private:
     std::size_t lingered_bytes_ = 0;
     Phase phase_ = Phase::waiting_for_request;
     bool keep_alive_ = true;
-    bool reading_ = false;          // a read is pending on the socket
-    bool socket_empty_ = false;     // the last read left nothing in the socket: wait before reading
-    bool may_wait_to_read_ = false; // the socket is non-blocking, so a read after a wait cannot block
-    bool heard_a_request_ = false;  // a whole request came: from then on, idle waits are keep-alive's
-    bool drained_ = false;          // drain(): no request after the current one
-    auth::Principal principal_;     // the caller of the request being handled
+    bool reading_ = false;         // a read is pending on the socket
+    bool heard_a_request_ = false; // a whole request came: from then on, idle waits are keep-alive's
+    bool drained_ = false;         // drain(): no request after the current one
+    auth::Principal principal_;    // the caller of the request being handled
 
     // The exchange in progress: the MCP request being answered.
     std::uint64_t exchange_ = 0;

@@ -737,6 +737,42 @@ test('pipelined requests on one keep-alive connection are all answered, in order
     assert.equal(answers[1].result.structuredContent.text, 'second');
   }));
 
+test('a request sent after a pipelined pair is read as itself, not as bytes the pair left in the buffer', () =>
+  // The pair is answered from the buffer while the connection waits to
+  // read: the third request must land where it is parsed from. Once with a
+  // small pair, once with a pair of exactly the buffer's 16 KiB (a read that
+  // fills its room).
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const post = (id, words) => {
+      const message = modernMessage('tools/call', { name: 'echo', arguments: { text: words } }, id);
+      return rawPost(host, message, { headers: HttpHost.modernHeaders(message) });
+    };
+    for (const pairBytes of [0, 16 * 1024]) {
+      const { port } = new URL(host.url);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      await new Promise((r) => socket.once('connect', r));
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (d) => (text += d));
+      const answers = () => text.split('HTTP/1.1 ').length - 1;
+      // Padded until it is exactly that long (Content-Length grows with it).
+      const padded = (pad) => post(1, 'first of the pair') + post(2, 'second of the pair' + 'x'.repeat(pad));
+      let pad = 0;
+      while (pairBytes && padded(pad).length !== pairBytes) pad += pairBytes - padded(pad).length;
+      const pair = padded(pad);
+      socket.write(pair);
+      await eventually('the pair answered', () => answers() === 2, 5000);
+      await new Promise((r) => setTimeout(r, 50));
+      socket.write(post(3, 'sent on its own'));
+      await eventually(`the third answered (a pair of ${pair.length} bytes)`, () => answers() === 3, 5000);
+      const third = text.slice(text.lastIndexOf('HTTP/1.1 '));
+      assert.match(third, /^HTTP\/1\.1 200/, third);
+      assert.match(third, /"id":3/, third);
+      assert.match(third, /sent on its own/, third);
+      socket.destroy();
+    }
+  }));
+
 test('a request whose parts come apart, a pause between each, is read whole; so is the next on the connection', () =>
   // After a read that empties the socket the connection waits for it to be
   // readable again before it reads: each part below arrives into such a wait.
