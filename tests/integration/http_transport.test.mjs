@@ -737,6 +737,18 @@ test('pipelined requests on one keep-alive connection are all answered, in order
     assert.equal(answers[1].result.structuredContent.text, 'second');
   }));
 
+// A raw connection to the host, with what it has answered so far: the
+// text, and the count of responses in it.
+async function openAnswered(host) {
+  const { port } = new URL(host.url);
+  const socket = net.connect(Number(port), '127.0.0.1');
+  await new Promise((r) => socket.once('connect', r));
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (d) => (text += d));
+  return { socket, text: () => text, answers: () => text.split('HTTP/1.1 ').length - 1 };
+}
+
 test('a request sent after a pipelined pair is read as itself, not as bytes the pair left in the buffer', () =>
   // The pair is answered from the buffer while the connection waits to
   // read: the third request must land where it is parsed from. Once with a
@@ -748,13 +760,7 @@ test('a request sent after a pipelined pair is read as itself, not as bytes the 
       return rawPost(host, message, { headers: HttpHost.modernHeaders(message) });
     };
     for (const pairBytes of [0, 16 * 1024]) {
-      const { port } = new URL(host.url);
-      const socket = net.connect(Number(port), '127.0.0.1');
-      await new Promise((r) => socket.once('connect', r));
-      let text = '';
-      socket.setEncoding('utf8');
-      socket.on('data', (d) => (text += d));
-      const answers = () => text.split('HTTP/1.1 ').length - 1;
+      const { socket, text, answers } = await openAnswered(host);
       // Padded until it is exactly that long (Content-Length grows with it).
       const padded = (pad) => post(1, 'first of the pair') + post(2, 'second of the pair' + 'x'.repeat(pad));
       let pad = 0;
@@ -765,7 +771,7 @@ test('a request sent after a pipelined pair is read as itself, not as bytes the 
       await new Promise((r) => setTimeout(r, 50));
       socket.write(post(3, 'sent on its own'));
       await eventually(`the third answered (a pair of ${pair.length} bytes)`, () => answers() === 3, 5000);
-      const third = text.slice(text.lastIndexOf('HTTP/1.1 '));
+      const third = text().slice(text().lastIndexOf('HTTP/1.1 '));
       assert.match(third, /^HTTP\/1\.1 200/, third);
       assert.match(third, /"id":3/, third);
       assert.match(third, /sent on its own/, third);
@@ -777,13 +783,7 @@ test('a request whose parts come apart, a pause between each, is read whole; so 
   // After a read that empties the socket the connection waits for it to be
   // readable again before it reads: each part below arrives into such a wait.
   withHttpHost({ plugins: ECHO }, async (host) => {
-    const { port } = new URL(host.url);
-    const socket = net.connect(Number(port), '127.0.0.1');
-    await new Promise((r) => socket.once('connect', r));
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d) => (text += d));
-    const answers = () => text.split('HTTP/1.1 200').length - 1;
+    const { socket, text, answers } = await openAnswered(host);
     const pause = () => new Promise((r) => setTimeout(r, 60));
     for (let i = 1; i <= 2; i++) {
       const message = modernMessage('tools/call', { name: 'echo', arguments: { text: `apart ${i}` } }, i);
@@ -793,7 +793,7 @@ test('a request whose parts come apart, a pause between each, is read whole; so 
         await pause();
         socket.write(part);
       }
-      await eventually(`answer ${i}`, () => answers() === i && text.includes(`apart ${i}`), 5000);
+      await eventually(`answer ${i}`, () => answers() === i && text().includes(`apart ${i}`), 5000);
     }
     socket.destroy();
   }));
