@@ -1180,17 +1180,27 @@ void FamilyProcess::look_after_later_calls() {
             }
         }
         if (progress) {
-            try {
+            {
                 const metrics::LogScope scope(trace_of(pending->call)); // the call stays: seeing_to
-                publish_progress(pending->call, *progress);
-            } catch (const std::exception& e) {
-                spdlog::error("family '{}': a call's progress could not be published: {}", family_, e.what());
+                try {
+                    publish_progress(pending->call, *progress);
+                } catch (const std::exception& e) {
+                    spdlog::error("family '{}': a call's progress could not be published: {}", family_, e.what());
+                }
             }
+            // Frames that came meanwhile queued behind this one, and no one
+            // started on them (seeing_to was taken): they are seen to now,
+            // on a worker (one may be a host function the child waits for).
+            bool queued;
             {
                 std::lock_guard lock(pending->mutex);
-                pending->seeing_to = false;
+                queued = !pending->frames.empty();
+                if (!queued) pending->seeing_to = false;
             }
-            settle(pending);
+            if (queued)
+                pending->elsewhere([this, pending] { see_to_frames(pending); });
+            else
+                settle(pending);
         }
         if (cancel) send(*child, Frame{FrameType::cancel, 0, 0, pending->id, {}});
         if (hung) kill(*child, hung_call());

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <sstream>
 #include <optional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -351,11 +352,16 @@ void send_together(int fd, const std::vector<Frame>& frames) {
 //                    ("0 1 2 3 4"), as /proc/self/fd lists them.
 //   drains-slowly    after init, reads 4 KiB of what the host sends every
 //                    second and nothing more, never a whole frame.
+//   asks-while-progress-is-held  for its first call: kProgressBurst + 10
+//                    progress reports at once (past the budget's burst, so
+//                    the latest is held), then, 250 ms later, a host function
+//                    (call_context); the call's result once it is answered.
 //   hangs-init-after-a-crash  its first process aborts on its first call;
 //                    every later one offers its descriptor and never
 //                    answers init (a marker file, named by the host's pid,
 //                    tells them apart).
 constexpr int kFloodCount = 3000;
+constexpr int kProgressBurst = 50; // a family process's progress budget at once (FamilyProcess)
 
 std::string open_descriptors() {
     std::vector<int> open;
@@ -435,6 +441,24 @@ int scripted_family_child(int argc, char** argv) {
                 host.send(Frame{FrameType::notify, GH_CHANGE_RESOURCES_LIST, 0, 0, {""}});
             }
             host.send(Frame{FrameType::result, GH_STATUS_OK, 0, id, {"flooded", ""}});
+        }
+        if (scenario == "asks-while-progress-is-held") {
+            const auto call = first_call(host);
+            if (!call) return 1;
+            const std::uint64_t id = call->id;
+            for (int i = 1; i <= kProgressBurst + 10; ++i)
+                host.send(Frame{FrameType::progress,
+                                0,
+                                0,
+                                id,
+                                {number_field(static_cast<double>(i)), number_field(0.0), "counting"}});
+            ::usleep(250 * 1000);
+            host.send(Frame{FrameType::host_call, static_cast<std::int32_t>(HostFunction::call_context), 0, id, {}});
+            std::optional<Frame> reply;
+            while ((reply = host.receive()) && !(reply->type == FrameType::host_reply && reply->id == id)) {
+            }
+            if (!reply) return 1;
+            host.send(Frame{FrameType::result, GH_STATUS_OK, 0, id, {"answered after its host function", ""}});
         }
         if (scenario == "drains-slowly") {
             host.send(Frame{FrameType::result, GH_STATUS_OK, 0, 0, {""}});
@@ -658,6 +682,78 @@ TEST_CASE("What a child reports within a call is bounded as its output is: each 
     CHECK(environment.progress_done.back() == kFloodCount);
     CHECK(environment.progress_done.size() <= 50 + 20 * seconds + 1);
     CHECK(std::is_sorted(environment.progress_done.begin(), environment.progress_done.end()));
+}
+
+namespace {
+
+// A call's environment whose publishing of one progress report (`slow_at`)
+// takes a second: what the host's other threads do meanwhile shows.
+class SlowProgressEnvironment final : public gatehouse::plugins::CallEnvironment {
+public:
+    explicit SlowProgressEnvironment(double slow_at) : slow_at_(slow_at) {}
+    bool cancelled() const override { return false; }
+    void log(int32_t, std::string_view, std::string_view) override {}
+    void progress(double done, double, std::string_view) override {
+        if (done == slow_at_) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    std::string_view context_json() override { return "{}"; }
+
+private:
+    const double slow_at_;
+};
+
+} // namespace
+
+TEST_CASE("A call answered later whose host function comes while its held progress is published is answered",
+          "[isolation]") {
+    // The held report goes out from the supervisor's sweep, which holds the
+    // call's frames meanwhile; the host function queued behind it must be
+    // seen to after it, or the child waits for its reply until it is killed.
+    // Declared before the process, which goes first: a call it still holds
+    // at its end is answered into these.
+    SlowProgressEnvironment environment(kProgressBurst + 10);
+    gh_call call{&environment, "scripted", {}};
+    std::promise<std::pair<int32_t, std::string>> answered;
+    std::mutex elsewhere_mutex;
+    std::vector<std::thread> elsewhere;
+    const auto join_elsewhere = [&] {
+        for (;;) {
+            std::vector<std::thread> running;
+            {
+                std::lock_guard lock(elsewhere_mutex);
+                running.swap(elsewhere);
+            }
+            if (running.empty()) return;
+            for (auto& thread : running)
+                thread.join();
+        }
+    };
+    {
+        FamilyProcessOptions options;
+        options.library = "asks-while-progress-is-held";
+        FamilyProcess process(options);
+        std::string error;
+        REQUIRE(process.init("{}", error));
+        process.begin_tool_call(
+            process.descriptor()->tools[0]->tool_data, &call, "{}",
+            [&](int32_t status, std::string bytes) {
+                answered.set_value({status, std::move(bytes)});
+            },
+            [&](std::function<void()> work) {
+                std::lock_guard lock(elsewhere_mutex);
+                elsewhere.emplace_back(std::move(work));
+            });
+        auto answer = answered.get_future();
+        const bool in_time = answer.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+        CHECK(in_time);
+        if (in_time) {
+            const auto [status, bytes] = answer.get();
+            CHECK(status == GH_STATUS_OK);
+            CHECK(bytes == "answered after its host function");
+        }
+        join_elsewhere();
+    }
+    join_elsewhere();
 }
 
 TEST_CASE("A family's process holds none of the host's descriptors: only its standard streams and its pipes",
