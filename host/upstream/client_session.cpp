@@ -51,6 +51,8 @@ std::string error_text(const Json& error) {
 } // namespace
 
 struct ClientSession::Pending {
+    std::string owner;                // Waiting::owner
+    Clock::duration timeout{};        // how long the host waits for it
     std::optional<Json> answer;       // the whole response: result or error
     std::size_t answer_bytes = 0;     // its text's size
     std::list<Json> progress;         // a deque would allocate on every request, though few hear progress
@@ -266,6 +268,8 @@ ClientSession::Listening ClientSession::listening() const {
 ClientSession::Reply ClientSession::call(const std::string& method, const Json& params, const Waiting& waiting) {
     auto pending = std::make_shared<Pending>();
     pending->relays = waiting.relays;
+    pending->owner = waiting.owner;
+    pending->timeout = waiting.timeout.count() > 0 ? waiting.timeout : options_.request_timeout;
     std::int64_t id;
     {
         std::lock_guard lock(mutex_);
@@ -293,24 +297,44 @@ ClientSession::Reply ClientSession::resume(std::int64_t id, const Waiting& waiti
 }
 
 void ClientSession::abandon(std::int64_t id, const std::string& reason) {
+    stop_waiting(id, reason, reason);
+}
+
+void ClientSession::stop_waiting(std::int64_t id, const std::string& reason, const std::string& refusal) {
     std::vector<ServerRequest> unanswered;
     {
         std::lock_guard lock(mutex_);
         auto it = pending_.find(id);
         if (it == pending_.end()) return;
+        // Taken and forgotten at once: an ask that comes after finds no
+        // request to wait in, and is refused there, never dropped unanswered.
         unanswered = std::move(it->second->asked);
+        unsettled_[id] = {it->second->owner, Clock::now() + it->second->timeout};
         pending_.erase(it);
     }
     for (const auto& ask : unanswered)
-        refuse(ask.id, -32603, reason);
-    stop_waiting(id, reason);
-}
-
-void ClientSession::stop_waiting(std::int64_t id, const std::string& reason) {
+        refuse(ask.id, -32603, refusal);
     transport_->give_up(id);
     send({{"jsonrpc", "2.0"},
           {"method", "notifications/cancelled"},
           {"params", {{"requestId", id}, {"reason", reason}}}});
+}
+
+bool ClientSession::others_may_ask_locked(const Pending& during) {
+    const auto other = [&](const std::string& owner) { return !owner.empty() && owner != during.owner; };
+    for (const auto& [_, p] : pending_)
+        if (p.get() != &during && other(p->owner)) return true;
+    const auto now = Clock::now();
+    bool others = false;
+    for (auto it = unsettled_.begin(); it != unsettled_.end();) {
+        if (it->second.until <= now) {
+            it = unsettled_.erase(it);
+            continue;
+        }
+        others = others || other(it->second.owner);
+        ++it;
+    }
+    return others;
 }
 
 void ClientSession::answer(const Json& server_request_id, Json result) {
@@ -337,16 +361,6 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
     } forget{this, id};
     const auto timeout = waiting.timeout.count() > 0 ? waiting.timeout : options_.request_timeout;
     const auto deadline = Clock::now() + timeout;
-    // Asks of a request that gives up are refused: no one will answer them.
-    const auto refuse_asked = [&](const std::string& reason) {
-        std::vector<ServerRequest> unanswered;
-        {
-            std::lock_guard lock(mutex_);
-            unanswered = std::move(pending->asked);
-        }
-        for (const auto& ask : unanswered)
-            refuse(ask.id, -32603, reason);
-    };
     const auto ready = [&] {
         return pending->answer || pending->gone || !pending->progress.empty() || !pending->asked.empty();
     };
@@ -400,14 +414,14 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
             return reply;
         }
         lock.unlock();
+        // Asks of a request that gives up are refused: no one will answer them.
         if ((waiting.cancelled && waiting.cancelled()) || (options_.abandoned && options_.abandoned())) {
-            stop_waiting(id, "the agent's call was cancelled");
-            refuse_asked("the agent's call was cancelled");
+            stop_waiting(id, "the agent's call was cancelled", "the agent's call was cancelled");
             throw RequestCancelled(method + " was cancelled");
         }
         if (Clock::now() >= deadline) {
-            stop_waiting(id, "no answer within " + std::to_string(timeout.count()) + " ms");
-            refuse_asked("the host stopped waiting for the answer");
+            stop_waiting(id, "no answer within " + std::to_string(timeout.count()) + " ms",
+                         "the host stopped waiting for the answer");
             throw UpstreamUnavailable("it did not answer " + method + " within " + std::to_string(timeout.count()) +
                                       " ms");
         }
@@ -415,7 +429,14 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
     }
     Json answer = std::move(*pending->answer);
     const std::size_t answer_bytes = pending->answer_bytes;
+    // What the server asked and then answered the call without: no agent
+    // will be asked it now. Out of pending_ with the request, so no ask is
+    // kept after this and left with no answer.
+    std::vector<ServerRequest> unasked = std::move(pending->asked);
+    pending_.erase(id);
     lock.unlock();
+    for (const auto& ask : unasked)
+        refuse(ask.id, -32603, "the call it was asked during was answered first");
     if (auto error = answer.find("error"); error != answer.end()) {
         const int code = error->is_object() && (*error)["code"].is_number_integer() ? (*error)["code"].get<int>() : 0;
         throw UpstreamError(code, error->is_object() ? error_text(*error) : "a malformed error",
@@ -537,7 +558,10 @@ bool ClientSession::receive(std::string_view text, const Json& stream_of) {
         return on_its_stream;
     }
     auto it = pending_.find(answered);
-    if (it == pending_.end()) return on_its_stream; // late: its request was cancelled or timed out
+    if (it == pending_.end()) {
+        unsettled_.erase(answered); // late: its request was cancelled or timed out, and is over now
+        return on_its_stream;
+    }
     it->second->answer = std::move(message);
     it->second->answer_bytes = text.size();
     it->second->changed.notify_all();
@@ -549,7 +573,10 @@ bool ClientSession::receive(std::string_view text, const Json& stream_of) {
 // handed to the request of the host's that it was asked during. Over HTTP
 // the stream it came on says which; over stdio nothing does, so it goes to
 // the one request in flight that relays, and is refused when there are
-// several (a family with max_in_flight: 1 never has several).
+// several (a family with max_in_flight: 1 never has several), or when
+// another agent's request may be running there (in flight, or given up and
+// not answered): the ask could be that agent's, and what it holds is never
+// shown to another.
 void ClientSession::on_server_request(const Json& message, std::size_t bytes, const Json& stream_of) {
     const Json& id = message["id"];
     if (!id.is_string() && !id.is_number_integer()) return; // not a request JSON-RPC can answer
@@ -583,7 +610,10 @@ void ClientSession::on_server_request(const Json& message, std::size_t bytes, co
                     if (several) break;
                 }
         }
-        if (during && !several) {
+        if (during && !several && stream_of.is_null() && others_may_ask_locked(*during)) {
+            refusal = "another agent's request may be running on this server, and over stdio the host cannot tell "
+                      "whose this is";
+        } else if (during && !several) {
             // Counted as held: as text, no shorter than the message it came in.
             std::string text = params.dump();
             bytes = std::max(bytes, text.size());

@@ -85,6 +85,10 @@ public:
         // For a 2026-07-28 server: the clientCapabilities this request's
         // _meta declares (those of the agent it is made for); null: none.
         nlohmann::json capabilities;
+        // The owner key of the agent the request is made for; empty: the
+        // host's own (a listing). Over stdio an ask names no request, so it
+        // goes to a call only while no other owner's request may be running.
+        std::string owner;
     };
 
     // A request the server made of this host, its client, during one of the host's.
@@ -173,6 +177,14 @@ private:
 
     mutable std::mutex mutex_;
     std::unordered_map<std::int64_t, std::shared_ptr<Pending>> pending_;
+    // Requests the host stopped waiting for (cancelled, timed out, abandoned)
+    // that the server has not answered: it may still be working on them, and
+    // ask for them, until it answers or their time is past.
+    struct Unsettled {
+        std::string owner;
+        std::chrono::steady_clock::time_point until;
+    };
+    std::unordered_map<std::int64_t, Unsettled> unsettled_;
     std::int64_t next_id_ = 0;
     std::size_t waiting_ = 0;    // threads waiting in wait(): one alone reads its own answer
     std::int64_t listen_id_ = 0; // the open subscriptions/listen, 0: none
@@ -189,9 +201,14 @@ private:
     Reply wait(std::int64_t id, const std::shared_ptr<Pending>& pending, const std::string& method,
                const Waiting& waiting);
     void on_notification(const std::string& method, const nlohmann::json& params);
-    // The host waits no longer for request `id`: its transport stops
-    // reading the answer, and the server hears notifications/cancelled.
-    void stop_waiting(std::int64_t id, const std::string& reason);
+    // The host waits no longer for request `id`: it leaves pending_ (so
+    // nothing more is handed to it) and becomes unsettled_, what it was asked
+    // and no one answered is refused (`refusal`), its transport stops reading
+    // the answer, and the server hears notifications/cancelled (`reason`).
+    void stop_waiting(std::int64_t id, const std::string& reason, const std::string& refusal);
+    // Whether an ask over stdio could be another owner's than `during`'s: a
+    // request of another agent in flight, or one the server may still run.
+    bool others_may_ask_locked(const Pending& during);
     void on_closed(const std::string& why);
     bool send(const nlohmann::json& message);
     // The host as an upstream's client: clientInfo in initialize and in a

@@ -936,16 +936,17 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
     waiting.relays = relays;
     static const Json kNone = Json::object();
     const Json* agent_capabilities = &kNone;
-    std::string owner;
+    // Read from the call itself: this family runs in the host, so it need
+    // not build the context's JSON only to parse it again.
+    const plugins::CallEnvironment* environment = call ? call->environment : nullptr;
+    // Whose request it is: over stdio an ask goes to no other owner's call.
+    const std::string owner = environment ? environment->owner() : std::string();
+    waiting.owner = owner;
     Json state; // this round's: {"parked": handle} or {"upstream": the server's requestState}
     if (relays) {
-        // Read from the call itself: this family runs in the host, so it
-        // need not build the context's JSON only to parse it again.
-        if (const plugins::CallEnvironment* environment = call ? call->environment : nullptr) {
+        if (environment)
             if (const Json* caps = environment->client_capabilities(); caps && caps->is_object())
                 agent_capabilities = caps;
-            owner = environment->owner();
-        }
         if (const gh_str sealed = api->request_state(call); sealed.len)
             state = Json::parse(std::string_view(sealed.ptr, sealed.len), nullptr, false);
         // A 2026-07-28 server hears of what the agent can answer, and only that.
@@ -1138,20 +1139,29 @@ void UpstreamFamily::end_parked(std::vector<Parked> ended, const std::string& re
     }
 }
 
-// Calls whose agent did not come back in time are ended upstream.
+// Calls whose agent did not come back in time are ended upstream; those
+// whose server's connection ended go at once, not at their time: they hold
+// their principal's places and bytes, and the connection that is gone.
 void UpstreamFamily::sweep_parked() {
-    std::vector<Parked> expired;
+    std::vector<Parked> expired, orphaned;
     {
         std::lock_guard lock(mutex_);
         const auto now = Clock::now();
-        for (auto it = parked_.begin(); it != parked_.end();)
-            if (it->second.expires <= now) {
+        for (auto it = parked_.begin(); it != parked_.end();) {
+            if (!it->second.session->alive())
+                orphaned.push_back(std::move(it->second));
+            else if (it->second.expires <= now)
                 expired.push_back(std::move(it->second));
-                it = parked_.erase(it);
-            } else {
+            else {
                 ++it;
+                continue;
             }
+            it = parked_.erase(it);
+        }
     }
+    if (!orphaned.empty())
+        spdlog::info("upstream '{}': {} call(s) that asked for input lost their server's connection; ended",
+                     options_.entry.name, orphaned.size());
     if (expired.empty()) return;
     spdlog::info("upstream '{}': {} call(s) that asked for input were not answered within {} ms; ended",
                  options_.entry.name, expired.size(), options_.input_wait.count());

@@ -471,20 +471,27 @@ TEST_CASE("a server that asks without end outside any call is refused each time,
     CHECK(log.count("[test] writes more than 50 lines a second into the host's log") >= 1);
 }
 
-TEST_CASE("over a transport that cannot tell, an ask with two relaying calls in flight goes to neither", "[upstream]") {
-    std::vector<Json> sent;
-    ScriptedTransport* transport = nullptr;
-    std::atomic<int> calls{0};
-    auto session = session_over(
-        [&](const Json& m) -> std::vector<std::string> {
+// A 2025-11-25 server over a transport that cannot tell which call an ask
+// belongs to, that never answers a tools/call; `calls` counts those sent.
+std::unique_ptr<ClientSession> session_never_answering_calls(std::vector<Json>& sent, ScriptedTransport*& transport,
+                                                             std::atomic<int>& calls) {
+    return session_over(
+        [counted = &calls](const Json& m) -> std::vector<std::string> {
             if (m.contains("method") && m["method"] == "tools/call") {
-                ++calls;
-                return {}; // answered never: both stay in flight
+                ++*counted;
+                return {};
             }
             if (!m.contains("method")) return {};
             return legacy_server(m);
         },
         sent, &transport);
+}
+
+TEST_CASE("over a transport that cannot tell, an ask with two relaying calls in flight goes to neither", "[upstream]") {
+    std::vector<Json> sent;
+    ScriptedTransport* transport = nullptr;
+    std::atomic<int> calls{0};
+    auto session = session_never_answering_calls(sent, transport, calls);
     session->open(std::chrono::milliseconds(2000));
     ClientSession::Waiting waiting;
     waiting.relays = true;
@@ -505,6 +512,61 @@ TEST_CASE("over a transport that cannot tell, an ask with two relaying calls in 
     CHECK(handed_back == 0);
     CHECK(answer_to(sent, "e1")["error"]["code"] == -32603);
     CHECK_THAT(answer_to(sent, "e1")["error"]["message"].get<std::string>(), Catch::Contains("several calls"));
+}
+
+TEST_CASE("over a transport that cannot tell, an ask that may be another agent's goes to no one; one agent's own "
+          "calls still get theirs",
+          "[upstream]") {
+    std::vector<Json> sent;
+    ScriptedTransport* transport = nullptr;
+    std::atomic<int> calls{0};
+    auto session = session_never_answering_calls(sent, transport, calls);
+    session->open(std::chrono::milliseconds(2000));
+    const auto waiting_for = [](std::string owner, int ms) {
+        ClientSession::Waiting waiting;
+        waiting.relays = true;
+        waiting.owner = std::move(owner);
+        waiting.timeout = std::chrono::milliseconds(ms);
+        return waiting;
+    };
+    // Alice's call times out; the server may still be running it (for as
+    // long again as the host waited).
+    CHECK_THROWS_AS(session->call("tools/call", {{"name", "hold"}}, waiting_for("alice", 1000)),
+                    gatehouse::upstream::UpstreamUnavailable);
+    // Bob's call is the only one in flight when an ask comes: it may be
+    // Alice's, so Bob never sees it.
+    const auto ask_during = [&](const std::string& owner, const std::string& ask_id) {
+        std::atomic<bool> handed_back{false}, returned{false};
+        const int before = calls;
+        std::thread call([&] {
+            try {
+                handed_back = !session->call("tools/call", {{"name", "hold"}}, waiting_for(owner, 1500)).asked.empty();
+            } catch (const gatehouse::upstream::UpstreamUnavailable&) {
+            }
+            returned = true;
+        });
+        while (calls == before)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        transport->deliver(
+            server_asks(ask_id.c_str(), "elicitation/create", {{"message", "the secret of whoever asked"}}));
+        // Then the call is answered if it still waits (the ask was refused),
+        // so it ends settled: the server works on nothing of its caller's.
+        for (int i = 0; i < 100 && !returned; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        // (The call sent nothing since its tools/call, and the refusal went
+        // out on this thread: `sent` is still.)
+        std::int64_t id = 0;
+        for (const auto& m : sent)
+            if (m.value("method", "") == "tools/call") id = m["id"].get<std::int64_t>();
+        transport->deliver(Json{{"jsonrpc", "2.0"}, {"id", id}, {"result", {{"content", Json::array()}}}}.dump());
+        call.join();
+        return handed_back.load();
+    };
+    CHECK_FALSE(ask_during("bob", "e1"));
+    CHECK_THAT(answer_to(sent, "e1")["error"]["message"].get<std::string>(),
+               Catch::Contains("another agent's request may be running"));
+    // Alice's next call may be handed what her earlier one asked: it is hers.
+    CHECK(ask_during("alice", "e2"));
 }
 
 TEST_CASE("an open call abandoned: the server hears it was cancelled, and what it asked is refused", "[upstream]") {
