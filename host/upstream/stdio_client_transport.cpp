@@ -184,9 +184,13 @@ bool StdioClientTransport::read_once() {
     } while (n < 0 && errno == EINTR);
     if (n < 0 && errno == EAGAIN) return true;
     if (n <= 0) return false;
+    // What was held before this read is part of a line, with no line end in
+    // it: only what came is searched, so a line written a few bytes at a time
+    // costs its length once, not once a read.
+    const std::size_t held = framing_.size();
     framing_.append(buffer_.data(), static_cast<std::size_t>(n));
     std::size_t start = 0;
-    for (std::size_t end; (end = framing_.find('\n', start)) != std::string::npos; start = end + 1) {
+    for (std::size_t end, from = held; (end = framing_.find('\n', from)) != std::string::npos; start = from = end + 1) {
         std::string_view line(framing_.data() + start, end - start);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line.empty()) continue;
