@@ -31,6 +31,11 @@ namespace {
 
 // A queue this large means the peer stopped reading; it is dropped.
 constexpr std::size_t kMaxQueuedBytes = 16 * 1024 * 1024;
+// Requests pipelined behind an answer are parsed only while what waits to
+// be written is under this: a client that sends and does not read holds
+// this and one answer, not an answer per request it sent, and one that
+// reads gets its large answers one after another, not dropped at the bound.
+constexpr std::size_t kMostQueuedBeforeParsing = 64 * 1024;
 
 // After its last answer a closing connection reads and drops what the
 // client still sends, this much at most, and closes after this long.
@@ -595,7 +600,7 @@ void HttpConnection::wait_for_deadline() {
         case Phase::streaming:
             // A comment line keeps proxies and clients from timing out a quiet stream.
             self->write(chunk(":\n\n"));
-            self->arm_timer(self->service_.settings.keepalive_ms);
+            if (self->phase_ != Phase::closed) self->arm_timer(self->service_.settings.keepalive_ms);
             break;
         default: break;
         }
@@ -1348,6 +1353,7 @@ void HttpConnection::start_stream(const std::string& extra_headers) {
     if (!keep_alive_) head += "Connection: close\r\n";
     head += "\r\n";
     write(std::move(head));
+    if (phase_ == Phase::closed) return; // the write found the queue over its bound
     phase_ = Phase::streaming;
     arm_timer(service_.settings.keepalive_ms);
 }
@@ -1369,6 +1375,8 @@ void HttpConnection::release_exchange() {
 }
 
 void HttpConnection::finish_exchange() {
+    // A write that found the queue over its bound closed the connection: it stays closed.
+    if (phase_ == Phase::closed) return;
     release_exchange();
     session_header_.clear();
     disarm_timer();
@@ -1378,18 +1386,29 @@ void HttpConnection::finish_exchange() {
         return;
     }
     if (buffer_.size() > 0) {
-        // Requests pipelined behind this one are handled now, in order, from
-        // the buffer, whether or not a read is pending. Posted, so a long
-        // pipeline answered at once does not nest one call per request.
-        net::post(socket_.get_executor(), [self = shared_from_this()] {
-            if (self->phase_ == Phase::waiting_for_request && self->buffer_.size() > 0) self->parse_request();
-        });
+        if (queued_bytes_ > kMostQueuedBeforeParsing) {
+            // The next waits until the answers before it are written (do_write),
+            // for as long as an idle connection waits for its next request.
+            parse_when_written_ = true;
+            arm_timer(service_.settings.idle_timeout_ms);
+            return;
+        }
+        parse_pipelined();
         return;
     }
     if (reading_)
         arm_timer(service_.settings.idle_timeout_ms); // the pending read waits for the next request
     else
         wait_for_bytes();
+}
+
+// Requests pipelined behind the one answered are handled now, in order,
+// from the buffer, whether or not a read is pending. Posted, so a long
+// pipeline answered at once does not nest one call per request.
+void HttpConnection::parse_pipelined() {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
+        if (self->phase_ == Phase::waiting_for_request && self->buffer_.size() > 0) self->parse_request();
+    });
 }
 
 void HttpConnection::peer_gone() {
@@ -1525,11 +1544,17 @@ void HttpConnection::do_write() {
             self->queued_bytes_ -= self->writes_.front().size();
             self->writes_.pop_front();
         }
+        if (self->parse_when_written_ && self->queued_bytes_ <= kMostQueuedBeforeParsing) {
+            self->parse_when_written_ = false;
+            self->parse_pipelined();
+        }
         if (!self->writes_.empty()) {
             self->do_write();
         } else if (self->phase_ == Phase::lingering) {
+            // Its last answer is written: the linger counts from here.
             boost::system::error_code ignored;
             self->socket_.shutdown(Socket::shutdown_send, ignored);
+            self->arm_timer(kLingerMs);
         }
     });
 }
@@ -1540,8 +1565,14 @@ void HttpConnection::close_gracefully() {
     release_exchange();
     lingered_bytes_ = 0;
     buffer_.consume(buffer_.size());
-    arm_timer(kLingerMs);
-    if (!writing_) {
+    parse_when_written_ = false;
+    if (writing_) {
+        // The linger's 2 s count from the half-close, once the answers are
+        // written (do_write); until then the client has as long to read
+        // them as an idle connection has to send its next request.
+        arm_timer(service_.settings.idle_timeout_ms);
+    } else {
+        arm_timer(kLingerMs);
         boost::system::error_code ignored;
         socket_.shutdown(Socket::shutdown_send, ignored);
     }

@@ -64,6 +64,7 @@ private:
     void wait_for_bytes();
     void on_bytes(boost::system::error_code ec, std::size_t n);
     void parse_request();
+    void parse_pipelined();
     bool on_header_section();
     bool discard_trailer_fields();
     void refuse_framing(boost::beast::error_code ec);
@@ -155,10 +156,11 @@ private:
     std::size_t lingered_bytes_ = 0;
     Phase phase_ = Phase::waiting_for_request;
     bool keep_alive_ = true;
-    bool reading_ = false;         // a read is pending on the socket
-    bool heard_a_request_ = false; // a whole request came: from then on, idle waits are keep-alive's
-    bool drained_ = false;         // drain(): no request after the current one
-    auth::Principal principal_;    // the caller of the request being handled
+    bool reading_ = false;            // a read is pending on the socket
+    bool parse_when_written_ = false; // a pipelined request waits until the answers before it are written
+    bool heard_a_request_ = false;    // a whole request came: from then on, idle waits are keep-alive's
+    bool drained_ = false;            // drain(): no request after the current one
+    auth::Principal principal_;       // the caller of the request being handled
 
     // The exchange in progress: the MCP request being answered.
     std::uint64_t exchange_ = 0;

@@ -749,6 +749,78 @@ async function openAnswered(host) {
   return { socket, text: () => text, answers: () => text.split('HTTP/1.1 ').length - 1 };
 }
 
+// Answers read off `socket` as they come, each by its Content-Length:
+// { responses: [{status, head, body}], closed() }.
+function answersOf(socket) {
+  const responses = [];
+  let held = Buffer.alloc(0);
+  let closed = false;
+  socket.on('close', () => (closed = true));
+  socket.on('error', () => {});
+  socket.on('data', (chunk) => {
+    held = Buffer.concat([held, chunk]);
+    for (;;) {
+      const end = held.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = held.subarray(0, end).toString('latin1');
+      const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+      if (held.length < end + 4 + length) return;
+      responses.push({ status: Number(head.split(' ')[1]), head, body: held.subarray(end + 4, end + 4 + length).toString() });
+      held = held.subarray(end + 4 + length);
+    }
+  });
+  return { responses, closed: () => closed };
+}
+
+// Pipelines `count` echo calls of some 2 MB answers each (`close` on the
+// last: Connection: close), reads nothing for `pauseMs`, then reads on.
+async function pipelineLargeAnswers(host, { count, pauseMs, close = false }) {
+  const text = 'x'.repeat(1000000);
+  const { port } = new URL(host.url);
+  const socket = net.connect(Number(port), '127.0.0.1');
+  await new Promise((r) => socket.once('connect', r));
+  const answers = answersOf(socket);
+  socket.pause();
+  for (let i = 0; i < count; ++i) {
+    const message = modernMessage('tools/call', { name: 'echo', arguments: { text: `${i} ${text}` } }, i + 1);
+    const headers = { ...HttpHost.modernHeaders(message), ...(close && i === count - 1 ? { Connection: 'close' } : {}) };
+    socket.write(rawPost(host, message, { headers }));
+  }
+  await new Promise((r) => setTimeout(r, pauseMs));
+  socket.resume();
+  await eventually(`${count} answers`, () => answers.responses.length === count || answers.closed(), 60000);
+  return { socket, text, ...answers };
+}
+
+const LARGE = { max_string_bytes: 1048576, max_message_bytes: 2097152 };
+
+test('a client that pipelines requests with large answers and reads them late gets every answer, one after another', () =>
+  // Sixteen answers of some 2 MB, unread for 1.5 s: twice the 16 MiB a
+  // connection may have waiting to be written, were they all made at once.
+  // The next pipelined request is parsed only once the answers before it
+  // have gone out (to 64 KiB), so the bound is never met.
+  withHttpHost({ plugins: ECHO, limits: LARGE }, async (host) => {
+    const count = 16;
+    const { socket, text, responses, closed } = await pipelineLargeAnswers(host, { count, pauseMs: 1500 });
+    assert.equal(closed(), false, `the connection stays open (${responses.length} answers)`);
+    socket.destroy();
+    assert.deepEqual(responses.map((r) => r.status), Array(count).fill(200));
+    responses.forEach((r, i) => assert.equal(JSON.parse(r.body).result.structuredContent.text, `${i} ${text}`));
+    assert.doesNotMatch(host.stderr, /stopped reading its stream/);
+  }));
+
+test('a closing connection lingers from the end of its last answer: a client that reads late gets every answer whole', () =>
+  // Four answers of some 2 MB, the last request with Connection: close, and
+  // 3 s before the client reads: past the 2 s linger, which counts from the
+  // half-close once the answers are written, not from the last one's queueing.
+  withHttpHost({ plugins: ECHO, limits: LARGE }, async (host) => {
+    const count = 4;
+    const { text, responses, closed } = await pipelineLargeAnswers(host, { count, pauseMs: 3000, close: true });
+    assert.deepEqual(responses.map((r) => r.status), Array(count).fill(200));
+    responses.forEach((r, i) => assert.equal(JSON.parse(r.body).result.structuredContent.text, `${i} ${text}`));
+    await eventually('the close after the last answer', () => closed(), 10000);
+  }));
+
 test('a request sent after a pipelined pair is read as itself, not as bytes the pair left in the buffer', () =>
   // The pair is answered from the buffer while the connection waits to
   // read: the third request must land where it is parsed from. Once with a
