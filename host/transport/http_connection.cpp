@@ -510,6 +510,13 @@ bool HttpConnection::on_header_section() {
         header_fields_ = static_cast<std::size_t>(std::distance(header.begin(), header.end()));
         chunk_budget_.left = kMaxHeaderBytes > header_bytes_ ? kMaxHeaderBytes - header_bytes_ : 0;
     }
+    // A client that waits for leave to send its body (Expect: 100-continue,
+    // curl's way with a large one) gets it now, not after its own wait
+    // (curl's is 1 s); the answer follows the body as usual (RFC 9110 §10.1.1).
+    if (header.version() >= 11 && !parser_->is_done())
+        if (const auto expect = header_value(header, http::field::expect);
+            expect && protocol::equals_ignoring_ascii_case(*expect, "100-continue"))
+            write(std::string("HTTP/1.1 100 Continue\r\n\r\n"));
     parser_->eager(true);
     return true;
 }

@@ -821,6 +821,21 @@ test('a closing connection lingers from the end of its last answer: a client tha
     await eventually('the close after the last answer', () => closed(), 10000);
   }));
 
+test('a client that expects 100-continue is told to go on before it sends its body, then answered', () =>
+  withHttpHost({ plugins: ECHO }, async (host) => {
+    const message = modernMessage('tools/call', { name: 'echo', arguments: { text: 'after the leave' } }, 1);
+    const bytes = rawPost(host, message, { headers: { ...HttpHost.modernHeaders(message), Expect: '100-continue' } });
+    const head = bytes.indexOf('\r\n\r\n') + 4;
+    const { socket, text } = await openAnswered(host);
+    socket.write(bytes.slice(0, head));
+    // curl waits 1 s for it before it sends the body anyway.
+    await eventually('the leave to go on', () => text().startsWith('HTTP/1.1 100 Continue\r\n\r\n'), 800);
+    socket.write(bytes.slice(head));
+    await eventually('the answer', () => text().includes('after the leave'), 5000);
+    assert.match(text().slice('HTTP/1.1 100 Continue\r\n\r\n'.length), /^HTTP\/1\.1 200 /);
+    socket.destroy();
+  }));
+
 test('a request sent after a pipelined pair is read as itself, not as bytes the pair left in the buffer', () =>
   // The pair is answered from the buffer while the connection waits to
   // read: the third request must land where it is parsed from. Once with a
