@@ -338,7 +338,20 @@ HttpConnection::HttpConnection(Socket socket, HttpService& service)
 
 HttpConnection::~HttpConnection() {
     release_exchange();
+    counted_writing(false);
     --service_.connections;
+}
+
+// Counted among the connections the drain waits for while it has answers
+// not yet written whole: an answer is queued (and its request no longer
+// counted) before it is written, and a slow reader's would be cut off.
+void HttpConnection::counted_writing(bool writing) {
+    if (writing == counted_writing_) return;
+    counted_writing_ = writing;
+    if (writing)
+        ++service_.writing;
+    else
+        --service_.writing;
 }
 
 void HttpConnection::start() {
@@ -1531,6 +1544,7 @@ bool HttpConnection::queue(std::string bytes) {
 
 void HttpConnection::do_write() {
     writing_ = true;
+    counted_writing(true);
     // Everything queued goes out in one gather write; an answer is two
     // buffers, a stream's burst a few more.
     boost::container::small_vector<net::const_buffer, 8> buffers;
@@ -1557,7 +1571,10 @@ void HttpConnection::do_write() {
         }
         if (!self->writes_.empty()) {
             self->do_write();
-        } else if (self->phase_ == Phase::lingering) {
+            return;
+        }
+        self->counted_writing(false);
+        if (self->phase_ == Phase::lingering) {
             // Its last answer is written: the linger counts from here.
             boost::system::error_code ignored;
             self->socket_.shutdown(Socket::shutdown_send, ignored);
@@ -1590,6 +1607,7 @@ void HttpConnection::close() {
     if (phase_ == Phase::closed) return;
     phase_ = Phase::closed;
     release_exchange();
+    counted_writing(false);
     disarm_timer();
     timer_.cancel(); // the pending wait lets the connection go now
     boost::system::error_code ignored;

@@ -381,6 +381,39 @@ test('SIGTERM drains: the request in flight is answered, new ones are refused, t
   await host.stop();
 });
 
+test('SIGTERM drains: answers still being written to a slow reader go out whole before the host exits', async () => {
+  const host = await HttpHost.start({
+    plugins: ECHO, http: { drain_timeout_ms: 15000 }, limits: { max_string_bytes: 1048576, max_message_bytes: 2097152 },
+  });
+  const text = 'z'.repeat(1000000);
+  const { port } = new URL(host.url);
+  const socket = net.connect(Number(port), '127.0.0.1');
+  await new Promise((r) => socket.once('connect', r));
+  const answers = answersOf(socket);
+  // Four pipelined calls of some 2 MB answers each, more than the sockets
+  // take unread. The client stops reading once the first answer begins to
+  // come; then the stop, and the client reads on a second later.
+  const answering = new Promise((r) => socket.once('data', () => r(socket.pause())));
+  for (let i = 0; i < 4; ++i) {
+    const message = modernMessage('tools/call', { name: 'echo', arguments: { text } }, i + 1);
+    socket.write(rawPost(host, message, { headers: HttpHost.modernHeaders(message) }));
+  }
+  await answering;
+  await new Promise((r) => setTimeout(r, 300));
+  host.child.kill('SIGTERM');
+  await host.stderrMatching(/draining/);
+  await new Promise((r) => setTimeout(r, 1000));
+  socket.resume();
+  await eventually('the close', () => answers.closed(), 15000);
+  // The drain ends what had not begun; what was answered comes whole.
+  assert.ok(answers.responses.length >= 1, 'the first answer came');
+  for (const r of answers.responses) assert.equal(JSON.parse(r.body).result.structuredContent.text, text);
+  assert.equal(answers.leftover(), 0, `no answer cut off (${answers.leftover()} bytes of one after ${answers.responses.length})`);
+  assert.deepEqual(await host.exit, { code: 0, signal: null });
+  socket.destroy();
+  await host.stop();
+});
+
 test('the drain timeout cancels what is still running and the host exits', async () => {
   const host = await HttpHost.start({ plugins: ECHO, http: { drain_timeout_ms: 200 } });
   const inFlight = host.modern('tools/call', { name: 'slow', arguments: { ms: 30000 } }).catch((e) => e);
@@ -769,7 +802,8 @@ function answersOf(socket) {
       held = held.subarray(end + 4 + length);
     }
   });
-  return { responses, closed: () => closed };
+  // leftover(): bytes after the last whole answer (a cut-off one's).
+  return { responses, closed: () => closed, leftover: () => held.length };
 }
 
 // Pipelines `count` echo calls of some 2 MB answers each (`close` on the
