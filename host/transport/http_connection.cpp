@@ -338,20 +338,22 @@ HttpConnection::HttpConnection(Socket socket, HttpService& service)
 
 HttpConnection::~HttpConnection() {
     release_exchange();
-    counted_writing(false);
+    finishing(false);
     --service_.connections;
 }
 
 // Counted among the connections the drain waits for while it has answers
-// not yet written whole: an answer is queued (and its request no longer
-// counted) before it is written, and a slow reader's would be cut off.
-void HttpConnection::counted_writing(bool writing) {
-    if (writing == counted_writing_) return;
-    counted_writing_ = writing;
-    if (writing)
-        ++service_.writing;
+// not yet written whole, and while it lingers after its last: an answer is
+// queued (its request no longer counted) before it is written, and a
+// connection closed with a client's bytes unread is reset, which can throw
+// away what the client has not yet read.
+void HttpConnection::finishing(bool finishing) {
+    if (finishing == finishing_) return;
+    finishing_ = finishing;
+    if (finishing)
+        ++service_.finishing;
     else
-        --service_.writing;
+        --service_.finishing;
 }
 
 void HttpConnection::start() {
@@ -371,15 +373,12 @@ void HttpConnection::drain() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
         self->drained_ = true;
         // Idle connections and long-lived streams (which count as no request)
-        // close now; a request being answered finishes first.
-        // An answer still being written (one the drain itself produced, such
-        // as a subscription's final result) goes out first.
-        if (self->phase_ == Phase::waiting_for_request || (self->phase_ == Phase::streaming && !self->counted_)) {
-            if (self->writing_)
-                self->close_gracefully();
-            else
-                self->close();
-        }
+        // close now, gracefully: an answer still being written (one the drain
+        // itself produced, such as a subscription's final result) goes out
+        // first, and pipelined bytes left unread cannot turn the close into a
+        // reset that loses it. A request being answered finishes first.
+        if (self->phase_ == Phase::waiting_for_request || (self->phase_ == Phase::streaming && !self->counted_))
+            self->close_gracefully();
     });
 }
 
@@ -1544,7 +1543,7 @@ bool HttpConnection::queue(std::string bytes) {
 
 void HttpConnection::do_write() {
     writing_ = true;
-    counted_writing(true);
+    finishing(true);
     // Everything queued goes out in one gather write; an answer is two
     // buffers, a stream's burst a few more.
     boost::container::small_vector<net::const_buffer, 8> buffers;
@@ -1573,7 +1572,7 @@ void HttpConnection::do_write() {
             self->do_write();
             return;
         }
-        self->counted_writing(false);
+        self->finishing(self->phase_ == Phase::lingering);
         if (self->phase_ == Phase::lingering) {
             // Its last answer is written: the linger counts from here.
             boost::system::error_code ignored;
@@ -1586,6 +1585,7 @@ void HttpConnection::do_write() {
 void HttpConnection::close_gracefully() {
     if (phase_ == Phase::closed || phase_ == Phase::lingering) return;
     phase_ = Phase::lingering;
+    finishing(true);
     release_exchange();
     lingered_bytes_ = 0;
     buffer_.consume(buffer_.size());
@@ -1607,7 +1607,7 @@ void HttpConnection::close() {
     if (phase_ == Phase::closed) return;
     phase_ = Phase::closed;
     release_exchange();
-    counted_writing(false);
+    finishing(false);
     disarm_timer();
     timer_.cancel(); // the pending wait lets the connection go now
     boost::system::error_code ignored;

@@ -65,7 +65,7 @@ private:
     void on_bytes(boost::system::error_code ec, std::size_t n);
     void parse_request();
     void parse_pipelined();
-    void counted_writing(bool writing);
+    void finishing(bool finishing);
     bool on_header_section();
     bool discard_trailer_fields();
     void refuse_framing(boost::beast::error_code ec);
@@ -159,7 +159,7 @@ private:
     bool keep_alive_ = true;
     bool reading_ = false;            // a read is pending on the socket
     bool parse_when_written_ = false; // a pipelined request waits until the answers before it are written
-    bool counted_writing_ = false;    // one of HttpService::writing
+    bool finishing_ = false;          // one of HttpService::finishing
     bool heard_a_request_ = false;    // a whole request came: from then on, idle waits are keep-alive's
     bool drained_ = false;            // drain(): no request after the current one
     auth::Principal principal_;       // the caller of the request being handled

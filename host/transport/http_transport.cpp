@@ -127,14 +127,14 @@ void HttpTransport::begin_drain() {
 }
 
 void HttpTransport::check_drained(std::chrono::steady_clock::time_point deadline) {
-    // Idle once no request runs and every answer is written whole (a final
-    // result to a slow reader among them).
-    const bool idle = service_.exchanges.load() == 0 && service_.writing.load() == 0;
+    // Idle once no request runs and every connection has written its answers
+    // whole (a final result to a slow reader among them) and closed.
+    const bool idle = service_.exchanges.load() == 0 && service_.finishing.load() == 0;
     if (idle || std::chrono::steady_clock::now() >= deadline) {
         if (!idle)
-            spdlog::warn("http: {} request(s) still running and {} connection(s) still writing after the drain "
-                         "timeout; cancelling them",
-                         service_.exchanges.load(), service_.writing.load());
+            spdlog::warn("http: {} request(s) still running and {} connection(s) still writing or closing after the "
+                         "drain timeout; cancelling them",
+                         service_.exchanges.load(), service_.finishing.load());
         std::vector<std::shared_ptr<HttpConnection>> live;
         {
             std::lock_guard lock(connections_mutex_);
