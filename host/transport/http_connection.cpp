@@ -629,6 +629,12 @@ void HttpConnection::wait_for_deadline() {
 // ---------------------------------------------------------------- routing
 
 void HttpConnection::on_request(Request request) {
+    // A new request leaves the exchange before it behind at once: a message
+    // of that one delivered late (a 2025-11-25 session's stream that ended
+    // as it was sent) is dropped, even while this request is authenticated
+    // or its session looked up, when the phase already reads answering.
+    // The reply this request makes is for the number after (begin_exchange).
+    ++exchange_;
     keep_alive_ = request.keep_alive();
     const std::string_view target(request.target().data(), request.target().size());
     const std::string_view path = target.substr(0, target.find('?'));
