@@ -51,8 +51,8 @@ struct HttpService {
     std::atomic<unsigned> connections{0};
     std::atomic<unsigned> streams{0};   // SSE responses open now
     std::atomic<unsigned> exchanges{0}; // requests accepted and not yet answered
-    std::atomic<unsigned> finishing{
-        0}; // connections writing their answers or lingering after: the drain waits for them
+    // Connections writing their answers or lingering after them: the drain waits for them.
+    std::atomic<unsigned> finishing{0};
 
     // Claims an SSE slot for `principal`: one of max_streams in all and of
     // max_streams_per_principal for the caller.

@@ -1143,6 +1143,9 @@ void UpstreamFamily::end_parked(std::vector<Parked> ended, const std::string& re
 // whose server's connection ended go at once, not at their time: they hold
 // their principal's places and bytes, and the connection that is gone.
 void UpstreamFamily::sweep_parked() {
+    // Taken out under the lock and let go after it: the last reference to a
+    // dead connection's session may be among them, and ending it joins its
+    // threads.
     std::vector<Parked> expired, orphaned;
     {
         std::lock_guard lock(mutex_);
