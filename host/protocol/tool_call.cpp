@@ -391,10 +391,18 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
         auto refusal = parts_.gate.check({tool, request.principal, sent_arguments, &findings});
         if (findings.session && request.findings)
             request.findings->found_session(findings.session->store, findings.session->user);
-        if (refusal) return {Kind::result, refusal->to_tool_result()};
+        if (refusal) {
+            TaskRound refused{Kind::result, refusal->to_tool_result()};
+            refused.held_back = refusal->code == gate::refusal_code::state_unavailable;
+            return refused;
+        }
         Json arguments = sent_arguments;
         if (findings.session) arguments.erase("session");
-        if (!tool.plugin->try_enter()) return {Kind::result, plugin_busy(tool).to_tool_result()};
+        if (!tool.plugin->try_enter()) {
+            TaskRound busy{Kind::result, plugin_busy(tool).to_tool_result()};
+            busy.held_back = true;
+            return busy;
+        }
         struct Leave {
             plugins::LoadedPlugin* plugin;
             ~Leave() { plugin->leave(); }

@@ -48,6 +48,11 @@ struct TaskRound {
     Kind kind = Kind::result;
     Json body; // the CallToolResult; {"inputRequests", "requestState"?}; the JSON-RPC error {code, message, data?}
     bool cancelled = false; // the plugin stopped on is_cancelled (GH_STATUS_CANCELLED)
+    // The round never reached its plugin, for a reason that passes: the state
+    // backend did not answer the gate (STATE_UNAVAILABLE), or the family was
+    // at its in-flight cap (PLUGIN_BUSY). `body` is that refusal; the round
+    // may be run again with the same input.
+    bool held_back = false;
 };
 
 // tools/call from its decoded target (ToolTarget) to the encoded

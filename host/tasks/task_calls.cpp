@@ -216,6 +216,42 @@ void TaskCalls::submit_round(const std::string& id, const plugins::Tool& tool, c
     });
 }
 
+namespace {
+
+constexpr std::chrono::milliseconds kFirstHoldBackPause{50};
+constexpr std::chrono::milliseconds kLongestHoldBackPause{500};
+
+// Waits `pause`; false as soon as the round is told to stop.
+bool sleep_unless_stopped(const RoundControl& control, std::chrono::milliseconds pause) {
+    constexpr std::chrono::milliseconds kStep{10};
+    const auto until = std::chrono::steady_clock::now() + pause;
+    for (;;) {
+        if (control.why.load() != StopReason::none) return false;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until) return true;
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(kStep, until - now));
+    }
+}
+
+} // namespace
+
+// What tasks/get says of a round waiting to run again.
+void TaskCalls::say_waiting(const std::string& id, const protocol::TaskRound& held) {
+    const std::string code(protocol::result_verdict(held.body, false).code);
+    const std::string why = code == gate::refusal_code::plugin_busy
+                                ? "its family is running as many calls as it may at once"
+                                : "the state the gate checks cannot be read just now";
+    try {
+        store_.update(id, [&](TaskRecord& r) {
+            if (r.status != Status::working || r.runner != runner_.instance()) return false;
+            r.status_message = "The task is waiting to run: " + why + " (" + code + "); it runs when that passes.";
+            return true;
+        });
+    } catch (const state::BackendError&) {
+        // Only a message; the round goes on waiting either way.
+    }
+}
+
 void TaskCalls::round(RoundControl& control, const std::string& id, const plugins::Tool& tool,
                       const auth::Principal& principal, const std::shared_ptr<const plugins::ToolRegistry>& registry) {
     // The round's input leaves the record as the round takes it.
@@ -272,8 +308,23 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
                 return tool_call.gate_refusal(*tool, principal, arguments);
             };
         }
-        outcome = tool_call_.run_task_round(request, tool, taken->arguments,
-                                            answers.dump(-1, ' ', false, Json::error_handler_t::replace), state);
+        const std::string input_responses = answers.dump(-1, ' ', false, Json::error_handler_t::replace);
+        outcome = tool_call_.run_task_round(request, tool, taken->arguments, input_responses, state);
+        // A round held back for a passing reason (the state backend did not
+        // answer the gate, the family is at its cap) runs again with the same
+        // input, as a plain call would wait for its family: the task is not
+        // ended, nor the person's answers lost, for a moment's outage or load.
+        // It waits until it runs or its task is stopped (cancelled, past
+        // tasks.max_run_ms, no longer this instance's, the host stopping).
+        if (outcome.held_back) say_waiting(id, outcome);
+        for (auto pause = kFirstHoldBackPause; outcome.held_back; pause = std::min(pause * 2, kLongestHoldBackPause)) {
+            if (!sleep_unless_stopped(control, pause)) {
+                const StopReason why = control.why.load();
+                outcome.cancelled = why == StopReason::client || why == StopReason::deadline;
+                break;
+            }
+            outcome = tool_call_.run_task_round(request, tool, taken->arguments, input_responses, state);
+        }
         observe_round(request, tool, outcome);
     }
 
@@ -440,8 +491,9 @@ const TaskRecord& TaskCalls::require(std::optional<TaskRecord>& found) {
     return *found;
 }
 
-std::optional<std::uint64_t> TaskCalls::too_soon(const std::string& id) {
-    const std::string key = "task-poll%%" + id;
+std::optional<std::uint64_t> TaskCalls::too_soon(const std::string& id, const std::string& owner) {
+    // The id's length first: an id is the client's text, so it may hold the separator.
+    const std::string key = "task-poll%%" + std::to_string(id.size()) + "%%" + id + owner;
     const std::array<limits::BucketDraw, 1> draws{limits::BucketDraw{key, &poll_pace_}};
     try {
         if (auto shortfall = poll_buckets_->take(draws, limits::BucketStore::Clock::now())) return shortfall->wait_ms;
@@ -451,8 +503,8 @@ std::optional<std::uint64_t> TaskCalls::too_soon(const std::string& id) {
     return std::nullopt;
 }
 
-void TaskCalls::pace(const std::string& id) {
-    const auto wait_ms = too_soon(id);
+void TaskCalls::pace(const std::string& id, const std::string& owner) {
+    const auto wait_ms = too_soon(id, owner);
     if (!wait_ms) return;
     throw ProtocolError(protocol::error_code::internal_error,
                         "tasks/get came faster than this task's pollIntervalMs (" +
@@ -466,10 +518,11 @@ void TaskCalls::pace(const std::string& id) {
 Json TaskCalls::get(Request& request) {
     if (!declared(request)) missing_extension("tasks/get");
     const std::string id = task_id(request);
-    pace(id);
+    const std::string owner = request.principal.owner_key();
+    pace(id, owner);
     std::optional<TaskRecord> found;
     try {
-        found = store_.find(id, request.principal.owner_key());
+        found = store_.find(id, owner);
     } catch (const state::BackendError& e) {
         throw ProtocolError(protocol::error_code::internal_error,
                             std::string("The host cannot reach the state its tasks are kept in: ") + e.what(),
@@ -597,7 +650,7 @@ Json TaskCalls::answer_job(const plugins::Tool& tool, const Json& arguments, Req
     std::optional<TaskRecord> found;
     try {
         if (tool.name != protocol::ToolDisclosure::kJobCancel)
-            if (auto wait_ms = too_soon(id))
+            if (auto wait_ms = too_soon(id, owner))
                 return refused(gate::refusal_code::polled_too_fast,
                                "You asked about job " + id + " sooner than its pollIntervalMs (" +
                                    std::to_string(store_.settings().poll_interval_ms) + " ms) allows; ask again in " +

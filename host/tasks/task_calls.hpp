@@ -52,9 +52,11 @@ private:
     std::string task_id(const protocol::Request& request) const;
     // tasks/get's pace: poll_burst at once, then one per pollIntervalMs.
     // Throws ProtocolError (POLLED_TOO_FAST) when it came too soon.
-    void pace(const std::string& id);
+    void pace(const std::string& id, const std::string& owner);
     // The same for the job tools: how long to wait, when it came too soon.
-    std::optional<std::uint64_t> too_soon(const std::string& id);
+    // Each caller paces its own polls of an id: another's, of an id it
+    // learnt, never spend the owner's.
+    std::optional<std::uint64_t> too_soon(const std::string& id, const std::string& owner);
     // tasks/cancel and job_cancel: true when the task was still unfinished.
     bool cancel_task(const std::string& id, const std::string& owner);
     // Runs the task's next round on this host, as `principal`.
@@ -63,6 +65,8 @@ private:
                       std::shared_ptr<const plugins::ToolRegistry> registry);
     void round(RoundControl& control, const std::string& id, const plugins::Tool& tool,
                const auth::Principal& principal, const std::shared_ptr<const plugins::ToolRegistry>& registry);
+    // Says in the task's status message why its round waits to run again (TaskRound::held_back).
+    void say_waiting(const std::string& id, const protocol::TaskRound& held);
     // Counts, audits and exports one round as a tool call of its own.
     void observe_round(const protocol::Request& request, const plugins::Tool& tool,
                        const protocol::TaskRound& outcome) const;

@@ -185,6 +185,54 @@ test("another principal's task is unknown to every task operation and to subscri
   );
 });
 
+test("polling another's task id spends the poller's own allowance, never the owner's", async () => {
+  const keys = { ann: 'ann-key-0123456789', bob: 'bob-key-0123456789' };
+  await withHttpHost(
+    {
+      plugins: ['conformance.so'],
+      sections: {
+        tasks: { poll_interval_ms: 60000, poll_burst: 2 },
+        auth: { mode: 'api_keys', api_keys: Object.entries(keys).map(([subject, key]) => ({ sha256: sha256Hex(key), subject })) },
+      },
+    },
+    async (host) => {
+      const as = (who) => ({ headers: { Authorization: `Bearer ${keys[who]}` } });
+      const created = await startTask(host, 'slow_compute', { seconds: 60 }, as('ann'));
+      // Bob learnt the id: his polls find nothing, and soon he is told to slow down.
+      const bobs = [];
+      for (let i = 0; i < 4; i++) bobs.push(await ask(host, 'tasks/get', { taskId: created.taskId }, as('bob')));
+      assert.match(bobs[0].error?.message ?? '', /Task not found/, JSON.stringify(bobs[0]));
+      assert.equal(bobs[3].error?.data?.code, 'POLLED_TOO_FAST', JSON.stringify(bobs[3]));
+      // Ann's own allowance is whole: two polls in a row answer.
+      for (let i = 0; i < 2; i++) {
+        const own = await ask(host, 'tasks/get', { taskId: created.taskId }, as('ann'));
+        assert.equal(own.result?.status, 'working', JSON.stringify(own));
+      }
+      await ask(host, 'tasks/cancel', { taskId: created.taskId }, as('ann'));
+    },
+  );
+});
+
+test("a task whose family is at its cap waits for its turn and runs, where it used to end at once with PLUGIN_BUSY", () =>
+  withHttpHost(
+    { plugins: [{ path: 'conformance.so', max_in_flight: 1 }], sections: { tasks: fast } },
+    async (host) => {
+      const first = await startTask(host, 'slow_compute', { seconds: 2, label: 'first' });
+      await until(host, first.taskId, ['working']);
+      const second = await startTask(host, 'slow_compute', { seconds: 0, label: 'second' });
+      // While the first holds the family's one place, the second says why it waits.
+      await sleep(300);
+      const waiting = (await ask(host, 'tasks/get', { taskId: second.taskId })).result;
+      assert.equal(waiting.status, 'working', JSON.stringify(waiting));
+      assert.match(waiting.statusMessage, /waiting to run.*PLUGIN_BUSY/, JSON.stringify(waiting));
+      const done = await until(host, second.taskId, ['completed', 'failed', 'cancelled']);
+      assert.equal(done.status, 'completed');
+      assert.notEqual(done.result?.isError, true, JSON.stringify(done));
+      assert.match(JSON.stringify(done.result), /Computed 'second' in 0 s/);
+      assert.equal((await until(host, first.taskId, ['completed'])).status, 'completed');
+    },
+  ));
+
 test('notifications/tasks on subscriptions/listen follow a task to its end; without the extension the listen is refused', () =>
   withHttpHost({ plugins: ['conformance.so'], sections: { tasks: fast } }, async (host) => {
     const refused = await host.modern('subscriptions/listen', { notifications: { taskIds: ['x'] } });
