@@ -3,6 +3,7 @@
 #include "note_backend.hpp"
 
 #include <charconv>
+#include <stdexcept>
 
 namespace memory {
 
@@ -26,7 +27,19 @@ int64_t PgResult::integer(int row, int column) const {
     return out;
 }
 
+namespace {
+
+// libpq reads a text parameter up to its first NUL whatever its length, so
+// "owner\0x" would be sent as "owner": refused, never cut.
+void refuse_nul(std::string_view text) {
+    if (text.find('\0') != std::string_view::npos)
+        throw std::invalid_argument("a value sent to PostgreSQL holds a NUL byte, which a text parameter cannot carry");
+}
+
+} // namespace
+
 PgParams& PgParams::add(std::string_view text) {
+    refuse_nul(text);
     values_.emplace_back(text);
     return *this;
 }
@@ -34,6 +47,7 @@ PgParams& PgParams::add(std::string_view text) {
 PgParams& PgParams::add_array(const std::vector<std::string>& values) {
     std::string literal = "{";
     for (std::size_t i = 0; i < values.size(); ++i) {
+        refuse_nul(values[i]);
         if (i) literal += ',';
         literal += '"';
         for (char c : values[i]) {
@@ -84,8 +98,16 @@ PgConnection::PgConnection(const std::string& url) {
     // The statements are prepared once and their best plan does not depend
     // on the values (primary-key ranges of one owner), so they are planned
     // once too, instead of again on every call.
-    exec("SET synchronous_commit = on; SET statement_timeout = '30s'; SET client_min_messages = warning; "
-         "SET plan_cache_mode = force_generic_plan");
+    // A constructor that throws runs no destructor: the connection is
+    // closed here, or every failed setup would keep one of the server's.
+    try {
+        exec("SET synchronous_commit = on; SET statement_timeout = '30s'; SET client_min_messages = warning; "
+             "SET plan_cache_mode = force_generic_plan");
+    } catch (...) {
+        libpq().finish(conn_);
+        conn_ = nullptr;
+        throw;
+    }
 }
 
 PgConnection::~PgConnection() {

@@ -241,6 +241,22 @@ TEST_CASE("one owner never reads, counts or deletes another's notes") {
         CHECK(store.unread_critical(bob).empty());
         CHECK(store.unread_critical(alice) == std::vector<int64_t>{secret});
     }
+    SECTION("an owner key with a NUL in it is never the key before the NUL") {
+        // libpq sends a text parameter up to its first NUL: PostgreSQL
+        // refuses such a key where it would have read alice's notes.
+        const Owner cut{std::string("alice\0x", 7), ""};
+        std::vector<Note> got;
+        try {
+            got = find(store, cut, "secret");
+        } catch (const std::exception&) {
+        }
+        CHECK(got.empty());
+        try {
+            store.forget_all(cut);
+        } catch (const std::exception&) {
+        }
+        CHECK(find(store, alice, "").size() == 2);
+    }
     SECTION("the store joins the owner key") {
         const Owner alice_in_shop{"alice", "shop-1"};
         CHECK(find(store, alice_in_shop, "secret").empty());

@@ -114,6 +114,20 @@ TEST_CASE("a principal's owner key is its kind, issuer and subject, and keys nev
             CHECK(keys[i] != keys[j]);
         }
     CHECK(local_lookalike.owner_key().find(':') == std::string::npos);
+
+    // A subject with a NUL or another control byte keeps its whole length in
+    // the key, as text every store can carry: a store that reads a text up to
+    // its first NUL (libpq's parameters) must not see "alice\0x" as "alice".
+    claims["iss"] = "https://as.example";
+    claims["sub"] = std::string("alice\0x", 7);
+    const auto with_nul = auth::check_claims(claims, rules, now);
+    REQUIRE(with_nul.kind == Kind::accepted);
+    const std::string key = with_nul.principal.owner_key();
+    CHECK(key.find('\0') == std::string::npos);
+    CHECK(key != from_as.principal.owner_key());
+    CHECK(key.substr(0, key.find("%00")) == from_as.principal.owner_key());
+    const auth::Principal newline{"alice\nbob", "local", {}, {}};
+    CHECK(newline.owner_key() == "alice%0Abob");
 }
 
 TEST_CASE("JWKs that cannot verify what they claim are refused", "[auth]") {
