@@ -146,6 +146,12 @@ int64_t NoteStore::remember(const Owner& owner, const NewNote& note) {
         throw CardNumberInNote("The note seems to hold a payment card number (one ending in " + *last4 +
                                    "); notes must not keep card numbers. Remove it and call remember again.",
                                *last4);
+    // A tag is kept and shown back as the text is.
+    for (const auto& tag : note.tags)
+        if (auto last4 = find_card_number(tag))
+            throw CardNumberInNote("A tag of the note seems to hold a payment card number (one ending in " + *last4 +
+                                       "); notes must not keep card numbers. Remove it and call remember again.",
+                                   *last4);
 
     CheckedNote checked;
     {

@@ -326,17 +326,22 @@ std::vector<Note> PostgresNotes::newest(PgConnection& conn, const Owner& owner, 
     PgParams params;
     params.add(owner.principal).add(owner.store).add(now_ms()).add(int64_t{query.limit});
     const std::string critical = query.critical_only ? " AND n.critical" : "";
+    // Unread critical notes first (see SqliteNotes::latest); shown newest first all the same.
+    const std::string unread_first =
+        query.critical_only ? " EXISTS (SELECT 1 FROM critical_reads r WHERE r.owner_id = o.id AND r.note_id = n.id),"
+                            : "";
     std::string sql =
         std::string("WITH o AS (SELECT id FROM owners WHERE subject = $1 AND store = $2), n AS (SELECT ") +
         kNoteColumns + ", n.owner_id FROM o JOIN ";
     if (query.tag_keys.empty()) {
-        sql += "notes n ON n.owner_id = o.id WHERE true" + critical + " ORDER BY n.number DESC LIMIT $4::bigint)";
+        sql += "notes n ON n.owner_id = o.id WHERE true" + critical + " ORDER BY" + unread_first +
+               " n.number DESC LIMIT $4::bigint)";
     } else {
         // Walk the first tag's notes newest first; the others must be there too.
         sql += "note_tags t ON t.owner_id = o.id AND t.tag_key = $5 JOIN notes n ON n.id = t.note_id WHERE (SELECT "
                "count(*) FROM note_tags g WHERE g.owner_id = o.id AND g.note_id = n.id AND g.tag_key = "
                "ANY($6::text[])) = $7::bigint" +
-               critical + " ORDER BY t.note_id DESC LIMIT $4::bigint)";
+               critical + " ORDER BY" + unread_first + " t.note_id DESC LIMIT $4::bigint)";
         params.add(query.tag_keys[0]).add_array(query.tag_keys).add(static_cast<int64_t>(query.tag_keys.size()));
     }
     sql += mark_critical_read("$3") + " SELECT * FROM n ORDER BY number DESC";
@@ -460,9 +465,12 @@ bool PostgresNotes::forget(const Owner& owner, int64_t number) {
     const auto terms = (*analyzers_.acquire())->distinct_terms({deleted.text(0, 2), deleted.text(0, 3)});
     conn->run("DELETE FROM note_terms WHERE owner_id = $1::bigint AND term = ANY($2::text[]) AND note_id = $3::bigint",
               PgParams().add(owner_id).add_array(terms).add(note_id));
-    conn->run("WITH d AS (UPDATE owner_terms SET notes = notes - 1 WHERE owner_id = $1::bigint AND "
-              "term = ANY($2::text[]) RETURNING term, notes) DELETE FROM owner_terms o USING d WHERE "
-              "o.owner_id = $1::bigint AND o.term = d.term AND d.notes <= 0",
+    // Two statements: the DELETE of a statement whose WITH updated the same
+    // rows skips them (PostgreSQL performs only the update), so counts that
+    // reached 0 stayed as rows.
+    conn->run("DELETE FROM owner_terms WHERE owner_id = $1::bigint AND term = ANY($2::text[]) AND notes <= 1",
+              PgParams().add(owner_id).add_array(terms));
+    conn->run("UPDATE owner_terms SET notes = notes - 1 WHERE owner_id = $1::bigint AND term = ANY($2::text[])",
               PgParams().add(owner_id).add_array(terms));
     conn->run("UPDATE owners SET note_count = note_count - 1, token_count = token_count - $2::bigint WHERE id = "
               "$1::bigint",

@@ -169,12 +169,22 @@ std::vector<Note> SqliteNotes::latest(SqliteDatabase& db, int64_t owner_id, cons
                                       bool critical_only, int limit) {
     std::vector<Note> notes;
     const std::string only_critical = critical_only ? " AND n.critical = 1" : "";
+    // The critical notes not read yet come first: with more of them than a
+    // recall returns, each recall shows the next ones, so the gate's
+    // "read every critical note" can always be met.
+    const std::string unread_first =
+        critical_only ? " EXISTS (SELECT 1 FROM critical_reads r WHERE r.owner_id = ?1 AND r.note_id = n.id)," : "";
+    const auto newest_first = [&] {
+        if (critical_only)
+            std::sort(notes.begin(), notes.end(), [](const Note& a, const Note& b) { return a.id > b.id; });
+    };
     if (tags.empty()) {
         auto& s = db.statement(std::string("SELECT ") + kNoteColumns + " FROM notes n WHERE n.owner_id = ?1" +
-                               only_critical + " ORDER BY n.number DESC LIMIT ?2");
+                               only_critical + " ORDER BY" + unread_first + " n.number DESC LIMIT ?2");
         s.bind(1, owner_id).bind(2, int64_t{limit});
         while (s.step())
             notes.push_back(read_note(s));
+        newest_first();
         return notes;
     }
     // Walk the first tag's notes newest first; the other tags must be there too.
@@ -184,13 +194,14 @@ std::vector<Note> SqliteNotes::latest(SqliteDatabase& db, int64_t owner_id, cons
     for (std::size_t i = 1; i < tags.size(); ++i)
         sql += " AND EXISTS (SELECT 1 FROM note_tags o WHERE o.owner_id = ?1 AND o.tag_key = ?" +
                std::to_string(i + 3) + " AND o.note_id = n.id)";
-    sql += " ORDER BY t.note_id DESC LIMIT ?2";
+    sql += " ORDER BY" + unread_first + " t.note_id DESC LIMIT ?2";
     auto& s = db.statement(sql);
     s.bind(1, owner_id).bind(2, int64_t{limit});
     for (std::size_t i = 0; i < tags.size(); ++i)
         s.bind(static_cast<int>(i + 3), tags[i]);
     while (s.step())
         notes.push_back(read_note(s));
+    newest_first();
     return notes;
 }
 

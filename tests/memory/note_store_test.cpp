@@ -19,6 +19,7 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -450,6 +451,9 @@ TEST_CASE("card numbers are refused, other numbers are kept") {
                                                                            Catch::Contains("1111") &&
                                                                            !Catch::Contains("4111 1111 1111 1111"));
     CHECK(find(store, alice, "").empty());
+    CHECK_THROWS_WITH(keep(store, alice, "the card", {"4111 1111 1111 1111"}),
+                      Catch::Contains("tag") && Catch::Contains("1111") && !Catch::Contains("4111 1111"));
+    CHECK(find(store, alice, "").empty());
     CHECK(keep(store, alice, "order 4111 1111 1111 1112") == 1);
 }
 
@@ -526,6 +530,31 @@ TEST_CASE("critical notes: flagged, returned, marked read per owner") {
     CHECK(store.forget(alice, second));
     CHECK(store.unread_critical(alice).empty());
     CHECK(ids(store.critical_notes(alice)) == std::vector<int64_t>{critical});
+}
+
+TEST_CASE("more critical notes than a recall returns are all read after a few recalls, unread ones first") {
+    TempDatabase tmp;
+    NoteStore store(tmp.settings());
+    for (int i = 0; i < 55; ++i)
+        keep(store, alice, "rule number " + std::to_string(i), {"rules"}, true);
+    RecallQuery critical{"", {}, 50, true};
+    const auto first = store.recall(alice, critical);
+    CHECK(first.size() == 50);
+    CHECK(store.unread_critical(alice).size() == 5);
+    // The next recall shows the five the first could not, newest first.
+    const auto second = store.recall(alice, critical);
+    REQUIRE(second.size() == 50);
+    CHECK(store.unread_critical(alice).empty());
+    CHECK(std::is_sorted(second.begin(), second.end(), [](const Note& a, const Note& b) { return a.id > b.id; }));
+    bool oldest_shown = false;
+    for (const auto& note : second)
+        oldest_shown = oldest_shown || note.id == 1;
+    CHECK(oldest_shown);
+    // The same with a tag.
+    keep(store, alice, "one more", {"rules"}, true);
+    RecallQuery tagged{"", {"rules"}, 1, true};
+    CHECK(ids(store.recall(alice, tagged)) == std::vector<int64_t>{56});
+    CHECK(store.unread_critical(alice).empty());
 }
 
 TEST_CASE("recall can ask for the critical notes only, with or without words and tags") {
@@ -719,6 +748,14 @@ TEST_CASE("the owners' term counts follow every write") {
     CHECK(sql(tmp, count_contract) == "2"); // notes, not hits; Bob's not among them
     CHECK(store.forget(alice, one));
     CHECK(sql(tmp, count_contract) == "1");
+    // A word whose last note goes leaves no count behind (PostgreSQL's forget
+    // decremented it to 0 and kept the row).
+    const char* count_zebra = "SELECT count(*) FROM owner_terms t JOIN owners o ON o.id = t.owner_id "
+                              "WHERE o.subject = 'alice' AND t.term = 'zebra'";
+    const auto zebra = keep(store, alice, "a zebra crossing");
+    CHECK(sql(tmp, count_zebra) == "1");
+    CHECK(store.forget(alice, zebra));
+    CHECK(sql(tmp, count_zebra) == "0");
     CHECK(store.forget_all(alice) == 1);
     CHECK(sql(tmp, "SELECT count(*) FROM owner_terms t JOIN owners o ON o.id = t.owner_id "
                    "WHERE o.subject = 'alice'") == "0");
