@@ -406,6 +406,25 @@ Json McpServer::cacheable(const Request& request, Json result, bool per_token) c
     return result;
 }
 
+namespace {
+
+// A 2025-11-25 client calling a tool that runs only as a task gets a job
+// handle (tasks::TaskCalls), not the tool's output: its outputSchema would
+// promise structured content the handle cannot match, and clients that
+// check results against it (the official SDK does) throw the handle away.
+// The job's result, from job_result, is the tool's own.
+Json without_job_output_schemas(Json page, const plugins::ToolRegistry& registry) {
+    for (auto& entry : page["tools"]) {
+        const auto name = entry.find("name");
+        if (name == entry.end() || !name->is_string()) continue;
+        const plugins::Tool* tool = registry.find(name->get_ref<const std::string&>());
+        if (tool && tool->task_support == plugins::TaskSupport::required) entry.erase("outputSchema");
+    }
+    return page;
+}
+
+} // namespace
+
 // A verified token sees only the tools its scopes let it call (the same
 // scope_refusal a call meets); the list is then its own, and says so in
 // cacheScope. Its cursors carry which tools it holds, so a cursor of
@@ -413,8 +432,13 @@ Json McpServer::cacheable(const Request& request, Json result, bool per_token) c
 Json McpServer::list_tools(const Request& request) const {
     const auto listing = disclosure_.listing();
     const auth::Principal& principal = request.principal;
+    const bool jobs = request.revision == Revision::legacy_2025_11_25 && task_store_->settings().enabled;
+    const auto page = [&](const std::vector<const plugins::Tool*>& tools, const std::string& fingerprint) {
+        Json listed = list_page(request, tools, "tools", fingerprint, limits_.page_size);
+        return jobs ? without_job_output_schemas(std::move(listed), *listing->registry) : listed;
+    };
     if (principal.kind != "token" || !listing->scoped)
-        return cacheable(request, list_page(request, listing->tools, "tools", listing->fingerprint, limits_.page_size));
+        return cacheable(request, page(listing->tools, listing->fingerprint));
     std::vector<const plugins::Tool*> callable;
     callable.reserve(listing->tools.size());
     std::string held;
@@ -426,7 +450,7 @@ Json McpServer::list_tools(const Request& request) const {
         }
     const std::string fingerprint =
         listing->fingerprint + "-" + std::to_string(std::hash<std::string>{}(held)&0xffffffffu);
-    return cacheable(request, list_page(request, callable, "tools", fingerprint, limits_.page_size), true);
+    return cacheable(request, page(callable, fingerprint), true);
 }
 
 void McpServer::apply_exposure(const std::set<std::string>& on_demand_families,

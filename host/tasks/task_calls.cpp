@@ -108,13 +108,13 @@ Json job_handle(const TaskRecord& record, const plugins::Tool& tool) {
                              record.id + "\"}), at most every " + std::to_string(record.poll_ms) +
                              " ms; stop it with job_cancel.";
     Json result = {{"content", Json::array({{{"type", "text"}, {"text", text}}})}};
-    // A tool's own outputSchema describes its result, not the handle: the handle is then text only.
-    if (!tool.output_schema)
-        result["structuredContent"] = {{"job",
-                                        {{"id", record.id},
-                                         {"status", status_name(record.status)},
-                                         {"pollIntervalMs", record.poll_ms},
-                                         {"ttlMs", record.ttl_ms}}}};
+    // The tool's own outputSchema, which describes its result and not the
+    // handle, is not listed to these clients (McpServer::list_tools).
+    result["structuredContent"] = {{"job",
+                                    {{"id", record.id},
+                                     {"status", status_name(record.status)},
+                                     {"pollIntervalMs", record.poll_ms},
+                                     {"ttlMs", record.ttl_ms}}}};
     return result;
 }
 

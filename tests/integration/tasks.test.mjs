@@ -461,5 +461,31 @@ test('a 2025-11-25 client (the v1 SDK) gets a job handle and follows the job wit
     assert.equal(none.structuredContent?.code, 'JOB_CANCELLED', JSON.stringify(none));
     const unknown = await client.callTool({ name: 'job_status', arguments: { job: 'f'.repeat(32) } });
     assert.equal(unknown.structuredContent?.code, 'JOB_NOT_FOUND', JSON.stringify(unknown));
+
+    // A job tool with an outputSchema: the handle is no output of the tool,
+    // so the schema is not listed to this client, whose SDK would otherwise
+    // refuse the handle ("has an output schema but did not return structured content").
+    const report = tools.find((t) => t.name === 'report_job');
+    assert.ok(report, 'report_job is listed');
+    assert.equal(report.outputSchema, undefined, JSON.stringify(report));
+    const handle = await client.callTool({ name: 'report_job', arguments: {} });
+    const reportJob = handle.structuredContent.job;
+    assert.match(reportJob.id, /^[0-9a-f]{32}$/);
+    let reported;
+    for (let i = 0; i < 50; i++) {
+      await sleep(reportJob.pollIntervalMs + 20);
+      reported = await client.callTool({ name: 'job_result', arguments: { job: reportJob.id } });
+      if (reported.structuredContent?.code !== 'JOB_NOT_FINISHED') break;
+    }
+    assert.deepEqual(reported.structuredContent, { pages: 3 }, JSON.stringify(reported));
     await client.close();
+  }));
+
+test('a 2026-07-28 client with the extension is listed a job tool with its outputSchema, and its task result carries the output', () =>
+  withHttpHost({ plugins: ['conformance.so'], sections: { tasks: fast } }, async (host) => {
+    const listed = (await ask(host, 'tools/list')).result.tools.find((t) => t.name === 'report_job');
+    assert.ok(JSON.stringify(listed.outputSchema ?? null).includes('"pages"'), JSON.stringify(listed));
+    const task = await startTask(host, 'report_job', {});
+    const done = await until(host, task.taskId, ['completed', 'failed']);
+    assert.deepEqual(done.result.structuredContent, { pages: 3 }, JSON.stringify(done));
   }));
