@@ -436,6 +436,17 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
         Json error = {{"code", e.code()}, {"message", e.what()}};
         if (!e.data().is_null()) error["data"] = e.data();
         return {Kind::failed, std::move(error)};
+    } catch (const std::exception& e) {
+        // Anything else the round met (a result that is no JSON the checks
+        // can read, memory): the task fails now, saying so, rather than
+        // staying "working" until its lease lapses and being reported as
+        // stopped by a host that never stopped.
+        spdlog::error("tool '{}' ({}) in task {}: the round failed: {}", tool.name, tool.family, request.task_id,
+                      e.what());
+        return {Kind::failed,
+                {{"code", error_code::internal_error},
+                 {"message",
+                  "Tool '" + tool.name + "' failed in the host while its task ran; the host logged the details."}}};
     }
 }
 
