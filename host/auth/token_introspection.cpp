@@ -6,18 +6,45 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <optional>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 namespace gatehouse::auth {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr std::size_t kMaxCached = 10000;
 constexpr std::size_t kMaxAddresses = 10000;
+// Every client together: what an authorization server is asked at most in
+// a minute for tokens this host has not seen, however many addresses ask.
+constexpr unsigned kMaxCallsPerMinute = 10000;
 constexpr auto kCallWindow = std::chrono::minutes(1);
 
+std::uint64_t seconds_left(Clock::time_point started, Clock::time_point now) {
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(started + kCallWindow - now);
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(1, left.count() + 1));
+}
+
 } // namespace
+
+std::string caller_group(const std::string& address) {
+    in6_addr v6{};
+    if (::inet_pton(AF_INET6, address.c_str(), &v6) != 1) return address;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+        in_addr v4{};
+        std::memcpy(&v4, &v6.s6_addr[12], sizeof v4);
+        return ::inet_ntop(AF_INET, &v4, text, sizeof text) ? std::string(text) : address;
+    }
+    std::memset(&v6.s6_addr[8], 0, 8);
+    return ::inet_ntop(AF_INET6, &v6, text, sizeof text) ? std::string(text) + "/64" : address;
+}
 
 TokenIntrospection::TokenIntrospection(Endpoint endpoint, ClaimRules rules, HttpFetcher& fetcher)
     : endpoint_(std::move(endpoint)), rules_(std::move(rules)), fetcher_(fetcher) {
@@ -26,20 +53,28 @@ TokenIntrospection::TokenIntrospection(Endpoint endpoint, ClaimRules rules, Http
 }
 
 std::uint64_t TokenIntrospection::take_call(const std::string& address, Clock::time_point now) {
-    if (calls_by_address_.size() >= kMaxAddresses && !calls_by_address_.count(address)) {
+    if (now - all_calls_.started >= kCallWindow) all_calls_ = {now, 0};
+    if (all_calls_.calls >= kMaxCallsPerMinute) return seconds_left(all_calls_.started, now);
+    const std::string group = caller_group(address);
+    if (calls_by_address_.size() >= kMaxAddresses && !calls_by_address_.count(group)) {
         for (auto it = calls_by_address_.begin(); it != calls_by_address_.end();)
             it = now - it->second.started >= kCallWindow ? calls_by_address_.erase(it) : std::next(it);
-        // Still full: every entry is this minute's. Starting over lets each
-        // address a minute's calls again, which bounds the calls all the same.
-        if (calls_by_address_.size() >= kMaxAddresses) calls_by_address_.clear();
+        // Still full, every entry this minute's: a new group waits for the
+        // oldest window to end. Starting the table over would give every
+        // group a fresh count, so that cycling through many addresses was
+        // never bounded.
+        if (calls_by_address_.size() >= kMaxAddresses) {
+            auto oldest = Clock::time_point::max();
+            for (const auto& [key, window] : calls_by_address_)
+                oldest = std::min(oldest, window.started);
+            return seconds_left(oldest, now);
+        }
     }
-    auto& window = calls_by_address_[address];
+    auto& window = calls_by_address_[group];
     if (now - window.started >= kCallWindow) window = {now, 0};
-    if (window.calls >= endpoint_.calls_per_address_per_minute) {
-        const auto left = std::chrono::duration_cast<std::chrono::seconds>(window.started + kCallWindow - now);
-        return static_cast<std::uint64_t>(std::max<std::int64_t>(1, left.count() + 1));
-    }
+    if (window.calls >= endpoint_.calls_per_address_per_minute) return seconds_left(window.started, now);
     ++window.calls;
+    ++all_calls_.calls;
     return 0;
 }
 
@@ -65,8 +100,10 @@ void TokenIntrospection::verify(std::string token, const std::string& client_add
         }
         if (!known)
             if (const auto wait_s = take_call(client_address, now)) {
-                spdlog::warn("auth: {} asked about {} unknown tokens within a minute; introspection paused for it",
-                             client_address, endpoint_.calls_per_address_per_minute);
+                spdlog::warn("auth: unknown tokens from {} (counted as {}) wait {} s: at most {} a minute are "
+                             "asked about per address, {} from all addresses together",
+                             client_address, caller_group(client_address), wait_s,
+                             endpoint_.calls_per_address_per_minute, kMaxCallsPerMinute);
                 known = TokenVerdict::throttle("too many unknown tokens from this address", wait_s);
             }
     }

@@ -45,7 +45,10 @@ private:
     };
     using Clock = std::chrono::steady_clock;
 
-    // Takes one call of `address`'s minute; 0, or the seconds until one is free.
+    // Takes one call of the minute of `address`'s group (caller_group); 0,
+    // or the seconds until one is free. Besides each group's bound, all
+    // groups together make at most kMaxCallsPerMinute a minute, and a group
+    // new while kMaxAddresses groups are in this minute waits its turn.
     std::uint64_t take_call(const std::string& address, Clock::time_point now);
     void remember(const std::string& digest, const TokenVerdict& verdict, Clock::time_point until);
 
@@ -55,7 +58,14 @@ private:
     std::mutex mutex_;
     std::unordered_map<std::string, Cached> accepted_; // apart, so refusals never push out what was accepted
     std::unordered_map<std::string, Cached> refused_;
-    std::unordered_map<std::string, CallWindow> calls_by_address_;
+    std::unordered_map<std::string, CallWindow> calls_by_address_; // by caller_group
+    CallWindow all_calls_;                                         // every group's, this minute
 };
+
+// Whom calls are counted against: an IPv4 address (an IPv4-mapped IPv6 one
+// as IPv4), or an IPv6 address's /64, the least a single site is given, so
+// that one client cannot take a fresh count with each address of its
+// network. Text that is no address stands for itself.
+std::string caller_group(const std::string& address);
 
 } // namespace gatehouse::auth

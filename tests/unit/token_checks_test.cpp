@@ -2,6 +2,7 @@
 #include "auth/issuer_keys.hpp"
 #include "auth/json_web_key.hpp"
 #include "auth/token_claims.hpp"
+#include "auth/token_introspection.hpp"
 #include "config/config_error.hpp"
 #include "config/config_loader.hpp"
 
@@ -126,7 +127,7 @@ TEST_CASE("a principal's owner key is its kind, issuer and subject, and keys nev
     CHECK(key.find('\0') == std::string::npos);
     CHECK(key != from_as.principal.owner_key());
     CHECK(key.substr(0, key.find("%00")) == from_as.principal.owner_key());
-    const auth::Principal newline{"alice\nbob", "local", {}, {}};
+    const auth::Principal newline{"alice\nbob", "local", {}, {}, ""};
     CHECK(newline.owner_key() == "alice%0Abob");
 }
 
@@ -261,4 +262,63 @@ TEST_CASE("an https issuer's keys are read over https only, whatever its metadat
     CHECK(keys_read("https://as.example/jwks") == std::make_pair(true, true));
     // Over plain HTTP anyone on the path could hand over keys of their own.
     CHECK(keys_read("http://as.example/jwks") == std::make_pair(false, false));
+}
+
+namespace {
+
+// An authorization server that knows no token: every introspection answers inactive.
+class InactiveEverywhere final : public auth::HttpFetcher {
+public:
+    std::size_t asked = 0;
+    void stop() override {}
+    void get(const std::string&, Done done) override { done({404, "", ""}); }
+    void post_form(const std::string&, std::string, std::string, Done done) override {
+        ++asked;
+        done({200, R"({"active":false})", ""});
+    }
+    void post(std::function<void()> work) override { work(); }
+    void post_after(std::chrono::milliseconds, std::function<void()>) override {}
+};
+
+} // namespace
+
+TEST_CASE("introspection calls are counted per IPv4 address or IPv6 /64, and bounded for all addresses together",
+          "[auth]") {
+    CHECK(auth::caller_group("192.0.2.7") == "192.0.2.7");
+    CHECK(auth::caller_group("::ffff:192.0.2.7") == "192.0.2.7");
+    CHECK(auth::caller_group("2001:db8:1:2:aaaa:bbbb:cccc:1") == "2001:db8:1:2::/64");
+    CHECK(auth::caller_group("2001:db8:1:2::9") == auth::caller_group("2001:db8:1:2:ffff::1"));
+    CHECK(auth::caller_group("2001:db8:1:3::9") != auth::caller_group("2001:db8:1:2::9"));
+    CHECK(auth::caller_group("not an address") == "not an address");
+
+    InactiveEverywhere server;
+    auth::TokenIntrospection::Endpoint endpoint;
+    endpoint.url = "https://as.example/introspect";
+    endpoint.client_id = "gatehouse";
+    endpoint.client_secret = "secret";
+    endpoint.calls_per_address_per_minute = 3;
+    auth::TokenIntrospection introspection(endpoint, auth::ClaimRules{}, server);
+    std::size_t token = 0;
+    const auto ask = [&](const std::string& address) {
+        std::optional<auth::TokenVerdict> verdict;
+        introspection.verify("opaque-" + std::to_string(token++), address, [&](auth::TokenVerdict v) { verdict = v; });
+        REQUIRE(verdict);
+        return verdict->kind;
+    };
+    // One client walking through the addresses of its /64 gets no fresh count.
+    for (int i = 1; i <= 3; ++i)
+        CHECK(ask("2001:db8:1:2::" + std::to_string(i)) == Kind::rejected);
+    CHECK(ask("2001:db8:1:2::4") == Kind::throttled);
+    CHECK(ask("2001:db8:1:3::1") == Kind::rejected);
+    CHECK(server.asked == 4);
+
+    // Many addresses at once: never more than the bound for all of them in a
+    // minute (before, a full table started over, and every address counted anew).
+    std::size_t throttled = 0;
+    for (int i = 0; i < 10'200; ++i)
+        if (ask("10." + std::to_string(i / 65536) + "." + std::to_string(i / 256 % 256) + "." +
+                std::to_string(i % 256)) == Kind::throttled)
+            ++throttled;
+    CHECK(server.asked == 10'000);
+    CHECK(throttled == 10'200 - (10'000 - 4));
 }
