@@ -66,6 +66,9 @@ void IssuerKeys::start() {
 
 std::shared_ptr<const JsonWebKey> IssuerKeys::find(const std::string& kid, const std::string& alg) const {
     std::lock_guard lock(mutex_);
+    // Keys past max_stale are not found: the token asks for a re-read, and
+    // is answered "cannot be checked" (503) while that read fails.
+    if (std::chrono::steady_clock::now() - keys_taken_ > timing_.max_stale) return nullptr;
     if (!kid.empty()) {
         const auto it = by_kid_.find(kid);
         if (it == by_kid_.end() || it->second->algorithm() != alg) return nullptr;
@@ -164,6 +167,7 @@ std::size_t IssuerKeys::replace_keys(const nlohmann::json& set) {
     std::lock_guard lock(mutex_);
     by_kid_ = std::move(by_kid);
     keys_ = std::move(keys);
+    keys_taken_ = std::chrono::steady_clock::now();
     return keys_.size();
 }
 
@@ -182,15 +186,21 @@ void IssuerKeys::read_jwks(const std::string& uri) {
 void IssuerKeys::finish_read(bool ok, const std::string& why) {
     std::vector<std::function<void(bool)>> waiting;
     std::size_t count = 0;
+    bool stale = false;
     {
         std::lock_guard lock(mutex_);
         reading_ = false;
         last_read_ok_ = ok;
         waiting.swap(waiting_);
         count = keys_.size();
+        stale = count > 0 && std::chrono::steady_clock::now() - keys_taken_ > timing_.max_stale;
     }
     if (ok)
         spdlog::info("auth: {} signing key(s) of {} loaded", count, issuer_);
+    else if (stale)
+        spdlog::error("auth: {}; the keys known were read more than {} s ago (auth.jwks_max_stale_s), so tokens "
+                      "they sign are not accepted until the key set is read again",
+                      why, timing_.max_stale.count());
     else
         spdlog::warn("auth: {}; keys already known stay in use", why);
     for (auto& done : waiting)

@@ -39,6 +39,10 @@ public:
     struct Timing {
         std::chrono::seconds refresh_interval{300};
         std::chrono::seconds min_refresh{10};
+        // Keys not read again for this long are no longer trusted: an issuer
+        // that withdrew a key (a leaked one) is obeyed within this bound even
+        // while its key set cannot be read, rather than never.
+        std::chrono::seconds max_stale{86400};
     };
 
     // `jwks_uri`: the issuer's own configured key source, empty to find it in
@@ -82,6 +86,7 @@ private:
     std::uint64_t refresh_ = 0; // the one scheduled refresh that may still run
     bool last_read_ok_ = false;
     std::chrono::steady_clock::time_point last_read_started_{};
+    std::chrono::steady_clock::time_point keys_taken_{}; // when keys_ were last replaced
     std::vector<std::function<void(bool)>> waiting_;
 };
 

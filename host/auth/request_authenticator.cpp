@@ -66,7 +66,8 @@ void RequestAuthenticator::start(std::uint16_t bound_port) {
     case Mode::jwt: {
         std::map<std::string, std::unique_ptr<IssuerKeys>> issuers;
         const IssuerKeys::Timing timing{std::chrono::seconds(settings_.jwks_refresh_interval_s),
-                                        std::chrono::seconds(settings_.jwks_min_refresh_s)};
+                                        std::chrono::seconds(settings_.jwks_min_refresh_s),
+                                        std::chrono::seconds(settings_.jwks_max_stale_s)};
         for (const auto& issuer : settings_.issuers) {
             const auto own = settings_.issuer_jwks_uris.find(issuer);
             issuers.emplace(

@@ -329,6 +329,7 @@ struct AuthSettings {
     std::uint64_t fetch_timeout_ms = 3000;       // one call to an authorization server
     std::uint64_t jwks_refresh_interval_s = 300; // keys are re-read this often in the background
     std::uint64_t jwks_min_refresh_s = 10;       // an unknown kid re-reads the keys at most this often
+    std::uint64_t jwks_max_stale_s = 86400;      // keys not re-read for this long are no longer trusted
     std::string introspection_endpoint;
     std::string client_id; // the host's own credentials at the introspection endpoint
     std::string client_secret;

@@ -1121,9 +1121,9 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
     r.expect_map(node, "auth");
     r.only_keys(node,
                 {"mode", "resource", "issuers", "audiences", "jwks_uri", "scopes_supported", "clock_skew_s",
-                 "fetch_timeout_ms", "jwks_refresh_interval_s", "jwks_min_refresh_s", "introspection_endpoint",
-                 "client_id", "client_secret", "introspection_cache_s", "introspection_refused_cache_s",
-                 "introspection_calls_per_address_per_minute", "api_keys"},
+                 "fetch_timeout_ms", "jwks_refresh_interval_s", "jwks_min_refresh_s", "jwks_max_stale_s",
+                 "introspection_endpoint", "client_id", "client_secret", "introspection_cache_s",
+                 "introspection_refused_cache_s", "introspection_calls_per_address_per_minute", "api_keys"},
                 "auth");
     out.configured = true;
     out.where = r.at(node);
@@ -1201,6 +1201,12 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
     number("fetch_timeout_ms", out.fetch_timeout_ms, 100, 60000);
     number("jwks_refresh_interval_s", out.jwks_refresh_interval_s, 10, 86400);
     number("jwks_min_refresh_s", out.jwks_min_refresh_s, 0, 3600);
+    number("jwks_max_stale_s", out.jwks_max_stale_s, 60, 30 * 86400);
+    if (out.jwks_max_stale_s < out.jwks_refresh_interval_s)
+        r.note(node["jwks_max_stale_s"] ? node["jwks_max_stale_s"] : node,
+               "auth.jwks_max_stale_s (" + std::to_string(out.jwks_max_stale_s) +
+                   ") must be at least auth.jwks_refresh_interval_s (" + std::to_string(out.jwks_refresh_interval_s) +
+                   "), or the keys would go stale between two reads");
     if (node["introspection_endpoint"])
         r.attempt([&] {
             out.introspection_endpoint = url_in(r, node["introspection_endpoint"], "auth.introspection_endpoint");

@@ -104,6 +104,15 @@ test('a bad auth section is refused naming file:line', () => {
   const noIssuer = spawnSync(binaryPath(), ['check-config', jwt.file], { encoding: 'utf8' });
   assert.notEqual(noIssuer.status, 0);
   assert.match(noIssuer.stderr + noIssuer.stdout, /auth\.mode jwt needs auth\.issuers/);
+  const stale = writeConfig({
+    sections: { auth: { mode: 'jwt', issuers: ['https://as.example'], jwks_refresh_interval_s: 600, jwks_max_stale_s: 300 } },
+  });
+  const staleRun = spawnSync(binaryPath(), ['check-config', stale.file], { encoding: 'utf8' });
+  assert.notEqual(staleRun.status, 0);
+  assert.match(
+    staleRun.stderr + staleRun.stdout,
+    /gatehouse\.yaml:\d+:\d+.*auth\.jwks_max_stale_s \(300\) must be at least auth\.jwks_refresh_interval_s \(600\)/,
+  );
 });
 
 test('beyond loopback without an auth section the host refuses to start; auth.mode none is an explicit choice', async () => {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -321,4 +322,26 @@ TEST_CASE("introspection calls are counted per IPv4 address or IPv6 /64, and bou
             ++throttled;
     CHECK(server.asked == 10'000);
     CHECK(throttled == 10'200 - (10'000 - 4));
+}
+
+TEST_CASE("signing keys not read again within jwks_max_stale_s are no longer trusted", "[auth]") {
+    ScriptedFetcher fetcher; // knows no address: every re-read fails
+    auth::KeySources sources;
+    auth::IssuerKeys::Timing timing;
+    timing.max_stale = std::chrono::seconds(1);
+    auth::IssuerKeys keys("https://as.example", "https://as.example/jwks", timing, fetcher, sources);
+    const nlohmann::json ed25519 = {
+        {"kty", "OKP"}, {"crv", "Ed25519"}, {"kid", "k1"}, {"x", "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}};
+    REQUIRE(keys.replace_keys({{"keys", {ed25519}}}) == 1);
+    CHECK(keys.find("k1", "EdDSA"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    // The issuer may have withdrawn it meanwhile; the host could not read its set to know.
+    CHECK_FALSE(keys.find("k1", "EdDSA"));
+    std::optional<bool> read_ok;
+    keys.refresh_for_unknown_key([&](bool ok) { read_ok = ok; });
+    CHECK(read_ok == std::optional<bool>(false));
+    CHECK_FALSE(keys.find("k1", "EdDSA"));
+    // Read again, it is trusted again.
+    REQUIRE(keys.replace_keys({{"keys", {ed25519}}}) == 1);
+    CHECK(keys.find("k1", "EdDSA"));
 }
