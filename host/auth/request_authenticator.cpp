@@ -83,7 +83,8 @@ void RequestAuthenticator::start(std::uint16_t bound_port) {
             TokenIntrospection::Endpoint{settings_.introspection_endpoint, settings_.client_id, settings_.client_secret,
                                          std::chrono::seconds(settings_.introspection_cache_s),
                                          std::chrono::seconds(settings_.introspection_refused_cache_s),
-                                         settings_.introspection_calls_per_address_per_minute},
+                                         settings_.introspection_calls_per_address_per_minute,
+                                         settings_.introspection_username_as_subject},
             rules, *fetcher_);
         break;
     case Mode::api_keys: api_keys_ = std::make_unique<ApiKeyTable>(settings_.api_keys); break;

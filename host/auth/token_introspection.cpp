@@ -125,7 +125,8 @@ void TokenIntrospection::verify(std::string token, const std::string& client_add
         TokenVerdict verdict = TokenVerdict::reject("the token is not active");
         nlohmann::json claims = answer;
         if (answer["active"].get<bool>()) {
-            if (!claims.contains("sub") && claims.contains("username")) claims["sub"] = claims["username"];
+            if (endpoint_.username_as_subject && !claims.contains("sub") && claims.contains("username"))
+                claims["sub"] = claims["username"];
             verdict = check_claims(claims, rules_, std::chrono::system_clock::now());
         }
         const auto now = Clock::now();

@@ -27,6 +27,7 @@ public:
         std::chrono::seconds cache_for{60};
         std::chrono::seconds refused_cache_for{30};
         unsigned calls_per_address_per_minute = 60;
+        bool username_as_subject = false; // auth.introspection_username_as_subject
     };
 
     TokenIntrospection(Endpoint endpoint, ClaimRules rules, HttpFetcher& fetcher);

@@ -336,6 +336,11 @@ struct AuthSettings {
     std::uint64_t introspection_cache_s = 60;
     std::uint64_t introspection_refused_cache_s = 30;         // an inactive or refused token is not asked about again
     unsigned introspection_calls_per_address_per_minute = 60; // beyond it, 429 until the minute is over
+    // An introspection answer without `sub` names its caller by `username`
+    // (RFC 7662 calls it human-readable: it may be renamed or given to
+    // someone else later, who would then own the notes, sessions and tasks
+    // kept under it). Off: such an answer is refused.
+    bool introspection_username_as_subject = false;
     std::vector<ApiKeyEntry> api_keys;
     SourceLocation where;
 

@@ -1123,7 +1123,8 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
                 {"mode", "resource", "issuers", "audiences", "jwks_uri", "scopes_supported", "clock_skew_s",
                  "fetch_timeout_ms", "jwks_refresh_interval_s", "jwks_min_refresh_s", "jwks_max_stale_s",
                  "introspection_endpoint", "client_id", "client_secret", "introspection_cache_s",
-                 "introspection_refused_cache_s", "introspection_calls_per_address_per_minute", "api_keys"},
+                 "introspection_refused_cache_s", "introspection_calls_per_address_per_minute",
+                 "introspection_username_as_subject", "api_keys"},
                 "auth");
     out.configured = true;
     out.where = r.at(node);
@@ -1221,6 +1222,11 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
             out.introspection_calls_per_address_per_minute =
                 static_cast<unsigned>(r.count(node["introspection_calls_per_address_per_minute"],
                                               "auth.introspection_calls_per_address_per_minute", 1, 100000));
+        });
+    if (node["introspection_username_as_subject"])
+        r.attempt([&] {
+            out.introspection_username_as_subject =
+                r.boolean(node["introspection_username_as_subject"], "auth.introspection_username_as_subject");
         });
     if (node["api_keys"])
         r.attempt([&] {

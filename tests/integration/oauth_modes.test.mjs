@@ -56,11 +56,43 @@ test('introspection mode: active opaque tokens are served and cached, anything e
     const jwt = as.mint({ aud: host.url });
     assert.equal((await whoami(host, bearer(jwt))).status, 401, 'a JWT is no opaque token the server knows: no fallback');
 
+    // A name for people is no subject: it may later be someone else's.
+    const nameOnly = as.mintOpaque({ aud: host.url, sub: undefined, username: 'dave' });
+    const byName = await whoami(host, bearer(nameOnly));
+    assert.equal(byName.status, 401, byName.text);
+
     await as.stop();
     assert.equal((await whoami(host, bearer(opaque))).status, 200, 'cached while the server is down');
     const unseen = await whoami(host, bearer(as.mintOpaque({ aud: host.url })));
     assert.equal(unseen.status, 503, 'a token that cannot be checked is not waved through');
     assert.ok(!host.stderr.includes(opaque), 'no token in the log');
+  } finally {
+    await host.stop();
+    await as.stop().catch(() => {});
+  }
+});
+
+test('introspection: a username names the caller only where the operator says the server keeps usernames for good', async () => {
+  const as = await AuthorizationServer.start({ tokens: 'opaque' });
+  as.introspectionClients['gatehouse-rs'] = 'rs-secret';
+  const host = await HttpHost.start({
+    plugins: ['echo.so'],
+    sections: {
+      auth: {
+        mode: 'introspection',
+        issuers: [as.issuer],
+        introspection_endpoint: `${as.issuer}/introspect`,
+        client_id: 'gatehouse-rs',
+        client_secret: 'rs-secret',
+        introspection_username_as_subject: true,
+      },
+    },
+  });
+  try {
+    const nameOnly = as.mintOpaque({ aud: host.url, sub: undefined, username: 'dave' });
+    const answer = await whoami(host, bearer(nameOnly));
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.answer.result.structuredContent.principal.subject, 'dave');
   } finally {
     await host.stop();
     await as.stop().catch(() => {});
