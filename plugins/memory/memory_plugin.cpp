@@ -80,11 +80,12 @@ std::string iso_time(int64_t ms) {
     return out;
 }
 
-// What a call did to the notes when the database was lost under it: a read,
-// or a change that is the same done twice (forget), changed nothing a retry
-// could spoil; remember may have been committed just before the connection
-// went, its answer lost, and a blind retry would keep the note twice.
-enum class Effect { reads, writes };
+// What a call did to the notes when the database was lost under it: a read
+// changed nothing; a change that is the same done twice (forget) may have
+// been committed just before the connection went, and a retry spoils
+// nothing; remember may have been committed too, and a blind retry would
+// keep the note twice.
+enum class Effect { reads, repeatable_writes, writes };
 
 // The one place a store exception becomes what the agent reads.
 template <class F> auto guarded(F&& body, Effect effect = Effect::reads) {
@@ -103,6 +104,11 @@ template <class F> auto guarded(F&& body, Effect effect = Effect::reads) {
                               "The notes database was lost during this change, which may or may not have been kept. "
                               "In a few seconds, recall to see whether it was, then try again only if it was not.",
                               {{"action", "recall_then_retry"}, {"retryAfterSeconds", 2}});
+        if (effect == Effect::repeatable_writes)
+            throw gh::Refusal("NOTES_UNAVAILABLE",
+                              "The notes database was lost during this change, which may or may not have been made; "
+                              "making it again is safe. Try again in a few seconds.",
+                              {{"action", "retry"}, {"retryAfterSeconds", 2}});
         throw gh::Refusal("NOTES_UNAVAILABLE",
                           "The notes database cannot be reached just now; nothing was changed. Try again in a few "
                           "seconds.",
@@ -221,7 +227,7 @@ const auto& forget = plugin.tool({
     .handler =
         [](NoteStore& store, gh::Call& call) {
             const auto id = call.arg<int64_t>("note_id");
-            if (!guarded([&] { return store.forget(owner_of(call), id); }))
+            if (!guarded([&] { return store.forget(owner_of(call), id); }, Effect::repeatable_writes))
                 throw gh::Refusal("NOTE_NOT_FOUND",
                                   "No note " + std::to_string(id) +
                                       ": nothing was deleted. recall lists the notes and their ids.",
@@ -243,7 +249,8 @@ const auto& forget_all = plugin.tool({
     .annotations = R"({"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false})",
     .handler =
         [](NoteStore& store, gh::Call& call) {
-            const int64_t deleted = guarded([&] { return store.forget_all(owner_of(call)); });
+            const int64_t deleted =
+                guarded([&] { return store.forget_all(owner_of(call)); }, Effect::repeatable_writes);
             return gh::Result::structured({{"deleted", deleted}},
                                           "Forgot all notes (" + std::to_string(deleted) + ").");
         },
