@@ -186,6 +186,12 @@ private:
 void PostgresNotes::migrate(PgConnection& conn) {
     if (auto why = unsupported_postgres(conn.server_version())) throw std::runtime_error(*why);
     PgTransaction tx(conn);
+    // A migration, or the terms rebuilt for new stemming settings (25
+    // million rows at a million notes), or the wait for another host's, may
+    // take longer than the 30 s a call's statement is given: this
+    // transaction alone has no bound, or a large database could never be
+    // brought up to date and the family never start.
+    conn.exec("SET LOCAL statement_timeout = 0");
     conn.exec(kMigrationLock);
     conn.exec("CREATE TABLE IF NOT EXISTS memory_schema (version integer NOT NULL, terms_made_by text NOT NULL)");
     const auto r = conn.run("SELECT version, terms_made_by FROM memory_schema");
