@@ -202,9 +202,10 @@ Json TaskCalls::start(Request& request, Start start) {
 
 void TaskCalls::submit_round(const std::string& id, const plugins::Tool& tool, const auth::Principal& principal,
                              std::shared_ptr<const plugins::ToolRegistry> registry) {
-    const bool queued = runner_.run(id, [this, id, &tool, principal, registry](RoundControl& control) {
-        round(control, id, tool, principal, registry);
-    });
+    const bool queued =
+        runner_.run(id, principal.owner_key(), [this, id, &tool, principal, registry](RoundControl& control) {
+            round(control, id, tool, principal, registry);
+        });
     if (queued) return;
     store_.update(id, [](TaskRecord& r) {
         if (terminal(r.status)) return false;

@@ -54,7 +54,7 @@ std::int64_t TaskRunner::lease_until() const {
     return now_ms() + static_cast<std::int64_t>(store_.settings().lease_ms);
 }
 
-bool TaskRunner::run(const std::string& id, Round round) {
+bool TaskRunner::run(const std::string& id, const std::string& owner, Round round) {
     {
         std::lock_guard lock(mutex_);
         if (stopping_) return false;
@@ -63,6 +63,7 @@ bool TaskRunner::run(const std::string& id, Round round) {
         // same task may still be writing its outcome, and its end must not
         // take this round's entry with it (work() erases by control).
         Held& h = held_.insert_or_assign(id, Held{}).first->second;
+        h.owner = owner;
         h.round = std::move(round);
         h.renewed_ms = now_ms();
         queue_.push_back(id);
@@ -95,20 +96,47 @@ std::size_t TaskRunner::held() {
     return held_.size();
 }
 
+std::deque<std::string>::iterator TaskRunner::next_round() {
+    const unsigned workers = store_.settings().workers;
+    const unsigned share = workers > 1 ? workers - 1 : 1;
+    auto next = queue_.end();
+    unsigned fewest = share; // an owner running this many already waits
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+        const auto held = held_.find(*it);
+        if (held == held_.end()) return it; // nothing left to run: dropped at once
+        const auto found = running_by_owner_.find(held->second.owner);
+        const unsigned running = found == running_by_owner_.end() ? 0 : found->second;
+        if (running >= fewest) continue;
+        next = it;
+        fewest = running;
+        if (running == 0) break;
+    }
+    return next;
+}
+
 void TaskRunner::work() {
     for (;;) {
         std::string id;
+        std::string owner;
         Round round;
         std::shared_ptr<RoundControl> control;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+            auto next = queue_.end();
+            wake_.wait(lock, [&] {
+                if (queue_.empty()) return stopping_;
+                // Stopping, each round is started only to be stopped at once.
+                next = stopping_ ? queue_.begin() : next_round();
+                return next != queue_.end();
+            });
             if (queue_.empty()) return; // stopping, nothing left to start
-            id = std::move(queue_.front());
-            queue_.pop_front();
+            id = std::move(*next);
+            queue_.erase(next);
             auto it = held_.find(id);
             if (it == held_.end()) continue;
             it->second.started_ms = now_ms();
+            owner = it->second.owner;
+            ++running_by_owner_[owner];
             round = std::move(it->second.round);
             control = it->second.control;
             if (stopping_) stop(*control, StopReason::host_stopping);
@@ -123,7 +151,12 @@ void TaskRunner::work() {
             // (its input came while this one was writing its outcome).
             std::lock_guard lock(mutex_);
             if (auto it = held_.find(id); it != held_.end() && it->second.control == control) held_.erase(it);
+            if (auto running = running_by_owner_.find(owner);
+                running != running_by_owner_.end() && --running->second == 0)
+                running_by_owner_.erase(running);
         }
+        // A round of an owner that was at its share may start now.
+        wake_.notify_all();
         watcher_wake_.notify_all();
     }
 }

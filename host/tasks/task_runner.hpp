@@ -55,9 +55,14 @@ public:
     // Until when a record this host runs is its own.
     std::int64_t lease_until() const;
 
-    // Queues a round of task `id`, whose record already names this instance
-    // as its runner. False when the runner is stopping.
-    bool run(const std::string& id, Round round);
+    // Queues a round of task `id` of `owner` (its principal's owner key),
+    // whose record already names this instance as its runner. False when
+    // the runner is stopping. Rounds start in turn among owners: the next
+    // is the oldest of an owner with the fewest rounds running, and one
+    // owner's rounds take at most all workers but one (kept for the others'
+    // rounds, which would otherwise wait behind long ones up to
+    // tasks.max_run_ms).
+    bool run(const std::string& id, const std::string& owner, Round round);
 
     // Cancels the round of `id` held here; false when none is.
     bool cancel(const std::string& id, StopReason why);
@@ -72,6 +77,7 @@ public:
 private:
     struct Held {
         std::shared_ptr<RoundControl> control = std::make_shared<RoundControl>();
+        std::string owner;
         Round round;
         std::int64_t started_ms = 0; // 0: queued
         std::int64_t renewed_ms = 0;
@@ -80,6 +86,9 @@ private:
     // Cancels one round, saying why (the first reason given stands).
     static void stop(RoundControl& control, StopReason why);
     void start_threads(); // under mutex_
+    // Under mutex_: where in queue_ the next round to start is (see run), or
+    // queue_.end() when every queued round's owner is at its share.
+    std::deque<std::string>::iterator next_round();
     void work();
     void watch();
     void renew(const std::string& id, const std::shared_ptr<RoundControl>& control);
@@ -91,6 +100,7 @@ private:
     std::condition_variable watcher_wake_;
     std::deque<std::string> queue_;
     std::map<std::string, Held> held_;
+    std::map<std::string, unsigned> running_by_owner_; // rounds started and not yet ended
     bool stopping_ = false;
     bool abandoned_ = false; // the destructor lets the watcher go whatever still runs
     std::uint64_t bus_token_ = 0;

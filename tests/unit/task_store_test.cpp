@@ -290,7 +290,7 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
     SECTION("a cancellation published by another instance reaches the round") {
         std::atomic<bool> stopped{false};
         std::atomic<int> why{0};
-        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
+        REQUIRE(runner.run(record.id, record.owner, [&](tasks::RoundControl& control) {
             why = static_cast<int>(until_cancelled(control));
             stopped = true;
         }));
@@ -303,7 +303,7 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
 
     SECTION("the lease is renewed while the round runs, and a round past max_run_ms is cancelled") {
         std::atomic<int> why{0};
-        REQUIRE(runner.run(record.id,
+        REQUIRE(runner.run(record.id, record.owner,
                            [&](tasks::RoundControl& control) { why = static_cast<int>(until_cancelled(control)); }));
         std::this_thread::sleep_for(700ms);
         const auto found = store.find(record.id, "ann");
@@ -317,7 +317,7 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
     SECTION("a round whose caller may no longer run the tool is stopped, with the gate's refusal") {
         std::atomic<int> why{0};
         nlohmann::json refusal;
-        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
+        REQUIRE(runner.run(record.id, record.owner, [&](tasks::RoundControl& control) {
             ask_at_renewal(control, [&]() -> std::optional<nlohmann::json> {
                 if (allowed) return std::nullopt;
                 return nlohmann::json{{"code", "NOT_CONNECTED"}};
@@ -336,7 +336,7 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
     SECTION("a refusal because the state backend did not answer does not end the round") {
         std::atomic<int> asked{0};
         std::atomic<int> why{0};
-        REQUIRE(runner.run(record.id, [&](tasks::RoundControl& control) {
+        REQUIRE(runner.run(record.id, record.owner, [&](tasks::RoundControl& control) {
             ask_at_renewal(control, [&]() -> std::optional<nlohmann::json> {
                 ++asked;
                 gate::Refusal unavailable; // what the gate answers when Redis does not
@@ -355,7 +355,7 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
 
     SECTION("a round whose record is gone (expired, or failed elsewhere) is stopped at the next renewal") {
         std::atomic<int> why{0};
-        REQUIRE(runner.run(record.id,
+        REQUIRE(runner.run(record.id, record.owner,
                            [&](tasks::RoundControl& control) { why = static_cast<int>(until_cancelled(control)); }));
         std::this_thread::sleep_for(50ms);
         backend->erase("task/" + record.id);
@@ -365,11 +365,53 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
 
     SECTION("stopping cancels what runs, says why, and takes no more rounds") {
         std::atomic<int> why{0};
-        REQUIRE(runner.run(record.id,
+        REQUIRE(runner.run(record.id, record.owner,
                            [&](tasks::RoundControl& control) { why = static_cast<int>(until_cancelled(control)); }));
         std::this_thread::sleep_for(30ms);
         CHECK(runner.stop(2000ms));
         CHECK(why == static_cast<int>(tasks::StopReason::host_stopping));
-        CHECK_FALSE(runner.run(record.id, [](tasks::RoundControl&) {}));
+        CHECK_FALSE(runner.run(record.id, record.owner, [](tasks::RoundControl&) {}));
     }
+}
+
+TEST_CASE("one owner's task rounds leave a worker for another owner's; the rest wait their turn", "[tasks]") {
+    auto backend = state::make_memory_backend();
+    auto bus = std::make_shared<state::NotificationBus>();
+    config::TaskSettings settings;
+    settings.workers = 2;
+    tasks::TaskStore store(*backend, bus, settings);
+    tasks::TaskRunner runner(store, "runner-1");
+    const auto created = [&](const std::string& owner) {
+        auto record = working_task(owner);
+        record.runner = runner.instance();
+        REQUIRE(store.create(record));
+        return record;
+    };
+    const auto eventually = [](const std::function<bool()>& holds) {
+        for (int i = 0; i < 400 && !holds(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return holds();
+    };
+    std::atomic<bool> release{false};
+    std::atomic<int> ann_started{0};
+    std::atomic<bool> bob_ran{false};
+    const auto long_round = [&](tasks::RoundControl&) {
+        ++ann_started;
+        while (!release)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    };
+    const auto first = created("ann");
+    const auto second = created("ann");
+    const auto bobs = created("bob");
+    REQUIRE(runner.run(first.id, first.owner, long_round));
+    REQUIRE(runner.run(second.id, second.owner, long_round));
+    REQUIRE(runner.run(bobs.id, bobs.owner, [&](tasks::RoundControl&) { bob_ran = true; }));
+    // Before, Ann's two long rounds took both workers and Bob's waited for them.
+    CHECK(eventually([&] { return bob_ran.load(); }));
+    CHECK(ann_started == 1);
+    // Her second round starts once her first has ended: one owner's rounds
+    // hold at most all workers but one.
+    release = true;
+    CHECK(eventually([&] { return ann_started == 2; }));
+    CHECK(eventually([&] { return runner.held() == 0; }));
 }
