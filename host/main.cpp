@@ -6,6 +6,7 @@
 #include "cli/reference_docs.hpp"
 #include "cli/stdout_diversion.hpp"
 #include "config/config_loader.hpp"
+#include "config/data_folder.hpp"
 #include "gate/gate_pipeline.hpp"
 #include "isolation/family_child.hpp"
 #include "gate/license_check.hpp"
@@ -33,9 +34,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <sys/stat.h>
-#include <unistd.h>
 
 using namespace gatehouse;
 
@@ -138,24 +136,6 @@ std::optional<Arguments> parse_arguments(int argc, char** argv) {
     return a;
 }
 
-// With no HOME, XDG_DATA_HOME or GATEHOUSE_DATA_DIR (a service started
-// without them) the data folder falls back to <tmp>/gatehouse, a name any
-// user of the machine can take first: a folder there that is not this
-// user's own (or a link) would hold this host's state and callers' notes
-// where that user reads and plants them. Says why, when it is so.
-std::optional<std::string> foreign_fallback_data_dir(const std::filesystem::path& data_dir) {
-    std::error_code ec;
-    const auto fallback = std::filesystem::temp_directory_path(ec) / "gatehouse";
-    if (ec || data_dir != fallback) return std::nullopt;
-    struct stat found {};
-    if (::lstat(fallback.c_str(), &found) != 0) return std::nullopt; // made now, as this user's
-    if (!S_ISLNK(found.st_mode) && S_ISDIR(found.st_mode) && found.st_uid == ::geteuid()) return std::nullopt;
-    return "the data folder " + fallback.string() +
-           " (the fallback when HOME, XDG_DATA_HOME and GATEHOUSE_DATA_DIR are all unset) already exists and is "
-           "not this user's own folder: another user could read and change everything the host keeps there. "
-           "Set data_dir in the YAML or GATEHOUSE_DATA_DIR to a folder of this user's, or remove that one.";
-}
-
 int serve_host(const Arguments& args) {
     // First, before any thread starts (plugins may start their own): every
     // thread inherits the blocked stop and reload signals, and one thread
@@ -178,8 +158,10 @@ int serve_host(const Arguments& args) {
     });
     config::Config cfg = cli::load_config(args.config);
     cli::setup_logging(cfg.log_level, cfg.log_format);
-    if (auto why = foreign_fallback_data_dir(cfg.data_dir)) {
-        spdlog::critical("{}", *why);
+    try {
+        config::prepare_data_folder(cfg.data_dir);
+    } catch (const config::DataFolderUnsafe& e) {
+        spdlog::critical("{}", e.what());
         return 1;
     }
     std::vector<std::string> transports = cfg.transports;
@@ -440,12 +422,6 @@ int main(int argc, char** argv) {
                       << GH_ABI_VERSION_MINOR << ")\n";
             return 0;
         }
-        // What a verb creates is the service's own: state and notes
-        // databases (their -wal and -shm files follow the database's mode),
-        // session stores, a family's files, and their folders hold callers'
-        // data, so no other user of the machine may read them. The reference
-        // docs are for anyone to read.
-        if (args->command != "docs") ::umask(077);
         if (args->command == "serve") return serve_host(*args);
         if (args->command == "check-config") return check_config(*args);
         if (args->command == "plugins") return list_plugins(*args);

@@ -1,5 +1,6 @@
 #include "plugins/plugin_loader.hpp"
 
+#include "config/data_folder.hpp"
 #include "config/family_name.hpp"
 #include "isolation/family_process.hpp"
 #include "plugins/abi_struct.hpp"
@@ -868,6 +869,8 @@ std::unique_ptr<Prompt> read_prompt_descriptor(const gh_prompt_desc* raw, std::s
 
 std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, LoadReport& report,
                                                  const LoadOptions& options) {
+    // Before any family's init writes below it, whatever the verb.
+    config::prepare_data_folder(cfg.data_dir);
     std::vector<std::shared_ptr<const FamilyEntry>> entries;
     Namespaces names;
     std::set<std::filesystem::path> opened;

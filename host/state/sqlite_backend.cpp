@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <mutex>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace gatehouse::state {
 
 namespace {
@@ -21,6 +24,11 @@ public:
         std::error_code ec;
         const auto parent = std::filesystem::path(path).parent_path();
         if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+        // Made here, the file is its user's alone: it holds every caller's
+        // sessions and tasks (SQLite gives its -wal and -shm files its mode).
+        if (const int made = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+            made >= 0)
+            ::close(made);
         if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                             nullptr) != SQLITE_OK) {
             std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";

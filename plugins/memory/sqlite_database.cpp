@@ -5,6 +5,9 @@
 #include <new>
 #include <thread>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace memory {
 
 namespace {
@@ -103,6 +106,12 @@ std::vector<uint32_t> Statement::uint32_blob(int column) const {
 }
 
 SqliteDatabase::SqliteDatabase(const std::string& path, Synchronous synchronous, const Stemming& stemming) {
+    // Made here, the notes file is its user's alone (SQLite gives its -wal
+    // and -shm files its mode); an in-memory database has no file.
+    if (!path.empty() && path != ":memory:" && path.rfind("file:", 0) != 0)
+        if (const int made = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+            made >= 0)
+            ::close(made);
     const int rc =
         sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {

@@ -1,8 +1,8 @@
-// What the host writes to disk is its own user's alone: the state and notes
-// databases (with their -wal and -shm files), session stores and their
-// folders are created without any access for other users of the machine;
-// and a host without HOME, XDG_DATA_HOME or GATEHOUSE_DATA_DIR refuses a
-// fallback data folder under the shared temp folder that another user made.
+// What the host keeps is its own user's alone: the data folder it makes is
+// 0700, the state and notes databases it makes are 0600 (with their -wal and
+// -shm files), whatever the umask; and a host without HOME, XDG_DATA_HOME
+// or GATEHOUSE_DATA_DIR refuses a fallback data folder under the shared temp
+// folder that another user made.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -21,17 +21,15 @@ function everything(dir) {
   return found;
 }
 
-test("the embedded default's databases and folders are readable by their user alone", () =>
+test("the embedded default's data folder and databases are readable by their user alone", () =>
   withHost({ embedded: true }, async (host) => {
     const reply = await host.modern('tools/list');
     assert.ok(reply.result?.tools?.length, JSON.stringify(reply));
     const data = path.join(host.config.dir, 'data');
-    const written = everything(data);
-    assert.ok(
-      written.some((f) => f.endsWith('.sqlite3') || f.endsWith('.db')),
-      `no database under ${data}: ${written.join(', ')}`,
-    );
-    for (const file of [data, ...written]) {
+    assert.equal(statSync(data).mode & 0o777, 0o700, `${data}`);
+    const databases = everything(data).filter((f) => /\.(sqlite3|db)(-wal|-shm)?$/.test(f));
+    assert.ok(databases.some((f) => /memory/.test(f)), `no notes database under ${data}: ${databases.join(', ')}`);
+    for (const file of databases) {
       const mode = statSync(file).mode & 0o777;
       assert.equal(mode & 0o077, 0, `${file} has mode ${mode.toString(8)}`);
     }
@@ -49,6 +47,10 @@ test('a fallback data folder under the temp folder that another user made is ref
     const run = spawnSync(binaryPath(), ['serve'], { env, input: '', encoding: 'utf8', timeout: 30000 });
     assert.equal(run.status, 1, `exit ${run.status}; stderr: ${run.stderr}`);
     assert.match(run.stderr, /data folder .*gatehouse.* not this user's own folder/);
+    // Every verb that starts the families refuses it too (they write below it).
+    const listed = spawnSync(binaryPath(), ['plugins'], { env, encoding: 'utf8', timeout: 30000 });
+    assert.equal(listed.status, 1, `exit ${listed.status}; stderr: ${listed.stderr}`);
+    assert.match(listed.stderr, /not this user's own folder/);
     assert.deepEqual(readdirSync(planted), [], 'the host wrote into the planted folder');
   } finally {
     rmSync(tmp, { recursive: true, force: true });
