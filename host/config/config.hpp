@@ -224,7 +224,8 @@ struct SessionSettings {
     std::filesystem::path conversations_dir;       // default <data_dir>/conversations
     std::uint64_t idle_expiry_s = 8 * 3600;        // a session unused this long is gone
     std::uint64_t max_sessions_per_principal = 64; // topics' sessions one caller keeps; more end the oldest
-    std::string pinned_store;                      // pinned mode: both set
+    std::uint64_t max_topics = 1000; // topics' folders one caller keeps as one user in one store (TOO_MANY_TOPICS)
+    std::string pinned_store;        // pinned mode: both set
     std::string pinned_user;
     std::filesystem::path program_state_file;         // program mode: the file the desktop program writes
     std::filesystem::path program_settings_file;      // the program's saved logins; must not be group/other-readable

@@ -892,8 +892,8 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
     r.expect_map(node, "session");
     r.only_keys(node,
                 {"backend", "redis", "state_file", "conversations_dir", "idle_expiry_s", "max_sessions_per_principal",
-                 "pinned", "program_state_file", "program_settings_file", "credentials_file", "grants_file", "grants",
-                 "rules"},
+                 "max_topics", "pinned", "program_state_file", "program_settings_file", "credentials_file",
+                 "grants_file", "grants", "rules"},
                 "session");
     out.configured = true;
     out.where = r.at(node);
@@ -917,6 +917,8 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
             out.max_sessions_per_principal =
                 r.count(node["max_sessions_per_principal"], "session.max_sessions_per_principal", 1, 4096);
         });
+    if (node["max_topics"])
+        r.attempt([&] { out.max_topics = r.count(node["max_topics"], "session.max_topics", 1, 1000000); });
     // Whether exactly one of the two is set says something only when both read well.
     bool store_source_read = true;
     if (node["pinned"])

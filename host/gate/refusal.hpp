@@ -29,6 +29,7 @@ inline constexpr std::string_view grants_unreadable = "GRANTS_UNREADABLE";
 inline constexpr std::string_view credentials_refused = "CREDENTIALS_REFUSED";
 inline constexpr std::string_view critical_notes_unavailable = "CRITICAL_NOTES_UNAVAILABLE";
 inline constexpr std::string_view conversation_folder_unsafe = "CONVERSATION_FOLDER_UNSAFE";
+inline constexpr std::string_view too_many_topics = "TOO_MANY_TOPICS";
 // Session services refusing what the agent asked.
 inline constexpr std::string_view topic_invalid = "TOPIC_INVALID";
 inline constexpr std::string_view store_not_open = "STORE_NOT_OPEN";

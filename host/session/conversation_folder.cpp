@@ -2,6 +2,7 @@
 
 #include "crypto/openssl.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -84,7 +85,29 @@ ConversationsPlace conversations_place(const std::filesystem::path& conversation
     return {conversations_dir, {level_name(owner_key) + ".principal", level_name(store), level_name(user)}};
 }
 
-std::filesystem::path open_conversation_folder(const ConversationsPlace& place, const std::string& topic) {
+namespace {
+
+// How many entries the folder open at `at` holds (. and .. aside).
+std::size_t entries_in(const Descriptor& at) {
+    const int copy = ::dup(at.get());
+    if (copy < 0) throw ConversationFolderUnsafe("cannot read the user's folder: " + std::string(std::strerror(errno)));
+    DIR* listing = ::fdopendir(copy);
+    if (!listing) {
+        ::close(copy);
+        throw ConversationFolderUnsafe("cannot read the user's folder: " + std::string(std::strerror(errno)));
+    }
+    ::rewinddir(listing);
+    std::size_t count = 0;
+    while (const dirent* entry = ::readdir(listing))
+        if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) ++count;
+    ::closedir(listing);
+    return count;
+}
+
+} // namespace
+
+std::filesystem::path open_conversation_folder(const ConversationsPlace& place, const std::string& topic,
+                                               std::size_t max_topics) {
     // The operator's folder may be reached through links of the operator's
     // choosing; everything below it is the host's and is never followed.
     std::error_code ec;
@@ -97,6 +120,13 @@ std::filesystem::path open_conversation_folder(const ConversationsPlace& place, 
     static const char* const kWhat[] = {"the principal's folder", "the store's folder", "the user's folder"};
     for (std::size_t i = 0; i < place.levels.size(); ++i)
         at = make_and_open(at, place.levels[i], i < 3 ? kWhat[i] : "a conversations folder");
+    struct stat found {};
+    if (::fstatat(at.get(), topic.c_str(), &found, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
+        // Two topics opened at once may both pass: the bound holds within the calls in flight.
+        if (const std::size_t held = entries_in(at); held >= max_topics)
+            throw ConversationFoldersFull(std::to_string(held) + " conversation folders (session.max_topics: " +
+                                          std::to_string(max_topics) + ")");
+    }
     make_and_open(at, topic, "the conversation folder of topic");
     return place.root() / topic;
 }

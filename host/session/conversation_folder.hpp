@@ -13,6 +13,13 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The user's folder already holds as many topics' folders as it may
+// (session.max_topics): a new topic would make one more.
+class ConversationFoldersFull : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 // Where the conversations of one principal, as one user in one store, live:
 // <conversations_dir>/<principal>/<store>/<user>. Each level's name is the
 // percent-encoded text (its SHA-256 when that would be too long for a file
@@ -33,7 +40,11 @@ ConversationsPlace conversations_place(const std::filesystem::path& conversation
 // topic is already a valid one-word name. Below `dir` every level and the
 // topic folder are created with mkdirat and opened with O_NOFOLLOW relative
 // to their parent, so a link planted at any of them is refused, never
-// followed.
-std::filesystem::path open_conversation_folder(const ConversationsPlace& place, const std::string& topic);
+// followed. A topic whose folder is new when the user's folder already
+// holds `max_topics` entries throws ConversationFoldersFull: a folder is
+// kept until session_clear deletes it, so topics without end would fill the
+// disk's inodes, which every caller shares.
+std::filesystem::path open_conversation_folder(const ConversationsPlace& place, const std::string& topic,
+                                               std::size_t max_topics);
 
 } // namespace gatehouse::session

@@ -132,10 +132,16 @@ json SessionService::open(const auth::Principal& principal, std::string_view top
     }
     draft.critical = critical_items(view.store, view.user, principal);
     try {
-        draft.folder =
-            open_conversation_folder(
-                conversations_place(settings_.conversations_dir, draft.principal, view.store, view.user), draft.topic)
-                .string();
+        draft.folder = open_conversation_folder(
+                           conversations_place(settings_.conversations_dir, draft.principal, view.store, view.user),
+                           draft.topic, settings_.max_topics)
+                           .string();
+    } catch (const ConversationFoldersFull& e) {
+        refuse(code::too_many_topics,
+               "You already keep " + std::string(e.what()) +
+                   " as this user in this store: reuse a topic, or delete one's folder with session_clear, then "
+                   "connect again.",
+               {{"action", "reuse a topic or session_clear"}, {"argument", "topic"}});
     } catch (const ConversationFolderUnsafe& e) {
         spdlog::error("session: {}", e.what());
         refuse(code::conversation_folder_unsafe,

@@ -389,6 +389,22 @@ TEST_CASE("hostile topics are refused or contained", "[gate][stdio]") {
           std::string::npos);
 }
 
+TEST_CASE("a user's topics are bounded: a new one past session.max_topics is refused, the ones kept still open",
+          "[gate][stdio]") {
+    Scene scene("max-topics");
+    std::ofstream(scene.config, std::ios::app) << "  max_topics: 2\n";
+    auto host = scene.start();
+    CHECK(code_of(host.call("session_connect", {{"topic", "one"}})) == "");
+    CHECK(code_of(host.call("session_connect", {{"topic", "two"}})) == "");
+    const json third = host.call("session_connect", {{"topic", "three"}});
+    CHECK(code_of(third) == "TOO_MANY_TOPICS");
+    CHECK(third["structuredContent"]["message"].get<std::string>().find("session.max_topics: 2") != std::string::npos);
+    CHECK(code_of(host.call("session_connect", {{"topic", "one"}})) == "");
+    // Another principal keeps topics of its own.
+    auto other = scene.start("bob");
+    CHECK(code_of(other.call("session_connect", {{"topic", "three"}})) == "");
+}
+
 TEST_CASE("conversation folders are the principal's own: never listed, deleted or opened by another", "[gate][stdio]") {
     Scene scene("clear-principals", "memory", true);
     auto alice = scene.start("alice");

@@ -190,13 +190,13 @@ TEST_CASE("conversation folders stay inside their root", "[session]") {
         CHECK(level.find('/') == std::string::npos);
         CHECK(level != "..");
     }
-    const auto folder = session::open_conversation_folder(place, "orders");
+    const auto folder = session::open_conversation_folder(place, "orders", 1000);
     CHECK(fs::is_directory(folder));
     CHECK(folder == place.root() / "orders");
-    CHECK(session::open_conversation_folder(place, "orders") == folder); // again: the same folder
+    CHECK(session::open_conversation_folder(place, "orders", 1000) == folder); // again: the same folder
     fs::create_directories(dir / "outside");
     fs::create_directory_symlink(dir / "outside", place.root() / "planted");
-    CHECK_THROWS_AS(session::open_conversation_folder(place, "planted"), session::ConversationFolderUnsafe);
+    CHECK_THROWS_AS(session::open_conversation_folder(place, "planted", 1000), session::ConversationFolderUnsafe);
 }
 
 TEST_CASE("conversation folders are the principal's own, and names too long for a file are hashed", "[session]") {
@@ -228,11 +228,11 @@ TEST_CASE("a link at any level above the topic folder is refused, never followed
         fs::remove_all(outside);
         fs::create_directories(outside);
         fs::create_directory_symlink(outside, at / place.levels[level]);
-        CHECK_THROWS_AS(session::open_conversation_folder(place, "orders"), session::ConversationFolderUnsafe);
+        CHECK_THROWS_AS(session::open_conversation_folder(place, "orders", 1000), session::ConversationFolderUnsafe);
         CHECK(fs::is_empty(outside)); // nothing was made through the link
         fs::remove(at / place.levels[level]);
         std::ofstream(at / place.levels[level]) << "a file";
-        CHECK_THROWS_AS(session::open_conversation_folder(place, "orders"), session::ConversationFolderUnsafe);
+        CHECK_THROWS_AS(session::open_conversation_folder(place, "orders", 1000), session::ConversationFolderUnsafe);
     }
 }
 
