@@ -5,8 +5,12 @@
 
 namespace gatehouse::session {
 
-std::string rule_code(std::string_view nonce, std::string_view tool) {
-    const crypto::Digest mac = crypto::openssl().hmac_sha256(nonce, tool);
+std::string accepted_rules_key(std::string_view tool, std::string_view rules) {
+    return std::string(tool) + "#" + crypto::sha256_hex(rules).substr(0, 16);
+}
+
+std::string rule_code(std::string_view nonce, std::string_view rules_key) {
+    const crypto::Digest mac = crypto::openssl().hmac_sha256(nonce, rules_key);
     return crypto::hex(crypto::as_text(mac).substr(0, 8));
 }
 

@@ -30,7 +30,7 @@ struct Session {
     std::string folder;                      // the conversation folder, an absolute path
     std::vector<std::string> scopes;         // granted at connect
     std::string nonce;                       // binds rule codes to this session
-    std::vector<std::string> accepted_rules; // tool names
+    std::vector<std::string> accepted_rules; // accepted_rules_key: a tool's name and its rules' digest
     std::vector<CriticalItem> critical;
     std::int64_t created_ms = 0;
     std::int64_t last_used_ms = 0;

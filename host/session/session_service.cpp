@@ -179,11 +179,12 @@ json SessionService::accept_rules(const auth::Principal& principal, std::string_
     const auto registry = registry_.current();
     for (const plugins::Tool* tool : registry->ordered()) {
         if (tool->rules.empty() || tool->gate_exempt) continue;
-        if (!same_code(rule_code(s.nonce, tool->name), code_text)) continue;
+        const std::string key = accepted_rules_key(tool->name, tool->rules);
+        if (!same_code(rule_code(s.nonce, key), code_text)) continue;
         std::optional<Session> recorded;
         try {
             recorded = table_.update(handle, principal.owner_key(), [&](Session& x) {
-                if (!x.accepted(tool->name)) x.accepted_rules.push_back(tool->name);
+                if (!x.accepted(key)) x.accepted_rules.push_back(key);
             });
         } catch (const state::BackendError& e) {
             spdlog::error("session: state backend: {}", e.what());

@@ -176,10 +176,22 @@ TEST_CASE("RulesCheck", "[gate]") {
     CHECK(r->code == "RULES_NOT_ACCEPTED");
     CHECK(r->next["rules"] == "Ask before refunding.");
     const std::string code = r->next["code"];
-    CHECK(code == session::rule_code(f.s.nonce, f.tool.name));
-    CHECK(code != session::rule_code(f.s.nonce, "another_tool"));
-    CHECK(code != session::rule_code("another nonce", f.tool.name));
+    const std::string key = session::accepted_rules_key(f.tool.name, f.tool.rules);
+    CHECK(code == session::rule_code(f.s.nonce, key));
+    CHECK(code != session::rule_code(f.s.nonce, session::accepted_rules_key("another_tool", f.tool.rules)));
+    CHECK(code != session::rule_code("another nonce", key));
+    // The tool's name alone, as sessions recorded before, accepts nothing.
     f.s.accepted_rules.push_back(f.tool.name);
     findings.session = std::make_shared<const session::Session>(f.s);
+    CHECK(check.check({f.tool, f.alice, args, &findings}));
+    f.s.accepted_rules.push_back(key);
+    findings.session = std::make_shared<const session::Session>(f.s);
     CHECK_FALSE(check.check({f.tool, f.alice, args, &findings}));
+    // Rules the operator changed since (a configuration re-read) are asked
+    // to be accepted again, with a code the old rules' never matches.
+    f.tool.rules = "Ask before refunding, and never refund cash.";
+    auto changed = check.check({f.tool, f.alice, args, &findings});
+    REQUIRE(changed);
+    CHECK(changed->code == "RULES_NOT_ACCEPTED");
+    CHECK(changed->next["code"] != code);
 }
