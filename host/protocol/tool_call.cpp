@@ -384,7 +384,8 @@ std::optional<Json> ToolCall::gate_refusal(const plugins::Tool& tool, const auth
 }
 
 TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, const Json& sent_arguments,
-                                   std::string_view input_responses, std::string_view state) const {
+                                   std::string_view input_responses, std::string_view state,
+                                   const std::function<void()>& about_to_run) const {
     using Kind = TaskRound::Kind;
     try {
         gate::GateFindings findings;
@@ -409,6 +410,7 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
         } leave{tool.plugin};
         ToolCallEnvironment environment(request, tool, parts_.sessions, findings.session.get());
         environment.set_task(request.task_id);
+        if (about_to_run) about_to_run();
         PluginAnswer answer = environment.run_round(encode(arguments), input_responses, state);
         const int32_t status = answer.status;
         if (environment.holds_password(answer)) return {Kind::result, password_withheld(tool).to_tool_result()};

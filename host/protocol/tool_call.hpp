@@ -11,6 +11,8 @@
 #include "protocol/request_decoder.hpp"
 #include "protocol/tool_disclosure.hpp"
 
+#include <functional>
+
 namespace gatehouse::protocol {
 
 // Where a call of a task-capable tool goes instead of its plugin
@@ -80,9 +82,12 @@ public:
     // One round of a task: the gate again (a task never outlives its
     // caller's authorisation), then the plugin with this round's input.
     // `request` is the task's own (its principal, capabilities, progress and
-    // cancellation); `arguments` as the client sent them.
+    // cancellation); `arguments` as the client sent them. `about_to_run`,
+    // when set, runs once the round has passed the gate and has its place in
+    // the family, just before the plugin is called.
     TaskRound run_task_round(Request& request, const plugins::Tool& tool, const Json& sent_arguments,
-                             std::string_view input_responses, std::string_view state) const;
+                             std::string_view input_responses, std::string_view state,
+                             const std::function<void()>& about_to_run = {}) const;
 
     void set_tasks(TaskStarter* tasks) { parts_.tasks = tasks; }
 

@@ -221,6 +221,9 @@ namespace {
 
 constexpr std::chrono::milliseconds kFirstHoldBackPause{50};
 constexpr std::chrono::milliseconds kLongestHoldBackPause{500};
+// A family that stays full (its calls stuck past their timeouts) or a
+// backend that stays down ends the waiting task with the refusal after this.
+constexpr std::chrono::seconds kMostHoldBack{60};
 
 // Waits `pause`; false as soon as the round is told to stop.
 bool sleep_unless_stopped(const RoundControl& control, std::chrono::milliseconds pause) {
@@ -250,6 +253,19 @@ void TaskCalls::say_waiting(const std::string& id, const protocol::TaskRound& he
         });
     } catch (const state::BackendError&) {
         // Only a message; the round goes on waiting either way.
+    }
+}
+
+// What tasks/get says once a round that waited runs.
+void TaskCalls::say_running(const std::string& id) {
+    try {
+        store_.update(id, [&](TaskRecord& r) {
+            if (r.status != Status::working || r.runner != runner_.instance()) return false;
+            r.status_message = "The task is running.";
+            return true;
+        });
+    } catch (const state::BackendError&) {
+        // Only a message.
     }
 }
 
@@ -313,18 +329,26 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
         outcome = tool_call_.run_task_round(request, tool, taken->arguments, input_responses, state);
         // A round held back for a passing reason (the state backend did not
         // answer the gate, the family is at its cap) runs again with the same
-        // input, as a plain call would wait for its family: the task is not
-        // ended, nor the person's answers lost, for a moment's outage or load.
-        // It waits until it runs or its task is stopped (cancelled, past
+        // input, as a plain call waits for a place in its family: the task is
+        // not ended, nor the person's answers lost, for a moment's outage or
+        // load. It waits at most kMostHoldBack, holding its task worker (one
+        // owner holds at most all but one, TaskRunner), then ends with the
+        // refusal; sooner when its task is stopped (cancelled, past
         // tasks.max_run_ms, no longer this instance's, the host stopping).
-        if (outcome.held_back) say_waiting(id, outcome);
-        for (auto pause = kFirstHoldBackPause; outcome.held_back; pause = std::min(pause * 2, kLongestHoldBackPause)) {
-            if (!sleep_unless_stopped(control, pause)) {
-                const StopReason why = control.why.load();
-                outcome.cancelled = why == StopReason::client || why == StopReason::deadline;
-                break;
+        if (outcome.held_back) {
+            say_waiting(id, outcome);
+            const auto running_again = [&] { say_running(id); };
+            const auto until = std::chrono::steady_clock::now() + kMostHoldBack;
+            for (auto pause = kFirstHoldBackPause; outcome.held_back && std::chrono::steady_clock::now() < until;
+                 pause = std::min(pause * 2, kLongestHoldBackPause)) {
+                if (!sleep_unless_stopped(control, pause)) {
+                    const StopReason why = control.why.load();
+                    outcome.cancelled = why == StopReason::client || why == StopReason::deadline;
+                    break;
+                }
+                outcome =
+                    tool_call_.run_task_round(request, tool, taken->arguments, input_responses, state, running_again);
             }
-            outcome = tool_call_.run_task_round(request, tool, taken->arguments, input_responses, state);
         }
         observe_round(request, tool, outcome);
     }

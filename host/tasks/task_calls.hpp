@@ -67,6 +67,8 @@ private:
                const auth::Principal& principal, const std::shared_ptr<const plugins::ToolRegistry>& registry);
     // Says in the task's status message why its round waits to run again (TaskRound::held_back).
     void say_waiting(const std::string& id, const protocol::TaskRound& held);
+    // ... and once it runs after all.
+    void say_running(const std::string& id);
     // Counts, audits and exports one round as a tool call of its own.
     void observe_round(const protocol::Request& request, const plugins::Tool& tool,
                        const protocol::TaskRound& outcome) const;
