@@ -21,9 +21,12 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxCached = 10000;
 constexpr std::size_t kMaxAddresses = 10000;
-// Every client together: what an authorization server is asked at most in
-// a minute for tokens this host has not seen, however many addresses ask.
+// Every client together: what an authorization server is asked in a minute
+// for tokens this host has not seen, however many addresses ask. Past it,
+// only addresses that asked fewer than kFairShare this minute are still
+// asked for: one client with many addresses cannot lock every other out.
 constexpr unsigned kMaxCallsPerMinute = 10000;
+constexpr unsigned kFairShare = 5;
 constexpr auto kCallWindow = std::chrono::minutes(1);
 
 std::uint64_t seconds_left(Clock::time_point started, Clock::time_point now) {
@@ -54,7 +57,6 @@ TokenIntrospection::TokenIntrospection(Endpoint endpoint, ClaimRules rules, Http
 
 std::uint64_t TokenIntrospection::take_call(const std::string& address, Clock::time_point now) {
     if (now - all_calls_.started >= kCallWindow) all_calls_ = {now, 0};
-    if (all_calls_.calls >= kMaxCallsPerMinute) return seconds_left(all_calls_.started, now);
     const std::string group = caller_group(address);
     if (calls_by_address_.size() >= kMaxAddresses && !calls_by_address_.count(group)) {
         for (auto it = calls_by_address_.begin(); it != calls_by_address_.end();)
@@ -73,6 +75,8 @@ std::uint64_t TokenIntrospection::take_call(const std::string& address, Clock::t
     auto& window = calls_by_address_[group];
     if (now - window.started >= kCallWindow) window = {now, 0};
     if (window.calls >= endpoint_.calls_per_address_per_minute) return seconds_left(window.started, now);
+    if (all_calls_.calls >= kMaxCallsPerMinute && window.calls >= kFairShare)
+        return seconds_left(all_calls_.started, now);
     ++window.calls;
     ++all_calls_.calls;
     return 0;
@@ -125,8 +129,15 @@ void TokenIntrospection::verify(std::string token, const std::string& client_add
         TokenVerdict verdict = TokenVerdict::reject("the token is not active");
         nlohmann::json claims = answer;
         if (answer["active"].get<bool>()) {
-            if (endpoint_.username_as_subject && !claims.contains("sub") && claims.contains("username"))
-                claims["sub"] = claims["username"];
+            if (!claims.contains("sub") && claims.contains("username")) {
+                if (endpoint_.username_as_subject)
+                    claims["sub"] = claims["username"];
+                else
+                    spdlog::warn("auth: the introspection answer of {} names its caller by username only (no sub); "
+                                 "the token is refused. If that server never renames or reuses usernames, set "
+                                 "auth.introspection_username_as_subject: true",
+                                 endpoint_.url);
+            }
             verdict = check_claims(claims, rules_, std::chrono::system_clock::now());
         }
         const auto now = Clock::now();

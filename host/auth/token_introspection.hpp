@@ -47,8 +47,9 @@ private:
     using Clock = std::chrono::steady_clock;
 
     // Takes one call of the minute of `address`'s group (caller_group); 0,
-    // or the seconds until one is free. Besides each group's bound, all
-    // groups together make at most kMaxCallsPerMinute a minute, and a group
+    // or the seconds until one is free. Besides each group's bound, once
+    // all groups together made kMaxCallsPerMinute calls this minute only
+    // groups that made fewer than kFairShare are still served, and a group
     // new while kMaxAddresses groups are in this minute waits its turn.
     std::uint64_t take_call(const std::string& address, Clock::time_point now);
     void remember(const std::string& digest, const TokenVerdict& verdict, Clock::time_point until);

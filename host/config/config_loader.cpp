@@ -1205,11 +1205,16 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
     number("jwks_refresh_interval_s", out.jwks_refresh_interval_s, 10, 86400);
     number("jwks_min_refresh_s", out.jwks_min_refresh_s, 0, 3600);
     number("jwks_max_stale_s", out.jwks_max_stale_s, 60, 30 * 86400);
-    if (out.jwks_max_stale_s < out.jwks_refresh_interval_s)
-        r.note(node["jwks_max_stale_s"] ? node["jwks_max_stale_s"] : node,
-               "auth.jwks_max_stale_s (" + std::to_string(out.jwks_max_stale_s) +
-                   ") must be at least auth.jwks_refresh_interval_s (" + std::to_string(out.jwks_refresh_interval_s) +
-                   "), or the keys would go stale between two reads");
+    // Keys are re-read an interval after the last read ended: a bound of
+    // less than two intervals would let them go stale during every read,
+    // and one read that fails would answer every token 503.
+    if (!node["jwks_max_stale_s"])
+        out.jwks_max_stale_s = std::max<std::uint64_t>(out.jwks_max_stale_s, 2 * out.jwks_refresh_interval_s);
+    else if (out.jwks_max_stale_s < 2 * out.jwks_refresh_interval_s)
+        r.note(node["jwks_max_stale_s"], "auth.jwks_max_stale_s (" + std::to_string(out.jwks_max_stale_s) +
+                                             ") must be at least twice auth.jwks_refresh_interval_s (" +
+                                             std::to_string(out.jwks_refresh_interval_s) +
+                                             "), or the keys would go stale between two reads");
     if (node["introspection_endpoint"])
         r.attempt([&] {
             out.introspection_endpoint = url_in(r, node["introspection_endpoint"], "auth.introspection_endpoint");

@@ -143,7 +143,7 @@ test('a bad auth section is refused naming file:line', () => {
   assert.notEqual(staleRun.status, 0);
   assert.match(
     staleRun.stderr + staleRun.stdout,
-    /gatehouse\.yaml:\d+:\d+.*auth\.jwks_max_stale_s \(300\) must be at least auth\.jwks_refresh_interval_s \(600\)/,
+    /gatehouse\.yaml:\d+:\d+.*auth\.jwks_max_stale_s \(300\) must be at least twice auth\.jwks_refresh_interval_s \(600\)/,
   );
 });
 
