@@ -4,7 +4,7 @@
 // round trip can be measured and profiled apart from the transport.
 //
 //   recall_bench --database /tmp/notes.db|postgresql://... [--notes 100000] [--queries 300]
-//                [--others 0] [--common 0] [--threads 1] [--write-queries FILE]
+//                [--others 0] [--common 0] [--threads 1] [--write-queries FILE] [--owner bench]
 //
 // An existing file with enough notes is reused (filling 100 000 notes one
 // remember each takes a while). --others N adds N notes of another owner
@@ -12,7 +12,9 @@
 // --common P puts one word into P % of the notes, and queries it, to show
 // the cost of a frequent word. --threads fills with that many writers (the
 // PostgreSQL backend takes writes side by side); --write-queries keeps the
-// timed queries, one per line, for compare.mjs to send over stdio. Words are
+// timed queries, one per line, for compare.mjs to send over stdio; --owner
+// fills and asks as another owner of the same file (a small owner beside a
+// large one shows what the others' notes cost a recall). Words are
 // letters only, so the stemmers see every one of them.
 #include "note_store.hpp"
 
@@ -37,6 +39,7 @@ struct Options {
     int common = 0;
     int threads = 1;
     std::string write_queries;
+    std::string owner = "bench";
 };
 
 Options parse(int argc, char** argv) {
@@ -56,6 +59,7 @@ Options parse(int argc, char** argv) {
     if (args.count("--common")) o.common = std::stoi(args["--common"]);
     if (args.count("--threads")) o.threads = std::max(1, std::stoi(args["--threads"]));
     if (args.count("--write-queries")) o.write_queries = args["--write-queries"];
+    if (args.count("--owner")) o.owner = args["--owner"];
     return o;
 }
 
@@ -92,7 +96,7 @@ int main(int argc, char** argv) {
     memory::StoreSettings settings;
     settings.database_path = options.database;
     memory::NoteStore store(settings);
-    const memory::Owner owner{"bench", ""};
+    const memory::Owner owner{options.owner, ""};
     const memory::Owner other{"other", ""};
 
     std::mt19937 random(42);

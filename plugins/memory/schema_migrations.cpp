@@ -24,13 +24,24 @@ namespace {
 //  notes_fts     FTS5 over text and tags, external content = notes, kept in
 //                step by triggers.
 //  critical_reads  which critical notes each owner has read, for the gate.
-// The triggers that keep notes_fts in step with notes (every version's).
-constexpr const char* kIndexTriggers = R"(
+// The triggers that kept notes_fts in step with notes in versions 1 and 2.
+constexpr const char* kFirstIndexTriggers = R"(
 CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
     INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
 END;
 CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
     INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags);
+END;
+)";
+
+// ... and since version 3, with the owner's token.
+constexpr const char* kIndexTriggers = R"(
+CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+    INSERT INTO notes_fts (rowid, text, tags, owner_token) VALUES (new.id, new.text, new.tags, new.owner_token);
+END;
+CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, text, tags, owner_token)
+        VALUES ('delete', old.id, old.text, old.tags, old.owner_token);
 END;
 )";
 
@@ -73,7 +84,7 @@ CREATE TABLE critical_reads (
 CREATE INDEX critical_reads_by_note ON critical_reads (note_id);
 CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id',
     tokenize = 'unicode61 remove_diacritics 2');
-)" + std::string(kIndexTriggers);
+)" + std::string(kFirstIndexTriggers);
 }
 
 // Version 2: stemming, and bounded recall.
@@ -94,8 +105,22 @@ CREATE TABLE owner_terms (
 )");
 }
 
+// Version 3: a search reads the owner's own postings.
+//  notes.owner_token  "owner<owners.id>", one word, indexed in notes_fts's
+//                own column: a search matches it beside the query's words,
+//                so FTS5 steps through the owner's notes and seeks in each
+//                word's postings, where it read every owner's postings of the
+//                words and dropped the others' rows after (a recall's work
+//                grew with what everyone else wrote, and a capped word's
+//                newest notes were looked for among everyone's).
+void version_3(SqliteDatabase& db) {
+    db.exec("ALTER TABLE notes ADD COLUMN owner_token TEXT NOT NULL DEFAULT ''; "
+            "UPDATE notes SET owner_token = 'owner' || owner_id;");
+}
+
 std::string index_definition(const SqliteDatabase& db) {
-    return "CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id', " +
+    return "CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, owner_token, content = 'notes', content_rowid = "
+           "'id', " +
            note_tokenize_clause(db.analyzer().stemming()) + ")";
 }
 
@@ -139,7 +164,7 @@ int schema_version(SqliteDatabase& db) {
 }
 
 void migrate_schema(SqliteDatabase& db) {
-    static_assert(kSchemaVersion == 2, "add the new version's step below");
+    static_assert(kSchemaVersion == 3, "add the new version's step below");
     // Up to date, as on every start but the first: no write transaction
     // (it would take the file's write lock, waiting on any other host).
     if (schema_version(db) == kSchemaVersion && current_index_definition(db) == index_definition(db)) return;
@@ -152,6 +177,7 @@ void migrate_schema(SqliteDatabase& db) {
     for (; version < kSchemaVersion; ++version) {
         if (version == 0) db.exec(version_1().c_str());
         if (version == 1) version_2(db);
+        if (version == 2) version_3(db);
         db.exec(("PRAGMA user_version = " + std::to_string(version + 1)).c_str());
     }
     if (current_index_definition(db) != index_definition(db)) rebuild_index(db);

@@ -6,7 +6,7 @@ namespace memory {
 class SqliteDatabase;
 
 // The version this build writes; a newer file is refused rather than guessed at.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Brings the file up to kSchemaVersion in one transaction (user_version is
 // transactional, so a crash leaves the old version or the new one, never half).

@@ -122,7 +122,8 @@ int64_t SqliteNotes::remember(const Owner& owner, const CheckedNote& note) {
     take.reset();
 
     auto& insert = (*db).statement("INSERT INTO notes (owner_id, number, text, tags, critical, created_ms, "
-                                   "token_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id");
+                                   "token_count, owner_token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'owner' || ?1) "
+                                   "RETURNING id");
     insert.bind(1, owner_id)
         .bind(2, number)
         .bind(3, note.text)
@@ -245,7 +246,13 @@ std::vector<Note> SqliteNotes::search(SqliteDatabase& db, int64_t owner_id, cons
         // backwards and stops at the limit.
         auto& s = db.statement(
             search.capped ? base + " ORDER BY notes_fts.rowid DESC LIMIT " + std::to_string(kCandidatesPerWord) : base);
-        s.bind(1, match_expression(phrases, search.phrases)).bind(2, owner_id);
+        // The words in the note's own columns, and the owner's token: FTS5
+        // walks the owner's notes and seeks in the words' postings (schema
+        // version 3). The owner's phrase comes last, so note_term_counts'
+        // first counts are the words'.
+        s.bind(1, "{text tags} : (" + match_expression(phrases, search.phrases) + ") AND owner_token : \"owner" +
+                      std::to_string(owner_id) + "\"")
+            .bind(2, owner_id);
         for (std::size_t t = 0; t < tags.size(); ++t)
             s.bind(static_cast<int>(t + 3), tags[t]);
         while (s.step()) {

@@ -709,6 +709,40 @@ TEST_CASE("stemming follows the settings, and a changed setting rebuilds the ind
     CHECK_THROWS_WITH(WordStemmer(Stemming{"russian", ""}), Catch::Contains("latin"));
 }
 
+TEST_CASE("a version 2 file is migrated: its index holds each note's owner, and recall finds what it found",
+          "[sqlite]") {
+    TempDatabase tmp;
+    {
+        NoteStore store(tmp.settings());
+        keep(store, alice, "the lamp in the hall");
+        keep(store, bob, "bob's lamp");
+        keep(store, alice, "another lamp, upstairs");
+    }
+    // Back to what version 2 wrote: an index of text and tags alone.
+    sql(tmp, R"(
+        DROP TRIGGER notes_fts_insert; DROP TRIGGER notes_fts_delete; DROP TABLE notes_fts;
+        ALTER TABLE notes DROP COLUMN owner_token;
+        CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id',
+            tokenize = 'gatehouse latin english cyrillic russian');
+        CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+            INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
+        CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+            INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags); END;
+        INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+        PRAGMA user_version = 2;)");
+    NoteStore store(tmp.settings());
+    CHECK(store.schema_version() == kSchemaVersion);
+    CHECK(sql(tmp, "SELECT count(*) FROM notes WHERE owner_token = 'owner' || owner_id") == "3");
+    CHECK(ids(find(store, alice, "lamps")) == std::vector<int64_t>{2, 1});
+    CHECK(ids(find(store, bob, "lamp")) == std::vector<int64_t>{1});
+    // Written and forgotten after: the index follows.
+    const auto third = keep(store, alice, "a lamp in the attic");
+    CHECK(ids(find(store, alice, "attic")) == std::vector<int64_t>{third});
+    CHECK(store.forget(alice, third));
+    CHECK(find(store, alice, "attic").empty());
+    CHECK(find(store, bob, "attic").empty());
+}
+
 TEST_CASE("a version 1 file is migrated: its notes are found by stem and counted per owner", "[sqlite]") {
     TempDatabase tmp;
     {
@@ -726,9 +760,10 @@ TEST_CASE("a version 1 file is migrated: its notes are found by stem and counted
         CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
             INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags); END;
         INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+        ALTER TABLE notes DROP COLUMN owner_token;
         PRAGMA user_version = 1;)");
     NoteStore store(tmp.settings());
-    CHECK(store.schema_version() == 2);
+    CHECK(store.schema_version() == kSchemaVersion);
     CHECK(ids(find(store, alice, "договоров")) == std::vector<int64_t>{1});
     CHECK(ids(find(store, bob, "договоров")) == std::vector<int64_t>{1});
     CHECK(sql(tmp, "SELECT notes FROM owner_terms t JOIN owners o ON o.id = t.owner_id "
