@@ -225,8 +225,20 @@ void CallScheduler::give_back(const Running& call) {
 }
 
 void CallScheduler::time_out(const Running& call) {
-    // A call the client cancelled gets no answer; its worker gives the place back.
-    if (call.state->cancelled.load() || !call.state->claim_answer()) return;
+    if (!call.state->claim_answer()) return; // answered already
+    if (call.state->cancelled.load()) {
+        // Cancelled and still unanswered at its deadline: parked behind a
+        // family at its cap (whose places a stuck plugin may never give
+        // back), or its plugin ignoring the cancellation. It gets no answer,
+        // but its places go back now, not when (if ever) it runs: a caller
+        // whose cancelled calls held their places would be locked out by
+        // max_in_flight_per_principal, and every caller by max_in_flight.
+        give_back(call);
+        if (observe_) observe_(call.admitted, {nullptr, false, nullptr});
+        call.reply->ended_without_answer();
+        --unanswered_;
+        return;
+    }
     const plugins::Tool* tool = call.admitted.tool;
     metrics::LogScope scope(&call.admitted.trace);
     call.state->cancel(); // sets what the plugin polls through is_cancelled

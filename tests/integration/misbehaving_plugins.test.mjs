@@ -127,6 +127,36 @@ test('a plugin printing to stdout during calls never reaches the protocol stream
     await host.stderrMatching(/noisy printf in a call/);
   }));
 
+test('a cancelled call parked behind a stuck family gives its in-flight place back at its deadline', async () => {
+  const host = new Host({
+    plugins: ['echo.so', { path: 'stuck.so', max_in_flight: 1 }],
+    // Three workers: one stays with the stuck call for good.
+    limits: { tool_timeout_ms: 500, workers: 3, max_in_flight_per_principal: 2 },
+  });
+  try {
+    const call = (id, name, args = {}) =>
+      host.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: modernMeta() } });
+    call('stuck', 'stuck_forever');
+    assert.equal((await host.response('stuck')).message.result.structuredContent.code, 'TOOL_TIMEOUT');
+    // The family's one place stays taken for good; this call waits for it,
+    // and the client gives up on it.
+    call('parked', 'stuck_ping');
+    await host.ping();
+    host.notify('notifications/cancelled', { requestId: 'parked' });
+    await new Promise((r) => setTimeout(r, 900)); // past its deadline
+    // Both of this caller's places are free again: a long call and a quick one at once.
+    call('long', 'slow', { ms: 2000 });
+    await host.ping();
+    const quick = await host.modern('tools/call', { name: 'echo', arguments: { text: 'room' } });
+    assert.equal(quick.result?.structuredContent?.text, 'room', JSON.stringify(quick));
+    assert.equal(host.messages.filter((m) => m.message.id === 'parked').length, 0, 'a cancelled call gets no answer');
+    await host.response('long');
+  } finally {
+    const exit = await host.close({ timeoutMs: 30000 });
+    assert.equal(exit.code, 0, host.stderr.slice(-2000));
+  }
+});
+
 test('a plugin that blocks for ever: the timeout answers, other calls are served, its family is capped (calls wait, then time out), shutdown completes', async () => {
   const host = new Host({
     plugins: ['echo.so', { path: 'stuck.so', max_in_flight: 1 }],
