@@ -71,9 +71,20 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
                                const MethodTable::Method& method) {
     std::string principal = request.principal.owner_key();
     if (auto full = in_flight_.acquire(principal)) {
-        request.reply->send(make_error(
+        const Json refused = make_error(
             request.id, error_code::internal_error, full->message,
-            {{"code", gate::refusal_code::too_many_in_flight}, {"limit", full->limit}, {"maxInFlight", full->value}}));
+            {{"code", gate::refusal_code::too_many_in_flight}, {"limit", full->limit}, {"maxInFlight", full->value}});
+        // Counted and audited as every answered request is: a refusal by a
+        // limit is what an operator looks for first.
+        if (observe_) {
+            if (request.call) request.findings = std::make_shared<CallFindings>();
+            const Admitted admitted{
+                request.id,           request.method,        request.revision,    running_tool(request),
+                request.trace,        request.received,      request.received_at, request.principal,
+                std::move(principal), connection->transport, request.findings,    nullptr};
+            observe_(admitted, {&refused, false, running_arguments(request)});
+        }
+        request.reply->send(refused);
         return {};
     }
     const bool alone = ++unanswered_ == 1;
