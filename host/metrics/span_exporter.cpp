@@ -8,6 +8,7 @@
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <stdexcept>
 
 namespace gatehouse::metrics {
@@ -77,23 +78,43 @@ bool SpanExporter::post(const std::string& body) {
     try {
         boost::asio::io_context io;
         beast::tcp_stream stream(io);
-        stream.expires_after(timeout_);
         tcp::resolver resolver(io);
-        stream.connect(resolver.resolve(endpoint_.host, endpoint_.port));
         http::request<http::string_body> request{http::verb::post, endpoint_.target, 11};
         request.set(http::field::host, endpoint_.host + ":" + endpoint_.port);
         request.set(http::field::content_type, "application/x-protobuf");
         request.set(http::field::user_agent, "gatehouse/" + scope_version_);
         request.body() = body;
         request.prepare_payload();
-        http::write(stream, request);
         beast::flat_buffer buffer;
         http::response_parser<http::string_body> parser;
         parser.body_limit(64 * 1024);
-        http::read(stream, buffer, parser);
+        // Every step is asynchronous on this io_context: Beast applies a
+        // stream's deadline to asynchronous operations only, so a collector
+        // that accepts and never answers held this thread for ever (and the
+        // host's shutdown, which flushes the spans). One deadline covers the
+        // connection, the request and the answer; run_for bounds the name's
+        // resolution too.
+        std::optional<beast::error_code> ended;
+        const auto end = [&](beast::error_code ec) {
+            if (!ended) ended = ec;
+            stream.socket().close(ec);
+        };
+        resolver.async_resolve(
+            endpoint_.host, endpoint_.port, [&](beast::error_code ec, tcp::resolver::results_type found) {
+                if (ec) return end(ec);
+                stream.expires_after(timeout_);
+                stream.async_connect(found, [&](beast::error_code ec, const tcp::endpoint&) {
+                    if (ec) return end(ec);
+                    http::async_write(stream, request, [&](beast::error_code ec, std::size_t) {
+                        if (ec) return end(ec);
+                        http::async_read(stream, buffer, parser, [&](beast::error_code ec, std::size_t) { end(ec); });
+                    });
+                });
+            });
+        io.run_for(timeout_ + std::chrono::seconds(1));
+        if (!ended) throw std::runtime_error("no answer within " + std::to_string(timeout_.count()) + " ms");
+        if (*ended) throw beast::system_error(*ended);
         const unsigned status = parser.get().result_int();
-        beast::error_code ignored;
-        stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
         if (status >= 200 && status < 300) {
             if (failing_)
                 spdlog::info("span export to {}:{}{} works again", endpoint_.host, endpoint_.port, endpoint_.target);
