@@ -34,9 +34,22 @@ double seconds_of(std::chrono::steady_clock::duration d) {
     return std::chrono::duration<double>(d).count();
 }
 
+// A request id as a span and an audit line carry it: the client's own
+// text, which JSON-RPC does not bound, cut past kMaxShownId bytes (at a
+// character's start) with its length said. Each span and audit line waits
+// in a queue bounded by count, so an id of megabytes on every call would
+// have held that many megabytes per place in the queue.
+constexpr std::size_t kMaxShownId = 256;
+
 std::string id_text(const nlohmann::json* id) {
     if (!id || id->is_null()) return {};
-    return id->is_string() ? id->get<std::string>() : id->dump();
+    if (!id->is_string()) return id->dump();
+    const auto& text = id->get_ref<const std::string&>();
+    if (text.size() <= kMaxShownId) return text;
+    std::size_t cut = kMaxShownId;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+        --cut;
+    return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 // The semantic conventions' network.transport: stdio is a pipe.
@@ -250,7 +263,9 @@ void Observability::audit(const CallRecord& call) {
     }
     if (call.request_id && !call.request_id->is_null()) {
         field("request_id");
-        line += call.request_id->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        line += call.request_id->is_string() ? nlohmann::json(id_text(call.request_id))
+                                                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                                             : call.request_id->dump();
     }
     if (!call.task_id.empty()) text("task_id", call.task_id);
     text("revision", call.revision);
