@@ -440,3 +440,83 @@ test('a task round is audited and traced as a call of its own, under the call th
     await host.stop();
   }
 });
+
+test('a collector that accepts and never answers costs each export its timeout, not the exporter or the shutdown', async () => {
+  // Accepts, reads, never writes a byte back.
+  const { createServer: createTcpServer } = await import('node:net');
+  const sockets = [];
+  const silent = createTcpServer((socket) => {
+    sockets.push(socket);
+    socket.on('data', () => {});
+    socket.on('error', () => {});
+  });
+  silent.listen(0, '127.0.0.1');
+  await once(silent, 'listening');
+  const host = await HttpHost.start({
+    plugins: ['echo.so'],
+    sections: { tracing: { otlp_endpoint: `http://127.0.0.1:${silent.address().port}/v1/traces`, export_timeout_ms: 500 } },
+  });
+  try {
+    for (let i = 0; i < 3; i++) {
+      const reply = await host.modern('tools/call', { name: 'echo', arguments: { text: `span ${i}` } });
+      assert.equal(reply.status, 200, reply.text);
+    }
+    // Before, the exporter's blocking read never returned: nothing was logged.
+    await host.stderrMatching(/span export to 127\.0\.0\.1:\d+\/v1\/traces failed: .*(timeout|timed out|no answer)/i, 10000);
+  } finally {
+    // Before, the shutdown's flush waited for that read for ever.
+    const started = Date.now();
+    await host.stop({ timeoutMs: 10000 });
+    assert.ok(Date.now() - started < 10000);
+    for (const s of sockets) s.destroy();
+    silent.close();
+  }
+});
+
+test("a request id of many kilobytes is cut in the audit line, with its length said", async () => {
+  let auditFile;
+  const host = new Host({
+    plugins: ['echo.so'],
+    sections: { audit: (dir) => ({ file: (auditFile = path.join(dir, 'audit.jsonl')) }) },
+  });
+  try {
+    const id = 'x'.repeat(10000);
+    host.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } });
+    assert.equal((await host.response(id)).message.result.structuredContent.text, 'hi');
+    const line = await eventually('the audit line', () => {
+      const text = existsSync(auditFile) ? readFileSync(auditFile, 'utf8') : '';
+      return text.includes('"request_id"') ? text : null;
+    });
+    const audited = JSON.parse(line.trim().split('\n').at(-1));
+    assert.ok(audited.request_id.length < 400, `${audited.request_id.length} characters`);
+    assert.match(audited.request_id, /^x+\.\.\. \(10000 bytes\)$/);
+  } finally {
+    const exit = await host.close();
+    assert.equal(exit.code, 0, host.stderr.slice(-2000));
+  }
+});
+
+test('a call refused by max_in_flight_per_principal has its audit line', async () => {
+  let auditFile;
+  const host = new Host({
+    plugins: ['echo.so'],
+    limits: { max_in_flight_per_principal: 1, tool_timeout_ms: 3000 },
+    sections: { audit: (dir) => ({ file: (auditFile = path.join(dir, 'audit.jsonl')) }) },
+  });
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+  try {
+    host.send({ jsonrpc: '2.0', id: 'holder', method: 'tools/call', params: { name: 'slow', arguments: { ms: 60000 }, _meta: meta } });
+    host.send({ jsonrpc: '2.0', id: 'one-too-many', method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' }, _meta: meta } });
+    assert.equal((await host.response('one-too-many')).message.error?.data?.code, 'TOO_MANY_IN_FLIGHT');
+    const line = await eventually('the refused call audited', () => {
+      const text = existsSync(auditFile) ? readFileSync(auditFile, 'utf8') : '';
+      return text.split('\n').find((l) => l.includes('"one-too-many"')) ?? null;
+    });
+    assert.match(line, /"tool":"echo"/);
+    assert.match(line, /"outcome":"protocol_error"/);
+    host.notify('notifications/cancelled', { requestId: 'holder' });
+  } finally {
+    const exit = await host.close();
+    assert.equal(exit.code, 0, host.stderr.slice(-2000));
+  }
+});
