@@ -86,6 +86,14 @@ private:
             const ssize_t n = ::write(fd_, p, left);
             if (n < 0) {
                 if (errno == EINTR) continue;
+                // A stdout the parent made non-blocking (its end and ours
+                // share the flag when it is one open file) is full, not gone:
+                // wait for room.
+                if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    pollfd room{fd_, POLLOUT, 0};
+                    if (::poll(&room, 1, -1) < 0 && errno != EINTR) return false;
+                    continue;
+                }
                 return false;
             }
             p += n;

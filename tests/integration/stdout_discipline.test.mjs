@@ -48,3 +48,37 @@ test('every stdout line of a session is one JSON-RPC message', () =>
       assert.equal(answer.message.result.structuredContent.text, `line\nbreak ${i} \u2028 "quoted"`);
     }
   }));
+
+// A parent that made its end of the stdout pipe non-blocking shares that
+// with the host (one open file): a full pipe is EAGAIN, which the host took
+// for a client gone and stopped answering altogether.
+test('a non-blocking stdout that fills up is waited on, and every answer arrives', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { writeConfig, binaryPath } = await import('./lib/host.mjs');
+  const { file } = writeConfig({ plugins: ['echo.so'] });
+  const script = `
+import os, subprocess, sys, time, json
+r, w = os.pipe()
+os.set_blocking(w, False)
+host = subprocess.Popen([sys.argv[1], 'serve', '--config', sys.argv[2]], stdin=subprocess.PIPE, stdout=w, stderr=subprocess.DEVNULL)
+os.close(w)
+meta = {'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}}
+calls = 400
+for i in range(calls):
+    host.stdin.write((json.dumps({'jsonrpc': '2.0', 'id': i, 'method': 'tools/call', 'params': {'name': 'echo', 'arguments': {'text': 'x' * 1000}, '_meta': meta}}) + '\\n').encode())
+host.stdin.flush()
+time.sleep(1.5)  # nobody reads: the pipe fills, the host's writes meet EAGAIN
+data = b''
+deadline = time.time() + 20
+while data.count(b'\\n') < calls and time.time() < deadline:
+    chunk = os.read(r, 1 << 16)
+    if not chunk: break
+    data += chunk
+host.stdin.close()
+host.wait(timeout=20)
+print(data.count(b'\\n'))
+`;
+  const run = spawnSync('python3', ['-c', script, binaryPath(), file], { encoding: 'utf8', timeout: 60000 });
+  assert.equal(run.status, 0, run.stderr);
+  assert.equal(run.stdout.trim(), '400', 'answers arrived');
+});
