@@ -67,8 +67,16 @@ private:
             const std::string_view target(request.target().data(), request.target().size());
             beast::error_code no_peer;
             const auto peer = stream_.socket().remote_endpoint(no_peer);
-            reply_ = listener_.answer(std::string(request.method_string()), target.substr(0, target.find('?')),
-                                      no_peer ? net::ip::address() : peer.address());
+            // Whatever an answer throws (text that is no UTF-8 in a status,
+            // a number it cannot read) is this request's 500, never the end
+            // of the listener's thread, which has nothing to catch it.
+            try {
+                reply_ = listener_.answer(std::string(request.method_string()), target.substr(0, target.find('?')),
+                                          no_peer ? net::ip::address() : peer.address());
+            } catch (const std::exception& e) {
+                spdlog::error("ops listener: answering {} failed: {}", std::string(target.substr(0, 200)), e.what());
+                reply_ = text(500, "The host could not answer this; its log says why.");
+            }
         }
         net::async_write(stream_, net::buffer(reply_), [self = shared_from_this()](beast::error_code, std::size_t) {
             beast::error_code ignored;
