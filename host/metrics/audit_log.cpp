@@ -21,7 +21,10 @@ AuditLog::AuditLog(std::filesystem::path path, std::size_t max_queue, Counters c
 
 AuditLog::~AuditLog() {
     lines_.flush();
-    if (fd_ >= 0) ::close(fd_);
+}
+
+AuditLog::Descriptor::~Descriptor() {
+    if (fd >= 0) ::close(fd);
 }
 
 void AuditLog::write(std::string line) {
@@ -37,9 +40,9 @@ void AuditLog::reopen() {
 // One write for the whole batch: lines are whole, and O_APPEND keeps them
 // whole against another writer of the same file.
 void AuditLog::write_out(std::vector<std::string>& lines) {
-    if (reopen_.exchange(false) && fd_ >= 0) {
-        ::close(fd_);
-        fd_ = -1;
+    if (reopen_.exchange(false) && fd_.fd >= 0) {
+        ::close(fd_.fd);
+        fd_.fd = -1;
     }
     if (lines.empty()) return;
     std::string batch;
@@ -51,28 +54,33 @@ void AuditLog::write_out(std::vector<std::string>& lines) {
 }
 
 bool AuditLog::append(const std::string& batch) {
+    std::size_t done = 0;
     const auto fail = [&](const char* what) {
         const int error = errno;
         if (!failing_)
             spdlog::error("audit log {}: {} failed: {}; audit lines are lost until it works again", path_.string(),
                           what, std::strerror(error));
         failing_ = true;
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1; // the next batch opens the path again
+        if (done > 0) partial_line_ = true;
+        if (fd_.fd >= 0) ::close(fd_.fd);
+        fd_.fd = -1; // the next batch opens the path again
         return false;
     };
-    if (fd_ < 0) {
+    if (fd_.fd < 0) {
         // Owner-only: audit lines name principals and stores.
-        fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-        if (fd_ < 0) return fail("open");
+        fd_.fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (fd_.fd < 0) return fail("open");
     }
-    std::size_t done = 0;
-    while (done < batch.size()) {
-        const ssize_t n = ::write(fd_, batch.data() + done, batch.size() - done);
+    std::string after_fragment;
+    if (partial_line_) after_fragment = "\n" + batch;
+    const std::string& bytes = partial_line_ ? after_fragment : batch;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd_.fd, bytes.data() + done, bytes.size() - done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return fail("write");
         done += static_cast<std::size_t>(n);
     }
+    partial_line_ = false;
     if (failing_) spdlog::info("audit log {}: writing works again", path_.string());
     failing_ = false;
     return true;

@@ -42,8 +42,17 @@ private:
     const std::filesystem::path path_;
     Counters counters_;
     std::atomic<bool> reopen_{false};
-    int fd_ = -1;                   // the writer thread's own
-    bool failing_ = false;          // the writer thread's own: the last write failed
+    // The writer thread's own, closed after that thread stopped (lines_ goes
+    // first): a line queued during shutdown never meets a closed number.
+    struct Descriptor {
+        int fd = -1;
+        ~Descriptor();
+    } fd_;
+    bool failing_ = false; // the writer thread's own: the last write failed
+    // The writer thread's own: a write failed partway, so the file ends inside
+    // a line; the next write starts a new line first, so no whole line is
+    // glued onto the fragment.
+    bool partial_line_ = false;
     BatchQueue<std::string> lines_; // last: its thread stops before the rest goes
 };
 
