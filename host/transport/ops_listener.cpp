@@ -149,10 +149,14 @@ std::string OpsListener::answer(const std::string& method, std::string_view path
         std::optional<std::string> problem;
         if (probes_.draining && probes_.draining()) problem = "draining";
         if (!problem && probes_.unready) problem = probes_.unready();
-        if (problem)
-            return response(503, "application/json",
-                            nlohmann::json{{"status", "unavailable"}, {"reason", *problem}}.dump(),
-                            "Retry-After: 1\r\n");
+        if (problem) {
+            // Any prober learns whether to send traffic; only an address
+            // metrics.allow lets read the status learns why (the reason may
+            // name a backend's address and its error).
+            nlohmann::json verdict = {{"status", "unavailable"}};
+            if (allow_.empty() || allow_.allows(peer)) verdict["reason"] = *problem;
+            return response(503, "application/json", verdict.dump(), "Retry-After: 1\r\n");
+        }
         return response(200, "application/json", R"({"status":"ready"})");
     }
     if (!allow_.empty() && !allow_.allows(peer))
