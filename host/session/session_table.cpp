@@ -172,14 +172,20 @@ std::shared_ptr<const Session> SessionTable::find(std::string_view handle, std::
         // another instance) changed it meanwhile, its change stands and the
         // touch waits for the next lookup.
         if (write(touched, &loaded->text)) {
-            // Only while it still names this session: a newer one of the
-            // topic keeps its place.
-            backend_->replace(topic_key(touched->principal, touched->topic), touched->handle, touched->handle,
-                              std::chrono::milliseconds(idle_ms_));
+            renew_indexes(*touched);
             return touched;
         }
     }
     return std::move(loaded->session);
+}
+
+void SessionTable::renew_indexes(const Session& s) {
+    const std::chrono::milliseconds ttl(idle_ms_);
+    // Only while it still names this session: a newer one of the topic keeps its place.
+    backend_->replace(topic_key(s.principal, s.topic), s.handle, s.handle, ttl);
+    // As it is: what it lists is bound_topics' to change.
+    const std::string list = std::string(kPrincipalPrefix) + hex(s.principal);
+    if (const auto text = backend_->get(list)) backend_->replace(list, *text, *text, ttl);
 }
 
 std::optional<Session> SessionTable::update(std::string_view handle, std::string_view principal,
@@ -192,7 +198,10 @@ std::optional<Session> SessionTable::update(std::string_view handle, std::string
         auto s = std::make_shared<Session>(*loaded->session);
         change(*s);
         s->last_used_ms = now_();
-        if (write(s, &loaded->text)) return *s;
+        if (write(s, &loaded->text)) {
+            renew_indexes(*s);
+            return *s;
+        }
     }
     throw state::BackendError("a session record kept changing under concurrent updates");
 }

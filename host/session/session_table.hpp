@@ -82,6 +82,12 @@ private:
     // Records (principal, topic) in the principal's list of opened topics and
     // ends the sessions of the topics that fall out of it.
     void bound_topics(const std::string& principal, const std::string& topic, std::int64_t now);
+    // A session used keeps alive what counts it: its topic's index (the
+    // next connect of the topic reads it) and its principal's list of
+    // topics (max_per_principal reads it). Both expire when idle; a session
+    // kept in use past them would be left out of the count, and its
+    // principal could open as many again.
+    void renew_indexes(const Session& s);
     // Writes the record; with `expected`, only over that text (false when it changed).
     bool write(std::shared_ptr<const Session> s, const std::string* expected);
     // Under mutex_.

@@ -240,3 +240,21 @@ TEST_CASE("a principal keeps at most max_per_principal topics' sessions; more en
     CHECK(live == 3);
     CHECK(table.backend().scan("session/").size() == 3 + 1); // alice's three and bob's one
 }
+
+TEST_CASE("sessions kept in use keep their principal's count alive: the cap holds past the idle expiry", "[session]") {
+    SessionTable table(state::make_memory_backend(), std::chrono::seconds(3), {}, 2);
+    const auto a = table.open(draft("alice", "a"));
+    const auto b = table.open(draft("alice", "b"));
+    // Both in use for longer than the idle expiry, with no connect meanwhile
+    // (before, the list of alice's topics expired then, though they lived).
+    for (int i = 0; i < 5; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        REQUIRE(table.find(a.handle, "alice"));
+        REQUIRE(table.find(b.handle, "alice"));
+    }
+    // A third topic still ends the one opened longest ago.
+    const auto c = table.open(draft("alice", "c"));
+    CHECK_FALSE(table.find(a.handle, "alice"));
+    CHECK(table.find(b.handle, "alice"));
+    CHECK(table.find(c.handle, "alice"));
+}
