@@ -237,35 +237,26 @@ bool sleep_unless_stopped(const RoundControl& control, std::chrono::milliseconds
     }
 }
 
-} // namespace
-
-// What tasks/get says of a round waiting to run again.
-void TaskCalls::say_waiting(const std::string& id, const protocol::TaskRound& held) {
+// What tasks/get says of a round waiting to run again (TaskRound::held_back).
+std::string waiting_message(const protocol::TaskRound& held) {
     const std::string code(protocol::result_verdict(held.body, false).code);
     const std::string why = code == gate::refusal_code::plugin_busy
                                 ? "its family is running as many calls as it may at once"
                                 : "the state the gate checks cannot be read just now";
-    try {
-        store_.update(id, [&](TaskRecord& r) {
-            if (r.status != Status::working || r.runner != runner_.instance()) return false;
-            r.status_message = "The task is waiting to run: " + why + " (" + code + "); it runs when that passes.";
-            return true;
-        });
-    } catch (const state::BackendError&) {
-        // Only a message; the round goes on waiting either way.
-    }
+    return "The task is waiting to run: " + why + " (" + code + "); it runs when that passes.";
 }
 
-// What tasks/get says once a round that waited runs.
-void TaskCalls::say_running(const std::string& id) {
+} // namespace
+
+void TaskCalls::say(const std::string& id, const std::string& message) {
     try {
         store_.update(id, [&](TaskRecord& r) {
             if (r.status != Status::working || r.runner != runner_.instance()) return false;
-            r.status_message = "The task is running.";
+            r.status_message = message;
             return true;
         });
     } catch (const state::BackendError&) {
-        // Only a message.
+        // Only a message; the round goes on either way.
     }
 }
 
@@ -336,8 +327,8 @@ void TaskCalls::round(RoundControl& control, const std::string& id, const plugin
         // refusal; sooner when its task is stopped (cancelled, past
         // tasks.max_run_ms, no longer this instance's, the host stopping).
         if (outcome.held_back) {
-            say_waiting(id, outcome);
-            const auto running_again = [&] { say_running(id); };
+            say(id, waiting_message(outcome));
+            const auto running_again = [&] { say(id, "The task is running."); };
             const auto until = std::chrono::steady_clock::now() + kMostHoldBack;
             for (auto pause = kFirstHoldBackPause; outcome.held_back && std::chrono::steady_clock::now() < until;
                  pause = std::min(pause * 2, kLongestHoldBackPause)) {

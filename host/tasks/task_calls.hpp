@@ -65,10 +65,10 @@ private:
                       std::shared_ptr<const plugins::ToolRegistry> registry);
     void round(RoundControl& control, const std::string& id, const plugins::Tool& tool,
                const auth::Principal& principal, const std::shared_ptr<const plugins::ToolRegistry>& registry);
-    // Says in the task's status message why its round waits to run again (TaskRound::held_back).
-    void say_waiting(const std::string& id, const protocol::TaskRound& held);
-    // ... and once it runs after all.
-    void say_running(const std::string& id);
+    // Sets the status message of a task whose round this instance runs
+    // (why it waits to run again, that it runs after all); a message only,
+    // so a backend that does not answer changes nothing else.
+    void say(const std::string& id, const std::string& message);
     // Counts, audits and exports one round as a tool call of its own.
     void observe_round(const protocol::Request& request, const plugins::Tool& tool,
                        const protocol::TaskRound& outcome) const;
