@@ -142,16 +142,16 @@ int64_t NoteStore::remember(const Owner& owner, const NewNote& note) {
             (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
             throw NoteRejected("The note holds a control character (byte " + std::to_string(c) + " at offset " +
                                std::to_string(i) + "); keep text, tabs and line breaks only.");
-    if (auto last4 = find_card_number(note.text))
-        throw CardNumberInNote("The note seems to hold a payment card number (one ending in " + *last4 +
-                                   "); notes must not keep card numbers. Remove it and call remember again.",
-                               *last4);
-    // A tag is kept and shown back as the text is.
-    for (const auto& tag : note.tags)
-        if (auto last4 = find_card_number(tag))
-            throw CardNumberInNote("A tag of the note seems to hold a payment card number (one ending in " + *last4 +
+    // The text, and each tag, which is kept and shown back as the text is.
+    const auto refuse_card_number = [](const std::string& text, const std::string& what) {
+        if (auto last4 = find_card_number(text))
+            throw CardNumberInNote(what + " seems to hold a payment card number (one ending in " + *last4 +
                                        "); notes must not keep card numbers. Remove it and call remember again.",
                                    *last4);
+    };
+    refuse_card_number(note.text, "The note");
+    for (const auto& tag : note.tags)
+        refuse_card_number(tag, "A tag of the note");
 
     CheckedNote checked;
     {
