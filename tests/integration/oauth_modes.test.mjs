@@ -14,9 +14,12 @@ const bearer = (token) => ({ Authorization: `Bearer ${token}` });
 const whoami = (host, headers) => host.modern('tools/call', { name: 'whoami', arguments: {} }, { headers });
 const errorOf = (reply) => /error="([^"]*)"/.exec(reply.headers.get('www-authenticate') ?? '')?.[1];
 
-test('introspection mode: active opaque tokens are served and cached, anything else is refused', async () => {
+// An authorization server that answers introspection for the client
+// gatehouse-rs (`secret`), and a host in introspection mode asking it, with
+// the `extra` auth settings.
+async function introspectionScene(secret, extra = {}) {
   const as = await AuthorizationServer.start({ tokens: 'opaque' });
-  as.introspectionClients['gatehouse-rs'] = 'rs secret/with:odd&chars';
+  as.introspectionClients['gatehouse-rs'] = secret;
   const host = await HttpHost.start({
     plugins: ['echo.so'],
     sections: {
@@ -25,12 +28,16 @@ test('introspection mode: active opaque tokens are served and cached, anything e
         issuers: [as.issuer],
         introspection_endpoint: `${as.issuer}/introspect`,
         client_id: 'gatehouse-rs',
-        client_secret: 'rs secret/with:odd&chars',
-        introspection_cache_s: 60,
-        fetch_timeout_ms: 1000,
+        client_secret: secret,
+        ...extra,
       },
     },
   });
+  return { as, host };
+}
+
+test('introspection mode: active opaque tokens are served and cached, anything else is refused', async () => {
+  const { as, host } = await introspectionScene('rs secret/with:odd&chars', { introspection_cache_s: 60, fetch_timeout_ms: 1000 });
   try {
     const opaque = as.mintOpaque({ aud: host.url, sub: 'carol', client_id: 'desk', scope: 'notes' });
     const first = await whoami(host, bearer(opaque));
@@ -73,21 +80,7 @@ test('introspection mode: active opaque tokens are served and cached, anything e
 });
 
 test('introspection: a username names the caller only where the operator says the server keeps usernames for good', async () => {
-  const as = await AuthorizationServer.start({ tokens: 'opaque' });
-  as.introspectionClients['gatehouse-rs'] = 'rs-secret';
-  const host = await HttpHost.start({
-    plugins: ['echo.so'],
-    sections: {
-      auth: {
-        mode: 'introspection',
-        issuers: [as.issuer],
-        introspection_endpoint: `${as.issuer}/introspect`,
-        client_id: 'gatehouse-rs',
-        client_secret: 'rs-secret',
-        introspection_username_as_subject: true,
-      },
-    },
-  });
+  const { as, host } = await introspectionScene('rs-secret', { introspection_username_as_subject: true });
   try {
     const nameOnly = as.mintOpaque({ aud: host.url, sub: undefined, username: 'dave' });
     const answer = await whoami(host, bearer(nameOnly));
@@ -165,21 +158,7 @@ test('beyond loopback without an auth section the host refuses to start; auth.mo
 });
 
 test('introspection: a refused token is not asked about twice, and one address gets a bounded number of calls', async () => {
-  const as = await AuthorizationServer.start({ tokens: 'opaque' });
-  as.introspectionClients['gatehouse-rs'] = 'secret';
-  const host = await HttpHost.start({
-    plugins: ['echo.so'],
-    sections: {
-      auth: {
-        mode: 'introspection',
-        issuers: [as.issuer],
-        introspection_endpoint: `${as.issuer}/introspect`,
-        client_id: 'gatehouse-rs',
-        client_secret: 'secret',
-        introspection_calls_per_address_per_minute: 4,
-      },
-    },
-  });
+  const { as, host } = await introspectionScene('secret', { introspection_calls_per_address_per_minute: 4 });
   try {
     const opaque = as.mintOpaque({ aud: host.url, sub: 'carol' });
     assert.equal((await whoami(host, bearer(opaque))).status, 200);

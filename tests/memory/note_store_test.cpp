@@ -709,6 +709,23 @@ TEST_CASE("stemming follows the settings, and a changed setting rebuilds the ind
     CHECK_THROWS_WITH(WordStemmer(Stemming{"russian", ""}), Catch::Contains("latin"));
 }
 
+// The index as versions 1 and 2 wrote it (text and tags, tokenized as
+// `tokenize` says, no owner token), in place of the current one.
+std::string index_of_text_and_tags(const std::string& tokenize) {
+    return R"(
+        DROP TRIGGER notes_fts_insert; DROP TRIGGER notes_fts_delete; DROP TABLE notes_fts;
+        ALTER TABLE notes DROP COLUMN owner_token;
+        CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id',
+            tokenize = ')" +
+           tokenize + R"(');
+        CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+            INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
+        CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+            INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags); END;
+        INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+    )";
+}
+
 TEST_CASE("a version 2 file is migrated: its index holds each note's owner, and recall finds what it found",
           "[sqlite]") {
     TempDatabase tmp;
@@ -719,17 +736,7 @@ TEST_CASE("a version 2 file is migrated: its index holds each note's owner, and 
         keep(store, alice, "another lamp, upstairs");
     }
     // Back to what version 2 wrote: an index of text and tags alone.
-    sql(tmp, R"(
-        DROP TRIGGER notes_fts_insert; DROP TRIGGER notes_fts_delete; DROP TABLE notes_fts;
-        ALTER TABLE notes DROP COLUMN owner_token;
-        CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id',
-            tokenize = 'gatehouse latin english cyrillic russian');
-        CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
-            INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
-        CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
-            INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags); END;
-        INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
-        PRAGMA user_version = 2;)");
+    sql(tmp, (index_of_text_and_tags("gatehouse latin english cyrillic russian") + "PRAGMA user_version = 2;").c_str());
     NoteStore store(tmp.settings());
     CHECK(store.schema_version() == kSchemaVersion);
     CHECK(sql(tmp, "SELECT count(*) FROM notes WHERE owner_token = 'owner' || owner_id") == "3");
@@ -751,17 +758,9 @@ TEST_CASE("a version 1 file is migrated: its notes are found by stem and counted
         keep(store, bob, "договор аренды");
     }
     // Back to what version 1 wrote: a unicode61 index, no term counts.
-    sql(tmp, R"(
-        DROP TABLE owner_terms; DROP TRIGGER notes_fts_insert; DROP TRIGGER notes_fts_delete; DROP TABLE notes_fts;
-        CREATE VIRTUAL TABLE notes_fts USING fts5(text, tags, content = 'notes', content_rowid = 'id',
-            tokenize = 'unicode61 remove_diacritics 2');
-        CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
-            INSERT INTO notes_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags); END;
-        CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
-            INSERT INTO notes_fts (notes_fts, rowid, text, tags) VALUES ('delete', old.id, old.text, old.tags); END;
-        INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
-        ALTER TABLE notes DROP COLUMN owner_token;
-        PRAGMA user_version = 1;)");
+    sql(tmp, ("DROP TABLE owner_terms;" + index_of_text_and_tags("unicode61 remove_diacritics 2") +
+              "PRAGMA user_version = 1;")
+                 .c_str());
     NoteStore store(tmp.settings());
     CHECK(store.schema_version() == kSchemaVersion);
     CHECK(ids(find(store, alice, "договоров")) == std::vector<int64_t>{1});
