@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 namespace gatehouse::transport {
 
@@ -70,14 +71,46 @@ private:
             // Whatever an answer throws (text that is no UTF-8 in a status,
             // a number it cannot read) is this request's 500, never the end
             // of the listener's thread, which has nothing to catch it.
-            try {
-                reply_ = listener_.answer(std::string(request.method_string()), target.substr(0, target.find('?')),
-                                          no_peer ? net::ip::address() : peer.address());
-            } catch (const std::exception& e) {
-                spdlog::error("ops listener: answering {} failed: {}", std::string(target.substr(0, 200)), e.what());
-                reply_ = text(500, "The host could not answer this; its log says why.");
+            const std::string path(target.substr(0, target.find('?')));
+            const auto address = no_peer ? net::ip::address() : peer.address();
+            std::optional<std::string> reply;
+            if (answered([&] { reply = listener_.answer(std::string(request.method_string()), path, address); },
+                         target)) {
+                if (!reply) {
+                    // /ready and /status wait for the readiness probe, off this thread.
+                    listener_.probe_readiness([self = shared_from_this(), path,
+                                               address](std::optional<std::string> problem) {
+                        net::post(self->stream_.get_executor(), [self, path, address, problem = std::move(problem)] {
+                            if (self->answered(
+                                    [&] {
+                                        self->reply_ = self->listener_.answer_with_readiness(path, address, problem);
+                                    },
+                                    path))
+                                self->write();
+                        });
+                    });
+                    return;
+                }
+                reply_ = std::move(*reply);
             }
         }
+        write();
+    }
+
+    // Runs what makes the reply; a throw becomes a 500 (reply_), false.
+    template <class Make> bool answered(Make make, std::string_view target) {
+        try {
+            make();
+            return true;
+        } catch (const std::exception& e) {
+            spdlog::error("ops listener: answering {} failed: {}", std::string(target.substr(0, 200)), e.what());
+            reply_ = text(500, "The host could not answer this; its log says why.");
+            return false;
+        }
+    }
+
+    void write() {
+        stream_.expires_after(kRequestTime); // the time the probe took is not the write's
         net::async_write(stream_, net::buffer(reply_), [self = shared_from_this()](beast::error_code, std::size_t) {
             beast::error_code ignored;
             self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -108,9 +141,16 @@ OpsListener::OpsListener(const config::MetricsSettings& settings, metrics::Obser
     spdlog::info("metrics, /health, /ready and /status served on {}:{}", settings_.listen_host, port_);
     accept();
     thread_ = std::thread([this] { io_.run(); });
+    prober_ = std::thread([this] { run_probes(); });
 }
 
 OpsListener::~OpsListener() {
+    {
+        std::lock_guard lock(probe_mutex_);
+        stopping_ = true;
+    }
+    probe_wake_.notify_one();
+    prober_.join();
     net::post(io_, [this] {
         beast::error_code ignored;
         acceptor_.close(ignored);
@@ -134,8 +174,39 @@ void OpsListener::accept() {
     });
 }
 
-std::string OpsListener::answer(const std::string& method, std::string_view path,
-                                const boost::asio::ip::address& peer) {
+// Everyone who asks while a probe runs, or before it starts, hears that
+// probe's verdict: a crowd of probers costs the backend one round trip.
+void OpsListener::probe_readiness(std::function<void(std::optional<std::string>)> done) {
+    {
+        std::lock_guard lock(probe_mutex_);
+        probe_waiters_.push_back(std::move(done));
+    }
+    probe_wake_.notify_one();
+}
+
+void OpsListener::run_probes() {
+    std::unique_lock lock(probe_mutex_);
+    for (;;) {
+        probe_wake_.wait(lock, [this] { return stopping_ || !probe_waiters_.empty(); });
+        if (stopping_) return;
+        lock.unlock();
+        std::optional<std::string> problem;
+        try {
+            if (probes_.unready) problem = probes_.unready();
+        } catch (const std::exception& e) {
+            problem = std::string("the readiness probe failed: ") + e.what();
+        }
+        lock.lock();
+        auto waiters = std::exchange(probe_waiters_, {});
+        lock.unlock();
+        for (auto& waiter : waiters)
+            waiter(problem);
+        lock.lock();
+    }
+}
+
+std::optional<std::string> OpsListener::answer(const std::string& method, const std::string& path,
+                                               const boost::asio::ip::address& peer) {
     const bool known = path == settings_.path || path == "/health" || path == "/ready" || path == "/status";
     if (!known)
         return text(404, "Nothing here: this listener serves " + settings_.path + ", /health, /ready and /status.");
@@ -146,9 +217,18 @@ std::string OpsListener::answer(const std::string& method, std::string_view path
                         draining ? R"({"status":"draining"})" : R"({"status":"ok"})");
     }
     if (path == "/ready") {
-        std::optional<std::string> problem;
-        if (probes_.draining && probes_.draining()) problem = "draining";
-        if (!problem && probes_.unready) problem = probes_.unready();
+        if (probes_.draining && probes_.draining()) return answer_with_readiness(path, peer, "draining");
+        return std::nullopt;
+    }
+    if (!allow_.empty() && !allow_.allows(peer))
+        return text(403, "This address may not read the metrics or the status (metrics.allow in the configuration).");
+    if (path == "/status") return std::nullopt;
+    return response(200, metrics::kExpositionContentType, observability_.exposition());
+}
+
+std::string OpsListener::answer_with_readiness(const std::string& path, const boost::asio::ip::address& peer,
+                                               const std::optional<std::string>& problem) {
+    if (path == "/ready") {
         if (problem) {
             // Any prober learns whether to send traffic; only an address
             // metrics.allow lets read the status learns why (the reason may
@@ -159,21 +239,15 @@ std::string OpsListener::answer(const std::string& method, std::string_view path
         }
         return response(200, "application/json", R"({"status":"ready"})");
     }
-    if (!allow_.empty() && !allow_.allows(peer))
-        return text(403, "This address may not read the metrics or the status (metrics.allow in the configuration).");
-    if (path == "/status") {
-        // What the families are doing, for the operator, under the verdict /ready gives.
-        nlohmann::json status = probes_.status ? probes_.status() : nlohmann::json::object();
-        const std::optional<std::string> unready = probes_.unready ? probes_.unready() : std::nullopt;
-        if (probes_.draining && probes_.draining()) {
-            status["status"] = "draining";
-        } else {
-            status["status"] = unready ? "unavailable" : "ready";
-            if (unready) status["reason"] = *unready;
-        }
-        return response(200, "application/json", status.dump(2) + "\n");
+    // /status: what the families are doing, for the operator, under the verdict /ready gives.
+    nlohmann::json status = probes_.status ? probes_.status() : nlohmann::json::object();
+    if (probes_.draining && probes_.draining()) {
+        status["status"] = "draining";
+    } else {
+        status["status"] = problem ? "unavailable" : "ready";
+        if (problem) status["reason"] = *problem;
     }
-    return response(200, metrics::kExpositionContentType, observability_.exposition());
+    return response(200, "application/json", status.dump(2) + "\n");
 }
 
 } // namespace gatehouse::transport

@@ -188,11 +188,12 @@ async function streamedLegacyCall(host, sessionId, message) {
 }
 
 // One more instance on this file's Redis, under a key prefix of its own.
-function redisInstance({ prefix, commandTimeoutMs = 300, ...options }) {
+function redisInstance({ prefix, commandTimeoutMs = 300, sections = {}, ...options }) {
   return HttpHost.start({
     plugins: ['conformance.so'],
     ...options,
     sections: {
+      ...sections,
       session: {
         backend: 'redis',
         redis: { url: redis.url, key_prefix: prefix, command_timeout_ms: commandTimeoutMs, connect_timeout_ms: 300 },
@@ -498,6 +499,52 @@ test('Redis slow: what waits on a shared session holds no I/O thread; /health an
     assert.ok(pings() - pingsBefore <= 2, `twelve /ready asked at once probed Redis ${pings() - pingsBefore} times`);
     const ended = await host.post({ jsonrpc: '2.0', id: 17, method: 'tools/list' }, { headers: legacy(other) });
     assert.equal(ended.status, 404, 'the DELETE that waited ended its session');
+  } finally {
+    redis.resume();
+    const result = await host.stop();
+    assert.equal(result.code, 0, host.stderr.slice(-3000));
+  }
+});
+
+test('Redis slow: /ready on the operators\' listener waits on one probe off its thread; /metrics and /health answer meanwhile', async () => {
+  const host = await redisInstance({
+    prefix: 'itest-ops:',
+    commandTimeoutMs: 20000,
+    http: { instance_name: 'gh-ops' },
+    sections: { metrics: { listen: '127.0.0.1:0', allow: ['127.0.0.1'] } },
+  });
+  try {
+    await host.stderrMatching(/metrics, \/health, \/ready and \/status served on 127\.0\.0\.1:\d+/);
+    const ops = `http://127.0.0.1:${Number(/served on 127\.0\.0\.1:(\d+)/.exec(host.stderr)[1])}`;
+    assert.equal((await fetch(`${ops}/ready`)).status, 200);
+    const pings = () => Number(/cmdstat_ping:calls=(\d+)/.exec(redis.cli('INFO', 'commandstats'))?.[1] ?? 0);
+    const pingsBefore = pings();
+    redis.pause();
+    let pending = [];
+    try {
+      pending = [...Array.from({ length: 12 }, () => fetch(`${ops}/ready`)), fetch(`${ops}/status`)].map((p) =>
+        p.then((value) => ({ value }), (error) => ({ error })),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      // On the listener's one thread these would wait for Redis (20 s).
+      for (const what of ['/metrics', '/health']) {
+        const answer = await fetch(ops + what, { signal: AbortSignal.timeout(5000) }).catch((e) =>
+          assert.fail(`${what} did not answer while Redis was stopped (${e.name}): the listener waits on the probe`),
+        );
+        assert.equal(answer.status, 200, what);
+      }
+      const early = await Promise.race([Promise.race(pending).then(() => true), new Promise((r) => setTimeout(() => r(false), 50))]);
+      assert.equal(early, false, 'no /ready was answered before Redis did');
+    } finally {
+      redis.resume();
+    }
+    const settled = await Promise.all(pending);
+    for (const outcome of settled) assert.ok(!outcome.error, String(outcome.error?.cause ?? outcome.error));
+    const status = settled.pop().value;
+    for (const { value } of settled) assert.deepEqual(await value.json(), { status: 'ready' });
+    assert.equal(status.status, 200);
+    assert.equal((await status.json()).status, 'ready');
+    assert.ok(pings() - pingsBefore <= 2, `thirteen probes asked at once pinged Redis ${pings() - pingsBefore} times`);
   } finally {
     redis.resume();
     const result = await host.stop();
