@@ -1,5 +1,7 @@
 #include "plugins/uri_template.hpp"
 
+#include "protocol/utf8_text.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -24,26 +26,6 @@ int hex_value(char c) {
     return -1;
 }
 
-// Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF):
-// a decoded value travels on as a JSON string.
-bool valid_utf8(std::string_view s) {
-    for (std::size_t i = 0; i < s.size();) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-        if (n == 0 || i + n > s.size()) return false;
-        std::uint32_t cp = n == 1 ? c : c & (0x7f >> n);
-        for (std::size_t k = 1; k < n; ++k) {
-            const auto cc = static_cast<unsigned char>(s[i + k]);
-            if ((cc >> 6) != 0x2) return false;
-            cp = (cp << 6) | (cc & 0x3f);
-        }
-        static constexpr std::uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-        if (cp < kSmallest[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-        i += n;
-    }
-    return true;
-}
-
 std::optional<std::string> percent_decode(std::string_view in) {
     std::string out;
     out.reserve(in.size());
@@ -58,8 +40,29 @@ std::optional<std::string> percent_decode(std::string_view in) {
         out += static_cast<char>(hi * 16 + lo);
         i += 2;
     }
-    if (!valid_utf8(out)) return std::nullopt;
+    // A decoded value travels on as a JSON string.
+    if (protocol::first_non_utf8(out)) return std::nullopt;
     return out;
+}
+
+// What a plugin may take a decoded value for: {name} is one path segment
+// ('/', '?' and '#' encoded as %2F, %3F, %23 included), and no value holds a
+// control byte (a NUL that cuts a C string short, a newline) or climbs a
+// path with a "." or ".." segment, so a plugin that maps a value to a file
+// is not walked out of its folder.
+bool safe_value(std::string_view value, bool reserved) {
+    for (const char c : value) {
+        const auto b = static_cast<unsigned char>(c);
+        if (b < 0x20 || b == 0x7f) return false;
+        if (!reserved && (c == '/' || c == '?' || c == '#')) return false;
+    }
+    for (std::size_t start = 0;;) {
+        const std::size_t slash = value.find('/', start);
+        const std::string_view segment = value.substr(start, slash - start);
+        if (segment == "." || segment == "..") return false;
+        if (slash == std::string_view::npos) return true;
+        start = slash + 1;
+    }
 }
 
 std::string at(std::size_t offset) {
@@ -182,7 +185,7 @@ std::optional<std::map<std::string, std::string>> UriTemplate::match(std::string
         while (!fits[p + 1][e])
             ++e;
         auto decoded = percent_decode(uri.substr(k, e - k));
-        if (!decoded) return std::nullopt;
+        if (!decoded || !safe_value(*decoded, part.reserved)) return std::nullopt;
         values.emplace(part.text, std::move(*decoded));
         k = e;
     }

@@ -1,6 +1,23 @@
 #include "protocol/utf8_text.hpp"
 
+#include "protocol/json_bytes.hpp"
+
 namespace gatehouse::protocol {
+
+std::optional<std::size_t> first_non_utf8(std::string_view text) {
+    const char* const begin = text.data();
+    const char* const end = begin + text.size();
+    for (const char* p = begin; p < end;) {
+        if (json_bytes::byte(*p) < 0x80) {
+            ++p;
+            continue;
+        }
+        const std::size_t n = json_bytes::utf8_sequence(p, end);
+        if (n == 0) return static_cast<std::size_t>(p - begin);
+        p += n;
+    }
+    return std::nullopt;
+}
 
 std::string_view utf8_prefix(std::string_view text, std::size_t limit) {
     if (text.size() <= limit) return text;

@@ -1,10 +1,16 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace gatehouse::protocol {
+
+// Where `text` stops being well-formed UTF-8 (RFC 3629: no overlong forms,
+// no surrogates, nothing past U+10FFFF): the offset of the first byte that
+// starts no valid sequence, or nothing when all of it is UTF-8.
+std::optional<std::size_t> first_non_utf8(std::string_view text);
 
 // The first bytes of `text`, at most `limit` of them, ending before a UTF-8
 // continuation byte: what is kept of UTF-8 stays UTF-8, so the JSON it is

@@ -23,6 +23,20 @@ TEST_CASE("a {name} variable matches one path segment, percent-decoded", "[uri_t
     CHECK_FALSE(t.match("other://template/123/data"));
 }
 
+TEST_CASE("a decoded value never leaves its segment, climbs a path or holds a control byte", "[uri_template]") {
+    const auto name = UriTemplate::parse("file:///docs/{name}");
+    CHECK(name.match("file:///docs/a.b..c") == Vars{{"name", "a.b..c"}});
+    for (const char* uri :
+         {"file:///docs/..%2F..%2Fetc%2Fpasswd", "file:///docs/..", "file:///docs/.", "file:///docs/%2E%2E",
+          "file:///docs/a%3Fb", "file:///docs/a%23b", "file:///docs/a%00b", "file:///docs/a%0Ab", "file:///docs/a%7Fb"})
+        CHECK_FALSE(name.match(uri));
+    const auto path = UriTemplate::parse("file:///docs/{+path}");
+    CHECK(path.match("file:///docs/a/b..c/d") == Vars{{"path", "a/b..c/d"}});
+    for (const char* uri : {"file:///docs/a/../../etc/passwd", "file:///docs/../x", "file:///docs/a/%2E%2E/x",
+                            "file:///docs/a/.", "file:///docs/./a", "file:///docs/a%00b"})
+        CHECK_FALSE(path.match(uri));
+}
+
 TEST_CASE("{+name} spans segments and literals split values one way", "[uri_template]") {
     const auto path = UriTemplate::parse("file:///{+path}");
     CHECK(path.match("file:///a/b/c.txt") == Vars{{"path", "a/b/c.txt"}});

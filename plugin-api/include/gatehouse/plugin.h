@@ -435,8 +435,10 @@ typedef struct gh_resource_desc {
 
 /* A family of resources whose URIs fit an RFC 6570 template. The host
  * matches a URI against it and hands read() the variables. This host
- * matches literal text, {name} (one path segment: no '/', '?' or '#') and
- * {+name} (anything); two expressions need literal text between them. */
+ * matches literal text, {name} (one path segment: no '/', '?' or '#', even
+ * percent-encoded) and {+name} (anything else); no value it hands read()
+ * holds a control byte or a "." or ".." segment. Two expressions need
+ * literal text between them. */
 typedef struct gh_resource_template_desc {
     uint32_t struct_size;
     uint32_t flags;      /* zero */
