@@ -8,6 +8,8 @@
 #include "plugins/host_api.hpp"
 #include "plugins/tool_listing.hpp"
 #include "plugins/tool_overrides.hpp"
+#include "protocol/json_reader.hpp"
+#include "protocol/utf8_text.hpp"
 #include "upstream/upstream_family.hpp"
 
 #include <boost/dll/shared_library.hpp>
@@ -47,12 +49,28 @@ bool looks_like_elf(const std::filesystem::path& path) {
     return in.gcount() == 4 && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
 }
 
+// How deep a descriptor's JSON (a schema, annotations, prompt arguments) may
+// nest: far past any real schema, and shallow enough that what reads it
+// recursively (the schema compiler, the listing's writer) cannot exhaust a
+// thread's stack, also for a family whose process sends it.
+constexpr std::size_t kMaxDescriptorDepth = 64;
+
 nlohmann::json parse_json_field(gh_str text, const std::string& what) {
-    try {
-        return nlohmann::json::parse(std::string_view(text.ptr ? text.ptr : "", text.len));
-    } catch (const nlohmann::json::exception& e) {
-        throw Refused("malformed descriptor JSON in " + what + ": " + e.what());
-    }
+    auto parsed = protocol::parse_bounded(abi_view(text), kMaxDescriptorDepth);
+    if (parsed.outcome == protocol::BoundedParse::Outcome::too_deep)
+        throw Refused(what + " nests deeper than " + std::to_string(kMaxDescriptorDepth) + " levels");
+    if (!parsed.parsed()) throw Refused("malformed descriptor JSON in " + what + ": " + parsed.error);
+    return std::move(parsed.value);
+}
+
+// Text a plugin describes itself with goes into JSON listings and log lines,
+// so it must be UTF-8: a listing that cannot be written would stop every
+// family's loading, not only this one's.
+std::string text_field(gh_str text, const std::string& what) {
+    std::string copied = abi_copy(text);
+    if (const auto bad = protocol::first_non_utf8(copied))
+        throw Refused(what + " is not UTF-8 (byte " + std::to_string(*bad + 1) + ")");
+    return copied;
 }
 
 std::shared_ptr<const schema::JsonSchema> compile_schema(const nlohmann::json& doc, const std::string& what,
@@ -82,11 +100,29 @@ Risk read_risk(uint32_t risk, const std::string& tool) {
     }
 }
 
-// MCP annotations derived from the declared risk, unless the plugin set them.
-void default_annotations(nlohmann::json& annotations, Risk risk) {
-    if (!annotations.contains("readOnlyHint")) annotations["readOnlyHint"] = risk == Risk::read;
-    if (risk != Risk::read && !annotations.contains("destructiveHint"))
-        annotations["destructiveHint"] = risk == Risk::destructive;
+// MCP annotations follow the declared risk: a hint the plugin left out is
+// derived from it, and one that claims less than the risk (readOnlyHint on a
+// tool that writes, destructiveHint false on a destructive one) is set right
+// and logged, since a client may skip asking the person on the hint's word.
+// A hint more careful than the risk stays.
+void annotate_for_risk(nlohmann::json& annotations, Risk risk, const std::string& tool) {
+    const auto set = [&](const char* hint, bool value) {
+        const auto said = annotations.find(hint);
+        if (said != annotations.end())
+            spdlog::warn("tool '{}': annotations.{} is {}, which its risk ({}) contradicts; published as {}", tool,
+                         hint, said->dump(), risk_name(risk), value);
+        annotations[hint] = value;
+    };
+    const bool read_only = risk == Risk::read;
+    const auto read_hint = annotations.find("readOnlyHint");
+    if (read_hint == annotations.end() || !read_hint->is_boolean() || (read_hint->get<bool>() && !read_only))
+        set("readOnlyHint", read_only);
+    if (read_only) return;
+    const bool destructive = risk == Risk::destructive;
+    const auto destructive_hint = annotations.find("destructiveHint");
+    if (destructive_hint == annotations.end() || !destructive_hint->is_boolean() ||
+        (destructive && !destructive_hint->get<bool>()))
+        set("destructiveHint", destructive);
 }
 
 std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, const std::string& prefix,
@@ -107,10 +143,10 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     tool->name = prefix + n;
     if (!valid_tool_name(tool->name))
         throw Refused("tool '" + tool->name + "' is longer than 64 characters with its prefix");
-    tool->title = abi_copy(desc->title);
-    tool->description = abi_copy(desc->description);
-    tool->scope = abi_copy(desc->scope);
-    tool->rules = abi_copy(desc->rules);
+    tool->title = text_field(desc->title, "the title of tool '" + n + "'");
+    tool->description = text_field(desc->description, "the description of tool '" + n + "'");
+    tool->scope = text_field(desc->scope, "the scope of tool '" + n + "'");
+    tool->rules = text_field(desc->rules, "the rules of tool '" + n + "'");
     tool->gate_exempt = (desc->flags & GH_TOOL_GATE_EXEMPT) != 0;
     tool->reads_critical = (desc->flags & GH_TOOL_READS_CRITICAL) != 0;
     switch (desc->task_support) {
@@ -155,7 +191,7 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
         tool->annotations = parse_json_field(desc->annotations, "the annotations of tool '" + n + "'");
         if (!tool->annotations.is_object()) throw Refused("annotations of tool '" + n + "' must be a JSON object");
     }
-    default_annotations(tool->annotations, tool->risk);
+    annotate_for_risk(tool->annotations, tool->risk, tool->name);
     publish_listing(*tool, sessions);
     return tool;
 }
@@ -215,11 +251,11 @@ nlohmann::json read_annotations(gh_str text, const std::string& what) {
 // The fields a resource and a resource template share, into their listing.
 void describe(nlohmann::json& listing, const std::string& what, gh_str name, gh_str title, gh_str description,
               gh_str mime_type, gh_str annotations) {
-    const std::string n = abi_copy(name);
+    const std::string n = text_field(name, "the name of " + what);
     if (n.empty()) throw Refused(what + " has no name (a short name for programs is required)");
     listing["name"] = n;
-    if (title.len > 0) listing["title"] = abi_copy(title);
-    if (description.len > 0) listing["description"] = abi_copy(description);
+    if (title.len > 0) listing["title"] = text_field(title, "the title of " + what);
+    if (description.len > 0) listing["description"] = text_field(description, "the description of " + what);
     if (mime_type.len > 0) {
         const std::string type = abi_copy(mime_type);
         if (!valid_mime_type(type)) throw Refused(what + " has an invalid MIME type '" + type + "' (type/subtype)");
@@ -234,7 +270,7 @@ std::unique_ptr<Resource> read_resource(const gh_resource_desc* raw, std::size_t
     auto desc = read_abi_struct<gh_resource_desc>(raw, GH_RESOURCE_DESC_SIZE_V1, why);
     if (!desc) throw Refused("resource #" + std::to_string(index) + ": " + why);
     auto resource = std::make_unique<Resource>();
-    resource->uri = abi_copy(desc->uri);
+    resource->uri = text_field(desc->uri, "the URI of resource #" + std::to_string(index));
     if (auto problem = uri_problem(resource->uri); !problem.empty())
         throw Refused("resource #" + std::to_string(index) + " has a URI that " + problem);
     const std::string what = "resource '" + resource->uri + "'";
@@ -258,7 +294,8 @@ std::unique_ptr<ResourceTemplate> read_resource_template(const gh_resource_templ
     std::string why;
     auto desc = read_abi_struct<gh_resource_template_desc>(raw, GH_RESOURCE_TEMPLATE_DESC_SIZE_V1, why);
     if (!desc) throw Refused("resource template #" + std::to_string(index) + ": " + why);
-    const std::string text = abi_copy(desc->uri_template);
+    const std::string text =
+        text_field(desc->uri_template, "the URI template of resource template #" + std::to_string(index));
     const std::string what = "resource template '" + text + "'";
     UriTemplate compiled;
     try {
@@ -335,8 +372,8 @@ std::unique_ptr<Prompt> read_prompt(const gh_prompt_desc* raw, std::size_t index
     prompt->data = desc->prompt_data;
     auto& l = prompt->listing;
     l["name"] = prompt->name;
-    if (desc->title.len > 0) l["title"] = abi_copy(desc->title);
-    if (desc->description.len > 0) l["description"] = abi_copy(desc->description);
+    if (desc->title.len > 0) l["title"] = text_field(desc->title, "the title of " + what);
+    if (desc->description.len > 0) l["description"] = text_field(desc->description, "the description of " + what);
     prompt->arguments = read_prompt_arguments(desc->arguments, what, l);
     return prompt;
 }
@@ -396,8 +433,8 @@ std::vector<Command> read_commands(const gh_plugin_desc& desc) {
                           hex(raw->flags & ~GH_COMMAND_KNOWN_FLAGS));
         if (!raw->run) throw Refused("command '" + command.name + "' has no run function");
         if (!seen.insert(command.name).second) throw Refused("command '" + command.name + "' is declared twice");
-        command.usage = abi_copy(raw->usage);
-        command.summary = abi_copy(raw->summary);
+        command.usage = text_field(raw->usage, "the usage of command '" + command.name + "'");
+        command.summary = text_field(raw->summary, "the summary of command '" + command.name + "'");
         command.run = raw->run;
         command.data = raw->command_data;
         out.push_back(std::move(command));
@@ -504,6 +541,10 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
     const std::string family = abi_copy(desc->family);
     if (!config::valid_family_name(family))
         throw Refused("invalid family name '" + family + "' (1-64 of lowercase letters, digits, '_', '-')");
+    // LoadedPlugin keeps these; they are shown in listings and logs.
+    text_field(desc->name, "the plugin's name");
+    text_field(desc->version, "the plugin's version");
+    text_field(desc->rules, "the family's rules");
     if (desc->tool_count > 0 && !desc->tools) throw Refused("descriptor lists tools but has no tool table");
     if (desc->tool_count > 10000) throw Refused("descriptor declares more than 10000 tools");
 

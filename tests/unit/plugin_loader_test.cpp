@@ -67,6 +67,9 @@ TEST_CASE("each broken plugin is refused with its path and reason while the good
         {"broken_wide_tail_nonzero.so", {"descriptor", "struct_size", "does not know"}},
         {"broken_narrow_struct.so", {"descriptor", "smaller than the smallest published size"}},
         {"broken_malformed_schema_json.so", {"malformed descriptor JSON", "inputSchema", "badjson_ping"}},
+        {"broken_null_schema_length.so", {"malformed descriptor JSON", "inputSchema", "nullschema_ping"}},
+        {"broken_non_utf8_text.so", {"the description of tool 'nonutf8_ping' is not UTF-8 (byte 5)"}},
+        {"broken_deep_schema.so", {"the inputSchema of tool 'deepschema_ping' nests deeper than 64 levels"}},
         {"broken_invalid_input_schema.so", {"invalid inputSchema", "badinput_ping", "not a valid JSON Schema"}},
         {"broken_input_schema_not_object.so", {"invalid inputSchema", "notobject_ping", "\"type\": \"object\""}},
         {"broken_invalid_output_schema.so", {"invalid outputSchema", "badoutput_ping", "not a valid JSON Schema"}},
@@ -229,6 +232,17 @@ TEST_CASE("a loaded tool carries what its plugin declared", "[loader]") {
     CHECK(family.plugin_name == "gatehouse-test-echo");
     CHECK(family.version == "1.0.0");
     CHECK(family.reentrant);
+}
+
+TEST_CASE("hints that claim less than the declared risk are published as the risk says", "[loader]") {
+    auto loaded = load("plugins: [broken_understated_hints.so]\n");
+    CHECK(loaded.report.failures.empty());
+    const auto* wipe = loaded.registry->find("hints_wipe");
+    REQUIRE(wipe);
+    CHECK(wipe->risk == gatehouse::plugins::Risk::destructive);
+    CHECK(wipe->listing["annotations"]["readOnlyHint"] == false);
+    CHECK(wipe->listing["annotations"]["destructiveHint"] == true);
+    CHECK(wipe->listing["annotations"]["title"] == "Wipe");
 }
 
 TEST_CASE("an ABI 1.1 plugin loads unchanged: nothing past its struct_size is read", "[loader][abi]") {
