@@ -80,6 +80,9 @@ std::string pointer_from_context(const std::vector<std::string>& context) {
 // The largest integer a double holds exactly.
 constexpr double kExactIntegers = 9007199254740992.0;
 
+// The longest `$ref`, `$id` or `id` a schema may hold.
+constexpr std::size_t kMaxReferenceBytes = 1024;
+
 // What the walk over a schema found besides its faults.
 struct Findings {
     bool regex = false;                  // std::regex runs while validating
@@ -136,6 +139,14 @@ void check_keywords(const nlohmann::json& node, const std::string& pointer, Find
             !(value.is_number() && value.get<double>() > 0 && value.get<double>() <= kExactIntegers))
             throw std::invalid_argument("multipleOf at " + here + " is " + value.dump() +
                                         "; it must be a number greater than 0 and at most 2^53");
+        // valijson matches a reference and an id against a regular
+        // expression that recurses per character: a long one would exhaust
+        // the stack of whoever compiles the schema.
+        if ((key == "$ref" || key == "$id" || key == "id") && value.is_string() &&
+            value.get_ref<const std::string&>().size() > kMaxReferenceBytes)
+            throw std::invalid_argument(key + " at " + here + " is " +
+                                        std::to_string(value.get_ref<const std::string&>().size()) +
+                                        " bytes long; at most " + std::to_string(kMaxReferenceBytes) + " are read");
         if (key == "$ref" && value.is_string() && value.get_ref<const std::string&>().starts_with("#"))
             findings.local_refs.push_back(value.get<std::string>());
         check_keywords(value, here, findings, is_name_map(key));

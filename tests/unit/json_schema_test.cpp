@@ -79,6 +79,17 @@ TEST_CASE("a remote $ref is refused, never fetched", "[schema]") {
               .empty());
 }
 
+TEST_CASE("a long $ref or $id is refused before the schema parser reads it", "[schema]") {
+    // valijson matches both against a regular expression that recurses per
+    // character: 200 000 of them would exhaust the stack.
+    const std::string urn = "urn:ab:" + std::string(200000, 'a');
+    CHECK_THAT(compile_error(R"({"type":"object","properties":{"p":{"$ref":")" + urn + R"("}}})"),
+               Catch::Contains("$ref at /properties/p/$ref is 200007 bytes long; at most 1024"));
+    CHECK_THAT(compile_error(R"({"type":"object","$id":")" + urn + R"("})"), Catch::Contains("$id at /$id"));
+    // A property named like the keyword is not one.
+    CHECK(compile_error(R"({"type":"object","properties":{"$ref":{"type":"string"}}})").empty());
+}
+
 TEST_CASE("a valid value passes and an invalid one names its JSON pointer", "[schema]") {
     auto schema = JsonSchema::compile(json::parse(R"({
         "type": "object",
