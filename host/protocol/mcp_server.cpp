@@ -57,7 +57,7 @@ McpServer::McpServer(const plugins::LiveRegistry& registry, const gate::GatePipe
       own_task_state_(options.task_state ? nullptr : state::make_memory_backend()),
       task_store_(std::make_unique<tasks::TaskStore>(options.task_state ? *options.task_state : *own_task_state_,
                                                      subscriptions_.shared_bus(), options.tasks)),
-      task_runner_(std::make_unique<tasks::TaskRunner>(*task_store_, std::string())),
+      task_runner_(std::make_unique<tasks::TaskRunner>(*task_store_, std::string(), pool.stack_bytes())),
       tasks_(std::make_unique<tasks::TaskCalls>(registry, tool_call_, *task_store_, *task_runner_,
                                                 options.task_buckets ? options.task_buckets
                                                                      : std::make_shared<limits::LocalBuckets>(),

@@ -23,6 +23,7 @@ public:
     // here, and std::regex needs stack in proportion to the string it
     // matches (see limits::worker_stack_bytes).
     explicit RequestPool(unsigned workers, std::size_t stack_bytes = 0);
+    std::size_t stack_bytes() const { return stack_bytes_; }
     ~RequestPool(); // stop(): waits for every worker, however long
     RequestPool(const RequestPool&) = delete;
     RequestPool& operator=(const RequestPool&) = delete;

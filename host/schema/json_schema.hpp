@@ -39,8 +39,9 @@ public:
 
     // Validating runs std::regex (a pattern, patternProperties, or a date,
     // time or date-time format), which recurses once per character of the
-    // string it matches: such a validation belongs on a worker, whose stack
-    // is sized for it (limits::worker_stack_bytes), never on an I/O thread.
+    // string it matches: such a validation belongs on a pool worker or a
+    // task round's thread, whose stacks are sized for it
+    // (limits::worker_stack_bytes), never on an I/O thread.
     bool uses_regex() const { return uses_regex_; }
 
 private:

@@ -15,8 +15,9 @@ constexpr auto kWatchTick = std::chrono::milliseconds(200);
 
 } // namespace
 
-TaskRunner::TaskRunner(TaskStore& store, std::string instance)
-    : store_(store), instance_(instance.empty() ? crypto::hex(crypto::random_bytes(6)) : std::move(instance)) {
+TaskRunner::TaskRunner(TaskStore& store, std::string instance, std::size_t stack_bytes)
+    : store_(store), instance_(instance.empty() ? crypto::hex(crypto::random_bytes(6)) : std::move(instance)),
+      stack_bytes_(stack_bytes) {
     // A cancellation published by any instance reaches the round held here.
     bus_token_ = store_.bus().subscribe([this](const state::Change& change) {
         if (change.kind == state::Change::Kind::task_cancel) cancel(change.uri, StopReason::client);
@@ -29,7 +30,7 @@ void TaskRunner::start_threads() {
     if (!workers_.empty()) return;
     const unsigned workers = store_.settings().workers;
     for (unsigned i = 0; i < workers; ++i)
-        workers_.emplace_back([this] { work(); });
+        workers_.emplace_back(stack_bytes_, [this] { work(); });
     watcher_ = std::thread([this] { watch(); });
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "limits/sized_thread.hpp"
 #include "protocol/connection.hpp"
 #include "tasks/task_store.hpp"
 
@@ -47,7 +48,10 @@ class TaskRunner {
 public:
     using Round = std::function<void(RoundControl&)>;
 
-    TaskRunner(TaskStore& store, std::string instance);
+    // stack_bytes: each round's thread's stack (0: the system default); a
+    // round validates its result as a call does, so it needs the stack the
+    // pool's workers get (limits::worker_stack_bytes).
+    TaskRunner(TaskStore& store, std::string instance, std::size_t stack_bytes = 0);
     ~TaskRunner();
 
     // This host's name in the records it runs (random per process).
@@ -104,7 +108,8 @@ private:
     bool stopping_ = false;
     bool abandoned_ = false; // the destructor lets the watcher go whatever still runs
     std::uint64_t bus_token_ = 0;
-    std::vector<std::thread> workers_;
+    const std::size_t stack_bytes_;
+    std::vector<limits::SizedThread> workers_;
     std::thread watcher_;
 };
 

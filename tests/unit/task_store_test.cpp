@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -414,4 +416,32 @@ TEST_CASE("one owner's task rounds leave a worker for another owner's; the rest 
     release = true;
     CHECK(eventually([&] { return ann_started == 2; }));
     CHECK(eventually([&] { return runner.held() == 0; }));
+}
+
+TEST_CASE("task rounds run on threads with the stack the call workers get", "[tasks]") {
+    // A round validates its result against the tool's outputSchema, whose
+    // patterns std::regex matches with stack in proportion to the string.
+    auto backend = state::make_memory_backend();
+    auto bus = std::make_shared<state::NotificationBus>();
+    config::TaskSettings settings;
+    settings.workers = 2;
+    tasks::TaskStore store(*backend, bus, settings);
+    constexpr std::size_t kStack = 64u << 20;
+    tasks::TaskRunner runner(store, "runner-1", kStack);
+    auto record = working_task("ann");
+    record.runner = runner.instance();
+    REQUIRE(store.create(record));
+    std::atomic<std::size_t> stack{0};
+    REQUIRE(runner.run(record.id, record.owner, [&](tasks::RoundControl&) {
+        pthread_attr_t attributes;
+        std::size_t size = 0;
+        if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+            pthread_attr_getstacksize(&attributes, &size);
+            pthread_attr_destroy(&attributes);
+        }
+        stack = size;
+    }));
+    for (int i = 0; i < 400 && stack == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(stack >= kStack);
 }
