@@ -25,6 +25,12 @@ std::string SourceLocation::str() const {
 
 namespace {
 
+// How far a family's settings may nest, and how many values they may hold
+// once aliases are followed: far past what a family reads, short of what a
+// self-holding or multiplying alias would make.
+constexpr std::size_t kMaxSettingDepth = 64;
+constexpr std::size_t kMaxSettingValues = 100000;
+
 class YamlReader {
 public:
     YamlReader(std::string source, std::filesystem::path base_dir)
@@ -131,18 +137,35 @@ public:
         return p.is_absolute() ? p : (base_dir_ / p).lexically_normal();
     }
 
-    nlohmann::json to_json(const YAML::Node& node) const {
+    // A family's settings as JSON. Aliases are followed, so a map that holds
+    // itself (`&s {me: *s}`) or aliases that multiply each other (a "billion
+    // laughs") would never end: the depth and the values written are
+    // bounded, and past either the settings are refused where they go wrong.
+    nlohmann::json to_json(const YAML::Node& node, const std::string& what) const {
+        std::size_t budget = kMaxSettingValues;
+        return to_json(node, what, 0, budget);
+    }
+
+    nlohmann::json to_json(const YAML::Node& node, const std::string& what, std::size_t depth,
+                           std::size_t& budget) const {
+        if (depth > kMaxSettingDepth)
+            fail(node, what + " nests deeper than " + std::to_string(kMaxSettingDepth) +
+                           " levels (does an alias name a map or list it is inside of?)");
+        if (budget == 0)
+            fail(node, what + " holds more than " + std::to_string(kMaxSettingValues) +
+                           " values once its aliases are followed");
+        --budget;
         switch (node.Type()) {
         case YAML::NodeType::Map: {
             nlohmann::json out = nlohmann::json::object();
             for (const auto& kv : node)
-                out[key(kv.first, "settings")] = to_json(kv.second);
+                out[key(kv.first, "settings")] = to_json(kv.second, what, depth + 1, budget);
             return out;
         }
         case YAML::NodeType::Sequence: {
             nlohmann::json out = nlohmann::json::array();
             for (const auto& item : node)
-                out.push_back(to_json(item));
+                out.push_back(to_json(item, what, depth + 1, budget));
             return out;
         }
         case YAML::NodeType::Scalar: {
@@ -798,7 +821,7 @@ DomainSettings read_domain(const YamlReader& r, const std::string& family, const
     if (v["settings"])
         r.attempt([&] {
             r.expect_map(v["settings"], what + ".settings");
-            d.settings = r.to_json(v["settings"]);
+            d.settings = r.to_json(v["settings"], what + ".settings");
         });
     if (v["tools"])
         r.attempt([&] {
@@ -1344,7 +1367,17 @@ ConfigReading parse(std::string_view yaml, const std::string& source, const std:
     YamlReader reader(source, base_dir);
     YAML::Node root;
     try {
-        root = YAML::Load(std::string(yaml));
+        // Every document is parsed, so a second one is seen (and its syntax
+        // checked) rather than silently left unread.
+        const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml));
+        if (documents.size() > 1) {
+            const auto mark = documents[1].Mark();
+            reading.problems.push_back({{source, mark.line + 1, mark.column + 1},
+                                        "a second YAML document starts here; the configuration is one document "
+                                        "(remove the '---' or '...' before it, or move it to a file of its own)"});
+            return reading;
+        }
+        if (!documents.empty()) root = documents.front();
     } catch (const YAML::ParserException& e) {
         reading.problems.push_back({{source, e.mark.line + 1, e.mark.column + 1}, e.msg});
         return reading;

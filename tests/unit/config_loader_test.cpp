@@ -191,6 +191,14 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
         {"domains:\n  echo: false\n  echo: true\n", ":3:3: ", "'echo' is set twice in domains"},
         {"domains:\n  [a]: true\n", ":2:3: ", "a key in domains must be a plain name"},
         {"- a\n- b\n", ":1:1: ", "the configuration must be a mapping"},
+        {"domains:\n  echo:\n    settings: &s {me: *s}\n", ":3:", "domains.echo.settings nests deeper than 64 levels"},
+        {"domains:\n  echo:\n    settings:\n      a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n      b: &b [*a, *a, *a, *a, "
+         "*a, *a, *a, *a, *a, *a]\n"
+         "      c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n      d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+         "      e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n      f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+         "      g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
+         ":", "domains.echo.settings holds more than 100000 values once its aliases are followed"},
+        {"server:\n  name: x\n---\nplugins: [a.so]\n", ":4:1: ", "a second YAML document starts here"},
         // YAML syntax errors come from the parser, with its position.
         {"server: {name: x\n", ":2:1: ", "end of map flow not found"},
         {"plugins:\n  - a.so\n - b.so\n", ":3:2: ", "end of map not found"},
