@@ -394,6 +394,10 @@ struct Config {
     std::filesystem::path data_dir;   // where families keep their files
     std::vector<PluginEntry> plugins;
     std::vector<UpstreamEntry> upstreams;
+    // Each top-level section as the file wrote it (YAML text), and each
+    // domains entry apart ("domains.<family>") without its exposure settings:
+    // what a re-read changed, so the sections a SIGHUP cannot apply are named.
+    std::map<std::string, std::string> section_texts;
     std::map<std::string, DomainSettings> domains;
     Limits limits;
     RateLimits rate_limits;

@@ -1298,6 +1298,32 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
         r.fail(node, "auth.mode api_keys needs at least one entry in auth.api_keys");
 }
 
+// Config::section_texts. A domain's exposure (its own and its tools') is left
+// out: a re-read applies it.
+std::map<std::string, std::string> section_texts(const YAML::Node& root) {
+    std::map<std::string, std::string> texts;
+    for (const auto& section : root) {
+        if (!section.first.IsScalar()) continue;
+        const std::string name = section.first.Scalar();
+        if (name != "domains" || !section.second.IsMap()) {
+            texts[name] = YAML::Dump(section.second);
+            continue;
+        }
+        for (const auto& domain : section.second) {
+            if (!domain.first.IsScalar()) continue;
+            YAML::Node copy = YAML::Clone(domain.second);
+            if (copy.IsMap()) {
+                copy.remove("exposure");
+                if (copy["tools"] && copy["tools"].IsMap())
+                    for (auto tool : copy["tools"])
+                        if (tool.second.IsMap()) tool.second.remove("exposure");
+            }
+            texts["domains." + domain.first.Scalar()] = YAML::Dump(copy);
+        }
+    }
+    return texts;
+}
+
 Config read_root(const YamlReader& r, const YAML::Node& root) {
     Config cfg;
     cfg.source = r.source();
@@ -1305,6 +1331,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     cfg.data_dir = default_data_dir();
     if (root.IsNull()) return cfg;
     r.expect_map(root, "the configuration");
+    cfg.section_texts = section_texts(root);
     r.only_keys(root, {"server",  "strict",  "gate",           "log_level",   "plugin_dir", "data_dir",
                        "plugins", "domains", "limits",         "rate_limits", "transports", "http",
                        "session", "license", "input_requests", "auth",        "tasks",      "log_format",

@@ -475,9 +475,41 @@ bool Host::stop_workers(std::chrono::milliseconds grace) {
 
 // What the YAML says tools/list shows: each domain's exposure, and a tool's
 // own (domains.<family>.tools.<tool>.exposure) over its family's.
+// A re-read applies the upstreams (with their domains entries) and every
+// domain's exposure; whatever else changed holds only after a restart. It is
+// named, so an operator who edited it (took a leaked API key out of
+// auth.api_keys, say) does not believe it applied.
+void Host::report_unapplied(const config::Config& fresh) const {
+    std::set<std::string> applied{"upstreams"};
+    for (const auto* upstreams : {&config_.upstreams, &fresh.upstreams})
+        for (const auto& entry : *upstreams)
+            applied.insert("domains." + entry.name);
+    std::set<std::string> sections;
+    for (const auto* texts : {&config_.section_texts, &fresh.section_texts})
+        for (const auto& [name, _] : *texts)
+            sections.insert(name);
+    std::string changed;
+    for (const auto& name : sections) {
+        if (applied.contains(name)) continue;
+        const auto before = config_.section_texts.find(name);
+        const auto after = fresh.section_texts.find(name);
+        const bool same = before != config_.section_texts.end() && after != fresh.section_texts.end() &&
+                          before->second == after->second;
+        if (same) continue;
+        if (!changed.empty()) changed += ", ";
+        changed += name;
+    }
+    if (!changed.empty())
+        spdlog::error("the configuration was re-read, but what changed in {} takes effect only when the host "
+                      "restarts; until then it serves with what it started with (a re-read applies upstreams and "
+                      "exposure, and reopens the audit file)",
+                      changed);
+}
+
 void Host::reload(const config::Config& fresh) {
     // logrotate's convention: the audit file is opened anew on SIGHUP.
     observability_->reopen_audit();
+    if (&fresh != &config_) report_unapplied(fresh);
     if (&fresh != &config_) reload_upstreams(fresh);
     const auto registry = registry_->current();
     std::set<std::string> families;

@@ -76,6 +76,7 @@ private:
     void follow_upstreams();
     void follow_upstream(upstream::UpstreamFamily& upstream);
     void take_upstream_offer(const std::string& name);
+    void report_unapplied(const config::Config& fresh) const;
     void reload_upstreams(const config::Config& fresh);
     std::unique_ptr<session::SessionService> open_sessions(std::future<std::unique_ptr<state::StateBackend>>& opening);
     state::StateBackend* family_state();

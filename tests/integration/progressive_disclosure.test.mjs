@@ -124,6 +124,12 @@ test('SIGHUP re-reads the exposure: tools/list changes, listeners and 2025-11-25
     const names = (await legacy.listTools()).tools.map((t) => t.name);
     for (const name of SESSIONS_TOOLS) assert.ok(names.includes(name), `${name} is listed now`);
     for (const name of META_TOOLS) assert.ok(!names.includes(name), 'no domain is on demand: no meta tools');
+    assert.doesNotMatch(host.stderr, /takes effect only when the host restarts/, 'exposure is applied: nothing to report');
+
+    // What a re-read cannot apply is named in the log.
+    writeFileSync(host.config.file, yaml.replace('"exposure":"on_demand"', '"exposure":"listed"') + 'server: {"name": "renamed"}\n');
+    host.child.kill('SIGHUP');
+    await host.stderrMatching(/the configuration was re-read, but what changed in server takes effect only when the host restarts/);
 
     // A broken edit is logged and changes nothing.
     writeFileSync(host.config.file, yaml.replace('"exposure":"on_demand"', '"exposure":"sometimes"'));
