@@ -405,6 +405,14 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
         }
         if (pending->answer) break;
         if (pending->gone) throw UpstreamUnavailable(pending->why);
+        // Before what the server asks, so a server that asks again at once
+        // cannot keep a cancelled call from ending. Asks of a request that
+        // gives up are refused: no one will answer them.
+        if ((waiting.cancelled && waiting.cancelled()) || (options_.abandoned && options_.abandoned())) {
+            lock.unlock();
+            stop_waiting(id, "the agent's call was cancelled", "the agent's call was cancelled");
+            throw RequestCancelled(method + " was cancelled");
+        }
         if (!pending->asked.empty()) {
             Reply reply;
             reply.asked = std::move(pending->asked);
@@ -414,11 +422,6 @@ ClientSession::Reply ClientSession::wait(std::int64_t id, const std::shared_ptr<
             return reply;
         }
         lock.unlock();
-        // Asks of a request that gives up are refused: no one will answer them.
-        if ((waiting.cancelled && waiting.cancelled()) || (options_.abandoned && options_.abandoned())) {
-            stop_waiting(id, "the agent's call was cancelled", "the agent's call was cancelled");
-            throw RequestCancelled(method + " was cancelled");
-        }
         if (Clock::now() >= deadline) {
             stop_waiting(id, "no answer within " + std::to_string(timeout.count()) + " ms",
                          "the host stopped waiting for the answer");

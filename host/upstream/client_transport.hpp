@@ -17,6 +17,14 @@ namespace gatehouse::upstream {
 // stdio, a URL over Streamable HTTP) frames and bounds them its own way.
 class ClientTransport {
 public:
+    // The data of an error the transport answers a request with itself (an
+    // HTTP status past 2xx, no token to send): the family tells the agent
+    // the server is unavailable, not that it refused the request.
+    static constexpr const char* kRefusedHere = "gatehouse/transport";
+    static bool refused_here(const nlohmann::json& error_data) {
+        return error_data.is_object() && error_data.contains(kRefusedHere);
+    }
+
     struct Events {
         // One whole message, at most the transport's bound in bytes, not yet
         // parsed. `stream_of` is the id of the host's request whose answer

@@ -403,8 +403,9 @@ bool HttpClientTransport::given_up(const Json& message) {
 void HttpClientTransport::refuse(const Json& message, const std::string& why) {
     if (message.contains("id") && !message.value("method", "").empty())
         // encode: `why` may quote what the server sent, invalid UTF-8 included.
-        events_.message(
-            protocol::encode(protocol::make_error(message["id"], protocol::error_code::internal_error, why)), Json());
+        events_.message(protocol::encode(protocol::make_error(message["id"], protocol::error_code::internal_error, why,
+                                                              Json{{kRefusedHere, true}})),
+                        Json());
 }
 
 // The token for a request, or empty; false (the request refused) when the

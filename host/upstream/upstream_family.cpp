@@ -213,6 +213,9 @@ constexpr std::size_t kMaxParkedPerOwner = 16;
 constexpr std::size_t kParkedMessages = 16;
 constexpr std::size_t kParkedMessagesPerOwner = 4;
 constexpr std::size_t kMaxStateBytes = 8 * 1024; // a round's state, as the plugin ABI bounds it
+// How many times a call resumes after every ask of its server was refused
+// (the agent's client offers none of what it asks) before the host ends it.
+constexpr unsigned kMaxRefusedRounds = 16;
 
 std::string new_handle() {
     static constexpr char kHex[] = "0123456789abcdef";
@@ -994,12 +997,15 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
                 session = session_;
             }
             if (!session) return unavailable(out, why_not_serving(), false);
+            // A retry of a 2026-07-28 server's InputRequiredResult: the
+            // answers, and its own state when it kept one.
             if (state.is_object() && state.contains("upstream")) {
-                params["requestState"] = state["upstream"];
+                if (state["upstream"].is_string()) params["requestState"] = state["upstream"];
                 params["inputResponses"] = object_of(api->input_responses(call));
             }
             reply = session->call(method, std::move(params), waiting);
         }
+        unsigned refused_rounds = 0;
         while (!reply.asked.empty()) {
             Parked parked;
             parked.session = session;
@@ -1020,6 +1026,17 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
                     R"({"method":)" + Json(asked.method).dump() + R"(,"params":)" + asked.params + "}";
             }
             if (!parked.asked.empty()) return park(std::move(parked), out);
+            // Each resume waits anew: a server that asks again and again
+            // what the agent's client cannot answer would hold the call (and
+            // its thread) past its timeout.
+            if (++refused_rounds > kMaxRefusedRounds) {
+                session->abandon(reply.id, "it kept asking for input the agent's client cannot give");
+                out->bytes = "The upstream server of family '" + options_.entry.name + "' asked " +
+                             std::to_string(kMaxRefusedRounds) + " times during " + what +
+                             " for input the agent's client does not offer (" + reply.asked.front().method +
+                             "); the host ended the call.";
+                return GH_STATUS_TOOL_ERROR;
+            }
             reply = session->resume(reply.id, waiting);
         }
     } catch (const RequestCancelled&) {
@@ -1027,6 +1044,9 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
     } catch (const UpstreamUnavailable& e) {
         return unavailable(out, e.what(), true);
     } catch (const UpstreamError& e) {
+        // The host's own transport could not carry it (a proxy's 503, no
+        // token to send): an outage to the agent, not the server's answer.
+        if (ClientTransport::refused_here(e.data)) return unavailable(out, e.what(), true);
         if (e.code == kResourceNotFound && method == "resources/read") return GH_STATUS_NOT_FOUND;
         out->bytes = "The upstream server of family '" + options_.entry.name + "' refused " + what + ": " + e.what() +
                      " (JSON-RPC error " + std::to_string(e.code) + ").";
@@ -1116,17 +1136,19 @@ int32_t UpstreamFamily::pass_on_input_required(const Json& result, const std::st
             requests[key] = {{"method", request["method"]}, {"params", params}};
         }
     }
-    std::string state;
+    // The host's state always names the upstream (null when the server kept
+    // none), so the retry carries the answers back to it either way.
+    Json own_state;
     if (auto own = result.find("requestState"); own != result.end()) {
         if (!own->is_string()) return refuse("its requestState is not a string");
-        state = Json{{"upstream", *own}}.dump();
-        if (state.size() > kMaxStateBytes)
-            return refuse("its requestState is " + std::to_string(own->get_ref<const std::string&>().size()) +
-                          " bytes, and a round carries at most " + std::to_string(kMaxStateBytes));
+        own_state = *own;
     }
-    if (requests.empty() && state.empty()) return refuse("it asks for nothing and keeps no state");
-    Json answer = {{"inputRequests", std::move(requests)}};
-    if (!state.empty()) answer["requestState"] = std::move(state);
+    if (requests.empty() && own_state.is_null()) return refuse("it asks for nothing and keeps no state");
+    const std::string state = Json{{"upstream", std::move(own_state)}}.dump();
+    if (state.size() > kMaxStateBytes)
+        return refuse("its requestState is " + std::to_string(state.size()) + " bytes, and a round carries at most " +
+                      std::to_string(kMaxStateBytes));
+    Json answer = {{"inputRequests", std::move(requests)}, {"requestState", state}};
     out->bytes = answer.dump();
     return GH_STATUS_INPUT_REQUIRED;
 }

@@ -1474,3 +1474,104 @@ test('a family whose resource template or URI would catch another family\'s read
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('what the host\'s own HTTP transport refuses (a proxy\'s 503) reaches the agent as UPSTREAM_UNAVAILABLE, not as the server\'s answer', async () => {
+  const upstream = await startScriptedUpstream({
+    name: 'proxied',
+    onCall: (message, req, res) => {
+      if (message.method !== 'tools/call') return false;
+      res.writeHead(503, { 'content-type': 'text/plain' }).end('upstream connect error');
+      return true;
+    },
+  });
+  try {
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'proxied', url: upstream.url }] } }, async (host) => {
+      await host.stderrMatching(/family 'proxied' loaded: proxied 1/, 30000);
+      const refused = await host.modern('tools/call', { name: 'proxied_hello', arguments: {} });
+      assert.equal(refused.result?.isError, true, JSON.stringify(refused));
+      assert.equal(refused.result.structuredContent?.code, 'UPSTREAM_UNAVAILABLE', JSON.stringify(refused));
+      assert.equal(refused.result.structuredContent.next?.action, 'retry');
+      assert.match(refused.result.content[0].text, /HTTP 503/);
+    });
+  } finally {
+    upstream.close();
+  }
+});
+
+test('a server that asks again and again what the agent\'s client cannot answer is ended after 16 refusals, not waited on for good', async () => {
+  let asks = 0;
+  let stream;
+  const ask = () => {
+    asks++;
+    stream.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: `ask-${asks}`, method: 'elicitation/create',
+      params: { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } } })}\n\n`);
+  };
+  const cancelled = [];
+  const upstream = await startScriptedUpstream({
+    name: 'nagging',
+    onCall: (message, req, res) => {
+      if (message.method !== 'tools/call') return false;
+      stream = res;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      ask();
+      return true;
+    },
+    onNotification: (message) => {
+      if (message.method === 'notifications/cancelled') cancelled.push(message.params?.requestId);
+      else if (message.method === undefined && asks < 200) setTimeout(ask, 1); // refused: ask again at once
+      return false;
+    },
+  });
+  try {
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'nagging', url: upstream.url, tool_timeout_ms: 60000 }] } },
+      async (host) => {
+        await host.stderrMatching(/family 'nagging' loaded: nagging 1/, 30000);
+        // No elicitation among the agent's capabilities: each ask is refused on its behalf.
+        const ended = await host.modern('tools/call', { name: 'nagging_hello', arguments: {} });
+        assert.equal(ended.result?.isError, true, JSON.stringify(ended));
+        assert.match(ended.result.content[0].text, /asked 16 times .* for input the agent's client does not offer \(elicitation\/create\)/);
+        assert.ok(asks >= 17 && asks <= 19, `the server asked ${asks} times`);
+        await eventually('the server to hear the call cancelled', () => cancelled.length === 1, 5000);
+      });
+  } finally {
+    stream?.end();
+    upstream.close();
+  }
+});
+
+test('a 2026-07-28 server that asks for input and keeps no requestState gets the agent\'s answers on the retry', async () => {
+  const calls = [];
+  const upstream = await startScriptedUpstream({
+    name: 'stateless',
+    onCall: (message, req, res) => {
+      const answer = (result) => res.writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      if (message.method === 'server/discover')
+        return answer({ supportedVersions: [MODERN], capabilities: { tools: {} }, resultType: 'complete',
+          _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'stateless', version: '1' } } });
+      if (message.method === 'tools/list')
+        return answer({ tools: [{ name: 'hello', inputSchema: { type: 'object' } }], resultType: 'complete' });
+      if (message.method !== 'tools/call') return false;
+      calls.push(message.params);
+      const given = message.params.inputResponses?.name;
+      if (!given)
+        return answer({ resultType: 'input_required', inputRequests: { name: { method: 'elicitation/create',
+          params: { mode: 'form', message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } } } } });
+      return answer({ resultType: 'complete', content: [{ type: 'text', text: `hello ${given.content?.name}` }] });
+    },
+  });
+  try {
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'stateless', url: upstream.url }] } }, async (host) => {
+      await host.stderrMatching(/family 'stateless' loaded: stateless 1/, 30000);
+      const { answer, asked } = await rounds(host, 'stateless_hello', {}, { elicitation: {} },
+        { 'elicitation/create': { action: 'accept', content: { name: 'Ada' } } });
+      assert.equal(answer.result?.content?.[0]?.text, 'hello Ada', JSON.stringify(answer));
+      assert.equal(asked.length, 1);
+      assert.equal(calls.length, 2);
+      assert.deepEqual(calls[1].inputResponses, { name: { action: 'accept', content: { name: 'Ada' } } });
+      assert.equal(calls[1].requestState, undefined, 'the server kept no state, and is sent none');
+    });
+  } finally {
+    upstream.close();
+  }
+});
