@@ -43,9 +43,13 @@ bool ascii_printable(std::string_view text) {
 }
 
 // A header's value as 2026-07-28 carries text: as it is when a header can
-// hold it, else Base64 between =?base64? and ?=.
+// hold it, else Base64 between =?base64? and ?=. Text that itself looks
+// like that wrapper is wrapped too: sent as it is, a server (or a proxy)
+// would read the decoded bytes, not what the body says.
 std::string header_text(const std::string& text) {
-    const bool plain = ascii_printable(text) && (text.empty() || (text.front() != ' ' && text.back() != ' '));
+    const bool wrapper_like = text.starts_with("=?") && text.ends_with("?=");
+    const bool plain =
+        ascii_printable(text) && !wrapper_like && (text.empty() || (text.front() != ' ' && text.back() != ' '));
     return plain ? text : "=?base64?" + license::base64_encode(text) + "?=";
 }
 

@@ -811,6 +811,11 @@ test('one gatehouse mounts another over Streamable HTTP in 2026-07-28, with the 
       assert.deepEqual(routed.result?.structuredContent, args, JSON.stringify(routed));
       const fewer = await host.modern('tools/call', { name: 'inner_route', arguments: { query: 'only' } });
       assert.deepEqual(fewer.result?.structuredContent, { query: 'only' }, JSON.stringify(fewer));
+      // Text that looks like the Base64 wrapper is wrapped itself: sent as
+      // it is, the inner host would read "tenant-a" and refuse the mismatch.
+      const lookalike = { region: '=?base64?dGVuYW50LWE=?=', query: 'q' };
+      const literal = await host.modern('tools/call', { name: 'inner_route', arguments: lookalike });
+      assert.deepEqual(literal.result?.structuredContent, lookalike, JSON.stringify(literal));
     });
   } finally {
     await inner.stop();
