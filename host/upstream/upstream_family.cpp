@@ -381,7 +381,11 @@ std::shared_ptr<ClientSession> UpstreamFamily::connect() {
         o.max_message_bytes = options_.max_message_bytes;
         o.connect_timeout =
             std::min<std::chrono::milliseconds>(std::chrono::milliseconds(entry.connect_timeout_ms), 10s);
-        o.read_timeout = options_.tool_timeout + 10s;
+        // A backstop: the session shuts a request's stream when it gives the
+        // request up. A call parked while the agent is asked keeps its
+        // answer stream quiet for as long as the input wait, and the answer
+        // comes on it, so the stream is read that long.
+        o.read_timeout = std::max(options_.tool_timeout, options_.input_wait) + 10s;
         o.param_headers = [this](const std::string& tool) {
             std::lock_guard lock(mutex_);
             auto it = offer_->param_headers.find(tool);

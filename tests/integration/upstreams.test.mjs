@@ -1580,3 +1580,45 @@ test('a 2026-07-28 server that asks for input and keeps no requestState gets the
     upstream.close();
   }
 });
+
+test('over HTTP, a call that waits for the agent longer than the answer stream\'s read time still gets its answer on that stream', async () => {
+  let held;
+  const upstream = await startScriptedUpstream({
+    name: 'patient',
+    onCall: (message, req, res) => {
+      if (message.method !== 'tools/call') return false;
+      held = { res, id: message.id };
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'ask-1', method: 'elicitation/create',
+        params: { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } } })}\n\n`);
+      return true;
+    },
+    onNotification: (message) => {
+      if (message.method !== undefined || message.id !== 'ask-1') return false;
+      // The person's answer: the call's result, on the stream the call opened.
+      held.res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: held.id,
+        result: { content: [{ type: 'text', text: `hello ${message.result?.content?.name}` }] } })}\n\n`);
+      return false;
+    },
+  });
+  try {
+    // A stream is read 10 s past tool_timeout_ms when nothing waits for the agent.
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'patient', url: upstream.url, tool_timeout_ms: 500 }] } },
+      async (host) => {
+        await host.stderrMatching(/family 'patient' loaded: patient 1/, 30000);
+        const meta = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+        const asked = await host.modern('tools/call', { name: 'patient_hello', arguments: {} }, meta);
+        assert.equal(asked.result?.resultType, 'input_required', JSON.stringify(asked));
+        const [key] = Object.keys(asked.result.inputRequests);
+        await new Promise((r) => setTimeout(r, 11500)); // the person takes a while
+        const answer = await host.modern('tools/call', {
+          name: 'patient_hello', arguments: {},
+          inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: asked.result.requestState,
+        }, meta);
+        assert.equal(answer.result?.content?.[0]?.text, 'hello Ada', JSON.stringify(answer));
+      });
+  } finally {
+    held?.res.end();
+    upstream.close();
+  }
+});
