@@ -576,7 +576,8 @@ bool ClientSession::receive(std::string_view text, const Json& stream_of) {
 // handed to the request of the host's that it was asked during. Over HTTP
 // the stream it came on says which; over stdio nothing does, so it goes to
 // the one request in flight that relays, and is refused when there are
-// several (a family with max_in_flight: 1 never has several), or when
+// several (a call parked for its agent's answers counts: its request is
+// still open on the server), or when
 // another agent's request may be running there (in flight, or given up and
 // not answered): the ask could be that agent's, and what it holds is never
 // shown to another.
@@ -636,8 +637,8 @@ void ClientSession::on_server_request(const Json& message, std::size_t bytes, co
                 return;
             }
         } else if (several) {
-            refusal = "several calls are in flight, and over stdio the host cannot tell which one asks (the "
-                      "family's max_in_flight: 1 makes it one)";
+            refusal = "several calls are open on this server (in flight, or waiting for their agents' answers), "
+                      "and over stdio the host cannot tell which one asks";
         }
     }
     // Outside any call the host, not an agent, is the client: it has no roots.
