@@ -4,6 +4,7 @@
 #include "config/config_loader.hpp"
 #include "config/install_root.hpp"
 #include "metrics/log_context.hpp"
+#include "plugins/tool.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -63,10 +64,22 @@ std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, p
             present |= f.family == family;
         for (const auto& d : report.disabled)
             present |= d.family == family;
-        if (!present && domain.enabled)
+        if (present) continue;
+        if (domain.enabled)
             spdlog::warn("{}: domains.{} is enabled but no loaded plugin serves that family", domain.where.str(),
                          family);
+        else // a misspelt name would leave the family it meant served
+            spdlog::warn("{}: domains.{} disables a family no listed plugin or upstream has; is it spelled as the "
+                         "family is named?",
+                         domain.where.str(), family);
     }
+    // A limit on a name no tool is published under limits nothing: a typo, or
+    // a domain prefix added later, would leave that tool unlimited.
+    for (const auto& [tool, _] : cfg.rate_limits.per_tool)
+        if (!registry->has_tool(tool) && !plugins::host_tool_name(tool))
+            spdlog::warn("rate_limits.per_tool.{} names no tool this host publishes now (with its domain's "
+                         "prefix?); it limits nothing",
+                         tool);
     return registry;
 }
 

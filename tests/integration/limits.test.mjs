@@ -188,6 +188,17 @@ test('rate_limits.per_tool limits one tool and leaves the others alone', () =>
       const noop = await host.modern('tools/call', { name: 'noop', arguments: {} });
       assert.equal(noop.result.isError, undefined);
     }
+    assert.doesNotMatch(host.stderr, /names no tool this host publishes/);
+  }));
+
+test('a per-tool limit or a disabled domain that names nothing is reported at start: a typo there would leave a tool unlimited or a family served', () =>
+  withHost({
+    rateLimits: { per_tool: { ecko: { calls_per_second: 0.01, burst: 1 } } },
+    sections: { domains: { serail: { enabled: false } } },
+  }, async (host) => {
+    await host.stderrMatching(/rate_limits\.per_tool\.ecko names no tool this host publishes now .*it limits nothing/);
+    await host.stderrMatching(/domains\.serail disables a family no listed plugin or upstream has; is it spelled as the family is named\?/);
+    assert.equal((await host.modern('tools/call', { name: 'overlap', arguments: { ms: 1 } })).result?.isError, undefined, 'the family meant is served');
   }));
 
 test('a session opens or is refused promptly while a family that is not reentrant is busy with a long call', () =>
