@@ -1,5 +1,8 @@
 #include "license/license_verdict.hpp"
 
+#include <exception>
+#include <string>
+
 namespace gatehouse::license {
 
 LicenseVerdict verify_license(std::string_view text, const VendorKeys& keys) {
@@ -21,7 +24,16 @@ LicenseVerdict verify_license(std::string_view text, const VendorKeys& keys) {
                     (known.empty() ? "none are configured" : "configured: " + known) + ")";
         return v;
     }
-    if (!key->second.verify(d.signed_bytes(), d.signature)) {
+    bool signed_so = false;
+    try {
+        signed_so = key->second.verify(d.signed_bytes(), d.signature);
+    } catch (const std::exception& e) {
+        // The crypto module did not open: the license is not taken as valid,
+        // and the verdict says why, as its callers promise never to throw.
+        v.problem = std::string("its signature could not be checked: ") + e.what();
+        return v;
+    }
+    if (!signed_so) {
         v.problem = "its signature does not match its content under key \"" + d.key_id +
                     "\" (the file was changed after signing, or signed with another key)";
         return v;
