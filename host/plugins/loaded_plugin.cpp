@@ -148,6 +148,10 @@ upstream::UpstreamFamily* LoadedPlugin::upstream() {
     return dynamic_cast<upstream::UpstreamFamily*>(remote_.get());
 }
 
+void LoadedPlugin::drop_round(std::string_view state, const std::string& owner, const std::string& reason) {
+    if (auto* family = upstream()) family->drop_round(state, owner, reason);
+}
+
 bool LoadedPlugin::critical_items(std::string_view owner_json, std::string& out) {
     if (!desc_.critical_items) return false;
     gh_sink sink;

@@ -146,6 +146,11 @@ public:
     // The MCP server it is a client of, for a family of upstreams:; else null.
     const upstream::UpstreamFamily* upstream() const;
     upstream::UpstreamFamily* upstream();
+    // A round's state the host will not bring back to the family (a
+    // 2025-11-25 client did not answer what the round asked): what the
+    // family holds open for it ends now. Only an upstream family holds
+    // anything (the server's call); a plugin's state is its bytes alone.
+    void drop_round(std::string_view state, const std::string& owner, const std::string& reason);
     // The configuration section its entry is in, for sentences that name
     // one of its keys: "upstreams" or "plugins".
     const char* entry_section() const { return upstream() ? "upstreams" : "plugins"; }

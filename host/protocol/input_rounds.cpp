@@ -1,5 +1,7 @@
 #include "protocol/input_rounds.hpp"
 
+#include "plugins/loaded_plugin.hpp"
+
 #include "mrtr/input_requests.hpp"
 #include "protocol/tool_call.hpp"
 
@@ -94,7 +96,8 @@ InputRounds::Outcome InputRounds::close_round(const Request& request, Subject su
 }
 
 InputRounds::Outcome InputRounds::run(Request& request, Subject subject, const std::string& family,
-                                      const std::string& what, const Attempt& attempt) const {
+                                      const std::string& what, const Attempt& attempt,
+                                      plugins::LoadedPlugin* plugin) const {
     if (request.revision == Revision::modern_2026_07_28) {
         const Round round = open_round(request, subject);
         return close_round(request, subject, family, what, attempt(round.responses, round.state));
@@ -106,10 +109,17 @@ InputRounds::Outcome InputRounds::run(Request& request, Subject subject, const s
         Outcome outcome{attempt(responses, state), nullptr};
         if (outcome.answer.status != GH_STATUS_INPUT_REQUIRED) return outcome;
         const mrtr::InputRequired asked = checked_input_required(request, outcome.answer, family, what);
-        responses = ask_client(request, asked.requests, what).dump(-1, ' ', false, Json::error_handler_t::replace);
+        try {
+            responses = ask_client(request, asked.requests, what).dump(-1, ' ', false, Json::error_handler_t::replace);
+        } catch (const std::exception& e) {
+            if (plugin) plugin->drop_round(asked.state, request.principal.owner_key(), e.what());
+            throw;
+        }
         state = asked.state;
     }
-    plugin_fault(family, what, "asked for input " + std::to_string(kMaxLegacyRounds) + " rounds in a row");
+    const std::string why = "asked for input " + std::to_string(kMaxLegacyRounds) + " rounds in a row";
+    if (plugin) plugin->drop_round(state, request.principal.owner_key(), "the call " + why);
+    plugin_fault(family, what, why);
 }
 
 Json InputRounds::ask_client(Request& request, const Json& input_requests, const std::string& what) const {

@@ -10,6 +10,10 @@
 #include <memory>
 #include <string_view>
 
+namespace gatehouse::plugins {
+class LoadedPlugin;
+}
+
 namespace gatehouse::protocol {
 
 // Multi round-trip requests: a tool call, prompt get or resource read whose
@@ -47,8 +51,11 @@ public:
     // plugin needs a capability the client did not declare, -32603 when the
     // plugin's answer is malformed or a 2025-11-25 client does not answer.
     // `what` names the thing asked for ("tool 'x'"), for messages and the log.
+    // `plugin`, when given, hears of a 2025-11-25 round's state it will not
+    // get back (the client refused or did not answer, or the rounds ran
+    // out: LoadedPlugin::drop_round).
     Outcome run(Request& request, Subject subject, const std::string& family, const std::string& what,
-                const Attempt& attempt) const;
+                const Attempt& attempt, plugins::LoadedPlugin* plugin = nullptr) const;
 
     // A 2026-07-28 round in its two halves, for a plugin that answers later
     // (DeferredAnswer): the round's input (the client's responses, the

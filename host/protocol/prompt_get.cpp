@@ -85,7 +85,8 @@ Json PromptGet::run(Request& request) const {
                     return prompt->get(state, prompt->data, call, gh_str{arguments.data(), arguments.size()}, out);
                 },
                 responses, round_state);
-        });
+        },
+        prompt->plugin);
     if (outcome.input_required.is_object()) return std::move(outcome.input_required);
     Json result = plugin_result(outcome.answer, prompt->family, what);
     check_messages(result, prompt->family, what);

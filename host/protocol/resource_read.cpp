@@ -69,16 +69,18 @@ Json ResourceRead::run(Request& request) const {
     const std::string what = "resource '" + uri + "'";
     const std::string variable_text = variables.dump();
     static const Json kNoArguments = Json::object();
-    auto outcome = input_rounds_.run(request, {uri, kNoArguments}, family, what,
-                                     [&](std::string_view responses, std::string_view round_state) {
-                                         return call_plugin(
-                                             request, *plugin, family, {{"resource", uri}},
-                                             [&](void* state, gh_call* call, gh_sink* out) {
-                                                 return read(state, data, call, gh_str{uri.data(), uri.size()},
-                                                             gh_str{variable_text.data(), variable_text.size()}, out);
-                                             },
-                                             responses, round_state);
-                                     });
+    auto outcome = input_rounds_.run(
+        request, {uri, kNoArguments}, family, what,
+        [&](std::string_view responses, std::string_view round_state) {
+            return call_plugin(
+                request, *plugin, family, {{"resource", uri}},
+                [&](void* state, gh_call* call, gh_sink* out) {
+                    return read(state, data, call, gh_str{uri.data(), uri.size()},
+                                gh_str{variable_text.data(), variable_text.size()}, out);
+                },
+                responses, round_state);
+        },
+        plugin);
     if (outcome.input_required.is_object()) return std::move(outcome.input_required);
     const PluginAnswer& answer = outcome.answer;
     if (answer.status == GH_STATUS_NOT_FOUND) not_found(request, uri);

@@ -321,7 +321,8 @@ Json ToolCall::run_rounds(const plugins::Tool& tool, const std::string& argument
                     answer = {GH_STATUS_OK, {}, {}};
                 }
             return answer;
-        });
+        },
+        tool.plugin);
     if (refused_later) return std::move(*refused_later);
     if (withheld) return password_withheld(tool).to_tool_result();
     if (task_input)

@@ -1108,7 +1108,7 @@ int32_t UpstreamFamily::park(Parked parked, gh_sink* out) {
         end_parked(std::move(ended), "the host cannot keep the call open: " + full);
         out->bytes = "The upstream server asked for input, and the host cannot keep one more call open for the "
                      "answers: " +
-                     full + ". Answer or drop those first.";
+                     full + ". Answer those first, or wait for them to end.";
         return GH_STATUS_TOOL_ERROR;
     }
     out->bytes = R"({"inputRequests":)" + std::move(requests) + R"(,"requestState":)" +
@@ -1155,6 +1155,20 @@ int32_t UpstreamFamily::pass_on_input_required(const Json& result, const std::st
     Json answer = {{"inputRequests", std::move(requests)}, {"requestState", state}};
     out->bytes = answer.dump();
     return GH_STATUS_INPUT_REQUIRED;
+}
+
+void UpstreamFamily::drop_round(std::string_view state, const std::string& owner, const std::string& reason) {
+    const Json parsed = Json::parse(state, nullptr, false);
+    if (!parsed.is_object() || !parsed["parked"].is_string()) return;
+    std::vector<Parked> ended;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = parked_.find(parsed["parked"].get<std::string>());
+        if (it == parked_.end() || it->second.owner != owner) return;
+        ended.push_back(std::move(it->second));
+        parked_.erase(it);
+    }
+    end_parked(std::move(ended), reason);
 }
 
 void UpstreamFamily::end_parked(std::vector<Parked> ended, const std::string& reason) {

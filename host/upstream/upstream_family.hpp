@@ -113,6 +113,11 @@ public:
     // Disconnects for good (its upstreams entry was removed): its calls
     // answer UPSTREAM_UNAVAILABLE from now on, and no offer changes.
     void retire();
+    // A round's state the host will not bring back (the agent's 2025-11-25
+    // client refused or did not answer what was asked, or the rounds ran
+    // out): the upstream call it keeps open for that round is ended now,
+    // not at the end of the input wait. `owner` must be the call's.
+    void drop_round(std::string_view state, const std::string& owner, const std::string& reason);
 
     void* plugin_state() override { return this; }
     bool init(const std::string& config_json, std::string& error) override;

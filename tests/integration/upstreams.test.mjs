@@ -1622,3 +1622,38 @@ test('over HTTP, a call that waits for the agent longer than the answer stream\'
     upstream.close();
   }
 });
+
+test('a 2025-11-25 agent whose client refuses what an upstream asked: the server\'s call is ended at once, not at the end of the input wait', async () => {
+  const cancelled = [];
+  let held;
+  const upstream = await startScriptedUpstream({
+    name: 'asking',
+    onCall: (message, req, res) => {
+      if (message.method !== 'tools/call') return false;
+      held = res;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 'ask-1', method: 'elicitation/create',
+        params: { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } } })}\n\n`);
+      return true;
+    },
+    onNotification: (message) => {
+      if (message.method === 'notifications/cancelled') cancelled.push(message.params?.requestId);
+      return false;
+    },
+  });
+  try {
+    await withHost({ plugins: [], sections: { upstreams: [{ name: 'asking', url: upstream.url }] } }, async (host) => {
+      await host.stderrMatching(/family 'asking' loaded: asking 1/, 30000);
+      await host.initialize(undefined, { elicitation: {} });
+      host.send({ jsonrpc: '2.0', id: 'call-1', method: 'tools/call', params: { name: 'asking_hello', arguments: {} } });
+      const asked = await host.waitFor((m) => m.method === 'elicitation/create');
+      host.send({ jsonrpc: '2.0', id: asked.message.id, error: { code: -32603, message: 'the person closed the window' } });
+      const { message } = await host.response('call-1');
+      assert.match(JSON.stringify(message), /the person closed the window/);
+      await eventually('the server to hear its call cancelled', () => cancelled.length === 1, 5000);
+    });
+  } finally {
+    held?.end();
+    upstream.close();
+  }
+});
