@@ -2,6 +2,8 @@
 
 #include "gate/refusal.hpp"
 
+#include <algorithm>
+
 namespace gatehouse::plugins {
 
 namespace {
@@ -13,7 +15,10 @@ void publish_session_argument(nlohmann::json& input_schema) {
                                              {"description", "The session handle session_connect returned."}};
     auto& required = input_schema["required"];
     if (!required.is_array()) required = nlohmann::json::array();
-    required.push_back("session");
+    // Once: a schema's "required" holds each name once (a plugin that lists
+    // "session" itself would otherwise publish it twice, which strict
+    // clients refuse).
+    if (std::find(required.begin(), required.end(), "session") == required.end()) required.push_back("session");
 }
 
 } // namespace

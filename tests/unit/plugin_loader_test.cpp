@@ -1,5 +1,7 @@
 #include "config/config_loader.hpp"
 #include "plugins/plugin_loader.hpp"
+#include "plugins/tool_listing.hpp"
+#include "schema/json_schema.hpp"
 #include "test_files.hpp"
 
 #include <catch2/catch.hpp>
@@ -243,6 +245,17 @@ TEST_CASE("hints that claim less than the declared risk are published as the ris
     CHECK(wipe->listing["annotations"]["readOnlyHint"] == false);
     CHECK(wipe->listing["annotations"]["destructiveHint"] == true);
     CHECK(wipe->listing["annotations"]["title"] == "Wipe");
+}
+
+TEST_CASE("a gated tool whose schema already requires \"session\" publishes it once", "[loader]") {
+    gatehouse::plugins::Tool tool;
+    tool.name = "t";
+    tool.input_schema = gatehouse::schema::JsonSchema::compile(nlohmann::json::parse(
+        R"({"type":"object","properties":{"session":{"type":"string"},"n":{"type":"integer"}},"required":["session","n"]})"));
+    gatehouse::plugins::publish_listing(tool, true);
+    CHECK(tool.listing["inputSchema"]["required"] == nlohmann::json::array({"session", "n"}));
+    gatehouse::plugins::publish_listing(tool, true);
+    CHECK(tool.listing["inputSchema"]["required"] == nlohmann::json::array({"session", "n"}));
 }
 
 TEST_CASE("an ABI 1.1 plugin loads unchanged: nothing past its struct_size is read", "[loader][abi]") {
