@@ -55,6 +55,10 @@ bool looks_like_elf(const std::filesystem::path& path) {
 // thread's stack, also for a family whose process sends it.
 constexpr std::size_t kMaxDescriptorDepth = 64;
 
+// The longest rules text a tool or a family may have: an agent is shown it
+// whole (describe_tool, the refusal that asks for its acceptance).
+constexpr std::size_t kMaxRulesBytes = 64 * 1024;
+
 nlohmann::json parse_json_field(gh_str text, const std::string& what) {
     auto parsed = protocol::parse_bounded(abi_view(text), kMaxDescriptorDepth);
     if (parsed.outcome == protocol::BoundedParse::Outcome::too_deep)
@@ -147,6 +151,9 @@ std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, cons
     tool->description = text_field(desc->description, "the description of tool '" + n + "'");
     tool->scope = text_field(desc->scope, "the scope of tool '" + n + "'");
     tool->rules = text_field(desc->rules, "the rules of tool '" + n + "'");
+    if (tool->rules.size() > kMaxRulesBytes)
+        throw Refused("the rules of tool '" + n + "' are " + std::to_string(tool->rules.size()) + " bytes; at most " +
+                      std::to_string(kMaxRulesBytes) + " are read (an agent is shown them before the first call)");
     tool->gate_exempt = (desc->flags & GH_TOOL_GATE_EXEMPT) != 0;
     tool->reads_critical = (desc->flags & GH_TOOL_READS_CRITICAL) != 0;
     switch (desc->task_support) {
@@ -544,7 +551,8 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
     // LoadedPlugin keeps these; they are shown in listings and logs.
     text_field(desc->name, "the plugin's name");
     text_field(desc->version, "the plugin's version");
-    text_field(desc->rules, "the family's rules");
+    if (text_field(desc->rules, "the family's rules").size() > kMaxRulesBytes)
+        throw Refused("the family's rules are longer than " + std::to_string(kMaxRulesBytes) + " bytes");
     if (desc->tool_count > 0 && !desc->tools) throw Refused("descriptor lists tools but has no tool table");
     if (desc->tool_count > 10000) throw Refused("descriptor declares more than 10000 tools");
 

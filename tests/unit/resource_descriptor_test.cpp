@@ -167,3 +167,18 @@ TEST_CASE("a prompt's name takes the prefix and its arguments are checked", "[lo
     CHECK_THAT(refusal([&] { read_prompt_descriptor(&bad, 0, std::string(60, 'p')); }),
                Catch::Contains("longer than 64 characters with its prefix"));
 }
+
+TEST_CASE("a tool's rules are read up to 64 KiB", "[loader]") {
+    const std::string long_rules(64 * 1024 + 1, 'r');
+    gh_tool_desc d{};
+    d.struct_size = GH_TOOL_DESC_SIZE_V1;
+    d.name = str("ruled");
+    d.input_schema = str(R"({"type":"object"})");
+    d.risk = GH_RISK_WRITE;
+    d.call = [](void*, void*, gh_call*, gh_str, gh_sink*) -> int32_t { return GH_STATUS_OK; };
+    d.rules = gh_str{long_rules.data(), long_rules.size()};
+    CHECK_THAT(refusal([&] { read_tool_descriptor(&d, 0, "", false); }),
+               Catch::Contains("the rules of tool 'ruled' are 65537 bytes; at most 65536"));
+    d.rules = gh_str{long_rules.data(), long_rules.size() - 1};
+    CHECK(refusal([&] { read_tool_descriptor(&d, 0, "", false); }) == "(accepted)");
+}
