@@ -48,20 +48,28 @@ RoundInput read_round_input(const Json& params) {
 
 } // namespace
 
-mrtr::InputRequired checked_input_required(const Request& request, const PluginAnswer& answer,
-                                           const std::string& family, const std::string& what) {
-    mrtr::InputRequired asked;
+mrtr::InputRequired parsed_input_required(const PluginAnswer& answer, const std::string& family,
+                                          const std::string& what) {
     try {
-        asked = mrtr::parse_input_required(answer.text);
+        return mrtr::parse_input_required(answer.text);
     } catch (const std::invalid_argument& e) {
         plugin_fault(family, what, std::string("asked for input malformed: ") + e.what());
     }
+}
+
+void require_capabilities(const Request& request, const mrtr::InputRequired& asked, const std::string& what) {
     const Json missing = mrtr::missing_capabilities(asked.requests, request.client_capabilities);
     if (!missing.empty())
         throw ProtocolError(error_code::missing_required_client_capability,
                             "Missing required client capability: " + what + " needs " + missing.dump() +
                                 ", which the client did not declare in its capabilities.",
                             {{"requiredCapabilities", missing}});
+}
+
+mrtr::InputRequired checked_input_required(const Request& request, const PluginAnswer& answer,
+                                           const std::string& family, const std::string& what) {
+    mrtr::InputRequired asked = parsed_input_required(answer, family, what);
+    require_capabilities(request, asked, what);
     return asked;
 }
 
@@ -108,8 +116,9 @@ InputRounds::Outcome InputRounds::run(Request& request, Subject subject, const s
     for (int round = 0; round < kMaxLegacyRounds; ++round) {
         Outcome outcome{attempt(responses, state), nullptr};
         if (outcome.answer.status != GH_STATUS_INPUT_REQUIRED) return outcome;
-        const mrtr::InputRequired asked = checked_input_required(request, outcome.answer, family, what);
+        const mrtr::InputRequired asked = parsed_input_required(outcome.answer, family, what);
         try {
+            require_capabilities(request, asked, what);
             responses = ask_client(request, asked.requests, what).dump(-1, ' ', false, Json::error_handler_t::replace);
         } catch (const std::exception& e) {
             if (plugin) plugin->drop_round(asked.state, request.principal.owner_key(), e.what());

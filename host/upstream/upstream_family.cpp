@@ -1033,7 +1033,7 @@ int32_t UpstreamFamily::ask(gh_call* call, const std::string& method, Json param
             // Each resume waits anew: a server that asks again and again
             // what the agent's client cannot answer would hold the call (and
             // its thread) past its timeout.
-            if (++refused_rounds > kMaxRefusedRounds) {
+            if (++refused_rounds >= kMaxRefusedRounds) {
                 session->abandon(reply.id, "it kept asking for input the agent's client cannot give");
                 out->bytes = "The upstream server of family '" + options_.entry.name + "' asked " +
                              std::to_string(kMaxRefusedRounds) + " times during " + what +
@@ -1148,10 +1148,11 @@ int32_t UpstreamFamily::pass_on_input_required(const Json& result, const std::st
         own_state = *own;
     }
     if (requests.empty() && own_state.is_null()) return refuse("it asks for nothing and keeps no state");
+    const std::size_t own_bytes = own_state.is_string() ? own_state.get_ref<const std::string&>().size() : 0;
     const std::string state = Json{{"upstream", std::move(own_state)}}.dump();
     if (state.size() > kMaxStateBytes)
-        return refuse("its requestState is " + std::to_string(state.size()) + " bytes, and a round carries at most " +
-                      std::to_string(kMaxStateBytes));
+        return refuse("its requestState is " + std::to_string(own_bytes) + " bytes, and a round carries at most " +
+                      std::to_string(kMaxStateBytes) + " with the host's own");
     Json answer = {{"inputRequests", std::move(requests)}, {"requestState", state}};
     out->bytes = answer.dump();
     return GH_STATUS_INPUT_REQUIRED;
@@ -1159,11 +1160,13 @@ int32_t UpstreamFamily::pass_on_input_required(const Json& result, const std::st
 
 void UpstreamFamily::drop_round(std::string_view state, const std::string& owner, const std::string& reason) {
     const Json parsed = Json::parse(state, nullptr, false);
-    if (!parsed.is_object() || !parsed["parked"].is_string()) return;
+    if (!parsed.is_object()) return;
+    const auto handle = parsed.find("parked"); // a 2026-07-28 server's state ({"upstream": …}) holds no call open
+    if (handle == parsed.end() || !handle->is_string()) return;
     std::vector<Parked> ended;
     {
         std::lock_guard lock(mutex_);
-        auto it = parked_.find(parsed["parked"].get<std::string>());
+        auto it = parked_.find(handle->get<std::string>());
         if (it == parked_.end() || it->second.owner != owner) return;
         ended.push_back(std::move(it->second));
         parked_.erase(it);
