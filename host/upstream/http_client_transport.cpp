@@ -403,12 +403,14 @@ bool HttpClientTransport::given_up(const Json& message) {
     return it != requests_.end() && it->second.given_up;
 }
 
-// A request's refusal answers that request; nothing else can.
-void HttpClientTransport::refuse(const Json& message, const std::string& why) {
+// A request's refusal answers that request; nothing else can. `outage`:
+// the server could not be reached as it should be (marked kRefusedHere, so
+// the agent hears UPSTREAM_UNAVAILABLE), not a refusal of this request.
+void HttpClientTransport::refuse(const Json& message, const std::string& why, bool outage) {
     if (message.contains("id") && !message.value("method", "").empty())
         // encode: `why` may quote what the server sent, invalid UTF-8 included.
         events_.message(protocol::encode(protocol::make_error(message["id"], protocol::error_code::internal_error, why,
-                                                              Json{{kRefusedHere, true}})),
+                                                              outage ? Json{{kRefusedHere, true}} : Json())),
                         Json());
 }
 
@@ -739,8 +741,13 @@ HttpClientTransport::Outcome HttpClientTransport::post_once(const Json& message,
             }
             if (status == 202 || (status >= 200 && status < 300 && whole.empty() && !events)) return Outcome::done;
             if (status >= 300) {
-                refuse(message, "the server answered HTTP " + std::to_string(status) +
-                                    (whole.empty() ? "" : ": " + protocol::quoted_text(whole, 200)));
+                // Busy, or a gateway in front of it that could not reach it:
+                // an outage to wait out. Any other status is its answer.
+                const bool outage = status == 429 || status == 502 || status == 503 || status == 504;
+                refuse(message,
+                       "the server answered HTTP " + std::to_string(status) +
+                           (whole.empty() ? "" : ": " + protocol::quoted_text(whole, 200)),
+                       outage);
                 return Outcome::done;
             }
             if (!events) events_.message(whole, stream_of);

@@ -148,7 +148,7 @@ private:
     void post(nlohmann::json message, std::string body);
     Outcome post_once(const nlohmann::json& message, const std::string& body, const std::string& token, bool may_renew);
     bool bearer_for(const nlohmann::json& message, std::string& token);
-    void refuse(const nlohmann::json& message, const std::string& why);
+    void refuse(const nlohmann::json& message, const std::string& why, bool outage = true);
     void ended(const std::string& why);
     void delete_session();
 };

@@ -1483,9 +1483,11 @@ test('a family whose resource template or URI would catch another family\'s read
 test('what the host\'s own HTTP transport refuses (a proxy\'s 503) reaches the agent as UPSTREAM_UNAVAILABLE, not as the server\'s answer', async () => {
   const upstream = await startScriptedUpstream({
     name: 'proxied',
+    tools: [{ name: 'hello', inputSchema: { type: 'object' } }, { name: 'picky', inputSchema: { type: 'object' } }],
     onCall: (message, req, res) => {
       if (message.method !== 'tools/call') return false;
-      res.writeHead(503, { 'content-type': 'text/plain' }).end('upstream connect error');
+      if (message.params.name === 'picky') res.writeHead(400, { 'content-type': 'text/plain' }).end('no such thing');
+      else res.writeHead(503, { 'content-type': 'text/plain' }).end('upstream connect error');
       return true;
     },
   });
@@ -1497,6 +1499,11 @@ test('what the host\'s own HTTP transport refuses (a proxy\'s 503) reaches the a
       assert.equal(refused.result.structuredContent?.code, 'UPSTREAM_UNAVAILABLE', JSON.stringify(refused));
       assert.equal(refused.result.structuredContent.next?.action, 'retry');
       assert.match(refused.result.content[0].text, /HTTP 503/);
+      // Any other status is the server's own answer: a tool error, no retry.
+      const answered = await host.modern('tools/call', { name: 'proxied_picky', arguments: {} });
+      assert.equal(answered.result?.isError, true, JSON.stringify(answered));
+      assert.equal(answered.result.structuredContent?.code, undefined, JSON.stringify(answered));
+      assert.match(answered.result.content[0].text, /HTTP 400: no such thing/);
     });
   } finally {
     upstream.close();
