@@ -81,12 +81,11 @@ private:
                     listener_.probe_readiness([self = shared_from_this(), path,
                                                address](std::optional<std::string> problem) {
                         net::post(self->stream_.get_executor(), [self, path, address, problem = std::move(problem)] {
-                            if (self->answered(
-                                    [&] {
-                                        self->reply_ = self->listener_.answer_with_readiness(path, address, problem);
-                                    },
-                                    path))
-                                self->write();
+                            // A throw leaves the 500 in reply_: written either way.
+                            self->answered(
+                                [&] { self->reply_ = self->listener_.answer_with_readiness(path, address, problem); },
+                                path);
+                            self->write();
                         });
                     });
                     return;
@@ -140,17 +139,26 @@ OpsListener::OpsListener(const config::MetricsSettings& settings, metrics::Obser
     port_ = acceptor_.local_endpoint().port();
     spdlog::info("metrics, /health, /ready and /status served on {}:{}", settings_.listen_host, port_);
     accept();
-    thread_ = std::thread([this] { io_.run(); });
     prober_ = std::thread([this] { run_probes(); });
+    try {
+        thread_ = std::thread([this] { io_.run(); });
+    } catch (...) {
+        stop_probes();
+        throw;
+    }
 }
 
-OpsListener::~OpsListener() {
+void OpsListener::stop_probes() {
     {
         std::lock_guard lock(probe_mutex_);
         stopping_ = true;
     }
     probe_wake_.notify_one();
     prober_.join();
+}
+
+OpsListener::~OpsListener() {
+    stop_probes();
     net::post(io_, [this] {
         beast::error_code ignored;
         acceptor_.close(ignored);

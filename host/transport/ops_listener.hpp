@@ -56,6 +56,7 @@ private:
     // behind it, and one probe answers everyone who asked meanwhile.
     void probe_readiness(std::function<void(std::optional<std::string>)> done);
     void run_probes();
+    void stop_probes(); // joins prober_
 
     const config::MetricsSettings settings_;
     metrics::Observability& observability_;
