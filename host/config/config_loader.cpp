@@ -1298,15 +1298,61 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
         r.fail(node, "auth.mode api_keys needs at least one entry in auth.api_keys");
 }
 
+// A node as text that depends only on what it says: maps with their keys in
+// order, scalars as their text, neither style nor comments. Past the bounds
+// (an alias that holds itself) the rest reads as "…": such a file never
+// loads anyway.
+void canonical_text(const YAML::Node& node, std::string& out, std::size_t depth, std::size_t& budget) {
+    if (depth > kMaxSettingDepth || budget == 0) {
+        out += "\u2026";
+        return;
+    }
+    --budget;
+    switch (node.Type()) {
+    case YAML::NodeType::Map: {
+        std::map<std::string, YAML::Node> members;
+        for (const auto& kv : node)
+            members.emplace(kv.first.IsScalar() ? kv.first.Scalar() : YAML::Dump(kv.first), kv.second);
+        out += '{';
+        for (const auto& [key, value] : members) {
+            out += nlohmann::json(key).dump();
+            out += ':';
+            canonical_text(value, out, depth + 1, budget);
+            out += ',';
+        }
+        out += '}';
+        return;
+    }
+    case YAML::NodeType::Sequence:
+        out += '[';
+        for (const auto& item : node) {
+            canonical_text(item, out, depth + 1, budget);
+            out += ',';
+        }
+        out += ']';
+        return;
+    case YAML::NodeType::Scalar: out += nlohmann::json(node.Scalar()).dump(); return;
+    default: out += "null"; return;
+    }
+}
+
+std::string canonical_text(const YAML::Node& node) {
+    std::string out;
+    std::size_t budget = kMaxSettingValues;
+    canonical_text(node, out, 0, budget);
+    return out;
+}
+
 // Config::section_texts. A domain's exposure (its own and its tools') is left
-// out: a re-read applies it.
+// out, since a re-read applies it, and so is what is then left empty: a
+// domain or a tool entry that only set exposure reads as one not written.
 std::map<std::string, std::string> section_texts(const YAML::Node& root) {
     std::map<std::string, std::string> texts;
     for (const auto& section : root) {
         if (!section.first.IsScalar()) continue;
         const std::string name = section.first.Scalar();
         if (name != "domains" || !section.second.IsMap()) {
-            texts[name] = YAML::Dump(section.second);
+            texts[name] = canonical_text(section.second);
             continue;
         }
         for (const auto& domain : section.second) {
@@ -1314,11 +1360,21 @@ std::map<std::string, std::string> section_texts(const YAML::Node& root) {
             YAML::Node copy = YAML::Clone(domain.second);
             if (copy.IsMap()) {
                 copy.remove("exposure");
-                if (copy["tools"] && copy["tools"].IsMap())
+                if (copy["tools"] && copy["tools"].IsMap()) {
+                    std::vector<std::string> emptied;
                     for (auto tool : copy["tools"])
-                        if (tool.second.IsMap()) tool.second.remove("exposure");
+                        if (tool.second.IsMap()) {
+                            tool.second.remove("exposure");
+                            if (tool.second.size() == 0 && tool.first.IsScalar())
+                                emptied.push_back(tool.first.Scalar());
+                        }
+                    for (const auto& tool : emptied)
+                        copy["tools"].remove(tool);
+                    if (copy["tools"].size() == 0) copy.remove("tools");
+                }
+                if (copy.size() == 0) continue;
             }
-            texts["domains." + domain.first.Scalar()] = YAML::Dump(copy);
+            texts["domains." + domain.first.Scalar()] = canonical_text(copy);
         }
     }
     return texts;
@@ -1396,7 +1452,9 @@ ConfigReading parse(std::string_view yaml, const std::string& source, const std:
     try {
         // Every document is parsed, so a second one is seen (and its syntax
         // checked) rather than silently left unread.
-        const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml));
+        // Empty ones (a '---' at the end, as some generators write) hold nothing.
+        std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml));
+        std::erase_if(documents, [](const YAML::Node& document) { return document.IsNull(); });
         if (documents.size() > 1) {
             const auto mark = documents[1].Mark();
             reading.problems.push_back({{source, mark.line + 1, mark.column + 1},

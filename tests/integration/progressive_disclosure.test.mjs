@@ -126,6 +126,29 @@ test('SIGHUP re-reads the exposure: tools/list changes, listeners and 2025-11-25
     for (const name of META_TOOLS) assert.ok(!names.includes(name), 'no domain is on demand: no meta tools');
     assert.doesNotMatch(host.stderr, /takes effect only when the host restarts/, 'exposure is applied: nothing to report');
 
+    // Written another way (block style, keys in another order), with domain
+    // and tool entries that only set exposure: still nothing to report.
+    const domainsLine = yaml.split('\n').find((line) => line.startsWith('domains:'));
+    const { sessions } = JSON.parse(domainsLine.slice('domains:'.length));
+    const rewritten = yaml.replace(domainsLine, [
+      'domains:',
+      '  session:',
+      '    exposure: listed',
+      '  sessions:',
+      '    tools:',
+      '      create_session: {exposure: listed}',
+      `    settings: ${JSON.stringify(sessions.settings)}`,
+      '    exposure: listed',
+    ].join('\n'));
+    writeFileSync(host.config.file, rewritten + '---\n');
+    const reread = host.stderr.length;
+    host.child.kill('SIGHUP');
+    for (let i = 0; i < 100 && !host.stderr.slice(reread).includes('re-reading the configuration'); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.match(host.stderr.slice(reread), /re-reading the configuration/);
+    await new Promise((r) => setTimeout(r, 500)); // the re-read itself
+    assert.doesNotMatch(host.stderr.slice(reread), /takes effect only when the host restarts|not re-read/, host.stderr.slice(reread));
+
     // What a re-read cannot apply is named in the log.
     writeFileSync(host.config.file, yaml.replace('"exposure":"on_demand"', '"exposure":"listed"') + 'server: {"name": "renamed"}\n');
     host.child.kill('SIGHUP');

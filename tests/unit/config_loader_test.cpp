@@ -119,6 +119,12 @@ TEST_CASE("requestState keys are read as 32 raw bytes, the sealing one first", "
     CHECK(cfg.input_requests.client_timeout_ms == 2000);
 }
 
+TEST_CASE("an empty YAML document after the configuration is no second one", "[config]") {
+    TempDir dir;
+    CHECK(error_of(dir, "server:\n  name: x\n---\n") == "");
+    CHECK(error_of(dir, "---\nserver:\n  name: x\n...\n") == "");
+}
+
 TEST_CASE("an empty config file means every default", "[config]") {
     TempDir dir;
     const auto cfg = load_config_file(dir.write("empty.yaml", "# nothing here\n"));
