@@ -824,7 +824,7 @@ private:
     // another's template reads would take that family's reads of it.
     std::optional<std::pair<std::string, std::string>> template_reading(const std::string& uri) const {
         for (const auto& [claimed, family] : templates_)
-            if (claimed.match(uri)) return std::make_pair(claimed.text(), family);
+            if (claimed.match(uri, false)) return std::make_pair(claimed.text(), family); // any URI it could read
         return std::nullopt;
     }
     // Another family's template some URI could match as well as this one:

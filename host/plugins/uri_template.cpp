@@ -142,7 +142,7 @@ bool UriTemplate::may_overlap(const UriTemplate& other) const {
     return mine.starts_with(theirs) || theirs.starts_with(mine);
 }
 
-std::optional<std::map<std::string, std::string>> UriTemplate::match(std::string_view uri) const {
+std::optional<std::map<std::string, std::string>> UriTemplate::match(std::string_view uri, bool safe_values) const {
     if (uri.size() > kMaxUriLength) return std::nullopt;
     // fits[p][k]: whether parts p.. can consume uri from offset k. Filled from
     // the end in O(parts * n), so no URI, however its literals repeat, makes
@@ -185,7 +185,7 @@ std::optional<std::map<std::string, std::string>> UriTemplate::match(std::string
         while (!fits[p + 1][e])
             ++e;
         auto decoded = percent_decode(uri.substr(k, e - k));
-        if (!decoded || !safe_value(*decoded, part.reserved)) return std::nullopt;
+        if (!decoded || (safe_values && !safe_value(*decoded, part.reserved))) return std::nullopt;
         values.emplace(part.text, std::move(*decoded));
         k = e;
     }

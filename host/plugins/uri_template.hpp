@@ -17,8 +17,12 @@ public:
     // Throws std::invalid_argument with a sentence naming what is wrong and where.
     static UriTemplate parse(std::string_view text);
 
-    // The variables when `uri` fits the template, by name.
-    std::optional<std::map<std::string, std::string>> match(std::string_view uri) const;
+    // The variables when `uri` fits the template, by name. `safe_values`:
+    // no value holds a control byte or a "." or ".." segment, and a {name}
+    // holds no '/', '?' or '#' even percent-encoded (what a family that maps
+    // a value to a file may rely on); without it, values are as sent, for a
+    // server the URI is passed on to whole (an upstream's).
+    std::optional<std::map<std::string, std::string>> match(std::string_view uri, bool safe_values = true) const;
 
     const std::string& text() const { return text_; }
     // The literal text before the first variable: every URI the template

@@ -56,7 +56,9 @@ Json ResourceRead::run(Request& request) const {
         plugin = resource->plugin, read = resource->read, data = resource->data, family = resource->family;
     } else {
         for (const auto* t : registry->resource_templates()) {
-            if (auto values = t->uri_template.match(uri)) {
+            // An upstream's server is passed the URI whole and reads its
+            // values itself; a plugin is handed them, safe to map to files.
+            if (auto values = t->uri_template.match(uri, !t->plugin->upstream())) {
                 plugin = t->plugin, read = t->read, data = t->data, family = t->family;
                 variables = *values;
                 break;

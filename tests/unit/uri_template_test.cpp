@@ -35,6 +35,9 @@ TEST_CASE("a decoded value never leaves its segment, climbs a path or holds a co
     for (const char* uri : {"file:///docs/a/../../etc/passwd", "file:///docs/../x", "file:///docs/a/%2E%2E/x",
                             "file:///docs/a/.", "file:///docs/./a", "file:///docs/a%00b"})
         CHECK_FALSE(path.match(uri));
+    // As sent, for a server the URI goes to whole.
+    CHECK(name.match("file:///docs/..%2Fx", false) == Vars{{"name", "../x"}});
+    CHECK(path.match("file:///docs/a/../b", false) == Vars{{"path", "a/../b"}});
 }
 
 TEST_CASE("{+name} spans segments and literals split values one way", "[uri_template]") {
