@@ -69,8 +69,8 @@ std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, p
             spdlog::warn("{}: domains.{} is enabled but no loaded plugin serves that family", domain.where.str(),
                          family);
         else // a misspelt name would leave the family it meant served
-            spdlog::warn("{}: domains.{} disables a family no listed plugin or upstream has; is it spelled as the "
-                         "family is named?",
+            spdlog::warn("{}: domains.{} disables a family no loaded plugin or upstream has; is it spelled as the "
+                         "family is named (or did its plugin fail to load)?",
                          domain.where.str(), family);
     }
     // A limit on a name no tool is published under limits nothing: a typo, or

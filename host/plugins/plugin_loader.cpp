@@ -548,11 +548,6 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
     const std::string family = abi_copy(desc->family);
     if (!config::valid_family_name(family))
         throw Refused("invalid family name '" + family + "' (1-64 of lowercase letters, digits, '_', '-')");
-    // LoadedPlugin keeps these; they are shown in listings and logs.
-    text_field(desc->name, "the plugin's name");
-    text_field(desc->version, "the plugin's version");
-    if (text_field(desc->rules, "the family's rules").size() > kMaxRulesBytes)
-        throw Refused("the family's rules are longer than " + std::to_string(kMaxRulesBytes) + " bytes");
     if (desc->tool_count > 0 && !desc->tools) throw Refused("descriptor lists tools but has no tool table");
     if (desc->tool_count > 10000) throw Refused("descriptor declares more than 10000 tools");
 
@@ -568,6 +563,11 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
     } else {
         c.settings = nlohmann::json::object();
     }
+    // LoadedPlugin keeps these; they are shown in listings and logs.
+    text_field(desc->name, "the plugin's name");
+    text_field(desc->version, "the plugin's version");
+    if (text_field(desc->rules, "the family's rules").size() > kMaxRulesBytes)
+        throw Refused("the family's rules are longer than " + std::to_string(kMaxRulesBytes) + " bytes");
 
     std::set<std::string> seen;
     for (uint32_t i = 0; i < desc->tool_count; ++i) {

@@ -197,7 +197,7 @@ test('a per-tool limit or a disabled domain that names nothing is reported at st
     sections: { domains: { serail: { enabled: false } } },
   }, async (host) => {
     await host.stderrMatching(/rate_limits\.per_tool\.ecko names no tool this host publishes now .*it limits nothing/);
-    await host.stderrMatching(/domains\.serail disables a family no listed plugin or upstream has; is it spelled as the family is named\?/);
+    await host.stderrMatching(/domains\.serail disables a family no loaded plugin or upstream has; is it spelled as the family is named/);
     assert.equal((await host.modern('tools/call', { name: 'overlap', arguments: { ms: 1 } })).result?.isError, undefined, 'the family meant is served');
   }));
 
