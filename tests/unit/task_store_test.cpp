@@ -376,12 +376,21 @@ TEST_CASE("the task runner renews leases, cancels on a published cancellation, a
     }
 }
 
+// A task store in memory whose runners have two workers.
+struct TwoWorkerStore {
+    std::unique_ptr<state::StateBackend> backend = state::make_memory_backend();
+    std::shared_ptr<state::NotificationBus> bus = std::make_shared<state::NotificationBus>();
+    config::TaskSettings settings = [] {
+        config::TaskSettings s;
+        s.workers = 2;
+        return s;
+    }();
+    tasks::TaskStore store{*backend, bus, settings};
+};
+
 TEST_CASE("one owner's task rounds leave a worker for another owner's; the rest wait their turn", "[tasks]") {
-    auto backend = state::make_memory_backend();
-    auto bus = std::make_shared<state::NotificationBus>();
-    config::TaskSettings settings;
-    settings.workers = 2;
-    tasks::TaskStore store(*backend, bus, settings);
+    TwoWorkerStore two;
+    auto& store = two.store;
     tasks::TaskRunner runner(store, "runner-1");
     const auto created = [&](const std::string& owner) {
         auto record = working_task(owner);
@@ -421,11 +430,8 @@ TEST_CASE("one owner's task rounds leave a worker for another owner's; the rest 
 TEST_CASE("task rounds run on threads with the stack the call workers get", "[tasks]") {
     // A round validates its result against the tool's outputSchema, whose
     // patterns std::regex matches with stack in proportion to the string.
-    auto backend = state::make_memory_backend();
-    auto bus = std::make_shared<state::NotificationBus>();
-    config::TaskSettings settings;
-    settings.workers = 2;
-    tasks::TaskStore store(*backend, bus, settings);
+    TwoWorkerStore two;
+    auto& store = two.store;
     constexpr std::size_t kStack = 64u << 20;
     tasks::TaskRunner runner(store, "runner-1", kStack);
     auto record = working_task("ann");
