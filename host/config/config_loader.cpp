@@ -1302,6 +1302,14 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
 // order, scalars as their text, neither style nor comments. Past the bounds
 // (an alias that holds itself) the rest reads as "…": such a file never
 // loads anyway.
+// A scalar by its length and bytes: unambiguous whatever it holds (bytes
+// that are no UTF-8 included), and nothing to throw.
+void append_scalar(std::string& out, const std::string& text) {
+    out += std::to_string(text.size());
+    out += '"';
+    out += text;
+}
+
 void canonical_text(const YAML::Node& node, std::string& out, std::size_t depth, std::size_t& budget) {
     if (depth > kMaxSettingDepth || budget == 0) {
         out += "\u2026";
@@ -1315,7 +1323,7 @@ void canonical_text(const YAML::Node& node, std::string& out, std::size_t depth,
             members.emplace(kv.first.IsScalar() ? kv.first.Scalar() : YAML::Dump(kv.first), kv.second);
         out += '{';
         for (const auto& [key, value] : members) {
-            out += nlohmann::json(key).dump();
+            append_scalar(out, key);
             out += ':';
             canonical_text(value, out, depth + 1, budget);
             out += ',';
@@ -1331,7 +1339,7 @@ void canonical_text(const YAML::Node& node, std::string& out, std::size_t depth,
         }
         out += ']';
         return;
-    case YAML::NodeType::Scalar: out += nlohmann::json(node.Scalar()).dump(); return;
+    case YAML::NodeType::Scalar: append_scalar(out, node.Scalar()); return;
     default: out += "null"; return;
     }
 }
@@ -1445,24 +1453,59 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     return cfg;
 }
 
+// The line (from 1) where a second YAML document with something in it
+// starts, if one does: YAML::Load reads the first and leaves the rest
+// unread, and yaml-cpp's LoadAll can loop for ever on a malformed later one,
+// so the markers are found in the text. A marker is "---" or "..." at the
+// start of a line, alone or before a space; inside a block scalar a line is
+// indented, so "-----BEGIN PUBLIC KEY-----" there is none. A "---" before
+// any content starts the first document, and markers with nothing but
+// comments after them end it.
+std::optional<std::size_t> second_document_line(std::string_view yaml) {
+    const auto marker = [](std::string_view line) {
+        for (const std::string_view m : {"---", "..."})
+            if (line.starts_with(m) && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r'))
+                return true;
+        return false;
+    };
+    const auto content = [](std::string_view line) {
+        const auto first = line.find_first_not_of(" \t\r");
+        return first != std::string_view::npos && line[first] != '#' && !(first == 0 && line[0] == '%');
+    };
+    bool seen_content = false;
+    std::optional<std::size_t> ended_at;
+    std::size_t number = 0;
+    for (std::size_t start = 0; start <= yaml.size();) {
+        const std::size_t end = std::min(yaml.find('\n', start), yaml.size());
+        const std::string_view line = yaml.substr(start, end - start);
+        ++number;
+        if (marker(line)) {
+            // "--- value" puts content on the marker's own line.
+            const std::string_view rest = line.substr(3);
+            if (seen_content && !ended_at) ended_at = number;
+            if (content(rest) && ended_at) return number;
+            if (content(rest)) seen_content = true;
+        } else if (content(line)) {
+            if (ended_at) return number;
+            seen_content = true;
+        }
+        start = end + 1;
+    }
+    return std::nullopt;
+}
+
 ConfigReading parse(std::string_view yaml, const std::string& source, const std::filesystem::path& base_dir) {
     ConfigReading reading;
     YamlReader reader(source, base_dir);
     YAML::Node root;
+    if (const auto line = second_document_line(yaml)) {
+        reading.problems.push_back({{source, static_cast<int>(*line), 1},
+                                    "a second YAML document starts here; the configuration is one document (remove "
+                                    "the '---' or '...' before it, or move it to a file of its own)"});
+        return reading;
+    }
     try {
-        // Every document is parsed, so a second one is seen (and its syntax
-        // checked) rather than silently left unread.
-        // Empty ones (a '---' at the end, as some generators write) hold nothing.
-        std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml));
-        std::erase_if(documents, [](const YAML::Node& document) { return document.IsNull(); });
-        if (documents.size() > 1) {
-            const auto mark = documents[1].Mark();
-            reading.problems.push_back({{source, mark.line + 1, mark.column + 1},
-                                        "a second YAML document starts here; the configuration is one document "
-                                        "(remove the '---' or '...' before it, or move it to a file of its own)"});
-            return reading;
-        }
-        if (!documents.empty()) root = documents.front();
+        root = YAML::Load(std::string(yaml));
     } catch (const YAML::ParserException& e) {
         reading.problems.push_back({{source, e.mark.line + 1, e.mark.column + 1}, e.msg});
         return reading;

@@ -123,6 +123,9 @@ TEST_CASE("an empty YAML document after the configuration is no second one", "[c
     TempDir dir;
     CHECK(error_of(dir, "server:\n  name: x\n---\n") == "");
     CHECK(error_of(dir, "---\nserver:\n  name: x\n...\n") == "");
+    CHECK(error_of(dir, "# a comment\n---\nserver:\n  name: x\n--- # the end\n# nothing more\n") == "");
+    // A PEM key in a block scalar holds dashes, and is no marker.
+    CHECK(error_of(dir, "server:\n  instructions: |\n    -----BEGIN-----\n    ---\n") == "");
 }
 
 TEST_CASE("an empty config file means every default", "[config]") {
@@ -205,6 +208,7 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
          "      g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
          ":", "domains.echo.settings holds more than 100000 values once its aliases are followed"},
         {"server:\n  name: x\n---\nplugins: [a.so]\n", ":4:1: ", "a second YAML document starts here"},
+        {"server:\n  name: x\n...\n--- {plugins: [a.so]}\n", ":4:1: ", "a second YAML document starts here"},
         // YAML syntax errors come from the parser, with its position.
         {"server: {name: x\n", ":2:1: ", "end of map flow not found"},
         {"plugins:\n  - a.so\n - b.so\n", ":3:2: ", "end of map not found"},
