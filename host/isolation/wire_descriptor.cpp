@@ -58,14 +58,13 @@ private:
 
 // Each table is read as the host reads one: its count within bounds, its
 // pointers only when it has entries, every entry through read_abi_struct.
-template <class T>
-std::vector<T> read_table(const T* const* table, std::uint32_t count, std::size_t minimum, const char* what) {
+template <class T> std::vector<T> read_table(const T* const* table, std::uint32_t count, const char* what) {
     if (count > 10000) throw std::runtime_error(std::string("descriptor declares more than 10000 ") + what + "s");
     std::vector<T> out;
     if (count == 0 || !table) return out;
     for (std::uint32_t i = 0; i < count; ++i) {
         std::string why;
-        auto entry = read_abi_struct<T>(table[i], minimum, why);
+        auto entry = read_abi_struct<T>(table[i], why);
         if (!entry) throw std::runtime_error(std::string(what) + " #" + std::to_string(i) + ": " + why);
         out.push_back(*entry);
     }
@@ -126,19 +125,17 @@ int32_t critical_items_trampoline(void* plugin_state, gh_str owner, gh_sink* out
 
 PluginTables read_plugin_tables(const gh_plugin_desc* raw) {
     std::string why;
-    auto desc = read_abi_struct<gh_plugin_desc>(raw, GH_PLUGIN_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_plugin_desc>(raw, why);
     if (!desc) throw std::runtime_error("descriptor: " + why);
     PluginTables t;
     t.desc = *desc;
-    t.tools = read_table(desc->tools, desc->tool_count, GH_TOOL_DESC_SIZE_V1, "tool");
-    t.resources = read_table(desc->resources, desc->resource_count, GH_RESOURCE_DESC_SIZE_V1, "resource");
-    t.templates = read_table(desc->resource_templates, desc->resource_template_count, GH_RESOURCE_TEMPLATE_DESC_SIZE_V1,
-                             "resource template");
-    t.prompts = read_table(desc->prompts, desc->prompt_count, GH_PROMPT_DESC_SIZE_V1, "prompt");
-    t.pages = read_table(desc->pages, desc->page_count, GH_PAGE_DESC_SIZE_V1, "page");
+    t.tools = read_table(desc->tools, desc->tool_count, "tool");
+    t.resources = read_table(desc->resources, desc->resource_count, "resource");
+    t.templates = read_table(desc->resource_templates, desc->resource_template_count, "resource template");
+    t.prompts = read_table(desc->prompts, desc->prompt_count, "prompt");
+    t.pages = read_table(desc->pages, desc->page_count, "page");
     // The host allows at most 64 commands; more is refused there, by count.
-    t.commands = read_table(desc->commands, desc->command_count > 64 ? 0 : desc->command_count, GH_COMMAND_DESC_SIZE_V1,
-                            "command");
+    t.commands = read_table(desc->commands, desc->command_count > 64 ? 0 : desc->command_count, "command");
     return t;
 }
 

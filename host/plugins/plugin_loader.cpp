@@ -132,7 +132,7 @@ void annotate_for_risk(nlohmann::json& annotations, Risk risk, const std::string
 std::unique_ptr<Tool> read_tool(const gh_tool_desc* raw, std::size_t index, const std::string& prefix,
                                 bool sessions = false) {
     std::string why;
-    auto desc = read_abi_struct<gh_tool_desc>(raw, GH_TOOL_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_tool_desc>(raw, why);
     if (!desc) throw Refused("tool #" + std::to_string(index) + ": " + why);
     auto tool = std::make_unique<Tool>();
     tool->plugin_name = abi_copy(desc->name);
@@ -274,7 +274,7 @@ void describe(nlohmann::json& listing, const std::string& what, gh_str name, gh_
 
 std::unique_ptr<Resource> read_resource(const gh_resource_desc* raw, std::size_t index) {
     std::string why;
-    auto desc = read_abi_struct<gh_resource_desc>(raw, GH_RESOURCE_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_resource_desc>(raw, why);
     if (!desc) throw Refused("resource #" + std::to_string(index) + ": " + why);
     auto resource = std::make_unique<Resource>();
     resource->uri = text_field(desc->uri, "the URI of resource #" + std::to_string(index));
@@ -299,7 +299,7 @@ std::unique_ptr<Resource> read_resource(const gh_resource_desc* raw, std::size_t
 
 std::unique_ptr<ResourceTemplate> read_resource_template(const gh_resource_template_desc* raw, std::size_t index) {
     std::string why;
-    auto desc = read_abi_struct<gh_resource_template_desc>(raw, GH_RESOURCE_TEMPLATE_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_resource_template_desc>(raw, why);
     if (!desc) throw Refused("resource template #" + std::to_string(index) + ": " + why);
     const std::string text =
         text_field(desc->uri_template, "the URI template of resource template #" + std::to_string(index));
@@ -359,7 +359,7 @@ std::vector<PromptArgument> read_prompt_arguments(gh_str text, const std::string
 
 std::unique_ptr<Prompt> read_prompt(const gh_prompt_desc* raw, std::size_t index, const std::string& prefix) {
     std::string why;
-    auto desc = read_abi_struct<gh_prompt_desc>(raw, GH_PROMPT_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_prompt_desc>(raw, why);
     if (!desc) throw Refused("prompt #" + std::to_string(index) + ": " + why);
     auto prompt = std::make_unique<Prompt>();
     prompt->plugin_name = abi_copy(desc->name);
@@ -393,7 +393,7 @@ bool valid_page_name(std::string_view name) {
 
 std::unique_ptr<Page> read_page(const gh_page_desc* raw, std::size_t index) {
     std::string why;
-    auto desc = read_abi_struct<gh_page_desc>(raw, GH_PAGE_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_page_desc>(raw, why);
     if (!desc) throw Refused("page #" + std::to_string(index) + ": " + why);
     auto page = std::make_unique<Page>();
     page->name = abi_copy(desc->name);
@@ -428,7 +428,7 @@ std::vector<Command> read_commands(const gh_plugin_desc& desc) {
     std::set<std::string> seen;
     for (uint32_t i = 0; i < desc.command_count; ++i) {
         std::string why;
-        auto raw = read_abi_struct<gh_command_desc>(desc.commands[i], GH_COMMAND_DESC_SIZE_V1, why);
+        auto raw = read_abi_struct<gh_command_desc>(desc.commands[i], why);
         if (!raw) throw Refused("command #" + std::to_string(i) + ": " + why);
         Command command;
         command.name = abi_copy(raw->name);
@@ -540,7 +540,7 @@ Candidate open_plugin(const std::filesystem::path& path, const config::PluginEnt
                       "." + std::to_string(raw_abi & 0xffff) + ", this host speaks ABI " +
                       std::to_string(GH_ABI_VERSION_MAJOR) + "." + std::to_string(GH_ABI_VERSION_MINOR));
     std::string why;
-    auto desc = read_abi_struct<gh_plugin_desc>(raw, GH_PLUGIN_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_plugin_desc>(raw, why);
     if (!desc) throw Refused("descriptor: " + why);
     if (desc->flags & ~GH_PLUGIN_KNOWN_FLAGS)
         throw Refused("descriptor sets unknown flag bits " + hex(desc->flags & ~GH_PLUGIN_KNOWN_FLAGS) +

@@ -82,7 +82,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     desc.call = (switches & 0x1) ? nullptr : &no_call;
 
     // The struct as the plugin hands it over: exactly struct_size bytes.
-    const std::size_t struct_size = size_pick % (sizeof(gh_tool_desc) + 48);
+    // Mostly a published size (the host refuses any other at once), else any.
+    const std::size_t struct_size = size_pick % 4 == 0   ? GH_TOOL_DESC_SIZE_V1
+                                    : size_pick % 4 == 1 ? GH_TOOL_DESC_SIZE_V2
+                                                         : (size_pick / 4) % (sizeof(gh_tool_desc) + 48);
     std::vector<unsigned char> raw(std::max<std::size_t>(struct_size, sizeof(std::uint32_t)), 0);
     std::memcpy(raw.data(), &desc, std::min(struct_size, sizeof desc));
     if (struct_size > sizeof desc && (switches & 0x2)) raw[struct_size - 1] = 1;
@@ -90,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::memcpy(raw.data(), &declared, sizeof declared);
 
     std::string why;
-    (void)plugins::read_abi_struct<gh_plugin_desc>(raw.data(), GH_PLUGIN_DESC_SIZE_V1, why);
+    (void)plugins::read_abi_struct<gh_plugin_desc>(raw.data(), why);
 
     const std::string prefix = (switches & 0x4) ? "fuzz_" : "";
     try {

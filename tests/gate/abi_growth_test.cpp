@@ -20,7 +20,7 @@ TEST_CASE("a V1 plugin descriptor reads with no critical_items", "[abi]") {
     std::memcpy(v1.data(), &size, 4);
     std::memcpy(v1.data() + 4, &abi, 4);
     std::string why;
-    auto desc = read_abi_struct<gh_plugin_desc>(v1.data(), GH_PLUGIN_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_plugin_desc>(v1.data(), why);
     REQUIRE(desc);
     CHECK(desc->critical_items == nullptr);
     CHECK(GH_PLUGIN_DESC_SIZE_V2 > GH_PLUGIN_DESC_SIZE_V1);
@@ -114,7 +114,7 @@ TEST_CASE("a V2 (ABI 1.1) descriptor reads with no resources, templates or promp
     std::memcpy(v2.data(), &size, 4);
     std::memcpy(v2.data() + 4, &abi, 4);
     std::string why;
-    auto desc = read_abi_struct<gh_plugin_desc>(v2.data(), GH_PLUGIN_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_plugin_desc>(v2.data(), why);
     REQUIRE(desc);
     CHECK(desc->resource_count == 0);
     CHECK(desc->resource_template_count == 0);
@@ -131,7 +131,7 @@ TEST_CASE("a V3 (ABI 1.2) descriptor reads with no pages", "[abi]") {
     std::memcpy(v3.data(), &size, 4);
     std::memcpy(v3.data() + 4, &abi, 4);
     std::string why;
-    auto desc = read_abi_struct<gh_plugin_desc>(v3.data(), GH_PLUGIN_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_plugin_desc>(v3.data(), why);
     REQUIRE(desc);
     CHECK(desc->page_count == 0);
     CHECK(desc->pages == nullptr);
@@ -218,7 +218,7 @@ TEST_CASE("a 1.5 plugin descriptor (V4) reads with no command-line verbs", "[abi
     std::memcpy(v4.data(), &size, 4);
     std::memcpy(v4.data() + 4, &abi, 4);
     std::string why;
-    auto desc = read_abi_struct<gh_plugin_desc>(v4.data(), GH_PLUGIN_DESC_SIZE_V1, why);
+    auto desc = read_abi_struct<gh_plugin_desc>(v4.data(), why);
     REQUIRE(desc);
     CHECK(desc->command_count == 0);
     CHECK(desc->reserved3 == 0);

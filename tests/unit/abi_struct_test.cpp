@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstring>
 
@@ -27,10 +28,14 @@ struct Newer {
 
 } // namespace
 
+template <> struct gatehouse::plugins::PublishedSizes<Versioned> {
+    static constexpr std::array sizes{kV1, sizeof(Versioned)};
+};
+
 TEST_CASE("read_abi_struct copies a struct of exactly the known size", "[abi]") {
     Versioned in{sizeof(Versioned), 7, 8, 9};
     std::string why;
-    auto out = read_abi_struct<Versioned>(&in, kMinimum, why);
+    auto out = read_abi_struct<Versioned>(&in, why);
     REQUIRE(out);
     CHECK(out->first == 7);
     CHECK(out->second == 8);
@@ -45,7 +50,7 @@ TEST_CASE("read_abi_struct zero-fills the fields an older (smaller) struct lacks
     Versioned v1{static_cast<std::uint32_t>(kV1), 1, 2, 0};
     std::memcpy(buffer, &v1, kV1);
     std::string why;
-    auto out = read_abi_struct<Versioned>(buffer, kMinimum, why);
+    auto out = read_abi_struct<Versioned>(buffer, why);
     REQUIRE(out);
     CHECK(out->struct_size == kV1);
     CHECK(out->first == 1);
@@ -58,7 +63,7 @@ TEST_CASE("read_abi_struct accepts a larger struct whose unknown tail is zero", 
     in.known = {sizeof(Newer), 3, 4, 5};
     in.unknown = 0;
     std::string why;
-    auto out = read_abi_struct<Versioned>(&in, kMinimum, why);
+    auto out = read_abi_struct<Versioned>(&in, why);
     REQUIRE(out);
     CHECK(out->first == 3);
     CHECK(out->third == 5);
@@ -69,7 +74,7 @@ TEST_CASE("read_abi_struct refuses a larger struct that sets fields this host do
     in.known = {sizeof(Newer), 3, 4, 5};
     in.unknown = std::uint64_t{1} << 40; // a single non-zero byte deep in the tail
     std::string why;
-    CHECK_FALSE(read_abi_struct<Versioned>(&in, kMinimum, why));
+    CHECK_FALSE(read_abi_struct<Versioned>(&in, why));
     CHECK_THAT(why, Catch::Contains("struct_size " + std::to_string(sizeof(Newer))));
     CHECK_THAT(why, Catch::Contains("does not know"));
 }
@@ -77,10 +82,17 @@ TEST_CASE("read_abi_struct refuses a larger struct that sets fields this host do
 TEST_CASE("read_abi_struct refuses a struct below the smallest published size", "[abi]") {
     Versioned in{static_cast<std::uint32_t>(kMinimum - 1), 1, 2, 3};
     std::string why;
-    CHECK_FALSE(read_abi_struct<Versioned>(&in, kMinimum, why));
+    CHECK_FALSE(read_abi_struct<Versioned>(&in, why));
     CHECK_THAT(why, Catch::Contains("smaller than the smallest published size " + std::to_string(kMinimum)));
 
     std::string null_why;
-    CHECK_FALSE(read_abi_struct<Versioned>(nullptr, kMinimum, null_why));
+    CHECK_FALSE(read_abi_struct<Versioned>(nullptr, null_why));
     CHECK_THAT(null_why, Catch::Contains("null"));
+}
+
+TEST_CASE("read_abi_struct refuses a size between published ones: it would end inside a field", "[abi]") {
+    Versioned in{static_cast<std::uint32_t>(kV1 + 4), 1, 2, 3};
+    std::string why;
+    CHECK_FALSE(read_abi_struct<Versioned>(&in, why));
+    CHECK_THAT(why, Catch::Contains("struct_size 20 is none of the published sizes (16, 24)"));
 }

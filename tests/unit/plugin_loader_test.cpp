@@ -68,6 +68,7 @@ TEST_CASE("each broken plugin is refused with its path and reason while the good
         {"broken_asks_before_no_task.so", {"tool 'askfirst_ping' sets GH_TOOL_ASKS_BEFORE_TASK", "no task_support"}},
         {"broken_wide_tail_nonzero.so", {"descriptor", "struct_size", "does not know"}},
         {"broken_narrow_struct.so", {"descriptor", "smaller than the smallest published size"}},
+        {"broken_between_sizes.so", {"descriptor", "is none of the published sizes", "it would end inside a field"}},
         {"broken_malformed_schema_json.so", {"malformed descriptor JSON", "inputSchema", "badjson_ping"}},
         {"broken_null_schema_length.so", {"malformed descriptor JSON", "inputSchema", "nullschema_ping"}},
         {"broken_non_utf8_text.so", {"the description of tool 'nonutf8_ping' is not UTF-8 (byte 5)"}},
