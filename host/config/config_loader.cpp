@@ -1298,10 +1298,6 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
         r.fail(node, "auth.mode api_keys needs at least one entry in auth.api_keys");
 }
 
-// A node as text that depends only on what it says: maps with their keys in
-// order, scalars as their text, neither style nor comments. Past the bounds
-// (an alias that holds itself) the rest reads as "…": such a file never
-// loads anyway.
 // A scalar by its length and bytes: unambiguous whatever it holds (bytes
 // that are no UTF-8 included), and nothing to throw.
 void append_scalar(std::string& out, const std::string& text) {
@@ -1310,6 +1306,10 @@ void append_scalar(std::string& out, const std::string& text) {
     out += text;
 }
 
+// A node as text that depends only on what it says: maps with their keys in
+// order, scalars as their text, neither style nor comments. Past the bounds
+// (an alias that holds itself) the rest reads as "…": such a file never
+// loads anyway.
 void canonical_text(const YAML::Node& node, std::string& out, std::size_t depth, std::size_t& budget) {
     if (depth > kMaxSettingDepth || budget == 0) {
         out += "\u2026";
@@ -1472,21 +1472,17 @@ std::optional<std::size_t> second_document_line(std::string_view yaml) {
         const auto first = line.find_first_not_of(" \t\r");
         return first != std::string_view::npos && line[first] != '#' && !(first == 0 && line[0] == '%');
     };
-    bool seen_content = false;
-    std::optional<std::size_t> ended_at;
+    bool seen_content = false, first_ended = false;
     std::size_t number = 0;
     for (std::size_t start = 0; start <= yaml.size();) {
         const std::size_t end = std::min(yaml.find('\n', start), yaml.size());
         const std::string_view line = yaml.substr(start, end - start);
         ++number;
-        if (marker(line)) {
-            // "--- value" puts content on the marker's own line.
-            const std::string_view rest = line.substr(3);
-            if (seen_content && !ended_at) ended_at = number;
-            if (content(rest) && ended_at) return number;
-            if (content(rest)) seen_content = true;
-        } else if (content(line)) {
-            if (ended_at) return number;
+        // "--- value" puts content on the marker's own line.
+        const bool is_marker = marker(line);
+        if (is_marker && seen_content) first_ended = true;
+        if (content(is_marker ? line.substr(3) : line)) {
+            if (first_ended) return number;
             seen_content = true;
         }
         start = end + 1;
