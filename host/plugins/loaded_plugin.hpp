@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -76,6 +77,16 @@ public:
     template <class Fn> int32_t run(Fn&& fn) {
         if (reentrant()) return fn(state_);
         std::lock_guard lock(serial_);
+        const SerialHolder holder(serial_holder_);
+        return fn(state_);
+    }
+    // run(), waiting for the family's lock at most `wait`: nothing when the
+    // lock was not free by then. For what no cancellation ends and that
+    // should not wait out a stuck call (a page a person opened).
+    template <class Fn> std::optional<int32_t> run_within(std::chrono::milliseconds wait, Fn&& fn) {
+        if (reentrant()) return fn(state_);
+        std::unique_lock lock(serial_, std::defer_lock);
+        if (!lock.try_lock_for(wait)) return std::nullopt;
         const SerialHolder holder(serial_holder_);
         return fn(state_);
     }

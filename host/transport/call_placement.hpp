@@ -94,4 +94,14 @@ inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_
 inline constexpr CallSite kSharedSessionWork = CallSite::shared_session_workers;
 inline constexpr unsigned kSharedSessionWorkers = 8;
 
+// HTTP, a family's page (its show or act, ABI 1.3): on a worker of the pool,
+// never on an I/O thread. A page of a family that is not reentrant waits for
+// the family's lock, behind whatever call holds it, and its state functions
+// are round trips to Redis when state is shared: on a loop either would hold
+// every connection of it, /health included. Anyone holding a link may ask,
+// so a page also takes a place among its family's calls
+// (max_in_flight_per_plugin) and waits for the lock a bounded time
+// (page_route.cpp), answering 503 past either.
+inline constexpr CallSite kPageWork = CallSite::pool;
+
 } // namespace gatehouse::transport

@@ -716,15 +716,9 @@ void HttpConnection::on_request(Request request) {
     // A page checks its own Origin (its form posts from itself, wherever the
     // host is reached), so allowed_origins, which is about MCP callers, does
     // not apply.
-    const auto pages = is_page_path(path) ? service_.registry.current() : nullptr; // kept while the page runs
+    auto pages = is_page_path(path) ? service_.registry.current() : nullptr; // kept while the page runs
     if (pages && pages->offers_pages()) {
-        const auto field = [&request](http::field name) {
-            return header_value(request, name).value_or(std::string_view());
-        };
-        respond_page(serve_page(service_.server.host(), *pages, *service_.page_form_tokens,
-                                {std::string_view(request.method_string().data(), request.method_string().size()), path,
-                                 field(http::field::host), field(http::field::origin), field(http::field::cookie),
-                                 field(http::field::content_type), request.body()}));
+        serve_page_away(std::move(request), std::move(pages), path.size());
         return;
     }
     if (const auto origin = header_value(request, http::field::origin)) {
@@ -1095,6 +1089,36 @@ void HttpConnection::away_from_loop(std::function<std::function<void()>()> work)
             };
         self->resume_on_loop(std::move(then));
     });
+}
+
+void HttpConnection::serve_page_away(Request request, std::shared_ptr<const plugins::ToolRegistry> pages,
+                                     std::size_t path_size) {
+    leave_loop();
+    service_.run_page_work(
+        [self = shared_from_this(), request = std::move(request), pages = std::move(pages), path_size] {
+            const auto field = [&request](http::field name) {
+                return header_value(request, name).value_or(std::string_view());
+            };
+            // serve_page answers a family's failure with a page of its own; what
+            // else throws (memory) is answered here, so the connection resumes.
+            std::shared_ptr<PageResponse> page;
+            try {
+                page = std::make_shared<PageResponse>(
+                    serve_page(self->service_.server.host(), *pages, *self->service_.page_form_tokens,
+                               {std::string_view(request.method_string().data(), request.method_string().size()),
+                                std::string_view(request.target().data(), path_size), field(http::field::host),
+                                field(http::field::origin), field(http::field::cookie),
+                                field(http::field::content_type), request.body()}));
+            } catch (const std::exception& e) {
+                spdlog::error("http: a page failed: {}", e.what());
+            }
+            self->resume_on_loop([self, page] {
+                if (page)
+                    self->respond_page(*page);
+                else
+                    self->respond_status(500, "The server could not show this page; try again later.");
+            });
+        });
 }
 
 void HttpConnection::here_or_away(bool away, std::function<std::function<void()>()> work) {

@@ -99,6 +99,9 @@ private:
     void open_session_stream(const Request& request, LegacyLookup lookup);
     void on_delete(const Request& request);
     void away_from_loop(std::function<std::function<void()>()> work);
+    // A family's page, shown or acted on away from the loop (kPageWork), the
+    // answer written back on it.
+    void serve_page_away(Request request, std::shared_ptr<const plugins::ToolRegistry> pages, std::size_t path_size);
     // away_from_loop when `away`, else the work and what follows it here, now.
     void here_or_away(bool away, std::function<std::function<void()>()> work);
     // The two ends of a hop off the loop: until resumed, the connection

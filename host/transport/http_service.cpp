@@ -95,6 +95,11 @@ void HttpService::run_shared_session_work(std::function<void()> work) {
     shared_session_workers->submit(std::move(work));
 }
 
+void HttpService::run_page_work(std::function<void()> work) {
+    static_assert(kPageWork == CallSite::pool, "a page has one place");
+    server.pool().submit(std::move(work));
+}
+
 void HttpService::release_stream(const std::string& principal) {
     std::lock_guard lock(streams_mutex_);
     auto it = streams_by_principal_.find(principal);

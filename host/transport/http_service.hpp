@@ -72,6 +72,10 @@ struct HttpService {
     // never on an I/O thread. Only while legacy_sessions.shared().
     void run_shared_session_work(std::function<void()> work);
 
+    // Runs a family's page (show or act) where kPageWork decides
+    // (call_placement.hpp): never on an I/O thread.
+    void run_page_work(std::function<void()> work);
+
     // Why requests cannot be served now (the state backend or the bus
     // does not answer), or nothing: GET /ready.
     std::optional<std::string> readiness();

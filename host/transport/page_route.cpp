@@ -52,6 +52,22 @@ std::string escape_html(std::string_view text) {
     return out;
 }
 
+// Between a form token's random part and the choices its page offered.
+constexpr char kOfferedSeparator = '\n';
+
+bool was_offered(std::string_view sealed, std::string_view action) {
+    const auto separator = sealed.find(kOfferedSeparator);
+    if (separator == std::string_view::npos) return false;
+    std::string_view offered = sealed.substr(separator + 1);
+    while (!offered.empty()) {
+        const auto comma = offered.find(',');
+        if (offered.substr(0, comma) == action) return true;
+        if (comma == std::string_view::npos) break;
+        offered.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
 const std::string kSecurityHeaders = "Cache-Control: no-store\r\n"
                                      "Pragma: no-cache\r\n"
                                      "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'; "
@@ -167,25 +183,55 @@ mrtr::StateBinding form_binding(std::string_view path) {
     return {"page", "pages/form", std::string(path), ""};
 }
 
+// How long a page waits for its family's lock (a family that is not
+// reentrant, busy with a call) before it answers 503: a person can reload,
+// and a worker is not held for as long as a stuck call lasts.
+constexpr auto kPageLockWait = std::chrono::seconds(5);
+
+// A member of what a family answered that is text, or `otherwise`: a
+// value of another type reads as absent, never as a failure of the page.
+std::string text_member(const Json& object, const char* name, std::string otherwise = {}) {
+    const auto it = object.find(name);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::move(otherwise);
+}
+
 struct Answer {
     int32_t status;
     std::string bytes;
+    bool busy = false; // never ran: no place among its family's calls, or its lock not free in time
 };
 
 Answer call_page(const plugins::HostServices* host, const plugins::Page& page, gh_page_fn fn, std::string_view token,
                  std::string_view action) {
+    // A place among the family's calls (max_in_flight_per_plugin), as a
+    // call takes: links are the only credential, so pages opened by the
+    // thousand hold no more of the family than its calls may.
+    if (!page.plugin->try_enter()) return {GH_STATUS_INTERNAL, {}, true};
+    struct Place {
+        plugins::LoadedPlugin& plugin;
+        ~Place() { plugin.leave(); }
+    } place{*page.plugin};
     PageEnvironment environment(page);
     gh_call call{&environment, page.family, {}};
     call.host = host;
     gh_sink out;
-    const int32_t status = page.plugin->run([&](void* state) {
+    const auto status = page.plugin->run_within(kPageLockWait, [&](void* state) {
         return fn(state, page.data, &call, gh_str{token.data(), token.size()}, gh_str{action.data(), action.size()},
                   &out);
     });
-    return {status, std::move(out.bytes)};
+    if (!status) return {GH_STATUS_INTERNAL, {}, true};
+    return {*status, std::move(out.bytes)};
+}
+
+PageResponse busy_page() {
+    auto response =
+        message_page(503, "Busy", "This service is busy right now; reload the page in a moment to try again.");
+    response.headers += "Retry-After: 1\r\n";
+    return response;
 }
 
 PageResponse failed(const plugins::Page& page, const Answer& answer) {
+    if (answer.busy) return busy_page();
     if (answer.status == GH_STATUS_NOT_FOUND)
         return message_page(404, "Not found", "This link is unknown or no longer valid.");
     if (answer.status == GH_STATUS_TOOL_ERROR || answer.status == GH_STATUS_INVALID_ARGS)
@@ -217,22 +263,29 @@ PageResponse show(const plugins::HostServices* host, const plugins::Page& page,
     main += "<dl>";
     for (const auto& field : shown.value("fields", Json::array())) {
         if (!field.is_object()) continue;
-        main += "<dt>" + escape_html(field.value("label", std::string())) + "</dt><dd>" +
-                escape_html(field.value("value", std::string())) + "</dd>";
+        main += "<dt>" + escape_html(text_member(field, "label")) + "</dt><dd>" +
+                escape_html(text_member(field, "value")) + "</dd>";
     }
     main += "</dl>";
     std::string headers = kSecurityHeaders;
     const auto actions = shown.value("actions", Json::array());
     if (actions.is_array() && !actions.empty()) {
-        const std::string csrf = form_tokens.seal(form_binding(path), session::random_token(16));
-        main += "<form method=\"post\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf + "\">";
+        std::string buttons;
+        std::string offered; // the ids, each followed by a comma
         for (const auto& action : actions) {
-            const std::string id = action.is_object() ? action.value("id", std::string()) : std::string();
+            const std::string id = action.is_object() ? text_member(action, "id") : std::string();
             if (!valid_action_id(id)) continue;
-            main += "<button type=\"submit\" name=\"action\" value=\"" + id + "\" id=\"action-" + id + "\">" +
-                    escape_html(action.value("label", id)) + "</button>";
+            buttons += "<button type=\"submit\" name=\"action\" value=\"" + id + "\" id=\"action-" + id + "\">" +
+                       escape_html(text_member(action, "label", id)) + "</button>";
+            offered += id + ',';
         }
-        main += "</form>";
+        // The token carries the choices this page offered, so a form posted
+        // with another (one the family did not offer now) is refused before
+        // act() runs.
+        const std::string csrf =
+            form_tokens.seal(form_binding(path), session::random_token(16) + kOfferedSeparator + offered);
+        main +=
+            "<form method=\"post\"><input type=\"hidden\" name=\"csrf\" value=\"" + csrf + "\">" + buttons + "</form>";
         headers += "Set-Cookie: " + std::string(kCsrfCookie) + "=" + csrf + "; Path=" + std::string(path) +
                    "; HttpOnly; SameSite=Strict\r\n";
     }
@@ -249,13 +302,18 @@ PageResponse act(const plugins::HostServices* host, const plugins::Page& page,
     if (request.content_type.rfind("application/x-www-form-urlencoded", 0) != 0)
         return message_page(415, "Refused", "Send the page's own form.");
     const std::string csrf = form_field(request.body, "csrf");
-    if (!same_secret(csrf, cookie_value(request.cookie, kCsrfCookie)) ||
-        !form_tokens.open(csrf, form_binding(request.path)))
+    const auto sealed = same_secret(csrf, cookie_value(request.cookie, kCsrfCookie))
+                            ? form_tokens.open(csrf, form_binding(request.path))
+                            : std::nullopt;
+    if (!sealed)
         return message_page(403, "Refused",
                             "This form has expired or was not sent from this page; open the link "
                             "again and choose once more.");
     const std::string action = form_field(request.body, "action");
     if (!valid_action_id(action)) return message_page(400, "Refused", "The form named no action.");
+    if (!was_offered(*sealed, action))
+        return message_page(400, "Refused",
+                            "This page did not offer that choice; open the link again and choose once more.");
     const Answer answer = call_page(host, page, page.act, token, action);
     if (answer.status != GH_STATUS_OK) return failed(page, answer);
     Json done;
@@ -263,10 +321,14 @@ PageResponse act(const plugins::HostServices* host, const plugins::Page& page,
         done = Json::parse(answer.bytes);
         if (!done.is_object()) throw std::invalid_argument("not an object");
     } catch (const std::exception& e) {
+        // act() has run: the choice may well be recorded, so the person is
+        // not told it was not.
         spdlog::error("page '{}' of family '{}' answered a malformed result: {}", page.name, page.family, e.what());
-        return message_page(500, "Something went wrong", "The server could not record your choice.");
+        return message_page(500, "Something went wrong",
+                            "Your choice was sent, but the server could not confirm it; open the link again to "
+                            "see where things stand.");
     }
-    const std::string message = done.value("message", std::string("Done."));
+    const std::string message = text_member(done, "message", "Done.");
     // The cookie has served its one form.
     const std::string expire_cookie = "Set-Cookie: " + std::string(kCsrfCookie) +
                                       "=; Path=" + std::string(request.path) +

@@ -21,7 +21,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { HttpHost } from './lib/http_host.mjs';
+import { HttpHost, pageForm } from './lib/http_host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
 import { binaryPath, MODERN, writeConfig } from './lib/host.mjs';
 import { sha256Hex } from './lib/authorization_server.mjs';
@@ -439,15 +439,6 @@ test('money sessions ask the person through elicitation: created only on an expl
   }
 });
 
-// The page's own form token, as a browser would send it back.
-async function formOf(url) {
-  const shown = await fetch(url);
-  assert.equal(shown.status, 200);
-  const cookie = shown.headers.get('set-cookie').split(';')[0];
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await shown.text())[1];
-  return { cookie, csrf };
-}
-
 test('with auth on, pages need no bearer token: their unguessable link is the credential', async () => {
   const key = randomBytes(24).toString('base64url');
   const { host, call, stop } = await startHost({
@@ -470,7 +461,7 @@ test('with auth on, pages need no bearer token: their unguessable link is the cr
     assert.equal((await fetch(pages + 'abc')).status, 404, 'a link too short to be unguessable');
 
     // The form token of one page does not fit another's form.
-    const { cookie, csrf } = await formOf(first.confirmation_url);
+    const { cookie, csrf } = await pageForm(first.confirmation_url);
     const elsewhere = await fetch(second.confirmation_url, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookie },
@@ -491,7 +482,7 @@ test('with auth on, pages need no bearer token: their unguessable link is the cr
 // Shows the page and presses `action` as a browser would: the form's token
 // in the cookie and the field. Resolves with the response.
 async function press(url, action) {
-  const { cookie, csrf } = await formOf(url);
+  const { cookie, csrf } = await pageForm(url);
   return fetch(url, {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookie },
@@ -667,9 +658,10 @@ test('a session whose bot is no longer configured is neither approved nor exchan
     const shown = await (await fetch(url)).text();
     assert.match(shown, /no longer configured/);
     assert.doesNotMatch(shown, /action-approve/, 'the page offers no Approve');
+    // A form naming Approve anyway is refused by the host, before the family is asked.
     const refused = await press(url, 'approve');
-    assert.equal(refused.status, 409);
-    assert.match(await refused.text(), /no longer configured on this server, so it cannot be approved/);
+    assert.equal(refused.status, 400);
+    assert.match(await refused.text(), /did not offer that choice/);
     assert.deepEqual((await call('get_session_status', { session_id: pending.session_id })).structuredContent, {
       session_id: pending.session_id,
       state: 'pending',

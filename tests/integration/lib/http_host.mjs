@@ -229,3 +229,13 @@ export async function withHttpHost(options, body) {
     throw failure;
   }
 }
+
+// A family's page form as a browser holds it after GET: the form token's
+// cookie (name=value) and the same token from the form's field.
+export async function pageForm(url) {
+  const shown = await fetch(url);
+  if (shown.status !== 200) throw new Error(`GET ${url} answered ${shown.status}`);
+  const cookie = shown.headers.get('set-cookie').split(';')[0];
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await shown.text())[1];
+  return { cookie, csrf };
+}
