@@ -126,7 +126,13 @@ int sign(const std::map<std::string, std::string>& options) {
         const auto text = license::license_file_text(d);
         // Everything the gate will check about the form, checked before anyone relies on the file.
         license::parse_license_document(text);
-        std::cout << text;
+        // A license cut short by a full disk or a closed pipe would not
+        // parse where it ships: a write that failed is this command's failure.
+        std::cout << text << std::flush;
+        if (!std::cout) {
+            std::cerr << "gatehouse: license sign: the license could not be written to the standard output\n";
+            return 1;
+        }
         return 0;
     } catch (const license::LicenseFormatError& e) {
         std::cerr << "gatehouse: license sign: the license would not be valid: " << e.what() << "\n";

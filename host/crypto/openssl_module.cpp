@@ -244,7 +244,10 @@ public:
 
     std::string ed25519_sign(std::string_view private_key_pem, std::string_view message) const override {
         auto bio = memory_bio(private_key_pem);
-        auto key = owned(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+        // A passphrase callback that gives none: an encrypted key is refused
+        // here, never asked for on a terminal by OpenSSL's default one.
+        const auto no_passphrase = [](char*, int, int, void*) -> int { return 0; };
+        auto key = owned(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr));
         if (!key) throw std::invalid_argument("the signing key is not a readable, unencrypted PEM private key");
         if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_ED25519)
             throw std::invalid_argument("the signing key is not an Ed25519 key");

@@ -169,6 +169,21 @@ TEST_CASE("license sign writes a license that verifies, in the documented format
     CHECK_THAT(missing.err, Catch::Contains("needs --key-id"));
 }
 
+TEST_CASE("license sign fails when the license cannot be written whole", "[cli][license]") {
+    TempDir dir;
+    VendorKeyPair vendor;
+    const auto key = dir.write("vendor.pem", vendor.private_pem());
+    ::chmod(key.c_str(), 0600);
+    // Standard output on a full disk: a license cut short must not exit 0.
+    auto r = run_child("/bin/sh",
+                       {"-c", "exec \"$0\" \"$@\" > /dev/full", GATEHOUSE_BINARY, "license", "sign", "--key",
+                        key.string(), "--key-id", "acme-2026", "--licensee", "Corner Shop Ltd", "--families", "orders",
+                        "--expires", "2027-11-30T00:00:00Z"},
+                       "", {{"GATEHOUSE_LOG", ""}});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("license sign: the license could not be written to the standard output"));
+}
+
 TEST_CASE("plugins says which license file covers which family", "[cli][license]") {
     TempDir dir;
     VendorKeyPair acme, globex;

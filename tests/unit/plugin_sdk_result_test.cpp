@@ -61,3 +61,12 @@ TEST_CASE("text blocks, added blocks and structured content keep their order and
     CHECK(gh::Result::structured(structured).serialize() ==
           as_nlohmann_writes(Json::array({text_block(structured.dump())}), structured));
 }
+
+TEST_CASE("structured content with bytes that are not UTF-8 is written, its text with them replaced", "[plugin-sdk]") {
+    const Json structured = {{"name", "caf\xe9"}};
+    const std::string readable = structured.dump(-1, ' ', false, Json::error_handler_t::replace);
+    CHECK(readable == "{\"name\":\"caf\xEF\xBF\xBD\"}");
+    // Before, the readable text's dump threw: a tool's answer became a fault of the plugin.
+    gh::Result result = gh::Result::structured(structured);
+    CHECK(result.serialize() == as_nlohmann_writes(Json::array({text_block(readable)}), structured));
+}

@@ -278,7 +278,7 @@ public:
     // is the text, as the spec recommends for clients that ignore structure.
     static Result structured(Json structured_content, std::string readable = {}) {
         Result r;
-        if (readable.empty()) readable = structured_content.dump();
+        if (readable.empty()) readable = structured_content.dump(-1, ' ', false, Json::error_handler_t::replace);
         r.content_.emplace_back(std::move(readable));
         r.structured_ = std::move(structured_content);
         return r;
@@ -425,7 +425,7 @@ public:
     // Reports that the agent has now been shown these critical items.
     Json critical_read(const std::vector<std::string>& item_ids) const {
         if (!GH_HAS(api_, critical_read)) throw ToolError(no_session_services());
-        const std::string ids = Json(item_ids).dump();
+        const std::string ids = Json(item_ids).dump(-1, ' ', false, Json::error_handler_t::replace);
         return host_answer([&](gh_sink* out) { return api_->critical_read(raw_, view(ids), out); });
     }
 
@@ -936,6 +936,10 @@ struct PluginSpec {
     std::string version;
     std::string family;
     std::string rules;
+    // Whether the host may run this family's handlers on several threads at
+    // once (GH_PLUGIN_REENTRANT). True here, unlike the C ABI's default:
+    // handlers that share mutable data (in State, or globals) must guard it
+    // themselves, or set this false to have the host run one at a time.
     bool reentrant = true;
 };
 
@@ -1450,7 +1454,7 @@ private:
         return guarded(api, out, kNoAnswers, [&] {
             if (!instance) throw std::logic_error("critical items asked before init");
             const Json items = instance->plugin->critical_items_(*instance->state, Json::parse(view(owner)));
-            write(api, out, items.dump());
+            write(api, out, items.dump(-1, ' ', false, Json::error_handler_t::replace));
             return GH_STATUS_OK;
         });
     }
