@@ -9,6 +9,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
@@ -32,14 +33,35 @@ void fill_host_defaults(config::Config& cfg) {
     cfg.server.version = GATEHOUSE_VERSION;
 }
 
+namespace {
+
+// Text from outside the host as one line of the log: control bytes as '?'.
+std::string printable(std::string text) {
+    for (auto& c : text)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return text;
+}
+
+} // namespace
+
 void setup_logging(const std::string& configured_level, const std::string& format) {
     auto logger = spdlog::get("gatehouse");
     if (!logger) logger = spdlog::stderr_color_mt("gatehouse");
     metrics::set_log_format(*logger, format == "json" ? metrics::LogFormat::json : metrics::LogFormat::text);
     spdlog::set_default_logger(logger);
-    std::string level = configured_level;
-    if (const char* env = std::getenv("GATEHOUSE_LOG"); env && *env) level = env;
-    spdlog::set_level(spdlog::level::from_str(level));
+    spdlog::set_level(spdlog::level::from_str(configured_level));
+    // spdlog reads a name it does not know as "off": a typo here would
+    // silence every error, the one that stops the start included.
+    const char* env = std::getenv("GATEHOUSE_LOG");
+    if (!env || !*env) return;
+    std::string level = env;
+    for (auto& c : level)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (config::is_log_level(level))
+        spdlog::set_level(spdlog::level::from_str(level));
+    else
+        spdlog::warn("GATEHOUSE_LOG is '{}', not a log level ({}); logging at {}, as the configuration says",
+                     printable(level.substr(0, 32)), config::kLogLevelList, configured_level);
 }
 
 std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, plugins::LoadReport& report,

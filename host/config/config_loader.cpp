@@ -198,7 +198,7 @@ std::string fmt_number(double value) {
     return out.str();
 }
 
-const std::set<std::string> kLogLevels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+const std::set<std::string, std::less<>> kLogLevels{"trace", "debug", "info", "warn", "error", "critical", "off"};
 
 void read_server(const YamlReader& r, const YAML::Node& node, ServerIdentity& out) {
     r.expect_map(node, "server");
@@ -1410,8 +1410,7 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     section("gate", [&](const YAML::Node& n) { cfg.gate = r.boolean(n, "gate"); });
     section("log_level", [&](const YAML::Node& n) {
         cfg.log_level = r.string(n, "log_level");
-        if (!kLogLevels.count(cfg.log_level))
-            r.fail(n, "log_level must be one of trace, debug, info, warn, error, critical, off");
+        if (!is_log_level(cfg.log_level)) r.fail(n, std::string("log_level must be one of ") + kLogLevelList);
     });
     section("log_format", [&](const YAML::Node& n) {
         cfg.log_format = r.string(n, "log_format");
@@ -1535,6 +1534,10 @@ void apply_listen(HttpSettings& http, std::string_view text) {
         throw std::invalid_argument("needs a port between 0 and 65535 after the last ':', not '" + port + "'");
     http.listen_host = host.empty() ? "127.0.0.1" : host;
     http.listen_port = static_cast<std::uint16_t>(std::stoul(port));
+}
+
+bool is_log_level(std::string_view name) {
+    return kLogLevels.count(name) > 0;
 }
 
 std::filesystem::path default_data_dir() {

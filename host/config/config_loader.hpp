@@ -30,6 +30,11 @@ Config load_config_text(std::string_view yaml, const std::string& source_name, c
 // ":port"; throws std::invalid_argument saying what is wrong.
 void apply_listen(HttpSettings& http, std::string_view text);
 
+// The log levels log_level (and GATEHOUSE_LOG) may name, in one sentence.
+inline constexpr const char* kLogLevelList = "trace, debug, info, warn, error, critical, off";
+// Whether `name` is one of them.
+bool is_log_level(std::string_view name);
+
 // The default folder for families' files when the YAML names none.
 std::filesystem::path default_data_dir();
 

@@ -392,6 +392,39 @@ TEST_CASE("GATEHOUSE_LOG sets the level of the stderr log", "[cli]") {
     CHECK_THAT(quiet.err, !Catch::Contains("family 'echo' loaded"));
 }
 
+TEST_CASE("a FILE given to a verb that takes none is refused, not ignored", "[cli]") {
+    TempDir dir;
+    const auto file = config(dir, "plugins: [echo.so]\n");
+    // Before, `serve prod.yaml` served the embedded default configuration.
+    for (const char* verb : {"serve", "plugins", "docs"}) {
+        auto r = run_gatehouse({verb, file}, "");
+        INFO(verb << ": " << r.err);
+        CHECK(r.exit_code == 2);
+        CHECK_THAT(r.err, Catch::Contains(std::string(verb) + " takes no FILE ('" + file +
+                                          "'); did you mean --config " + file + "?"));
+        CHECK(r.out.empty());
+    }
+    auto two = run_gatehouse({"check-config", "--config", file, file}, "");
+    CHECK(two.exit_code == 2);
+    CHECK_THAT(two.err, Catch::Contains("check-config needs exactly one FILE"));
+}
+
+TEST_CASE("GATEHOUSE_LOG ignores case, and a value that is no level keeps the configured one, said so", "[cli]") {
+    TempDir dir;
+    const auto file = config(dir, "log_level: info\nplugins: [echo.so]\n");
+    // spdlog reads a name it does not know as "off": before, both ran silent.
+    auto upper = run_gatehouse({"serve", "--config", file}, kPing, {{"GATEHOUSE_LOG", "DEBUG"}});
+    auto typo = run_gatehouse({"serve", "--config", file}, kPing, {{"GATEHOUSE_LOG", "verbose\x1b"}});
+    for (const auto* r : {&upper, &typo}) {
+        CHECK(r->exit_code == 0);
+        CHECK(protocol_lines(*r).size() == 1);
+        CHECK_THAT(r->err, Catch::Contains("family 'echo' loaded"));
+    }
+    CHECK_THAT(upper.err, !Catch::Contains("not a log level"));
+    CHECK_THAT(typo.err, Catch::Contains("GATEHOUSE_LOG is 'verbose?', not a log level (trace, debug, info, warn, "
+                                         "error, critical, off); logging at info, as the configuration says"));
+}
+
 TEST_CASE("nothing but JSON-RPC reaches stdout during serve, even from a plugin that prints", "[cli]") {
     TempDir dir;
     const std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
