@@ -232,7 +232,7 @@ int serve_host(const Arguments& args) {
 // Every mistake in one run: the YAML's, then (when the YAML holds none) each
 // plugin that does not load as serve would load it, init included.
 int check_config(const Arguments& args) {
-    if (args.positional.size() != 1 && !args.config) {
+    if (args.positional.size() + (args.config ? 1 : 0) != 1) {
         std::cerr << "gatehouse: check-config needs exactly one FILE\n";
         return 2;
     }
@@ -422,6 +422,13 @@ int main(int argc, char** argv) {
                       << GH_ABI_VERSION_MINOR << ")\n";
             return 0;
         }
+        if (args->command == "serve" || args->command == "plugins" || args->command == "docs")
+            if (!args->positional.empty()) {
+                // `serve prod.yaml` would serve the embedded default without a word.
+                std::cerr << "gatehouse: " << args->command << " takes no FILE ('" << args->positional.front()
+                          << "'); did you mean --config " << args->positional.front() << "?\n";
+                return 2;
+            }
         if (args->command == "serve") return serve_host(*args);
         if (args->command == "check-config") return check_config(*args);
         if (args->command == "plugins") return list_plugins(*args);
