@@ -459,7 +459,12 @@ int Host::run(transport::StopSignal& stop) {
         return 0;
     }
     transport::StdioTransport stdio(*server_, *pool_, config_.limits.max_message_bytes);
-    return stdio.run(stop);
+    const int status = stdio.run(stop);
+    // stdin's end is a stop like a signal: a re-read adding an upstream is
+    // abandoned, and a signal that comes during the teardown finds the stop
+    // already requested (nothing left to reach this host through).
+    stop.request();
+    return status;
 }
 
 bool Host::stop_workers(std::chrono::milliseconds grace) {

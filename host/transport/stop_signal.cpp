@@ -73,8 +73,9 @@ void StopSignal::wait_loop() {
 void StopSignal::stop_signal_received(int signal) {
     const char* name = signal == SIGTERM ? "SIGTERM" : "SIGINT";
     if (requested_) {
-        // The operator asked twice: stop now, without waiting for the drain.
-        spdlog::warn("{} received again: exiting without waiting for running requests", name);
+        // Asked while already stopping (a second signal, or one after stdin
+        // ended): stop now, without waiting for the drain.
+        spdlog::warn("{} received while stopping: exiting without waiting for running requests", name);
         std::_Exit(1);
     }
     spdlog::info("{} received: stopping", name);
