@@ -58,6 +58,21 @@ public:
         drain(lock);
     }
 
+    // The end of the transport: nothing is written from here on, and the
+    // descriptor is closed (the client reads its end of stdout) once no
+    // write is under way. A message sent later, by a call still running in
+    // the workers' grace or a change announced meanwhile, is dropped: it
+    // can never reach a file that reused the descriptor's number. A write
+    // still blocked after `wait` (a client that stopped reading) keeps the
+    // descriptor open; the process's end closes it.
+    void close(std::chrono::milliseconds wait) {
+        std::unique_lock lock(mutex_);
+        broken_ = true;
+        drained_.notify_all();
+        if (!drained_.wait_for(lock, wait, [this] { return !writing_; })) return;
+        ::close(fd_);
+    }
+
 private:
     void drain(std::unique_lock<std::mutex>& lock) {
         if (writing_) return;
@@ -302,8 +317,9 @@ int StdioTransport::run(StopSignal& stop) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (!stop.requested() && server_.in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    connection->stop_following();
     connection->cancel_all();
-    ::close(protocol_fd);
+    outbound->close(std::chrono::seconds(1));
     // The stop callback may still fire later (a signal during shutdown); the
     // write end stays open for it and goes with the process.
     ::close(wake[0]);
