@@ -141,10 +141,34 @@ void Host::take_upstream_offer(const std::string& name) {
     registry_->publish(plugins::with_family(*serving, name, std::move(relisted)), lock);
 }
 
+namespace {
+
+// What upstream families are listed and connected under after a re-read:
+// the configuration the host started with (the gate, sessions, limits, the
+// data folder: what only a restart changes, report_unapplied says so), with
+// the re-read's upstreams and the domains of the families they name. Else
+// an edit reported as waiting for a restart would reach the upstreams' tools
+// alone (a session section taken out dropped their `session` argument while
+// the gate still asked for it).
+config::Config upstream_view(const config::Config& started, const config::Config& fresh) {
+    config::Config view = started;
+    view.upstreams = fresh.upstreams;
+    for (const auto& entry : fresh.upstreams) {
+        if (auto domain = fresh.domains.find(entry.name); domain != fresh.domains.end())
+            view.domains[entry.name] = domain->second;
+        else
+            view.domains.erase(entry.name);
+    }
+    return view;
+}
+
+} // namespace
+
 // upstreams: as the re-read configuration says. An entry removed (or its
 // domain disabled) leaves, its server disconnected; one added joins; one
 // changed connects anew; the others list again under the new domains.
 void Host::reload_upstreams(const config::Config& fresh) {
+    const config::Config view = upstream_view(config_, fresh);
     std::vector<upstream::UpstreamFamily*> gone;
     std::vector<std::shared_ptr<const plugins::FamilyEntry>> keep_until_retired;
     std::vector<const config::UpstreamEntry*> adding;
@@ -171,7 +195,7 @@ void Host::reload_upstreams(const config::Config& fresh) {
             keep_until_retired.push_back(e);
             serving = plugins::with_family(*serving, e->info.family, nullptr);
         }
-        families_config_ = fresh;
+        families_config_ = view;
         for (const auto& entry : fresh.upstreams) {
             if (!wanted(entry.name)) continue;
             if (const auto* e = serving->entry(entry.name)) {
@@ -197,9 +221,9 @@ void Host::reload_upstreams(const config::Config& fresh) {
     std::vector<std::shared_ptr<const plugins::FamilyEntry>> opened;
     std::vector<std::future<std::shared_ptr<const plugins::FamilyEntry>>> opening;
     for (const auto* entry : adding)
-        opening.push_back(std::async(std::launch::async, [this, entry, &fresh] {
+        opening.push_back(std::async(std::launch::async, [this, entry, &view] {
             // A stop meanwhile ends the connecting at once: the host's teardown waits for this re-read.
-            return plugins::PluginLoader::open_upstream(*entry, fresh, [this] { return stopping_.load(); });
+            return plugins::PluginLoader::open_upstream(*entry, view, [this] { return stopping_.load(); });
         }));
     for (std::size_t i = 0; i < opening.size(); ++i) {
         try {

@@ -1051,6 +1051,46 @@ test('SIGTERM while a SIGHUP re-read waits on an added upstream that never answe
   });
 });
 
+test('SIGHUP lists upstreams under the gate the host started with: a session section taken out waits for the restart, as the log says', async () => {
+  const talk = await startScriptedUpstream({
+    name: 'talk',
+    tools: [{ name: 'hello', inputSchema: { type: 'object' } }, { name: 'bye', inputSchema: { type: 'object' } }],
+  });
+  try {
+    await withHost(
+      {
+        gate: true,
+        plugins: [path.resolve(path.dirname(binaryPath()), '../lib/gatehouse/plugins/session.so')],
+        sections: {
+          session: { backend: 'memory', pinned: { store: 'shop', user: 'ann' } },
+          upstreams: [{ name: 'talk', url: talk.url }],
+        },
+      },
+      async (host) => {
+        const listed = async () => (await host.modern('tools/list')).result.tools.filter((t) => t.name.startsWith('talk_'));
+        const before = await listed();
+        assert.deepEqual(before.map((t) => t.name).sort(), ['talk_bye', 'talk_hello']);
+        assert.ok(before.find((t) => t.name === 'talk_hello').inputSchema.required.includes('session'));
+        // The edit: no session section, and the upstream without its tool bye.
+        const yaml = readFileSync(host.config.file, 'utf8').replace(/\nsession: .*\n?/, '\n').replace(/\nupstreams: .*\n?/, '\n');
+        assert.doesNotMatch(yaml, /session:/);
+        writeFileSync(host.config.file, `${yaml}\nupstreams: ${JSON.stringify([{ name: 'talk', url: talk.url, deny: ['bye'] }])}\n`);
+        host.child.kill('SIGHUP');
+        await host.stderrMatching(/what changed in session takes effect only when the host restarts/);
+        await host.stderrMatching(/upstream 'talk' joins \(1 tool\(s\)\)/, 20000);
+        const after = await listed();
+        assert.deepEqual(after.map((t) => t.name), ['talk_hello'], 'the upstream as re-read');
+        // The gate still asks for a session, so the tool still takes one.
+        assert.ok(after[0].inputSchema.required?.includes('session'), JSON.stringify(after[0].inputSchema));
+        const refused = (await host.modern('tools/call', { name: 'talk_hello', arguments: {} })).result;
+        assert.equal(refused.structuredContent.code, 'NOT_CONNECTED');
+      },
+    );
+  } finally {
+    talk.close();
+  }
+});
+
 test('stdin closing while a SIGHUP re-read waits on an added upstream that never answers: the host stops at once', async () => {
   await withHost({ plugins: ['echo.so'] }, async (host) => {
     await host.stderrMatching(/serving MCP over stdio/);
