@@ -214,7 +214,7 @@ test('a session opens or is refused promptly while a family that is not reentran
       assert.ok(session, JSON.stringify(first));
       // The serial family holds its one place for five seconds.
       const long = host.modern('tools/call', { name: 'overlap', arguments: { session, ms: 5000 } });
-      await new Promise((r) => setTimeout(r, 300));
+      await host.stderrMatching(/\[serial\] overlap inside, 5000 ms/);
       const began = Date.now();
       const second = await host.modern('tools/call', { name: 'session_connect', arguments: { topic: 'returns' } });
       const waited = Date.now() - began;

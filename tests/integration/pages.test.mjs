@@ -21,7 +21,7 @@ test('a page waiting for its family, busy with a long call, holds no I/O thread:
     // On a host with one I/O thread the call runs on the pool and holds
     // the family's lock for three seconds.
     const long = host.modern('tools/call', { name: 'overlap', arguments: { ms: 3000 } });
-    await pause(300);
+    await host.stderrMatching(/\[serial\] overlap inside, 3000 ms/);
     const page = fetch(link(host));
     await pause(200);
     const began = Date.now();
@@ -38,7 +38,7 @@ test('a page waiting for its family, busy with a long call, holds no I/O thread:
 test('a page finds no place among its family\'s calls: 503 with Retry-After, and served once the call ends', () =>
   withHttpHost({ plugins: ['serial.so'], limits: { max_in_flight_per_plugin: 1 } }, async (host) => {
     const long = host.modern('tools/call', { name: 'overlap', arguments: { ms: 2000 } });
-    await pause(300);
+    await host.stderrMatching(/\[serial\] overlap inside, 2000 ms/);
     const refused = await fetch(link(host));
     assert.equal(refused.status, 503);
     assert.equal(refused.headers.get('retry-after'), '1');
