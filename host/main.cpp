@@ -11,6 +11,7 @@
 #include "isolation/family_child.hpp"
 #include "gate/license_check.hpp"
 #include "plugins/plugin_loader.hpp"
+#include "plugins/tool.hpp"
 #include "limits/argument_bounds.hpp"
 #include "mrtr/state_keys.hpp"
 #include "serve/host.hpp"
@@ -271,6 +272,15 @@ int check_config(const Arguments& args) {
                                                           ".tools: no plugin under plugins serves the " + family +
                                                           " family, so these tool settings apply to nothing"});
             }
+        // A limit on a name no tool is published under limits nothing (serve
+        // warns of it). Not known while an upstream is unreachable: its tools
+        // are not listed yet.
+        if (report.failures.empty() && report.waiting.empty())
+            for (const auto& [tool, limit] : cfg.rate_limits.per_tool)
+                if (!registry->has_tool(tool) && !plugins::host_tool_name(tool))
+                    problems.push_back({limit.where, "rate_limits.per_tool." + tool +
+                                                         " names no tool this configuration publishes (with its "
+                                                         "domain's prefix?), so it would limit nothing"});
         cli::StdoutDiversion plugins_print_to_stderr;
         registry.reset();
     }

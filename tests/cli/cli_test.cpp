@@ -117,6 +117,22 @@ TEST_CASE("check-config accepts a good file and names FILE:LINE:COLUMN of a bad 
     CHECK(run_gatehouse({"check-config"}).exit_code == 2);
 }
 
+TEST_CASE("check-config refuses a rate limit on a name no tool is published under", "[cli]") {
+    TempDir dir;
+    const std::string head =
+        "plugin_dir: " + plugin_dir().string() + "\nplugins: [echo.so]\ndomains: {echo: {prefix: e_}}\n";
+    // The tool's name without its domain's prefix: the limit would limit nothing.
+    const auto typo = dir.write("typo.yaml", head + "rate_limits:\n  per_tool:\n    echo: {calls_per_second: 1}\n");
+    auto refused = run_gatehouse({"check-config", typo.string()});
+    CHECK(refused.exit_code == 1);
+    CHECK_THAT(refused.err, Catch::StartsWith(typo.string() + ":6:30: "));
+    CHECK_THAT(refused.err, Catch::Contains("rate_limits.per_tool.echo names no tool this configuration publishes"));
+    const auto right = dir.write("right.yaml", head + "rate_limits:\n  per_tool:\n    e_echo: {calls_per_second: 1}\n");
+    auto ok = run_gatehouse({"check-config", right.string()});
+    INFO(ok.err);
+    CHECK(ok.exit_code == 0);
+}
+
 TEST_CASE("check-config reports every error in one run, each at FILE:LINE:COLUMN, and exits 1", "[cli]") {
     TempDir dir;
     const auto file = dir.write("many.yaml", "plugin_dir: " + plugin_dir().string() +
