@@ -364,16 +364,78 @@ test('closing the response stream cancels the request', () =>
     }
   }));
 
+// A 2026-07-28 call of `slow` sent with a progress token, its SSE answer
+// read as it comes. `started` resolves at the tool's first progress
+// notification, which it sends once inside the plugin (so the call is in
+// flight), and rejects when the stream ends first or none comes in 20 s;
+// `done` resolves like host.modern() once the stream ends.
+function slowCallInFlight(host, ms) {
+  const message = {
+    jsonrpc: '2.0',
+    id: host.nextId++,
+    method: 'tools/call',
+    params: { name: 'slow', arguments: { ms }, _meta: modernMeta({ progressToken: 'in-flight' }) },
+  };
+  let onProgress;
+  const progressed = new Promise((resolve) => (onProgress = resolve));
+  const done = (async () => {
+    const response = await fetch(host.url, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        ...HttpHost.modernHeaders(message),
+      },
+      body: JSON.stringify(message),
+    });
+    const contentType = response.headers.get('content-type') ?? '';
+    assert.match(contentType, /^text\/event-stream/, 'a call with a progress token is answered as SSE');
+    const messages = [];
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of response.body) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const data = buffer
+          .slice(0, end)
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).trimStart())
+          .join('\n');
+        buffer = buffer.slice(end + 2);
+        if (!data) continue;
+        const m = JSON.parse(data);
+        host.check(m, message);
+        messages.push(m);
+        if (m.method === 'notifications/progress') onProgress();
+      }
+    }
+    return { status: response.status, contentType, messages, answer: messages.find((m) => Object.hasOwn(m, 'id')) };
+  })();
+  let timer;
+  const started = Promise.race([
+    progressed,
+    done.then(
+      () => Promise.reject(new Error('the call ended before its first progress')),
+      (e) => Promise.reject(new Error(`the call failed before its first progress: ${e.message}`)),
+    ),
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('no progress from the call in 20 s')), 20000))),
+  ]).finally(() => clearTimeout(timer));
+  done.catch(() => {}); // awaited by the test, or reported through `started`
+  return { started, done };
+}
+
 test('SIGTERM drains: the request in flight is answered, new ones are refused, the host exits 0', async () => {
   const host = await HttpHost.start({ plugins: ECHO, http: { drain_timeout_ms: 15000 } });
-  const inFlight = host.modern('tools/call', { name: 'slow', arguments: { ms: 1500 } });
-  // Wait until the call is running, then stop.
-  await new Promise((r) => setTimeout(r, 300));
+  const inFlight = slowCallInFlight(host, 1500);
+  // Wait until the call is running inside the plugin, then stop.
+  await inFlight.started;
   host.child.kill('SIGTERM');
   await host.stderrMatching(/draining/);
   const refused = await fetch(host.url, { method: 'POST', body: '{}' }).then((r) => r.status, () => 'refused');
   assert.ok(refused === 'refused' || refused === 503, `a new request is refused (${refused})`);
-  const answer = await inFlight;
+  const answer = await inFlight.done;
   assert.equal(answer.status, 200);
   assert.equal(answer.answer.result.content[0].text, 'slept');
   // No second signal: that one would mean "stop now".
@@ -416,8 +478,10 @@ test('SIGTERM drains: answers still being written to a slow reader go out whole 
 
 test('the drain timeout cancels what is still running and the host exits', async () => {
   const host = await HttpHost.start({ plugins: ECHO, http: { drain_timeout_ms: 200 } });
-  const inFlight = host.modern('tools/call', { name: 'slow', arguments: { ms: 30000 } }).catch((e) => e);
-  await new Promise((r) => setTimeout(r, 300));
+  const call = slowCallInFlight(host, 30000);
+  const inFlight = call.done.catch((e) => e);
+  // Stop once the call is running inside the plugin.
+  await call.started;
   const started = Date.now();
   const result = await host.stop({ timeoutMs: 10000 });
   assert.equal(result.code, 0);
@@ -444,13 +508,17 @@ test('an idle keep-alive connection is closed after idle_timeout_ms, a stalled r
   withHttpHost({ plugins: ECHO, http: { idle_timeout_ms: 300, request_timeout_ms: 300 } }, async (host) => {
     const { port } = new URL(host.url);
     for (const partial of ['', 'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n']) {
+      // Taken before connecting: the host cannot start the connection's
+      // request time before the connection exists, so a whole 300 ms lies
+      // between this and the close.
+      const started = Date.now();
       const socket = net.connect(Number(port), '127.0.0.1');
+      const closed = new Promise((r) => socket.once('close', r));
       await new Promise((r) => socket.once('connect', r));
       if (partial) socket.write(partial);
-      const started = Date.now();
-      await new Promise((r) => socket.once('close', r));
+      await closed;
       const waited = Date.now() - started;
-      assert.ok(waited >= 250 && waited < 5000, `closed after ${waited} ms`);
+      assert.ok(waited >= 300 && waited < 5000, `closed after ${waited} ms`);
     }
   }));
 
@@ -465,26 +533,32 @@ test('each request on a keep-alive connection starts its idle time anew; a quiet
     socket.setEncoding('utf8');
     socket.on('data', (d) => (text += d));
     const answers = () => text.split('HTTP/1.1 200').length - 1;
-    // Five requests 350 ms apart: 1.75 s in all, well past one idle time
-    // from the first, each within one from the last.
+    // Five requests, each sent 200 ms after the answer before it: 1 s of
+    // pauses alone, well past one idle time from the first, each pause far
+    // within one from the last answer (room for a slow timer on a busy machine).
+    let sentAt = 0;
     for (let i = 1; i <= 5; i++) {
       const message = modernMessage('tools/call', { name: 'echo', arguments: { text: `n${i}` } }, i);
+      sentAt = Date.now();
       socket.write(rawPost(host, message, { headers: HttpHost.modernHeaders(message) }));
       const until = Date.now() + 5000;
       while (answers() < i && !closedAt && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
       assert.equal(closedAt, 0, `the connection closed before answer ${i}`);
       assert.equal(answers(), i, text.slice(-300));
-      await new Promise((r) => setTimeout(r, 350));
-      assert.equal(closedAt, 0, `closed ${i} idle spells of 350 ms in, under the 600 ms idle time`);
+      if (i < 5) {
+        await new Promise((r) => setTimeout(r, 200));
+        assert.equal(closedAt, 0, `closed ${i} idle spells of 200 ms in, under the 600 ms idle time`);
+      }
     }
-    const quietFrom = Date.now() - 350;
     await new Promise((r, reject) => {
       if (closedAt) return r();
       const t = setTimeout(() => reject(new Error('not closed 5 s after its last request')), 5000);
       socket.once('close', () => (clearTimeout(t), r()));
     });
-    const quiet = closedAt - quietFrom;
-    assert.ok(quiet >= 550 && quiet < 3000, `closed ${quiet} ms after its last answer`);
+    // The host can start its idle time only after it read the last request,
+    // which is after sentAt: a full idle time passes from sentAt to the close.
+    const quiet = closedAt - sentAt;
+    assert.ok(quiet >= 600 && quiet < 3000, `closed ${quiet} ms after its last request was sent`);
   }));
 
 function rawRequest(host, text) {

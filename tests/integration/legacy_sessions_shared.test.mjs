@@ -39,7 +39,9 @@ before(async () => {
         sections: {
           session: {
             backend: 'redis',
-            redis: { url: redis.url, key_prefix: 'itest:', command_timeout_ms: 300, connect_timeout_ms: 300 },
+            // 2 s: a Redis command on a loaded machine may take more than a
+            // few hundred ms; a stopped Redis (the Redis-down test) fails at once.
+            redis: { url: redis.url, key_prefix: 'itest:', command_timeout_ms: 2000, connect_timeout_ms: 300 },
             pinned: { store: 'shop', user: 'ann' },
           },
         },
@@ -188,7 +190,7 @@ async function streamedLegacyCall(host, sessionId, message) {
 }
 
 // One more instance on this file's Redis, under a key prefix of its own.
-function redisInstance({ prefix, commandTimeoutMs = 300, sections = {}, ...options }) {
+function redisInstance({ prefix, commandTimeoutMs = 2000, sections = {}, ...options }) {
   return HttpHost.start({
     plugins: ['conformance.so'],
     ...options,
@@ -320,7 +322,7 @@ test("every instance authorises a shared session's request with that request's o
             },
             session: {
               backend: 'redis',
-              redis: { url: redis.url, key_prefix: 'itest-scoped:', command_timeout_ms: 300, connect_timeout_ms: 300 },
+              redis: { url: redis.url, key_prefix: 'itest-scoped:', command_timeout_ms: 2000, connect_timeout_ms: 300 },
               pinned: { store: 'shop', user: 'ann' },
             },
           },

@@ -16,11 +16,20 @@ import { StreamableHTTPClientTransport as LegacyHttpTransport } from '@modelcont
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { HttpHost } from './lib/http_host.mjs';
 import { CheckedTransport } from './lib/checked_transport.mjs';
-import { binaryPath, MODERN, modernMeta, withHost } from './lib/host.mjs';
+import { binaryPath, MODERN, modernMeta, withHost, eventually } from './lib/host.mjs';
+import { recordingFetch } from './lib/cluster.mjs';
 
 const pluginPath = (name) => path.resolve(path.dirname(binaryPath()), `../lib/gatehouse/plugins/${name}`);
 const SESSIONS_TOOLS = ['create_session', 'exchange_session_approval_code', 'get_active_bot', 'get_session_status'];
 const META_TOOLS = ['call_tool', 'describe_tool', 'list_domains', 'load_domain'];
+
+// Resolves like `promise`, or rejects after `ms`: a notification that never
+// comes fails the test at once instead of at the ctest timeout.
+function within(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 const options = (exposure) => ({
   gate: true,
@@ -93,7 +102,9 @@ test('SIGHUP re-reads the exposure: tools/list changes, listeners and 2025-11-25
     let told;
     const toldLegacy = new Promise((resolve) => (told = resolve));
     legacy.setNotificationHandler(ToolListChangedNotificationSchema, () => told());
-    await legacy.connect(new LegacyHttpTransport(new URL(host.url)));
+    // Every request the 2025-11-25 transport makes, with its answer's status.
+    const legacySeen = [];
+    await legacy.connect(new LegacyHttpTransport(new URL(host.url), { fetch: recordingFetch(legacySeen) }));
     assert.ok(!(await legacy.listTools()).tools.some((t) => t.name === 'create_session'));
 
     // A 2026-07-28 listener on subscriptions/listen.
@@ -114,13 +125,15 @@ test('SIGHUP re-reads the exposure: tools/list changes, listeners and 2025-11-25
       }
     };
     await streamSays(/notifications\/subscriptions\/acknowledged/);
-    await new Promise((r) => setTimeout(r, 200)); // the 2025-11-25 GET stream opens behind connect()
+    // The 2025-11-25 GET stream opens behind connect(): the session is told
+    // on it, so it must be open (answered 200) before the SIGHUP.
+    await eventually('the 2025-11-25 GET stream', () => legacySeen.some((r) => r.method === 'GET' && r.status === 200));
 
     const yaml = readFileSync(host.config.file, 'utf8');
     writeFileSync(host.config.file, yaml.replace('"exposure":"on_demand"', '"exposure":"listed"'));
     host.child.kill('SIGHUP');
-    await streamSays(/notifications\/tools\/list_changed/);
-    await toldLegacy;
+    await within(streamSays(/notifications\/tools\/list_changed/), 15000, 'tools/list_changed on the listen stream');
+    await within(toldLegacy, 15000, 'tools/list_changed for the 2025-11-25 session');
     const names = (await legacy.listTools()).tools.map((t) => t.name);
     for (const name of SESSIONS_TOOLS) assert.ok(names.includes(name), `${name} is listed now`);
     for (const name of META_TOOLS) assert.ok(!names.includes(name), 'no domain is on demand: no meta tools');

@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/s
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { HttpHost, withHttpHost } from './lib/http_host.mjs';
+import { eventually } from './lib/host.mjs';
 import { openListen } from './lib/cluster.mjs';
 import { Redis } from './lib/redis.mjs';
 import { AuthorizationServer } from './lib/authorization_server.mjs';
@@ -49,6 +50,26 @@ async function until(host, taskId, statuses, options, timeoutMs = 15000) {
     if (Date.now() > deadline) throw new Error(`task ${taskId} stayed ${answer.result.status}`);
     await sleep(150);
   }
+}
+
+// Polls tasks/get until the task, still working, says `pattern` in its
+// statusMessage; resolves with the task. A task that stops working first
+// fails at once.
+function saying(host, taskId, pattern, options) {
+  return eventually(
+    `task ${taskId} to say ${pattern}`,
+    async () => {
+      const answer = await ask(host, 'tasks/get', { taskId }, options);
+      if (answer.error?.data?.code !== 'POLLED_TOO_FAST') {
+        assert.ok(answer.result, JSON.stringify(answer));
+        assert.equal(answer.result.status, 'working', JSON.stringify(answer.result));
+        if (pattern.test(answer.result.statusMessage ?? '')) return answer.result;
+      }
+      await sleep(100); // the pace of tasks/get (tasks.poll_interval_ms in these tests)
+      return undefined;
+    },
+    15000,
+  );
 }
 
 // The v2 client predates the extension: it refuses a tools/call answered
@@ -217,13 +238,14 @@ test("a task whose family is at its cap waits for its turn and runs, where it us
   withHttpHost(
     { plugins: [{ path: 'conformance.so', max_in_flight: 1 }], sections: { tasks: fast } },
     async (host) => {
-      const first = await startTask(host, 'slow_compute', { seconds: 2, label: 'first' });
-      await until(host, first.taskId, ['working']);
+      // Four seconds: the second must be seen waiting while the first still
+      // computes, and polls on a loaded machine take their time.
+      const first = await startTask(host, 'slow_compute', { seconds: 4, label: 'first' });
+      // Its progress ("computing") shows it inside the plugin, holding the one place.
+      await saying(host, first.taskId, /computing/);
       const second = await startTask(host, 'slow_compute', { seconds: 0, label: 'second' });
       // While the first holds the family's one place, the second says why it waits.
-      await sleep(300);
-      const waiting = (await ask(host, 'tasks/get', { taskId: second.taskId })).result;
-      assert.equal(waiting.status, 'working', JSON.stringify(waiting));
+      const waiting = await saying(host, second.taskId, /PLUGIN_BUSY/);
       assert.match(waiting.statusMessage, /waiting to run.*PLUGIN_BUSY/, JSON.stringify(waiting));
       const done = await until(host, second.taskId, ['completed', 'failed', 'cancelled']);
       assert.equal(done.status, 'completed');
@@ -239,14 +261,24 @@ test('notifications/tasks on subscriptions/listen follow a task to its end; with
     assert.equal(refused.answer.error?.code, -32021);
     assert.ok(refused.answer.error.data.requiredCapabilities.extensions[TASKS]);
 
-    const created = await startTask(host, 'slow_compute', { seconds: 1, label: 'followed' });
+    // A task that cannot complete before the listen is open: it waits for
+    // the person's confirmation, given only once the listen was acknowledged.
+    const created = await startTask(host, 'confirm_delete', { filename: 'followed.txt' });
     const listen = await openListen(host.url, { taskIds: [created.taskId] }, { meta: withTasks });
     const ack = listen.messages.find((m) => m.method === 'notifications/subscriptions/acknowledged');
     assert.deepEqual(ack.params.notifications.taskIds, [created.taskId]);
+    const waiting = await until(host, created.taskId, ['input_required', 'completed', 'failed', 'cancelled']);
+    assert.equal(waiting.status, 'input_required', JSON.stringify(waiting));
+    const [key] = Object.keys(waiting.inputRequests);
+    const updated = await ask(host, 'tasks/update', {
+      taskId: created.taskId,
+      inputResponses: { [key]: { action: 'accept', content: { confirm: true } } },
+    });
+    assert.ok(updated.result, JSON.stringify(updated));
     const completed = await listen.waitFor((m) => m.method === 'notifications/tasks' && m.params.status === 'completed');
     listen.close();
     assert.equal(completed.params.taskId, created.taskId);
-    assert.equal(completed.params.result.content[0].text, "Computed 'followed' in 1 s.");
+    assert.equal(completed.params.result.content[0].text, 'Deleted followed.txt.');
     assert.deepEqual(listen.problems, []);
   }));
 
@@ -441,23 +473,36 @@ test('a 2025-11-25 client (the v1 SDK) gets a job handle and follows the job wit
     const early = await client.callTool({ name: 'job_result', arguments: { job: job.id } });
     assert.equal(early.isError, true, JSON.stringify(early));
     assert.equal(early.structuredContent?.code, 'JOB_NOT_FINISHED', JSON.stringify(early));
-    let status;
-    for (;;) {
-      await sleep(job.pollIntervalMs + 20);
-      status = await client.callTool({ name: 'job_status', arguments: { job: job.id } });
-      if (status.structuredContent.status !== 'working') break;
-    }
+    // job_status and job_result share the job's pace (pollIntervalMs after
+    // a burst): a call refused as too soon is made again when it may be.
+    const jobTool = async (name, id) => {
+      for (let i = 0; i < 20; i++) {
+        const answer = await client.callTool({ name, arguments: { job: id } });
+        if (answer.structuredContent?.code !== 'POLLED_TOO_FAST') return answer;
+        await sleep(answer.structuredContent.retryAfterMs ?? 100);
+      }
+      throw new Error(`${name} of ${id} was refused as too soon 20 times`);
+    };
+    // Polls job_status until the job is no longer working; its last status.
+    const settled = (handle) =>
+      eventually(`job ${handle.id} to finish`, async () => {
+        const status = await jobTool('job_status', handle.id);
+        assert.ok(status.structuredContent?.status, JSON.stringify(status));
+        if (status.structuredContent.status !== 'working') return status;
+        await sleep(handle.pollIntervalMs);
+        return undefined;
+      }, 15000);
+    const status = await settled(job);
     assert.equal(status.structuredContent.status, 'completed');
-    await sleep(job.pollIntervalMs + 20);
-    const result = await client.callTool({ name: 'job_result', arguments: { job: job.id } });
+    const result = await jobTool('job_result', job.id);
     assert.equal(result.content[0].text, 'Hello, Alice!');
 
     // A tool error is the job's result; a cancelled job has none.
     const failing = (await client.callTool({ name: 'failing_job', arguments: {} })).structuredContent.job;
     const cancelled = await client.callTool({ name: 'job_cancel', arguments: { job: failing.id } });
     assert.ok(['cancelled', 'working'].includes(cancelled.structuredContent.status), JSON.stringify(cancelled));
-    await sleep(300);
-    const none = await client.callTool({ name: 'job_result', arguments: { job: failing.id } });
+    assert.equal((await settled(failing)).structuredContent.status, 'cancelled');
+    const none = await jobTool('job_result', failing.id);
     assert.equal(none.structuredContent?.code, 'JOB_CANCELLED', JSON.stringify(none));
     const unknown = await client.callTool({ name: 'job_status', arguments: { job: 'f'.repeat(32) } });
     assert.equal(unknown.structuredContent?.code, 'JOB_NOT_FOUND', JSON.stringify(unknown));
@@ -471,12 +516,8 @@ test('a 2025-11-25 client (the v1 SDK) gets a job handle and follows the job wit
     const handle = await client.callTool({ name: 'report_job', arguments: {} });
     const reportJob = handle.structuredContent.job;
     assert.match(reportJob.id, /^[0-9a-f]{32}$/);
-    let reported;
-    for (let i = 0; i < 50; i++) {
-      await sleep(reportJob.pollIntervalMs + 20);
-      reported = await client.callTool({ name: 'job_result', arguments: { job: reportJob.id } });
-      if (reported.structuredContent?.code !== 'JOB_NOT_FINISHED') break;
-    }
+    assert.equal((await settled(reportJob)).structuredContent.status, 'completed');
+    const reported = await jobTool('job_result', reportJob.id);
     assert.deepEqual(reported.structuredContent, { pages: 3 }, JSON.stringify(reported));
     await client.close();
   }));

@@ -1114,7 +1114,12 @@ test('stdin closing while a SIGHUP re-read waits on an added upstream that never
 test('over HTTP with oauth: the host finds the authorization server (also where only a 401 says), gets its own token by client credentials, renews it before it expires and when refused, and asks for more scope when a 403 wants it', async () => {
   const { startOAuthUpstream } = await import('../fixtures/upstream/oauth_upstream.mjs');
   const secret = 'client-secret-9f3';
-  const upstream = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, lifetimeS: 2 });
+  // Tokens live 4 s: the host renews one at 90 % of its life (client_credentials.cpp:
+  // kRenewAhead, at most a tenth of it), 3.6 s after it got it. tok-1 must
+  // still be the token of the first call, after the host's start, and tok-2
+  // that of the third, 1.1 s after it was issued: 3.6 s leave room for a
+  // loaded machine in both, where 2 s (renewal at 1.8 s) did not.
+  const upstream = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, lifetimeS: 4 });
   const hidden = await startOAuthUpstream({ clientId: 'gatehouse', clientSecret: secret, hiddenMetadata: true });
   try {
     await withHost(
@@ -1144,12 +1149,17 @@ test('over HTTP with oauth: the host finds the authorization server (also where 
         assert.deepEqual(asked.form, { grant_type: 'client_credentials', scope: 'reports:read', resource: upstream.url });
         assert.equal(asked.contentType, 'application/x-www-form-urlencoded');
 
-        // Renewed shortly before it expires (2 s here), not at the server's refusal.
-        await new Promise((resolve) => setTimeout(resolve, 2100));
+        // Renewed shortly before it expires, not at the server's refusal: tok-1
+        // was issued before the first call's answer, so 3.7 s after that
+        // answer are past its renewal (3.6 s after its issue, 0.4 s before
+        // its end): the call goes with tok-2, none with an expired token.
+        await new Promise((resolve) => setTimeout(resolve, 3700));
         assert.equal((await whoami()).content[0].text, 'tok-2');
         assert.equal(upstream.state.refused, 0, 'no request went out with an expired token');
 
-        // Refused (the server rotated its keys): a new token, and the call sent again once.
+        // Refused (the server rotated its keys): a new token, and the call sent
+        // again once. tok-2 is older than 1 s by then (a younger token refused
+        // is not replaced, kYoungToken) and short of its renewal at 3.6 s.
         await new Promise((resolve) => setTimeout(resolve, 1100));
         upstream.revoke();
         assert.equal((await whoami()).content[0].text, 'tok-3');
