@@ -372,12 +372,17 @@ void HttpConnection::start() {
 void HttpConnection::drain() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
         self->drained_ = true;
-        // Idle connections and long-lived streams (which count as no request)
-        // close now, gracefully: an answer still being written (one the drain
-        // itself produced, such as a subscription's final result) goes out
-        // first, and pipelined bytes left unread cannot turn the close into a
-        // reset that loses it. A request being answered finishes first.
-        if (self->phase_ == Phase::waiting_for_request || (self->phase_ == Phase::streaming && !self->counted_))
+        // Idle connections, one whose next request is still arriving (the
+        // drain ends what has not begun), and long-lived streams (which count
+        // as no request) close now, gracefully: an answer still being written
+        // (one the drain itself produced, such as a subscription's final
+        // result), or written but still in the kernel for a slow reader, goes
+        // out first, and bytes left unread cannot turn the close into a reset
+        // that loses it. Left as it was, a connection reading a request counts
+        // as nothing the drain waits for, and was reset at its end. A request
+        // being answered finishes first.
+        if (self->phase_ == Phase::waiting_for_request || self->phase_ == Phase::reading_request ||
+            (self->phase_ == Phase::streaming && !self->counted_))
             self->close_gracefully();
     });
 }
