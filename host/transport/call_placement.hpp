@@ -29,6 +29,9 @@ enum class CallSite {
     // HTTP: a worker of the pool of their own that what waits on a shared
     // session store runs on (kSharedSessionWork).
     shared_session_workers,
+    // HTTP: a worker of the pool of their own that families' pages run on
+    // (kPageWork).
+    page_workers,
 };
 
 // A call that runs in place holds the reading (or the loop) while it runs.
@@ -94,14 +97,18 @@ inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_
 inline constexpr CallSite kSharedSessionWork = CallSite::shared_session_workers;
 inline constexpr unsigned kSharedSessionWorkers = 8;
 
-// HTTP, a family's page (its show or act, ABI 1.3): on a worker of the pool,
-// never on an I/O thread. A page of a family that is not reentrant waits for
-// the family's lock, behind whatever call holds it, and its state functions
-// are round trips to Redis when state is shared: on a loop either would hold
-// every connection of it, /health included. Anyone holding a link may ask,
-// so a page also takes a place among its family's calls
-// (max_in_flight_per_plugin) and waits for the lock a bounded time
-// (page_route.cpp), answering 503 past either.
-inline constexpr CallSite kPageWork = CallSite::pool;
+// HTTP, a family's page (its show or act, ABI 1.3): never on an I/O thread.
+// A page of a family that is not reentrant waits for the family's lock,
+// behind whatever call holds it, and its state functions are round trips to
+// Redis when state is shared: on a loop either would hold every connection
+// of it, /health included. Nor on the call pool, nor among its family's
+// places: anyone may ask for a page (a link's shape is all that is checked
+// before the family is), and pages must never crowd out the agents' calls.
+// Workers of their own, few: a page waits for the lock at most
+// kPageLockWait (page_route.cpp), and at most kMostPagesWaiting wait for a
+// worker; past either, a 503 page.
+inline constexpr CallSite kPageWork = CallSite::page_workers;
+inline constexpr unsigned kPageWorkers = 2;
+inline constexpr unsigned kMostPagesWaiting = 64;
 
 } // namespace gatehouse::transport

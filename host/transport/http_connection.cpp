@@ -1098,32 +1098,41 @@ void HttpConnection::away_from_loop(std::function<std::function<void()>()> work)
 
 void HttpConnection::serve_page_away(Request request, std::shared_ptr<const plugins::ToolRegistry> pages,
                                      std::size_t path_size) {
-    leave_loop();
-    service_.run_page_work(
-        [self = shared_from_this(), request = std::move(request), pages = std::move(pages), path_size] {
-            const auto field = [&request](http::field name) {
-                return header_value(request, name).value_or(std::string_view());
-            };
-            // serve_page answers a family's failure with a page of its own; what
-            // else throws (memory) is answered here, so the connection resumes.
-            std::shared_ptr<PageResponse> page;
-            try {
-                page = std::make_shared<PageResponse>(
-                    serve_page(self->service_.server.host(), *pages, *self->service_.page_form_tokens,
-                               {std::string_view(request.method_string().data(), request.method_string().size()),
-                                std::string_view(request.target().data(), path_size), field(http::field::host),
-                                field(http::field::origin), field(http::field::cookie),
-                                field(http::field::content_type), request.body()}));
-            } catch (const std::exception& e) {
-                spdlog::error("http: a page failed: {}", e.what());
-            }
-            self->resume_on_loop([self, page] {
-                if (page)
-                    self->respond_page(*page);
-                else
-                    self->respond_status(500, "The server could not show this page; try again later.");
-            });
+    auto job = [self = shared_from_this(), request = std::move(request), pages = std::move(pages), path_size] {
+        const auto field = [&request](http::field name) {
+            return header_value(request, name).value_or(std::string_view());
+        };
+        // serve_page answers a family's failure with a page of its own; what
+        // else throws is answered here, so the connection always resumes.
+        std::shared_ptr<PageResponse> page;
+        try {
+            page = std::make_shared<PageResponse>(
+                serve_page(self->service_.server.host(), *pages, *self->service_.page_form_tokens,
+                           {std::string_view(request.method_string().data(), request.method_string().size()),
+                            std::string_view(request.target().data(), path_size), field(http::field::host),
+                            field(http::field::origin), field(http::field::cookie), field(http::field::content_type),
+                            request.body()}));
+        } catch (const std::exception& e) {
+            spdlog::error("http: a page failed: {}", e.what());
+        } catch (...) {
+            spdlog::error("http: a page failed");
+        }
+        self->resume_on_loop([self, page] {
+            if (page)
+                self->respond_page(*page);
+            else
+                self->respond_status(500, "The server could not show this page; try again later.");
         });
+    };
+    leave_loop();
+    bool queued = false;
+    try {
+        queued = service_.run_page_work(std::move(job));
+    } catch (const std::exception& e) {
+        spdlog::error("http: a page could not be run: {}", e.what());
+    }
+    // Not run (too many pages wait, or no worker could start): refused now.
+    if (!queued) resume_on_loop([self = shared_from_this()] { self->respond_page(busy_page()); });
 }
 
 void HttpConnection::here_or_away(bool away, std::function<std::function<void()>()> work) {

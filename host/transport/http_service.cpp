@@ -95,9 +95,22 @@ void HttpService::run_shared_session_work(std::function<void()> work) {
     shared_session_workers->submit(std::move(work));
 }
 
-void HttpService::run_page_work(std::function<void()> work) {
-    static_assert(kPageWork == CallSite::pool, "a page has one place");
-    server.pool().submit(std::move(work));
+bool HttpService::run_page_work(std::function<void()> work) {
+    static_assert(kPageWork == CallSite::page_workers, "a page has one place");
+    if (pages_waiting.fetch_add(1) >= kMostPagesWaiting) {
+        --pages_waiting;
+        return false;
+    }
+    try {
+        page_workers.submit([this, work = std::move(work)] {
+            --pages_waiting;
+            work();
+        });
+    } catch (...) {
+        --pages_waiting;
+        throw;
+    }
+    return true;
 }
 
 void HttpService::release_stream(const std::string& principal) {

@@ -7,6 +7,8 @@
 #include "plugins/live_registry.hpp"
 #include "mrtr/request_state_sealer.hpp"
 #include "protocol/mcp_server.hpp"
+#include "protocol/request_pool.hpp"
+#include "transport/call_placement.hpp"
 #include "transport/http_access.hpp"
 #include "transport/legacy_http_sessions.hpp"
 #include "transport/mcp_http_headers.hpp"
@@ -73,8 +75,10 @@ struct HttpService {
     void run_shared_session_work(std::function<void()> work);
 
     // Runs a family's page (show or act) where kPageWork decides
-    // (call_placement.hpp): never on an I/O thread.
-    void run_page_work(std::function<void()> work);
+    // (call_placement.hpp): never on an I/O thread. False, and `work` not
+    // run, when kMostPagesWaiting pages already wait for a worker.
+    bool run_page_work(std::function<void()> work);
+    std::atomic<unsigned> pages_waiting{0};
 
     // Why requests cannot be served now (the state backend or the bus
     // does not answer), or nothing: GET /ready.
@@ -114,6 +118,9 @@ public:
     // could wait behind the very calls that wait for it. After the loops,
     // so it stops (finishing its jobs) while they still exist.
     std::unique_ptr<protocol::RequestPool> shared_session_workers;
+    // Workers of their own for pages (kPageWork), started on the first page.
+    // After the loops, as shared_session_workers.
+    protocol::RequestPool page_workers{kPageWorkers};
 };
 
 } // namespace gatehouse::transport

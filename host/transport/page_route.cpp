@@ -3,6 +3,7 @@
 #include "crypto/bytes.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/loaded_plugin.hpp"
+#include "protocol/ascii_case.hpp"
 #include "session/random_token.hpp"
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 #include <vector>
 
 namespace gatehouse::transport {
@@ -52,6 +54,8 @@ std::string escape_html(std::string_view text) {
     return out;
 }
 
+// The most buttons one page shows.
+constexpr std::size_t kMostActions = 16;
 // Between a form token's random part and the choices its page offered.
 constexpr char kOfferedSeparator = '\n';
 
@@ -174,6 +178,34 @@ std::string cookie_value(std::string_view header, std::string_view name) {
     return {};
 }
 
+// The origin (scheme://host[:port]) of an absolute URL, or nothing; a
+// scheme's default port left out, as a browser leaves it out of Origin.
+std::string origin_of(std::string_view url) {
+    const auto scheme_end = url.find("://");
+    if (scheme_end == std::string_view::npos) return {};
+    std::string origin(url.substr(0, url.find('/', scheme_end + 3)));
+    for (const auto& [scheme, port] : {std::pair<std::string_view, std::string_view>{"http://", ":80"},
+                                       std::pair<std::string_view, std::string_view>{"https://", ":443"}})
+        if (protocol::starts_with_ignoring_ascii_case(origin, scheme) && origin.ends_with(port))
+            origin.resize(origin.size() - port.size());
+    return origin;
+}
+
+// Whether a form's Origin (when it sends one) is this host's: the Host it
+// was sent to, or, behind a proxy that names the host otherwise to its own
+// upstream (http.public_url), the public origin the page was shown at.
+bool sent_from_here(const plugins::HostServices* host, const PageRequest& request) {
+    using protocol::equals_ignoring_ascii_case;
+    if (request.origin.empty()) return true;
+    for (const std::string_view scheme : {"http://", "https://"})
+        if (request.origin.size() == scheme.size() + request.host.size() &&
+            equals_ignoring_ascii_case(request.origin.substr(0, scheme.size()), scheme) &&
+            equals_ignoring_ascii_case(request.origin.substr(scheme.size()), request.host))
+            return true;
+    const auto public_origin = host ? origin_of(host->pages_origin) : std::string();
+    return !public_origin.empty() && equals_ignoring_ascii_case(request.origin, public_origin);
+}
+
 bool same_secret(const std::string& a, const std::string& b) {
     return !a.empty() && crypto::equal_in_constant_time(a, b);
 }
@@ -198,19 +230,11 @@ std::string text_member(const Json& object, const char* name, std::string otherw
 struct Answer {
     int32_t status;
     std::string bytes;
-    bool busy = false; // never ran: no place among its family's calls, or its lock not free in time
+    bool busy = false; // never ran: its family's lock was not free in time
 };
 
 Answer call_page(const plugins::HostServices* host, const plugins::Page& page, gh_page_fn fn, std::string_view token,
                  std::string_view action) {
-    // A place among the family's calls (max_in_flight_per_plugin), as a
-    // call takes: links are the only credential, so pages opened by the
-    // thousand hold no more of the family than its calls may.
-    if (!page.plugin->try_enter()) return {GH_STATUS_INTERNAL, {}, true};
-    struct Place {
-        plugins::LoadedPlugin& plugin;
-        ~Place() { plugin.leave(); }
-    } place{*page.plugin};
     PageEnvironment environment(page);
     gh_call call{&environment, page.family, {}};
     call.host = host;
@@ -223,12 +247,16 @@ Answer call_page(const plugins::HostServices* host, const plugins::Page& page, g
     return {*status, std::move(out.bytes)};
 }
 
+} // namespace
+
 PageResponse busy_page() {
     auto response =
         message_page(503, "Busy", "This service is busy right now; reload the page in a moment to try again.");
     response.headers += "Retry-After: 1\r\n";
     return response;
 }
+
+namespace {
 
 PageResponse failed(const plugins::Page& page, const Answer& answer) {
     if (answer.busy) return busy_page();
@@ -272,9 +300,17 @@ PageResponse show(const plugins::HostServices* host, const plugins::Page& page,
     if (actions.is_array() && !actions.empty()) {
         std::string buttons;
         std::string offered; // the ids, each followed by a comma
+        std::size_t shown_actions = 0;
         for (const auto& action : actions) {
             const std::string id = action.is_object() ? text_member(action, "id") : std::string();
             if (!valid_action_id(id)) continue;
+            // The ids travel in the form's cookie, which a browser keeps only
+            // up to some 4 KiB.
+            if (++shown_actions > kMostActions) {
+                spdlog::warn("page '{}' of family '{}' offers more than {} actions; the rest are not shown", page.name,
+                             page.family, kMostActions);
+                break;
+            }
             buttons += "<button type=\"submit\" name=\"action\" value=\"" + id + "\" id=\"action-" + id + "\">" +
                        escape_html(text_member(action, "label", id)) + "</button>";
             offered += id + ',';
@@ -296,9 +332,7 @@ PageResponse act(const plugins::HostServices* host, const plugins::Page& page,
                  const mrtr::RequestStateSealer& form_tokens, std::string_view token, const PageRequest& request) {
     // A form posted from another site carries its own Origin; a browser that
     // sends none still needs the cookie only this page's own answer set.
-    if (!request.origin.empty() && request.origin != "http://" + std::string(request.host) &&
-        request.origin != "https://" + std::string(request.host))
-        return message_page(403, "Refused", "This form was sent from another site.");
+    if (!sent_from_here(host, request)) return message_page(403, "Refused", "This form was sent from another site.");
     if (request.content_type.rfind("application/x-www-form-urlencoded", 0) != 0)
         return message_page(415, "Refused", "Send the page's own form.");
     const std::string csrf = form_field(request.body, "csrf");

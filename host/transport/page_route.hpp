@@ -42,4 +42,8 @@ PageResponse serve_page(const plugins::HostServices* host, const plugins::ToolRe
 
 bool is_page_path(std::string_view path);
 
+// 503, Retry-After: a page that could not run now (its family's lock not
+// free in time, or too many pages waiting for a worker).
+PageResponse busy_page();
+
 } // namespace gatehouse::transport
