@@ -191,6 +191,7 @@ ReadyCall CallScheduler::admit(const std::shared_ptr<Connection>& connection, Re
     const bool remote = tool_call && tool->plugin->remote();
     ReadyCall ready{std::move(run), quick, legacy, remote, alone, regex};
     ready.answers_later = answers_later;
+    ready.serialized = tool_call && !tool->plugin->reentrant();
     return ready;
 }
 

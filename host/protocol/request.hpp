@@ -146,6 +146,9 @@ struct ReadyCall {
     // process (DeferredAnswer): the call's thread only passes the gate and
     // sends the call, and waits for nothing.
     bool answers_later = false;
+    // Its family runs one call at a time (not reentrant): the call first
+    // waits for the family's lock, behind whatever holds it.
+    bool serialized = false;
 
     explicit operator bool() const { return static_cast<bool>(run); }
 };

@@ -77,10 +77,13 @@ CallSite place_stdio_call(const protocol::ReadyCall& call, bool read_behind, Fre
 // takes, one after another. Nor does a call whose family answers later:
 // sending it waits while the family's process drains its pipe (up to its
 // send_stall), which no loop's other connections should; on the pool it
-// holds a worker only for as long as that.
+// holds a worker only for as long as that. Nor does a call of a family that
+// runs one call at a time (`serialized`, not reentrant): however quick its
+// own work, it first waits for the family's lock behind whatever call or
+// page holds it, which may be slow.
 inline CallSite place_http_call(const protocol::ReadyCall& call, std::size_t io_loops, bool state_in_redis = false) {
-    if (may_run_in_place(call) && !call.answers_later && !call.legacy && !call.needs_worker_stack && io_loops > 1 &&
-        !state_in_redis)
+    if (may_run_in_place(call) && !call.answers_later && !call.legacy && !call.needs_worker_stack && !call.serialized &&
+        io_loops > 1 && !state_in_redis)
         return CallSite::io_loop;
     return CallSite::pool;
 }

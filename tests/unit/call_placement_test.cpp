@@ -125,3 +125,12 @@ TEST_CASE("a call whose schemas run std::regex never runs on an I/O loop, howeve
     // stdio's reader runs on a worker: it may still run it in place.
     CHECK(on_stdio(ready) == CallSite::reader_watched);
 }
+
+TEST_CASE("over HTTP, a call of a family that runs one call at a time never runs on an I/O loop", "[placement]") {
+    ReadyCall ready = call(true, false, true);
+    ready.serialized = true;
+    // It waits for the family's lock first, behind whatever call or page holds it.
+    CHECK(place_http_call(ready, 2) == CallSite::pool);
+    // Over stdio the watch hands the reading on should it wait.
+    CHECK(on_stdio(ready) == CallSite::reader_watched);
+}
