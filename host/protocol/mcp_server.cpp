@@ -454,7 +454,7 @@ Json McpServer::list_tools(const Request& request) const {
 }
 
 void McpServer::apply_exposure(const std::set<std::string>& on_demand_families,
-                               const std::map<std::string, bool>& tool_on_demand) {
+                               const ToolDisclosure::ToolExposure& tool_on_demand) {
     if (disclosure_.apply(on_demand_families, tool_on_demand)) bus().publish({Change::Kind::tools_list, {}});
 }
 

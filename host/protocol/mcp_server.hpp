@@ -131,7 +131,7 @@ public:
     // ToolDisclosure::apply). Applying a new exposure that changes the list
     // tells every listener.
     void apply_exposure(const std::set<std::string>& on_demand_families,
-                        const std::map<std::string, bool>& tool_on_demand = {});
+                        const ToolDisclosure::ToolExposure& tool_on_demand = {});
     const ToolDisclosure& disclosure() const { return disclosure_; }
     // A family joined, left or listed anew (LiveRegistry's watcher): the
     // tool list is made again under the same exposure, and every listener

@@ -102,8 +102,7 @@ ToolDisclosure::ToolDisclosure(const plugins::LiveRegistry& registry, bool offer
 
 ToolDisclosure::~ToolDisclosure() = default;
 
-bool ToolDisclosure::apply(const std::set<std::string>& on_demand_families,
-                           const std::map<std::string, bool>& tool_on_demand) {
+bool ToolDisclosure::apply(const std::set<std::string>& on_demand_families, const ToolExposure& tool_on_demand) {
     std::lock_guard applying(applying_);
     on_demand_families_ = on_demand_families;
     tool_on_demand_ = tool_on_demand;
@@ -126,7 +125,7 @@ bool ToolDisclosure::make_listing() {
         if (on_demand_families.count(family.family)) next->on_demand.insert(family.family);
     next->hides_tools = !next->on_demand.empty();
     for (const plugins::Tool* tool : registry.ordered()) {
-        const auto own = tool_on_demand.find(tool->name);
+        const auto own = tool_on_demand.find({tool->family, tool->plugin_name});
         if (own != tool_on_demand.end() ? own->second : next->on_demand.count(tool->family) > 0)
             next->hides_tools = true;
         else

@@ -5,6 +5,7 @@
 #include "protocol/json_rpc.hpp"
 
 #include <map>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -45,11 +46,15 @@ public:
     explicit ToolDisclosure(const plugins::LiveRegistry& registry, bool offers_jobs = false);
     ~ToolDisclosure();
 
+    // A tool's own exposure (true: on demand), by its family and its name
+    // in the family (before a prefix or a name hook), so a tool listed later
+    // keeps it: an upstream's, once its server answers or lists anew.
+    using ToolExposure = std::map<std::pair<std::string, std::string>, bool>;
+
     // Families named here go on demand, every other one is listed; a tool
-    // named in tool_on_demand (by published name) is on demand or listed as
-    // it says, whatever its family is. True when the published tool list
-    // changed.
-    bool apply(const std::set<std::string>& on_demand_families, const std::map<std::string, bool>& tool_on_demand = {});
+    // named in tool_on_demand is on demand or listed as it says, whatever
+    // its family is. True when the published tool list changed.
+    bool apply(const std::set<std::string>& on_demand_families, const ToolExposure& tool_on_demand = {});
     // The same exposure laid on the registry serving now (a family joined,
     // left or listed anew). True when the published tool list changed.
     bool refresh();
@@ -84,7 +89,7 @@ private:
 
     std::mutex applying_; // one apply at a time, over the settings below
     std::set<std::string> on_demand_families_;
-    std::map<std::string, bool> tool_on_demand_;
+    ToolExposure tool_on_demand_;
     mutable std::mutex mutex_;
     std::shared_ptr<const Listing> listing_;
 };

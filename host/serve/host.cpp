@@ -540,16 +540,12 @@ void Host::reload(const config::Config& fresh) {
     observability_->reopen_audit();
     if (&fresh != &config_) report_unapplied(fresh);
     if (&fresh != &config_) reload_upstreams(fresh);
-    const auto registry = registry_->current();
     std::set<std::string> families;
-    std::map<std::string, bool> tools;
+    protocol::ToolDisclosure::ToolExposure tools;
     for (const auto& [family, domain] : fresh.domains) {
         if (domain.on_demand) families.insert(family);
-        for (const auto& [name, change] : domain.tools) {
-            if (!change.on_demand) continue;
-            for (const plugins::Tool* tool : registry->ordered())
-                if (tool->family == family && tool->plugin_name == name) tools[tool->name] = *change.on_demand;
-        }
+        for (const auto& [name, change] : domain.tools)
+            if (change.on_demand) tools[{family, name}] = *change.on_demand;
     }
     server_->apply_exposure(families, tools);
 }

@@ -694,6 +694,26 @@ test('an upstream down at start is reported and tried again, joins when it answe
   });
 });
 
+test('a tool\'s own exposure holds for an upstream whose tools are listed only after the start', async () => {
+  const marker = (dir) => path.join(dir, 'may-start');
+  await withHost({
+    plugins: ['echo.so'],
+    sections: {
+      upstreams: (dir) => [{ name: 'late', command: ['/bin/sh', '-c', `test -e '${marker(dir)}' && exec '${NODE}' '${CHANGING}' modern`] }],
+      domains: { late: { tools: { streams: { exposure: 'on_demand' } } } },
+    },
+  }, async (host) => {
+    await host.stderrMatching(/upstream 'late' is not reachable yet/);
+    writeFileSync(marker(host.config.dir), '');
+    const listed = async () => names((await host.modern('tools/list')).result.tools);
+    await eventually('late listed', async () => (await listed()).includes('late_grow'), 40000);
+    // Before, the setting was resolved against the tools listed at the start (none of late's): streams was listed.
+    const now = await listed();
+    assert.ok(!now.includes('late_streams'), `on demand, as its domain says: ${now}`);
+    assert.ok(now.includes('describe_tool'), 'the host tools that reveal it are listed');
+  });
+});
+
 test('one gatehouse mounts another: server/discover finds 2026-07-28, and the inner families serve through the outer gate', async () => {
   const inner = writeConfig({ plugins: ['echo.so', 'conformance.so'] });
   try {
