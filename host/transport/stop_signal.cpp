@@ -72,11 +72,16 @@ void StopSignal::wait_loop() {
 
 void StopSignal::stop_signal_received(int signal) {
     const char* name = signal == SIGTERM ? "SIGTERM" : "SIGINT";
-    if (requested_) {
-        // Asked while already stopping (a second signal, or one after stdin
-        // ended): stop now, without waiting for the drain.
-        spdlog::warn("{} received while stopping: exiting without waiting for running requests", name);
+    if (signalled_.exchange(true)) {
+        // The operator asked twice: stop now, without waiting for the drain.
+        spdlog::warn("{} received again: exiting without waiting for running requests", name);
         std::_Exit(1);
+    }
+    if (requested_) {
+        // Already stopping (stdin ended, as an MCP client closes it before
+        // its signal): the shutdown under way goes on; a second signal ends it.
+        spdlog::info("{} received while stopping: the shutdown goes on", name);
+        return;
     }
     spdlog::info("{} received: stopping", name);
     request();

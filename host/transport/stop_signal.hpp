@@ -44,6 +44,7 @@ private:
     int signal_fd_ = -1;
     int wake_fd_ = -1; // written once by the destructor
     std::atomic<bool> requested_{false};
+    std::atomic<bool> signalled_{false}; // a stop signal came (a second one exits at once)
     std::mutex mutex_;
     std::vector<std::function<void()>> callbacks_;
     std::thread waiter_;
