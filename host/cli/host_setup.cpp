@@ -57,11 +57,20 @@ void setup_logging(const std::string& configured_level, const std::string& forma
     std::string level = env;
     for (auto& c : level)
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (config::is_log_level(level))
+    // spdlog's own spellings of two of them, as it read them before.
+    if (level == "warning") level = "warn";
+    if (level == "err") level = "error";
+    if (config::is_log_level(level)) {
         spdlog::set_level(spdlog::level::from_str(level));
-    else
-        spdlog::warn("GATEHOUSE_LOG is '{}', not a log level ({}); logging at {}, as the configuration says",
-                     printable(level.substr(0, 32)), config::kLogLevelList, configured_level);
+        return;
+    }
+    // Said even where the configured level hides warnings: the operator
+    // asked for a level by name and did not get it.
+    const auto configured = spdlog::get_level();
+    if (configured > spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
+    spdlog::warn("GATEHOUSE_LOG is '{}', not a log level ({}); logging at {}, as the configuration says",
+                 printable(level.substr(0, 32)), config::kLogLevelList, configured_level);
+    spdlog::set_level(configured);
 }
 
 std::unique_ptr<plugins::ToolRegistry> load_plugins(const config::Config& cfg, plugins::LoadReport& report,

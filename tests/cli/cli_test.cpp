@@ -437,6 +437,12 @@ TEST_CASE("GATEHOUSE_LOG ignores case, and a value that is no level keeps the co
         CHECK_THAT(r->err, Catch::Contains("family 'echo' loaded"));
     }
     CHECK_THAT(upper.err, !Catch::Contains("not a log level"));
+    // Said even where the configured level hides warnings.
+    const auto quiet = config(dir, "log_level: error\nplugins: [echo.so]\n");
+    auto hidden = run_gatehouse({"serve", "--config", quiet}, kPing, {{"GATEHOUSE_LOG", "verbose"}});
+    CHECK(hidden.exit_code == 0);
+    CHECK_THAT(hidden.err, Catch::Contains("GATEHOUSE_LOG is 'verbose', not a log level"));
+    CHECK_THAT(hidden.err, !Catch::Contains("family 'echo' loaded"));
     CHECK_THAT(typo.err, Catch::Contains("GATEHOUSE_LOG is 'verbose?', not a log level (trace, debug, info, warn, "
                                          "error, critical, off); logging at info, as the configuration says"));
 }
