@@ -15,6 +15,9 @@
 #include <boost/beast/http/status.hpp>
 #include <spdlog/spdlog.h>
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -38,8 +41,11 @@ constexpr std::size_t kMaxQueuedBytes = 16 * 1024 * 1024;
 constexpr std::size_t kMostQueuedBeforeParsing = 64 * 1024;
 
 // After its last answer a closing connection reads and drops what the
-// client still sends, this much at most, and closes after this long.
+// client still sends, this much at most, and closes after this long (once
+// its answers have left the kernel: HttpConnection::unsent_bytes).
 constexpr std::uint64_t kLingerMs = 2000;
+// While a lingering connection's answers still leave, how often it looks.
+constexpr std::uint64_t kUnsentPollMs = 200;
 constexpr std::size_t kMaxLingerBytes = 1024 * 1024;
 
 bool names_modern_revision(const Json& message) {
@@ -620,7 +626,18 @@ void HttpConnection::wait_for_deadline() {
         switch (self->phase_) {
         case Phase::waiting_for_request:
         case Phase::reading_request:
-        case Phase::lingering: self->close(); break;
+        case Phase::lingering:
+            // What was written may still wait in the kernel for a reader
+            // that takes it slowly, and a close with the client's bytes
+            // unread is a reset, which throws away what was not yet sent:
+            // the linger goes on while it leaves, within the idle time.
+            if (self->unsent_bytes() > 0 && std::chrono::steady_clock::now() - self->linger_began_ <
+                                                std::chrono::milliseconds(self->service_.settings.idle_timeout_ms)) {
+                self->arm_timer(kUnsentPollMs);
+                break;
+            }
+            self->close();
+            break;
         case Phase::streaming:
             // A comment line keeps proxies and clients from timing out a quiet stream.
             self->write(chunk(":\n\n"));
@@ -1621,6 +1638,7 @@ void HttpConnection::do_write() {
             // Its last answer is written: the linger counts from here.
             boost::system::error_code ignored;
             self->socket_.shutdown(Socket::shutdown_send, ignored);
+            self->linger_began_ = std::chrono::steady_clock::now();
             self->arm_timer(kLingerMs);
         }
     });
@@ -1640,11 +1658,18 @@ void HttpConnection::close_gracefully() {
         // them as an idle connection has to send its next request.
         arm_timer(service_.settings.idle_timeout_ms);
     } else {
+        linger_began_ = std::chrono::steady_clock::now();
         arm_timer(kLingerMs);
         boost::system::error_code ignored;
         socket_.shutdown(Socket::shutdown_send, ignored);
     }
     wait_for_bytes();
+}
+
+std::size_t HttpConnection::unsent_bytes() {
+    int unsent = 0;
+    if (::ioctl(socket_.native_handle(), SIOCOUTQ, &unsent) != 0 || unsent < 0) return 0;
+    return static_cast<std::size_t>(unsent);
 }
 
 void HttpConnection::close() {

@@ -158,6 +158,9 @@ private:
     std::size_t header_bytes_ = 0;  // of its header section, once read
     std::size_t header_fields_ = 0; // fields in that header section: any after them are trailers
     std::size_t lingered_bytes_ = 0;
+    std::chrono::steady_clock::time_point linger_began_; // the half-close
+    // Bytes written that the client has not yet acknowledged (SIOCOUTQ).
+    std::size_t unsent_bytes();
     Phase phase_ = Phase::waiting_for_request;
     bool keep_alive_ = true;
     bool reading_ = false;            // a read is pending on the socket

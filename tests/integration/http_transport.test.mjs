@@ -468,7 +468,7 @@ test('SIGTERM drains: answers still being written to a slow reader go out whole 
   socket.resume();
   await eventually('the close', () => answers.closed(), 15000);
   // The drain ends what had not begun; what was answered comes whole.
-  assert.ok(answers.responses.length >= 1, 'the first answer came');
+  assert.ok(answers.responses.length >= 1, `the first answer came: ${answers.seen()}; host stderr ends:\n${host.stderr.slice(-1500)}`);
   for (const r of answers.responses) assert.equal(JSON.parse(r.body).result.structuredContent.text, text);
   assert.equal(answers.leftover(), 0, `no answer cut off (${answers.leftover()} bytes of one after ${answers.responses.length})`);
   assert.deepEqual(await host.exit, { code: 0, signal: null });
@@ -862,9 +862,12 @@ function answersOf(socket) {
   const responses = [];
   let held = Buffer.alloc(0);
   let closed = false;
+  let bytes = 0;
+  let error;
   socket.on('close', () => (closed = true));
-  socket.on('error', () => {});
+  socket.on('error', (e) => (error = e));
   socket.on('data', (chunk) => {
+    bytes += chunk.length;
     held = Buffer.concat([held, chunk]);
     for (;;) {
       const end = held.indexOf('\r\n\r\n');
@@ -877,7 +880,11 @@ function answersOf(socket) {
     }
   });
   // leftover(): bytes after the last whole answer (a cut-off one's).
-  return { responses, closed: () => closed, leftover: () => held.length };
+  // seen(): what arrived, for a failure's message.
+  const seen = () =>
+    `${bytes} bytes, ${responses.length} whole answer(s) (${responses.map((r) => r.status)}), ${held.length} after them, ` +
+    `socket error ${error?.code ?? 'none'}`;
+  return { responses, closed: () => closed, leftover: () => held.length, seen };
 }
 
 // Pipelines `count` echo calls of some 2 MB answers each (`close` on the
@@ -927,6 +934,29 @@ test('a closing connection lingers from the end of its last answer: a client tha
     assert.deepEqual(responses.map((r) => r.status), Array(count).fill(200));
     responses.forEach((r, i) => assert.equal(JSON.parse(r.body).result.structuredContent.text, `${i} ${text}`));
     await eventually('the close after the last answer', () => closed(), 10000);
+  }));
+
+test('a lingering connection waits for its answer to leave the kernel: bytes the client sends on cannot turn its close into a reset that loses it', () =>
+  // One answer of some 2 MB and Connection: close, then 3 MB more from the
+  // client (more than the linger reads), and 4 s before it reads: past the
+  // 2 s linger. A close with the client's bytes unread is a reset, and a
+  // reset throws away what the kernel had not yet sent.
+  withHttpHost({ plugins: ECHO, limits: LARGE }, async (host) => {
+    const text = 'y'.repeat(1000000);
+    const { port } = new URL(host.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    const answers = answersOf(socket);
+    socket.pause();
+    const message = modernMessage('tools/call', { name: 'echo', arguments: { text } }, 1);
+    socket.write(rawPost(host, message, { headers: { ...HttpHost.modernHeaders(message), Connection: 'close' } }));
+    socket.write(Buffer.alloc(3 << 20, 'z'));
+    await new Promise((r) => setTimeout(r, 4000));
+    socket.resume();
+    await eventually('the answer or the close', () => answers.responses.length === 1 || answers.closed(), 20000);
+    assert.equal(answers.responses.length, 1, `the answer came whole: ${answers.seen()}`);
+    assert.equal(JSON.parse(answers.responses[0].body).result.structuredContent.text, text);
+    socket.destroy();
   }));
 
 test('a client that expects 100-continue is told to go on before it sends its body, then answered', () =>
