@@ -1052,7 +1052,10 @@ test('a SIGHUP while the host is still starting is not lost: the re-read runs on
   }
 });
 
-test('SIGTERM while a SIGHUP re-read waits on an added upstream that never answers: the host stops at once', async () => {
+// A host serving over stdio whose SIGHUP re-read waits on an added upstream
+// that never answers; `stop` stops it, and it must stop at once: the
+// re-read is abandoned, not waited out.
+async function stopsWhileReReadWaits(stop) {
   await withHost({ plugins: ['echo.so'] }, async (host) => {
     await host.stderrMatching(/serving MCP over stdio/);
     const yaml = readFileSync(host.config.file, 'utf8');
@@ -1063,13 +1066,20 @@ test('SIGTERM while a SIGHUP re-read waits on an added upstream that never answe
     await host.stderrMatching(/SIGHUP received/);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const sent = Date.now();
-    host.child.kill('SIGTERM');
+    stop(host);
     const { code } = await host.exit;
     assert.equal(code, 0);
     assert.ok(Date.now() - sent < 8000, `the host took ${Date.now() - sent} ms to stop`);
     assert.match(host.stderr, /upstream 'silent' .*is not served: the host is stopping/);
   });
-});
+}
+
+test('SIGTERM while a SIGHUP re-read waits on an added upstream that never answers: the host stops at once', () =>
+  stopsWhileReReadWaits((host) => host.child.kill('SIGTERM')));
+
+// Over stdio alone, stdin's end is a stop as a signal is.
+test('stdin closing while a SIGHUP re-read waits on an added upstream that never answers: the host stops at once', () =>
+  stopsWhileReReadWaits((host) => host.child.stdin.end()));
 
 test('SIGHUP lists upstreams under the gate the host started with: a session section taken out waits for the restart, as the log says', async () => {
   const talk = await startScriptedUpstream({
@@ -1109,26 +1119,6 @@ test('SIGHUP lists upstreams under the gate the host started with: a session sec
   } finally {
     talk.close();
   }
-});
-
-test('stdin closing while a SIGHUP re-read waits on an added upstream that never answers: the host stops at once', async () => {
-  await withHost({ plugins: ['echo.so'] }, async (host) => {
-    await host.stderrMatching(/serving MCP over stdio/);
-    const yaml = readFileSync(host.config.file, 'utf8');
-    // Started, then silent: its server/discover is never answered within the 30 s it is given.
-    const silent = { name: 'silent', command: ['/bin/sh', '-c', 'exec sleep 60'], connect_timeout_ms: 30000 };
-    writeFileSync(host.config.file, `${yaml}\nupstreams: ${JSON.stringify([silent])}\n`);
-    host.child.kill('SIGHUP');
-    await host.stderrMatching(/SIGHUP received/);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const sent = Date.now();
-    // Over stdio alone, stdin's end is a stop as a signal is: the re-read is abandoned, not waited out.
-    host.child.stdin.end();
-    const { code } = await host.exit;
-    assert.equal(code, 0);
-    assert.ok(Date.now() - sent < 8000, `the host took ${Date.now() - sent} ms to stop`);
-    assert.match(host.stderr, /upstream 'silent' .*is not served: the host is stopping/);
-  });
 });
 
 test('over HTTP with oauth: the host finds the authorization server (also where only a 401 says), gets its own token by client credentials, renews it before it expires and when refused, and asks for more scope when a 403 wants it', async () => {
