@@ -1331,8 +1331,16 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
             protocol::ReadyCall call;
             try {
                 call = self->service_.server.answer(mcp, std::move(*incoming), reply);
-            } catch (const std::exception& e) {
-                spdlog::error("http: a 2025-11-25 session's request failed: {}", e.what());
+            } catch (...) {
+                // Whatever it was, the request is answered (else its
+                // connection would wait, answering, for ever).
+                try {
+                    throw;
+                } catch (const std::exception& e) {
+                    spdlog::error("http: a 2025-11-25 session's request failed: {}", e.what());
+                } catch (...) {
+                    spdlog::error("http: a 2025-11-25 session's request failed");
+                }
                 reply->send(protocol::make_error(id, protocol::error_code::internal_error,
                                                  "Internal error while handling the session's request."));
                 return;
