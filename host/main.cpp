@@ -223,6 +223,7 @@ int serve_host(const Arguments& args) {
     if (!host->stop_workers(std::chrono::seconds(5))) {
         spdlog::error("a tool call is still running inside its plugin 5 s after cancellation (it ignores "
                       "is_cancelled); exiting without unloading the plugins (their shutdown does not run)");
+        host->flush_audit();
         spdlog::default_logger()->flush();
         std::fflush(stderr);
         std::_Exit(status);

@@ -491,6 +491,10 @@ int Host::run(transport::StopSignal& stop) {
     return status;
 }
 
+void Host::flush_audit() const {
+    if (observability_) observability_->flush_audit();
+}
+
 bool Host::stop_workers(std::chrono::milliseconds grace) {
     // Tasks first: their records say the host stopped, before the pool goes.
     const bool tasks_ended = server_->stop_tasks(grace);

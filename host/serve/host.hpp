@@ -66,6 +66,10 @@ public:
     // unloading it). No change notification reaches this host afterwards.
     bool stop_workers(std::chrono::milliseconds grace);
 
+    // Writes the audit lines still queued (its writer runs every 50 ms):
+    // before an exit that runs no destructors.
+    void flush_audit() const;
+
     // What a configuration re-read (SIGHUP) changes while serving: each
     // domain's and tool's exposure (tools/list), and the upstreams, told to
     // every listener.
