@@ -390,6 +390,7 @@ void HttpConnection::drain() {
         if (self->phase_ == Phase::waiting_for_request || self->phase_ == Phase::reading_request ||
             (self->phase_ == Phase::streaming && !self->counted_))
             self->close_gracefully();
+        --self->service_.drains_pending;
     });
 }
 

@@ -55,6 +55,10 @@ struct HttpService {
     std::atomic<unsigned> exchanges{0}; // requests accepted and not yet answered
     // Connections writing their answers or lingering after them: the drain waits for them.
     std::atomic<unsigned> finishing{0};
+    // Connections told to drain whose loop has not yet run that: until it
+    // has, a connection about to close gracefully (and count as finishing)
+    // may still count as idle.
+    std::atomic<unsigned> drains_pending{0};
 
     // Claims an SSE slot for `principal`: one of max_streams in all and of
     // max_streams_per_principal for the caller.

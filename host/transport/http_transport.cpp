@@ -118,6 +118,9 @@ void HttpTransport::begin_drain() {
             if (auto c = weak.lock()) live.push_back(std::move(c));
     }
     spdlog::info("http: draining {} connection(s), {} request(s) in flight", live.size(), service_.exchanges.load());
+    // Counted before any is told: the drain is not idle until every one has
+    // taken it in (an answer written but not yet sent makes it linger).
+    service_.drains_pending += static_cast<unsigned>(live.size());
     for (auto& c : live)
         c->drain();
     // Subscriptions never end by themselves: they get their final result now.
@@ -129,7 +132,8 @@ void HttpTransport::begin_drain() {
 void HttpTransport::check_drained(std::chrono::steady_clock::time_point deadline) {
     // Idle once no request runs and every connection has written its answers
     // whole (a final result to a slow reader among them) and closed.
-    const bool idle = service_.exchanges.load() == 0 && service_.finishing.load() == 0;
+    const bool idle =
+        service_.exchanges.load() == 0 && service_.finishing.load() == 0 && service_.drains_pending.load() == 0;
     if (idle || std::chrono::steady_clock::now() >= deadline) {
         if (!idle)
             spdlog::warn("http: {} request(s) still running and {} connection(s) still writing or closing after the "
