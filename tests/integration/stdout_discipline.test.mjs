@@ -57,23 +57,30 @@ test('a non-blocking stdout that fills up is waited on, and every answer arrives
   const { writeConfig, binaryPath } = await import('./lib/host.mjs');
   const { file } = writeConfig({ plugins: ['echo.so'] });
   const script = `
-import os, subprocess, sys, time, json
+import os, select, subprocess, sys, threading, time, json
 r, w = os.pipe()
 os.set_blocking(w, False)
 host = subprocess.Popen([sys.argv[1], 'serve', '--config', sys.argv[2]], stdin=subprocess.PIPE, stdout=w, stderr=subprocess.DEVNULL)
 os.close(w)
 meta = {'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}}
 calls = 400
-for i in range(calls):
-    host.stdin.write((json.dumps({'jsonrpc': '2.0', 'id': i, 'method': 'tools/call', 'params': {'name': 'echo', 'arguments': {'text': 'x' * 1000}, '_meta': meta}}) + '\\n').encode())
-host.stdin.flush()
+# Written on a thread of its own: a host waiting for room on stdout reads
+# no more requests, so a writer on this thread could wait for it for ever.
+def feed():
+    for i in range(calls):
+        host.stdin.write((json.dumps({'jsonrpc': '2.0', 'id': i, 'method': 'tools/call', 'params': {'name': 'echo', 'arguments': {'text': 'x' * 1000}, '_meta': meta}}) + '\\n').encode())
+    host.stdin.flush()
+feeding = threading.Thread(target=feed)
+feeding.start()
 time.sleep(1.5)  # nobody reads: the pipe fills, the host's writes meet EAGAIN
 data = b''
 deadline = time.time() + 20
 while data.count(b'\\n') < calls and time.time() < deadline:
+    if not select.select([r], [], [], 1)[0]: continue
     chunk = os.read(r, 1 << 16)
     if not chunk: break
     data += chunk
+feeding.join(timeout=20)
 host.stdin.close()
 host.wait(timeout=20)
 print(data.count(b'\\n'))
