@@ -1,5 +1,7 @@
 #include "auth/issuer_keys.hpp"
 
+#include "protocol/json_rpc.hpp"
+
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -114,7 +116,7 @@ void IssuerKeys::read() {
         const auto take = [this](const FetchResult& r, const std::string& where) -> bool {
             if (!r.ok()) return false;
             const auto metadata = nlohmann::json::parse(r.body, nullptr, false);
-            if (!metadata.is_object() || string_member(metadata, "issuer") != issuer_ ||
+            if (!metadata.is_object() || protocol::text_member(metadata, "issuer") != issuer_ ||
                 !metadata.contains("jwks_uri") || !metadata["jwks_uri"].is_string()) {
                 spdlog::warn("auth: the metadata at {} does not name issuer {} with a jwks_uri", where, issuer_);
                 return false;
@@ -161,7 +163,7 @@ std::size_t IssuerKeys::replace_keys(const nlohmann::json& set) {
             keys.push_back(std::move(key));
         } catch (const std::invalid_argument& e) {
             // Sets often carry encryption keys or other algorithms: skip those alone.
-            spdlog::debug("auth: skipping a key of {} ({}): {}", issuer_, string_member(jwk, "kid"), e.what());
+            spdlog::debug("auth: skipping a key of {} ({}): {}", issuer_, protocol::text_member(jwk, "kid"), e.what());
         }
     }
     std::lock_guard lock(mutex_);

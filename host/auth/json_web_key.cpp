@@ -1,5 +1,7 @@
 #include "auth/json_web_key.hpp"
 
+#include "protocol/json_rpc.hpp"
+
 #include <stdexcept>
 
 namespace gatehouse::auth {
@@ -17,12 +19,6 @@ std::string member(const nlohmann::json& jwk, const char* name) {
 }
 
 } // namespace
-
-std::string string_member(const nlohmann::json& object, const char* name) {
-    if (!object.is_object()) return {};
-    const auto it = object.find(name);
-    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 bool base64url_decode(std::string_view text, std::string& out) {
     out.clear();
@@ -57,20 +53,20 @@ bool base64url_decode(std::string_view text, std::string& out) {
 JsonWebKey JsonWebKey::parse(const nlohmann::json& jwk) {
     if (!jwk.is_object()) throw std::invalid_argument("a JWK must be a JSON object");
     JsonWebKey out;
-    out.kid_ = string_member(jwk, "kid");
-    const std::string kty = string_member(jwk, "kty");
+    out.kid_ = protocol::text_member(jwk, "kid");
+    const std::string kty = protocol::text_member(jwk, "kty");
     if (jwk.contains("use") && jwk["use"] != "sig") throw std::invalid_argument("the key is not for signatures");
     const crypto::OpenSsl& openssl = crypto::openssl();
     if (kty == "RSA") {
         out.algorithm_ = "RS256";
         out.key_ = openssl.rs256_key(member(jwk, "n"), member(jwk, "e"));
     } else if (kty == "EC") {
-        if (string_member(jwk, "crv") != "P-256")
+        if (protocol::text_member(jwk, "crv") != "P-256")
             throw std::invalid_argument("only the EC curve P-256 (ES256) is supported");
         out.algorithm_ = "ES256";
         out.key_ = openssl.es256_key(member(jwk, "x"), member(jwk, "y"));
     } else if (kty == "OKP") {
-        if (string_member(jwk, "crv") != "Ed25519")
+        if (protocol::text_member(jwk, "crv") != "Ed25519")
             throw std::invalid_argument("only the OKP curve Ed25519 is supported");
         out.algorithm_ = "EdDSA";
         out.key_ = openssl.ed25519_key(member(jwk, "x"));

@@ -29,9 +29,6 @@ private:
     std::shared_ptr<const crypto::VerifyingKey> key_;
 };
 
-// The string member `name` of a JSON object; empty when absent or not a string.
-std::string string_member(const nlohmann::json& object, const char* name);
-
 // base64url without padding (RFC 7515 §2); nullopt-like empty result and
 // false on anything outside the alphabet.
 bool base64url_decode(std::string_view text, std::string& out);

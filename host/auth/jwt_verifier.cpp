@@ -1,6 +1,7 @@
 #include "auth/jwt_verifier.hpp"
 
 #include "auth/json_web_key.hpp"
+#include "protocol/json_rpc.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -37,7 +38,7 @@ TokenVerdict JwtVerifier::verify_with_known_keys(std::string_view token, IssuerK
     if (!header.is_object() || !claims.is_object())
         return TokenVerdict::reject("the token's JOSE header or claims are not JSON objects naming each member once");
 
-    const std::string alg = string_member(header, "alg");
+    const std::string alg = protocol::text_member(header, "alg");
     if (alg != "RS256" && alg != "ES256" && alg != "EdDSA")
         return TokenVerdict::reject("the token is signed with '" + alg + "'; this server accepts RS256, ES256, EdDSA");
     if (header.contains("crit")) return TokenVerdict::reject("the token's header has crit extensions");
@@ -47,11 +48,11 @@ TokenVerdict JwtVerifier::verify_with_known_keys(std::string_view token, IssuerK
             return TokenVerdict::reject("the token's typ '" + t + "' is not an access token");
     }
     // The issuer chooses the keys, so it must be trusted before any key is looked at.
-    const std::string iss = string_member(claims, "iss");
+    const std::string iss = protocol::text_member(claims, "iss");
     const auto issuer = issuers_.find(iss);
     if (issuer == issuers_.end())
         return TokenVerdict::reject("the token was issued by '" + iss + "', not an issuer this server trusts");
-    const std::string kid = string_member(header, "kid");
+    const std::string kid = protocol::text_member(header, "kid");
     const auto key = issuer->second->find(kid, alg);
     if (!key) {
         *needs = issuer->second.get();

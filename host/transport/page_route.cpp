@@ -4,6 +4,7 @@
 #include "plugins/call_environment.hpp"
 #include "plugins/loaded_plugin.hpp"
 #include "protocol/ascii_case.hpp"
+#include "protocol/json_rpc.hpp"
 #include "session/random_token.hpp"
 
 #include <nlohmann/json.hpp>
@@ -220,13 +221,6 @@ mrtr::StateBinding form_binding(std::string_view path) {
 // and a worker is not held for as long as a stuck call lasts.
 constexpr auto kPageLockWait = std::chrono::seconds(5);
 
-// A member of what a family answered that is text, or `otherwise`: a
-// value of another type reads as absent, never as a failure of the page.
-std::string text_member(const Json& object, const char* name, std::string otherwise = {}) {
-    const auto it = object.find(name);
-    return it != object.end() && it->is_string() ? it->get<std::string>() : std::move(otherwise);
-}
-
 struct Answer {
     int32_t status;
     std::string bytes;
@@ -291,8 +285,8 @@ PageResponse show(const plugins::HostServices* host, const plugins::Page& page,
     main += "<dl>";
     for (const auto& field : shown.value("fields", Json::array())) {
         if (!field.is_object()) continue;
-        main += "<dt>" + escape_html(text_member(field, "label")) + "</dt><dd>" +
-                escape_html(text_member(field, "value")) + "</dd>";
+        main += "<dt>" + escape_html(protocol::text_member(field, "label")) + "</dt><dd>" +
+                escape_html(protocol::text_member(field, "value")) + "</dd>";
     }
     main += "</dl>";
     std::string headers = kSecurityHeaders;
@@ -302,7 +296,7 @@ PageResponse show(const plugins::HostServices* host, const plugins::Page& page,
         std::string offered; // the ids, each followed by a comma
         std::size_t shown_actions = 0;
         for (const auto& action : actions) {
-            const std::string id = action.is_object() ? text_member(action, "id") : std::string();
+            const std::string id = action.is_object() ? protocol::text_member(action, "id") : std::string();
             if (!valid_action_id(id)) continue;
             // The ids travel in the form's cookie, which a browser keeps only
             // up to some 4 KiB.
@@ -312,7 +306,7 @@ PageResponse show(const plugins::HostServices* host, const plugins::Page& page,
                 break;
             }
             buttons += "<button type=\"submit\" name=\"action\" value=\"" + id + "\" id=\"action-" + id + "\">" +
-                       escape_html(text_member(action, "label", id)) + "</button>";
+                       escape_html(protocol::text_member(action, "label", id)) + "</button>";
             offered += id + ',';
         }
         // The token carries the choices this page offered, so a form posted
@@ -362,7 +356,7 @@ PageResponse act(const plugins::HostServices* host, const plugins::Page& page,
                             "Your choice was sent, but the server could not confirm it; open the link again to "
                             "see where things stand.");
     }
-    const std::string message = text_member(done, "message", "Done.");
+    const std::string message = protocol::text_member(done, "message", "Done.");
     // The cookie has served its one form.
     const std::string expire_cookie = "Set-Cookie: " + std::string(kCsrfCookie) +
                                       "=; Path=" + std::string(request.path) +
