@@ -112,8 +112,9 @@ Observability::Observability(Settings settings)
           registry_.add<CounterFamily>("gatehouse_backend_errors_total",
                                        "Failed operations of the state backend, by backend (sqlite, redis, memory).",
                                        std::vector<std::string>{"backend"})),
-      plugin_load_failures_(
-          registry_.counter("gatehouse_plugin_load_failures_total", "Plugins that failed to load at start.")),
+      plugin_load_failures_(registry_.counter(
+          "gatehouse_plugin_load_failures_total",
+          "Plugins and upstreams that failed to load, at start or on a re-read of upstreams (SIGHUP).")),
       audit_dropped_(registry_.counter("gatehouse_audit_lines_dropped_total",
                                        "Audit lines dropped because the writer's queue was full.")),
       audit_failed_(registry_.counter("gatehouse_audit_write_failures_total",

@@ -104,7 +104,10 @@ std::unique_ptr<plugins::LiveRegistry> Host::load_families() {
         registry = cli::load_plugins(config_, report, {.wait_for_upstreams = true});
     }
     observability_->plugin_load_failures(report.failures.size());
-    not_loaded_ = report.failures;
+    {
+        std::lock_guard lock(not_loaded_mutex_);
+        not_loaded_ = report.failures;
+    }
     observability_->families_loaded(registry->families().size());
     if (config_.strict && !report.failures.empty())
         throw HostError(std::to_string(report.failures.size()) +
@@ -167,8 +170,32 @@ config::Config upstream_view(const config::Config& started, const config::Config
 // upstreams: as the re-read configuration says. An entry removed (or its
 // domain disabled) leaves, its server disconnected; one added joins; one
 // changed connects anew; the others list again under the new domains.
+std::vector<plugins::LoadFailure> Host::not_loaded() const {
+    std::lock_guard lock(not_loaded_mutex_);
+    return not_loaded_;
+}
+
+void Host::upstreams_not_loaded(std::vector<plugins::LoadFailure> failed) {
+    observability_->plugin_load_failures(failed.size());
+    std::lock_guard lock(not_loaded_mutex_);
+    std::erase_if(not_loaded_, [](const plugins::LoadFailure& f) { return f.upstream; });
+    for (auto& failure : failed)
+        not_loaded_.push_back(std::move(failure));
+}
+
+namespace {
+
+plugins::LoadFailure upstream_failure(const config::UpstreamEntry& entry, std::string reason) {
+    return {"upstream '" + entry.name + "'", std::move(reason), entry.where, true};
+}
+
+} // namespace
+
 void Host::reload_upstreams(const config::Config& fresh) {
     const config::Config view = upstream_view(config_, fresh);
+    // Every upstream not serving is tried again below, and those no longer
+    // configured are gone: what failed before is replaced by what fails now.
+    std::vector<plugins::LoadFailure> failed;
     std::vector<upstream::UpstreamFamily*> gone;
     std::vector<std::shared_ptr<const plugins::FamilyEntry>> keep_until_retired;
     std::vector<const config::UpstreamEntry*> adding;
@@ -199,10 +226,12 @@ void Host::reload_upstreams(const config::Config& fresh) {
         for (const auto& entry : fresh.upstreams) {
             if (!wanted(entry.name)) continue;
             if (const auto* e = serving->entry(entry.name)) {
-                if (!e->plugin->upstream())
+                if (!e->plugin->upstream()) {
                     spdlog::error("upstream '{}' ({}) is not served: family '{}' is already served by {}", entry.name,
                                   entry.where.str(), entry.name, e->info.path);
-                else // kept: its tools again, under the domains as they read now
+                    failed.push_back(
+                        upstream_failure(entry, "family '" + entry.name + "' is already served by " + e->info.path));
+                } else // kept: its tools again, under the domains as they read now
                     serving = plugins::with_family(
                         *serving, entry.name, plugins::PluginLoader::relist_upstream(*e, families_config_, *serving));
                 continue;
@@ -230,9 +259,13 @@ void Host::reload_upstreams(const config::Config& fresh) {
             if (auto added = opening[i].get()) opened.push_back(std::move(added));
         } catch (const std::exception& e) {
             spdlog::error("upstream '{}' ({}) is not served: {}", adding[i]->name, adding[i]->where.str(), e.what());
+            failed.push_back(upstream_failure(*adding[i], e.what()));
         }
     }
-    if (opened.empty()) return;
+    if (opened.empty()) {
+        upstreams_not_loaded(std::move(failed));
+        return;
+    }
     std::vector<upstream::UpstreamFamily*> joined;
     {
         auto lock = registry_->change_lock();
@@ -243,11 +276,15 @@ void Host::reload_upstreams(const config::Config& fresh) {
                 plugins::PluginLoader::check_joins(*added, *serving);
             } catch (const std::exception& e) {
                 spdlog::error("upstream '{}' is not served: {}", added->info.family, e.what());
+                for (const auto* entry : adding)
+                    if (entry->name == added->info.family) failed.push_back(upstream_failure(*entry, e.what()));
                 continue;
             }
             joined.push_back(added->plugin->upstream());
             serving = plugins::with_family(*serving, added->info.family, added);
         }
+        // Before the tools are seen: whoever finds them finds this too.
+        upstreams_not_loaded(std::move(failed));
         registry_->publish(std::move(serving), lock);
     }
     // Said once it is so: a client that reads the line and lists finds the tools.
@@ -460,7 +497,7 @@ std::unique_ptr<transport::OpsListener> Host::listen_ops() {
             config_.metrics, *observability_,
             transport::OpsListener::Probes{[server = server_.get()] { return server->readiness(); },
                                            [this] { return stopping_.load(); },
-                                           [this] { return host_status(*registry_->current(), not_loaded_); }});
+                                           [this] { return host_status(*registry_->current(), not_loaded()); }});
     } catch (const std::exception& e) {
         throw HostError(e.what(), 1);
     }

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -101,8 +102,15 @@ private:
     std::unique_ptr<metrics::Observability> observability_;
     std::unique_ptr<plugins::LiveRegistry> registry_; // plugins unload last
     config::Config families_config_; // under registry_'s change lock: the configuration upstream families list under
-    std::vector<plugins::LoadFailure> not_loaded_; // what the configuration names that did not load
-    std::shared_ptr<state::RedisClient> redis_;    // with session.backend redis: the one client of its parts
+    // What the configuration names that did not load: the plugins' from the
+    // start, the upstreams' from the last reading of upstreams: (start or
+    // SIGHUP). Read by the operators' listener (/status) while a re-read writes it.
+    mutable std::mutex not_loaded_mutex_;
+    std::vector<plugins::LoadFailure> not_loaded_;
+    std::vector<plugins::LoadFailure> not_loaded() const;
+    // Puts `failed` in place of the upstreams' failures of the last reading.
+    void upstreams_not_loaded(std::vector<plugins::LoadFailure> failed);
+    std::shared_ptr<state::RedisClient> redis_; // with session.backend redis: the one client of its parts
     std::unique_ptr<session::SessionService> sessions_;
     std::unique_ptr<state::StateBackend> families_only_state_; // families' state when no sessions hold a backend
     gate::GatePipeline gate_;

@@ -659,7 +659,8 @@ test('an upstream down at start is reported and tried again, joins when it answe
     const told = heard();
     const yaml = readFileSync(host.config.file, 'utf8').split('\n');
     const at = yaml.findIndex((line) => line.startsWith('upstreams:'));
-    yaml[at] = `upstreams: ${JSON.stringify([{ name: 'again', command: [NODE, CHANGING, 'modern'] }])}`;
+    // 'echo' names the plugin's family: refused, and /status says so.
+    yaml[at] = `upstreams: ${JSON.stringify([{ name: 'again', command: [NODE, CHANGING, 'modern'] }, { name: 'echo', command: [NODE, CHANGING, 'modern'] }])}`;
     writeFileSync(host.config.file, yaml.join('\n'));
     host.child.kill('SIGHUP');
     const listed = async () => names((await host.modern('tools/list')).result.tools);
@@ -671,7 +672,12 @@ test('an upstream down at start is reported and tried again, joins when it answe
     const gone = await host.modern('tools/call', { name: 'late_streams', arguments: {} });
     assert.equal(gone.error.code, -32602);
     assert.equal(gone.error.data, undefined);
-    assert.deepEqual((await status()).families.map((f) => [f.family, f.serving]), [['echo', true], ['again', true]]);
+    const reread = await status();
+    assert.deepEqual(reread.families.map((f) => [f.family, f.serving]), [['echo', true], ['again', true]]);
+    assert.deepEqual(reread.not_loaded.map((f) => f.what), ["upstream 'echo'"]);
+    assert.match(reread.not_loaded[0].why, /family 'echo' is already served by .*echo\.so/);
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    assert.match(metrics, /^gatehouse_plugin_load_failures_total 1$/m);
     assert.deepEqual((await host.modern('tools/call', { name: 'again_grow', arguments: {} })).result.content[0].text, 'grown');
     assert.equal((await host.modern('tools/call', { name: 'echo', arguments: { text: 'still' } })).result.structuredContent.text, 'still');
     const prompts = async () => (await host.modern('prompts/list')).result?.prompts.map((p) => p.name);
@@ -679,15 +685,17 @@ test('an upstream down at start is reported and tried again, joins when it answe
 
     // With no upstream left, the methods only upstreams offer are gone; they
     // come back with the first upstream a re-read adds.
-    const reread = (upstreams) => {
+    const rereadWith = (upstreams) => {
       yaml[at] = `upstreams: ${JSON.stringify(upstreams)}`;
       writeFileSync(host.config.file, yaml.join('\n'));
       host.child.kill('SIGHUP');
     };
-    reread([]);
+    rereadWith([]);
     await eventually('again gone', async () => !(await listed()).includes('again_grow'));
+    // The refused entry is no longer configured: nothing is reported as not loaded.
+    assert.deepEqual((await status()).not_loaded, []);
     assert.equal((await host.modern('prompts/list')).error?.code, -32601);
-    reread([{ name: 'back', command: [NODE, CHANGING, 'modern'] }]);
+    rereadWith([{ name: 'back', command: [NODE, CHANGING, 'modern'] }]);
     await eventually('back\'s prompt listed', async () => (await prompts())?.includes('back_greeting'));
     const got = await host.modern('prompts/get', { name: 'back_greeting' });
     assert.equal(got.result?.messages[0].content.text, 'hello', JSON.stringify(got));
