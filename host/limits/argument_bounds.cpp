@@ -4,6 +4,8 @@
 
 #include "schema/json_schema.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -76,7 +78,9 @@ std::optional<gate::Refusal> argument_beyond_bounds(const nlohmann::json& argume
         std::size_t index;    // its index in an array parent
     };
     constexpr std::size_t kRoot = static_cast<std::size_t>(-1);
-    std::vector<Step> steps{{&arguments, kRoot, {}, 0}};
+    // Room for the usual arguments (a few members) on this thread's stack:
+    // a call's walk allocates nothing unless its arguments are many.
+    boost::container::small_vector<Step, 16> steps{{&arguments, kRoot, {}, 0}};
     auto pointer_of = [&](std::size_t at) {
         std::vector<std::string> tokens;
         for (; steps[at].parent != kRoot; at = steps[at].parent)
@@ -88,7 +92,7 @@ std::optional<gate::Refusal> argument_beyond_bounds(const nlohmann::json& argume
             pointer += "/" + *token;
         return pointer;
     };
-    std::vector<std::size_t> stack{0};
+    boost::container::small_vector<std::size_t, 16> stack{0};
     while (!stack.empty()) {
         const std::size_t at = stack.back();
         stack.pop_back();
