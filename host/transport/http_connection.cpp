@@ -48,18 +48,20 @@ constexpr std::uint64_t kLingerMs = 2000;
 constexpr std::uint64_t kUnsentPollMs = 200;
 constexpr std::size_t kMaxLingerBytes = 1024 * 1024;
 
-bool names_modern_revision(const Json& message) {
+// The revision params._meta names, if it names one (of any type: a
+// malformed one is the protocol layer's to refuse).
+const Json* named_revision(const Json& message) {
     const auto params = message.find("params");
-    if (params == message.end() || !params->is_object()) return false;
+    if (params == message.end() || !params->is_object()) return nullptr;
     const auto meta = params->find("_meta");
-    return meta != params->end() && meta->is_object() && meta->contains(protocol::meta_key::protocol_version);
+    if (meta == params->end() || !meta->is_object()) return nullptr;
+    const auto version = meta->find(protocol::meta_key::protocol_version);
+    return version != meta->end() ? &*version : nullptr;
 }
 
-// Whether _meta names a revision of the stateless era (not 2025-11-25,
-// which a confused client may put there inside its session).
-bool names_stateless_revision(const Json& message) {
-    if (!names_modern_revision(message)) return false;
-    const Json& version = message["params"]["_meta"][protocol::meta_key::protocol_version];
+// Whether a named revision is of the stateless era (not 2025-11-25, which a
+// confused client may put there inside its session).
+bool stateless_revision(const Json& version) {
     return !version.is_string() || version.get_ref<const std::string&>() != protocol::kLegacyVersion;
 }
 
@@ -898,10 +900,12 @@ void HttpConnection::on_post(const Request& request) {
     posted.is_request = method_it != message.end() && id_it != message.end();
     if (posted.is_request && (id_it->is_string() || id_it->is_number_integer())) posted.id = *id_it;
     posted.is_response = method_it == message.end() && (message.contains("result") || message.contains("error"));
-    const bool modern = names_modern_revision(message);
+    const Json* revision = named_revision(message);
+    const bool modern = revision != nullptr;
     // A 2026-07-28 request ignores an Mcp-Session-Id (its transport has no
     // sessions): a client that kept a stale one is still served.
-    const auto session_id = names_stateless_revision(message) ? std::nullopt : header_value(request, "Mcp-Session-Id");
+    const auto session_id =
+        modern && stateless_revision(*revision) ? std::nullopt : header_value(request, "Mcp-Session-Id");
     const bool opens_session = !session_id && posted.method == "initialize" && !modern &&
                                header_value(request, "MCP-Protocol-Version") != protocol::kModernVersion;
     posted.message = std::move(message);
