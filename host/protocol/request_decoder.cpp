@@ -212,13 +212,13 @@ namespace {
 // The members of a request's _meta the decoder reads, found in one pass.
 struct MetaMembers {
     const Json* version = nullptr;
-    const Json* client_capabilities = nullptr;
+    Json* client_capabilities = nullptr;
     const Json* log_level = nullptr;
     const Json* progress_token = nullptr;
 
-    explicit MetaMembers(const Json* meta) {
+    explicit MetaMembers(Json* meta) {
         if (!meta) return;
-        for (const auto& [name, value] : meta->get_ref<const Json::object_t&>()) {
+        for (auto& [name, value] : meta->get_ref<Json::object_t&>()) {
             if (name == meta_key::protocol_version)
                 version = &value;
             else if (name == meta_key::client_capabilities)
@@ -242,7 +242,7 @@ void RequestDecoder::decode(Connection& connection, Json& id, Json& method, Json
         if (!params->is_object()) throw ProtocolError(error_code::invalid_params, "params must be a JSON object.");
         r.params = std::move(*params);
     }
-    const Json* meta = nullptr;
+    Json* meta = nullptr;
     if (auto m = r.params.find("_meta"); m != r.params.end()) {
         if (!m->is_object()) throw ProtocolError(error_code::invalid_params, "params._meta must be a JSON object.");
         meta = &*m;
@@ -286,13 +286,15 @@ void RequestDecoder::decode(Connection& connection, Json& id, Json& method, Json
     }
 
     if (r.revision == Revision::modern_2026_07_28) {
-        const Json* caps = members.client_capabilities;
+        Json* caps = members.client_capabilities;
         if (!caps || !caps->is_object())
             throw ProtocolError(error_code::invalid_params,
                                 std::string("The request has no _meta[\"") +
                                     std::string(meta_key::client_capabilities) +
                                     "\"] object; send {} when the client declares no capabilities.");
-        r.client_capabilities = *caps;
+        // Taken, not copied (a client's capabilities are a tree of their
+        // own): nothing reads them from params after the decode.
+        r.client_capabilities = std::move(*caps);
         if (const Json* level = members.log_level) {
             std::optional<int> parsed = level->is_string() ? parse_log_level(level->get<std::string>()) : std::nullopt;
             if (!parsed)
