@@ -22,6 +22,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace gatehouse::serve {
@@ -175,10 +176,10 @@ std::vector<plugins::LoadFailure> Host::not_loaded() const {
     return not_loaded_;
 }
 
-void Host::upstreams_not_loaded(std::vector<plugins::LoadFailure> failed) {
+void Host::upstreams_not_loaded(std::vector<plugins::LoadFailure> failed, bool replacing) {
     observability_->plugin_load_failures(failed.size());
     std::lock_guard lock(not_loaded_mutex_);
-    std::erase_if(not_loaded_, [](const plugins::LoadFailure& f) { return f.upstream; });
+    if (replacing) std::erase_if(not_loaded_, [](const plugins::LoadFailure& f) { return f.upstream; });
     for (auto& failure : failed)
         not_loaded_.push_back(std::move(failure));
 }
@@ -238,6 +239,8 @@ void Host::reload_upstreams(const config::Config& fresh) {
             }
             adding.push_back(&entry);
         }
+        // Before the change is seen: whoever finds it finds this too.
+        upstreams_not_loaded(std::exchange(failed, {}), true);
         registry_->publish(std::move(serving), lock);
     }
     // Outside the change lock: a supervisor being joined may be waiting for
@@ -263,7 +266,7 @@ void Host::reload_upstreams(const config::Config& fresh) {
         }
     }
     if (opened.empty()) {
-        upstreams_not_loaded(std::move(failed));
+        upstreams_not_loaded(std::move(failed), false);
         return;
     }
     std::vector<upstream::UpstreamFamily*> joined;
@@ -284,7 +287,7 @@ void Host::reload_upstreams(const config::Config& fresh) {
             serving = plugins::with_family(*serving, added->info.family, added);
         }
         // Before the tools are seen: whoever finds them finds this too.
-        upstreams_not_loaded(std::move(failed));
+        upstreams_not_loaded(std::move(failed), false);
         registry_->publish(std::move(serving), lock);
     }
     // Said once it is so: a client that reads the line and lists finds the tools.

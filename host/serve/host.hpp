@@ -108,8 +108,9 @@ private:
     mutable std::mutex not_loaded_mutex_;
     std::vector<plugins::LoadFailure> not_loaded_;
     std::vector<plugins::LoadFailure> not_loaded() const;
-    // Puts `failed` in place of the upstreams' failures of the last reading.
-    void upstreams_not_loaded(std::vector<plugins::LoadFailure> failed);
+    // Adds `failed` to what did not load; `replacing`: in place of the
+    // upstreams' failures of the last reading.
+    void upstreams_not_loaded(std::vector<plugins::LoadFailure> failed, bool replacing);
     std::shared_ptr<state::RedisClient> redis_; // with session.backend redis: the one client of its parts
     std::unique_ptr<session::SessionService> sessions_;
     std::unique_ptr<state::StateBackend> families_only_state_; // families' state when no sessions hold a backend
