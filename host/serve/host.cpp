@@ -168,9 +168,6 @@ config::Config upstream_view(const config::Config& started, const config::Config
 
 } // namespace
 
-// upstreams: as the re-read configuration says. An entry removed (or its
-// domain disabled) leaves, its server disconnected; one added joins; one
-// changed connects anew; the others list again under the new domains.
 std::vector<plugins::LoadFailure> Host::not_loaded() const {
     std::lock_guard lock(not_loaded_mutex_);
     return not_loaded_;
@@ -192,9 +189,13 @@ plugins::LoadFailure upstream_failure(const config::UpstreamEntry& entry, std::s
 
 } // namespace
 
+// upstreams: as the re-read configuration says. An entry removed (or its
+// domain disabled) leaves, its server disconnected; one added joins; one
+// changed connects anew; the others list again under the new domains.
 void Host::reload_upstreams(const config::Config& fresh) {
     const config::Config view = upstream_view(config_, fresh);
-    // Every upstream not serving is tried again below, and those no longer
+    // Every configured entry that is not in the registry is tried again
+    // below (one that failed before among them), and those no longer
     // configured are gone: what failed before is replaced by what fails now.
     std::vector<plugins::LoadFailure> failed;
     std::vector<upstream::UpstreamFamily*> gone;
@@ -500,7 +501,12 @@ std::unique_ptr<transport::OpsListener> Host::listen_ops() {
             config_.metrics, *observability_,
             transport::OpsListener::Probes{[server = server_.get()] { return server->readiness(); },
                                            [this] { return stopping_.load(); },
-                                           [this] { return host_status(*registry_->current(), not_loaded()); }});
+                                           [this] {
+                                               // The registry first: a re-read changes the list before it
+                                               // publishes, so this list is at least as new as the registry.
+                                               const auto registry = registry_->current();
+                                               return host_status(*registry, not_loaded());
+                                           }});
     } catch (const std::exception& e) {
         throw HostError(e.what(), 1);
     }
