@@ -914,7 +914,7 @@ test('a client that pipelines requests with large answers and reads them late ge
   // connection may have waiting to be written, were they all made at once.
   // The next pipelined request is parsed only once the answers before it
   // have gone out (to 64 KiB), so the bound is never met.
-  withHttpHost({ plugins: ECHO, limits: LARGE }, async (host) => {
+  withHttpHost({ plugins: ECHO, limits: LARGE, http: { request_timeout_ms: 60000 } }, async (host) => {
     const count = 16;
     const { socket, text, responses, closed } = await pipelineLargeAnswers(host, { count, pauseMs: 1500 });
     assert.equal(closed(), false, `the connection stays open (${responses.length} answers)`);
