@@ -17,8 +17,12 @@
 #include <initializer_list>
 #include <set>
 #include <vector>
+#include <string_view>
 
 namespace gatehouse::protocol {
+
+// Keys looked up by length, not measured with strlen at every member compared.
+using namespace std::string_view_literals;
 
 namespace {
 
@@ -283,7 +287,7 @@ std::optional<std::string> McpServer::readiness() const {
 
 void McpServer::observe(const Request& request, const Json& response) const {
     if (!observability_) return;
-    const auto error = response.find("error");
+    const auto error = response.find("error"sv);
     const bool failed = error != response.end();
     // Label values come from the method table, never from what a client sent.
     const std::string_view method =
@@ -299,7 +303,7 @@ void McpServer::observe_admitted(const CallScheduler::Admitted& call, const Call
     const std::string_view revision = revision_name(call.revision);
     const Json* error = nullptr;
     if (ending.response)
-        if (auto it = ending.response->find("error"); it != ending.response->end()) error = &*it;
+        if (auto it = ending.response->find("error"sv); it != ending.response->end()) error = &*it;
     const int error_code = error ? error->value("code", 0) : 0;
     observability_->request({call.method, revision, error != nullptr || !ending.response, error_code, call.received_at,
                              took, call.transport, &call.id, &call.trace});
@@ -334,8 +338,8 @@ void McpServer::observe_admitted(const CallScheduler::Admitted& call, const Call
 
 Json McpServer::finish(const Json& id, Revision revision, Json result) const {
     if (revision == Revision::modern_2026_07_28) {
-        if (!result.contains("resultType")) result["resultType"] = "complete";
-        if (!result.contains("_meta"))
+        if (!result.contains("resultType"sv)) result["resultType"] = "complete";
+        if (!result.contains("_meta"sv))
             result["_meta"] = identity_meta_;
         else
             result["_meta"][meta_key::server_info] = server_info_;

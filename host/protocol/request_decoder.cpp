@@ -5,7 +5,12 @@
 #include "protocol/tool_call.hpp"
 #include "protocol/utf8_text.hpp"
 
+#include <string_view>
+
 namespace gatehouse::protocol {
+
+// Keys looked up by length, not measured with strlen at every member compared.
+using namespace std::string_view_literals;
 
 namespace {
 
@@ -122,7 +127,7 @@ Incoming RequestDecoder::read(Connection& connection, const auth::Principal& sen
     if (trace_ids_) {
         const Json* meta = nullptr;
         if (envelope.params && envelope.params->is_object())
-            if (auto m = envelope.params->find("_meta"); m != envelope.params->end() && m->is_object()) meta = &*m;
+            if (auto m = envelope.params->find("_meta"sv); m != envelope.params->end() && m->is_object()) meta = &*m;
         start_trace(meta, transport_trace, in.request);
     }
     try {
@@ -147,7 +152,7 @@ const plugins::Tool* RequestDecoder::resolve(const plugins::ToolRegistry& regist
 }
 
 ToolTarget RequestDecoder::target(Json& params, const auth::Principal& principal) const {
-    auto name_it = params.find("name");
+    auto name_it = params.find("name"sv);
     if (name_it == params.end() || !name_it->is_string())
         throw ProtocolError(error_code::invalid_params, "tools/call needs params.name, the tool's name as a string");
     const std::string& name = name_it->get_ref<const std::string&>();
@@ -167,7 +172,7 @@ ToolTarget RequestDecoder::target(Json& params, const auth::Principal& principal
                             "Unknown tool: '" + echoed_name(name) + "'; tools/list names the tools");
     }
     Json arguments; // null: target_of makes it the empty object
-    if (auto a = params.find("arguments"); a != params.end() && !a->is_null()) {
+    if (auto a = params.find("arguments"sv); a != params.end() && !a->is_null()) {
         if (!a->is_object())
             throw ProtocolError(error_code::invalid_params, "tools/call params.arguments must be a JSON object");
         arguments = std::move(*a);
@@ -181,7 +186,7 @@ ToolTarget RequestDecoder::target_of(std::shared_ptr<const plugins::ToolRegistry
                  scope_refusal(tool, principal)};
     // call_tool waits for its place and times out as the tool it forwards to.
     if (!tool.plugin && tool.name == ToolDisclosure::kCallTool)
-        if (auto forwarded = t.arguments.find("name"); forwarded != t.arguments.end() && forwarded->is_string())
+        if (auto forwarded = t.arguments.find("name"sv); forwarded != t.arguments.end() && forwarded->is_string())
             t.forwarded = resolve(*t.registry, forwarded->get_ref<const std::string&>());
     return t;
 }
@@ -243,7 +248,7 @@ void RequestDecoder::decode(Connection& connection, Json& id, Json& method, Json
         r.params = std::move(*params);
     }
     Json* meta = nullptr;
-    if (auto m = r.params.find("_meta"); m != r.params.end()) {
+    if (auto m = r.params.find("_meta"sv); m != r.params.end()) {
         if (!m->is_object()) throw ProtocolError(error_code::invalid_params, "params._meta must be a JSON object.");
         meta = &*m;
     }

@@ -6,6 +6,9 @@
 
 namespace gatehouse::protocol {
 
+// Keys looked up by length, not measured with strlen at every member compared.
+using namespace std::string_view_literals;
+
 namespace {
 
 using Problem = std::optional<std::string>;
@@ -57,17 +60,17 @@ Problem base64_field(const Json& object, std::string_view key, const std::string
 }
 
 Problem meta_problem(const Json& object, const std::string& pointer) {
-    if (auto meta = object.find("_meta"); meta != object.end() && !meta->is_object())
+    if (auto meta = object.find("_meta"sv); meta != object.end() && !meta->is_object())
         return fault(at(pointer, "_meta"), "must be an object");
     return std::nullopt;
 }
 
 Problem annotations_problem(const Json& block, const std::string& pointer) {
-    auto it = block.find("annotations");
+    auto it = block.find("annotations"sv);
     if (it == block.end()) return std::nullopt;
     const std::string where = at(pointer, "annotations");
     if (!it->is_object()) return fault(where, "must be an object");
-    if (auto audience = it->find("audience"); audience != it->end()) {
+    if (auto audience = it->find("audience"sv); audience != it->end()) {
         if (!audience->is_array())
             return fault(at(where, "audience"), "must be an array of \"user\" and \"assistant\"");
         for (std::size_t i = 0; i < audience->size(); ++i) {
@@ -76,7 +79,7 @@ Problem annotations_problem(const Json& block, const std::string& pointer) {
                 return fault(at(where, "audience") + "/" + std::to_string(i), "must be \"user\" or \"assistant\"");
         }
     }
-    if (auto priority = it->find("priority"); priority != it->end()) {
+    if (auto priority = it->find("priority"sv); priority != it->end()) {
         if (!priority->is_number() || priority->get<double>() < 0 || priority->get<double>() > 1)
             return fault(at(where, "priority"), "must be a number from 0 to 1");
     }
@@ -91,9 +94,9 @@ Problem resource_link_problem(const Json& block, const std::string& pointer) {
     if (auto p = string_field(block, "title", pointer, false, name)) return p;
     if (auto p = string_field(block, "description", pointer, false, name)) return p;
     if (auto p = string_field(block, "mimeType", pointer, false, name)) return p;
-    if (auto size = block.find("size"); size != block.end() && !size->is_number_integer())
+    if (auto size = block.find("size"sv); size != block.end() && !size->is_number_integer())
         return fault(at(pointer, "size"), "must be an integer");
-    if (auto icons = block.find("icons"); icons != block.end()) {
+    if (auto icons = block.find("icons"sv); icons != block.end()) {
         if (!icons->is_array()) return fault(at(pointer, "icons"), "must be an array of icons");
         for (std::size_t i = 0; i < icons->size(); ++i) {
             const Json& icon = (*icons)[i];
@@ -106,15 +109,15 @@ Problem resource_link_problem(const Json& block, const std::string& pointer) {
 }
 
 Problem embedded_resource_problem(const Json& block, const std::string& pointer) {
-    auto resource = block.find("resource");
+    auto resource = block.find("resource"sv);
     if (resource == block.end() || !resource->is_object())
         return fault(pointer, "a resource block needs \"resource\", an object with uri and text or blob");
     const std::string where = at(pointer, "resource");
     if (auto p = string_field(*resource, "uri", where, true, "an embedded resource")) return p;
     if (auto p = string_field(*resource, "mimeType", where, false, "an embedded resource")) return p;
     if (auto p = meta_problem(*resource, where)) return p;
-    if (resource->contains("text")) return string_field(*resource, "text", where, true, "an embedded resource");
-    if (resource->contains("blob")) return base64_field(*resource, "blob", where, "an embedded resource");
+    if (resource->contains("text"sv)) return string_field(*resource, "text", where, true, "an embedded resource");
+    if (resource->contains("blob"sv)) return base64_field(*resource, "blob", where, "an embedded resource");
     return fault(where, "an embedded resource needs \"text\" or \"blob\"");
 }
 
@@ -122,7 +125,7 @@ Problem embedded_resource_problem(const Json& block, const std::string& pointer)
 
 std::optional<std::string> content_block_problem(const Json& block, const std::string& pointer) {
     if (!block.is_object()) return fault(pointer, "a content block must be an object");
-    auto type = block.find("type");
+    auto type = block.find("type"sv);
     if (type == block.end() || !type->is_string())
         return fault(pointer, "a content block needs \"type\" (text, image, audio, resource_link or resource)");
     const std::string& kind = type->get_ref<const std::string&>();
@@ -147,17 +150,17 @@ std::optional<std::string> content_block_problem(const Json& block, const std::s
 }
 
 std::optional<std::string> tool_result_problem(const Json& result, Revision revision) {
-    if (auto content = result.find("content"); content != result.end()) {
+    if (auto content = result.find("content"sv); content != result.end()) {
         if (!content->is_array()) return fault("/content", "must be an array of content blocks");
         for (std::size_t i = 0; i < content->size(); ++i)
             if (auto p = content_block_problem((*content)[i], "/content/" + std::to_string(i))) return p;
     }
-    if (auto flag = result.find("isError"); flag != result.end() && !flag->is_boolean())
+    if (auto flag = result.find("isError"sv); flag != result.end() && !flag->is_boolean())
         return fault("/isError", "must be true or false");
-    if (auto type = result.find("resultType"); type != result.end() && *type != "complete")
+    if (auto type = result.find("resultType"sv); type != result.end() && *type != "complete")
         return fault("/resultType",
                      "is the host's to set; a tool asks for input by answering GH_STATUS_INPUT_REQUIRED");
-    if (auto structured = result.find("structuredContent");
+    if (auto structured = result.find("structuredContent"sv);
         structured != result.end() && revision == Revision::legacy_2025_11_25 && !structured->is_object())
         return fault("/structuredContent", "must be an object (protocol revision 2025-11-25)");
     return meta_problem(result, "");

@@ -13,8 +13,12 @@
 #include <spdlog/spdlog.h>
 
 #include <sstream>
+#include <string_view>
 
 namespace gatehouse::protocol {
+
+// Keys looked up by length, not measured with strlen at every member compared.
+using namespace std::string_view_literals;
 
 Json tool_error(const std::string& text) {
     return {{"content", Json::array({{{"type", "text"}, {"text", text}}})}, {"isError", true}};
@@ -502,10 +506,10 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, Plug
     }
     // Errors travel by status. A plugin that flags its answer an error
     // anyway keeps the flag: dropping it would make the error read as a success.
-    const bool flagged_error = result.value("isError", false);
-    if (!flagged_error) result.erase("isError");
-    result.erase("resultType");
-    auto structured = result.find("structuredContent");
+    const bool flagged_error = result.value("isError"sv, false);
+    if (!flagged_error) result.erase("isError"sv);
+    result.erase("resultType"sv);
+    auto structured = result.find("structuredContent"sv);
     if (tool.output_schema && !(flagged_error && structured == result.end())) {
         if (structured == result.end()) {
             spdlog::error("tool '{}' ({}) declares an outputSchema but returned no structuredContent", tool.name,
@@ -520,7 +524,7 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, Plug
                               violation->sentence() + "). This is a fault in the tool, not in your call.");
         }
     }
-    if (!result.contains("content")) {
+    if (!result.contains("content"sv)) {
         result["content"] = Json::array();
         if (structured != result.end()) result["content"].push_back({{"type", "text"}, {"text", structured->dump()}});
     }

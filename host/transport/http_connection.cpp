@@ -23,8 +23,12 @@
 #include <climits>
 #include <mutex>
 #include <vector>
+#include <string_view>
 
 namespace gatehouse::transport {
+
+// Keys looked up by length, not measured with strlen at every member compared.
+using namespace std::string_view_literals;
 
 namespace net = boost::asio;
 namespace http = boost::beast::http;
@@ -51,9 +55,9 @@ constexpr std::size_t kMaxLingerBytes = 1024 * 1024;
 // The revision params._meta names, if it names one (of any type: a
 // malformed one is the protocol layer's to refuse).
 const Json* named_revision(const Json& message) {
-    const auto params = message.find("params");
+    const auto params = message.find("params"sv);
     if (params == message.end() || !params->is_object()) return nullptr;
-    const auto meta = params->find("_meta");
+    const auto meta = params->find("_meta"sv);
     if (meta == params->end() || !meta->is_object()) return nullptr;
     const auto version = meta->find(protocol::meta_key::protocol_version);
     return version != meta->end() ? &*version : nullptr;
@@ -115,7 +119,7 @@ public:
     void send(const Json& message) override {
         auto connection = connection_.lock();
         if (!connection) return;
-        const bool final = !message.contains("method");
+        const bool final = !message.contains("method"sv);
         int status = 200;
         std::string headers;
         if (final) answer_status(message, status, headers);
@@ -147,13 +151,13 @@ private:
     // an upstream server's words, and `value()` throws on a member of
     // another type (`"code": 404`), which here would end the process.
     void answer_status(const Json& message, int& status, std::string& headers) const {
-        if (auto error = message.find("error"); error != message.end() && error->is_object()) {
-            const auto code = error->find("code");
+        if (auto error = message.find("error"sv); error != message.end() && error->is_object()) {
+            const auto code = error->find("code"sv);
             const bool numbered = code != error->end() && code->is_number_integer();
             status = status_for_error(
                 numbered ? static_cast<int>(std::clamp<std::int64_t>(code->get<std::int64_t>(), INT_MIN, INT_MAX)) : 0,
                 modern_);
-            const auto data = error->find("data");
+            const auto data = error->find("data"sv);
             if (data != error->end() &&
                 protocol::text_member(*data, "code") == gate::refusal_code::too_many_in_flight) {
                 status = 429;
@@ -161,16 +165,16 @@ private:
             }
             return;
         }
-        const auto result = message.find("result");
+        const auto result = message.find("result"sv);
         if (result == message.end() || !result->is_object()) return;
-        const auto is_error = result->find("isError");
+        const auto is_error = result->find("isError"sv);
         if (is_error == result->end() || *is_error != true) return;
-        const auto refusal = result->find("structuredContent");
+        const auto refusal = result->find("structuredContent"sv);
         if (refusal == result->end() || protocol::text_member(*refusal, "code") != gate::refusal_code::rate_limited)
             return;
-        const auto next = refusal->find("next");
+        const auto next = refusal->find("next"sv);
         if (next == refusal->end() || !next->is_object()) return;
-        const auto ms = next->find("retryAfterMs");
+        const auto ms = next->find("retryAfterMs"sv);
         if (ms == next->end() || !ms->is_number_unsigned()) return;
         headers = "Retry-After: " + std::to_string((ms->get<std::uint64_t>() + 999) / 1000) + "\r\n";
     }
@@ -255,7 +259,7 @@ public:
 class RefusalCapture final : public protocol::Outbound {
 public:
     void send(const Json& message) override {
-        if (!error && message.contains("error")) error = message;
+        if (!error && message.contains("error"sv)) error = message;
     }
     std::optional<Json> error;
 };
@@ -894,12 +898,12 @@ void HttpConnection::on_post(const Request& request) {
         return;
     }
     Posted posted;
-    const auto method_it = message.find("method");
+    const auto method_it = message.find("method"sv);
     posted.method = method_it != message.end() && method_it->is_string() ? method_it->get<std::string>() : "";
-    const auto id_it = message.find("id");
+    const auto id_it = message.find("id"sv);
     posted.is_request = method_it != message.end() && id_it != message.end();
     if (posted.is_request && (id_it->is_string() || id_it->is_number_integer())) posted.id = *id_it;
-    posted.is_response = method_it == message.end() && (message.contains("result") || message.contains("error"));
+    posted.is_response = method_it == message.end() && (message.contains("result"sv) || message.contains("error"sv));
     const Json* revision = named_revision(message);
     const bool modern = revision != nullptr;
     // A 2026-07-28 request ignores an Mcp-Session-Id (its transport has no

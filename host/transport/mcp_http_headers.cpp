@@ -10,8 +10,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 namespace gatehouse::transport {
+
+// Keys looked up by length, not measured with strlen at every member compared.
+using namespace std::string_view_literals;
 
 using protocol::Json;
 
@@ -116,9 +120,9 @@ std::optional<std::string> decode_mcp_header_value(std::string_view raw) {
 std::optional<std::string> check_request_headers(const HeaderLookup& headers, const Json& message,
                                                  const std::vector<ParamHeader>& param_headers) {
     static const Json empty = Json::object();
-    const auto params_it = message.find("params");
+    const auto params_it = message.find("params"sv);
     const Json& params = params_it != message.end() && params_it->is_object() ? *params_it : empty;
-    const auto method = message.find("method");
+    const auto method = message.find("method"sv);
     return check_request_headers(headers,
                                  method != message.end() && method->is_string()
                                      ? std::string_view(method->get_ref<const std::string&>())
@@ -135,7 +139,7 @@ std::optional<std::string> check_request_headers(const HeaderLookup& headers, st
     const auto version = headers("MCP-Protocol-Version");
     if (!version) return "the MCP-Protocol-Version header is missing";
     std::string body_version;
-    if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object())
+    if (auto meta = params.find("_meta"sv); meta != params.end() && meta->is_object())
         if (auto v = meta->find(protocol::meta_key::protocol_version); v != meta->end() && v->is_string())
             body_version = v->get<std::string>();
     // A body naming no revision is malformed, not mismatched: the protocol
@@ -170,7 +174,7 @@ std::optional<std::string> check_request_headers(const HeaderLookup& headers, st
 
     // Mcp-Param-{name} for the tool's annotated arguments.
     if (!arguments) {
-        const auto args_it = params.find("arguments");
+        const auto args_it = params.find("arguments"sv);
         arguments = args_it != params.end() ? &*args_it : &empty;
     }
     for (const auto& p : param_headers) {
