@@ -160,6 +160,7 @@ public:
     }
 
     std::string& error() { return error_; }
+    bool names_repeated() const { return names_repeated_; }
 
 private:
     void skip_space() {
@@ -185,7 +186,10 @@ private:
         // slot found is overwritten). Names often come in order (nlohmann
         // writes them so), and a hint at the end then saves the search.
         auto& members = object.get_ref<Json::object_t&>();
-        return &members.emplace_hint(members.end(), std::move(name), nullptr)->second;
+        const std::size_t before = members.size();
+        Json* slot = &members.emplace_hint(members.end(), std::move(name), nullptr)->second;
+        if (members.size() == before) names_repeated_ = true;
+        return slot;
     }
 
     bool read_string(std::string& out) {
@@ -367,6 +371,7 @@ private:
     const char* const end_;
     const std::size_t max_depth_;
     std::string error_;
+    bool names_repeated_ = false;
 };
 
 } // namespace
@@ -375,6 +380,7 @@ BoundedParse parse_bounded(std::string_view text, std::size_t max_depth) {
     BoundedParse out;
     Reader reader(text, max_depth);
     out.outcome = reader.read(out.value);
+    out.names_repeated = reader.names_repeated();
     if (out.outcome != BoundedParse::Outcome::parsed) {
         out.value = nullptr; // what was built before the stop is no message
         out.error = std::move(reader.error());

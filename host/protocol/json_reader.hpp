@@ -20,6 +20,9 @@ struct BoundedParse {
     Outcome outcome = Outcome::parsed;
     Json value;
     std::string error;
+    // Some object of the text named a member twice (the last value is the
+    // one kept): the text itself then says more than `value` does.
+    bool names_repeated = false;
     bool parsed() const { return outcome == Outcome::parsed; }
 };
 

@@ -12,6 +12,28 @@ Json make_result(const Json& id, Json result) {
     return out;
 }
 
+Json written_result(const Json& id, std::string_view result, std::string_view first_members) {
+    std::string out;
+    out.reserve(result.size() + first_members.size() + 48);
+    // Members in the order make_result's object keeps them: "id" < "jsonrpc" < "result".
+    out += "{\"id\":";
+    append_json(out, id);
+    out += ",\"jsonrpc\":\"2.0\",\"result\":";
+    const std::size_t open = result.find('{');
+    if (first_members.empty() || open == std::string_view::npos) {
+        out += result;
+    } else {
+        out += result.substr(0, open + 1);
+        out += first_members;
+        const std::string_view rest = result.substr(open + 1);
+        const std::size_t next = rest.find_first_not_of(" \t");
+        if (next != std::string_view::npos && rest[next] != '}') out += ',';
+        out += rest;
+    }
+    out += '}';
+    return written_json(out);
+}
+
 Json make_error(const Json& id, int code, const std::string& message, const Json& data) {
     Json error = {{"code", code}, {"message", message}};
     if (!data.is_null()) error["data"] = data;

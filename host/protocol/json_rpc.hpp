@@ -39,6 +39,14 @@ private:
 };
 
 Json make_result(const Json& id, Json result);
+// The answer to request `id` whose result is JSON text written already (an
+// object on one line, as ToolCall::result_of passes a plugin's on), with
+// `first_members` (written members, `"name":value,...`) put first in it:
+// the message make_result would make of that result with those members,
+// its result's members in the order the text has them. It is written text
+// itself (written_json), which every transport encodes as it is and which
+// reads as neither an error nor a result to anything that looks inside.
+Json written_result(const Json& id, std::string_view result, std::string_view first_members = {});
 Json make_error(const Json& id, int code, const std::string& message, const Json& data = nullptr);
 Json make_notification(const char* method, Json params);
 

@@ -132,6 +132,13 @@ Json written_json(std::string_view text) {
     return Json::binary(std::vector<std::uint8_t>(text.begin(), text.end()), kWrittenJson);
 }
 
+std::optional<std::string_view> written_text(const Json& value) {
+    if (!value.is_binary()) return std::nullopt;
+    const auto& bytes = value.get_binary();
+    if (!bytes.has_subtype() || bytes.subtype() != kWrittenJson) return std::nullopt;
+    return std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
 void append_json_string(std::string& out, std::string_view text) {
     append_string_replacing(out, text);
 }

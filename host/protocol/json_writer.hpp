@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,5 +27,8 @@ void append_json_string(std::string& out, std::string_view text);
 // in a message on its way out through protocol::encode, never in one that
 // anything else reads or that nlohmann dumps. `text` must be valid JSON.
 nlohmann::json written_json(std::string_view text);
+
+// The text of a value written_json made; nothing for any other value.
+std::optional<std::string_view> written_text(const nlohmann::json& value);
 
 } // namespace gatehouse::protocol

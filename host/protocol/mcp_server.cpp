@@ -43,6 +43,8 @@ McpServer::McpServer(const plugins::LiveRegistry& registry, const gate::GatePipe
     : registry_(registry), identity_(std::move(identity)), limits_(limits), pool_(pool), host_(options.host),
       observability_(options.observability), server_info_(server_info(identity_)),
       identity_meta_(written_json(encode(Json{{meta_key::server_info, server_info_}}))),
+      modern_result_members_("\"_meta\":" + std::string(*written_text(identity_meta_)) +
+                             ",\"resultType\":\"complete\""),
       rate_limiter_(std::move(options.rate_limits), std::move(options.rate_buckets)),
       input_rounds_(options.state_sealer ? std::move(options.state_sealer)
                                          : mrtr::make_request_state_sealer(options.input_requests, identity_.name),
@@ -337,6 +339,10 @@ void McpServer::observe_admitted(const CallScheduler::Admitted& call, const Call
 }
 
 Json McpServer::finish(const Json& id, Revision revision, Json result) const {
+    // A plugin's result passed on as the text it wrote (ToolCall::result_of):
+    // the answer is written around it, with what a 2026-07-28 result adds.
+    if (const auto text = written_text(result))
+        return written_result(id, *text, revision == Revision::modern_2026_07_28 ? modern_result_members_ : "");
     if (revision == Revision::modern_2026_07_28) {
         if (!result.contains("resultType"sv)) result["resultType"] = "complete";
         if (!result.contains("_meta"sv))

@@ -179,6 +179,9 @@ private:
     // A 2026-07-28 result's whole `_meta` when nothing else is in it (most
     // results): the server's identity, written once (protocol::written_json).
     const Json identity_meta_;
+    // The same as written members of a result, with its resultType: what a
+    // 2026-07-28 answer puts first in a result passed on as text.
+    const std::string modern_result_members_;
     limits::RateLimiter rate_limiter_;
     InputRounds input_rounds_;
     ToolDisclosure disclosure_;

@@ -2,6 +2,7 @@
 
 #include "limits/argument_bounds.hpp"
 #include "protocol/deferred_answer.hpp"
+#include "protocol/json_writer.hpp"
 #include "mrtr/input_requests.hpp"
 #include "plugins/call_environment.hpp"
 #include "plugins/loaded_plugin.hpp"
@@ -25,6 +26,30 @@ Json tool_error(const std::string& text) {
 }
 
 namespace {
+
+// A plugin's result text as an answer may carry it as it is: one object on
+// one line (a line break between its tokens would end a stdio message
+// early), without the spaces around it; empty when it is not. Its strings
+// were read as UTF-8 and its escapes checked when it was parsed.
+std::string_view one_line_object(std::string_view text) {
+    if (text.find_first_of("\r\n") != std::string_view::npos) return {};
+    const std::size_t first = text.find_first_not_of(" \t");
+    const std::size_t last = text.find_last_not_of(" \t");
+    if (first == std::string_view::npos || text[first] != '{' || text[last] != '}') return {};
+    return text.substr(first, last - first + 1);
+}
+
+// Whether the answer carries a result unchanged but for what finish puts
+// first: no error flag (its outcome is read from the tree), no resultType
+// to drop, no _meta to merge the server's identity into, its content there.
+bool passes_unchanged(const Json& result) {
+    bool content = false;
+    for (const auto& [name, value] : result.get_ref<const Json::object_t&>()) {
+        if (name == "isError"sv || name == "resultType"sv || name == "_meta"sv) return false;
+        content = content || name == "content"sv;
+    }
+    return content;
+}
 
 // What the plugin reaches of this request through the host function table:
 // the request's own (RequestEnvironment), and its session services.
@@ -333,7 +358,7 @@ Json ToolCall::run_rounds(const plugins::Tool& tool, const std::string& argument
         return parts_.tasks->start(request, {tool, *task_arguments, sent_arguments, findings,
                                              std::move(task_input->first), std::move(task_input->second)});
     if (outcome.input_required.is_object()) return std::move(outcome.input_required);
-    return result_of(tool, request, std::move(outcome.answer));
+    return result_of(tool, request, std::move(outcome.answer), true);
 }
 
 Json ToolCall::begin_later(const plugins::Tool& tool, const Json& arguments, Request& request,
@@ -370,7 +395,7 @@ Json ToolCall::begin_later(const plugins::Tool& tool, const Json& arguments, Req
             InputRounds::Outcome outcome = parts_.input_rounds.close_round(
                 request, subject, tool.family, "tool '" + tool.name + "'", std::move(answer));
             if (outcome.input_required.is_object()) return std::move(outcome.input_required);
-            return result_of(tool, request, std::move(outcome.answer));
+            return result_of(tool, request, std::move(outcome.answer), true);
         });
     // Asking the client waits for the person: never on the thread that hears the family.
     if (!modern)
@@ -457,7 +482,8 @@ TaskRound ToolCall::run_task_round(Request& request, const plugins::Tool& tool, 
     }
 }
 
-Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, PluginAnswer answer) const {
+Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, PluginAnswer answer,
+                         bool as_written) const {
     switch (answer.status) {
     case GH_STATUS_OK: break;
     case GH_STATUS_TOOL_ERROR:
@@ -480,6 +506,7 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, Plug
     }
 
     Json result;
+    std::string_view as_sent; // the plugin's text, when the answer may carry it as it is
     if (answer.value) {
         result = std::move(*answer.value);
     } else {
@@ -491,6 +518,9 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, Plug
                               "fault in the tool, not in your call.");
         }
         result = std::move(parsed.value);
+        // A text that names a member twice says more than its tree, which
+        // is what the checks below read: only the tree is passed on then.
+        if (as_written && !parsed.names_repeated) as_sent = one_line_object(answer.text);
     }
     if (!result.is_object()) {
         spdlog::error("tool '{}' ({}) returned a result that is not a CallToolResult object", tool.name, tool.family);
@@ -504,6 +534,7 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, Plug
         return tool_error("Tool '" + tool.name + "' returned a result that breaks the protocol's schema (" + *problem +
                           "), so the host did not pass it on. This is a fault in the tool, not in your call.");
     }
+    if (!as_sent.empty() && !passes_unchanged(result)) as_sent = {};
     // Errors travel by status. A plugin that flags its answer an error
     // anyway keeps the flag: dropping it would make the error read as a success.
     const bool flagged_error = result.value("isError"sv, false);
@@ -524,6 +555,7 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, Plug
                               violation->sentence() + "). This is a fault in the tool, not in your call.");
         }
     }
+    if (!as_sent.empty()) return written_json(as_sent);
     if (!result.contains("content"sv)) {
         result["content"] = Json::array();
         if (structured != result.end()) result["content"].push_back({{"type", "text"}, {"text", structured->dump()}});

@@ -114,8 +114,12 @@ private:
     // and returns nothing; the answer passes the same checks when it comes.
     Json begin_later(const plugins::Tool& tool, const Json& arguments, Request& request,
                      const gate::GateFindings& findings, const Json& sent_arguments) const;
-    // The plugin's final answer as the client gets it: status, shape and outputSchema checked.
-    Json result_of(const plugins::Tool& tool, const Request& request, PluginAnswer answer) const;
+    // The plugin's final answer as the client gets it: status, shape and
+    // outputSchema checked. With `as_written`, for an answer McpServer::finish
+    // completes, a result it would pass on unchanged is returned as the
+    // plugin's text (protocol::written_json), not written again from its tree.
+    Json result_of(const plugins::Tool& tool, const Request& request, PluginAnswer answer,
+                   bool as_written = false) const;
 
     Parts parts_;
     limits::ArgumentBounds bounds_;

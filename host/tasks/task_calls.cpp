@@ -69,7 +69,8 @@ public:
     TaskOutbound(TaskStore& store, std::string id) : store_(store), id_(std::move(id)) {}
 
     void send(const Json& message) override {
-        if (message.value("method", "") != "notifications/progress") return;
+        // Only progress is kept; an answer may be text written already (protocol::written_json).
+        if (!message.is_object() || protocol::text_member(message, "method") != "notifications/progress") return;
         const Json& p = message["params"];
         std::string text;
         if (p.contains("message") && p["message"].is_string()) text = p["message"].get<std::string>();

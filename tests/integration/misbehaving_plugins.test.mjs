@@ -22,6 +22,38 @@ test('a raw C plugin answering invalid JSON, a non-object or garbage bytes gets 
     assert.equal(echo.result.structuredContent.text, 'others too');
   }));
 
+test('a result written over several lines, or naming a member twice, reaches the client on one line and as the host read it (both revisions)', () =>
+  // An answer may carry a plugin's text as the plugin wrote it; one with a
+  // line break would end a stdio message early (the harness fails on a line
+  // that is not JSON-RPC), and one that names "content" twice would show a
+  // client that keeps the first name another result than the one checked.
+  withHost({ plugins: ['rawjson.so'] }, async (host) => {
+    await host.initialize();
+    for (const revision of ['2026-07-28', '2025-11-25']) {
+      const ask = async (name) => {
+        const id = host.nextId++;
+        const params = { name, arguments: {} };
+        host.send({ jsonrpc: '2.0', id, method: 'tools/call', params: revision === '2026-07-28' ? { ...params, _meta: modernMeta() } : params });
+        return host.response(id);
+      };
+      const spaced = await ask('rawjson_spaced');
+      assert.deepEqual(spaced.message.result.content, [{ type: 'text', text: 'spaced' }], revision);
+      const repeated = await ask('rawjson_repeated');
+      assert.deepEqual(repeated.message.result.content, [{ type: 'text', text: 'last' }], revision);
+      assert.doesNotMatch(repeated.line, /first/, revision);
+      // A compact result passes whole, with what the revision adds.
+      const ok = await ask('rawjson_ok');
+      assert.deepEqual(ok.message.result.content, [{ type: 'text', text: 'fine' }], revision);
+      if (revision === '2026-07-28') {
+        assert.equal(ok.message.result.resultType, 'complete');
+        assert.deepEqual(Object.keys(ok.message.result._meta), ['io.modelcontextprotocol/serverInfo']);
+      } else {
+        assert.deepEqual(Object.keys(ok.message.result), ['content'], ok.line);
+      }
+    }
+    assert.deepEqual(host.problems, []);
+  }));
+
 // rawjson_mirror answers with its own arguments, so each case is the result
 // the plugin writes. Each breaks the revisions' CallToolResult schema in one
 // place, which a client's typed parser would refuse as a whole.

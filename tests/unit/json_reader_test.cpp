@@ -1,4 +1,5 @@
 #include "protocol/json_reader.hpp"
+#include "protocol/json_rpc.hpp"
 #include "protocol/json_writer.hpp"
 #include "../fuzz/same_tree.hpp"
 
@@ -16,6 +17,8 @@ using gatehouse::protocol::BoundedParse;
 using gatehouse::protocol::Json;
 using gatehouse::protocol::parse_bounded;
 using gatehouse::protocol::written_json;
+using gatehouse::protocol::written_result;
+using gatehouse::protocol::written_text;
 using gatehouse::testing::same_tree;
 
 namespace {
@@ -286,6 +289,35 @@ TEST_CASE("JSON written already is copied as it is, other binary values as nlohm
     // Another subtype, or none, is not text.
     for (const Json& other : {Json::binary({'{', '}'}), Json::binary({'{', '}'}, 7)})
         CHECK(written(other) == nlohmann_line(other));
+}
+
+TEST_CASE("the reader says when an object names a member twice", "[json_reader]") {
+    CHECK_FALSE(parse_bounded(R"({"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]})").names_repeated);
+    const BoundedParse twice = parse_bounded(R"({"a":1,"b":{"c":2,"c":3}})");
+    CHECK(twice.names_repeated);
+    CHECK(twice.value["b"]["c"] == 3); // the last wins
+    CHECK(parse_bounded(R"([{"x":1,"x":1}])").names_repeated);
+}
+
+TEST_CASE("an answer written around a result's text is the message make_result makes", "[json_reader]") {
+    const auto text = [](const Json& written) { return std::string(*written_text(written)); };
+    CHECK(text(written_result(7, R"({"content":[]})")) == R"({"id":7,"jsonrpc":"2.0","result":{"content":[]}})");
+    CHECK(text(written_result("a\"b", R"({"content":[]})")) ==
+          R"({"id":"a\"b","jsonrpc":"2.0","result":{"content":[]}})");
+    // Members put first, with a comma only where members follow.
+    CHECK(text(written_result(1, R"({"content":[]})", R"("_meta":{},"resultType":"complete")")) ==
+          R"({"id":1,"jsonrpc":"2.0","result":{"_meta":{},"resultType":"complete","content":[]}})");
+    CHECK(text(written_result(1, "{ }", R"("resultType":"complete")")) ==
+          R"({"id":1,"jsonrpc":"2.0","result":{"resultType":"complete" }})");
+    // It parses to the tree make_result builds.
+    const Json result = {{"content", Json::array({{{"type", "text"}, {"text", "é"}}})}};
+    CHECK(Json::parse(text(written_result(3, result.dump()))) ==
+          Json::parse(written(gatehouse::protocol::make_result(3, result))));
+    // Anything that looks inside finds neither an error nor a result.
+    const Json answer = written_result(1, R"({"content":[]})");
+    CHECK_FALSE(answer.contains("error"));
+    CHECK(answer.find("result") == answer.end());
+    CHECK_FALSE(written_text(Json{{"content", Json::array()}}));
 }
 
 TEST_CASE("what the reader builds, the writer writes as nlohmann would", "[json_reader]") {

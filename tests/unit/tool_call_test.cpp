@@ -4,6 +4,7 @@
 #include "gate/gate_pipeline.hpp"
 #include "mrtr/state_keys.hpp"
 #include "plugins/plugin_loader.hpp"
+#include "protocol/json_writer.hpp"
 #include "protocol/tool_call.hpp"
 #include "limits/redis_buckets.hpp"
 #include "recording_outbound.hpp"
@@ -66,8 +67,9 @@ struct Harness {
           connection(std::make_shared<protocol::Connection>(out, std::move(principal))) {}
 
     static std::unique_ptr<plugins::ToolRegistry> load() {
-        auto cfg = config::load_config_text(
-            "plugin_dir: " + test::plugin_dir().string() + "\nplugins: [echo.so, conformance.so]\n", "test.yaml", "/");
+        auto cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() +
+                                                "\nplugins: [echo.so, conformance.so, rawjson.so]\n",
+                                            "test.yaml", "/");
         plugins::LoadReport report;
         auto registry = plugins::PluginLoader::load(cfg, report);
         REQUIRE(report.failures.empty());
@@ -86,7 +88,15 @@ struct Harness {
         return r;
     }
 
+    // The result as its answer carries it: one passed on as the plugin's
+    // text (protocol::written_json) is read back.
     Json run(const plugins::Tool& tool, Json arguments) {
+        const Json result = run_as_is(tool, std::move(arguments));
+        if (const auto text = protocol::written_text(result)) return Json::parse(*text);
+        return result;
+    }
+
+    Json run_as_is(const plugins::Tool& tool, Json arguments) {
         auto r = request(tool, std::move(arguments));
         return tool_call.run(r);
     }
@@ -205,6 +215,37 @@ TEST_CASE("ToolCall turns what the plugin answers into a CallToolResult or a too
     const Json echoed = h.run(h.tool("echo"), {{"text", "hi"}});
     REQUIRE(echoed["content"].is_array());
     CHECK_FALSE(echoed["content"].empty());
+}
+
+TEST_CASE("ToolCall passes a one-line result on as the plugin's text, and its tree whenever the text says more or "
+          "less than the answer carries",
+          "[tool_call]") {
+    Harness h;
+    const auto text_of = [&](std::string_view tool, Json arguments = Json::object()) {
+        const Json result = h.run_as_is(h.tool(tool), std::move(arguments));
+        const auto text = protocol::written_text(result);
+        return text ? std::optional<std::string>(*text) : std::nullopt;
+    };
+    CHECK(text_of("rawjson_ok") == R"({"content":[{"type":"text","text":"fine"}]})");
+    CHECK(text_of("rawjson_mirror", {{"content", Json::array()}}) == R"({"content":[]})");
+    // Over several lines (one stdio message each), or a name given twice
+    // (the tree keeps the last): the tree, as the checks read it.
+    CHECK_FALSE(text_of("rawjson_spaced"));
+    CHECK_FALSE(text_of("rawjson_repeated"));
+    CHECK(h.run(h.tool("rawjson_repeated"), Json::object())["content"][0]["text"] == "last");
+    // What the answer changes: a flag to drop or keep, a type to drop, a
+    // _meta to merge with the server's, content to add.
+    for (const Json& changed : {Json{{"content", Json::array()}, {"isError", false}},
+                                Json{{"content", Json::array()}, {"resultType", "complete"}},
+                                Json{{"content", Json::array()}, {"_meta", {{"example.com/a", 1}}}},
+                                Json{{"structuredContent", {{"a", 1}}}}}) {
+        INFO(changed.dump());
+        CHECK_FALSE(text_of("rawjson_mirror", changed));
+        const Json result = h.run(h.tool("rawjson_mirror"), changed);
+        CHECK_FALSE(result.contains("isError"));
+        CHECK_FALSE(result.contains("resultType"));
+        CHECK(result["content"].is_array());
+    }
 }
 
 TEST_CASE("ToolCall without a decoded target is a protocol error", "[tool_call]") {

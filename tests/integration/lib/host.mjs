@@ -180,7 +180,7 @@ export class Host {
     const { message, problems } = checkLine(line, this.requests, this.#notificationRevisions(line));
     if (problems.length) this.problems.push(...problems.map((p) => `${p}\n    in: ${line.slice(0, 300)}`));
     if (message === undefined) return;
-    const entry = { index: this.messages.length, message, problems };
+    const entry = { index: this.messages.length, message, problems, line };
     this.messages.push(entry);
     if (Object.hasOwn(message, 'id') && !Object.hasOwn(message, 'method')) {
       const key = JSON.stringify(message.id);
@@ -230,7 +230,7 @@ export class Host {
     this.requests.set(JSON.stringify(request.id), request);
   }
 
-  // Resolves with { index, message } when the answer to `id` arrives.
+  // Resolves with { index, message, line } when the answer to `id` arrives.
   response(id, timeoutMs = DEFAULT_TIMEOUT_MS) {
     const key = JSON.stringify(id);
     const arrived = this.messages.find(
