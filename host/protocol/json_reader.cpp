@@ -196,8 +196,7 @@ private:
         ++p_; // the opening quote
         const char* run = p_;
         for (;;) {
-            while (p_ < end_ && plain(*p_))
-                ++p_;
+            p_ = skip_plain(p_, end_);
             if (p_ == end_) return fail_bool("the text ends inside a string");
             const unsigned c = byte(*p_);
             if (c == '"') {

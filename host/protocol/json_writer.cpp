@@ -20,8 +20,7 @@ bool append_string(std::string& out, std::string_view text) {
     out.push_back('"');
     const char* run = p;
     while (p < end) {
-        while (p < end && plain(*p))
-            ++p;
+        p = skip_plain(p, end);
         if (p == end) break;
         const unsigned c = byte(*p);
         if (c >= 0x80) {

@@ -1,3 +1,4 @@
+#include "protocol/json_bytes.hpp"
 #include "protocol/json_reader.hpp"
 #include "protocol/json_rpc.hpp"
 #include "protocol/json_writer.hpp"
@@ -289,6 +290,26 @@ TEST_CASE("JSON written already is copied as it is, other binary values as nlohm
     // Another subtype, or none, is not text.
     for (const Json& other : {Json::binary({'{', '}'}), Json::binary({'{', '}'}, 7)})
         CHECK(written(other) == nlohmann_line(other));
+}
+
+TEST_CASE("a scan of plain bytes stops where a byte at a time would, at every place in a word", "[json_reader]") {
+    using gatehouse::protocol::json_bytes::plain;
+    using gatehouse::protocol::json_bytes::skip_plain;
+    // Every byte value, at every offset of a run longer than two words, after
+    // plain bytes and before more of them.
+    for (int value = 0; value < 256; ++value) {
+        for (std::size_t at = 0; at < 19; ++at) {
+            std::string run(19, 'a');
+            run[at] = static_cast<char>(value);
+            const char* expected = run.data();
+            while (expected < run.data() + run.size() && plain(*expected))
+                ++expected;
+            INFO("byte " << value << " at " << at);
+            CHECK(skip_plain(run.data(), run.data() + run.size()) == expected);
+            // A shorter end inside the run is never passed.
+            CHECK(skip_plain(run.data(), run.data() + at) == run.data() + at);
+        }
+    }
 }
 
 TEST_CASE("the reader says when an object names a member twice", "[json_reader]") {
