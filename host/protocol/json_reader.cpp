@@ -161,6 +161,7 @@ public:
 
     std::string& error() { return error_; }
     bool names_repeated() const { return names_repeated_; }
+    bool integers_rounded() const { return integers_rounded_; }
 
 private:
     void skip_space() {
@@ -326,6 +327,7 @@ private:
                 }
             }
         }
+        if (integral) integers_rounded_ = true;
         double value = 0;
         const auto [end, problem] = std::from_chars(start, p_, value);
         if (problem == std::errc::result_out_of_range) {
@@ -371,6 +373,7 @@ private:
     const std::size_t max_depth_;
     std::string error_;
     bool names_repeated_ = false;
+    bool integers_rounded_ = false;
 };
 
 } // namespace
@@ -380,6 +383,7 @@ BoundedParse parse_bounded(std::string_view text, std::size_t max_depth) {
     Reader reader(text, max_depth);
     out.outcome = reader.read(out.value);
     out.names_repeated = reader.names_repeated();
+    out.integers_rounded = reader.integers_rounded();
     if (out.outcome != BoundedParse::Outcome::parsed) {
         out.value = nullptr; // what was built before the stop is no message
         out.error = std::move(reader.error());

@@ -20,9 +20,11 @@ struct BoundedParse {
     Outcome outcome = Outcome::parsed;
     Json value;
     std::string error;
-    // Some object of the text named a member twice (the last value is the
-    // one kept): the text itself then says more than `value` does.
+    // Where the text itself says more than `value` does: some object named
+    // a member twice (the last value is the one kept), or an integer past
+    // 64 bits was kept as floating point (rounded, as nlohmann keeps it).
     bool names_repeated = false;
+    bool integers_rounded = false;
     bool parsed() const { return outcome == Outcome::parsed; }
 };
 

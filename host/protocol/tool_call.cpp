@@ -29,14 +29,16 @@ namespace {
 
 // A plugin's result text as an answer may carry it as it is: one object on
 // one line (a line break between its tokens would end a stdio message
-// early), without the spaces around it; empty when it is not. Its strings
-// were read as UTF-8 and its escapes checked when it was parsed.
+// early), without the white space around it (a line's own end, as printf
+// and print leave it); empty when it is not. Its strings were read as UTF-8
+// and its escapes checked when it was parsed.
 std::string_view one_line_object(std::string_view text) {
-    if (text.find_first_of("\r\n") != std::string_view::npos) return {};
-    const std::size_t first = text.find_first_not_of(" \t");
-    const std::size_t last = text.find_last_not_of(" \t");
-    if (first == std::string_view::npos || text[first] != '{' || text[last] != '}') return {};
-    return text.substr(first, last - first + 1);
+    constexpr std::string_view kSpace = " \t\r\n";
+    const std::size_t first = text.find_first_not_of(kSpace);
+    if (first == std::string_view::npos || text[first] != '{') return {};
+    text = text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+    if (text.back() != '}' || text.find_first_of("\r\n") != std::string_view::npos) return {};
+    return text;
 }
 
 // Whether the answer carries a result unchanged but for what finish puts
@@ -518,9 +520,10 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, Plug
                               "fault in the tool, not in your call.");
         }
         result = std::move(parsed.value);
-        // A text that names a member twice says more than its tree, which
-        // is what the checks below read: only the tree is passed on then.
-        if (as_written && !parsed.names_repeated) as_sent = one_line_object(answer.text);
+        // A text that says more than its tree (a name given twice, an
+        // integer rounded), which is what the checks below read, is not
+        // passed on: the tree is.
+        if (as_written && !parsed.names_repeated && !parsed.integers_rounded) as_sent = one_line_object(answer.text);
     }
     if (!result.is_object()) {
         spdlog::error("tool '{}' ({}) returned a result that is not a CallToolResult object", tool.name, tool.family);

@@ -320,6 +320,16 @@ TEST_CASE("the reader says when an object names a member twice", "[json_reader]"
     CHECK(parse_bounded(R"([{"x":1,"x":1}])").names_repeated);
 }
 
+TEST_CASE("the reader says when an integer past 64 bits was kept as floating point", "[json_reader]") {
+    for (const char* exact : {"[18446744073709551615]", "[-9223372036854775808]", "[1.5e300]", "[0.1]"})
+        CHECK_FALSE(parse_bounded(exact).integers_rounded);
+    for (const char* rounded : {"[18446744073709551616]", "{\"a\":[-9223372036854775809]}"}) {
+        const BoundedParse read = parse_bounded(rounded);
+        CHECK(read.integers_rounded);
+        CHECK(read.parsed());
+    }
+}
+
 TEST_CASE("an answer written around a result's text is the message make_result makes", "[json_reader]") {
     const auto text = [](const Json& written) { return std::string(*written_text(written)); };
     CHECK(text(written_result(7, R"({"content":[]})")) == R"({"id":7,"jsonrpc":"2.0","result":{"content":[]}})");

@@ -226,6 +226,7 @@ TEST_CASE("ToolCall passes a one-line result on as the plugin's text, and its tr
         const auto text = protocol::written_text(result);
         return text ? std::optional<std::string>(*text) : std::nullopt;
     };
+    // The line's own end (as printf leaves it) is not part of the result.
     CHECK(text_of("rawjson_ok") == R"({"content":[{"type":"text","text":"fine"}]})");
     CHECK(text_of("rawjson_mirror", {{"content", Json::array()}}) == R"({"content":[]})");
     // Over several lines (one stdio message each), or a name given twice
@@ -233,6 +234,10 @@ TEST_CASE("ToolCall passes a one-line result on as the plugin's text, and its tr
     CHECK_FALSE(text_of("rawjson_spaced"));
     CHECK_FALSE(text_of("rawjson_repeated"));
     CHECK(h.run(h.tool("rawjson_repeated"), Json::object())["content"][0]["text"] == "last");
+    // An integer past 64 bits, checked as the double it was read as: that
+    // double is what is passed on, not digits a client may read exactly.
+    CHECK_FALSE(text_of("rawjson_big_integer"));
+    CHECK(h.run(h.tool("rawjson_big_integer"), Json::object())["structuredContent"]["n"].is_number_float());
     // What the answer changes: a flag to drop or keep, a type to drop, a
     // _meta to merge with the server's, content to add.
     for (const Json& changed : {Json{{"content", Json::array()}, {"isError", false}},
