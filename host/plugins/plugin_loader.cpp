@@ -794,7 +794,7 @@ private:
 
     void claim(const FamilyEntry& e) {
         claim(e.info.family, e.tools, e.offer, e.plugin->commands(),
-              e.plugin->upstream() ? "upstream '" + e.info.family + "'" : e.info.path);
+              e.plugin->upstream() ? upstream_label(e.info.family) : e.info.path);
     }
     void claim(const std::string& family, const std::vector<std::unique_ptr<Tool>>& tools, const FamilyOffer& offer,
                const std::vector<Command>& commands, const std::string& path) {
@@ -981,7 +981,7 @@ std::unique_ptr<ToolRegistry> PluginLoader::load(const config::Config& cfg, Load
     }
     for (std::size_t i = 0; i < cfg.upstreams.size(); ++i) {
         const auto& entry = cfg.upstreams[i];
-        const std::string label = "upstream '" + entry.name + "'";
+        const std::string label = upstream_label(entry.name);
         report_failure(label, entry.where, true, [&] {
             Candidate c = connecting[i].get();
             if (!disabled_upstream[i].empty()) {

@@ -184,7 +184,7 @@ void Host::upstreams_not_loaded(std::vector<plugins::LoadFailure> failed, bool r
 namespace {
 
 plugins::LoadFailure upstream_failure(const config::UpstreamEntry& entry, std::string reason) {
-    return {"upstream '" + entry.name + "'", std::move(reason), entry.where, true};
+    return {plugins::upstream_label(entry.name), std::move(reason), entry.where, true};
 }
 
 } // namespace
