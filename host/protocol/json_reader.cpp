@@ -161,7 +161,7 @@ public:
 
     std::string& error() { return error_; }
     bool names_repeated() const { return names_repeated_; }
-    bool integers_rounded() const { return integers_rounded_; }
+    bool numbers_rounded() const { return numbers_rounded_; }
 
 private:
     void skip_space() {
@@ -303,6 +303,7 @@ private:
             while (p_ < end_ && is_digit(*p_))
                 ++p_;
         }
+        const char* const mantissa_end = p_;
         if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
             integral = false;
             ++p_;
@@ -327,10 +328,13 @@ private:
                 }
             }
         }
-        if (integral) integers_rounded_ = true;
+        // An integer past 64 bits, or more digits than a double keeps: the
+        // tree holds a rounded number where the text writes an exact one.
+        if (integral || significant_digits(start, mantissa_end) > 17) numbers_rounded_ = true;
         double value = 0;
         const auto [end, problem] = std::from_chars(start, p_, value);
         if (problem == std::errc::result_out_of_range) {
+            numbers_rounded_ = true;
             // Too small rounds to zero, as strtod has it; too large is refused.
             value = std::strtod(std::string(start, p_).c_str(), nullptr);
         } else if (problem != std::errc() || end != p_) {
@@ -340,6 +344,14 @@ private:
             return fail_bool("the number " + std::string(start, p_).substr(0, 40) + " is too large for a double");
         slot = value;
         return true;
+    }
+
+    // The digits of a number's mantissa after its leading zeros.
+    static std::size_t significant_digits(const char* from, const char* to) {
+        std::size_t digits = 0;
+        for (const char* q = from; q < to; ++q)
+            if (is_digit(*q) && (digits > 0 || *q != '0')) ++digits;
+        return digits;
     }
 
     // What stands at p_, for an error: a character, a byte, or the end.
@@ -373,7 +385,7 @@ private:
     const std::size_t max_depth_;
     std::string error_;
     bool names_repeated_ = false;
-    bool integers_rounded_ = false;
+    bool numbers_rounded_ = false;
 };
 
 } // namespace
@@ -383,7 +395,7 @@ BoundedParse parse_bounded(std::string_view text, std::size_t max_depth) {
     Reader reader(text, max_depth);
     out.outcome = reader.read(out.value);
     out.names_repeated = reader.names_repeated();
-    out.integers_rounded = reader.integers_rounded();
+    out.numbers_rounded = reader.numbers_rounded();
     if (out.outcome != BoundedParse::Outcome::parsed) {
         out.value = nullptr; // what was built before the stop is no message
         out.error = std::move(reader.error());

@@ -21,10 +21,12 @@ struct BoundedParse {
     Json value;
     std::string error;
     // Where the text itself says more than `value` does: some object named
-    // a member twice (the last value is the one kept), or an integer past
-    // 64 bits was kept as floating point (rounded, as nlohmann keeps it).
+    // a member twice (the last value is the one kept), or a number was kept
+    // rounded (as nlohmann keeps it): an integer past 64 bits as floating
+    // point, a number of more than 17 significant digits, or one too small
+    // for a double as zero.
     bool names_repeated = false;
-    bool integers_rounded = false;
+    bool numbers_rounded = false;
     bool parsed() const { return outcome == Outcome::parsed; }
 };
 

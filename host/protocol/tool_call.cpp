@@ -520,10 +520,10 @@ Json ToolCall::result_of(const plugins::Tool& tool, const Request& request, Plug
                               "fault in the tool, not in your call.");
         }
         result = std::move(parsed.value);
-        // A text that says more than its tree (a name given twice, an
-        // integer rounded), which is what the checks below read, is not
+        // A text that says more than its tree (a name given twice, a
+        // number rounded), which is what the checks below read, is not
         // passed on: the tree is.
-        if (as_written && !parsed.names_repeated && !parsed.integers_rounded) as_sent = one_line_object(answer.text);
+        if (as_written && !parsed.names_repeated && !parsed.numbers_rounded) as_sent = one_line_object(answer.text);
     }
     if (!result.is_object()) {
         spdlog::error("tool '{}' ({}) returned a result that is not a CallToolResult object", tool.name, tool.family);

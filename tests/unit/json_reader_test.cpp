@@ -320,12 +320,15 @@ TEST_CASE("the reader says when an object names a member twice", "[json_reader]"
     CHECK(parse_bounded(R"([{"x":1,"x":1}])").names_repeated);
 }
 
-TEST_CASE("the reader says when an integer past 64 bits was kept as floating point", "[json_reader]") {
-    for (const char* exact : {"[18446744073709551615]", "[-9223372036854775808]", "[1.5e300]", "[0.1]"})
-        CHECK_FALSE(parse_bounded(exact).integers_rounded);
-    for (const char* rounded : {"[18446744073709551616]", "{\"a\":[-9223372036854775809]}"}) {
+TEST_CASE("the reader says when it kept a number rounded", "[json_reader]") {
+    for (const char* exact : {"[18446744073709551615]", "[-9223372036854775808]", "[1.5e300]", "[0.1]",
+                              "[0.00012345678901234567]", "[-1.2345678901234567e-300]"})
+        CHECK_FALSE(parse_bounded(exact).numbers_rounded);
+    for (const char* rounded : {"[18446744073709551616]", "{\"a\":[-9223372036854775809]}", "[0.100000000000000000001]",
+                                "[123456789012345678.5]", "[1e-400]"}) {
+        INFO(rounded);
         const BoundedParse read = parse_bounded(rounded);
-        CHECK(read.integers_rounded);
+        CHECK(read.numbers_rounded);
         CHECK(read.parsed());
     }
 }

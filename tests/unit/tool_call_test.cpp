@@ -234,8 +234,9 @@ TEST_CASE("ToolCall passes a one-line result on as the plugin's text, and its tr
     CHECK_FALSE(text_of("rawjson_spaced"));
     CHECK_FALSE(text_of("rawjson_repeated"));
     CHECK(h.run(h.tool("rawjson_repeated"), Json::object())["content"][0]["text"] == "last");
-    // An integer past 64 bits, checked as the double it was read as: that
-    // double is what is passed on, not digits a client may read exactly.
+    // A number kept rounded (an integer past 64 bits), checked as the double
+    // it was read as: that double is passed on, not digits a client may read
+    // exactly.
     CHECK_FALSE(text_of("rawjson_big_integer"));
     CHECK(h.run(h.tool("rawjson_big_integer"), Json::object())["structuredContent"]["n"].is_number_float());
     // What the answer changes: a flag to drop or keep, a type to drop, a
