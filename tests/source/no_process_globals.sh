@@ -15,6 +15,9 @@ allowed=(
     "host/metrics/log_context.cpp:t_current_trace"
     "host/isolation/family_child.cpp:g_served_family"
     "host/protocol/request_pool.cpp:t_this_worker"
+    "host/alloc/operator_new.cpp:t_small_blocks"
+    "host/alloc/operator_new.cpp:g_thread_end_key"
+    "host/alloc/operator_new.cpp:key_created"
 )
 
 cd "$root"

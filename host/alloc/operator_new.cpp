@@ -1,0 +1,142 @@
+// The host's global `operator new` and `operator delete`: glibc's malloc
+// behind a cache of small blocks per thread (alloc/small_blocks.hpp).
+//
+// Linked into the gatehouse executable only, and never into a sanitizer
+// build: AddressSanitizer replaces these functions itself to see every
+// allocation, which is what its builds are for. tests/alloc runs this file
+// without a sanitizer.
+
+#include "alloc/small_blocks.hpp"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <sys/random.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace gatehouse::alloc {
+
+namespace {
+
+// Static thread-local storage, zero at every thread's start: the hot path
+// reads it with one instruction and no initialisation check.
+__attribute__((tls_model("initial-exec"))) thread_local SmallBlocks t_small_blocks;
+
+// Its destructor hands a thread's kept blocks back to glibc when the thread
+// ends (a pthread key: a C++ thread-local destructor would need a guard on
+// every access).
+pthread_key_t g_thread_end_key;
+
+void release_at_thread_end(void*) {
+    t_small_blocks.close([](void* block) { std::free(block); });
+}
+
+// First slow path of a thread: registers the release at its end and starts
+// keeping blocks under a key of its own.
+void open_this_thread() {
+    // Neither pthread_once, nor the first keys of pthread_key_create and
+    // pthread_setspecific, nor getrandom allocates: nothing here comes back
+    // into operator new.
+    static pthread_once_t key_created = PTHREAD_ONCE_INIT;
+    pthread_once(&key_created, [] { pthread_key_create(&g_thread_end_key, release_at_thread_end); });
+    std::uintptr_t key = 0;
+    if (getrandom(&key, sizeof key, GRND_NONBLOCK) != sizeof key)
+        key = reinterpret_cast<std::uintptr_t>(&t_small_blocks) * 0x9E3779B97F4A7C15u;
+    t_small_blocks.open(key | 1);
+    pthread_setspecific(g_thread_end_key, &t_small_blocks);
+}
+
+[[gnu::always_inline]] inline void* allocate(std::size_t size) {
+    SmallBlocks& blocks = t_small_blocks;
+    const std::size_t klass = SmallBlocks::class_for_request(size);
+    if (klass < SmallBlocks::kClasses) {
+        if (void* block = blocks.take(klass)) return block;
+        if (!blocks.opened_once()) open_this_thread();
+        size = SmallBlocks::class_size(klass);
+    }
+    for (;;) {
+        if (void* block = std::malloc(size == 0 ? 1 : size)) return block;
+        std::new_handler handler = std::get_new_handler();
+        if (!handler) return nullptr;
+        handler();
+    }
+}
+
+[[gnu::always_inline]] inline void deallocate(void* block) noexcept {
+    if (!block) return;
+    if (!t_small_blocks.keep(block, malloc_usable_size(block))) std::free(block);
+}
+
+} // namespace
+
+const SmallBlocks& this_thread_small_blocks() {
+    return t_small_blocks;
+}
+
+void SmallBlocks::refuse_if_kept(std::size_t klass, const Kept* block) const {
+    for (const Kept* kept = heads_[klass]; kept; kept = reveal(kept, kept->next))
+        if (kept == block) {
+            std::fprintf(stderr, "gatehouse: a block at %p was deleted twice\n", static_cast<const void*>(block));
+            std::abort();
+        }
+}
+
+void SmallBlocks::corrupted(const void* block) {
+    std::fprintf(stderr, "gatehouse: a deleted block at %p was written to after its delete\n", block);
+    std::abort();
+}
+
+} // namespace gatehouse::alloc
+
+void* operator new(std::size_t size) {
+    if (void* block = gatehouse::alloc::allocate(size)) return block;
+    throw std::bad_alloc();
+}
+
+void* operator new[](std::size_t size) {
+    if (void* block = gatehouse::alloc::allocate(size)) return block;
+    throw std::bad_alloc();
+}
+
+// A new-handler may throw: the nothrow forms catch it, as the standard's do.
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+    try {
+        return gatehouse::alloc::allocate(size);
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+    try {
+        return gatehouse::alloc::allocate(size);
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void operator delete(void* block) noexcept {
+    gatehouse::alloc::deallocate(block);
+}
+
+void operator delete[](void* block) noexcept {
+    gatehouse::alloc::deallocate(block);
+}
+
+void operator delete(void* block, std::size_t) noexcept {
+    gatehouse::alloc::deallocate(block);
+}
+
+void operator delete[](void* block, std::size_t) noexcept {
+    gatehouse::alloc::deallocate(block);
+}
+
+void operator delete(void* block, const std::nothrow_t&) noexcept {
+    gatehouse::alloc::deallocate(block);
+}
+
+void operator delete[](void* block, const std::nothrow_t&) noexcept {
+    gatehouse::alloc::deallocate(block);
+}

@@ -1,0 +1,169 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace gatehouse::alloc {
+
+// The sizes of small blocks: glibc's usable sizes for small chunks, 24, 40,
+// 56 … 520 bytes (a chunk is a multiple of 16 bytes, 8 of them its header).
+namespace small_classes {
+
+inline constexpr std::size_t kCount = 32;
+inline constexpr std::size_t kLargest = 24 + 16 * (kCount - 1); // 520
+
+// The class whose blocks serve `size` bytes; kCount or more when none does.
+// (size + 7) / 16 is 1 for 9 to 24 bytes, 2 up to 40 …; up to 8 bytes share
+// the first class.
+constexpr std::size_t for_request(std::size_t size) {
+    const std::size_t sixteenths = (size + 7) >> 4;
+    return sixteenths - (sixteenths != 0);
+}
+// The class a block of `usable` bytes can serve (a usable size between two
+// classes serves the smaller); kCount or more when it is too large to keep
+// (or below glibc's smallest, which wraps around).
+constexpr std::size_t for_block(std::size_t usable) {
+    return (usable - 24) >> 4;
+}
+constexpr std::size_t size(std::size_t klass) {
+    return 24 + 16 * klass;
+}
+// How many blocks of a class one thread keeps: 128 of the smallest, and no
+// more than 4 KiB of any larger one.
+constexpr std::uint16_t max_kept(std::size_t klass) {
+    return static_cast<std::uint16_t>(4096 / size(klass) < 128 ? 4096 / size(klass) : 128);
+}
+inline constexpr auto kMaxKept = [] {
+    std::array<std::uint16_t, kCount> most{};
+    for (std::size_t klass = 0; klass < kCount; ++klass)
+        most[klass] = max_kept(klass);
+    return most;
+}();
+// What one thread keeps at most, all classes full.
+inline constexpr std::size_t kMaxBytes = [] {
+    std::size_t bytes = 0;
+    for (std::size_t klass = 0; klass < kCount; ++klass)
+        bytes += max_kept(klass) * size(klass);
+    return bytes;
+}();
+
+} // namespace small_classes
+
+// One thread's small blocks, freed by `operator delete` and kept to be handed
+// out again by the next `operator new` of that size on the same thread. A
+// request over HTTP allocates and frees some eighty small blocks (its JSON
+// tree, its headers, the call's bookkeeping); glibc's own per-thread cache
+// keeps seven blocks a size and sends the rest through its bins: some 180
+// instructions a pair of malloc and free there, some 80 here, checks and
+// malloc_usable_size included.
+//
+// The blocks are glibc's: each was malloc'd at its class's size, and whatever
+// does not fit here goes back with free(). So memory from either side (a
+// library that calls malloc, a plugin loaded with its own binding of
+// `operator new`) may be freed by the other.
+//
+// Blocks are kept by size class (small_classes). What a thread keeps is
+// bounded per class (`max_kept`), so a thread that frees what others
+// allocated keeps a little and frees the rest, and a thread that goes idle
+// holds at most `kMaxBytes` (122 KiB).
+//
+// A kept block holds the next one's address, mangled with its own address
+// and the thread's key (as glibc's safe-linking does), and the key itself: a
+// block freed twice is recognised by its key and found on the list, and a
+// block written to after its free is caught when it is handed out again (its
+// key changed, or its next pointer no longer aligned), both before any
+// damage (std::abort with a line on stderr).
+//
+// Zero-initialised, so it can live in static thread-local storage: no
+// constructor runs on a thread's first allocation.
+class SmallBlocks {
+public:
+    static constexpr std::size_t kClasses = small_classes::kCount;
+    static constexpr std::size_t kLargest = small_classes::kLargest;
+    static constexpr std::size_t kMaxBytes = small_classes::kMaxBytes;
+    static constexpr std::size_t class_for_request(std::size_t size) { return small_classes::for_request(size); }
+    static constexpr std::size_t class_for_block(std::size_t usable) { return small_classes::for_block(usable); }
+    static constexpr std::size_t class_size(std::size_t klass) { return small_classes::size(klass); }
+    static constexpr std::uint16_t max_kept(std::size_t klass) { return small_classes::max_kept(klass); }
+
+    // A kept block of `klass`, or null when this thread keeps none.
+    [[gnu::always_inline]] void* take(std::size_t klass) {
+        Kept* block = heads_[klass];
+        if (!block) return nullptr;
+        Kept* next = reveal(block, block->next);
+        if (block->key != key_ || (reinterpret_cast<std::uintptr_t>(next) & 15) != 0) corrupted(block);
+        heads_[klass] = next;
+        --counts_[klass];
+        block->key = 0;
+        return block;
+    }
+
+    // Keeps `block` (`usable` bytes, from malloc) for a later `take`; false
+    // when it should go back to free(): too large, or over a bound, or the
+    // thread is ending.
+    [[gnu::always_inline]] bool keep(void* block, std::size_t usable) {
+        const std::size_t klass = class_for_block(usable);
+        if (klass >= kClasses || !open_) return false;
+        Kept* kept = static_cast<Kept*>(block);
+        if (kept->key == key_) refuse_if_kept(klass, kept);
+        if (counts_[klass] >= small_classes::kMaxKept[klass]) return false;
+        kept->next = hide(kept, heads_[klass]);
+        kept->key = key_;
+        heads_[klass] = kept;
+        ++counts_[klass];
+        return true;
+    }
+
+    // Starts keeping blocks, under `key` (nonzero; random, so a live object
+    // rarely carries it by chance). Until then `keep` refuses every block.
+    void open(std::uintptr_t key) {
+        key_ = key;
+        open_ = true;
+    }
+    bool opened_once() const { return key_ != 0; }
+
+    // Hands every kept block to `release` and keeps none from now on: the
+    // thread is ending, and what it frees later goes straight back.
+    template <typename Release> void close(Release&& release) {
+        open_ = false;
+        for (std::size_t klass = 0; klass < kClasses; ++klass) {
+            while (void* block = take(klass))
+                release(block);
+        }
+    }
+
+    std::size_t kept_bytes() const {
+        std::size_t bytes = 0;
+        for (std::size_t klass = 0; klass < kClasses; ++klass)
+            bytes += counts_[klass] * class_size(klass);
+        return bytes;
+    }
+    std::size_t kept_count(std::size_t klass) const { return counts_[klass]; }
+
+private:
+    struct Kept {
+        Kept* next; // mangled: hide()
+        std::uintptr_t key;
+    };
+
+    Kept* hide(const Kept* at, const Kept* next) const {
+        return reinterpret_cast<Kept*>((reinterpret_cast<std::uintptr_t>(at) >> 12) ^ key_ ^
+                                       reinterpret_cast<std::uintptr_t>(next));
+    }
+    Kept* reveal(const Kept* at, const Kept* hidden) const { return hide(at, hidden); }
+
+    void refuse_if_kept(std::size_t klass, const Kept* block) const;
+    [[noreturn]] static void corrupted(const void* block);
+
+    Kept* heads_[kClasses];
+    std::uint16_t counts_[kClasses];
+    std::uintptr_t key_;
+    bool open_;
+};
+
+// The calling thread's blocks, where alloc/operator_new.cpp is linked (the
+// gatehouse executable outside sanitizer builds, and its own test).
+const SmallBlocks& this_thread_small_blocks();
+
+} // namespace gatehouse::alloc
