@@ -4,6 +4,7 @@
 // append a run of bytes, kept in one place.
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,20 +32,24 @@ inline bool plain(char c) {
 }
 
 // The first byte at or after `p` that is not plain, or `end`. Eight bytes
-// are looked at together while none of them stops the scan: a word with no
-// byte below 0x20, none past ASCII, no quote and no backslash (the tests of
-// "Bit Twiddling Hacks", each exact for the word as a whole); the word that
-// holds one is walked a byte at a time.
+// are looked at together: a word with no byte below 0x20, none past ASCII,
+// no quote and no backslash (the tests of "Bit Twiddling Hacks") is passed
+// whole. In a word that holds a stop, each test may also flag bytes after
+// the first one it finds (a borrow runs upwards, towards later bytes in
+// memory on this little-endian machine), never one before: the lowest flag
+// is the first stop. The last bytes, fewer than eight, go one at a time.
 inline const char* skip_plain(const char* p, const char* end) {
+    static_assert(std::endian::native == std::endian::little, "the lowest flag is the first byte in memory");
     constexpr std::uint64_t kOnes = 0x0101010101010101ull;
     constexpr std::uint64_t kHighs = 0x8080808080808080ull;
     const auto has_zero_byte = [](std::uint64_t v) { return (v - kOnes) & ~v; };
     while (end - p >= 8) {
         std::uint64_t word;
         std::memcpy(&word, p, sizeof word);
-        const std::uint64_t stops = ((word - kOnes * 0x20) & ~word) | word | has_zero_byte(word ^ (kOnes * '"')) |
-                                    has_zero_byte(word ^ (kOnes * '\\'));
-        if (stops & kHighs) break;
+        const std::uint64_t stops = (((word - kOnes * 0x20) & ~word) | word | has_zero_byte(word ^ (kOnes * '"')) |
+                                     has_zero_byte(word ^ (kOnes * '\\'))) &
+                                    kHighs;
+        if (stops) return p + (std::countr_zero(stops) >> 3);
         p += sizeof word;
     }
     while (p < end && plain(*p))
