@@ -11,6 +11,8 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -35,17 +37,22 @@ void release_at_thread_end(void*) {
 
 // First slow path of a thread: registers the release at its end and starts
 // keeping blocks under a key of its own.
+// Without the key (every pthread key taken) no thread keeps blocks: they
+// would outlive their thread.
 void open_this_thread() {
     // Neither pthread_once, nor the first keys of pthread_key_create and
     // pthread_setspecific, nor getrandom allocates: nothing here comes back
     // into operator new.
     static pthread_once_t key_created = PTHREAD_ONCE_INIT;
-    pthread_once(&key_created, [] { pthread_key_create(&g_thread_end_key, release_at_thread_end); });
+    static bool key_usable = false;
+    pthread_once(&key_created, [] { key_usable = pthread_key_create(&g_thread_end_key, release_at_thread_end) == 0; });
+    if (!key_usable || pthread_setspecific(g_thread_end_key, &t_small_blocks) != 0) return;
+    // The system call itself: glibc's getrandom() is a cancellation point,
+    // and an operator new must not end a thread.
     std::uintptr_t key = 0;
-    if (getrandom(&key, sizeof key, GRND_NONBLOCK) != sizeof key)
+    if (syscall(SYS_getrandom, &key, sizeof key, GRND_NONBLOCK) != static_cast<long>(sizeof key))
         key = reinterpret_cast<std::uintptr_t>(&t_small_blocks) * 0x9E3779B97F4A7C15u;
     t_small_blocks.open(key | 1);
-    pthread_setspecific(g_thread_end_key, &t_small_blocks);
 }
 
 [[gnu::always_inline]] inline void* allocate(std::size_t size) {
@@ -55,9 +62,18 @@ void open_this_thread() {
         if (void* block = blocks.take(klass)) return block;
         if (!blocks.opened_once()) open_this_thread();
         size = SmallBlocks::class_size(klass);
+        for (;;) {
+            if (void* block = std::malloc(size)) {
+                SmallBlocks::fresh(block);
+                return block;
+            }
+            std::new_handler handler = std::get_new_handler();
+            if (!handler) return nullptr;
+            handler();
+        }
     }
     for (;;) {
-        if (void* block = std::malloc(size == 0 ? 1 : size)) return block;
+        if (void* block = std::malloc(size)) return block;
         std::new_handler handler = std::get_new_handler();
         if (!handler) return nullptr;
         handler();
@@ -66,7 +82,11 @@ void open_this_thread() {
 
 [[gnu::always_inline]] inline void deallocate(void* block) noexcept {
     if (!block) return;
-    if (!t_small_blocks.keep(block, malloc_usable_size(block))) std::free(block);
+    SmallBlocks& blocks = t_small_blocks;
+    const std::size_t usable = malloc_usable_size(block);
+    if (blocks.keep(block, usable)) return;
+    blocks.released(block, usable);
+    std::free(block);
 }
 
 } // namespace
@@ -75,12 +95,20 @@ const SmallBlocks& this_thread_small_blocks() {
     return t_small_blocks;
 }
 
+// The walk checks every link as take() would, and goes no further than the
+// class holds: a list damaged by a write after delete ends the process with
+// that message, not in a fault or a loop.
 void SmallBlocks::refuse_if_kept(std::size_t klass, const Kept* block) const {
-    for (const Kept* kept = heads_[klass]; kept; kept = reveal(kept, kept->next))
+    const Kept* kept = heads_[klass];
+    for (std::size_t walked = 0; kept && walked < counts_[klass]; ++walked) {
         if (kept == block) {
             std::fprintf(stderr, "gatehouse: a block at %p was deleted twice\n", static_cast<const void*>(block));
             std::abort();
         }
+        const Kept* next = reveal(kept, kept->next);
+        if (kept->key != key_ || (reinterpret_cast<std::uintptr_t>(next) & 15) != 0) corrupted(kept);
+        kept = next;
+    }
 }
 
 void SmallBlocks::corrupted(const void* block) {

@@ -13,10 +13,13 @@ namespace small_classes {
 inline constexpr std::size_t kCount = 32;
 inline constexpr std::size_t kLargest = 24 + 16 * (kCount - 1); // 520
 
-// The class whose blocks serve `size` bytes; kCount or more when none does.
+// The class whose blocks serve `size` bytes; kCount when none does.
 // (size + 7) / 16 is 1 for 9 to 24 bytes, 2 up to 40 …; up to 8 bytes share
-// the first class.
+// the first class. A size past the largest class is ruled out first: near
+// SIZE_MAX the sum would wrap to a small class (clang passes SIZE_MAX to
+// operator new[] for an array whose size overflows).
 constexpr std::size_t for_request(std::size_t size) {
+    if (size > kLargest) return kCount;
     const std::size_t sixteenths = (size + 7) >> 4;
     return sixteenths - (sixteenths != 0);
 }
@@ -70,13 +73,21 @@ inline constexpr std::size_t kMaxBytes = [] {
 //
 // A kept block holds the next one's address, mangled with its own address
 // and the thread's key (as glibc's safe-linking does), and the key itself: a
-// block freed twice is recognised by its key and found on the list, and a
-// block written to after its free is caught when it is handed out again (its
-// key changed, or its next pointer no longer aligned), both before any
-// damage (std::abort with a line on stderr).
+// block deleted twice while kept is recognised by its key and found on the
+// list, and a block written to after its delete is caught when it is handed
+// out again (its key changed, or its next pointer no longer aligned), both
+// before any damage (std::abort with a line on stderr). A block this thread
+// hands back to free() is marked in its third word, which glibc's small
+// bins leave alone: deleted again, it goes to free() too, where glibc's own
+// check finds it while it is still in glibc's per-thread cache (the two
+// checks together, not more than glibc alone: a block freed once to glibc
+// and reused there is beyond either).
 //
 // Zero-initialised, so it can live in static thread-local storage: no
-// constructor runs on a thread's first allocation.
+// constructor runs on a thread's first allocation. Blocks are glibc's on
+// x86-64: 16-byte aligned, 8-byte words.
+static_assert(sizeof(void*) == 8 && alignof(std::max_align_t) == 16, "glibc's chunk sizes on a 64-bit machine");
+
 class SmallBlocks {
 public:
     static constexpr std::size_t kClasses = small_classes::kCount;
@@ -100,20 +111,34 @@ public:
     }
 
     // Keeps `block` (`usable` bytes, from malloc) for a later `take`; false
-    // when it should go back to free(): too large, or over a bound, or the
-    // thread is ending.
+    // when it should go back to free() (`released` first): too large, or over
+    // a bound, or the thread is ending, or this thread released it before.
     [[gnu::always_inline]] bool keep(void* block, std::size_t usable) {
         const std::size_t klass = class_for_block(usable);
         if (klass >= kClasses || !open_) return false;
         Kept* kept = static_cast<Kept*>(block);
         if (kept->key == key_) refuse_if_kept(klass, kept);
-        if (counts_[klass] >= small_classes::kMaxKept[klass]) return false;
+        if (counts_[klass] >= small_classes::kMaxKept[klass] || kept->released == released_mark()) return false;
         kept->next = hide(kept, heads_[klass]);
         kept->key = key_;
         heads_[klass] = kept;
         ++counts_[klass];
         return true;
     }
+
+    // `block`, refused by `keep`, goes to free() now: marked (when it is a
+    // small block of an open thread) so that deleting it again sends it
+    // there again.
+    [[gnu::always_inline]] void released(void* block, std::size_t usable) {
+        // Volatile: a store just before free() is otherwise a dead store to
+        // the compiler, and removed.
+        if (open_ && class_for_block(usable) < kClasses)
+            *static_cast<volatile std::uintptr_t*>(&static_cast<Kept*>(block)->released) = released_mark();
+    }
+
+    // `block` came from malloc for this thread: whatever mark an earlier life
+    // left in it is not about this allocation.
+    static void fresh(void* block) { static_cast<Kept*>(block)->released = 0; }
 
     // Starts keeping blocks, under `key` (nonzero; random, so a live object
     // rarely carries it by chance). Until then `keep` refuses every block.
@@ -145,7 +170,9 @@ private:
     struct Kept {
         Kept* next; // mangled: hide()
         std::uintptr_t key;
+        std::uintptr_t released; // released_mark(): handed to free() by this thread
     };
+    std::uintptr_t released_mark() const { return ~key_; }
 
     Kept* hide(const Kept* at, const Kept* next) const {
         return reinterpret_cast<Kept*>((reinterpret_cast<std::uintptr_t>(at) >> 12) ^ key_ ^
@@ -153,8 +180,8 @@ private:
     }
     Kept* reveal(const Kept* at, const Kept* hidden) const { return hide(at, hidden); }
 
-    void refuse_if_kept(std::size_t klass, const Kept* block) const;
-    [[noreturn]] static void corrupted(const void* block);
+    [[gnu::noinline, gnu::cold]] void refuse_if_kept(std::size_t klass, const Kept* block) const;
+    [[noreturn, gnu::noinline, gnu::cold]] static void corrupted(const void* block);
 
     Kept* heads_[kClasses];
     std::uint16_t counts_[kClasses];

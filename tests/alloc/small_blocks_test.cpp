@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -59,6 +60,31 @@ void the_classes_cover_every_small_size() {
     }
     check(SmallBlocks::class_for_request(SmallBlocks::kLargest + 1) == SmallBlocks::kClasses,
           "a larger size has no class");
+    for (std::size_t below = 0; below < 8; ++below)
+        check(SmallBlocks::class_for_request(SIZE_MAX - below) == SmallBlocks::kClasses,
+              "SIZE_MAX - " + std::to_string(below) + " has no class (the rounding would wrap to a small one)");
+}
+
+// clang passes SIZE_MAX to operator new[] for an array whose size overflows:
+// that must fail, never return a small block.
+void an_impossible_size_fails() {
+    bool threw = false;
+    try {
+        new_block(SIZE_MAX);
+    } catch (const std::bad_alloc&) {
+        threw = true;
+    }
+    check(threw, "operator new(SIZE_MAX) throws std::bad_alloc");
+    threw = false;
+    try {
+        void* volatile block = ::operator new[](SIZE_MAX - 3);
+        (void)block;
+    } catch (const std::bad_alloc&) {
+        threw = true;
+    }
+    check(threw, "operator new[](SIZE_MAX - 3) throws std::bad_alloc");
+    void* volatile none = ::operator new(SIZE_MAX - 5, std::nothrow);
+    check(none == nullptr, "operator new(SIZE_MAX - 5, nothrow) returns null");
 }
 
 void a_thread_keeps_what_it_frees_and_hands_it_out_again() {
@@ -243,6 +269,43 @@ void a_block_deleted_twice_stops_the_process() {
         "was deleted twice");
 }
 
+// A block handed to free() because its class was full, deleted again once
+// there is room: it must not be kept (glibc holds it too), but go to free()
+// again, where glibc's own check stops the process.
+void a_block_deleted_twice_after_glibc_took_it_stops_the_process() {
+    stops_the_process(
+        "a double delete of a block glibc took",
+        [] {
+            const std::size_t klass = SmallBlocks::class_for_request(40);
+            std::vector<void*> blocks;
+            blocks.reserve(SmallBlocks::max_kept(klass) + 1);
+            for (std::size_t i = 0; i <= SmallBlocks::max_kept(klass); ++i)
+                blocks.push_back(new_block(40));
+            for (void* block : blocks)
+                delete_block(block); // the last one goes to free()
+            new_block(40);           // room for one more
+            delete_block(blocks.back());
+        },
+        "double free");
+}
+
+// The walk that looks for a block deleted twice checks each link it follows.
+void a_damaged_list_met_by_a_double_delete_stops_the_process() {
+    stops_the_process(
+        "a double delete behind a damaged link",
+        [] {
+            void* first = new_block(200);
+            auto* second = static_cast<unsigned char*>(new_block(200));
+            void* third = new_block(200);
+            delete_block(first);
+            delete_block(second);
+            delete_block(third); // kept: third, second, first
+            std::memset(second, 0x41, 16);
+            delete_block(first);
+        },
+        "was written to after its delete");
+}
+
 void a_block_written_after_its_delete_stops_the_process() {
     stops_the_process(
         "a write after delete",
@@ -262,11 +325,14 @@ void a_block_written_after_its_delete_stops_the_process() {
 
 int main() {
     the_classes_cover_every_small_size();
+    an_impossible_size_fails();
     a_thread_keeps_what_it_frees_and_hands_it_out_again();
     what_a_thread_keeps_is_bounded();
     an_ending_thread_gives_its_blocks_back();
     blocks_crossing_threads_stay_whole();
     a_block_deleted_twice_stops_the_process();
+    a_block_deleted_twice_after_glibc_took_it_stops_the_process();
+    a_damaged_list_met_by_a_double_delete_stops_the_process();
     a_block_written_after_its_delete_stops_the_process();
     if (failures == 0) std::printf("the host's operator new: every check holds\n");
     return failures == 0 ? 0 : 1;
