@@ -13,14 +13,14 @@
 
 namespace gatehouse::plugins {
 
-// One plugin that did not load: the file, and why, in a sentence an operator
-// can act on.
 // How an upstream family is named where a plugin would be by its file: its
 // load failure, the claim of its names, the plugins listing.
 inline std::string upstream_label(std::string_view name) {
     return "upstream '" + std::string(name) + "'";
 }
 
+// One plugin that did not load: the file, and why, in a sentence an operator
+// can act on.
 struct LoadFailure {
     std::string path; // a plugin's file, or upstream_label(name)
     std::string reason;
