@@ -36,9 +36,8 @@ void release_at_thread_end(void*) {
 }
 
 // First slow path of a thread: registers the release at its end and starts
-// keeping blocks under a key of its own.
-// Without the key (every pthread key taken) no thread keeps blocks: they
-// would outlive their thread.
+// keeping blocks under a key of its own. Without the key (every pthread key
+// taken) no thread keeps blocks: they would outlive their thread.
 void open_this_thread() {
     // Neither pthread_once, nor the first keys of pthread_key_create and
     // pthread_setspecific, nor getrandom allocates: nothing here comes back
@@ -55,29 +54,26 @@ void open_this_thread() {
     t_small_blocks.open(key | 1);
 }
 
-[[gnu::always_inline]] inline void* allocate(std::size_t size) {
-    SmallBlocks& blocks = t_small_blocks;
-    const std::size_t klass = SmallBlocks::class_for_request(size);
-    if (klass < SmallBlocks::kClasses) {
-        if (void* block = blocks.take(klass)) return block;
-        if (!blocks.opened_once()) open_this_thread();
-        size = SmallBlocks::class_size(klass);
-        for (;;) {
-            if (void* block = std::malloc(size)) {
-                SmallBlocks::fresh(block);
-                return block;
-            }
-            std::new_handler handler = std::get_new_handler();
-            if (!handler) return nullptr;
-            handler();
-        }
-    }
+// malloc, calling the new-handler while it fails, as the standard's
+// operator new does; null when there is none.
+void* malloc_or_handler(std::size_t size) {
     for (;;) {
         if (void* block = std::malloc(size)) return block;
         std::new_handler handler = std::get_new_handler();
         if (!handler) return nullptr;
         handler();
     }
+}
+
+[[gnu::always_inline]] inline void* allocate(std::size_t size) {
+    SmallBlocks& blocks = t_small_blocks;
+    const std::size_t klass = small_classes::for_request(size);
+    if (klass >= small_classes::kCount) return malloc_or_handler(size);
+    if (void* block = blocks.take(klass)) return block;
+    if (!blocks.opened_once()) open_this_thread();
+    void* block = malloc_or_handler(small_classes::size(klass));
+    if (block) SmallBlocks::fresh(block);
+    return block;
 }
 
 [[gnu::always_inline]] inline void deallocate(void* block) noexcept {
@@ -95,7 +91,7 @@ const SmallBlocks& this_thread_small_blocks() {
     return t_small_blocks;
 }
 
-// The walk checks every link as take() would, and goes no further than the
+// The walk checks every link as take() does, and goes no further than the
 // class holds: a list damaged by a write after delete ends the process with
 // that message, not in a fault or a loop.
 void SmallBlocks::refuse_if_kept(std::size_t klass, const Kept* block) const {
@@ -105,9 +101,7 @@ void SmallBlocks::refuse_if_kept(std::size_t klass, const Kept* block) const {
             std::fprintf(stderr, "gatehouse: a block at %p was deleted twice\n", static_cast<const void*>(block));
             std::abort();
         }
-        const Kept* next = reveal(kept, kept->next);
-        if (kept->key != key_ || (reinterpret_cast<std::uintptr_t>(next) & 15) != 0) corrupted(kept);
-        kept = next;
+        kept = checked_next(kept);
     }
 }
 

@@ -90,21 +90,11 @@ static_assert(sizeof(void*) == 8 && alignof(std::max_align_t) == 16, "glibc's ch
 
 class SmallBlocks {
 public:
-    static constexpr std::size_t kClasses = small_classes::kCount;
-    static constexpr std::size_t kLargest = small_classes::kLargest;
-    static constexpr std::size_t kMaxBytes = small_classes::kMaxBytes;
-    static constexpr std::size_t class_for_request(std::size_t size) { return small_classes::for_request(size); }
-    static constexpr std::size_t class_for_block(std::size_t usable) { return small_classes::for_block(usable); }
-    static constexpr std::size_t class_size(std::size_t klass) { return small_classes::size(klass); }
-    static constexpr std::uint16_t max_kept(std::size_t klass) { return small_classes::max_kept(klass); }
-
     // A kept block of `klass`, or null when this thread keeps none.
     [[gnu::always_inline]] void* take(std::size_t klass) {
         Kept* block = heads_[klass];
         if (!block) return nullptr;
-        Kept* next = reveal(block, block->next);
-        if (block->key != key_ || (reinterpret_cast<std::uintptr_t>(next) & 15) != 0) corrupted(block);
-        heads_[klass] = next;
+        heads_[klass] = checked_next(block);
         --counts_[klass];
         block->key = 0;
         return block;
@@ -114,8 +104,8 @@ public:
     // when it should go back to free() (`released` first): too large, or over
     // a bound, or the thread is ending, or this thread released it before.
     [[gnu::always_inline]] bool keep(void* block, std::size_t usable) {
-        const std::size_t klass = class_for_block(usable);
-        if (klass >= kClasses || !open_) return false;
+        const std::size_t klass = small_classes::for_block(usable);
+        if (klass >= small_classes::kCount || !open_) return false;
         Kept* kept = static_cast<Kept*>(block);
         if (kept->key == key_) refuse_if_kept(klass, kept);
         if (counts_[klass] >= small_classes::kMaxKept[klass] || kept->released == released_mark()) return false;
@@ -132,7 +122,7 @@ public:
     [[gnu::always_inline]] void released(void* block, std::size_t usable) {
         // Volatile: a store just before free() is otherwise a dead store to
         // the compiler, and removed.
-        if (open_ && class_for_block(usable) < kClasses)
+        if (open_ && small_classes::for_block(usable) < small_classes::kCount)
             *static_cast<volatile std::uintptr_t*>(&static_cast<Kept*>(block)->released) = released_mark();
     }
 
@@ -152,7 +142,7 @@ public:
     // thread is ending, and what it frees later goes straight back.
     template <typename Release> void close(Release&& release) {
         open_ = false;
-        for (std::size_t klass = 0; klass < kClasses; ++klass) {
+        for (std::size_t klass = 0; klass < small_classes::kCount; ++klass) {
             while (void* block = take(klass))
                 release(block);
         }
@@ -160,8 +150,8 @@ public:
 
     std::size_t kept_bytes() const {
         std::size_t bytes = 0;
-        for (std::size_t klass = 0; klass < kClasses; ++klass)
-            bytes += counts_[klass] * class_size(klass);
+        for (std::size_t klass = 0; klass < small_classes::kCount; ++klass)
+            bytes += counts_[klass] * small_classes::size(klass);
         return bytes;
     }
     std::size_t kept_count(std::size_t klass) const { return counts_[klass]; }
@@ -179,12 +169,20 @@ private:
                                        reinterpret_cast<std::uintptr_t>(next));
     }
     Kept* reveal(const Kept* at, const Kept* hidden) const { return hide(at, hidden); }
+    // The block after `kept` on its list, once `kept` shows it was not
+    // written to since it was kept: its key, and a next pointer that reveals
+    // aligned.
+    [[gnu::always_inline]] Kept* checked_next(const Kept* kept) const {
+        Kept* next = reveal(kept, kept->next);
+        if (kept->key != key_ || (reinterpret_cast<std::uintptr_t>(next) & 15) != 0) corrupted(kept);
+        return next;
+    }
 
     [[gnu::noinline, gnu::cold]] void refuse_if_kept(std::size_t klass, const Kept* block) const;
     [[noreturn, gnu::noinline, gnu::cold]] static void corrupted(const void* block);
 
-    Kept* heads_[kClasses];
-    std::uint16_t counts_[kClasses];
+    Kept* heads_[small_classes::kCount];
+    std::uint16_t counts_[small_classes::kCount];
     std::uintptr_t key_;
     bool open_;
 };

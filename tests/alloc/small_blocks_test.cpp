@@ -23,6 +23,7 @@
 #include <vector>
 
 using gatehouse::alloc::SmallBlocks;
+namespace small_classes = gatehouse::alloc::small_classes;
 using gatehouse::alloc::this_thread_small_blocks;
 
 namespace {
@@ -48,20 +49,20 @@ void delete_block(void* block) {
 }
 
 void the_classes_cover_every_small_size() {
-    for (std::size_t size = 0; size <= SmallBlocks::kLargest; ++size) {
-        const std::size_t klass = SmallBlocks::class_for_request(size);
-        check(klass < SmallBlocks::kClasses && SmallBlocks::class_size(klass) >= size &&
-                  (klass == 0 || SmallBlocks::class_size(klass - 1) < size),
+    for (std::size_t size = 0; size <= small_classes::kLargest; ++size) {
+        const std::size_t klass = small_classes::for_request(size);
+        check(klass < small_classes::kCount && small_classes::size(klass) >= size &&
+                  (klass == 0 || small_classes::size(klass - 1) < size),
               "size " + std::to_string(size) + " gets the smallest class that holds it");
         void* block = new_block(size);
-        check(SmallBlocks::class_for_block(malloc_usable_size(block)) >= klass,
+        check(small_classes::for_block(malloc_usable_size(block)) >= klass,
               "a block of size " + std::to_string(size) + " is kept in a class it can serve");
         delete_block(block);
     }
-    check(SmallBlocks::class_for_request(SmallBlocks::kLargest + 1) == SmallBlocks::kClasses,
+    check(small_classes::for_request(small_classes::kLargest + 1) == small_classes::kCount,
           "a larger size has no class");
     for (std::size_t below = 0; below < 8; ++below)
-        check(SmallBlocks::class_for_request(SIZE_MAX - below) == SmallBlocks::kClasses,
+        check(small_classes::for_request(SIZE_MAX - below) == small_classes::kCount,
               "SIZE_MAX - " + std::to_string(below) + " has no class (the rounding would wrap to a small one)");
 }
 
@@ -90,7 +91,7 @@ void an_impossible_size_fails() {
 void a_thread_keeps_what_it_frees_and_hands_it_out_again() {
     std::thread([] {
         const SmallBlocks& mine = this_thread_small_blocks();
-        const std::size_t klass = SmallBlocks::class_for_request(40);
+        const std::size_t klass = small_classes::for_request(40);
         std::vector<void*> blocks;
         std::vector<void*> again;
         blocks.reserve(50);
@@ -111,14 +112,14 @@ void a_thread_keeps_what_it_frees_and_hands_it_out_again() {
         const std::size_t kept_after = mine.kept_bytes();
         check(count_before == 0, "nothing is kept before a delete");
         check(count_deleted == 50, "fifty deleted blocks are kept, found " + std::to_string(count_deleted));
-        check(kept_deleted == kept_before + 50 * SmallBlocks::class_size(klass), "their bytes are counted");
+        check(kept_deleted == kept_before + 50 * small_classes::size(klass), "their bytes are counted");
         const std::size_t kept_again = kept_deleted;
         check(count_again == 0, "the next fifty of that class take them all");
-        check(kept_after == kept_again - 50 * SmallBlocks::class_size(klass), "and their bytes are no longer counted");
+        check(kept_after == kept_again - 50 * small_classes::size(klass), "and their bytes are no longer counted");
         for (void* block : again)
             check(std::find(blocks.begin(), blocks.end(), block) != blocks.end(), "a kept block is handed out again");
         const std::size_t kept_before_large = mine.kept_bytes();
-        void* large = new_block(SmallBlocks::kLargest + 1);
+        void* large = new_block(small_classes::kLargest + 1);
         delete_block(large);
         const std::size_t kept_after_large = mine.kept_bytes();
         check(kept_after_large == kept_before_large, "a block past the largest class goes back to malloc");
@@ -135,20 +136,20 @@ void what_a_thread_keeps_is_bounded() {
             blocks.push_back(new_block(40));
         for (void* block : blocks)
             delete_block(block);
-        const std::size_t klass = SmallBlocks::class_for_request(40);
-        check(mine.kept_count(klass) == SmallBlocks::max_kept(klass),
-              "one class keeps at most " + std::to_string(SmallBlocks::max_kept(klass)) + ", found " +
+        const std::size_t klass = small_classes::for_request(40);
+        check(mine.kept_count(klass) == small_classes::max_kept(klass),
+              "one class keeps at most " + std::to_string(small_classes::max_kept(klass)) + ", found " +
                   std::to_string(mine.kept_count(klass)));
         blocks.clear();
-        for (std::size_t size = 24; size <= SmallBlocks::kLargest; size += 16)
+        for (std::size_t size = 24; size <= small_classes::kLargest; size += 16)
             for (int i = 0; i < 200; ++i)
                 blocks.push_back(new_block(size));
         for (void* block : blocks)
             delete_block(block);
-        check(mine.kept_bytes() <= SmallBlocks::kMaxBytes, "a thread keeps at most " +
-                                                               std::to_string(SmallBlocks::kMaxBytes) +
-                                                               " bytes, found " + std::to_string(mine.kept_bytes()));
-        check(mine.kept_bytes() > SmallBlocks::kMaxBytes / 2, "and keeps up to its bound");
+        check(mine.kept_bytes() <= small_classes::kMaxBytes, "a thread keeps at most " +
+                                                                 std::to_string(small_classes::kMaxBytes) +
+                                                                 " bytes, found " + std::to_string(mine.kept_bytes()));
+        check(mine.kept_bytes() > small_classes::kMaxBytes / 2, "and keeps up to its bound");
     }).join();
 }
 
@@ -163,7 +164,7 @@ void an_ending_thread_gives_its_blocks_back() {
     for (int round = 0; round < 40; ++round) {
         std::thread([] {
             std::vector<void*> blocks;
-            for (std::size_t size = 24; size <= SmallBlocks::kLargest; size += 16)
+            for (std::size_t size = 24; size <= small_classes::kLargest; size += 16)
                 for (int i = 0; i < 50; ++i)
                     blocks.push_back(new_block(size));
             for (void* block : blocks)
@@ -276,10 +277,10 @@ void a_block_deleted_twice_after_glibc_took_it_stops_the_process() {
     stops_the_process(
         "a double delete of a block glibc took",
         [] {
-            const std::size_t klass = SmallBlocks::class_for_request(40);
+            const std::size_t klass = small_classes::for_request(40);
             std::vector<void*> blocks;
-            blocks.reserve(SmallBlocks::max_kept(klass) + 1);
-            for (std::size_t i = 0; i <= SmallBlocks::max_kept(klass); ++i)
+            blocks.reserve(small_classes::max_kept(klass) + 1);
+            for (std::size_t i = 0; i <= small_classes::max_kept(klass); ++i)
                 blocks.push_back(new_block(40));
             for (void* block : blocks)
                 delete_block(block); // the last one goes to free()
