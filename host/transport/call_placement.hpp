@@ -20,9 +20,11 @@ enum class CallSite {
     // call itself (no hand-off on the answer's critical path); with no idle
     // worker, the call queues on the pool and the reader reads on.
     reader_or_pool,
-    // HTTP: posted to the loop of the connection that read it, to run right
-    // after the current handler: queued privately, nothing woken, the answer
-    // written from the same thread.
+    // HTTP: on the loop of the connection that read it, nothing woken, the
+    // answer written from the same thread: run by the handler that read the
+    // request as its last act (ahead of the handlers the loop has queued:
+    // the other connections one epoll wait found readable), or posted to
+    // that loop when no read handler holds it (HttpService::run_call).
     io_loop,
     // A worker of the pool.
     pool,

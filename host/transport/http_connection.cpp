@@ -24,6 +24,7 @@
 #include <mutex>
 #include <vector>
 #include <string_view>
+#include <utility>
 
 namespace gatehouse::transport {
 
@@ -442,7 +443,13 @@ void HttpConnection::wait_for_bytes() {
             self->wait_for_bytes();
             return;
         }
+        self->in_read_handler_ = true;
         self->on_bytes(ec, n);
+        self->in_read_handler_ = false;
+        // Run where a post would have run it, the next thing on this thread;
+        // whatever it does to the connection (its answer written, the next
+        // pipelined request parsed) posts any further call as usual.
+        if (auto call = std::exchange(self->call_after_read_, nullptr)) call();
     });
 }
 
@@ -1362,7 +1369,7 @@ void HttpConnection::begin_exchange(const std::shared_ptr<protocol::Connection>&
             if (call) self->service_.run_call(std::move(call), executor);
         });
     } else if (auto call = service_.server.answer(mcp_connection_, std::move(incoming), std::move(reply))) {
-        service_.run_call(std::move(call), socket_.get_executor());
+        service_.run_call(std::move(call), socket_.get_executor(), in_read_handler_ ? &call_after_read_ : nullptr);
     }
     // Watch the socket while the answer is pending: the peer closing it
     // cancels the request.

@@ -169,6 +169,14 @@ private:
     bool heard_a_request_ = false;    // a whole request came: from then on, idle waits are keep-alive's
     bool drained_ = false;            // drain(): no request after the current one
     auth::Principal principal_;       // the caller of the request being handled
+    // Inside the handler of a read: a quick call the bytes it read made
+    // (CallSite::io_loop) waits in call_after_read_, and the handler runs it
+    // as its last act. Posted instead, it would run behind every handler
+    // the loop has queued (each connection the same epoll wait found
+    // readable): all their requests read and held before the first is
+    // answered.
+    bool in_read_handler_ = false;
+    std::function<void()> call_after_read_;
 
     // The exchange in progress: the MCP request being answered.
     std::uint64_t exchange_ = 0;

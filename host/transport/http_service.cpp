@@ -78,11 +78,17 @@ boost::asio::io_context& HttpService::next_loop() {
     return *loops[next_loop_.fetch_add(1, std::memory_order_relaxed) % loops.size()];
 }
 
-void HttpService::run_call(protocol::ReadyCall call, const boost::asio::any_io_executor& connection) {
+void HttpService::run_call(protocol::ReadyCall call, const boost::asio::any_io_executor& connection,
+                           std::function<void()>* after_handler) {
     switch (place_http_call(call, loops.size(), state_in_redis)) {
     case CallSite::io_loop:
+        if (after_handler && !*after_handler) {
+            *after_handler = std::move(call.run);
+            return;
+        }
         // Posted from the connection's own loop thread, it runs there after
-        // the current handler returns.
+        // the current handler returns, and after every handler already
+        // queued on the loop.
         boost::asio::post(connection, std::move(call.run));
         return;
     default: server.pool().submit(std::move(call.run)); return;

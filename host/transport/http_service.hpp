@@ -68,8 +68,11 @@ struct HttpService {
 
     // Runs a call answer() handed back, where place_http_call decides
     // (transport/call_placement.hpp): the loop of the connection that read it,
-    // or the worker pool.
-    void run_call(protocol::ReadyCall call, const boost::asio::any_io_executor& connection);
+    // or the worker pool. A call for the loop goes into `after_handler` when
+    // the caller offers one (the handler that read the request runs it as
+    // its last act), and is posted to `connection` otherwise.
+    void run_call(protocol::ReadyCall call, const boost::asio::any_io_executor& connection,
+                  std::function<void()>* after_handler = nullptr);
 
     // Runs work that waits on the shared session store outside a call
     // (a 2025-11-25 session shared through it: finding, opening and ending

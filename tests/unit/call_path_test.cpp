@@ -75,7 +75,7 @@ std::string post(std::uint16_t port, const std::string& body) {
 TEST_CASE("a tools/call read from text looks its tool up once", "[call_path]") {
     Host h;
     auto out = std::make_shared<RecordingOutbound>();
-    auto connection = std::make_shared<protocol::Connection>(out, auth::Principal{"tester", "local", {}, {}});
+    auto connection = std::make_shared<protocol::Connection>(out, auth::Principal{"tester", "local", {}, {}, {}});
     const auto lookups = h.registry->lookups();
     h.server.on_message(connection, kCall);
     h.pool.stop(); // the call has answered

@@ -1,12 +1,24 @@
 // Where a call runs (transport/call_placement.hpp) and the pace that judges
 // a tool quick (plugins::CallPace): the one place both transports ask.
+#include "config/config_loader.hpp"
+#include "gate/gate_pipeline.hpp"
+#include "plugins/plugin_loader.hpp"
 #include "plugins/tool.hpp"
+#include "protocol/mcp_server.hpp"
+#include "test_files.hpp"
 #include "transport/call_placement.hpp"
+#include "transport/http_service.hpp"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
 
+using namespace gatehouse;
 using gatehouse::plugins::CallPace;
 using gatehouse::protocol::ReadyCall;
 using gatehouse::transport::CallSite;
@@ -133,4 +145,43 @@ TEST_CASE("over HTTP, a call of a family that runs one call at a time never runs
     CHECK(place_http_call(ready, 2) == CallSite::pool);
     // Over stdio the watch hands the reading on should it wait.
     CHECK(on_stdio(ready) == CallSite::reader_watched);
+}
+
+TEST_CASE("over HTTP, a quick call runs as the last act of the handler that read it, ahead of the loop's queued ones",
+          "[placement][http]") {
+    auto cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() +
+                                            "\nplugins: [echo.so]\ntransports: [http]\nhttp: {threads: 2}\n",
+                                        "test.yaml", "/");
+    plugins::LoadReport report;
+    auto registry = plugins::PluginLoader::load(cfg, report);
+    REQUIRE(report.failures.empty());
+    gate::GatePipeline gate;
+    protocol::RequestPool pool{1};
+    plugins::LiveRegistry live(std::move(registry));
+    protocol::McpServer server(live, gate, cfg.server, cfg.limits, pool);
+    transport::HttpService service(server, live, cfg.http, cfg.limits);
+    boost::asio::io_context& loop = *service.loops.at(0);
+
+    std::vector<std::string> ran;
+    auto quick = [&](std::string name) {
+        ReadyCall ready = call(true, false, false);
+        ready.run = [&ran, name] { ran.push_back(name); };
+        REQUIRE(place_http_call(ready, service.loops.size()) == CallSite::io_loop);
+        return ready;
+    };
+    // Another connection's read, already queued when this one's handler runs.
+    boost::asio::post(loop, [&] { ran.push_back("another connection's read"); });
+
+    std::function<void()> after_read;
+    service.run_call(quick("the call read"), loop.get_executor(), &after_read);
+    REQUIRE(after_read);
+    CHECK(ran.empty()); // nothing posted: it waits for its handler's end
+    // The handler already holds a call: a second one (never made by one
+    // read, which reads one request) is posted, as is one outside a read.
+    service.run_call(quick("a second call"), loop.get_executor(), &after_read);
+    service.run_call(quick("a call outside a read"), loop.get_executor());
+    after_read(); // the read handler's last act
+    loop.poll();
+    CHECK(ran == std::vector<std::string>{"the call read", "another connection's read", "a second call",
+                                          "a call outside a read"});
 }
