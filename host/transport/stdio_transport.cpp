@@ -65,7 +65,7 @@ public:
     // can never reach a file that reused the descriptor's number. A write
     // still blocked after `wait` (a client that stopped reading) keeps the
     // descriptor open; the process's end closes it.
-    void close(std::chrono::milliseconds wait) {
+    void close_when_drained(std::chrono::milliseconds wait) {
         std::unique_lock lock(mutex_);
         broken_ = true;
         drained_.notify_all();
@@ -319,7 +319,7 @@ int StdioTransport::run(StopSignal& stop) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     connection->stop_following();
     connection->cancel_all();
-    outbound->close(std::chrono::seconds(1));
+    outbound->close_when_drained(std::chrono::seconds(1));
     // The stop callback may still fire later (a signal during shutdown); the
     // write end stays open for it and goes with the process.
     ::close(wake[0]);
