@@ -3,6 +3,7 @@
 #include "auth/principal.hpp"
 #include "transport/call_placement.hpp"
 #include "transport/inline_call_watch.hpp"
+#include "transport/interruptible_read.hpp"
 #include "transport/line_framer.hpp"
 
 #include <spdlog/spdlog.h>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <unistd.h>
 
 namespace gatehouse::transport {
@@ -147,10 +149,10 @@ public:
     static constexpr std::chrono::microseconds kInlineTick{1000};
 
     StdinReader(protocol::McpServer& server, protocol::RequestPool& pool, StopSignal& stop,
-                std::shared_ptr<protocol::Connection> connection, std::shared_ptr<StdoutOutbound> outbound, int wake_fd,
-                std::size_t max_message_bytes)
+                std::shared_ptr<protocol::Connection> connection, std::shared_ptr<StdoutOutbound> outbound,
+                std::shared_ptr<InterruptibleRead> stdin_reads, std::size_t max_message_bytes)
         : server_(server), pool_(pool), stop_(stop), connection_(std::move(connection)), outbound_(std::move(outbound)),
-          wake_fd_(wake_fd), max_message_bytes_(max_message_bytes), framer_(max_message_bytes),
+          stdin_reads_(std::move(stdin_reads)), max_message_bytes_(max_message_bytes), framer_(max_message_bytes),
           buffer_(64 * 1024, '\0'), watch_(kInlineTick, [this] { hand_on(); }) {}
 
     void read() {
@@ -215,17 +217,12 @@ private:
     // Reads until at least one line is waiting; false at the end.
     bool fill() {
         while (lines_.empty()) {
-            if (input_ended_) return false;
-            pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-            if (::poll(fds, 2, -1) < 0) {
-                if (errno == EINTR) continue;
-                spdlog::error("waiting for stdin failed: {}", std::strerror(errno));
-                return false;
-            }
-            if (stop_.requested()) return false;
-            const ssize_t n = ::read(STDIN_FILENO, buffer_.data(), buffer_.size());
+            if (input_ended_ || stop_.requested()) return false;
+            // Waits in the read itself; a stop interrupts it (ECANCELED).
+            const ssize_t n = stdin_reads_->read(STDIN_FILENO, buffer_.data(), buffer_.size());
             if (n < 0) {
                 if (errno == EINTR) continue;
+                if (errno == ECANCELED) return false;
                 spdlog::error("reading stdin failed: {}", std::strerror(errno));
                 return false;
             }
@@ -264,7 +261,7 @@ private:
     StopSignal& stop_;
     const std::shared_ptr<protocol::Connection> connection_;
     const std::shared_ptr<StdoutOutbound> outbound_;
-    const int wake_fd_;
+    const std::shared_ptr<InterruptibleRead> stdin_reads_;
     const std::size_t max_message_bytes_;
     // Touched only by the reader of the moment; the pool's lock orders one
     // reader's last access before the next one's first.
@@ -285,14 +282,17 @@ StdioTransport::StdioTransport(protocol::McpServer& server, protocol::RequestPoo
     : server_(server), pool_(pool), max_message_bytes_(max_message_bytes) {}
 
 int StdioTransport::run(StopSignal& stop) {
-    // A stop request wakes the reader through this pipe (poll() watches it
-    // beside stdin), so a blocked read never keeps the host from stopping.
-    int wake[2];
-    if (::pipe2(wake, O_CLOEXEC) != 0) {
-        spdlog::critical("cannot create the stop pipe: {}", std::strerror(errno));
+    // A stop request interrupts the reader's read of stdin, so a blocked
+    // read never keeps the host from stopping. Kept by the callback, which
+    // may still run after the reading ended (a signal during shutdown).
+    std::shared_ptr<InterruptibleRead> stdin_reads;
+    try {
+        stdin_reads = std::make_shared<InterruptibleRead>();
+    } catch (const std::system_error& e) {
+        spdlog::critical("cannot serve stdio: {}", e.what());
         return 1;
     }
-    stop.on_stop([fd = wake[1]] { [[maybe_unused]] auto n = ::write(fd, "x", 1); });
+    stop.on_stop([stdin_reads] { stdin_reads->interrupt(); });
     // Close-on-exec: no process the host starts (an upstream server, a
     // family's child) may write to the agent as if it were the host.
     const int protocol_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
@@ -307,7 +307,7 @@ int StdioTransport::run(StopSignal& stop) {
     // The reading runs on the pool (which has a worker more than calls may
     // use when stdio is served); this thread waits for it to end.
     auto reader =
-        std::make_shared<StdinReader>(server_, pool_, stop, connection, outbound, wake[0], max_message_bytes_);
+        std::make_shared<StdinReader>(server_, pool_, stop, connection, outbound, stdin_reads, max_message_bytes_);
     pool_.submit([reader] { reader->read(); });
     reader->wait_until_ended();
 
@@ -320,9 +320,6 @@ int StdioTransport::run(StopSignal& stop) {
     connection->stop_following();
     connection->cancel_all();
     outbound->close_when_drained(std::chrono::seconds(1));
-    // The stop callback may still fire later (a signal during shutdown); the
-    // write end stays open for it and goes with the process.
-    ::close(wake[0]);
     return 0;
 }
 

@@ -115,6 +115,38 @@ test('the host exits promptly on end of input while a call is cancelled', () =>
     // close() (run by withHost) fails the test if the host does not exit.
   }));
 
+// stdin is waited on in a blocking read, which a stop interrupts: the client
+// holding stdin open must not keep the host from stopping.
+for (const [when, busy] of [
+  ['idle', false],
+  ['with a call in flight', true],
+]) {
+  test(`SIGTERM stops a stdio host whose client holds stdin open, ${when}`, async () => {
+    const { Host } = await import('./lib/host.mjs');
+    const host = new Host();
+    try {
+      await host.initialize();
+      await host.ping();
+      if (busy) host.send(toolCall('long', 'slow', { ms: 60000 }));
+      await host.ping();
+      host.child.kill('SIGTERM');
+      // A hang guard, not a timing: a read nothing interrupts never returns.
+      let timer;
+      const exited = await Promise.race([
+        host.exit,
+        new Promise((resolve) => {
+          timer = setTimeout(() => resolve(null), 20000);
+        }),
+      ]);
+      clearTimeout(timer);
+      assert.notEqual(exited, null, 'the host exited after SIGTERM while stdin stayed open');
+      assert.equal(exited.code, 0, `the host exited cleanly; stderr:\n${host.stderr.slice(-2000)}`);
+    } finally {
+      await host.close();
+    }
+  });
+}
+
 test('a non-reentrant plugin runs one call at a time while others run in parallel', () =>
   withHost(async (host) => {
     const ids = ['o1', 'o2', 'o3', 'o4'];
