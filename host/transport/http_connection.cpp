@@ -443,12 +443,17 @@ void HttpConnection::wait_for_bytes() {
             self->wait_for_bytes();
             return;
         }
-        self->in_read_handler_ = true;
-        self->on_bytes(ec, n);
-        self->in_read_handler_ = false;
-        // Run where a post would have run it, the next thing on this thread;
-        // whatever it does to the connection (its answer written, the next
-        // pipelined request parsed) posts any further call as usual.
+        {
+            struct InReadHandler { // cleared however on_bytes ends
+                HttpConnection& connection;
+                ~InReadHandler() { connection.in_read_handler_ = false; }
+            } inside{*self};
+            self->in_read_handler_ = true;
+            self->on_bytes(ec, n);
+        }
+        // Now, ahead of the handlers the loop has queued, where a post would
+        // have run it behind them; any call it leads to (the next pipelined
+        // request, parsed once its answer is written) is posted as before.
         if (auto call = std::exchange(self->call_after_read_, nullptr)) call();
     });
 }

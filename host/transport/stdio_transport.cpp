@@ -156,6 +156,7 @@ public:
           buffer_(64 * 1024, '\0'), watch_(kInlineTick, [this] { hand_on(); }) {}
 
     void read() {
+        stdin_reads_->read_on_this_thread(); // this thread takes the reading over
         for (;;) {
             if (lines_.empty()) {
                 outbound_->release();
@@ -213,6 +214,16 @@ public:
         watch_.stop();
     }
 
+    // A stop whose interrupt could not end the read of stdin (a read the
+    // kernel does not interrupt): the transport stops without the reading,
+    // whose thread is then one the pool cannot join (the host ends as it
+    // does for a plugin that ignores cancellation).
+    void abandon() {
+        spdlog::error("stdin's read did not end within {} ms of the stop; stopping without it",
+                      InterruptibleRead::kMostInterruptWait.count());
+        end();
+    }
+
 private:
     // Reads until at least one line is waiting; false at the end.
     bool fill() {
@@ -226,6 +237,8 @@ private:
                 spdlog::error("reading stdin failed: {}", std::strerror(errno));
                 return false;
             }
+            // What came as the stop did is not read: as if it came after.
+            if (stop_.requested()) return false;
             if (n == 0) {
                 input_ended_ = true;
                 if (std::string last = framer_.finish(); !last.empty()) lines_.push_back(std::move(last));
@@ -292,7 +305,6 @@ int StdioTransport::run(StopSignal& stop) {
         spdlog::critical("cannot serve stdio: {}", e.what());
         return 1;
     }
-    stop.on_stop([stdin_reads] { stdin_reads->interrupt(); });
     // Close-on-exec: no process the host starts (an upstream server, a
     // family's child) may write to the agent as if it were the host.
     const int protocol_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
@@ -308,6 +320,9 @@ int StdioTransport::run(StopSignal& stop) {
     // use when stdio is served); this thread waits for it to end.
     auto reader =
         std::make_shared<StdinReader>(server_, pool_, stop, connection, outbound, stdin_reads, max_message_bytes_);
+    stop.on_stop([stdin_reads, reader] {
+        if (!stdin_reads->interrupt()) reader->abandon();
+    });
     pool_.submit([reader] { reader->read(); });
     reader->wait_until_ended();
 

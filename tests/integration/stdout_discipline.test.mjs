@@ -89,3 +89,32 @@ print(data.count(b'\\n'))
   assert.equal(run.status, 0, run.stderr);
   assert.equal(run.stdout.trim(), '400', 'answers arrived');
 });
+
+// The same for stdin: a parent that made its end of the stdin pipe
+// non-blocking shares that with the host. A read that finds nothing yet
+// answers EAGAIN, which the host must wait on, not take for a broken stdin.
+test('a non-blocking stdin is waited on between requests, and every request is answered', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { writeConfig, binaryPath } = await import('./lib/host.mjs');
+  const { file } = writeConfig({ plugins: ['echo.so'] });
+  const script = `
+import os, subprocess, sys, time, json
+r, w = os.pipe()
+os.set_blocking(r, False)
+host = subprocess.Popen([sys.argv[1], 'serve', '--config', sys.argv[2]], stdin=r, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+os.close(r)
+meta = {'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}}
+answered = 0
+for i in range(5):
+    time.sleep(0.3)  # the host reads nothing meanwhile: EAGAIN
+    os.write(w, (json.dumps({'jsonrpc': '2.0', 'id': i, 'method': 'tools/call', 'params': {'name': 'echo', 'arguments': {'text': str(i)}, '_meta': meta}}) + '\\n').encode())
+    line = host.stdout.readline()
+    if line and json.loads(line).get('id') == i: answered += 1
+os.close(w)
+host.wait(timeout=20)
+print(answered, host.returncode)
+`;
+  const run = spawnSync('python3', ['-c', script, binaryPath(), file], { encoding: 'utf8', timeout: 60000 });
+  assert.equal(run.status, 0, run.stderr);
+  assert.equal(run.stdout.trim(), '5 0', 'every request answered, and the host ended cleanly at the end of input');
+});

@@ -4,7 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cerrno>
 #include <chrono>
@@ -83,5 +86,57 @@ TEST_CASE("an interrupt at any moment of a read's start ends it", "[interruptibl
         reads.interrupt();
         REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
         CHECK(waiting.get().error == ECANCELED);
+    }
+}
+
+TEST_CASE("a descriptor made non-blocking by its opener is waited on, and interrupted, all the same",
+          "[interruptible_read]") {
+    Pipe pipe;
+    REQUIRE(::fcntl(pipe.ends[0], F_SETFL, ::fcntl(pipe.ends[0], F_GETFL) | O_NONBLOCK) == 0);
+    InterruptibleRead reads;
+    // Nothing there: it waits, where a plain read answers EAGAIN (and the
+    // reader took that for a broken stdin and stopped).
+    auto waiting = std::async(std::launch::async, [&] { return read_past_eintr(reads, pipe.ends[0]); });
+    CHECK(waiting.wait_for(50ms) == std::future_status::timeout);
+    REQUIRE(::write(pipe.ends[1], "x", 1) == 1);
+    CHECK(waiting.get().n == 1);
+    auto second = std::async(std::launch::async, [&] { return read_past_eintr(reads, pipe.ends[0]); });
+    CHECK(second.wait_for(50ms) == std::future_status::timeout);
+    CHECK(reads.interrupt());
+    REQUIRE(second.wait_for(10s) == std::future_status::ready);
+    CHECK(second.get().error == ECANCELED);
+}
+
+TEST_CASE("a reader that blocks the signal is unblocked when it takes the reading over; else interrupt gives up",
+          "[interruptible_read]") {
+    // A pool's worker inherits the mask of the thread that made it, which
+    // may block every signal.
+    const auto blocked_reader = [](InterruptibleRead& reads, int fd, bool takes_over) {
+        return std::async(std::launch::async, [&reads, fd, takes_over] {
+            sigset_t all;
+            sigfillset(&all);
+            ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+            if (takes_over) reads.read_on_this_thread();
+            return read_past_eintr(reads, fd);
+        });
+    };
+    {
+        Pipe pipe;
+        InterruptibleRead reads;
+        auto waiting = blocked_reader(reads, pipe.ends[0], true);
+        CHECK(waiting.wait_for(50ms) == std::future_status::timeout);
+        CHECK(reads.interrupt());
+        REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+        CHECK(waiting.get().error == ECANCELED);
+    }
+    {
+        Pipe pipe;
+        InterruptibleRead reads;
+        auto waiting = blocked_reader(reads, pipe.ends[0], false);
+        CHECK(waiting.wait_for(50ms) == std::future_status::timeout);
+        CHECK_FALSE(reads.interrupt());              // after kMostInterruptWait, not for ever
+        REQUIRE(::write(pipe.ends[1], "x", 1) == 1); // lets the read end
+        REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+        CHECK(waiting.get().n == 1);
     }
 }
