@@ -84,6 +84,8 @@ int emit_with_stem(void* call_ptr, int flags, const char* token, int length, int
                 call.emit(call.context, FTS5_TOKEN_COLOCATED, stem->data(), static_cast<int>(stem->size()), start, end);
     } catch (const std::bad_alloc&) {
         return SQLITE_NOMEM;
+    } catch (const std::exception&) {
+        return SQLITE_ERROR; // libstemmer could not be opened: nothing may escape into SQLite
     }
     return rc;
 }

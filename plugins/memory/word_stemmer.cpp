@@ -1,7 +1,8 @@
 #include "word_stemmer.hpp"
 
-#include <libstemmer.h>
+#include "stemmer_library.hpp"
 
+#include <new>
 #include <stdexcept>
 
 namespace memory {
@@ -55,13 +56,17 @@ bool script_has(std::string_view script, std::string_view language) {
     return false;
 }
 
-sb_stemmer* make(const char* script, const std::string& language) {
-    if (language.empty()) return nullptr;
-    if (!script_has(script, language))
+void check(const char* script, const std::string& language) {
+    if (!language.empty() && !script_has(script, language))
         throw std::invalid_argument("no Snowball stemmer \"" + language + "\" for " + script + " words");
-    sb_stemmer* s = sb_stemmer_new(language.c_str(), "UTF_8");
-    if (!s) throw std::invalid_argument("libstemmer has no stemmer \"" + language + "\"");
-    return s;
+}
+
+// The stemmer in `slot`, made on the first ask.
+sb_stemmer* made(sb_stemmer*& slot, const std::string& language) {
+    if (slot || language.empty()) return slot;
+    slot = libstemmer().create(language.c_str(), "UTF_8");
+    if (!slot) throw std::runtime_error("libstemmer has no stemmer \"" + language + "\"");
+    return slot;
 }
 
 } // namespace
@@ -70,34 +75,31 @@ bool stemmer_language_known(std::string_view script, std::string_view language) 
     return script_has(script, language);
 }
 
-WordStemmer::WordStemmer(const Stemming& stemming) {
-    latin_ = make("latin", stemming.latin);
-    try {
-        cyrillic_ = make("cyrillic", stemming.cyrillic);
-    } catch (...) {
-        if (latin_) sb_stemmer_delete(latin_);
-        throw;
-    }
+WordStemmer::WordStemmer(const Stemming& stemming) : stemming_(stemming) {
+    check("latin", stemming.latin);
+    check("cyrillic", stemming.cyrillic);
 }
 
 WordStemmer::~WordStemmer() {
-    if (latin_) sb_stemmer_delete(latin_);
-    if (cyrillic_) sb_stemmer_delete(cyrillic_);
+    // Made only by libstemmer(), which is then open.
+    if (latin_) libstemmer().destroy(latin_);
+    if (cyrillic_) libstemmer().destroy(cyrillic_);
 }
 
 std::optional<std::string> WordStemmer::stem_term(std::string_view folded) const {
     sb_stemmer* stemmer = nullptr;
     switch (script_of(folded)) {
-    case Script::latin: stemmer = latin_; break;
-    case Script::cyrillic: stemmer = cyrillic_; break;
+    case Script::latin: stemmer = made(latin_, stemming_.latin); break;
+    case Script::cyrillic: stemmer = made(cyrillic_, stemming_.cyrillic); break;
     case Script::other: break;
     }
     if (!stemmer || folded.empty()) return std::nullopt;
+    const Libstemmer& library = libstemmer();
     const sb_symbol* stem =
-        sb_stemmer_stem(stemmer, reinterpret_cast<const sb_symbol*>(folded.data()), static_cast<int>(folded.size()));
+        library.stem(stemmer, reinterpret_cast<const sb_symbol*>(folded.data()), static_cast<int>(folded.size()));
     if (!stem) throw std::bad_alloc();
     std::string term(1, kStemMarker);
-    term.append(reinterpret_cast<const char*>(stem), static_cast<std::size_t>(sb_stemmer_length(stemmer)));
+    term.append(reinterpret_cast<const char*>(stem), static_cast<std::size_t>(library.length(stemmer)));
     return term;
 }
 

@@ -35,7 +35,9 @@ inline constexpr char kStemMarker = '\x01';
 
 class WordStemmer {
 public:
-    // Throws std::invalid_argument naming a language libstemmer does not have.
+    // Throws std::invalid_argument naming a language Snowball has no stemmer
+    // of for its script. A script's stemmer (and libstemmer itself,
+    // stemmer_library.hpp) is made at the first word of that script.
     explicit WordStemmer(const Stemming& stemming);
     ~WordStemmer();
     WordStemmer(const WordStemmer&) = delete;
@@ -43,12 +45,14 @@ public:
 
     // The stem term (kStemMarker + stem) of one folded token, or nothing when
     // its script is not stemmed. Not thread-safe: Snowball stems into a buffer
-    // of its own; one per connection.
+    // of its own, and the stemmers are made on first use; one per connection.
+    // Throws std::runtime_error when libstemmer cannot be opened.
     std::optional<std::string> stem_term(std::string_view folded) const;
 
 private:
-    sb_stemmer* latin_ = nullptr;
-    sb_stemmer* cyrillic_ = nullptr;
+    Stemming stemming_;
+    mutable sb_stemmer* latin_ = nullptr;
+    mutable sb_stemmer* cyrillic_ = nullptr;
 };
 
 } // namespace memory

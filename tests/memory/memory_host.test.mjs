@@ -61,6 +61,16 @@ test('the tools are listed with schemas and risk', async () => {
   fs.rmSync(home.dir, { recursive: true });
 });
 
+// What the host maps: its own process and, with isolation: process, the
+// family's, which any of the host's threads may have started.
+function hostMaps(host) {
+  const children = (pid) =>
+    fs.readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+      fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean));
+  const family = (pid) => [pid, ...children(pid).flatMap(family)];
+  return family(host.child.pid).map((pid) => fs.readFileSync(`/proc/${pid}/maps`, 'utf8')).join('');
+}
+
 test('notes in SQLite never load the PostgreSQL client library', async () => {
   // libpq and the TLS, Kerberos and LDAP libraries it needs are opened only
   // when a backend asks for PostgreSQL: a host on SQLite starts without them.
@@ -68,15 +78,31 @@ test('notes in SQLite never load the PostgreSQL client library', async () => {
   const host = new Gatehouse(home, 'alice');
   const stored = await host.call('remember', { text: 'Nothing from PostgreSQL here' });
   assert.equal(stored.isError, undefined, text(stored));
-  // The host and, with isolation: process, the family's own process, which
-  // any of the host's threads may have started.
-  const children = (pid) =>
-    fs.readdirSync(`/proc/${pid}/task`).flatMap((task) =>
-      fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean));
-  const family = (pid) => [pid, ...children(pid).flatMap(family)];
-  const maps = family(host.child.pid).map((pid) => fs.readFileSync(`/proc/${pid}/maps`, 'utf8')).join('');
+  const maps = hostMaps(host);
   assert.match(maps, /memory\.so/);
   assert.doesNotMatch(maps, /libpq\.so/);
+  await host.stop();
+  fs.rmSync(home.dir, { recursive: true });
+});
+
+test('the stemmer library is opened at the first word stemmed, not at start', async () => {
+  // libstemmer relocates the tables of every Snowball language as it loads:
+  // a host that has not yet stored or looked for a word has not paid for it.
+  const home = makeHome();
+  const host = new Gatehouse(home, 'alice');
+  const list = await host.request('tools/list');
+  assert.ok(list.result.tools.some((t) => t.name === 'recall'));
+  let maps = hostMaps(host);
+  assert.match(maps, /memory\.so/);
+  assert.doesNotMatch(maps, /libstemmer/);
+  const stored = await host.call('remember', { text: 'Договоры с поставщиками' });
+  assert.equal(stored.isError, undefined, text(stored));
+  maps = hostMaps(host);
+  assert.match(maps, /libstemmer/);
+  // Stemmed by it: another form of each word finds the note.
+  for (const query of ['договор', 'поставщика'])
+    assert.deepEqual((await host.call('recall', { query })).structuredContent.notes.map((n) => n.id),
+      [stored.structuredContent.id], query);
   await host.stop();
   fs.rmSync(home.dir, { recursive: true });
 });

@@ -1,0 +1,51 @@
+#include "stemmer_library.hpp"
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace memory {
+
+namespace {
+
+// What opening the library gave: the table, or why there is none.
+struct Opened {
+    Libstemmer table{};
+    std::string problem;
+};
+
+constexpr const char* kLibrary = GATEHOUSE_STEMMER_SONAME;
+
+Opened open_libstemmer() {
+    Opened out;
+    // Never closed: every connection's tokenizer holds stemmers made by it.
+    void* library = ::dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+        const char* why = ::dlerror();
+        out.problem = std::string("the Snowball stemmer library cannot be opened (") + (why ? why : kLibrary) +
+                      "): install libstemmer, which the memory family was built with";
+        return out;
+    }
+    auto bind = [&](auto& function, const char* name) {
+        function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(::dlsym(library, name));
+        if (!function && out.problem.empty()) out.problem = std::string(kLibrary) + " has no " + name;
+    };
+    auto& t = out.table;
+    bind(t.create, "sb_stemmer_new");
+    bind(t.destroy, "sb_stemmer_delete");
+    bind(t.stem, "sb_stemmer_stem");
+    bind(t.length, "sb_stemmer_length");
+    return out;
+}
+
+} // namespace
+
+const Libstemmer& libstemmer() {
+    static const Opened opened = open_libstemmer(); // once, thread-safe
+    if (!opened.problem.empty()) throw std::runtime_error(opened.problem);
+    return opened.table;
+}
+
+} // namespace memory
