@@ -102,8 +102,14 @@ std::shared_ptr<const FamilyEntry> make_family_entry(std::shared_ptr<LoadedPlugi
                                                      std::vector<std::unique_ptr<Tool>> tools, std::string prefix,
                                                      FamilyOffer offer, std::shared_ptr<const void> listing) {
     auto entry = std::make_shared<FamilyEntry>();
-    FamilyInfo info{plugin->family(),  plugin->name(),  plugin->version(),   plugin->path().string(),
-                    std::move(prefix), plugin->rules(), plugin->reentrant(), {}};
+    FamilyInfo info;
+    info.family = plugin->family();
+    info.plugin_name = plugin->name();
+    info.version = plugin->version();
+    info.path = plugin->path().string();
+    info.prefix = std::move(prefix);
+    info.rules = plugin->rules();
+    info.reentrant = plugin->reentrant();
     for (auto& t : tools) {
         t->plugin = plugin.get();
         info.tools.push_back(t.get());
