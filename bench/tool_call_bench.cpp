@@ -22,6 +22,7 @@
 #include "mrtr/state_keys.hpp"
 #include "protocol/input_rounds.hpp"
 #include "protocol/tool_call.hpp"
+#include "schema/json_schema.hpp"
 
 #include <benchmark/benchmark.h>
 #include <openssl/bio.h>
@@ -353,6 +354,19 @@ void BM_Parse_ToolsCall(benchmark::State& state) {
         benchmark::DoNotOptimize(Json::parse(kModernCall));
 }
 BENCHMARK(BM_Parse_ToolsCall);
+
+// A call's arguments checked against an inputSchema with a `pattern` (the
+// sessions family's session ids): the regex is compiled when the schema is,
+// not again for every value checked.
+void BM_Schema_Validate_Pattern(benchmark::State& state) {
+    const auto schema = schema::JsonSchema::compile(Json::parse(R"({"type":"object","properties":{"session_id":{
+        "type":"string","pattern":"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000)$"}},
+        "required":["session_id"]})"));
+    const Json arguments = {{"session_id", "3f2b8c1e-9a4d-4e7b-8c21-5d6f7a8b9c0d"}};
+    for (auto _ : state)
+        benchmark::DoNotOptimize(schema->validate(arguments));
+}
+BENCHMARK(BM_Schema_Validate_Pattern);
 
 // Calls that never ask for input pay nothing for the multi round-trip
 // machinery; it is built once, like the server builds it.

@@ -314,6 +314,37 @@ bool more_values_than(const nlohmann::json& value, std::size_t limit) {
 
 } // namespace
 
+// A validator of the schema's, taken for one check and given back after it.
+class JsonSchema::ValidatorLease {
+public:
+    explicit ValidatorLease(const JsonSchema& schema) : schema_(schema) {
+        {
+            std::lock_guard lock(schema_.validators_mutex_);
+            if (!schema_.idle_validators_.empty()) {
+                validator_ = std::move(schema_.idle_validators_.back());
+                schema_.idle_validators_.pop_back();
+            }
+        }
+        if (!validator_) validator_ = std::make_unique<valijson::Validator>();
+    }
+    ~ValidatorLease() {
+        std::lock_guard lock(schema_.validators_mutex_);
+        try {
+            schema_.idle_validators_.push_back(std::move(validator_));
+        } catch (const std::bad_alloc&) {
+            // Dropped: the next check makes another.
+        }
+    }
+    ValidatorLease(const ValidatorLease&) = delete;
+    ValidatorLease& operator=(const ValidatorLease&) = delete;
+
+    valijson::Validator& operator*() const { return *validator_; }
+
+private:
+    const JsonSchema& schema_;
+    std::unique_ptr<valijson::Validator> validator_;
+};
+
 JsonSchema::~JsonSchema() = default;
 
 std::shared_ptr<const JsonSchema> JsonSchema::compile(const nlohmann::json& document) {
@@ -341,17 +372,14 @@ std::shared_ptr<const JsonSchema> JsonSchema::compile(const nlohmann::json& docu
 
 std::optional<SchemaViolation> JsonSchema::validate(const nlohmann::json& value) const {
     valijson::adapters::NlohmannJsonAdapter target(value);
-    {
-        // Fast path: stop at the first failure without collecting messages.
-        valijson::Validator fast;
-        if (fast.validate(*compiled_, target, nullptr)) return std::nullopt;
-    }
+    const ValidatorLease validator(*this);
+    // Fast path: stop at the first failure without collecting messages.
+    if ((*validator).validate(*compiled_, target, nullptr)) return std::nullopt;
     if (more_values_than(value, kMaxPinpointedValues))
         return SchemaViolation{"", "the value does not match the schema (not pinpointed: it holds more than " +
                                        std::to_string(kMaxPinpointedValues) + " values)"};
-    valijson::Validator validator;
     valijson::ValidationResults results;
-    validator.validate(*compiled_, target, &results);
+    (*validator).validate(*compiled_, target, &results);
     // The deepest error names the value to fix; the outer ones only repeat
     // that a parent failed because of it.
     SchemaViolation best{"", "the value does not match the schema"};

@@ -2,8 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
+#include <thread>
+#include <vector>
 
 using gatehouse::schema::json_pointer_token;
 using gatehouse::schema::JsonSchema;
@@ -238,4 +241,39 @@ TEST_CASE("a loop of schemas applying to one value through allOf, anyOf, not or 
     CHECK(compile_error(R"({"type":"object","properties":{"x":{"allOf":[{"type":"object"}],
                             "properties":{"y":{"$ref":"#/properties/x"}}}}})")
               .empty());
+}
+
+TEST_CASE("a schema with patterns checks values from many threads at once, each check its own verdict", "[schema]") {
+    // The schema keeps the validators that hold its compiled regexes between
+    // checks; threads checking at the same moment each take one of their own.
+    const auto schema = JsonSchema::compile(json::parse(R"({"type":"object","properties":{
+        "id":{"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}$"},
+        "tags":{"type":"object","patternProperties":{"^x-":{"type":"integer"}}}},"required":["id"]})"));
+    const json good = {{"id", "0123abcd-beef"}, {"tags", {{"x-a", 1}}}};
+    const json bad_id = {{"id", "0123abcd-BEEF"}};
+    const json bad_tag = {{"id", "0123abcd-beef"}, {"tags", {{"x-a", "one"}}}};
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 200; ++i) {
+                switch ((i + t) % 3) {
+                case 0:
+                    if (schema->validate(good)) ++wrong;
+                    break;
+                case 1: {
+                    const auto v = schema->validate(bad_id);
+                    if (!v || v->pointer != "/id") ++wrong;
+                    break;
+                }
+                default: {
+                    const auto v = schema->validate(bad_tag);
+                    if (!v || v->pointer != "/tags/x-a") ++wrong;
+                }
+                }
+            }
+        });
+    for (auto& t : threads)
+        t.join();
+    CHECK(wrong == 0);
 }
