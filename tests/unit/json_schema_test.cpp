@@ -277,3 +277,39 @@ TEST_CASE("a schema with patterns checks values from many threads at once, each 
         t.join();
     CHECK(wrong == 0);
 }
+
+TEST_CASE("the date, time and date-time formats check strings by their rules and say which was broken", "[schema]") {
+    const auto schema = JsonSchema::compile(json::parse(R"({"type":"object","properties":{
+        "day":{"type":"string","format":"date"},
+        "at":{"type":"string","format":"time"},
+        "when":{"format":"date-time"},
+        "coded":{"type":"string","format":"date","pattern":"^2"},
+        "ref":{"$ref":"#/properties/when"}}})"));
+    // The schema an agent reads is the one given.
+    CHECK(schema->document()["properties"]["when"]["format"] == "date-time");
+    const auto verdict = [&](const json& value) {
+        const auto v = schema->validate(value);
+        return v ? v->sentence() : std::string("ok");
+    };
+    CHECK(verdict({{"day", "2024-02-29"}}) == "ok");
+    CHECK(verdict({{"day", "2024-02-30"}}) == "at /day: String should be a valid date");
+    CHECK(verdict({{"day", "2024-04-31"}}) == "at /day: String should be a valid date");
+    CHECK(verdict({{"day", "2024-12-31"}}) == "ok");
+    CHECK(verdict({{"day", "2024-13-01"}}) == "at /day: String should be a valid date");
+    CHECK(verdict({{"day", "2024-1-01"}}) == "at /day: String should be a valid date");
+    CHECK(verdict({{"at", "16:52:45Z"}}) == "ok");
+    CHECK(verdict({{"at", "23:59:60.25+02:00"}}) == "ok");
+    CHECK(verdict({{"at", "24:00:00Z"}}) == "at /at: String should be a valid time");
+    CHECK(verdict({{"at", "16:52:45"}}) == "at /at: String should be a valid time");
+    CHECK(verdict({{"when", "2022-07-18T16:52:45Z"}}) == "ok");
+    CHECK(verdict({{"when", "2022-07-18t16:52:45.5-05:30"}}) == "ok");
+    CHECK(verdict({{"when", "2022-07-18 16:52:45Z"}}) == "at /when: String should be a valid date-time");
+    CHECK(verdict({{"ref", "2022-06-31T00:00:00Z"}}) == "at /ref: String should be a valid date-time");
+    // A format holds for strings only; the type says what else may come.
+    CHECK(verdict({{"when", 5}}) == "ok");
+    CHECK(verdict({{"day", 5}}) == "at /day: Value type not permitted by 'type' constraint");
+    // A pattern of the schema's own still holds beside the format, in its words.
+    CHECK(verdict({{"coded", "2024-02-29"}}) == "ok");
+    CHECK(verdict({{"coded", "1999-01-01"}}) == "at /coded: Failed to match regex specified by 'pattern' constraint");
+    CHECK(verdict({{"coded", "2024-02-30"}}) == "at /coded: String should be a valid date");
+}
