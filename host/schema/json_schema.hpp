@@ -60,8 +60,11 @@ private:
     nlohmann::json document_;          // as given
     nlohmann::json compiled_document_; // as valijson reads it (integer_multiples_as_doubles)
     bool uses_regex_ = false;
-    unsigned formats_ = 0; // the date, time and date-time formats it holds, as patterns (json_schema.cpp)
     std::unique_ptr<valijson::Schema> compiled_;
+    // For the date, time and date-time formats it holds, which valijson reads
+    // as patterns: what tells their failures apart (format_reason). Null
+    // when it holds none.
+    std::unique_ptr<FormatChecks> format_checks_;
     // valijson compiles a `pattern`'s regex into the Validator that checks a
     // value and keeps it there, not in the schema: a Validator made for each
     // check compiled every pattern again each time (some 200 µs for a UUID's).
@@ -69,9 +72,6 @@ private:
     // the same moment as others, each holding the patterns it met.
     mutable std::mutex validators_mutex_;
     mutable std::vector<std::unique_ptr<valijson::Validator>> idle_validators_;
-    // Made on the first failure that needs them (format_reason).
-    mutable std::mutex format_checks_mutex_;
-    mutable std::unique_ptr<FormatChecks> format_checks_;
 };
 
 // A keyword whose value is data, never a schema (enum, const, default,

@@ -312,4 +312,17 @@ TEST_CASE("the date, time and date-time formats check strings by their rules and
     CHECK(verdict({{"coded", "2024-02-29"}}) == "ok");
     CHECK(verdict({{"coded", "1999-01-01"}}) == "at /coded: Failed to match regex specified by 'pattern' constraint");
     CHECK(verdict({{"coded", "2024-02-30"}}) == "at /coded: String should be a valid date");
+    CHECK(verdict({{"coded", "1999-02-30"}}) == "at /coded: Failed to match regex specified by 'pattern' constraint");
+}
+
+TEST_CASE("a format's failure is told from a pattern's on the same branch of an if", "[schema]") {
+    const auto schema = JsonSchema::compile(json::parse(R"({"type":"object","properties":{"d":{
+        "if":{"pattern":"^a"},"then":{"format":"date"},"else":{"pattern":"^[0-9]"}}}})"));
+    const auto verdict = [&](const json& value) {
+        const auto v = schema->validate(value);
+        return v ? v->sentence() : std::string("ok");
+    };
+    CHECK(verdict({{"d", "xyz"}}) == "at /d: Failed to match regex specified by 'pattern' constraint");
+    CHECK(verdict({{"d", "abc"}}) == "at /d: String should be a valid date");
+    CHECK(verdict({{"d", "42"}}) == "ok");
 }
