@@ -113,7 +113,9 @@ bool is_postgres_url(const std::string& database) {
 NoteStore::NoteStore(StoreSettings settings)
     : settings_(std::move(settings)),
       analyzers_([stemming = settings_.stemming] { return std::make_unique<StandaloneAnalyzer>(stemming); }) {
-    // The analyzer is tried once here, so a bad stemming setting fails the load.
+    // The analyzer is tried once here, so a stemming setting naming a language
+    // Snowball lacks fails the load. libstemmer itself opens at the first word
+    // stemmed (stemmer_library.hpp): a host without it fails there, logged.
     analyzers_.acquire();
     if (is_postgres_url(settings_.database_path))
         backend_ = make_postgres_notes(settings_.database_path, settings_.stemming);

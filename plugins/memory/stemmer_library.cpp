@@ -17,11 +17,15 @@ struct Opened {
 };
 
 constexpr const char* kLibrary = GATEHOUSE_STEMMER_SONAME;
+// Where the build found it: a library outside the dynamic linker's paths is
+// found there.
+constexpr const char* kBuiltAgainst = GATEHOUSE_STEMMER_PATH;
 
 Opened open_libstemmer() {
     Opened out;
     // Never closed: every connection's tokenizer holds stemmers made by it.
     void* library = ::dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (!library) library = ::dlopen(kBuiltAgainst, RTLD_NOW | RTLD_LOCAL);
     if (!library) {
         const char* why = ::dlerror();
         out.problem = std::string("the Snowball stemmer library cannot be opened (") + (why ? why : kLibrary) +
