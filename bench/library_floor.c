@@ -1,10 +1,11 @@
 /* library_floor — the least a host with Gatehouse's libraries and families can
  * start in: linked against the libraries the gatehouse binary needs, it opens
  * every plugin named on its command line as the host does (dlopen, lazy
- * binding, local symbols), runs nothing of them, and then answers like
+ * binding, local symbols; their static initialisers run as they load, as
+ * in the host), calls none of their functions, and then answers like
  * line_echo, naming TOOL in its tools/list. run_stdio_bench.sh times its
- * start beside the host's: what the dynamic linker and the kernel cost
- * before any of the host's own code runs.
+ * start beside the host's: what the dynamic linker, the kernel and the
+ * libraries' own start cost before any of the host's own code runs.
  *
  * usage: library_floor TOOL [PLUGIN.so ...] */
 #include <dlfcn.h>
