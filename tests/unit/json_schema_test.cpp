@@ -278,6 +278,16 @@ TEST_CASE("a schema with patterns checks values from many threads at once, each 
     CHECK(wrong == 0);
 }
 
+namespace {
+
+// "ok", or where and why the value broke the schema.
+std::string verdict_of(const JsonSchema& schema, const json& value) {
+    const auto v = schema.validate(value);
+    return v ? v->sentence() : std::string("ok");
+}
+
+} // namespace
+
 TEST_CASE("the date, time and date-time formats check strings by their rules and say which was broken", "[schema]") {
     const auto schema = JsonSchema::compile(json::parse(R"({"type":"object","properties":{
         "day":{"type":"string","format":"date"},
@@ -287,10 +297,7 @@ TEST_CASE("the date, time and date-time formats check strings by their rules and
         "ref":{"$ref":"#/properties/when"}}})"));
     // The schema an agent reads is the one given.
     CHECK(schema->document()["properties"]["when"]["format"] == "date-time");
-    const auto verdict = [&](const json& value) {
-        const auto v = schema->validate(value);
-        return v ? v->sentence() : std::string("ok");
-    };
+    const auto verdict = [&](const json& value) { return verdict_of(*schema, value); };
     CHECK(verdict({{"day", "2024-02-29"}}) == "ok");
     CHECK(verdict({{"day", "2024-02-30"}}) == "at /day: String should be a valid date");
     CHECK(verdict({{"day", "2024-04-31"}}) == "at /day: String should be a valid date");
@@ -318,10 +325,7 @@ TEST_CASE("the date, time and date-time formats check strings by their rules and
 TEST_CASE("a format's failure is told from a pattern's on the same branch of an if", "[schema]") {
     const auto schema = JsonSchema::compile(json::parse(R"({"type":"object","properties":{"d":{
         "if":{"pattern":"^a"},"then":{"format":"date"},"else":{"pattern":"^[0-9]"}}}})"));
-    const auto verdict = [&](const json& value) {
-        const auto v = schema->validate(value);
-        return v ? v->sentence() : std::string("ok");
-    };
+    const auto verdict = [&](const json& value) { return verdict_of(*schema, value); };
     CHECK(verdict({{"d", "xyz"}}) == "at /d: Failed to match regex specified by 'pattern' constraint");
     CHECK(verdict({{"d", "abc"}}) == "at /d: String should be a valid date");
     CHECK(verdict({{"d", "42"}}) == "ok");
