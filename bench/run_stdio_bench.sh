@@ -10,8 +10,9 @@
 #               isolation: process can add
 #   gatehouse   `noop` of the echo test family, 2026-07-28 and 2025-11-25,
 #               in process and with isolation: process (its own child process)
-#   library floor  bench/library_floor.c: the host's libraries and the default
-#               plugins loaded, nothing of the host run (cold start and RSS)
+#   library floor  bench/line_echo.c built as library_floor: the host's
+#               libraries and the default plugins loaded, nothing of the host
+#               run (cold start and RSS)
 #   ts-sdk-v2   @modelcontextprotocol/server 2.x (serveStdio), both eras
 # and, with BASELINE=<git revision>, gatehouse@<revision>: that revision built
 # in BUILD_DIR/baseline-build (bench/baseline.sh) and run beside the current
