@@ -1,5 +1,6 @@
 #include "libpq_library.hpp"
 
+#include "library_symbols.hpp"
 #include "note_backend.hpp"
 
 #include <dlfcn.h>
@@ -30,9 +31,7 @@ Opened open_libpq() {
         return out;
     }
     auto bind = [&](auto& function, const char* name) {
-        function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(::dlsym(library, name));
-        if (!function && out.problem.empty())
-            out.problem = std::string(kLibrary) + " has no " + name + ": the installed libpq is too old";
+        bind_symbol(library, kLibrary, function, name, out.problem, "the installed libpq is too old");
     };
     auto& t = out.table;
     bind(t.connectdb_params, "PQconnectdbParams");

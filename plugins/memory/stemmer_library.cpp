@@ -1,10 +1,11 @@
 #include "stemmer_library.hpp"
 
+#include "library_symbols.hpp"
+
 #include <dlfcn.h>
 
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 namespace memory {
 
@@ -32,10 +33,7 @@ Opened open_libstemmer() {
                       "): install libstemmer, which the memory family was built with";
         return out;
     }
-    auto bind = [&](auto& function, const char* name) {
-        function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(::dlsym(library, name));
-        if (!function && out.problem.empty()) out.problem = std::string(kLibrary) + " has no " + name;
-    };
+    auto bind = [&](auto& function, const char* name) { bind_symbol(library, kLibrary, function, name, out.problem); };
     auto& t = out.table;
     bind(t.create, "sb_stemmer_new");
     bind(t.destroy, "sb_stemmer_delete");
