@@ -49,14 +49,21 @@ test('every stdout line of a session is one JSON-RPC message', () =>
     }
   }));
 
+// Runs a Python `script` given the host binary and a configuration serving
+// the echo family (sys.argv[1], sys.argv[2]): a parent that sets up the
+// host's pipes as Node cannot.
+async function runPythonBesideEchoHost(script) {
+  const { spawnSync } = await import('node:child_process');
+  const { writeConfig, binaryPath } = await import('./lib/host.mjs');
+  const { file } = writeConfig({ plugins: ['echo.so'] });
+  return spawnSync('python3', ['-c', script, binaryPath(), file], { encoding: 'utf8', timeout: 60000 });
+}
+
 // A parent that made its end of the stdout pipe non-blocking shares that
 // with the host (one open file): a full pipe is EAGAIN, which the host took
 // for a client gone and stopped answering altogether.
 test('a non-blocking stdout that fills up is waited on, and every answer arrives', async () => {
-  const { spawnSync } = await import('node:child_process');
-  const { writeConfig, binaryPath } = await import('./lib/host.mjs');
-  const { file } = writeConfig({ plugins: ['echo.so'] });
-  const script = `
+  const run = await runPythonBesideEchoHost(`
 import os, select, subprocess, sys, threading, time, json
 r, w = os.pipe()
 os.set_blocking(w, False)
@@ -84,8 +91,7 @@ feeding.join(timeout=20)
 host.stdin.close()
 host.wait(timeout=20)
 print(data.count(b'\\n'))
-`;
-  const run = spawnSync('python3', ['-c', script, binaryPath(), file], { encoding: 'utf8', timeout: 60000 });
+`);
   assert.equal(run.status, 0, run.stderr);
   assert.equal(run.stdout.trim(), '400', 'answers arrived');
 });
@@ -94,10 +100,7 @@ print(data.count(b'\\n'))
 // non-blocking shares that with the host. A read that finds nothing yet
 // answers EAGAIN, which the host must wait on, not take for a broken stdin.
 test('a non-blocking stdin is waited on between requests, and every request is answered', async () => {
-  const { spawnSync } = await import('node:child_process');
-  const { writeConfig, binaryPath } = await import('./lib/host.mjs');
-  const { file } = writeConfig({ plugins: ['echo.so'] });
-  const script = `
+  const run = await runPythonBesideEchoHost(`
 import os, subprocess, sys, time, json
 r, w = os.pipe()
 os.set_blocking(r, False)
@@ -113,8 +116,7 @@ for i in range(5):
 os.close(w)
 host.wait(timeout=20)
 print(answered, host.returncode)
-`;
-  const run = spawnSync('python3', ['-c', script, binaryPath(), file], { encoding: 'utf8', timeout: 60000 });
+`);
   assert.equal(run.status, 0, run.stderr);
   assert.equal(run.stdout.trim(), '5 0', 'every request answered, and the host ended cleanly at the end of input');
 });
