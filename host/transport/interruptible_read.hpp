@@ -16,8 +16,8 @@ namespace gatehouse::transport {
 // virtual machine, some 5 % of a sequential call's latency over stdio).
 //
 // A stop ends the wait with a signal sent to the thread inside the read
-// (kInterruptSignal below: a real-time signal, which the kernel never sends
-// by itself), whose handler does nothing and is installed without
+// (SIGRTMIN + 4, interruptible_read.cpp: a real-time signal, which the
+// kernel never sends by itself), whose handler does nothing and is installed without
 // SA_RESTART, so the read returns EINTR. This class sends it only to a
 // thread between its check for the stop and its read's return, never to one
 // running anything else, and sends it again every millisecond until the
