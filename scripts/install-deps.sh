@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake pkg-config git
-  libboost-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  libboost-dev nlohmann-json3-dev libyaml-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libssl-dev openssl libvalijson-dev   # openssl: the certificates of the Redis TLS tests
   libstemmer-dev                  # Snowball stemmers: the memory family matches words by stem
   libpq-dev postgresql            # the memory family's PostgreSQL backend, and the server its tests start (scripts/postgres.sh); not the service

@@ -1,12 +1,12 @@
 #include "config/config_loader.hpp"
 
 #include "config/family_name.hpp"
+#include "config/yaml_document.hpp"
 #include "license/license_document.hpp"
 #include "metrics/address_allow_list.hpp"
 #include "mrtr/request_state_sealer.hpp"
 
 #include <boost/asio/ip/address.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -36,18 +36,17 @@ public:
     YamlReader(std::string source, std::filesystem::path base_dir)
         : source_(std::move(source)), base_dir_(std::move(base_dir)) {}
 
-    SourceLocation at(const YAML::Node& node) const {
-        const YAML::Mark mark = node.Mark();
-        if (mark.is_null()) return {source_, 0, 0};
-        return {source_, mark.line + 1, mark.column + 1};
+    SourceLocation at(const YamlNode& node) const {
+        const YamlMark mark = node.mark();
+        return {source_, mark.line, mark.column};
     }
 
-    [[noreturn]] void fail(const YAML::Node& node, const std::string& message) const {
+    [[noreturn]] void fail(const YamlNode& node, const std::string& message) const {
         throw ConfigError(at(node), message);
     }
 
     // A mistake that leaves the rest readable: noted, and reading goes on.
-    void note(const YAML::Node& node, const std::string& message) const { problems_.push_back({at(node), message}); }
+    void note(const YamlNode& node, const std::string& message) const { problems_.push_back({at(node), message}); }
 
     // Runs one reading that does not depend on the others. A mistake in it is
     // noted and the next reading goes on, so one run names every mistake.
@@ -58,10 +57,6 @@ public:
             return true;
         } catch (const ConfigError& e) {
             problems_.insert(problems_.end(), e.problems().begin(), e.problems().end());
-        } catch (const YAML::Exception& e) {
-            problems_.push_back({e.mark.is_null() ? SourceLocation{source_, 0, 0}
-                                                  : SourceLocation{source_, e.mark.line + 1, e.mark.column + 1},
-                                 e.msg});
         }
         return false;
     }
@@ -70,53 +65,53 @@ public:
     std::vector<ConfigProblem> take_problems() const { return std::move(problems_); }
 
     // A key is a plain name; YAML also allows lists and maps as keys.
-    std::string key(const YAML::Node& node, const std::string& what) const {
-        if (!node.IsScalar()) fail(node, "a key in " + what + " must be a plain name");
-        return node.Scalar();
+    std::string key(const YamlNode& node, const std::string& what) const {
+        if (!node.is_scalar()) fail(node, "a key in " + what + " must be a plain name");
+        return node.text();
     }
 
     // yaml-cpp keeps both pairs of a repeated key and lookups see only the
     // first, so the second would be silently ignored: refuse it instead.
-    void expect_map(const YAML::Node& node, const std::string& what) const {
-        if (!node.IsMap()) fail(node, what + " must be a mapping");
+    void expect_map(const YamlNode& node, const std::string& what) const {
+        if (!node.is_map()) fail(node, what + " must be a mapping");
         std::map<std::string, SourceLocation> seen;
-        for (const auto& kv : node) {
-            const auto name = key(kv.first, what);
-            auto [first, inserted] = seen.emplace(name, at(kv.first));
+        for (const auto& kv : node.entries()) {
+            const auto name = key(kv.key, what);
+            auto [first, inserted] = seen.emplace(name, at(kv.key));
             if (!inserted)
-                note(kv.first, "'" + name + "' is set twice in " + what + " (first at line " +
-                                   std::to_string(first->second.line) + ", column " +
-                                   std::to_string(first->second.column) + ")");
+                note(kv.key, "'" + name + "' is set twice in " + what + " (first at line " +
+                                 std::to_string(first->second.line) + ", column " +
+                                 std::to_string(first->second.column) + ")");
         }
     }
 
     // Unknown keys are mistakes (a typo would otherwise silently do nothing).
-    void only_keys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& what) const {
-        for (const auto& kv : map) {
-            const auto name = key(kv.first, what);
+    void only_keys(const YamlNode& map, const std::set<std::string>& allowed, const std::string& what) const {
+        for (const auto& kv : map.entries()) {
+            const auto name = key(kv.key, what);
             if (!allowed.count(name)) {
                 std::string list;
                 for (const auto& a : allowed)
                     list += (list.empty() ? "" : ", ") + a;
-                note(kv.first, "unknown key '" + name + "' in " + what + " (allowed: " + list + ")");
+                note(kv.key, "unknown key '" + name + "' in " + what + " (allowed: " + list + ")");
             }
         }
     }
 
-    std::string string(const YAML::Node& node, const std::string& what) const {
-        if (!node.IsScalar()) fail(node, what + " must be a string");
-        return node.as<std::string>();
+    std::string string(const YamlNode& node, const std::string& what) const {
+        if (!node.is_scalar()) fail(node, what + " must be a string");
+        return node.text();
     }
 
-    bool boolean(const YAML::Node& node, const std::string& what) const {
+    bool boolean(const YamlNode& node, const std::string& what) const {
         bool value = false;
-        if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) fail(node, what + " must be true or false");
+        if (!node.is_scalar() || !yaml_bool(node, value)) fail(node, what + " must be true or false");
         return value;
     }
 
-    std::uint64_t count(const YAML::Node& node, const std::string& what, std::uint64_t min, std::uint64_t max) const {
-        if (!node.IsScalar()) fail(node, what + " must be a whole number");
-        const std::string text = node.Scalar();
+    std::uint64_t count(const YamlNode& node, const std::string& what, std::uint64_t min, std::uint64_t max) const {
+        if (!node.is_scalar()) fail(node, what + " must be a whole number");
+        const std::string text = node.text();
         std::uint64_t value = 0;
         std::size_t used = 0;
         try {
@@ -131,7 +126,7 @@ public:
         return value;
     }
 
-    std::filesystem::path path(const YAML::Node& node, const std::string& what) const {
+    std::filesystem::path path(const YamlNode& node, const std::string& what) const {
         std::filesystem::path p = string(node, what);
         if (p.empty()) fail(node, what + " must not be empty");
         return p.is_absolute() ? p : (base_dir_ / p).lexically_normal();
@@ -141,12 +136,12 @@ public:
     // itself (`&s {me: *s}`) or aliases that multiply each other (a "billion
     // laughs") would never end: the depth and the values written are
     // bounded, and past either the settings are refused where they go wrong.
-    nlohmann::json to_json(const YAML::Node& node, const std::string& what) const {
+    nlohmann::json to_json(const YamlNode& node, const std::string& what) const {
         std::size_t budget = kMaxSettingValues;
         return to_json(node, what, 0, budget);
     }
 
-    nlohmann::json to_json(const YAML::Node& node, const std::string& what, std::size_t depth,
+    nlohmann::json to_json(const YamlNode& node, const std::string& what, std::size_t depth,
                            std::size_t& budget) const {
         if (depth > kMaxSettingDepth)
             fail(node, what + " nests deeper than " + std::to_string(kMaxSettingDepth) +
@@ -155,29 +150,29 @@ public:
             fail(node, what + " holds more than " + std::to_string(kMaxSettingValues) +
                            " values once its aliases are followed");
         --budget;
-        switch (node.Type()) {
-        case YAML::NodeType::Map: {
+        switch (node.kind()) {
+        case YamlNode::Kind::map: {
             nlohmann::json out = nlohmann::json::object();
-            for (const auto& kv : node)
-                out[key(kv.first, "settings")] = to_json(kv.second, what, depth + 1, budget);
+            for (const auto& kv : node.entries())
+                out[key(kv.key, "settings")] = to_json(kv.value, what, depth + 1, budget);
             return out;
         }
-        case YAML::NodeType::Sequence: {
+        case YamlNode::Kind::sequence: {
             nlohmann::json out = nlohmann::json::array();
-            for (const auto& item : node)
+            for (const auto& item : node.items())
                 out.push_back(to_json(item, what, depth + 1, budget));
             return out;
         }
-        case YAML::NodeType::Scalar: {
+        case YamlNode::Kind::scalar: {
             // Quoted scalars stay strings; plain ones become the type they read as.
-            if (node.Tag() == "!") return node.Scalar();
+            if (node.quoted()) return node.text();
             bool b;
-            if (YAML::convert<bool>::decode(node, b)) return b;
+            if (yaml_bool(node, b)) return b;
             long long i;
-            if (YAML::convert<long long>::decode(node, i)) return i;
+            if (yaml_integer(node, i)) return i;
             double d;
-            if (YAML::convert<double>::decode(node, d)) return d;
-            return node.Scalar();
+            if (yaml_real(node, d)) return d;
+            return node.text();
         }
         default: return nullptr;
         }
@@ -200,7 +195,7 @@ std::string fmt_number(double value) {
 
 const std::set<std::string, std::less<>> kLogLevels{"trace", "debug", "info", "warn", "error", "critical", "off"};
 
-void read_server(const YamlReader& r, const YAML::Node& node, ServerIdentity& out) {
+void read_server(const YamlReader& r, const YamlNode& node, ServerIdentity& out) {
     r.expect_map(node, "server");
     r.only_keys(node, {"name", "title", "instructions"}, "server");
     if (node["name"])
@@ -213,7 +208,7 @@ void read_server(const YamlReader& r, const YAML::Node& node, ServerIdentity& ou
         r.attempt([&] { out.instructions = r.string(node["instructions"], "server.instructions"); });
 }
 
-void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
+void read_limits(const YamlReader& r, const YamlNode& node, Limits& out) {
     r.expect_map(node, "limits");
     r.only_keys(node,
                 {"max_message_bytes", "max_json_depth", "workers", "max_in_flight", "page_size", "tools_list_ttl_ms",
@@ -240,15 +235,15 @@ void read_limits(const YamlReader& r, const YAML::Node& node, Limits& out) {
     number("tool_timeout_ms", out.tool_timeout_ms, 1, 86400000);
 }
 
-void read_input_requests(const YamlReader& r, const YAML::Node& node, InputRequestSettings& out) {
+void read_input_requests(const YamlReader& r, const YamlNode& node, InputRequestSettings& out) {
     r.expect_map(node, "input_requests");
     r.only_keys(node, {"state_keys", "state_ttl_ms", "client_timeout_ms"}, "input_requests");
     out.where = r.at(node);
     if (const auto& keys = node["state_keys"]) {
-        if (!keys.IsSequence()) {
+        if (!keys.is_sequence()) {
             r.note(keys, "input_requests.state_keys must be a list of base64 keys");
         } else {
-            for (const auto& item : keys)
+            for (const auto& item : keys.items())
                 r.attempt([&] {
                     auto key =
                         mrtr::RequestStateSealer::parse_key(r.string(item, "a key in input_requests.state_keys"));
@@ -268,7 +263,7 @@ void read_input_requests(const YamlReader& r, const YAML::Node& node, InputReque
         });
 }
 
-void read_tasks(const YamlReader& r, const YAML::Node& node, TaskSettings& out) {
+void read_tasks(const YamlReader& r, const YamlNode& node, TaskSettings& out) {
     r.expect_map(node, "tasks");
     r.only_keys(node,
                 {"enabled", "ttl_ms", "poll_interval_ms", "poll_burst", "max_per_principal", "max_kept_per_principal",
@@ -296,7 +291,7 @@ void read_tasks(const YamlReader& r, const YAML::Node& node, TaskSettings& out) 
 
 // A listener of the metrics' own off loopback needs its allow-list: it has
 // no token check of its own.
-void check_metrics_listener(const YamlReader& r, const YAML::Node& node, const MetricsSettings& metrics) {
+void check_metrics_listener(const YamlReader& r, const YamlNode& node, const MetricsSettings& metrics) {
     if (!metrics.own_listener() || !metrics.allow.empty()) return;
     boost::system::error_code ec;
     const auto address = boost::asio::ip::make_address(metrics.listen_host, ec);
@@ -305,7 +300,7 @@ void check_metrics_listener(const YamlReader& r, const YAML::Node& node, const M
                                " (not loopback) needs metrics.allow: the addresses that may scrape it");
 }
 
-void read_metrics(const YamlReader& r, const YAML::Node& node, MetricsSettings& out) {
+void read_metrics(const YamlReader& r, const YamlNode& node, MetricsSettings& out) {
     r.expect_map(node, "metrics");
     r.only_keys(node, {"enabled", "path", "listen", "allow"}, "metrics");
     out.where = r.at(node);
@@ -332,8 +327,8 @@ void read_metrics(const YamlReader& r, const YAML::Node& node, MetricsSettings& 
         });
     if (node["allow"])
         r.attempt([&] {
-            if (!node["allow"].IsSequence()) r.fail(node["allow"], "metrics.allow must be a list of addresses");
-            for (const auto& item : node["allow"])
+            if (!node["allow"].is_sequence()) r.fail(node["allow"], "metrics.allow must be a list of addresses");
+            for (const auto& item : node["allow"].items())
                 r.attempt([&] {
                     auto block = r.string(item, "an item of metrics.allow");
                     // The same reading the listeners use (metrics::AddressAllowList).
@@ -352,7 +347,7 @@ void read_metrics(const YamlReader& r, const YAML::Node& node, MetricsSettings& 
     if (node["listen"]) r.attempt([&] { check_metrics_listener(r, node, out); });
 }
 
-void read_audit(const YamlReader& r, const YAML::Node& node, AuditSettings& out) {
+void read_audit(const YamlReader& r, const YamlNode& node, AuditSettings& out) {
     r.expect_map(node, "audit");
     r.only_keys(node, {"file", "include_arguments", "max_queue"}, "audit");
     out.where = r.at(node);
@@ -364,7 +359,7 @@ void read_audit(const YamlReader& r, const YAML::Node& node, AuditSettings& out)
         r.attempt([&] { out.max_queue = r.count(node["max_queue"], "audit.max_queue", 16, 10000000); });
 }
 
-void read_tracing(const YamlReader& r, const YAML::Node& node, TracingSettings& out) {
+void read_tracing(const YamlReader& r, const YamlNode& node, TracingSettings& out) {
     r.expect_map(node, "tracing");
     r.only_keys(node, {"otlp_endpoint", "service_name", "export_timeout_ms", "max_queue"}, "tracing");
     out.where = r.at(node);
@@ -389,15 +384,15 @@ void read_tracing(const YamlReader& r, const YAML::Node& node, TracingSettings& 
         r.attempt([&] { out.max_queue = r.count(node["max_queue"], "tracing.max_queue", 16, 1000000); });
 }
 
-double rate(const YamlReader& r, const YAML::Node& node, const std::string& what, double min, double max) {
+double rate(const YamlReader& r, const YamlNode& node, const std::string& what, double min, double max) {
     double value = 0;
-    if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || !(value >= min && value <= max))
+    if (!node.is_scalar() || !yaml_real(node, value) || !(value >= min && value <= max))
         r.fail(node, what + " must be a number from " + fmt_number(min) + " to " + fmt_number(max));
     return value;
 }
 
 // calls_per_second and burst from a mapping whose keys the caller checked.
-RateLimit read_bucket(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+RateLimit read_bucket(const YamlReader& r, const YamlNode& node, const std::string& what) {
     if (!node["calls_per_second"]) r.fail(node, what + " needs calls_per_second");
     RateLimit limit;
     limit.where = r.at(node["calls_per_second"]);
@@ -408,7 +403,7 @@ RateLimit read_bucket(const YamlReader& r, const YAML::Node& node, const std::st
     return limit;
 }
 
-void read_rate_limits(const YamlReader& r, const YAML::Node& node, RateLimits& out) {
+void read_rate_limits(const YamlReader& r, const YamlNode& node, RateLimits& out) {
     r.expect_map(node, "rate_limits");
     r.only_keys(node, {"calls_per_second", "burst", "per_tool"}, "rate_limits");
     if (node["calls_per_second"] || node["burst"])
@@ -417,28 +412,28 @@ void read_rate_limits(const YamlReader& r, const YAML::Node& node, RateLimits& o
         r.attempt([&] {
             const auto& tools = node["per_tool"];
             r.expect_map(tools, "rate_limits.per_tool");
-            for (const auto& kv : tools)
+            for (const auto& kv : tools.entries())
                 r.attempt([&] {
-                    const auto name = r.key(kv.first, "rate_limits.per_tool");
+                    const auto name = r.key(kv.key, "rate_limits.per_tool");
                     const auto what = "rate_limits.per_tool." + name;
-                    r.expect_map(kv.second, what);
-                    r.only_keys(kv.second, {"calls_per_second", "burst"}, what);
-                    out.per_tool[name] = read_bucket(r, kv.second, what);
+                    r.expect_map(kv.value, what);
+                    r.only_keys(kv.value, {"calls_per_second", "burst"}, what);
+                    out.per_tool[name] = read_bucket(r, kv.value, what);
                 });
         });
 }
 
-PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item);
+PluginEntry read_plugin_entry(const YamlReader& r, const YamlNode& item);
 
-void read_plugins(const YamlReader& r, const YAML::Node& node, std::vector<PluginEntry>& out) {
-    if (!node.IsSequence()) r.fail(node, "plugins must be a list of plugin files");
-    for (const auto& item : node)
+void read_plugins(const YamlReader& r, const YamlNode& node, std::vector<PluginEntry>& out) {
+    if (!node.is_sequence()) r.fail(node, "plugins must be a list of plugin files");
+    for (const auto& item : node.items())
         r.attempt([&] { out.push_back(read_plugin_entry(r, item)); });
 }
 
 // isolation: in_process (the default) or process, and the child's bounds,
 // which only a family in a process of its own can have.
-void read_isolation(const YamlReader& r, const YAML::Node& item, PluginEntry& entry) {
+void read_isolation(const YamlReader& r, const YamlNode& item, PluginEntry& entry) {
     if (item["isolation"])
         r.attempt([&] {
             const auto mode = r.string(item["isolation"], "a plugins entry's isolation");
@@ -468,12 +463,12 @@ void read_isolation(const YamlReader& r, const YAML::Node& item, PluginEntry& en
             const auto& node = item["environment"];
             if (!entry.own_process)
                 r.fail(node, "a plugins entry's environment is what its own process sees: it needs isolation: process");
-            if (node.IsScalar() && node.as<std::string>() == "inherit") return;
-            if (!node.IsSequence())
+            if (node.is_scalar() && node.text() == "inherit") return;
+            if (!node.is_sequence())
                 r.fail(node, "a plugins entry's environment is inherit or a list of the host's environment variables "
                              "its process may see");
             entry.environment.emplace();
-            for (const auto& name_node : node) {
+            for (const auto& name_node : node.items()) {
                 const auto name = r.string(name_node, "a plugins entry's environment");
                 const bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
                                    std::all_of(name.begin(), name.end(), [](char c) {
@@ -487,9 +482,9 @@ void read_isolation(const YamlReader& r, const YAML::Node& item, PluginEntry& en
         });
 }
 
-PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
+PluginEntry read_plugin_entry(const YamlReader& r, const YamlNode& item) {
     PluginEntry entry;
-    if (item.IsMap()) {
+    if (item.is_map()) {
         r.expect_map(item, "a plugins entry");
         r.only_keys(item,
                     {"path", "max_in_flight", "tool_timeout_ms", "store_credentials", "isolation", "memory_mb",
@@ -513,7 +508,7 @@ PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
     }
     // Not `path_node = item["path"]` on a copy: assigning to a yaml-cpp
     // node overwrites the node it refers to, here the entry itself.
-    const YAML::Node path_node = item.IsMap() ? item["path"] : item;
+    const YamlNode path_node = item.is_map() ? item["path"] : item;
     entry.as_written = r.string(path_node, "a plugin path");
     entry.where = r.at(path_node);
     if (entry.as_written.empty()) r.fail(path_node, "a plugin path must not be empty");
@@ -528,7 +523,7 @@ PluginEntry read_plugin_entry(const YamlReader& r, const YAML::Node& item) {
 
 // The name hook of an upstream: {name} once, {upstream} at most once, and
 // around them only what a tool name may hold; "none" keeps the upstream's names.
-std::string read_name_hook(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+std::string read_name_hook(const YamlReader& r, const YamlNode& node, const std::string& what) {
     std::string hook = r.string(node, what);
     if (hook == "none") return "{name}";
     std::string rest = hook;
@@ -546,7 +541,7 @@ std::string read_name_hook(const YamlReader& r, const YAML::Node& node, const st
     return hook;
 }
 
-std::vector<std::string> string_list(const YamlReader& r, const YAML::Node& node, const std::string& what);
+std::vector<std::string> string_list(const YamlReader& r, const YamlNode& node, const std::string& what);
 
 // user@ or user:password@ before the host of a URL.
 bool has_user_information(std::string_view url) {
@@ -557,7 +552,7 @@ bool has_user_information(std::string_view url) {
 }
 
 // A TLS client's settings, under `where` (session.redis.tls, upstream 'x'.tls).
-void read_tls(const YamlReader& r, const YAML::Node& node, TlsSettings& out, const std::string& where) {
+void read_tls(const YamlReader& r, const YamlNode& node, TlsSettings& out, const std::string& where) {
     r.expect_map(node, where);
     r.only_keys(node, {"ca_file", "cert_file", "key_file", "server_name", "verify"}, where);
     if (node["ca_file"]) r.attempt([&] { out.ca_file = r.path(node["ca_file"], where + ".ca_file"); });
@@ -569,13 +564,13 @@ void read_tls(const YamlReader& r, const YAML::Node& node, TlsSettings& out, con
             if (out.server_name.empty()) r.fail(node["server_name"], where + ".server_name must not be empty");
         });
     if (node["verify"]) r.attempt([&] { out.verify = r.boolean(node["verify"], where + ".verify"); });
-    if (node["cert_file"].IsDefined() != node["key_file"].IsDefined())
+    if (bool(node["cert_file"]) != bool(node["key_file"]))
         r.note(node, where + " needs cert_file and key_file together (a client certificate and its key)");
 }
 
 // upstreams[].oauth: the host's own client at the upstream's authorization server.
-UpstreamOAuth read_upstream_oauth(const YamlReader& r, const YAML::Node& item, const std::string& what) {
-    const YAML::Node node = item["oauth"];
+UpstreamOAuth read_upstream_oauth(const YamlReader& r, const YamlNode& item, const std::string& what) {
+    const YamlNode node = item["oauth"];
     const std::string where = what + ".oauth";
     UpstreamOAuth o;
     r.expect_map(node, where);
@@ -621,7 +616,7 @@ UpstreamOAuth read_upstream_oauth(const YamlReader& r, const YAML::Node& item, c
     return o;
 }
 
-UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
+UpstreamEntry read_upstream(const YamlReader& r, const YamlNode& item) {
     UpstreamEntry u;
     r.expect_map(item, "an upstreams entry");
     u.where = r.at(item);
@@ -659,7 +654,7 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
     if (item["command"])
         r.attempt([&] {
             const auto& list = item["command"];
-            if (!list.IsSequence() || list.size() == 0)
+            if (!list.is_sequence() || list.size() == 0)
                 r.fail(list, what + ".command must be a list: the program, then its arguments");
             u.command = string_list(r, list, what + ".command");
             if (u.command.front().empty()) r.fail(list, what + ".command names no program");
@@ -686,11 +681,11 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
         r.attempt([&] {
             if (!item["command"]) r.fail(item["env"], what + ".env is a command's environment: it needs command");
             r.expect_map(item["env"], what + ".env");
-            for (const auto& kv : item["env"]) {
-                const auto key = r.key(kv.first, what + ".env");
+            for (const auto& kv : item["env"].entries()) {
+                const auto key = r.key(kv.key, what + ".env");
                 if (key.empty() || key.find('=') != std::string::npos)
-                    r.fail(kv.first, what + ".env names a variable that is empty or holds '='");
-                u.env[key] = r.string(kv.second, what + ".env." + key);
+                    r.fail(kv.key, what + ".env names a variable that is empty or holds '='");
+                u.env[key] = r.string(kv.value, what + ".env." + key);
             }
         });
     if (item["cwd"])
@@ -737,10 +732,10 @@ UpstreamEntry read_upstream(const YamlReader& r, const YAML::Node& item) {
     return u;
 }
 
-void read_upstreams(const YamlReader& r, const YAML::Node& node, std::vector<UpstreamEntry>& out) {
-    if (!node.IsSequence()) r.fail(node, "upstreams must be a list of MCP servers, each with a name");
+void read_upstreams(const YamlReader& r, const YamlNode& node, std::vector<UpstreamEntry>& out) {
+    if (!node.is_sequence()) r.fail(node, "upstreams must be a list of MCP servers, each with a name");
     std::map<std::string, SourceLocation> seen;
-    for (const auto& item : node)
+    for (const auto& item : node.items())
         r.attempt([&] {
             UpstreamEntry u = read_upstream(r, item);
             if (auto [first, fresh] = seen.emplace(u.name, u.where); !fresh)
@@ -751,7 +746,7 @@ void read_upstreams(const YamlReader& r, const YAML::Node& node, std::vector<Ups
 }
 
 // `exposure` of a domain or of one tool: true for on_demand.
-bool on_demand_exposure(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+bool on_demand_exposure(const YamlReader& r, const YamlNode& node, const std::string& what) {
     const std::string exposure = r.string(node, what + ".exposure");
     if (exposure != "listed" && exposure != "on_demand") r.fail(node, what + ".exposure must be listed or on_demand");
     return exposure == "on_demand";
@@ -760,7 +755,7 @@ bool on_demand_exposure(const YamlReader& r, const YAML::Node& node, const std::
 // domains.<family>.tools.<tool>: what the operator says of one tool. Whether
 // the family declares such a tool is known only once its plugin is loaded
 // (plugins/tool_overrides.cpp checks it there).
-ToolOverride read_tool_override(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+ToolOverride read_tool_override(const YamlReader& r, const YamlNode& node, const std::string& what) {
     ToolOverride t;
     r.expect_map(node, what);
     r.only_keys(node, {"rules", "risk", "scope", "required_scopes", "gated", "exposure"}, what);
@@ -785,9 +780,9 @@ ToolOverride read_tool_override(const YamlReader& r, const YAML::Node& node, con
     if (node["required_scopes"])
         r.attempt([&] {
             const auto& list = node["required_scopes"];
-            if (!list.IsSequence()) r.fail(list, what + ".required_scopes must be a list of scopes ([] for none)");
+            if (!list.is_sequence()) r.fail(list, what + ".required_scopes must be a list of scopes ([] for none)");
             std::vector<std::string> scopes;
-            for (const auto& item : list) {
+            for (const auto& item : list.items()) {
                 auto scope = r.string(item, "a scope in " + what + ".required_scopes");
                 if (scope.empty()) r.fail(item, "a scope in " + what + ".required_scopes must not be empty");
                 scopes.push_back(std::move(scope));
@@ -799,13 +794,13 @@ ToolOverride read_tool_override(const YamlReader& r, const YAML::Node& node, con
     return t;
 }
 
-DomainSettings read_domain(const YamlReader& r, const std::string& family, const YAML::Node& v) {
+DomainSettings read_domain(const YamlReader& r, const std::string& family, const YamlNode& v) {
     DomainSettings d;
-    if (v.IsScalar()) {
+    if (v.is_scalar()) {
         d.enabled = r.boolean(v, "domains." + family);
         return d;
     }
-    if (v.IsNull()) return d;
+    if (v.is_null()) return d;
     const std::string what = "domains." + family;
     r.expect_map(v, what);
     r.only_keys(v, {"enabled", "prefix", "exposure", "settings", "tools"}, what);
@@ -827,48 +822,48 @@ DomainSettings read_domain(const YamlReader& r, const std::string& family, const
         r.attempt([&] {
             const auto& tools = v["tools"];
             r.expect_map(tools, what + ".tools");
-            for (const auto& kv : tools)
+            for (const auto& kv : tools.entries())
                 r.attempt([&] {
-                    const auto name = r.key(kv.first, what + ".tools");
-                    ToolOverride t = read_tool_override(r, kv.second, what + ".tools." + name);
-                    t.where = r.at(kv.first);
+                    const auto name = r.key(kv.key, what + ".tools");
+                    ToolOverride t = read_tool_override(r, kv.value, what + ".tools." + name);
+                    t.where = r.at(kv.key);
                     d.tools[name] = std::move(t);
                 });
         });
     return d;
 }
 
-void read_domains(const YamlReader& r, const YAML::Node& node, std::map<std::string, DomainSettings>& out) {
+void read_domains(const YamlReader& r, const YamlNode& node, std::map<std::string, DomainSettings>& out) {
     r.expect_map(node, "domains");
-    for (const auto& kv : node)
+    for (const auto& kv : node.entries())
         r.attempt([&] {
-            const std::string family = r.key(kv.first, "domains");
-            DomainSettings d = read_domain(r, family, kv.second);
-            d.where = r.at(kv.first);
+            const std::string family = r.key(kv.key, "domains");
+            DomainSettings d = read_domain(r, family, kv.value);
+            d.where = r.at(kv.key);
             out[family] = std::move(d);
         });
 }
 
 // grants: {<store>: {<user>: [scope, ...]}}
-nlohmann::json read_grants(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+nlohmann::json read_grants(const YamlReader& r, const YamlNode& node, const std::string& what) {
     r.expect_map(node, what);
     nlohmann::json out = nlohmann::json::object();
-    for (const auto& store : node) {
-        const auto store_name = store.first.as<std::string>();
-        r.expect_map(store.second, what + "." + store_name);
-        for (const auto& user : store.second) {
-            const auto user_name = user.first.as<std::string>();
+    for (const auto& store : node.entries()) {
+        const auto store_name = store.key.text();
+        r.expect_map(store.value, what + "." + store_name);
+        for (const auto& user : store.value.entries()) {
+            const auto user_name = user.key.text();
             const auto where = what + "." + store_name + "." + user_name;
-            if (!user.second.IsSequence()) r.fail(user.second, where + " must be a list of scopes");
+            if (!user.value.is_sequence()) r.fail(user.value, where + " must be a list of scopes");
             auto& scopes = out[store_name][user_name] = nlohmann::json::array();
-            for (const auto& scope : user.second)
+            for (const auto& scope : user.value.items())
                 scopes.push_back(r.string(scope, "a scope in " + where));
         }
     }
     return out;
 }
 
-void read_redis(const YamlReader& r, const YAML::Node& node, RedisSettings& out) {
+void read_redis(const YamlReader& r, const YamlNode& node, RedisSettings& out) {
     r.expect_map(node, "session.redis");
     r.only_keys(node,
                 {"url", "tls", "key_prefix", "password_file", "password_env", "connect_timeout_ms",
@@ -910,7 +905,7 @@ void read_redis(const YamlReader& r, const YAML::Node& node, RedisSettings& out)
         });
 }
 
-void read_session(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,
+void read_session(const YamlReader& r, const YamlNode& node, const std::filesystem::path& data_dir,
                   SessionSettings& out) {
     r.expect_map(node, "session");
     r.only_keys(node,
@@ -971,15 +966,15 @@ void read_session(const YamlReader& r, const YAML::Node& node, const std::filesy
     if (node["rules"]) r.attempt([&] { out.rules = r.string(node["rules"], "session.rules"); });
 }
 
-std::vector<std::string> string_list(const YamlReader& r, const YAML::Node& node, const std::string& what) {
-    if (!node.IsSequence()) r.fail(node, what + " must be a list");
+std::vector<std::string> string_list(const YamlReader& r, const YamlNode& node, const std::string& what) {
+    if (!node.is_sequence()) r.fail(node, what + " must be a list");
     std::vector<std::string> out;
-    for (const auto& item : node)
+    for (const auto& item : node.items())
         out.push_back(r.string(item, "an item of " + what));
     return out;
 }
 
-void read_listen(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
+void read_listen(const YamlReader& r, const YamlNode& node, HttpSettings& out) {
     try {
         apply_listen(out, r.string(node, "http.listen"));
     } catch (const std::invalid_argument& e) {
@@ -990,7 +985,7 @@ void read_listen(const YamlReader& r, const YAML::Node& node, HttpSettings& out)
 // Where people reach this server from outside (a proxy in front of it): an
 // absolute http(s) URL naming a host, with no user information, query or
 // fragment; links to pages are built on it. A trailing '/' is dropped.
-std::string read_public_url(const YamlReader& r, const YAML::Node& node) {
+std::string read_public_url(const YamlReader& r, const YamlNode& node) {
     std::string url = r.string(node, "http.public_url");
     const auto fail = [&](const std::string& why) {
         r.fail(node, "http.public_url must be an absolute http:// or https:// URL such as "
@@ -1017,7 +1012,7 @@ std::string read_public_url(const YamlReader& r, const YAML::Node& node) {
     return url;
 }
 
-void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
+void read_http(const YamlReader& r, const YamlNode& node, HttpSettings& out) {
     r.expect_map(node, "http");
     r.only_keys(node,
                 {"listen", "path", "allowed_origins", "allowed_hosts", "request_timeout_ms", "idle_timeout_ms",
@@ -1073,7 +1068,7 @@ void read_http(const YamlReader& r, const YAML::Node& node, HttpSettings& out) {
         });
 }
 
-void read_license(const YamlReader& r, const YAML::Node& node, const std::filesystem::path& data_dir,
+void read_license(const YamlReader& r, const YamlNode& node, const std::filesystem::path& data_dir,
                   LicenseSettings& out) {
     r.expect_map(node, "license");
     r.only_keys(node, {"file", "files", "directory", "free_families", "vendor_keys"}, "license");
@@ -1083,8 +1078,8 @@ void read_license(const YamlReader& r, const YAML::Node& node, const std::filesy
     if (node["files"])
         r.attempt([&] {
             const auto& list = node["files"];
-            if (!list.IsSequence()) r.fail(list, "license.files must be a list of license file paths");
-            for (const auto& item : list) {
+            if (!list.is_sequence()) r.fail(list, "license.files must be a list of license file paths");
+            for (const auto& item : list.items()) {
                 auto path = r.path(item, "a file in license.files");
                 if (path == out.file || std::find(out.files.begin(), out.files.end(), path) != out.files.end())
                     r.fail(item, "'" + path.string() + "' is named twice in license.file and license.files");
@@ -1096,8 +1091,8 @@ void read_license(const YamlReader& r, const YAML::Node& node, const std::filesy
     if (node["free_families"])
         r.attempt([&] {
             const auto& list = node["free_families"];
-            if (!list.IsSequence()) r.fail(list, "license.free_families must be a list of family names");
-            for (const auto& item : list) {
+            if (!list.is_sequence()) r.fail(list, "license.free_families must be a list of family names");
+            for (const auto& item : list.items()) {
                 auto family = r.string(item, "a family in license.free_families");
                 if (!license::valid_license_name(family))
                     r.fail(item,
@@ -1112,20 +1107,20 @@ void read_license(const YamlReader& r, const YAML::Node& node, const std::filesy
     if (node["vendor_keys"])
         r.attempt([&] {
             const auto& keys = node["vendor_keys"];
-            if (keys.IsNull()) return;
+            if (keys.is_null()) return;
             r.expect_map(keys, "license.vendor_keys");
-            for (const auto& kv : keys)
+            for (const auto& kv : keys.entries())
                 r.attempt([&] {
-                    const auto id = r.key(kv.first, "license.vendor_keys");
+                    const auto id = r.key(kv.key, "license.vendor_keys");
                     if (!license::valid_license_name(id))
-                        r.fail(kv.first, "'" + id +
-                                             "' is not a key id (1 to 64 of letters, digits, '_', '-' and '.'), as a "
-                                             "license's key_id names it");
-                    const auto text = r.string(kv.second, "license.vendor_keys." + id);
+                        r.fail(kv.key, "'" + id +
+                                           "' is not a key id (1 to 64 of letters, digits, '_', '-' and '.'), as a "
+                                           "license's key_id names it");
+                    const auto text = r.string(kv.value, "license.vendor_keys." + id);
                     try {
                         out.vendor_keys.emplace(id, license::VendorKey::parse(text));
                     } catch (const std::invalid_argument& e) {
-                        r.fail(kv.second, "license.vendor_keys." + id + " " + e.what());
+                        r.fail(kv.value, "license.vendor_keys." + id + " " + e.what());
                     }
                 });
         });
@@ -1135,14 +1130,14 @@ bool is_http_url(const std::string& text) {
     return text.rfind("http://", 0) == 0 || text.rfind("https://", 0) == 0;
 }
 
-std::string url_in(const YamlReader& r, const YAML::Node& node, const std::string& what) {
+std::string url_in(const YamlReader& r, const YamlNode& node, const std::string& what) {
     auto url = r.string(node, what);
     if (!is_http_url(url) || url.find_first_of(" #") != std::string::npos)
         r.fail(node, what + " must be an http:// or https:// URL, not '" + url + "'");
     return url;
 }
 
-void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
+void read_auth(const YamlReader& r, const YamlNode& node, AuthSettings& out) {
     r.expect_map(node, "auth");
     r.only_keys(node,
                 {"mode", "resource", "issuers", "audiences", "jwks_uri", "scopes_supported", "clock_skew_s",
@@ -1163,22 +1158,22 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
     const auto urls = [&](const char* key, std::vector<std::string>& field) {
         if (!node[key]) return;
         const auto& list = node[key];
-        if (!list.IsSequence()) {
+        if (!list.is_sequence()) {
             r.note(list, std::string("auth.") + key + " must be a list of URLs");
             return;
         }
-        for (const auto& item : list)
+        for (const auto& item : list.items())
             r.attempt([&] { field.push_back(url_in(r, item, std::string("an entry of auth.") + key)); });
     };
     bool issuers_read = true;
     if (node["issuers"]) {
         const auto& list = node["issuers"];
-        if (!list.IsSequence())
+        if (!list.is_sequence())
             r.fail(list, "auth.issuers must be a list of URLs (or of {issuer: URL, jwks_uri: URL})");
-        for (const auto& item : list)
+        for (const auto& item : list.items())
             issuers_read &= r.attempt([&] {
                 std::string issuer;
-                if (item.IsMap()) {
+                if (item.is_map()) {
                     r.only_keys(item, {"issuer", "jwks_uri"}, "an entry of auth.issuers");
                     if (!item["issuer"])
                         r.fail(item, "an entry of auth.issuers needs issuer: the authorization server's URL");
@@ -1261,9 +1256,9 @@ void read_auth(const YamlReader& r, const YAML::Node& node, AuthSettings& out) {
     if (node["api_keys"])
         r.attempt([&] {
             const auto& list = node["api_keys"];
-            if (!list.IsSequence())
+            if (!list.is_sequence())
                 r.fail(list, "auth.api_keys must be a list of {sha256, subject, client_id, scopes}");
-            for (const auto& item : list)
+            for (const auto& item : list.items())
                 r.attempt([&] {
                     r.expect_map(item, "an entry of auth.api_keys");
                     r.only_keys(item, {"sha256", "subject", "client_id", "scopes"}, "an entry of auth.api_keys");
@@ -1307,93 +1302,125 @@ void append_scalar(std::string& out, const std::string& text) {
 }
 
 // A node as text that depends only on what it says: maps with their keys in
-// order, scalars as their text, neither style nor comments. Past the bounds
-// (an alias that holds itself) the rest reads as "…": such a file never
-// loads anyway.
-void canonical_text(const YAML::Node& node, std::string& out, std::size_t depth, std::size_t& budget) {
-    if (depth > kMaxSettingDepth || budget == 0) {
+// order (the first of a repeated key), scalars as their text, neither style
+// nor comments. Past the bounds (an alias that holds itself) the rest reads
+// as "…": such a file never loads anyway.
+struct CanonicalBounds {
+    std::size_t budget = kMaxSettingValues;
+};
+
+void canonical_text(const YamlNode& node, std::string& out, std::size_t depth, CanonicalBounds& bounds);
+
+std::string canonical_text(const YamlNode& node, std::size_t depth, CanonicalBounds& bounds) {
+    std::string out;
+    canonical_text(node, out, depth, bounds);
+    return out;
+}
+
+// A map given as its members' keys and texts.
+void append_map(std::string& out, const std::map<std::string, std::string>& members) {
+    out += '{';
+    for (const auto& [key, value] : members) {
+        append_scalar(out, key);
+        out += ':';
+        out += value;
+        out += ',';
+    }
+    out += '}';
+}
+
+// A map's members as key and text, the first of a repeated key, leaving out
+// the key `omit`; `text_of` writes each value.
+template <class TextOf>
+std::map<std::string, std::string> members_of(const YamlNode& map, std::size_t depth, CanonicalBounds& bounds,
+                                              std::string_view omit, TextOf&& text_of) {
+    std::map<std::string, std::string> members;
+    for (const auto& kv : map.entries()) {
+        std::string key = kv.key.is_scalar() ? kv.key.text() : canonical_text(kv.key, depth + 1, bounds);
+        if (key == omit || members.count(key)) continue;
+        members.emplace(std::move(key), text_of(kv.value));
+    }
+    return members;
+}
+
+void canonical_text(const YamlNode& node, std::string& out, std::size_t depth, CanonicalBounds& bounds) {
+    if (depth > kMaxSettingDepth || bounds.budget == 0) {
         out += "\u2026";
         return;
     }
-    --budget;
-    switch (node.Type()) {
-    case YAML::NodeType::Map: {
-        std::map<std::string, YAML::Node> members;
-        for (const auto& kv : node)
-            members.emplace(kv.first.IsScalar() ? kv.first.Scalar() : YAML::Dump(kv.first), kv.second);
-        out += '{';
-        for (const auto& [key, value] : members) {
-            append_scalar(out, key);
-            out += ':';
-            canonical_text(value, out, depth + 1, budget);
-            out += ',';
-        }
-        out += '}';
+    --bounds.budget;
+    switch (node.kind()) {
+    case YamlNode::Kind::map:
+        append_map(out, members_of(node, depth, bounds, {},
+                                   [&](const YamlNode& value) { return canonical_text(value, depth + 1, bounds); }));
         return;
-    }
-    case YAML::NodeType::Sequence:
+    case YamlNode::Kind::sequence:
         out += '[';
-        for (const auto& item : node) {
-            canonical_text(item, out, depth + 1, budget);
+        for (const auto& item : node.items()) {
+            canonical_text(item, out, depth + 1, bounds);
             out += ',';
         }
         out += ']';
         return;
-    case YAML::NodeType::Scalar: append_scalar(out, node.Scalar()); return;
+    case YamlNode::Kind::scalar: append_scalar(out, node.text()); return;
     default: out += "null"; return;
     }
 }
 
-std::string canonical_text(const YAML::Node& node) {
+// A domains entry's text without its exposure (its own and its tools'),
+// which a re-read applies; what that leaves empty reads as not written, so a
+// domain that only set exposure has no text.
+std::optional<std::string> domain_text(const YamlNode& domain) {
+    CanonicalBounds bounds;
+    if (!domain.is_map()) return canonical_text(domain, 0, bounds);
+    auto members = members_of(domain, 0, bounds, "exposure",
+                              [&](const YamlNode& value) { return canonical_text(value, 1, bounds); });
+    if (const auto tools = domain["tools"]; tools.is_map()) {
+        std::map<std::string, std::string> tool_texts;
+        for (const auto& [name, text] : members_of(tools, 1, bounds, {}, [&](const YamlNode& tool) {
+                 if (!tool.is_map()) return canonical_text(tool, 2, bounds);
+                 const auto tool_members = members_of(tool, 2, bounds, "exposure", [&](const YamlNode& value) {
+                     return canonical_text(value, 3, bounds);
+                 });
+                 if (tool_members.empty()) return std::string();
+                 std::string text;
+                 append_map(text, tool_members);
+                 return text;
+             }))
+            if (!text.empty()) tool_texts.emplace(name, text);
+        members.erase("tools");
+        if (!tool_texts.empty()) append_map(members["tools"], tool_texts);
+    }
+    if (members.empty()) return std::nullopt;
     std::string out;
-    std::size_t budget = kMaxSettingValues;
-    canonical_text(node, out, 0, budget);
+    append_map(out, members);
     return out;
 }
 
-// Config::section_texts. A domain's exposure (its own and its tools') is left
-// out, since a re-read applies it, and so is what is then left empty: a
-// domain or a tool entry that only set exposure reads as one not written.
-std::map<std::string, std::string> section_texts(const YAML::Node& root) {
+// Config::section_texts.
+std::map<std::string, std::string> section_texts(const YamlNode& root) {
     std::map<std::string, std::string> texts;
-    for (const auto& section : root) {
-        if (!section.first.IsScalar()) continue;
-        const std::string name = section.first.Scalar();
-        if (name != "domains" || !section.second.IsMap()) {
-            texts[name] = canonical_text(section.second);
+    for (const auto& section : root.entries()) {
+        if (!section.key.is_scalar()) continue;
+        const std::string name = section.key.text();
+        if (name != "domains" || !section.value.is_map()) {
+            CanonicalBounds bounds;
+            texts[name] = canonical_text(section.value, 0, bounds);
             continue;
         }
-        for (const auto& domain : section.second) {
-            if (!domain.first.IsScalar()) continue;
-            YAML::Node copy = YAML::Clone(domain.second);
-            if (copy.IsMap()) {
-                copy.remove("exposure");
-                if (copy["tools"] && copy["tools"].IsMap()) {
-                    std::vector<std::string> emptied;
-                    for (auto tool : copy["tools"])
-                        if (tool.second.IsMap()) {
-                            tool.second.remove("exposure");
-                            if (tool.second.size() == 0 && tool.first.IsScalar())
-                                emptied.push_back(tool.first.Scalar());
-                        }
-                    for (const auto& tool : emptied)
-                        copy["tools"].remove(tool);
-                    if (copy["tools"].size() == 0) copy.remove("tools");
-                }
-                if (copy.size() == 0) continue;
-            }
-            texts["domains." + domain.first.Scalar()] = canonical_text(copy);
-        }
+        for (const auto& domain : section.value.entries())
+            if (domain.key.is_scalar())
+                if (auto text = domain_text(domain.value)) texts["domains." + domain.key.text()] = std::move(*text);
     }
     return texts;
 }
 
-Config read_root(const YamlReader& r, const YAML::Node& root) {
+Config read_root(const YamlReader& r, const YamlNode& root) {
     Config cfg;
     cfg.source = r.source();
     cfg.base_dir = r.base_dir();
     cfg.data_dir = default_data_dir();
-    if (root.IsNull()) return cfg;
+    if (root.is_null()) return cfg;
     r.expect_map(root, "the configuration");
     cfg.section_texts = section_texts(root);
     r.only_keys(root, {"server",  "strict",  "gate",           "log_level",   "plugin_dir", "data_dir",
@@ -1405,35 +1432,35 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
     const auto section = [&](const char* key, auto&& read) {
         if (root[key]) r.attempt([&] { read(root[key]); });
     };
-    section("server", [&](const YAML::Node& n) { read_server(r, n, cfg.server); });
-    section("strict", [&](const YAML::Node& n) { cfg.strict = r.boolean(n, "strict"); });
-    section("gate", [&](const YAML::Node& n) { cfg.gate = r.boolean(n, "gate"); });
-    section("log_level", [&](const YAML::Node& n) {
+    section("server", [&](const YamlNode& n) { read_server(r, n, cfg.server); });
+    section("strict", [&](const YamlNode& n) { cfg.strict = r.boolean(n, "strict"); });
+    section("gate", [&](const YamlNode& n) { cfg.gate = r.boolean(n, "gate"); });
+    section("log_level", [&](const YamlNode& n) {
         cfg.log_level = r.string(n, "log_level");
         if (!is_log_level(cfg.log_level)) r.fail(n, std::string("log_level must be one of ") + kLogLevelList);
     });
-    section("log_format", [&](const YAML::Node& n) {
+    section("log_format", [&](const YamlNode& n) {
         cfg.log_format = r.string(n, "log_format");
         if (cfg.log_format != "text" && cfg.log_format != "json") r.fail(n, "log_format must be text or json");
     });
-    section("metrics", [&](const YAML::Node& n) { read_metrics(r, n, cfg.metrics); });
-    section("audit", [&](const YAML::Node& n) { read_audit(r, n, cfg.audit); });
-    section("tracing", [&](const YAML::Node& n) { read_tracing(r, n, cfg.tracing); });
-    section("plugin_dir", [&](const YAML::Node& n) { cfg.plugin_dir = r.path(n, "plugin_dir"); });
-    section("data_dir", [&](const YAML::Node& n) { cfg.data_dir = r.path(n, "data_dir"); });
-    section("plugins", [&](const YAML::Node& n) { read_plugins(r, n, cfg.plugins); });
-    section("domains", [&](const YAML::Node& n) { read_domains(r, n, cfg.domains); });
-    section("upstreams", [&](const YAML::Node& n) { read_upstreams(r, n, cfg.upstreams); });
-    section("limits", [&](const YAML::Node& n) { read_limits(r, n, cfg.limits); });
-    section("rate_limits", [&](const YAML::Node& n) { read_rate_limits(r, n, cfg.rate_limits); });
-    section("session", [&](const YAML::Node& n) { read_session(r, n, cfg.data_dir, cfg.session); });
-    section("license", [&](const YAML::Node& n) { read_license(r, n, cfg.data_dir, cfg.license); });
-    section("input_requests", [&](const YAML::Node& n) { read_input_requests(r, n, cfg.input_requests); });
-    section("tasks", [&](const YAML::Node& n) { read_tasks(r, n, cfg.tasks); });
-    section("transports", [&](const YAML::Node& t) {
-        if (!t.IsSequence()) r.fail(t, "transports must be a list (allowed: stdio, http)");
+    section("metrics", [&](const YamlNode& n) { read_metrics(r, n, cfg.metrics); });
+    section("audit", [&](const YamlNode& n) { read_audit(r, n, cfg.audit); });
+    section("tracing", [&](const YamlNode& n) { read_tracing(r, n, cfg.tracing); });
+    section("plugin_dir", [&](const YamlNode& n) { cfg.plugin_dir = r.path(n, "plugin_dir"); });
+    section("data_dir", [&](const YamlNode& n) { cfg.data_dir = r.path(n, "data_dir"); });
+    section("plugins", [&](const YamlNode& n) { read_plugins(r, n, cfg.plugins); });
+    section("domains", [&](const YamlNode& n) { read_domains(r, n, cfg.domains); });
+    section("upstreams", [&](const YamlNode& n) { read_upstreams(r, n, cfg.upstreams); });
+    section("limits", [&](const YamlNode& n) { read_limits(r, n, cfg.limits); });
+    section("rate_limits", [&](const YamlNode& n) { read_rate_limits(r, n, cfg.rate_limits); });
+    section("session", [&](const YamlNode& n) { read_session(r, n, cfg.data_dir, cfg.session); });
+    section("license", [&](const YamlNode& n) { read_license(r, n, cfg.data_dir, cfg.license); });
+    section("input_requests", [&](const YamlNode& n) { read_input_requests(r, n, cfg.input_requests); });
+    section("tasks", [&](const YamlNode& n) { read_tasks(r, n, cfg.tasks); });
+    section("transports", [&](const YamlNode& t) {
+        if (!t.is_sequence()) r.fail(t, "transports must be a list (allowed: stdio, http)");
         cfg.transports.clear();
-        for (const auto& item : t)
+        for (const auto& item : t.items())
             r.attempt([&] {
                 auto name = r.string(item, "a transport");
                 if (name != "stdio" && name != "http")
@@ -1444,8 +1471,8 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
             });
         if (t.size() == 0) r.fail(t, "transports must name at least one of stdio, http");
     });
-    section("http", [&](const YAML::Node& n) { read_http(r, n, cfg.http); });
-    section("auth", [&](const YAML::Node& n) { read_auth(r, n, cfg.auth); });
+    section("http", [&](const YamlNode& n) { read_http(r, n, cfg.http); });
+    section("auth", [&](const YamlNode& n) { read_auth(r, n, cfg.auth); });
     if (root["metrics"] && cfg.metrics.enabled && cfg.metrics.path == cfg.http.path)
         r.note(root["metrics"], "metrics.path " + cfg.metrics.path +
                                     " is also http.path, the MCP endpoint; give the metrics another path");
@@ -1453,9 +1480,9 @@ Config read_root(const YamlReader& r, const YAML::Node& root) {
 }
 
 // The line (from 1) where a second YAML document with something in it
-// starts, if one does: YAML::Load reads the first and leaves the rest
-// unread, and yaml-cpp's LoadAll can loop for ever on a malformed later one,
-// so the markers are found in the text. A marker is "---" or "..." at the
+// starts, if one does: YamlDocument reads the first and leaves the rest
+// unread, and a later one may not even be well formed, so the markers are
+// found in the text. A marker is "---" or "..." at the
 // start of a line, alone or before a space; inside a block scalar a line is
 // indented, so "-----BEGIN PUBLIC KEY-----" there is none. A "---" before
 // any content starts the first document, and markers with nothing but
@@ -1492,21 +1519,21 @@ std::optional<std::size_t> second_document_line(std::string_view yaml) {
 ConfigReading parse(std::string_view yaml, const std::string& source, const std::filesystem::path& base_dir) {
     ConfigReading reading;
     YamlReader reader(source, base_dir);
-    YAML::Node root;
     if (const auto line = second_document_line(yaml)) {
         reading.problems.push_back({{source, static_cast<int>(*line), 1},
                                     "a second YAML document starts here; the configuration is one document (remove "
                                     "the '---' or '...' before it, or move it to a file of its own)"});
         return reading;
     }
+    std::optional<YamlDocument> document;
     try {
-        root = YAML::Load(std::string(yaml));
-    } catch (const YAML::ParserException& e) {
-        reading.problems.push_back({{source, e.mark.line + 1, e.mark.column + 1}, e.msg});
+        document = YamlDocument::parse(yaml);
+    } catch (const YamlSyntaxError& e) {
+        reading.problems.push_back({{source, e.where().line, e.where().column}, e.what()});
         return reading;
     }
     reading.parsed = true;
-    reader.attempt([&] { reading.config = read_root(reader, root); });
+    reader.attempt([&] { reading.config = read_root(reader, document->root()); });
     reading.problems = reader.take_problems();
     std::stable_sort(reading.problems.begin(), reading.problems.end(),
                      [](const ConfigProblem& a, const ConfigProblem& b) {

@@ -1,8 +1,7 @@
 #include "session/grant_table.hpp"
 
+#include "config/yaml_document.hpp"
 #include "session/bounded_file.hpp"
-
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 
@@ -41,28 +40,31 @@ std::vector<std::string> GrantTable::scopes(const std::string& store, const std:
         throw GrantsUnavailable("the grants file " + grants_file_.string() + " " + e.what());
     }
     if (!file) throw GrantsUnavailable("the grants file " + grants_file_.string() + " does not exist");
-    YAML::Node root;
+    std::optional<config::YamlDocument> document;
     try {
-        root = YAML::Load(file->text);
-    } catch (const YAML::Exception& e) {
-        throw GrantsUnavailable("the grants file " + grants_file_.string() + " is not YAML: " + e.what());
+        document = config::YamlDocument::parse(file->text);
+    } catch (const config::YamlSyntaxError& e) {
+        throw GrantsUnavailable("the grants file " + grants_file_.string() + " is not YAML: line " +
+                                std::to_string(e.where().line) + ", column " + std::to_string(e.where().column) + ": " +
+                                e.what());
     }
-    if (!root.IsMap() || (root["grants"] && !root["grants"].IsMap()))
+    const config::YamlNode root = document->root();
+    if (!root.is_map() || (root["grants"] && !root["grants"].is_map()))
         throw GrantsUnavailable("the grants file " + grants_file_.string() +
                                 " must hold grants: {<store>: {<user>: [scopes]}}");
-    const YAML::Node grants = root["grants"] ? root["grants"] : root;
-    const YAML::Node for_store = grants[store];
-    if (!for_store || !for_store.IsMap()) return out;
-    const YAML::Node for_user = for_store[user];
+    const config::YamlNode grants = root["grants"] ? root["grants"] : root;
+    const config::YamlNode for_store = grants[store];
+    if (!for_store.is_map()) return out;
+    const config::YamlNode for_user = for_store[user];
     if (!for_user) return out;
-    if (!for_user.IsSequence())
+    if (!for_user.is_sequence())
         throw GrantsUnavailable("the grants file " + grants_file_.string() + " lists no scope list for " + store + "/" +
                                 user);
-    for (const auto& scope : for_user) {
-        if (!scope.IsScalar())
+    for (const auto& scope : for_user.items()) {
+        if (!scope.is_scalar())
             throw GrantsUnavailable("the grants file " + grants_file_.string() + " lists a scope for " + store + "/" +
-                                    user + " that is not a name (line " + std::to_string(scope.Mark().line + 1) + ")");
-        const auto name = scope.as<std::string>();
+                                    user + " that is not a name (line " + std::to_string(scope.mark().line) + ")");
+        const auto& name = scope.text();
         if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
     }
     std::sort(out.begin(), out.end());

@@ -210,8 +210,15 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
         {"server:\n  name: x\n---\nplugins: [a.so]\n", ":4:1: ", "a second YAML document starts here"},
         {"server:\n  name: x\n...\n--- {plugins: [a.so]}\n", ":4:1: ", "a second YAML document starts here"},
         // YAML syntax errors come from the parser, with its position.
-        {"server: {name: x\n", ":2:1: ", "end of map flow not found"},
-        {"plugins:\n  - a.so\n - b.so\n", ":3:2: ", "end of map not found"},
+        {"server: {name: x\n", ":2:1: ",
+         "did not find expected ',' or '}' (while parsing a flow mapping that starts at line 1, column 9)"},
+        {"plugins:\n  - a.so\n - b.so\n", ":3:2: ",
+         "did not find expected key (while parsing a block mapping that starts at line 1, column 1)"},
+        {"metrics:\n  allow: [10.0.0.0/8, ::1]\n", ":2:23: ",
+         "inside [ ] or { } quote a value that starts with ':', such as an IPv6 address ('::1')"},
+        {"grants: {x: [\"a\"]}\nsession: *nowhere\n", ":2:10: ",
+         "the alias *nowhere names no anchor (&name) written before it"},
+        {"server:\n  name: \"caf\xe9\"\n", ":2:", "invalid"},
     };
     for (const auto& c : cases) {
         INFO("yaml:\n" << c.yaml);
@@ -520,7 +527,7 @@ TEST_CASE("metrics, audit, tracing and log_format are read, and their mistakes n
           "[config][metrics]") {
     TempDir dir;
     const auto file =
-        dir.write("gatehouse.yaml", "metrics:\n  path: /m\n  listen: 10.0.0.5:9464\n  allow: [10.0.0.0/8, ::1]\n"
+        dir.write("gatehouse.yaml", "metrics:\n  path: /m\n  listen: 10.0.0.5:9464\n  allow: [10.0.0.0/8, '::1']\n"
                                     "audit:\n  file: logs/audit.jsonl\n  include_arguments: true\n"
                                     "tracing:\n  otlp_endpoint: http://127.0.0.1:4318/v1/traces\n"
                                     "  service_name: gate-a\nlog_format: json\n");
