@@ -4,7 +4,7 @@
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
 #include <valijson/validation_results.hpp>
-#include <valijson/validator.hpp>
+#include <valijson/validation_visitor.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -84,9 +84,12 @@ constexpr double kExactIntegers = 9007199254740992.0;
 constexpr std::size_t kMaxReferenceBytes = 1024;
 
 // What the walk over a schema found besides its faults.
+using RegexCache = std::unordered_map<std::string, std::regex>;
+
 struct Findings {
     bool regex = false;                  // std::regex runs while validating
     std::vector<std::string> local_refs; // every "$ref": "#..." as written
+    RegexCache patterns;                 // every `pattern`, compiled
 };
 
 // Keywords valijson would accept and then fail on while validating, found
@@ -120,7 +123,9 @@ void check_keywords(const nlohmann::json& node, const std::string& pointer, Find
         if (is_data_keyword(key)) continue;
         try {
             if (key == "pattern" && value.is_string()) {
-                std::regex(value.get<std::string>(), std::regex::ECMAScript);
+                const auto& text = value.get_ref<const std::string&>();
+                if (!findings.patterns.count(text))
+                    findings.patterns.emplace(text, std::regex(text, std::regex::ECMAScript));
                 findings.regex = true;
             }
             if (key == "patternProperties" && value.is_object())
@@ -389,23 +394,31 @@ bool more_values_than(const nlohmann::json& value, std::size_t limit) {
 
 } // namespace
 
-// A validator of the schema's, taken for one check and given back after it.
+struct JsonSchema::Patterns {
+    RegexCache regexes;
+};
+
+// A validator of the schema's, taken for one check and given back after it:
+// the regexes valijson reaches a `pattern`'s through. Each starts as a copy
+// of those the schema compiled at load (a std::regex copies its compiled
+// automaton by reference, and matching only reads it), and keeps any other
+// valijson compiles while checking.
 class JsonSchema::ValidatorLease {
 public:
     explicit ValidatorLease(const JsonSchema& schema) : schema_(schema) {
         {
-            std::lock_guard lock(schema_.validators_mutex_);
-            if (!schema_.idle_validators_.empty()) {
-                validator_ = std::move(schema_.idle_validators_.back());
-                schema_.idle_validators_.pop_back();
+            std::lock_guard lock(schema_.patterns_mutex_);
+            if (!schema_.idle_patterns_.empty()) {
+                patterns_ = std::move(schema_.idle_patterns_.back());
+                schema_.idle_patterns_.pop_back();
             }
         }
-        if (!validator_) validator_ = std::make_unique<valijson::Validator>();
+        if (!patterns_) patterns_ = std::make_unique<Patterns>(*schema_.compiled_patterns_);
     }
     ~ValidatorLease() {
-        std::lock_guard lock(schema_.validators_mutex_);
+        std::lock_guard lock(schema_.patterns_mutex_);
         try {
-            schema_.idle_validators_.push_back(std::move(validator_));
+            schema_.idle_patterns_.push_back(std::move(patterns_));
         } catch (const std::bad_alloc&) {
             // Dropped: the next check makes another.
         }
@@ -413,11 +426,18 @@ public:
     ValidatorLease(const ValidatorLease&) = delete;
     ValidatorLease& operator=(const ValidatorLease&) = delete;
 
-    valijson::Validator& operator*() const { return *validator_; }
+    // What valijson::Validator::validate does (strong types, from the root),
+    // with this lease's regexes: the Validator keeps its own private.
+    bool check(const valijson::Subschema& schema, const valijson::adapters::NlohmannJsonAdapter& target,
+               valijson::ValidationResults* results) const {
+        valijson::ValidationVisitor<valijson::adapters::NlohmannJsonAdapter> visitor(
+            target, std::vector<std::string>(1, "<root>"), true, results, patterns_->regexes);
+        return visitor.validateSchema(schema);
+    }
 
 private:
     const JsonSchema& schema_;
-    std::unique_ptr<valijson::Validator> validator_;
+    std::unique_ptr<Patterns> patterns_;
 };
 
 // For each format a schema holds, the schema valijson reads with that
@@ -444,7 +464,7 @@ std::string JsonSchema::format_reason(const nlohmann::json& instance, const std:
             const auto& check = format_checks_->by_format[k];
             if (!check) continue;
             valijson::ValidationResults results;
-            (*validator).validate(check->schema, target, &results);
+            validator.check(check->schema, target, &results);
             bool still_fails = false;
             valijson::ValidationResults::Error error;
             while (results.popError(error))
@@ -473,6 +493,14 @@ std::shared_ptr<const JsonSchema> JsonSchema::compile(const nlohmann::json& docu
     integer_multiples_as_doubles(out->compiled_document_);
     unsigned formats = 0;
     formats_as_patterns(out->compiled_document_, formats);
+    auto patterns = std::make_unique<Patterns>();
+    patterns->regexes = std::move(findings.patterns);
+    for (std::size_t k = 0; k < std::size(kFormatPatterns); ++k)
+        if (formats & (1u << k))
+            patterns->regexes.emplace(kFormatPatterns[k].pattern, std::regex(kFormatPatterns[k].pattern));
+    // The pattern a format's copy puts in its place (FormatChecks).
+    if (formats != 0) patterns->regexes.emplace("", std::regex(""));
+    out->compiled_patterns_ = std::move(patterns);
     out->compiled_ = std::make_unique<valijson::Schema>();
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
     valijson::adapters::NlohmannJsonAdapter adapter(out->compiled_document_);
@@ -500,12 +528,12 @@ std::optional<SchemaViolation> JsonSchema::validate(const nlohmann::json& value)
     valijson::adapters::NlohmannJsonAdapter target(value);
     const ValidatorLease validator(*this);
     // Fast path: stop at the first failure without collecting messages.
-    if ((*validator).validate(*compiled_, target, nullptr)) return std::nullopt;
+    if (validator.check(*compiled_, target, nullptr)) return std::nullopt;
     if (more_values_than(value, kMaxPinpointedValues))
         return SchemaViolation{"", "the value does not match the schema (not pinpointed: it holds more than " +
                                        std::to_string(kMaxPinpointedValues) + " values)"};
     valijson::ValidationResults results;
-    (*validator).validate(*compiled_, target, &results);
+    validator.check(*compiled_, target, &results);
     // The deepest error names the value to fix; the outer ones only repeat
     // that a parent failed because of it.
     SchemaViolation best{"", "the value does not match the schema"};

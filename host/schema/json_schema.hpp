@@ -11,7 +11,6 @@
 
 namespace valijson {
 class Schema;
-class Validator;
 } // namespace valijson
 
 namespace gatehouse::schema {
@@ -65,13 +64,18 @@ private:
     // as patterns: what tells their failures apart (format_reason). Null
     // when it holds none.
     std::unique_ptr<FormatChecks> format_checks_;
-    // valijson compiles a `pattern`'s regex into the Validator that checks a
-    // value and keeps it there, not in the schema: a Validator made for each
-    // check compiled every pattern again each time (some 200 µs for a UUID's).
-    // A schema keeps the validators it made, one for each check that ran at
-    // the same moment as others, each holding the patterns it met.
-    mutable std::mutex validators_mutex_;
-    mutable std::vector<std::unique_ptr<valijson::Validator>> idle_validators_;
+    // valijson compiles a `pattern`'s regex when it first checks one and keeps
+    // it in the cache it was given (a Validator's own, private), not in the
+    // schema: a Validator made for each check compiled every pattern again
+    // each time (some 200 µs for a UUID's), and one kept per concurrent check
+    // compiled it once each. The schema compiles its patterns (the formats'
+    // included) once at load; each check runs with a copy of them, taken from
+    // the idle ones (one for each check that ran at the same moment as
+    // others).
+    struct Patterns;
+    std::unique_ptr<const Patterns> compiled_patterns_;
+    mutable std::mutex patterns_mutex_;
+    mutable std::vector<std::unique_ptr<Patterns>> idle_patterns_;
 };
 
 // A keyword whose value is data, never a schema (enum, const, default,
