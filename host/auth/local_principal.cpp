@@ -8,9 +8,9 @@
 namespace gatehouse::auth {
 
 Principal local_principal() {
-    if (const char* p = std::getenv("GATEHOUSE_PRINCIPAL"); p && *p) return {p, "local", {}, {}};
-    if (const passwd* pw = getpwuid(geteuid()); pw && pw->pw_name) return {pw->pw_name, "local", {}, {}};
-    return {"uid:" + std::to_string(geteuid()), "local", {}, {}};
+    if (const char* p = std::getenv("GATEHOUSE_PRINCIPAL"); p && *p) return {.subject = p, .kind = "local"};
+    if (const passwd* pw = getpwuid(geteuid()); pw && pw->pw_name) return {.subject = pw->pw_name, .kind = "local"};
+    return {.subject = "uid:" + std::to_string(geteuid()), .kind = "local"};
 }
 
 } // namespace gatehouse::auth

@@ -71,7 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view stream(reinterpret_cast<const char*>(data) + 1, size - 1);
 
     auto out = std::make_shared<CheckingOutbound>();
-    auto connection = std::make_shared<protocol::Connection>(out, auth::Principal{"fuzzer", "local", {}, {}});
+    auto connection =
+        std::make_shared<protocol::Connection>(out, auth::Principal{.subject = "fuzzer", .kind = "local"});
     transport::LineFramer framer(h.cfg.limits.max_message_bytes);
     const transport::LineFramer::LineHandler on_line = [&](std::string_view line) {
         h.server->on_message(connection, line);

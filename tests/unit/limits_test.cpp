@@ -118,12 +118,12 @@ TEST_CASE("RateLimiter: no owner key reaches another principal's bucket for a to
     cfg.per_tool["slow_tool"] = config::RateLimit{0.001, 1, {}};
     limits::RateLimiter r(cfg);
     const auto t0 = limits::RateLimiter::Clock::time_point{} + 1000s;
-    const auto alice = auth::Principal{"alice", "local", {}, {}}.owner_key();
+    const auto alice = auth::Principal{.subject = "alice", .kind = "local"}.owner_key();
     CHECK_FALSE(r.acquire(alice, "slow_tool", t0)); // empties alice's and alice's slow_tool bucket
     // Subjects spelling out the tool bucket's key, with either separator a
     // bucket key could use, are principals of their own.
     for (const std::string& subject : {std::string("alice%%slow_tool"), std::string("alice\0slow_tool", 15)}) {
-        const auto owner = auth::Principal{subject, "local", {}, {}}.owner_key();
+        const auto owner = auth::Principal{.subject = subject, .kind = "local"}.owner_key();
         CHECK(owner != limits::RateLimiter::tool_bucket_key(alice, "slow_tool"));
         CHECK_FALSE(r.acquire(owner, "echo", t0));
     }

@@ -26,7 +26,7 @@ struct Harness {
     std::unique_ptr<protocol::McpServer> server;
     std::shared_ptr<RecordingOutbound> out = std::make_shared<RecordingOutbound>();
     std::shared_ptr<protocol::Connection> connection =
-        std::make_shared<protocol::Connection>(out, auth::Principal{"tester", "local", {}, {}});
+        std::make_shared<protocol::Connection>(out, auth::Principal{.subject = "tester", .kind = "local"});
 
     Harness() {
         auto cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() +
@@ -197,8 +197,8 @@ TEST_CASE("one principal at max_in_flight_per_principal is refused while another
     protocol::McpServer server(live, gate, cfg.server, cfg.limits, pool);
     auto out_a = std::make_shared<RecordingOutbound>();
     auto out_b = std::make_shared<RecordingOutbound>();
-    auto alice = std::make_shared<protocol::Connection>(out_a, auth::Principal{"alice", "token", {}, {}});
-    auto bob = std::make_shared<protocol::Connection>(out_b, auth::Principal{"bob", "token", {}, {}});
+    auto alice = std::make_shared<protocol::Connection>(out_a, auth::Principal{.subject = "alice", .kind = "token"});
+    auto bob = std::make_shared<protocol::Connection>(out_b, auth::Principal{.subject = "bob", .kind = "token"});
     auto call = [](int id, const std::string& name, Json args) {
         return request(id, "tools/call", {{"_meta", modern_meta()}, {"name", name}, {"arguments", std::move(args)}})
             .dump();
@@ -254,9 +254,10 @@ TEST_CASE("scope_refusal: a verified token without the tool's scope is refused, 
     plugins::Tool tool;
     tool.name = "ledger_balance";
     tool.scope = "ledger:read";
-    const auth::Principal narrow{"ann", "token", "app", {"notes"}};
-    const auth::Principal wide{"ann", "token", "app", {"notes", "ledger:read"}};
-    const auth::Principal local{"ann", "local", {}, {}};
+    const auth::Principal narrow{.subject = "ann", .kind = "token", .client_id = "app", .scopes = {"notes"}};
+    const auth::Principal wide{
+        .subject = "ann", .kind = "token", .client_id = "app", .scopes = {"notes", "ledger:read"}};
+    const auth::Principal local{.subject = "ann", .kind = "local"};
     auto refusal = protocol::scope_refusal(tool, narrow);
     REQUIRE(refusal);
     CHECK(refusal->code == "INSUFFICIENT_SCOPE");

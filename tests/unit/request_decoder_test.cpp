@@ -25,7 +25,7 @@ struct Harness {
     plugins::HostServices host;
     std::shared_ptr<protocol::Connection> connection;
 
-    explicit Harness(auth::Principal principal = {"tester", "local", {}, {}})
+    explicit Harness(auth::Principal principal = {.subject = "tester", .kind = "local"})
         : connection(std::make_shared<protocol::Connection>(std::make_shared<NoOutbound>(), std::move(principal))) {
         auto cfg = config::load_config_text("plugin_dir: " + test::plugin_dir().string() + "\nplugins: [echo.so]\n",
                                             "test.yaml", "/");

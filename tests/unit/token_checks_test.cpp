@@ -94,7 +94,7 @@ TEST_CASE("a principal's owner key is its kind, issuer and subject, and keys nev
     const auto from_other = auth::check_claims(claims, rules, now);
     REQUIRE(from_other.kind == Kind::accepted);
 
-    const auth::Principal local{"alice", "local", {}, {}};
+    const auth::Principal local{.subject = "alice", .kind = "local"};
     CHECK(local.owner_key() == "alice"); // the form every store keyed the local user by before
     CHECK(from_as.principal.owner_key() != local.owner_key());
     CHECK(from_as.principal.owner_key() != from_other.principal.owner_key());
@@ -102,11 +102,11 @@ TEST_CASE("a principal's owner key is its kind, issuer and subject, and keys nev
     CHECK(local.to_json()["owner"] == "alice");
 
     // Parts that try to imitate the separators stay apart.
-    const auth::Principal api_key{"alice", "token", "ci", {}};
+    const auth::Principal api_key{.subject = "alice", .kind = "token", .client_id = "ci"};
     const auth::Principal crafted{"x:alice", "token", {}, {}, ""};
     const auth::Principal split{"alice", "token", {}, {}, "x"};
-    const auth::Principal local_lookalike{"token::alice", "local", {}, {}};
-    const auth::Principal local_escape{"token%3A%3Aalice", "local", {}, {}};
+    const auth::Principal local_lookalike{.subject = "token::alice", .kind = "local"};
+    const auth::Principal local_escape{.subject = "token%3A%3Aalice", .kind = "local"};
     const std::vector<std::string> keys = {
         local.owner_key(),           api_key.owner_key(),      crafted.owner_key(),          split.owner_key(),
         local_lookalike.owner_key(), local_escape.owner_key(), from_as.principal.owner_key()};

@@ -61,7 +61,7 @@ struct Harness {
     std::shared_ptr<RecordingOutbound> out = std::make_shared<RecordingOutbound>();
     std::shared_ptr<protocol::Connection> connection;
 
-    explicit Harness(config::RateLimits rates = {}, auth::Principal principal = {"tester", "local", {}, {}},
+    explicit Harness(config::RateLimits rates = {}, auth::Principal principal = {.subject = "tester", .kind = "local"},
                      std::shared_ptr<limits::BucketStore> buckets = nullptr)
         : rate_limiter(std::move(rates), std::move(buckets)),
           connection(std::make_shared<protocol::Connection>(out, std::move(principal))) {}
@@ -170,7 +170,7 @@ TEST_CASE("ToolCall refuses with STATE_UNAVAILABLE when the shared rate limits c
     test::RedisServer server;
     config::RateLimits rates;
     rates.per_principal = config::RateLimit{100, 100, {}};
-    Harness h(rates, {"tester", "local", {}, {}}, limits::make_redis_buckets(server.settings()));
+    Harness h(rates, {.subject = "tester", .kind = "local"}, limits::make_redis_buckets(server.settings()));
     auto check = std::make_unique<RefuseAll>();
     RefuseAll* refuse_all = check.get();
     h.gate.add(std::move(check));
