@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Writes host/function_order.txt: the host's functions that a start on the
+# embedded default configuration and a few calls of each era run, in the
+# order they first ran. A release build linked with lld places them first in
+# its text (host/CMakeLists.txt), so the pages a serving host touches are few
+# and together: every page first touched costs a fault, and each fault maps
+# its neighbours too (docs/performance.md, "What a page first touched costs
+# here"). Run it again after large changes; a name no longer in the binary is
+# ignored, a new function is placed after the listed ones.
+# Usage: scripts/order-functions.sh [BUILD_DIR]   (a release build; needs valgrind)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
+[[ -x $build/bin/gatehouse ]] || { echo "no $build/bin/gatehouse: build it first (scripts/build.sh)" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# A copy without debug sections (valgrind reads the symbols; some DWARF it
+# cannot), laid out as the build is, so the embedded configuration finds the
+# plugins beside the binary.
+mkdir -p "$work/bin" "$work/lib/gatehouse/plugins" "$work/data"
+objcopy --strip-debug "$build/bin/gatehouse" "$work/bin/gatehouse"
+for plugin in "$build"/lib/gatehouse/plugins/*.so; do
+  objcopy --strip-debug "$plugin" "$work/lib/gatehouse/plugins/$(basename "$plugin")"
+done
+
+# Each era's listing and calls of the shipped tools; refusals included, as
+# an agent meets them first.
+meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"order","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}'
+requests() {
+  echo '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{'"$meta"'}}'
+  echo '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{'"$meta"'}}'
+  echo '{"jsonrpc":"2.0","id":3,"method":"resources/list","params":{'"$meta"'}}'
+  echo '{"jsonrpc":"2.0","id":4,"method":"prompts/list","params":{'"$meta"'}}'
+  local id=10
+  for tool in session_init list_domains session_connect remember recall forget describe_tool; do
+    echo '{"jsonrpc":"2.0","id":'$id',"method":"tools/call","params":{"name":"'$tool'","arguments":{},'"$meta"'}}'
+    id=$((id + 1))
+  done
+}
+legacy() {
+  echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"order","version":"1"}}}'
+  echo '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  echo '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+  echo '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"session_init","arguments":{}}}'
+  echo '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"recall","arguments":{"query":"x"}}}'
+}
+
+run() { # NAME INPUT-FUNCTION
+  "$2" | GATEHOUSE_DATA_DIR="$work/data" valgrind --tool=callgrind --demangle=no --dump-instr=no \
+    --callgrind-out-file="$work/$1.out" "$work/bin/gatehouse" serve >/dev/null 2>"$work/$1.log"
+}
+run modern requests
+run legacy legacy
+
+# The functions of the gatehouse binary each run executed, in the order of
+# their cost blocks in callgrind's file. Names and objects are written in
+# full once and then by number ("fn=(12)").
+python3 - "$work/bin/gatehouse" "$work/modern.out" "$work/legacy.out" >"$work/order.txt" <<'PY'
+import re, sys
+binary, files = sys.argv[1], sys.argv[2:]
+seen = []
+for path in files:
+    names = {"ob": {}, "fn": {}}
+    ob = None
+    for line in open(path, errors="replace"):
+        m = re.match(r"^(c?)(ob|fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+        if not m:
+            continue
+        called, kind, number, name = m.groups()
+        if name is not None:
+            names[kind][number] = name
+        if called:
+            continue
+        if kind == "ob":
+            ob = names["ob"].get(number)
+        elif ob == binary:
+            seen.append(names["fn"].get(number))
+done = set()
+for name in seen:
+    if name and not name.startswith("0x") and name not in done:
+        done.add(name)
+        print(name)
+PY
+mv "$work/order.txt" host/function_order.txt
+echo "host/function_order.txt: $(wc -l <host/function_order.txt) functions" >&2
