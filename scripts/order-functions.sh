@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Writes host/function_order.txt: the host's functions that a start on the
-# embedded default configuration and a few calls of each era run, in the
-# order they first ran. A release build linked with lld places them first in
-# its text (host/CMakeLists.txt), so the pages a serving host touches are few
+# Writes host/function_order.txt and each shipped plugin's
+# function_order.txt: the functions of the host and of each plugin that a
+# start on the embedded default configuration and a few calls of each era
+# run. A release build linked with lld places them first in its text
+# (cmake/FunctionOrder.cmake), so the pages a serving host touches are few
 # and together: every page first touched costs a fault, and each fault maps
 # its neighbours too (docs/performance.md, "What a page first touched costs
 # here"). Run it again after large changes; a name no longer in the binary is
@@ -54,13 +55,19 @@ run() { # NAME INPUT-FUNCTION
 run modern requests
 run legacy legacy
 
-# The functions of the gatehouse binary each run executed, in the order of
-# their cost blocks in callgrind's file. Names and objects are written in
-# full once and then by number ("fn=(12)").
-python3 - "$work/bin/gatehouse" "$work/modern.out" "$work/legacy.out" >"$work/order.txt" <<'PY'
+# The functions each object ran, in the order of their cost blocks in
+# callgrind's file (names and objects are written in full once, then by
+# number: "fn=(12)"), into the list its build reads.
+python3 - "$work" "$work/modern.out" "$work/legacy.out" <<'PY'
 import re, sys
-binary, files = sys.argv[1], sys.argv[2:]
-seen = []
+work, files = sys.argv[1], sys.argv[2:]
+lists = {
+    f"{work}/bin/gatehouse": "host/function_order.txt",
+    f"{work}/lib/gatehouse/plugins/session.so": "plugins/session/function_order.txt",
+    f"{work}/lib/gatehouse/plugins/sessions.so": "plugins/sessions-bot/function_order.txt",
+    f"{work}/lib/gatehouse/plugins/memory.so": "plugins/memory/function_order.txt",
+}
+ran = {binary: [] for binary in lists}
 for path in files:
     names = {"ob": {}, "fn": {}}
     ob = None
@@ -75,13 +82,14 @@ for path in files:
             continue
         if kind == "ob":
             ob = names["ob"].get(number)
-        elif ob == binary:
-            seen.append(names["fn"].get(number))
-done = set()
-for name in seen:
-    if name and not name.startswith("0x") and name not in done:
-        done.add(name)
-        print(name)
+        elif ob in ran:
+            ran[ob].append(names["fn"].get(number))
+for binary, out in lists.items():
+    done = []
+    for name in ran[binary]:
+        if name and not name.startswith("0x") and name not in done:
+            done.append(name)
+    with open(out, "w") as f:
+        f.writelines(name + "\n" for name in done)
+    print(f"{out}: {len(done)} functions", file=sys.stderr)
 PY
-mv "$work/order.txt" host/function_order.txt
-echo "host/function_order.txt: $(wc -l <host/function_order.txt) functions" >&2
