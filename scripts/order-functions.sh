@@ -55,9 +55,8 @@ run() { # NAME INPUT-FUNCTION
 run modern requests
 run legacy legacy
 
-# The functions each object ran, in the order of their cost blocks in
-# callgrind's file (names and objects are written in full once, then by
-# number: "fn=(12)"), into the list its build reads.
+# The functions each object ran (callgrind's file writes names and objects
+# in full once, then by number: "fn=(12)"), into the list its build reads.
 python3 - "$work" "$work/modern.out" "$work/legacy.out" <<'PY'
 import re, sys
 work, files = sys.argv[1], sys.argv[2:]
@@ -91,7 +90,9 @@ for binary, out in lists.items():
             done.append(name)
     if binary.endswith("/bin/gatehouse") and len(done) < 100:
         sys.exit(f"the host ran only {len(done)} functions of its own: did it start? (a release build of this tree)")
+    # Sorted: where each sits inside the packed run matters little, and a
+    # list written again differs only by what changed.
     with open(out, "w") as f:
-        f.writelines(name + "\n" for name in done)
+        f.writelines(name + "\n" for name in sorted(done))
     print(f"{out}: {len(done)} functions", file=sys.stderr)
 PY
