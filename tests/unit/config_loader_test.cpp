@@ -210,14 +210,14 @@ TEST_CASE("every config error names file:line:column and the mistake", "[config]
         {"server:\n  name: x\n---\nplugins: [a.so]\n", ":4:1: ", "a second YAML document starts here"},
         {"server:\n  name: x\n...\n--- {plugins: [a.so]}\n", ":4:1: ", "a second YAML document starts here"},
         // YAML syntax errors come from the parser, with its position.
-        {"server: {name: x\n", ":2:1: ",
-         "did not find expected ',' or '}' (while parsing a flow mapping that starts at line 1, column 9)"},
-        {"plugins:\n  - a.so\n - b.so\n", ":3:2: ",
-         "did not find expected key (while parsing a block mapping that starts at line 1, column 1)"},
-        {"metrics:\n  allow: [10.0.0.0/8, ::1]\n", ":2:23: ",
-         "inside [ ] or { } quote a value that starts with ':', such as an IPv6 address ('::1')"},
-        {"grants: {x: [\"a\"]}\nsession: *nowhere\n", ":2:10: ",
-         "the alias *nowhere names no anchor (&name) written before it"},
+        {"server: {name: x\n",
+         ":2:1: ", "did not find expected ',' or '}' (while parsing a flow mapping that starts at line 1, column 9)"},
+        {"plugins:\n  - a.so\n - b.so\n",
+         ":3:2: ", "did not find expected key (while parsing a block mapping that starts at line 1, column 1)"},
+        {"metrics:\n  allow: [10.0.0.0/8, ::1]\n",
+         ":2:23: ", "inside [ ] or { } quote a value that starts with ':', such as an IPv6 address ('::1')"},
+        {"grants: {x: [\"a\"]}\nsession: *nowhere\n",
+         ":2:10: ", "the alias *nowhere names no anchor (&name) written before it"},
         {"server:\n  name: \"caf\xe9\"\n", ":2:", "invalid"},
     };
     for (const auto& c : cases) {
