@@ -1304,16 +1304,13 @@ void append_scalar(std::string& out, const std::string& text) {
 // A node as text that depends only on what it says: maps with their keys in
 // order (the first of a repeated key), scalars as their text, neither style
 // nor comments. Past the bounds (an alias that holds itself) the rest reads
-// as "…": such a file never loads anyway.
-struct CanonicalBounds {
-    std::size_t budget = kMaxSettingValues;
-};
+// as "…": such a file never loads anyway. `budget`: the values it may still
+// write.
+void canonical_text(const YamlNode& node, std::string& out, std::size_t depth, std::size_t& budget);
 
-void canonical_text(const YamlNode& node, std::string& out, std::size_t depth, CanonicalBounds& bounds);
-
-std::string canonical_text(const YamlNode& node, std::size_t depth, CanonicalBounds& bounds) {
+std::string canonical_text(const YamlNode& node, std::size_t depth, std::size_t& budget) {
     std::string out;
-    canonical_text(node, out, depth, bounds);
+    canonical_text(node, out, depth, budget);
     return out;
 }
 
@@ -1329,35 +1326,44 @@ void append_map(std::string& out, const std::map<std::string, std::string>& memb
     out += '}';
 }
 
-// A map's members as key and text, the first of a repeated key, leaving out
-// the key `omit`; `text_of` writes each value.
+// A map's text, or nothing when it has no member.
+std::optional<std::string> unless_empty(const std::map<std::string, std::string>& members) {
+    if (members.empty()) return std::nullopt;
+    std::string out;
+    append_map(out, members);
+    return out;
+}
+
+// A map's members as key and text, the first of a repeated key; `text_of`
+// (key, value) writes a value's text, or nothing to leave the member out.
 template <class TextOf>
-std::map<std::string, std::string> members_of(const YamlNode& map, std::size_t depth, CanonicalBounds& bounds,
-                                              std::string_view omit, TextOf&& text_of) {
+std::map<std::string, std::string> members_of(const YamlNode& map, std::size_t depth, std::size_t& budget,
+                                              TextOf&& text_of) {
     std::map<std::string, std::string> members;
     for (const auto& kv : map.entries()) {
-        std::string key = kv.key.is_scalar() ? kv.key.text() : canonical_text(kv.key, depth + 1, bounds);
-        if (key == omit || members.count(key)) continue;
-        members.emplace(std::move(key), text_of(kv.value));
+        std::string key = kv.key.is_scalar() ? kv.key.text() : canonical_text(kv.key, depth + 1, budget);
+        if (members.count(key)) continue;
+        if (std::optional<std::string> text = text_of(key, kv.value)) members.emplace(std::move(key), std::move(*text));
     }
     return members;
 }
 
-void canonical_text(const YamlNode& node, std::string& out, std::size_t depth, CanonicalBounds& bounds) {
-    if (depth > kMaxSettingDepth || bounds.budget == 0) {
+void canonical_text(const YamlNode& node, std::string& out, std::size_t depth, std::size_t& budget) {
+    if (depth > kMaxSettingDepth || budget == 0) {
         out += "\u2026";
         return;
     }
-    --bounds.budget;
+    --budget;
     switch (node.kind()) {
     case YamlNode::Kind::map:
-        append_map(out, members_of(node, depth, bounds, {},
-                                   [&](const YamlNode& value) { return canonical_text(value, depth + 1, bounds); }));
+        append_map(out, members_of(node, depth, budget, [&](const std::string&, const YamlNode& value) {
+                       return std::optional(canonical_text(value, depth + 1, budget));
+                   }));
         return;
     case YamlNode::Kind::sequence:
         out += '[';
         for (const auto& item : node.items()) {
-            canonical_text(item, out, depth + 1, bounds);
+            canonical_text(item, out, depth + 1, budget);
             out += ',';
         }
         out += ']';
@@ -1368,33 +1374,31 @@ void canonical_text(const YamlNode& node, std::string& out, std::size_t depth, C
 }
 
 // A domains entry's text without its exposure (its own and its tools'),
-// which a re-read applies; what that leaves empty reads as not written, so a
-// domain that only set exposure has no text.
+// which a re-read applies; a map that this leaves empty reads as not
+// written, so a domain that only set exposure has no text.
 std::optional<std::string> domain_text(const YamlNode& domain) {
-    CanonicalBounds bounds;
-    if (!domain.is_map()) return canonical_text(domain, 0, bounds);
-    auto members = members_of(domain, 0, bounds, "exposure",
-                              [&](const YamlNode& value) { return canonical_text(value, 1, bounds); });
-    if (const auto tools = domain["tools"]; tools.is_map()) {
-        std::map<std::string, std::string> tool_texts;
-        for (const auto& [name, text] : members_of(tools, 1, bounds, {}, [&](const YamlNode& tool) {
-                 if (!tool.is_map()) return canonical_text(tool, 2, bounds);
-                 const auto tool_members = members_of(tool, 2, bounds, "exposure", [&](const YamlNode& value) {
-                     return canonical_text(value, 3, bounds);
-                 });
-                 if (tool_members.empty()) return std::string();
-                 std::string text;
-                 append_map(text, tool_members);
-                 return text;
-             }))
-            if (!text.empty()) tool_texts.emplace(name, text);
-        members.erase("tools");
-        if (!tool_texts.empty()) append_map(members["tools"], tool_texts);
-    }
-    if (members.empty()) return std::nullopt;
-    std::string out;
-    append_map(out, members);
-    return out;
+    std::size_t budget = kMaxSettingValues;
+    if (!domain.is_map()) return canonical_text(domain, 0, budget);
+    // A map's text without its `exposure`, each other value written by
+    // `text_of`; nothing when no member is left.
+    const auto without_exposure = [&](const YamlNode& map, std::size_t depth,
+                                      auto&& text_of) -> std::optional<std::string> {
+        return unless_empty(members_of(map, depth, budget, [&](const std::string& key, const YamlNode& value) {
+            return key == "exposure" ? std::nullopt : text_of(key, value);
+        }));
+    };
+    const auto tool_text = [&](const std::string&, const YamlNode& tool) -> std::optional<std::string> {
+        if (!tool.is_map()) return canonical_text(tool, 2, budget);
+        return without_exposure(tool, 2, [&](const std::string&, const YamlNode& value) {
+            return std::optional(canonical_text(value, 3, budget));
+        });
+    };
+    return without_exposure(domain, 0,
+                            [&](const std::string& key, const YamlNode& value) -> std::optional<std::string> {
+                                if (key == "tools" && value.is_map())
+                                    return unless_empty(members_of(value, 1, budget, tool_text));
+                                return canonical_text(value, 1, budget);
+                            });
 }
 
 // Config::section_texts.
@@ -1404,8 +1408,8 @@ std::map<std::string, std::string> section_texts(const YamlNode& root) {
         if (!section.key.is_scalar()) continue;
         const std::string name = section.key.text();
         if (name != "domains" || !section.value.is_map()) {
-            CanonicalBounds bounds;
-            texts[name] = canonical_text(section.value, 0, bounds);
+            std::size_t budget = kMaxSettingValues;
+            texts[name] = canonical_text(section.value, 0, budget);
             continue;
         }
         for (const auto& domain : section.value.entries())
