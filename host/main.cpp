@@ -15,6 +15,7 @@
 #include "limits/argument_bounds.hpp"
 #include "mrtr/state_keys.hpp"
 #include "serve/host.hpp"
+#include "state/state_backend.hpp"
 #include "transport/stop_signal.hpp"
 
 #include <spdlog/spdlog.h>
@@ -417,6 +418,7 @@ int main(int argc, char** argv) {
     // (EPIPE), never the end of this process: every verb may start a family
     // with isolation: process.
     std::signal(SIGPIPE, SIG_IGN);
+    state::take_sqlite_pages_as_needed();
     // A family's own process (isolation: process), started by a host.
     if (argc > 1 && std::string_view(argv[1]) == "serve-family") return isolation::serve_family(argc, argv);
     auto args = parse_arguments(argc, argv);

@@ -266,6 +266,13 @@ private:
 
 } // namespace
 
+void take_sqlite_pages_as_needed() {
+    // No buffer and no slots: SQLITE_CONFIG_PAGECACHE with N = 0 turns off
+    // the initial bulk allocation; SQLITE_MISUSE once SQLite is initialised.
+    if (sqlite3_config(SQLITE_CONFIG_PAGECACHE, nullptr, 0, 0) != SQLITE_OK)
+        spdlog::debug("SQLite already started; its page cache keeps its initial bulk");
+}
+
 std::unique_ptr<StateBackend> make_sqlite_backend(const std::string& path) {
     return std::make_unique<SqliteBackend>(path);
 }

@@ -74,6 +74,13 @@ std::unique_ptr<StateBackend> make_memory_backend();
 // Opens (creating when missing) a SQLite database file in WAL mode.
 std::unique_ptr<StateBackend> make_sqlite_backend(const std::string& path);
 
+// Tells SQLite, before anything in the process opens a database, to take its
+// page cache one page at a time instead of writing 20 slots (some 87 KiB) at
+// each connection's first read: a start opens two small databases (this
+// state and the memory family's notes) that hold a few pages each. Process
+// wide, for every SQLite user in it; a no-op once SQLite has started.
+void take_sqlite_pages_as_needed();
+
 // Connects to Redis (session.redis), checking the address and password at
 // once; throws BackendError saying why not. Thread-safe, pooled; a lost
 // connection is reopened on the next command, with a pause after failures.
