@@ -29,9 +29,13 @@ done
 # Each era's listing and calls of the shipped tools; refusals included, as
 # an agent meets them first.
 meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"order","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}'
-requests() {
+# A start and its first listing, what a host that waits for work has run.
+start() {
   echo '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{'"$meta"'}}'
   echo '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{'"$meta"'}}'
+}
+requests() {
+  start
   echo '{"jsonrpc":"2.0","id":3,"method":"resources/list","params":{'"$meta"'}}'
   echo '{"jsonrpc":"2.0","id":4,"method":"prompts/list","params":{'"$meta"'}}'
   local id=10
@@ -52,12 +56,13 @@ run() { # NAME INPUT-FUNCTION
   "$2" | GATEHOUSE_DATA_DIR="$work/data" valgrind --tool=callgrind --demangle=no --dump-instr=no \
     --callgrind-out-file="$work/$1.out" "$work/bin/gatehouse" serve >/dev/null 2>"$work/$1.log"
 }
+run start start
 run modern requests
 run legacy legacy
 
 # The functions each object ran (callgrind's file writes names and objects
 # in full once, then by number: "fn=(12)"), into the list its build reads.
-python3 - "$work" "$work/modern.out" "$work/legacy.out" <<'PY'
+python3 - "$work" "$work/start.out" "$work/modern.out" "$work/legacy.out" <<'PY'
 import re, sys
 work, files = sys.argv[1], sys.argv[2:]
 lists = {
@@ -67,6 +72,7 @@ lists = {
     f"{work}/lib/gatehouse/plugins/memory.so": "plugins/memory/function_order.txt",
 }
 ran = {binary: [] for binary in lists}
+started = {binary: set() for binary in lists}
 for path in files:
     names = {"ob": {}, "fn": {}}
     ob = None
@@ -83,6 +89,8 @@ for path in files:
             ob = names["ob"].get(number)
         elif ob in ran:
             ran[ob].append(names["fn"].get(number))
+            if path == files[0]:
+                started[ob].add(names["fn"].get(number))
 for binary, out in lists.items():
     done = []
     for name in ran[binary]:
@@ -90,9 +98,13 @@ for binary, out in lists.items():
             done.append(name)
     if binary.endswith("/bin/gatehouse") and len(done) < 100:
         sys.exit(f"the host ran only {len(done)} functions of its own: did it start? (a release build of this tree)")
-    # Sorted: where each sits inside the packed run matters little, and a
-    # list written again differs only by what changed.
+    # What the start ran first, then what only the calls ran: a host waiting
+    # for work has touched the first run's pages only (its idle RSS). Each
+    # part sorted: where a function sits inside its part matters little, and
+    # a list written again differs only by what changed.
+    first = sorted(n for n in done if n in started[binary])
+    then = sorted(n for n in done if n not in started[binary])
     with open(out, "w") as f:
-        f.writelines(name + "\n" for name in sorted(done))
-    print(f"{out}: {len(done)} functions", file=sys.stderr)
+        f.writelines(name + "\n" for name in first + then)
+    print(f"{out}: {len(first)} functions of the start, {len(then)} more of the calls", file=sys.stderr)
 PY
