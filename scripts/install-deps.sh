@@ -18,7 +18,7 @@ packages=(
   catch2 libbenchmark-dev
   clang-format
   clang libclang-rt-14-dev llvm   # libFuzzer and the sanitizer runtimes; llvm-symbolizer for readable reports
-  lld                             # links the release binary with its start-up functions together (host/function_order.txt)
+  lld lld-16                      # links the release binary with its start-up functions together (host/function_order.txt); 16 also packs its relocations
   chromium                        # headless, for the tests that open the pages families serve (puppeteer-core drives it)
 )
 missing=()
