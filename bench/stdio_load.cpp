@@ -8,6 +8,10 @@
 // One run measures, for the server COMMAND:
 //   cold start    R fresh processes, spawn -> first tools/list answer (median, min)
 //   idle RSS      VmRSS after start and one tools/list, then 300 ms of nothing
+//                 (the median over the R cold starts and the measured one:
+//                 where the kernel loads a binary moves from start to start,
+//                 and the 64 KiB runs it maps around each page fault with it,
+//                 so one start's figure moves by some 150 KiB either way)
 //   sequential    N calls, one in flight: calls/s, p50, p99, server CPU per call
 //   concurrent    M calls (default N), K in flight: the same figures
 // --concurrent-only skips the sequential phase (and its warm-up), so a
@@ -28,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cmath>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -378,18 +383,24 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
 
     std::vector<double> cold_ms;
+    std::vector<double> idle_rss_kib;
+    const auto settle_and_measure = [&](const ServerProcess& started) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        idle_rss_kib.push_back(static_cast<double>(started.rss_kib()));
+    };
     for (int r = 0; r < options.cold_runs; ++r) {
         ServerProcess server(options.command);
         Session session(server, options);
         session.open();
         cold_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - server.started()).count());
+        settle_and_measure(server);
     }
 
     ServerProcess server(options.command);
     Session session(server, options);
     session.open();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const long idle_rss = server.rss_kib();
+    settle_and_measure(server);
+    const long idle_rss = std::lround(percentile(idle_rss_kib, 50));
 
     // --calls 0: start-up only (cold start and idle RSS), for a tool that
     // cannot be called without a session or arguments.
