@@ -13,7 +13,6 @@
 #include <spdlog/details/backtracer-inl.h>
 #include <spdlog/details/log_msg-inl.h>
 #include <spdlog/details/log_msg_buffer-inl.h>
-#include <spdlog/details/null_mutex.h>
 #include <spdlog/details/os-inl.h>
 #include <spdlog/details/periodic_worker-inl.h>
 #include <spdlog/details/registry-inl.h>
@@ -32,7 +31,6 @@
 // ostream sink, the tests' captured log, derives from it) and the coloured
 // stderr sink of the default logger.
 template class spdlog::sinks::base_sink<std::mutex>;
-template class spdlog::sinks::base_sink<spdlog::details::null_mutex>;
 template class spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>;
 template class spdlog::sinks::ansicolor_stderr_sink<spdlog::details::console_mutex>;
 template std::shared_ptr<spdlog::logger>
