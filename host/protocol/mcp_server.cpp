@@ -416,25 +416,6 @@ Json McpServer::cacheable(const Request& request, Json result, bool per_token) c
     return result;
 }
 
-namespace {
-
-// A 2025-11-25 client calling a tool that runs only as a task gets a job
-// handle (tasks::TaskCalls), not the tool's output: its outputSchema would
-// promise structured content the handle cannot match, and clients that
-// check results against it (the official SDK does) throw the handle away.
-// The job's result, from job_result, is the tool's own.
-Json without_job_output_schemas(Json page, const plugins::ToolRegistry& registry) {
-    for (auto& entry : page["tools"]) {
-        const auto name = entry.find("name");
-        if (name == entry.end() || !name->is_string()) continue;
-        const plugins::Tool* tool = registry.find(name->get_ref<const std::string&>());
-        if (tool && tool->task_support == plugins::TaskSupport::required) entry.erase("outputSchema");
-    }
-    return page;
-}
-
-} // namespace
-
 // A verified token sees only the tools its scopes let it call (the same
 // scope_refusal a call meets); the list is then its own, and says so in
 // cacheScope. Its cursors carry which tools it holds, so a cursor of
@@ -443,24 +424,40 @@ Json McpServer::list_tools(const Request& request) const {
     const auto listing = disclosure_.listing();
     const auth::Principal& principal = request.principal;
     const bool jobs = request.revision == Revision::legacy_2025_11_25 && task_store_->settings().enabled;
-    const auto page = [&](const std::vector<const plugins::Tool*>& tools, const std::string& fingerprint) {
-        Json listed = list_page(request, tools, "tools", fingerprint, limits_.page_size);
-        return jobs ? without_job_output_schemas(std::move(listed), *listing->registry) : listed;
+    // Each tool as the listing wrote it once, but for one case: a 2025-11-25
+    // client calling a tool that runs only as a task gets a job handle
+    // (tasks::TaskCalls), not the tool's output, so its outputSchema would
+    // promise structured content the handle cannot match, and clients that
+    // check results against it (the official SDK does) throw the handle
+    // away. The job's result, from job_result, is the tool's own.
+    const auto entry = [&](std::size_t i) -> Json {
+        const plugins::Tool& tool = *listing->tools[i];
+        if (jobs)
+            if (const plugins::Tool* registered = listing->registry->find(tool.name);
+                registered && registered->task_support == plugins::TaskSupport::required) {
+                Json without = tool.listing;
+                without.erase("outputSchema");
+                return without;
+            }
+        return listing->written[i];
     };
     if (principal.kind != "token" || !listing->scoped)
-        return cacheable(request, page(listing->tools, listing->fingerprint));
-    std::vector<const plugins::Tool*> callable;
+        return cacheable(request, list_page_of(request, listing->tools.size(), entry, "tools", listing->fingerprint,
+                                               limits_.page_size));
+    std::vector<std::size_t> callable;
     callable.reserve(listing->tools.size());
     std::string held;
-    for (const plugins::Tool* tool : listing->tools)
-        if (!scope_refusal(*tool, principal)) {
-            callable.push_back(tool);
-            held += tool->name;
+    for (std::size_t i = 0; i < listing->tools.size(); ++i)
+        if (!scope_refusal(*listing->tools[i], principal)) {
+            callable.push_back(i);
+            held += listing->tools[i]->name;
             held += '\n';
         }
     const std::string fingerprint =
         listing->fingerprint + "-" + std::to_string(std::hash<std::string>{}(held)&0xffffffffu);
-    return cacheable(request, page(callable, fingerprint), true);
+    const auto callable_entry = [&](std::size_t k) { return entry(callable[k]); };
+    return cacheable(
+        request, list_page_of(request, callable.size(), callable_entry, "tools", fingerprint, limits_.page_size), true);
 }
 
 void McpServer::apply_exposure(const std::set<std::string>& on_demand_families,

@@ -1,6 +1,7 @@
 #include "protocol/tool_disclosure.hpp"
 
 #include "plugins/tool_definition.hpp"
+#include "protocol/json_writer.hpp"
 #include "protocol/tool_call.hpp"
 
 #include <algorithm>
@@ -139,9 +140,14 @@ bool ToolDisclosure::make_listing() {
     if (next->hides_tools || !job_tools_.empty())
         std::sort(next->tools.begin(), next->tools.end(),
                   [](const plugins::Tool* a, const plugins::Tool* b) { return a->name < b->name; });
+    // Each entry written once here, for every tools/list page to copy as it
+    // is, and the listing's fingerprint taken from the same text.
     std::string all;
+    next->written.reserve(next->tools.size());
     for (const plugins::Tool* tool : next->tools) {
-        all += tool->listing.dump();
+        const std::size_t start = all.size();
+        append_json(all, tool->listing);
+        next->written.push_back(written_json(std::string_view(all).substr(start)));
         all += '\n';
         if (!tool->scope.empty()) next->scoped = true;
     }
