@@ -52,19 +52,25 @@ legacy() {
   echo '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"recall","arguments":{"query":"x"}}}'
 }
 
-run() { # NAME INPUT-FUNCTION
-  "$2" | GATEHOUSE_DATA_DIR="$work/data" valgrind --tool=callgrind --demangle=no --dump-instr=no \
-    --callgrind-out-file="$work/$1.out" "$work/bin/gatehouse" serve >/dev/null 2>"$work/$1.log"
+run() { # NAME INPUT-FUNCTION [SERVE-ARGUMENTS...]
+  local name=$1 input=$2
+  shift 2
+  "$input" | GATEHOUSE_DATA_DIR="$work/data" valgrind --tool=callgrind --demangle=no --dump-instr=no \
+    --callgrind-out-file="$work/$name.out" "$work/bin/gatehouse" serve "$@" >/dev/null 2>"$work/$name.log"
 }
+# A start on the embedded configuration (scripts/run.sh) and on the shipped
+# file (the benches), then the calls.
 run start start
+run start-file start --config config/gatehouse.yaml
 run modern requests
 run legacy legacy
 
 # The functions each object ran (callgrind's file writes names and objects
 # in full once, then by number: "fn=(12)"), into the list its build reads.
-python3 - "$work" "$work/start.out" "$work/modern.out" "$work/legacy.out" <<'PY'
+python3 - "$work" "$work/start.out" "$work/start-file.out" "$work/modern.out" "$work/legacy.out" <<'PY'
 import re, sys
 work, files = sys.argv[1], sys.argv[2:]
+starts = files[:2]
 lists = {
     f"{work}/bin/gatehouse": "host/function_order.txt",
     f"{work}/lib/gatehouse/plugins/session.so": "plugins/session/function_order.txt",
@@ -89,13 +95,18 @@ for path in files:
             ob = names["ob"].get(number)
         elif ob in ran:
             ran[ob].append(names["fn"].get(number))
-            if path == files[0]:
-                started[ob].add(names["fn"].get(number))
+            if path in starts:
+                name = names["fn"].get(number)
+                started[ob].update(["_start", "frame_dummy"] if name == "(below main)" else [name])
 for binary, out in lists.items():
     done = []
     for name in ran[binary]:
-        if name and not name.startswith("0x") and name not in done:
-            done.append(name)
+        # What callgrind calls "(below main)" in the binary is the start
+        # files' code: _start (crt1.o) and, run from .init_array,
+        # frame_dummy (crtbegin.o), each the one text section of its file.
+        for name in ["_start", "frame_dummy"] if name == "(below main)" else [name]:
+            if name and not name.startswith("0x") and name not in done:
+                done.append(name)
     if binary.endswith("/bin/gatehouse") and len(done) < 100:
         sys.exit(f"the host ran only {len(done)} functions of its own: did it start? (a release build of this tree)")
     # What the start ran first, then what only the calls ran: a host waiting
