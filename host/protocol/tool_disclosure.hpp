@@ -62,7 +62,7 @@ public:
     struct Listing {
         std::shared_ptr<const plugins::ToolRegistry> registry; // what the tools are of, kept with them
         std::vector<const plugins::Tool*> tools;               // by published name
-        std::vector<Json> written; // each tool's tools/list entry, written once (written_json), as tools are
+        std::vector<Json> written; // tools' tools/list entries, in their order, written once (written_json)
         std::string fingerprint;   // what tools/list cursors carry
         std::set<std::string> on_demand;
         bool scoped = false;      // some listed tool needs a token scope: tools/list differs per token
