@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes host/function_order.txt and each shipped plugin's
 # function_order.txt: the functions of the host and of each plugin that a
-# start on the embedded default configuration and a few calls of each era
-# run. A release build linked with lld places them first in its text
+# start (on the embedded default configuration and on the shipped file) and
+# a few calls of each era run, the start's first. A release build linked with lld places them first in its text
 # (cmake/FunctionOrder.cmake), so the pages a serving host touches are few
 # and together: every page first touched costs a fault, and each fault maps
 # its neighbours too (docs/performance.md, "What a page first touched costs
@@ -94,19 +94,19 @@ for path in files:
         if kind == "ob":
             ob = names["ob"].get(number)
         elif ob in ran:
-            ran[ob].append(names["fn"].get(number))
+            # What callgrind calls "(below main)" in the binary is the start
+            # files' code: _start (crt1.o) and, run from .init_array,
+            # frame_dummy (crtbegin.o), each the one text section of its file.
+            name = names["fn"].get(number)
+            functions = ["_start", "frame_dummy"] if name == "(below main)" else [name]
+            ran[ob].extend(functions)
             if path in starts:
-                name = names["fn"].get(number)
-                started[ob].update(["_start", "frame_dummy"] if name == "(below main)" else [name])
+                started[ob].update(functions)
 for binary, out in lists.items():
     done = []
     for name in ran[binary]:
-        # What callgrind calls "(below main)" in the binary is the start
-        # files' code: _start (crt1.o) and, run from .init_array,
-        # frame_dummy (crtbegin.o), each the one text section of its file.
-        for name in ["_start", "frame_dummy"] if name == "(below main)" else [name]:
-            if name and not name.startswith("0x") and name not in done:
-                done.append(name)
+        if name and not name.startswith("0x") and name not in done:
+            done.append(name)
     if binary.endswith("/bin/gatehouse") and len(done) < 100:
         sys.exit(f"the host ran only {len(done)} functions of its own: did it start? (a release build of this tree)")
     # What the start ran first, then what only the calls ran: a host waiting
