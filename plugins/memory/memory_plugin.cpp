@@ -20,6 +20,7 @@
 // {latin: english, cyrillic: russian}).
 #include "note_store.hpp"
 #include "postgres_connection.hpp"
+#include "stemmer_library.hpp"
 
 #include <gatehouse/plugin.hpp>
 
@@ -315,6 +316,8 @@ memory::StoreSettings read_settings(const gh::Json& config) {
         out.limits.max_text_bytes = it->get<std::size_t>();
     }
     if (auto it = settings.find("stemming"); it != settings.end()) out.stemming = read_stemming(*it);
+    if (out.stemming.enabled())
+        if (auto problem = memory::libstemmer_problem()) throw std::runtime_error(*problem);
     if (auto it = settings.find("synchronous"); it != settings.end()) {
         const std::string mode = it->is_string() ? it->get<std::string>() : "";
         if (mode == "full")

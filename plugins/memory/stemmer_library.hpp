@@ -8,6 +8,9 @@
 
 #include <libstemmer.h>
 
+#include <optional>
+#include <string>
+
 namespace memory {
 
 // The libstemmer functions WordStemmer calls.
@@ -24,5 +27,16 @@ struct Libstemmer {
 // library or one of its functions cannot be found; every later call says the
 // same.
 const Libstemmer& libstemmer();
+
+// Why the library by `soname`, or at `path`, cannot be had, or nothing. A
+// file at `path` is enough and is not loaded (a start pays no load for
+// words it may never stem); without one, the library is opened by `soname`
+// now, and kept, as the first word would have.
+std::optional<std::string> stemmer_library_problem(const char* soname, const char* path);
+
+// The same for the library this family was built against: checked when the
+// family starts with stemming on, so a missing library is said then, not at
+// the first note written or looked for.
+std::optional<std::string> libstemmer_problem();
 
 } // namespace memory

@@ -15,6 +15,7 @@
 #include "postgres_notes.hpp"
 #include "recall_ranking.hpp"
 #include "schema_migrations.hpp"
+#include "stemmer_library.hpp"
 
 #include <libpq-fe.h>
 #include <sqlite3.h>
@@ -24,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <set>
@@ -677,6 +679,22 @@ TEST_CASE("words match by stem in Russian and English, an exact form ranking fir
     // Tags are matched by stem as well.
     const auto tagged = keep(store, bob, "встреча во вторник", {"Контракты"});
     CHECK(ids(find(store, bob, "контракт")) == std::vector<int64_t>{tagged});
+}
+
+TEST_CASE("a stemmer library that cannot be had is named, with the setting that does without it") {
+    // The library this family was built against is here: nothing to say.
+    CHECK_FALSE(memory::libstemmer_problem());
+    // Neither a file at the path nor a library by the soname.
+    const auto missing =
+        memory::stemmer_library_problem("libgatehouse-no-stemmer.so.0", "/nonexistent/libgatehouse-no-stemmer.so.0");
+    REQUIRE(missing);
+    CHECK_THAT(*missing, Catch::Contains("libgatehouse-no-stemmer.so.0") && Catch::Contains("install libstemmer") &&
+                             Catch::Contains("stemming: none"));
+    // A file at the path is enough, and is not opened (this one is no library).
+    const auto here = std::filesystem::temp_directory_path() / "gatehouse-not-a-library.so";
+    { std::ofstream(here) << "not ELF"; }
+    CHECK_FALSE(memory::stemmer_library_problem("libgatehouse-no-stemmer.so.0", here.c_str()));
+    std::filesystem::remove(here);
 }
 
 TEST_CASE("stemming follows the settings, and a changed setting rebuilds the index") {
