@@ -89,7 +89,18 @@ TEST_CASE("a verb no loaded family declares is an unknown command", "[cli][verb]
     auto r = run_gatehouse({"greet", "World", "--config", echo_only});
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains("unknown command 'greet'"));
+    CHECK_THAT(r.err, Catch::Contains("The families of " + echo_only + " add no verbs."));
     CHECK(r.out.empty());
+
+    // A mistyped verb: the usage lists the families' verbs beside the host's.
+    const std::string file = verb_config(dir);
+    auto typo = run_gatehouse({"gret", "World", "--config", file});
+    CHECK(typo.exit_code == 2);
+    CHECK_THAT(typo.err, Catch::Contains("unknown command 'gret'"));
+    CHECK_THAT(typo.err, Catch::Contains("Usage:"));
+    CHECK_THAT(typo.err, Catch::Contains("Verbs of the families in " + file + ":"));
+    CHECK_THAT(typo.err, Catch::Contains("  gatehouse greet NAME [--config FILE]\n"));
+    CHECK(typo.out.empty());
 }
 
 TEST_CASE("gatehouse --help lists the verbs of the configuration's families", "[cli][verb]") {
