@@ -5,8 +5,9 @@
 # (`return 200`, two workers as gatehouse has two I/O threads), in one run,
 # at 1, 64 and 256 concurrent connections under wrk. For each: requests/s,
 # p50, p99, errors, server CPU per request (from /proc utime+stime of the
-# server and its children) and peak RSS, and requests/s, p99 and CPU per
-# request as ratios to nginx's at the same connection count.
+# server and its children; user and system apart) and peak RSS, and
+# requests/s, p99 and CPU per request as ratios to nginx's at the same
+# connection count.
 # Usage: bench/run_http_bench.sh [BUILD_DIR] [SECONDS]
 # Needs wrk and nginx (apt-get install wrk nginx), Node 22 and `npm ci` in
 # bench/.
@@ -83,13 +84,17 @@ for server in "${servers[@]}"; do
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:${port[$server]}/" && break; sleep 0.1; done
 done
 
-# The CPU of a server and of its children (nginx's workers), in ticks.
+# The CPU of a server and of its children (nginx's workers), in ticks: user
+# and system. The kernel's share (the loopback TCP both sides of every
+# exchange cross) is the same for any server making the same system calls a
+# request; what a server adds is mostly its user time.
 cpu_ticks() {
-  local total=0 child
+  local user=0 system=0 child
   for child in $1 $(pgrep -P "$1" || true); do
-    total=$((total + $(awk '{print $14 + $15}' "/proc/$child/stat")))
+    read -r u s < <(awk '{print $14, $15}' "/proc/$child/stat")
+    user=$((user + u)) system=$((system + s))
   done
-  echo "$total"
+  echo "$user $system"
 }
 peak_rss_kib() {
   local total=0 child
@@ -100,26 +105,29 @@ peak_rss_kib() {
 }
 ticks_per_s=$(getconf CLK_TCK)
 
-printf '| server | connections | requests/s | ÷ nginx | p50 ms | p99 ms | ÷ nginx | errors | server CPU µs/request | ÷ nginx | peak RSS MiB |\n'
-printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+printf '| server | connections | requests/s | ÷ nginx | p50 ms | p99 ms | ÷ nginx | errors | server CPU µs/request | ÷ nginx | of it user / system µs | peak RSS MiB |\n'
+printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for connections in 1 64 256; do
   for server in "${servers[@]}"; do
     url=http://127.0.0.1:${port[$server]}/mcp
     # A short warm-up (JIT, connection pools), not counted.
     wrk -t1 -c "$connections" -d 2s -s bench/http_noop.lua "$url" >/dev/null
-    before=$(cpu_ticks "${pid[$server]}")
+    read -r user_before system_before < <(cpu_ticks "${pid[$server]}")
     line=$(wrk -t1 -c "$connections" -d "${seconds}s" --timeout 10s -s bench/http_noop.lua "$url" | grep '^RESULT')
-    after=$(cpu_ticks "${pid[$server]}")
+    read -r user_after system_after < <(cpu_ticks "${pid[$server]}")
     eval "$(echo "$line" | sed 's/^RESULT //')"
-    read -r rps cpu_us < <(awk -v r="$requests" -v d="$duration_us" -v t=$((after - before)) -v hz="$ticks_per_s" \
-      'BEGIN { printf "%.1f %.2f\n", r / (d / 1e6), (t / hz) * 1e6 / (r > 0 ? r : 1) }')
+    read -r rps cpu_us user_us system_us < <(awk -v r="$requests" -v d="$duration_us" -v hz="$ticks_per_s" \
+      -v u=$((user_after - user_before)) -v s=$((system_after - system_before)) \
+      'function per_request(t) { return (t / hz) * 1e6 / (r > 0 ? r : 1) }
+       BEGIN { printf "%.1f %.2f %.2f %.2f\n", r / (d / 1e6), per_request(u + s), per_request(u), per_request(s) }')
     # nginx runs first at each connection count: the others' ratios are to it.
     if [[ $server == nginx ]]; then limit_rps=$rps limit_p99=$p99_us limit_cpu=$cpu_us; fi
     awk -v s="$server" -v c="$connections" -v rps="$rps" -v e="$errors" -v p50="$p50_us" -v p99="$p99_us" \
-      -v cpu="$cpu_us" -v lr="$limit_rps" -v lp="$limit_p99" -v lc="$limit_cpu" \
-      -v rss="$(peak_rss_kib "${pid[$server]}")" \
+      -v cpu="$cpu_us" -v lr="$limit_rps" -v lp="$limit_p99" -v lc="$limit_cpu" -v usr="$user_us" \
+      -v sys="$system_us" -v rss="$(peak_rss_kib "${pid[$server]}")" \
       'function ratio(a, b) { return b > 0 ? sprintf("%.2fx", a / b) : "-" }
-       BEGIN { printf "| %s | %d | %.0f | %s | %.2f | %.2f | %s | %d | %.1f | %s | %.1f |\n", s, c, rps, ratio(rps, lr),
-               p50 / 1000, p99 / 1000, ratio(p99, lp), e, cpu, ratio(cpu, lc), rss / 1024 }'
+       BEGIN { printf "| %s | %d | %.0f | %s | %.2f | %.2f | %s | %d | %.1f | %s | %.1f / %.1f | %.1f |\n", s, c, rps,
+               ratio(rps, lr), p50 / 1000, p99 / 1000, ratio(p99, lp), e, cpu, ratio(cpu, lc), usr, sys,
+               rss / 1024 }'
   done
 done
