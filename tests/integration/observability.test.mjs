@@ -303,19 +303,38 @@ test('metrics.listen serves a stdio host to a real Prometheus; the audit file is
     assert.deepEqual(moved.slice(1).map((l) => l.tool), moved.slice(1).map(() => 'noop'));
     assert.ok(auditLines(auditFile).every((l) => l.tool === 'noop'), 'the new file holds only what came after the move');
 
-    // A real Prometheus, scraping every second.
-    const promPort = await freePort();
+    // A real Prometheus, scraping every second, on a port that was free when
+    // asked for: another process may take it before Prometheus binds it, and
+    // then it ends saying so; another port, a few times.
     writeFileSync(
       path.join(work, 'prometheus.yml'),
       `global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n  - job_name: gatehouse\n    static_configs: [{targets: ['127.0.0.1:${port}']}]\n`,
     );
-    prometheus = spawn(
-      'prometheus',
-      [`--config.file=${path.join(work, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(work, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    let promPort;
     let promLog = '';
-    prometheus.stderr.on('data', (c) => (promLog += c));
+    for (let attempt = 1; ; attempt++) {
+      promPort = await freePort();
+      promLog = '';
+      prometheus = spawn(
+        'prometheus',
+        [`--config.file=${path.join(work, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(work, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      prometheus.stderr.on('data', (c) => (promLog += c));
+      const ended = once(prometheus, 'exit').then(() => 'ended');
+      const listening = eventually('Prometheus to listen', async () => {
+        if (prometheus.exitCode !== null) return true;
+        try {
+          return (await fetch(`http://127.0.0.1:${promPort}/-/healthy`)).ok;
+        } catch {
+          return false;
+        }
+      }, 30000).then(() => 'listening');
+      if ((await Promise.race([ended, listening])) === 'listening' && prometheus.exitCode === null) break;
+      await ended;
+      prometheus = undefined;
+      if (attempt >= 5 || !/address already in use/.test(promLog)) throw new Error(`Prometheus did not start:\n${promLog.slice(-2000)}`);
+    }
     const query = async (q) => {
       try {
         const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent(q)}`);

@@ -791,15 +791,31 @@ async function freePort() {
   return port;
 }
 
+// server-everything's Streamable HTTP mode on a port that was free when
+// asked for; another process may take it before the server binds it: then
+// another port, a few times. Resolves once it listens. (It says "listening
+// on port" before its bind fails, and "already in use" just after.)
+async function startEverythingOverHttp() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const server = spawn(NODE, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = { server, port, log: '' };
+    server.stdout.on('data', (chunk) => (started.log += chunk));
+    server.stderr.on('data', (chunk) => (started.log += chunk));
+    for (let i = 0; i < 200 && !/listening on port/.test(started.log) && server.exitCode === null; i++) await sleep(50);
+    await sleep(300);
+    const taken = /already in use/.test(started.log);
+    if (/listening on port/.test(started.log) && !taken && server.exitCode === null) return started;
+    server.kill('SIGKILL');
+    if (attempt >= 5 || !taken) assert.fail(`server-everything did not listen:\n${started.log.slice(-2000)}`);
+  }
+}
+
 test('server-everything over Streamable HTTP: its session kept, its SSE answers and progress read, the host\'s own token sent', async () => {
-  const port = await freePort();
-  const server = spawn(NODE, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  server.stdout.on('data', (chunk) => (log += chunk));
-  server.stderr.on('data', (chunk) => (log += chunk));
+  const everything = await startEverythingOverHttp();
+  const { server, port } = everything;
   try {
-    for (let i = 0; i < 200 && !/listening on port/.test(log); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.match(log, /listening on port/);
     await withHost(
       {
         plugins: ['echo.so'],
@@ -816,7 +832,7 @@ test('server-everything over Streamable HTTP: its session kept, its SSE answers 
         const long = await call('everything_trigger-long-running-operation', { duration: 1, steps: 3 }, { progressToken: 'h-1' });
         assert.equal(long.isError, undefined, JSON.stringify(long));
         assert.ok(host.notifications('notifications/progress', from).length >= 2, 'progress arrived over SSE');
-        assert.match(log, /Session initialized with ID/);
+        assert.match(everything.log, /Session initialized with ID/);
         assert.ok(!host.stderr.includes('host-own-secret'), 'the token is never logged');
       },
     );

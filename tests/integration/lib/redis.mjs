@@ -36,17 +36,27 @@ function accepts(socketPath) {
 export class Redis {
   static async start({ tls = false } = {}) {
     const redis = new Redis();
-    if (tls) {
-      const certs = makeCertificates(redis.dir);
-      redis.ca = certs.ca;
-      redis.otherCa = certs.otherCa;
+    if (!tls) {
+      await redis.restart();
+      return redis;
+    }
+    const certs = makeCertificates(redis.dir);
+    redis.ca = certs.ca;
+    redis.otherCa = certs.otherCa;
+    // The port was free when asked for; another process may take it before
+    // Redis binds it: then another port, a few times.
+    for (let attempt = 1; ; attempt++) {
       redis.tlsPort = await freePort();
       redis.tlsUrl = `rediss://127.0.0.1:${redis.tlsPort}`;
       redis.tlsArgs = ['--bind', '127.0.0.1', '--tls-port', String(redis.tlsPort), '--tls-cert-file', certs.cert,
         '--tls-key-file', certs.key, '--tls-ca-cert-file', certs.ca, '--tls-auth-clients', 'no'];
+      try {
+        await redis.restart();
+        return redis;
+      } catch (error) {
+        if (attempt >= 5 || !/already in use/i.test(redis.log)) throw error;
+      }
     }
-    await redis.restart();
-    return redis;
   }
 
   constructor() {
@@ -59,14 +69,19 @@ export class Redis {
   async restart() {
     const args = ['--port', '0', '--unixsocket', this.socket, '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.tlsArgs];
     this.child = spawn(REDIS_SERVER, args, {
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
+    this.log = '';
+    this.child.stdout.on('data', (chunk) => (this.log += chunk));
+    this.child.stderr.on('data', (chunk) => (this.log += chunk));
     this.exit = once(this.child, 'exit');
     // The socket file appears at bind(), before Redis listens on it: up is
     // when a connection is taken.
     const deadline = Date.now() + 10000;
     while (!(existsSync(this.socket) && (await accepts(this.socket)))) {
-      if (Date.now() > deadline) throw new Error('redis-server did not open its socket');
+      if (this.child.exitCode !== null || this.child.signalCode !== null)
+        throw new Error(`redis-server ended before it listened:\n${this.log.slice(-2000)}`);
+      if (Date.now() > deadline) throw new Error(`redis-server did not open its socket:\n${this.log.slice(-2000)}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   }
