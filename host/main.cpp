@@ -448,11 +448,12 @@ int main(int argc, char** argv) {
         if (args->command == "docs") return cli::reference_docs_command(args->config, args->out);
         if (args->command == "license")
             return cli::license_command(args->positional, args->config, args->license_options, args->json);
-        if (auto status = cli::run_family_command(args->command, args->positional, args->config)) return *status;
         // The verbs the families add go with the usage: a mistyped one is
         // most often one of theirs.
-        std::cerr << "gatehouse: unknown command '" << args->command << "'\n"
-                  << kUsage << cli::family_commands_help(args->config);
+        std::string family_verbs;
+        if (auto status = cli::run_family_command(args->command, args->positional, args->config, &family_verbs))
+            return *status;
+        std::cerr << "gatehouse: unknown command '" << args->command << "'\n" << kUsage << family_verbs;
         return 2;
     } catch (const config::ConfigError& e) {
         std::cerr << e.what() << "\n";

@@ -48,10 +48,26 @@ std::string folded(const std::string& text, const std::string& indent, std::size
     return out;
 }
 
+// The verbs `registry`'s families add, as `gatehouse --help` lists them.
+std::string verbs_of(const plugins::ToolRegistry& registry, const std::string& source) {
+    std::string listing;
+    for (const auto& plugin : registry.plugins())
+        for (const auto& command : plugin->commands()) {
+            if (host_verb(command.name)) continue;
+            listing += "  gatehouse " + command.name + (command.usage.empty() ? "" : " " + command.usage) +
+                       " [--config FILE]\n";
+            listing += folded(command.summary.empty() ? "A verb of the " + plugin->family() + " family."
+                                                      : command.summary + " (" + plugin->family() + " family)",
+                              "      ");
+        }
+    if (listing.empty()) return "\nThe families of " + source + " add no verbs.\n";
+    return "\nVerbs of the families in " + source + ":\n" + listing;
+}
+
 } // namespace
 
 std::optional<int> run_family_command(const std::string& verb, const std::vector<std::string>& args,
-                                      const std::optional<std::string>& config_file) {
+                                      const std::optional<std::string>& config_file, std::string* verbs_when_unknown) {
     if (host_verb(verb)) return std::nullopt;
     const config::Config cfg = load_config(config_file);
     setup_logging("warn");
@@ -68,34 +84,23 @@ std::optional<int> run_family_command(const std::string& verb, const std::vector
             unload(registry);
             return status;
         }
+    if (verbs_when_unknown) *verbs_when_unknown = verbs_of(*registry, cfg.source);
     unload(registry);
     return std::nullopt;
 }
 
 std::string family_commands_help(const std::optional<std::string>& config_file) {
-    std::string listing;
-    std::string source;
     try {
         const config::Config cfg = load_config(config_file);
-        source = cfg.source;
         setup_logging("off");
         auto registry = load_families(cfg);
-        for (const auto& plugin : registry->plugins())
-            for (const auto& command : plugin->commands()) {
-                if (host_verb(command.name)) continue;
-                listing += "  gatehouse " + command.name + (command.usage.empty() ? "" : " " + command.usage) +
-                           " [--config FILE]\n";
-                listing += folded(command.summary.empty() ? "A verb of the " + plugin->family() + " family."
-                                                          : command.summary + " (" + plugin->family() + " family)",
-                                  "      ");
-            }
+        std::string verbs = verbs_of(*registry, cfg.source);
         unload(registry);
+        return verbs;
     } catch (const std::exception&) {
         return "\nFamilies may add verbs of their own; `gatehouse --help --config FILE` lists those of a "
                "configuration that loads.\n";
     }
-    if (listing.empty()) return "\nThe families of " + source + " add no verbs.\n";
-    return "\nVerbs of the families in " + source + ":\n" + listing;
 }
 
 } // namespace gatehouse::cli
