@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { HttpHost } from './lib/http_host.mjs';
 import { Host, binaryPath, eventually } from './lib/host.mjs';
 import { sha256Hex } from './lib/authorization_server.mjs';
+import { onFreePort, PortTaken } from './lib/ports.mjs';
 
 const require = createRequire(import.meta.url);
 const otlp = require('@opentelemetry/otlp-transformer/build/src/generated/root.js').opentelemetry.proto;
@@ -310,14 +311,12 @@ test('metrics.listen serves a stdio host to a real Prometheus; the audit file is
       path.join(work, 'prometheus.yml'),
       `global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n  - job_name: gatehouse\n    static_configs: [{targets: ['127.0.0.1:${port}']}]\n`,
     );
-    let promPort;
     let promLog = '';
-    for (let attempt = 1; ; attempt++) {
-      promPort = await freePort();
+    const promPort = await onFreePort(async (candidate) => {
       promLog = '';
       prometheus = spawn(
         'prometheus',
-        [`--config.file=${path.join(work, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(work, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`],
+        [`--config.file=${path.join(work, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(work, 'data')}`, `--web.listen-address=127.0.0.1:${candidate}`],
         { stdio: ['ignore', 'ignore', 'pipe'] },
       );
       prometheus.stderr.on('data', (c) => (promLog += c));
@@ -325,16 +324,17 @@ test('metrics.listen serves a stdio host to a real Prometheus; the audit file is
       const listening = eventually('Prometheus to listen', async () => {
         if (prometheus.exitCode !== null) return true;
         try {
-          return (await fetch(`http://127.0.0.1:${promPort}/-/healthy`)).ok;
+          return (await fetch(`http://127.0.0.1:${candidate}/-/healthy`)).ok;
         } catch {
           return false;
         }
       }, 30000).then(() => 'listening');
-      if ((await Promise.race([ended, listening])) === 'listening' && prometheus.exitCode === null) break;
+      if ((await Promise.race([ended, listening])) === 'listening' && prometheus.exitCode === null) return candidate;
       await ended;
       prometheus = undefined;
-      if (attempt >= 5 || !/address already in use/.test(promLog)) throw new Error(`Prometheus did not start:\n${promLog.slice(-2000)}`);
-    }
+      const message = `Prometheus did not start:\n${promLog.slice(-2000)}`;
+      throw /address already in use/.test(promLog) ? new PortTaken(message) : new Error(message);
+    });
     const query = async (q) => {
       try {
         const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent(q)}`);
@@ -419,15 +419,6 @@ test('metrics.allow keeps other addresses out; a listener off loopback without i
     await counted.stop();
   }
 });
-
-async function freePort() {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 test('a task round is audited and traced as a call of its own, under the call that started the task', async () => {
   const TASKS = 'io.modelcontextprotocol/tasks';

@@ -6,7 +6,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import net from 'node:net';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +20,7 @@ import { withHost, writeConfig, binaryPath, modernMeta, MODERN, eventually } fro
 
 import { HttpHost } from './lib/http_host.mjs';
 import { makeCertificates } from './lib/certificates.mjs';
+import { onFreePort, PortTaken } from './lib/ports.mjs';
 import { startScriptedUpstream } from './lib/scripted_upstream.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -783,22 +783,12 @@ test('one gatehouse mounts another: server/discover finds 2026-07-28, and the in
   }
 });
 
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-// server-everything's Streamable HTTP mode on a port that was free when
-// asked for; another process may take it before the server binds it: then
-// another port, a few times. Resolves once it listens. (It says "listening
-// on port" before its bind fails, and "already in use" just after.)
-async function startEverythingOverHttp() {
+// server-everything's Streamable HTTP mode, resolved once it listens. (It
+// says "listening on port" before its bind fails, and "already in use" just
+// after.)
+function startEverythingOverHttp() {
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+  return onFreePort(async (port) => {
     const server = spawn(NODE, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
     const started = { server, port, log: '' };
     server.stdout.on('data', (chunk) => (started.log += chunk));
@@ -808,8 +798,10 @@ async function startEverythingOverHttp() {
     const taken = /already in use/.test(started.log);
     if (/listening on port/.test(started.log) && !taken && server.exitCode === null) return started;
     server.kill('SIGKILL');
-    if (attempt >= 5 || !taken) assert.fail(`server-everything did not listen:\n${started.log.slice(-2000)}`);
-  }
+    const message = `server-everything did not listen:\n${started.log.slice(-2000)}`;
+    if (taken) throw new PortTaken(message);
+    assert.fail(message);
+  });
 }
 
 test('server-everything over Streamable HTTP: its session kept, its SSE answers and progress read, the host\'s own token sent', async () => {

@@ -8,21 +8,12 @@ import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { makeCertificates } from './certificates.mjs';
 import { once } from 'node:events';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
+import { onFreePort, PortTaken } from './ports.mjs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const REDIS_SERVER = process.env.GATEHOUSE_REDIS_SERVER ?? 'redis-server';
-
-async function freePort() {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 // Whether the unix socket at `socketPath` takes a connection now.
 function accepts(socketPath) {
@@ -43,20 +34,18 @@ export class Redis {
     const certs = makeCertificates(redis.dir);
     redis.ca = certs.ca;
     redis.otherCa = certs.otherCa;
-    // The port was free when asked for; another process may take it before
-    // Redis binds it: then another port, a few times.
-    for (let attempt = 1; ; attempt++) {
-      redis.tlsPort = await freePort();
-      redis.tlsUrl = `rediss://127.0.0.1:${redis.tlsPort}`;
-      redis.tlsArgs = ['--bind', '127.0.0.1', '--tls-port', String(redis.tlsPort), '--tls-cert-file', certs.cert,
+    return onFreePort(async (port) => {
+      redis.tlsPort = port;
+      redis.tlsUrl = `rediss://127.0.0.1:${port}`;
+      redis.tlsArgs = ['--bind', '127.0.0.1', '--tls-port', String(port), '--tls-cert-file', certs.cert,
         '--tls-key-file', certs.key, '--tls-ca-cert-file', certs.ca, '--tls-auth-clients', 'no'];
       try {
         await redis.restart();
-        return redis;
       } catch (error) {
-        if (attempt >= 5 || !/already in use/i.test(redis.log)) throw error;
+        throw /already in use/i.test(redis.log) ? new PortTaken(error.message) : error;
       }
-    }
+      return redis;
+    });
   }
 
   constructor() {
