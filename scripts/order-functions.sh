@@ -2,7 +2,8 @@
 # Writes host/function_order.txt and each shipped plugin's
 # function_order.txt: the functions of the host and of each plugin that a
 # start (on the embedded default configuration and on the shipped file) and
-# a few calls of each era run, the start's first. A release build linked with lld places them first in its text
+# a few calls of each era run, the start's first. A release build linked
+# with lld places them first in its text
 # (cmake/FunctionOrder.cmake), so the pages a serving host touches are few
 # and together: every page first touched costs a fault, and each fault maps
 # its neighbours too (docs/performance.md, "What a page first touched costs
